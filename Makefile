@@ -1,0 +1,56 @@
+# wsps — make help lists every target.
+SHELL := /bin/bash -o pipefail -o errexit
+.DEFAULT_GOAL := help
+.ONESHELL:
+
+# Tools and downloads are cached outside the repo, keyed by version.
+export WSPS_CACHE ?= $(HOME)/.cache/wsps
+export PATH := $(WSPS_CACHE)/bin:$(PATH)
+
+# Each area adds its own targets and appends what `make test` runs to TEST_TARGETS.
+TEST_TARGETS := test-static test-unit test-integration
+include $(sort $(wildcard mk/*.mk))
+
+##@ Help
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
+	  /^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } \
+	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Local stack
+.PHONY: deps
+deps: ## Install what is missing: npm packages, redis-server, nginx
+	@infra/local/deps.sh
+
+.PHONY: up
+up: deps ## Start Redis, the quote-fetcher, two gateways and nginx on :8080; print the URLs
+	@infra/local/up.sh
+
+.PHONY: down
+down: ## Stop exactly what `make up` started
+	@infra/local/down.sh
+
+.PHONY: logs
+logs: ## Follow the local stack's logs
+	@tail -n 50 -F .run/logs/*.log
+
+##@ Test
+.PHONY: test
+test: $(TEST_TARGETS) ## The whole suite (what CI runs)
+	@echo "make test: all passed ($(TEST_TARGETS))"
+
+.PHONY: test-static
+test-static: deps ## Lint, type check, generated docs up to date, npm audit
+	@npx eslint .
+	@npx tsc -p tsconfig.json
+	@node services/shared/bin/config-docs.js --check
+	@npm audit --omit=dev --audit-level=high
+
+.PHONY: test-unit
+test-unit: deps ## Unit tests (node:test)
+	@node --test --test-concurrency=2 --test-reporter=spec 'services/*/test/*.test.js'
+
+.PHONY: test-integration
+test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes
+	@node --test --test-concurrency=1 --test-reporter=spec 'services/testkit/test/*.test.js'

@@ -1,0 +1,86 @@
+// Gateway settings: the single place their names, defaults and docs live.
+
+import { ConfigError, loadConfig } from '@wsps/shared/config'
+import { commonSettings } from '@wsps/shared/common-settings'
+
+/** @type {readonly import('@wsps/shared/config').Setting[]} */
+export const gatewaySettings = Object.freeze([
+  ...commonSettings,
+  { env: 'WSPS_HTTP_PORT', key: 'port', type: 'int', min: 0, max: 65535, default: 8080, doc: 'HTTP port: `/ws`, `/healthz`, `/readyz`, `/metrics` and the browser client.' },
+  { env: 'WSPS_HEARTBEAT_MS', key: 'heartbeatMs', type: 'int', min: 1000, max: 300000, default: 15000, doc: 'Server ping interval. A peer that misses a ping is dropped: idle timeout = 2 x this.' },
+  { env: 'WSPS_BATCH_MS', key: 'batchMs', type: 'int', min: 0, max: 1000, default: 10, doc: 'Per-connection batching window for updates (0: flush every event-loop turn).' },
+  { env: 'WSPS_MAX_SUBSCRIPTIONS', key: 'maxSubscriptions', type: 'int', min: 1, max: 10000, default: 200, doc: 'Symbols one connection may hold.' },
+  { env: 'WSPS_MAX_PAYLOAD_BYTES', key: 'maxPayload', type: 'int', min: 128, max: 1048576, default: 4096, doc: 'Largest client frame; larger ones close the socket with 1009.' },
+  { env: 'WSPS_RATE_PER_SEC', key: 'ratePerSec', type: 'number', min: 0.1, max: 100000, default: 20, doc: 'Client messages per second (token bucket refill rate).' },
+  { env: 'WSPS_RATE_BURST', key: 'rateBurst', type: 'int', min: 1, max: 100000, default: 40, doc: 'Token bucket size: messages a client may send at once.' },
+  { env: 'WSPS_MAX_CONNECTIONS', key: 'maxConnections', type: 'int', min: 1, max: 1000000, default: 18000, doc: 'Sockets per process; more are refused with HTTP 503. Keep below the open-files limit.' },
+  { env: 'WSPS_MAX_CONNECTIONS_PER_IP', key: 'maxConnectionsPerIp', type: 'int', min: 0, max: 1000000, default: 0, doc: 'Sockets per client IP (0: no limit). Behind an ingress every client shares its IP unless WSPS_TRUST_PROXY is set.' },
+  { env: 'WSPS_TRUST_PROXY', key: 'trustProxy', type: 'bool', default: false, doc: 'Take the client IP from X-Forwarded-For (only behind a trusted proxy).' },
+  { env: 'WSPS_ALLOWED_ORIGINS', key: 'allowedOrigins', type: 'list', default: [], doc: 'Comma-separated Origin allowlist for upgrades (empty: any origin). `*` allows any.' },
+  { env: 'WSPS_SEND_HIGH_WATER_BYTES', key: 'sendHighWater', type: 'int', min: 1024, max: 268435456, default: 262144, doc: 'Buffered bytes above which a client counts as slow: writes pause and updates are conflated.' },
+  { env: 'WSPS_SEND_MAX_BYTES', key: 'sendMax', type: 'int', min: 1024, max: 1073741824, default: 4194304, doc: 'Buffered bytes at which a slow client is closed with 4008 at once.' },
+  { env: 'WSPS_SLOW_CLOSE_MS', key: 'slowCloseMs', type: 'int', min: 100, max: 600000, default: 10000, doc: 'How long a client may stay slow before it is closed with 4008.' },
+  { env: 'WSPS_UNSUBSCRIBE_DELAY_MS', key: 'unsubscribeDelayMs', type: 'int', min: 0, max: 600000, default: 5000, doc: 'Delay before the pod drops a Redis channel nobody on it watches any more (absorbs churn).' },
+  { env: 'WSPS_DEMAND_LEASE_MS', key: 'demandLeaseMs', type: 'int', min: 1000, max: 3600000, default: 15000, doc: 'Lease on each watched symbol pushed to the fetchers, renewed every third of it. Unwatched symbols stop being fetched within this.' },
+  { env: 'WSPS_DRAIN_MS', key: 'drainMs', type: 'int', min: 0, max: 3600000, default: 10000, doc: 'On SIGTERM, client closes (1012) are spread over this window so they do not reconnect all at once.' },
+  { env: 'WSPS_SHUTDOWN_DELAY_MS', key: 'shutdownDelayMs', type: 'int', min: 0, max: 600000, default: 0, doc: 'On SIGTERM, time between readiness going false and the drain starting (lets load balancers notice).' },
+  { env: 'WSPS_AUTH_MODE', key: 'authMode', type: 'enum', values: ['none', 'hs256', 'jwks'], default: 'none', doc: 'JWT check at upgrade: none, a shared HS256 secret, or a JWKS URL.' },
+  { env: 'WSPS_AUTH_HS256_SECRET', key: 'authSecret', type: 'string', default: '', secret: true, doc: 'Shared secret for `hs256` (at least 32 bytes).' },
+  { env: 'WSPS_AUTH_JWKS_URL', key: 'authJwksUrl', type: 'string', default: '', doc: 'JWKS URL for `jwks`.' },
+  { env: 'WSPS_AUTH_ISSUER', key: 'authIssuer', type: 'string', default: '', doc: 'Required `iss` claim (empty: not checked).' },
+  { env: 'WSPS_AUTH_AUDIENCE', key: 'authAudience', type: 'string', default: '', doc: 'Required `aud` claim (empty: not checked).' },
+  { env: 'WSPS_AUTH_SYMBOLS_CLAIM', key: 'authSymbolsClaim', type: 'string', default: 'symbols', doc: 'Claim listing the symbols a token grants (array of symbols or prefixes ending in `*`; absent: all).' },
+  { env: 'WSPS_STATIC_DIR', key: 'staticDir', type: 'string', default: '', doc: 'Directory of the browser client (empty: the bundled one; `-` to serve none).' }
+])
+
+/**
+ * @typedef {object} GatewayConfig
+ * @property {string} host
+ * @property {number} port
+ * @property {string} nodeName
+ * @property {string} logLevel
+ * @property {string} redisUrl
+ * @property {string} redisPassword
+ * @property {string} redisTlsCaFile
+ * @property {string} redisKeyPrefix
+ * @property {number} heartbeatMs
+ * @property {number} batchMs
+ * @property {number} maxSubscriptions
+ * @property {number} maxPayload
+ * @property {number} ratePerSec
+ * @property {number} rateBurst
+ * @property {number} maxConnections
+ * @property {number} maxConnectionsPerIp
+ * @property {boolean} trustProxy
+ * @property {string[]} allowedOrigins
+ * @property {number} sendHighWater
+ * @property {number} sendMax
+ * @property {number} slowCloseMs
+ * @property {number} unsubscribeDelayMs
+ * @property {number} demandLeaseMs
+ * @property {number} drainMs
+ * @property {number} shutdownDelayMs
+ * @property {'none' | 'hs256' | 'jwks'} authMode
+ * @property {string} authSecret
+ * @property {string} authJwksUrl
+ * @property {string} authIssuer
+ * @property {string} authAudience
+ * @property {string} authSymbolsClaim
+ * @property {string} staticDir
+ */
+
+/**
+ * @param {Record<string, string | undefined>} env
+ * @param {Partial<GatewayConfig>} [overrides] for tests and embedding
+ * @returns {Readonly<GatewayConfig>}
+ */
+export function loadGatewayConfig (env, overrides = {}) {
+  const base = /** @type {GatewayConfig} */ (loadConfig(gatewaySettings, env))
+  const config = { ...base, ...overrides }
+  const problems = []
+  if (config.sendMax <= config.sendHighWater) problems.push('WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES')
+  if (config.authMode === 'hs256' && Buffer.byteLength(config.authSecret) < 32) problems.push('WSPS_AUTH_HS256_SECRET must be at least 32 bytes when WSPS_AUTH_MODE=hs256')
+  if (config.authMode === 'jwks' && !/^https?:\/\//.test(config.authJwksUrl)) problems.push('WSPS_AUTH_JWKS_URL must be an http(s) URL when WSPS_AUTH_MODE=jwks')
+  if (problems.length) throw new ConfigError(problems)
+  return Object.freeze(config)
+}
