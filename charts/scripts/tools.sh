@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Installs the pinned chart tools under $WSPS_CACHE, each in a directory keyed
+# by its version, and links them into $WSPS_CACHE/bin. Idempotent: a tool whose
+# versioned binary exists is not rebuilt, so after the first run this is
+# instant and offline.
+#
+#   charts/scripts/tools.sh            # install every tool that is missing
+#   charts/scripts/tools.sh env        # print `export X=...` lines for the checks
+#   charts/scripts/tools.sh helm kustomize   # only these
+#
+# Sources: the Go module proxy (Go tools) and PyPI (Kubernetes JSON schemas).
+set -o errexit -o nounset -o pipefail
+
+HELM_VERSION=v3.22.0
+KUSTOMIZE_VERSION=v5.8.2
+KUBECONFORM_VERSION=v0.8.0
+HELM_UNITTEST_VERSION=v1.1.2
+KUBE_SCORE_VERSION=v1.20.0
+HELM_DOCS_VERSION=v1.14.2
+# PyPI kubernetes-validate ships JSON schemas for several Kubernetes minors;
+# 1.37.0 carries v1.25 ... v1.37. We validate against 1.30 ... 1.37.
+K8S_SCHEMAS_VERSION=1.37.0
+K8S_SCHEMA_MINORS="30 31 32 33 34 35 36 37"
+# What the helm binary reports to templates as .Capabilities.KubeVersion
+# (a plain `go install` reports v1.20, which fails kubeVersion >=1.30).
+HELM_K8S_MINOR=37
+
+CACHE=${WSPS_CACHE:-$HOME/.cache/wsps}
+TOOLS=$CACHE/tools
+BIN=$CACHE/bin
+
+helm_dir=$TOOLS/helm-$HELM_VERSION
+kustomize_dir=$TOOLS/kustomize-$KUSTOMIZE_VERSION
+kubeconform_dir=$TOOLS/kubeconform-$KUBECONFORM_VERSION
+unittest_dir=$TOOLS/helm-plugins-unittest-$HELM_UNITTEST_VERSION
+kubescore_dir=$TOOLS/kube-score-$KUBE_SCORE_VERSION
+helmdocs_dir=$TOOLS/helm-docs-$HELM_DOCS_VERSION
+schemas_dir=$TOOLS/k8s-schemas-$K8S_SCHEMAS_VERSION
+
+log () { printf '\033[36m[tools]\033[0m %s\n' "$*" >&2; }
+
+link () { mkdir -p "$BIN"; ln -sfn "$1" "$BIN/$(basename "$1")"; }
+
+# go install into a versioned dir. Writes to a temp dir first so an
+# interrupted build never leaves a half-installed tool behind.
+go_install () { # dir pkg@version [ldflags]
+  local dir=$1 pkg=$2 ldflags=${3:-} tmp
+  command -v go >/dev/null || { echo "go is required to build $pkg" >&2; exit 1; }
+  tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
+  log "building $pkg (go install, first time only; takes a few minutes on 2 cores)"
+  local start=$SECONDS
+  GOBIN=$tmp GOFLAGS=-buildvcs=false go install -v -trimpath ${ldflags:+-ldflags "$ldflags"} "$pkg" 2>&1 \
+    | awk '{ n++; if (n % 25 == 0) { printf "[tools]   ... %d packages compiled (%s)\n", n, $0; fflush() } }' >&2
+  rm -rf "$dir"; mv "$tmp" "$dir"
+  log "built $pkg in $((SECONDS - start))s"
+}
+
+install_helm () {
+  [[ -x $helm_dir/helm ]] && return
+  go_install "$helm_dir" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
+    "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$HELM_K8S_MINOR"
+}
+
+install_kustomize () {
+  [[ -x $kustomize_dir/kustomize ]] && return
+  go_install "$kustomize_dir" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" "-s -w"
+}
+
+install_kubeconform () {
+  [[ -x $kubeconform_dir/kubeconform ]] && return
+  go_install "$kubeconform_dir" "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" "-s -w"
+}
+
+install_kube_score () {
+  [[ -x $kubescore_dir/kube-score ]] && return
+  go_install "$kubescore_dir" "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION" "-s -w"
+}
+
+install_helm_docs () {
+  [[ -x $helmdocs_dir/helm-docs ]] && return
+  go_install "$helmdocs_dir" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION" "-s -w"
+}
+
+# helm-unittest's go.mod has a replace directive, so `go install pkg@v` refuses
+# it: download the module and build it as the main module instead. It is then
+# laid out as a helm plugin directory with our own plugin.yaml (no install
+# hooks: the upstream hook downloads a release binary, which we cannot).
+install_helm_unittest () {
+  [[ -x $unittest_dir/unittest/untt ]] && return
+  command -v go >/dev/null || { echo "go is required to build helm-unittest" >&2; exit 1; }
+  local mod=github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION src tmp start=$SECONDS
+  log "downloading $mod"
+  src=$(go mod download -json "$mod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
+  mkdir -p "$tmp/unittest"
+  log "building helm-unittest $HELM_UNITTEST_VERSION (go build, first time only)"
+  (cd "$src" && GOFLAGS=-buildvcs=false go build -v -trimpath -ldflags "-s -w" -o "$tmp/unittest/untt" ./cmd/helm-unittest 2>&1) \
+    | awk '{ n++; if (n % 25 == 0) { printf "[tools]   ... %d packages compiled (%s)\n", n, $0; fflush() } }' >&2
+  cat > "$tmp/unittest/plugin.yaml" <<YAML
+name: "unittest"
+version: "${HELM_UNITTEST_VERSION#v}"
+usage: "unittest for helm charts"
+description: "helm-unittest built from source by charts/scripts/tools.sh (no install hooks)"
+ignoreFlags: false
+command: "\$HELM_PLUGIN_DIR/untt"
+YAML
+  [[ -d $src/schema ]] && cp -r "$src/schema" "$tmp/unittest/schema" && chmod -R u+w "$tmp/unittest/schema"
+  rm -rf "$unittest_dir"; mv "$tmp" "$unittest_dir"
+  log "built helm-unittest in $((SECONDS - start))s"
+}
+
+# JSON schemas from the PyPI package kubernetes-validate, rewritten for
+# offline use: their "$id" is https://kubernetes.io/api/<kind>/<group>/<v> and
+# their refs are "/api/_definitions.json#...", so a validator would fetch
+# https://kubernetes.io/api/_definitions.json. We drop the $id and make every
+# ref relative to the file, so kubeconform resolves them on disk.
+install_schemas () {
+  [[ -f $schemas_dir/.complete ]] && return
+  local tmp start=$SECONDS
+  tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
+  log "downloading kubernetes-validate==$K8S_SCHEMAS_VERSION from PyPI (~22 MB, JSON schemas)"
+  python3 -m pip download --quiet --progress-bar off --no-deps --disable-pip-version-check \
+    -d "$tmp/wheel" "kubernetes-validate==$K8S_SCHEMAS_VERSION" >&2
+  log "rewriting schemas for offline use (Kubernetes 1.$(echo $K8S_SCHEMA_MINORS | sed 's/ /, 1./g'))"
+  python3 - "$tmp" $K8S_SCHEMA_MINORS <<'PY'
+import glob, json, os, re, sys, zipfile
+out, minors = sys.argv[1], sys.argv[2:]
+whl = zipfile.ZipFile(glob.glob(os.path.join(out, 'wheel', '*.whl'))[0])
+prefix = 'kubernetes_validate/kubernetes-json-schema/'
+
+def fix(node):
+    if isinstance(node, dict):
+        node.pop('$id', None)
+        ref = node.get('$ref')
+        if isinstance(ref, str) and ref.startswith('/api/_definitions.json#'):
+            node['$ref'] = ref[len('/api/'):]
+        for v in node.values():
+            fix(v)
+    elif isinstance(node, list):
+        for v in node:
+            fix(v)
+
+n = 0
+for name in whl.namelist():
+    if not name.startswith(prefix) or not name.endswith('.json'):
+        continue
+    ver, fname = name[len(prefix):].split('/', 1)
+    m = re.fullmatch(r'v1\.(\d+)\.0-local-strict', ver)
+    if not m or m.group(1) not in minors or '/' in fname:
+        continue
+    doc = json.loads(whl.read(name))
+    fix(doc)
+    dst = os.path.join(out, 'v1.%s.0-standalone-strict' % m.group(1), fname)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    with open(dst, 'w') as f:
+        json.dump(doc, f, separators=(',', ':'))
+    n += 1
+print('[tools]   %d schema files written' % n, file=sys.stderr)
+PY
+  rm -rf "$tmp/wheel"; touch "$tmp/.complete"
+  rm -rf "$schemas_dir"; mv "$tmp" "$schemas_dir"
+  log "schemas ready in $((SECONDS - start))s"
+}
+
+print_env () {
+  cat <<ENV
+export HELM=$helm_dir/helm
+export KUSTOMIZE=$kustomize_dir/kustomize
+export KUBECONFORM=$kubeconform_dir/kubeconform
+export KUBE_SCORE=$kubescore_dir/kube-score
+export HELM_DOCS=$helmdocs_dir/helm-docs
+export K8S_SCHEMAS=$schemas_dir
+export K8S_SCHEMA_MINORS="$K8S_SCHEMA_MINORS"
+export HELM_PLUGINS=$unittest_dir
+export HELM_CACHE_HOME=$CACHE/helm/cache
+export HELM_CONFIG_HOME=$CACHE/helm/config
+export HELM_DATA_HOME=$CACHE/helm/data
+ENV
+}
+
+main () {
+  if [[ ${1:-} == env ]]; then print_env; return; fi
+  mkdir -p "$TOOLS" "$BIN"
+  local want=("$@")
+  [[ ${#want[@]} -gt 0 ]] || want=(helm kustomize kubeconform helm-unittest kube-score helm-docs schemas)
+  for t in "${want[@]}"; do
+    case $t in
+      helm) install_helm; link "$helm_dir/helm" ;;
+      kustomize) install_kustomize; link "$kustomize_dir/kustomize" ;;
+      kubeconform) install_kubeconform; link "$kubeconform_dir/kubeconform" ;;
+      helm-unittest) install_helm_unittest ;;
+      kube-score) install_kube_score; link "$kubescore_dir/kube-score" ;;
+      helm-docs) install_helm_docs; link "$helmdocs_dir/helm-docs" ;;
+      schemas) install_schemas ;;
+      *) echo "unknown tool: $t" >&2; exit 2 ;;
+    esac
+  done
+}
+
+main "$@"

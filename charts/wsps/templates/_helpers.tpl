@@ -1,0 +1,334 @@
+{{/* vim: set filetype=mustache: */}}
+
+{{/* Chart name, truncated to 63 characters (DNS label). */}}
+{{- define "wsps.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Full name: the release name, or <release>-<chart> when the release name does
+not contain the chart name. Component names append "-gateway", "-redis", ...,
+so it is truncated to leave room for them.
+*/}}
+{{- define "wsps.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels shared by every resource. */}}
+{{- define "wsps.labels" -}}
+helm.sh/chart: {{ include "wsps.chart" . }}
+app.kubernetes.io/name: {{ include "wsps.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: wsps
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of a component: include "wsps.selectorLabels" (dict "ctx" $ "component" "gateway") */}}
+{{- define "wsps.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "wsps.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* All labels of a component's resources. */}}
+{{- define "wsps.componentLabels" -}}
+{{ include "wsps.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Resource name of a component: <fullname>-<component>. */}}
+{{- define "wsps.componentName" -}}
+{{- printf "%s-%s" (include "wsps.fullname" .ctx) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "wsps.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "wsps.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An image reference from {repository, tag, digest}; tag defaults to .default. */}}
+{{- define "wsps.imageRef" -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .image.repository (toString (default .default .image.tag)) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.image" -}}
+{{- include "wsps.imageRef" (dict "image" .Values.image "default" .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "wsps.imagePullSecrets" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* ---------- Redis ---------- */}}
+
+{{- define "wsps.redis.name" -}}
+{{- include "wsps.componentName" (dict "ctx" . "component" "redis") -}}
+{{- end -}}
+
+{{/* Secret holding the Redis password (generated/given by the chart, or existing). */}}
+{{- define "wsps.redis.secretName" -}}
+{{- if .Values.redis.auth.existingSecret -}}
+{{- .Values.redis.auth.existingSecret -}}
+{{- else -}}
+{{- printf "%s-auth" (include "wsps.redis.name" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.redis.secretKey" -}}
+{{- if .Values.redis.auth.existingSecret -}}
+{{- .Values.redis.auth.existingSecretKey -}}
+{{- else -}}
+redis-password
+{{- end -}}
+{{- end -}}
+
+{{/* True ("true") when the services get a Redis password. */}}
+{{- define "wsps.redis.hasPassword" -}}
+{{- if or (eq .Values.redis.mode "builtin") .Values.redis.auth.existingSecret .Values.redis.auth.password -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The chart creates the password Secret unless an existing one is named. */}}
+{{- define "wsps.redis.createSecret" -}}
+{{- if and (not .Values.redis.auth.existingSecret) (or (eq .Values.redis.mode "builtin") .Values.redis.auth.password) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+Redis URL the services use. The built-in Redis is addressed by its short
+Service name, so the rendered manifests do not depend on the namespace
+(kustomize overlays may move them).
+*/}}
+{{- define "wsps.redis.url" -}}
+{{- if eq .Values.redis.mode "external" -}}
+{{- .Values.redis.external.url -}}
+{{- else -}}
+{{- printf "redis://%s:6379" (include "wsps.redis.name" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Port of the external Redis URL (default 6379). */}}
+{{- define "wsps.redis.externalPort" -}}
+{{- $u := urlParse .Values.redis.external.url -}}
+{{- $hostport := splitList ":" $u.host -}}
+{{- if gt (len $hostport) 1 -}}{{ last $hostport }}{{- else -}}6379{{- end -}}
+{{- end -}}
+
+{{/* Volume + mount + env for the Redis password file (wsps containers). */}}
+{{- define "wsps.redis.passwordVolume" -}}
+{{- if include "wsps.redis.hasPassword" . }}
+- name: redis-auth
+  secret:
+    secretName: {{ include "wsps.redis.secretName" . }}
+    defaultMode: 0440
+    items:
+      - key: {{ include "wsps.redis.secretKey" . }}
+        path: redis-password
+{{- end }}
+{{- if and (eq .Values.redis.mode "external") .Values.redis.external.tlsCaSecret }}
+- name: redis-tls-ca
+  secret:
+    secretName: {{ .Values.redis.external.tlsCaSecret }}
+    defaultMode: 0444
+    items:
+      - key: ca.crt
+        path: ca.crt
+{{- end }}
+{{- end -}}
+
+{{- define "wsps.redis.passwordMount" -}}
+{{- if include "wsps.redis.hasPassword" . }}
+- name: redis-auth
+  mountPath: /var/run/secrets/wsps/redis
+  readOnly: true
+{{- end }}
+{{- if and (eq .Values.redis.mode "external") .Values.redis.external.tlsCaSecret }}
+- name: redis-tls-ca
+  mountPath: /var/run/secrets/wsps/redis-ca
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* Settings every wsps service gets from the chart (ConfigMap data). */}}
+{{- define "wsps.commonConfig" -}}
+WSPS_LOG_LEVEL: {{ .Values.logLevel | quote }}
+WSPS_REDIS_URL: {{ include "wsps.redis.url" . | quote }}
+WSPS_REDIS_KEY_PREFIX: {{ .Values.redis.keyPrefix | quote }}
+{{- if include "wsps.redis.hasPassword" . }}
+WSPS_REDIS_PASSWORD_FILE: "/var/run/secrets/wsps/redis/redis-password"
+{{- end }}
+{{- if and (eq .Values.redis.mode "external") .Values.redis.external.tlsCaSecret }}
+WSPS_REDIS_TLS_CA_FILE: "/var/run/secrets/wsps/redis-ca/ca.crt"
+{{- end }}
+{{- end -}}
+
+{{/*
+Settings the chart owns; `config:` may not set them (validated), because the
+chart wires them to Secrets, ports, probes and the shutdown timing.
+*/}}
+{{- define "wsps.managedSettings" -}}
+WSPS_HOST WSPS_HTTP_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE
+{{- end -}}
+
+{{/* Env shared by the wsps containers: the pod name as node name. */}}
+{{- define "wsps.nodeNameEnv" -}}
+- name: WSPS_NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- end -}}
+
+{{/*
+Spread constraints with the component's selector filled in when omitted.
+include "wsps.topologySpread" (dict "ctx" $ "component" "gateway" "constraints" .Values.gateway.topologySpreadConstraints)
+*/}}
+{{- define "wsps.topologySpread" -}}
+{{- $ctx := .ctx -}}
+{{- $component := .component -}}
+{{- range .constraints }}
+{{- $c := deepCopy . }}
+{{- if not $c.labelSelector }}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" (include "wsps.selectorLabels" (dict "ctx" $ctx "component" $component) | fromYaml)) }}
+{{- end }}
+- {{ toYaml $c | nindent 2 | trim }}
+{{- end }}
+{{- end -}}
+
+{{/* Gateway terminationGracePeriodSeconds: preStop + delay + drain + margin, unless set. */}}
+{{- define "wsps.gateway.gracePeriod" -}}
+{{- $s := .Values.gateway.shutdown -}}
+{{- if $s.terminationGracePeriodSeconds -}}
+{{- $s.terminationGracePeriodSeconds -}}
+{{- else -}}
+{{- add (int $s.preStopSleepSeconds) (div (add (int $s.delayMs) (int $s.drainMs) 999) 1000) (int $s.graceMarginSeconds) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The gateway's in-cluster WebSocket URL. */}}
+{{- define "wsps.gateway.wsUrl" -}}
+{{- printf "ws://%s:%v/ws" (include "wsps.componentName" (dict "ctx" . "component" "gateway")) .Values.gateway.service.port -}}
+{{- end -}}
+
+{{/* Label that lets a pod through the gateway NetworkPolicy. */}}
+{{- define "wsps.gatewayClientLabel" -}}
+wsps.io/gateway-client: "true"
+{{- end -}}
+
+{{/*
+The k6 script tree shipped in files/k6 (a verbatim copy of loadtest/ plus the
+files it imports, made by `make chart-generate`). ConfigMap keys cannot hold
+"/", so each path is flattened with "__" and the volume's items put the tree
+back together under /scripts.
+*/}}
+{{- define "wsps.loadtest.items" -}}
+{{- range $path, $_ := .Files.Glob "files/k6/**" }}
+- key: {{ trimPrefix "files/k6/" $path | replace "/" "__" }}
+  path: {{ trimPrefix "files/k6/" $path }}
+{{- end }}
+{{- end -}}
+
+{{/* Egress every wsps pod needs: DNS, and Redis (built-in pods, or the external address). */}}
+{{- define "wsps.networkPolicy.dnsAndRedisEgress" -}}
+# DNS
+- to:
+    {{- toYaml .Values.networkPolicy.dnsTo | nindent 4 }}
+  ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+{{- if eq .Values.redis.mode "builtin" }}
+# The built-in Redis
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "wsps.selectorLabels" (dict "ctx" . "component" "redis") | nindent 10 }}
+  ports:
+    - port: 6379
+      protocol: TCP
+{{- else }}
+# The external Redis
+- {{- with .Values.redis.external.egressTo }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  ports:
+    - port: {{ include "wsps.redis.externalPort" . }}
+      protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/* Name of the k6 Job / TestRun (runId makes a new run). */}}
+{{- define "wsps.loadtest.name" -}}
+{{- $n := include "wsps.componentName" (dict "ctx" . "component" "loadtest") -}}
+{{- if .Values.loadtest.runId -}}
+{{- printf "%s-%s" $n (toString .Values.loadtest.runId) | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- $n | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Environment of the k6 script (its parameters). include "wsps.loadtest.env" (dict "ctx" $ "split" true)
+split: each pod gets target/parallelism (independent Job pods); without it the
+total (the k6-operator splits the VUs across runners by execution segment).
+*/}}
+{{- define "wsps.loadtest.env" -}}
+{{- $l := .ctx.Values.loadtest -}}
+- name: TARGET
+  {{- if .split }}
+  value: {{ div (add (int $l.target) (int $l.parallelism) -1) (int $l.parallelism) | quote }}
+  {{- else }}
+  value: {{ $l.target | quote }}
+  {{- end }}
+- name: WS_URL
+  value: {{ default (include "wsps.gateway.wsUrl" .ctx) $l.url | quote }}
+- name: RAMP
+  value: {{ $l.ramp | quote }}
+- name: HOLD
+  value: {{ $l.hold | quote }}
+{{- with $l.symbols }}
+- name: SYMBOLS
+  value: {{ . | quote }}
+{{- end }}
+- name: SUBS
+  value: {{ $l.subs | quote }}
+- name: CONNS_PER_VU
+  value: {{ $l.connsPerVu | quote }}
+- name: SCENARIO
+  value: {{ $l.scenario | quote }}
+- name: K6_NO_USAGE_REPORT
+  value: "true"
+{{- with $l.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,145 @@
+{{/*
+Cross-field checks values.schema.json cannot express. Every message names the
+value to change. Called once from gateway-deployment.yaml, so it runs on every
+render (helm install/upgrade/template/lint).
+*/}}
+{{- define "wsps.validateValues" -}}
+{{- $m := list -}}
+{{- $m = append $m (include "wsps.validate.redis" .) -}}
+{{- $m = append $m (include "wsps.validate.config" .) -}}
+{{- $m = append $m (include "wsps.validate.gateway" .) -}}
+{{- $m = append $m (include "wsps.validate.autoscaling" .) -}}
+{{- $m = append $m (include "wsps.validate.ingress" .) -}}
+{{- $m = append $m (include "wsps.validate.fetcher" .) -}}
+{{- $m = append $m (include "wsps.validate.loadtest" .) -}}
+{{- $m = without $m "" -}}
+{{- if $m -}}
+{{- printf "\n\nVALUES VALIDATION:\n%s" (join "\n" $m) | fail -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.validate.redis" -}}
+{{- $r := .Values.redis -}}
+{{- if eq $r.mode "external" -}}
+{{- if not (regexMatch "^rediss?://[^/:]+(:[0-9]+)?/?$" (toString $r.external.url)) -}}
+wsps: redis.external.url
+    With redis.mode=external, set redis.external.url to redis://host:port or
+    rediss://host:port (got {{ $r.external.url | quote }}). Put the password in
+    redis.auth.existingSecret or redis.auth.password, not in the URL.
+{{- end -}}
+{{- else if $r.external.url -}}
+wsps: redis.external.url
+    redis.external.url is set but redis.mode is {{ $r.mode | quote }}: set
+    redis.mode=external to use it, or remove it.
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.validate.config" -}}
+{{- $managed := splitList " " (include "wsps.managedSettings" .) -}}
+{{- range $component := list "gateway" "fetcher" -}}
+{{- range $k, $_ := (index $.Values $component).config -}}
+{{- if not (hasPrefix "WSPS_" $k) }}
+wsps: {{ $component }}.config.{{ $k }}
+    {{ $component }}.config takes WSPS_* settings only (see docs/configuration.md);
+    use {{ $component }}.extraEnv for other variables.
+{{- else if has $k $managed }}
+wsps: {{ $component }}.config.{{ $k }}
+    {{ $k }} is set by the chart from a dedicated value (see values.yaml:
+    port, logLevel, redis.*, gateway.shutdown.*, gateway.auth.*, fetcher.provider ...).
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.validate.gateway" -}}
+{{- $g := .Values.gateway -}}
+{{- $s := $g.shutdown -}}
+{{- $needed := add (int $s.preStopSleepSeconds) (div (add (int $s.delayMs) (int $s.drainMs) 999) 1000) -}}
+{{- if and $s.terminationGracePeriodSeconds (lt (int $s.terminationGracePeriodSeconds) (int $needed)) }}
+wsps: gateway.shutdown.terminationGracePeriodSeconds
+    {{ $s.terminationGracePeriodSeconds }}s does not cover preStopSleepSeconds + delayMs + drainMs
+    ({{ $needed }}s): the kubelet would SIGKILL the pod mid-drain and drop every
+    remaining socket at once. Raise it, or set it to 0 to have it computed.
+{{- end -}}
+{{- if eq $g.auth.mode "hs256" -}}
+{{- if and (not $g.auth.existingSecret) (lt (len $g.auth.hs256Secret) 32) }}
+wsps: gateway.auth.hs256Secret
+    gateway.auth.mode=hs256 needs gateway.auth.existingSecret or a
+    gateway.auth.hs256Secret of at least 32 bytes.
+{{- end -}}
+{{- else if eq $g.auth.mode "jwks" -}}
+{{- if not (hasPrefix "http" $g.auth.jwksUrl) }}
+wsps: gateway.auth.jwksUrl
+    gateway.auth.mode=jwks needs gateway.auth.jwksUrl (an http(s) URL).
+{{- end -}}
+{{- end -}}
+{{- if and $g.ingress.enabled $g.httpRoute.enabled }}
+wsps: gateway.ingress.enabled / gateway.httpRoute.enabled
+    Both an Ingress and an HTTPRoute would expose the gateway: pick one.
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.validate.autoscaling" -}}
+{{- $a := .Values.gateway.autoscaling -}}
+{{- if $a.enabled -}}
+{{- if gt (int $a.minReplicas) (int $a.maxReplicas) }}
+wsps: gateway.autoscaling.minReplicas
+    minReplicas ({{ $a.minReplicas }}) is above maxReplicas ({{ $a.maxReplicas }}).
+{{- end -}}
+{{- if ge (int $a.targetConnectionsPerPod) (int .Values.gateway.maxConnections) }}
+wsps: gateway.autoscaling.targetConnectionsPerPod
+    The target ({{ $a.targetConnectionsPerPod }}) must stay below gateway.maxConnections
+    ({{ .Values.gateway.maxConnections }}), or pods refuse sockets before the autoscaler reacts.
+{{- end -}}
+{{- if and (eq $a.mode "keda") (not $a.keda.prometheusServerAddress) }}
+wsps: gateway.autoscaling.keda.prometheusServerAddress
+    autoscaling.mode=keda queries Prometheus: set its URL.
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.validate.ingress" -}}
+{{- $i := .Values.gateway.ingress -}}
+{{- if $i.enabled -}}
+{{- if not $i.className }}
+wsps: gateway.ingress.className
+    Set the IngressClass (e.g. nginx, traefik): without it the cluster default
+    class (if any) picks the Ingress up, and the preset may not match it.
+{{- end -}}
+{{- if not $i.hosts }}
+wsps: gateway.ingress.hosts
+    gateway.ingress.enabled needs at least one host.
+{{- end -}}
+{{- if and (ne $i.preset "none") (lt (int $i.timeoutSeconds) (int (div (mul 2 (default 15000 (index .Values.gateway.config "WSPS_HEARTBEAT_MS"))) 1000))) }}
+wsps: gateway.ingress.timeoutSeconds
+    {{ $i.timeoutSeconds }}s is shorter than two gateway heartbeats: the ingress would
+    cut sockets the gateway still considers alive.
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.validate.fetcher" -}}
+{{- $f := .Values.fetcher -}}
+{{- if and (eq $f.provider "http") (not (regexMatch "^https?://" (toString $f.upstreamUrl))) }}
+wsps: fetcher.upstreamUrl
+    fetcher.provider=http needs fetcher.upstreamUrl (an http(s) URL).
+{{- end -}}
+{{- end -}}
+
+{{- define "wsps.validate.loadtest" -}}
+{{- $l := .Values.loadtest -}}
+{{- if $l.enabled -}}
+{{- if not (.Files.Glob "files/k6/**") }}
+wsps: loadtest.enabled
+    The chart carries no k6 scripts (files/k6 is empty): run
+    `make chart-generate` in the repository to copy loadtest/ into the chart.
+{{- else if not (.Files.Get (printf "files/k6/%s" $l.script)) }}
+wsps: loadtest.script
+    {{ $l.script | quote }} is not in the chart's script tree (files/k6/).
+{{- end -}}
+{{- if lt (int $l.target) (int $l.parallelism) }}
+wsps: loadtest.target
+    target ({{ $l.target }}) is below parallelism ({{ $l.parallelism }}): some k6 pods would hold no connection.
+{{- end -}}
+{{- end -}}
+{{- end -}}
