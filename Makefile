@@ -1,5 +1,6 @@
 # wsps — make help lists every target.
-SHELL := /bin/bash -o pipefail -o errexit
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -o errexit -c
 .DEFAULT_GOAL := help
 .ONESHELL:
 

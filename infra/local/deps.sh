@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the local stack and tests need, only what is missing:
+# npm packages (npm ci), redis-server and nginx (apt-get, when root).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+(( node_major >= 20 )) || die "Node.js 20 or newer is required (found: $(node --version 2>/dev/null || echo none))"
+
+# npm ci when node_modules is missing or older than the lockfile.
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  say "installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
+command -v curl >/dev/null || missing+=(curl)
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    die "missing: ${missing[*]}. Install them (e.g. sudo apt-get install -y ${missing[*]}) and run again."
+  fi
+  say "installing ${missing[*]} (apt-get)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+exit 0

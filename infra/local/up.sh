@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# `make up`: Redis, the quote-fetcher, two gateways and nginx, all on
+# loopback, run files under .run/. Idempotent: what already runs is kept.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+mkdir -p "$LOG_DIR" "$PID_DIR" "$RUN_DIR/nginx/tmp"
+
+# start NAME CMD...: run in the background, log and pid under .run/.
+start() {
+  local name=$1; shift
+  if alive "$name"; then say "$name already running (pid $(cat "$PID_DIR/$name.pid"))"; return; fi
+  say "starting $name"
+  nohup "$@" >>"$LOG_DIR/$name.log" 2>&1 &
+  echo $! >"$PID_DIR/$name.pid"
+}
+
+if alive redis; then
+  say "redis already running (pid $(cat "$PID_DIR/redis.pid"))"
+else
+  say "starting redis on 127.0.0.1:$REDIS_PORT (no persistence)"
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no \
+    --dir "$RUN_DIR" --daemonize yes --pidfile "$PID_DIR/redis.pid" --logfile "$LOG_DIR/redis.log"
+  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis-cli -p "$REDIS_PORT" ping >/dev/null || die "redis did not start; see $LOG_DIR/redis.log"
+fi
+
+# Services reject unknown WSPS_* variables; pass them only what is theirs
+# (the Makefile exports WSPS_CACHE, for one).
+unset_wsps=()
+for v in $(compgen -e | grep '^WSPS_' || true); do unset_wsps+=(-u "$v"); done
+common=(env "${unset_wsps[@]}" WSPS_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" WSPS_HOST=127.0.0.1 WSPS_LOG_LEVEL="${WSPS_LOG_LEVEL:-info}")
+for i in "${!FETCHER_PORTS[@]}"; do
+  start "fetcher-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${FETCHER_PORTS[$i]}" WSPS_NODE_NAME="fetcher-$((i + 1))" \
+    node services/quote-fetcher/src/main.js
+done
+for i in "${!GATEWAY_PORTS[@]}"; do
+  start "gateway-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${GATEWAY_PORTS[$i]}" WSPS_NODE_NAME="gateway-$((i + 1))" \
+    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" node services/gateway/src/main.js
+done
+
+upstreams=""
+for p in "${GATEWAY_PORTS[@]}"; do upstreams+="    server 127.0.0.1:$p max_fails=1 fail_timeout=2s;"$'\n'; done
+listen="    listen 127.0.0.1:$NGINX_PORT;"
+# Browsers and k6 may try ::1 first for "localhost".
+if [[ -f /proc/net/if_inet6 ]] && ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; then
+  listen+=$'\n'"    listen [::1]:$NGINX_PORT;"
+fi
+conf=$RUN_DIR/nginx/nginx.conf
+UPSTREAMS=$upstreams LISTEN=$listen RUN=$RUN_DIR python3 - "$ROOT/infra/local/nginx.conf.tmpl" "$conf" <<'PY'
+import os, sys
+t = open(sys.argv[1]).read()
+for k in ("UPSTREAMS", "LISTEN", "RUN"):
+    t = t.replace(f"__{k}__", os.environ[k].rstrip("\n"))
+open(sys.argv[2], "w").write(t)
+PY
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if [[ -f $RUN_DIR/nginx/nginx.pid ]] && kill -0 "$(cat "$RUN_DIR/nginx/nginx.pid")" 2>/dev/null; then
+  say "nginx already running; reloading its config"
+  "$NGINX" -p "$RUN_DIR/nginx" -c "$conf" -t -q && "$NGINX" -p "$RUN_DIR/nginx" -c "$conf" -s reload
+else
+  say "starting nginx on :$NGINX_PORT"
+  "$NGINX" -p "$RUN_DIR/nginx" -c "$conf" -t -q 2>>"$LOG_DIR/nginx.log" || die "bad nginx config; see $LOG_DIR/nginx.log"
+  "$NGINX" -p "$RUN_DIR/nginx" -c "$conf" 2>>"$LOG_DIR/nginx.log"
+fi
+
+say "waiting for everything to be ready"
+for i in "${!FETCHER_PORTS[@]}"; do wait_http "http://127.0.0.1:${FETCHER_PORTS[$i]}/readyz" 30 "fetcher-$((i + 1))"; done
+for i in "${!GATEWAY_PORTS[@]}"; do wait_http "http://127.0.0.1:${GATEWAY_PORTS[$i]}/readyz" 30 "gateway-$((i + 1))"; done
+wait_http "http://127.0.0.1:$NGINX_PORT/readyz" 10 nginx
+
+cat <<MSG
+
+  wsps is up.
+    Browser client   http://localhost:$NGINX_PORT/
+    WebSocket        ws://localhost:$NGINX_PORT/ws   (try: {"op":"sub","symbols":["AAPL","MSFT"],"id":1})
+    Gateways         $(for p in "${GATEWAY_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)(/healthz /readyz /metrics)
+    Quote-fetcher    $(for p in "${FETCHER_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)(/metrics)
+    Redis            redis://127.0.0.1:$REDIS_PORT
+    Logs             make logs   (files in .run/logs/)
+    Stop             make down
+
+MSG

@@ -1,0 +1,26 @@
+// The gateway's view of the message broker: a small interface so the hub
+// knows nothing about Redis. broker-redis.js is the implementation.
+//
+// Guarantees an implementation must state: Redis PUB/SUB is at-most-once.
+// A quote published while the subscriber connection is down is lost, and
+// Redis may drop a subscriber whose output buffer overflows. The hub covers
+// both: after every reconnect it calls resync() (fresh snapshots), and a
+// quote whose seq skips ahead is sent as a delta with an explicit `base`.
+
+/**
+ * @typedef {object} BrokerHandlers
+ * @property {(symbol: string, raw: string) => void} onQuote a full quote (JSON) for a subscribed symbol
+ * @property {() => void} onReconnect the subscription connection came back: every channel is gone
+ * @property {(up: boolean, conn: string) => void} [onStatus]
+ *
+ * @typedef {object} Broker
+ * @property {(symbols: string[]) => Promise<void>} subscribe
+ * @property {(symbols: string[]) => Promise<void>} unsubscribe
+ * @property {(symbols: string[]) => Promise<(string | null)[]>} latest latest full quote per symbol, null where none
+ * @property {(symbols: string[], leaseMs: number) => Promise<void>} renewDemand ask the fetchers to keep fetching these
+ * @property {() => boolean} ready both connections usable
+ * @property {() => number} channelCount channels currently subscribed
+ * @property {() => Promise<void>} close
+ */
+
+export {}

@@ -1,0 +1,93 @@
+// Wires one gateway process: HTTP (fastify) and WebSocket (ws) on one
+// server, the Redis broker, the hub, fan-out and graceful shutdown.
+
+import { createServer } from 'node:http'
+import { createHttpApp } from '@wsps/shared/http-app'
+import { createAuthenticator } from './auth.js'
+import { createRedisBroker } from './broker-redis.js'
+import { Fanout } from './fanout.js'
+import { registerHttpRoutes } from './http-routes.js'
+import { Hub } from './hub.js'
+import { createGatewayMetrics } from './metrics.js'
+import { Sessions } from './session.js'
+import { WsServer } from './ws-server.js'
+
+/** Upgrade and request headers must arrive within this (slowloris). */
+const HEADERS_TIMEOUT_MS = 10_000
+/** Larger header sections are refused with 431 by Node's parser. */
+const MAX_HEADER_BYTES = 8192
+
+/**
+ * @param {import('./config.js').GatewayConfig} config
+ * @param {import('pino').Logger} logger
+ */
+export async function createGateway (config, logger) {
+  const metrics = createGatewayMetrics(config.nodeName)
+  let draining = false
+
+  /** @type {Hub} */
+  let hub
+  const broker = createRedisBroker(config, {
+    onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
+    onReconnect: () => hub.resync(),
+    onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0)
+  }, logger)
+  hub = new Hub({ broker, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs })
+
+  const fanout = new Fanout({ batchMs: config.batchMs, metrics })
+  const sessions = new Sessions({ hub, metrics, maxSubscriptions: config.maxSubscriptions, draining: () => draining })
+  const ws = new WsServer({
+    config,
+    sessions,
+    ctx: { fanout, metrics, limits: config },
+    metrics,
+    authenticate: createAuthenticator(config),
+    logger
+  })
+
+  const app = createHttpApp(logger, (handler) => {
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, handler)
+    server.headersTimeout = HEADERS_TIMEOUT_MS
+    server.requestTimeout = 30_000
+    return server
+  })
+
+  const readiness = () => ({ redis: broker.ready(), subscriptionsRestored: hub.synced(), notDraining: !draining })
+  await registerHttpRoutes(app, { readiness, registry: metrics.registry, staticDir: config.staticDir })
+  ws.attach(app.server)
+  hub.start()
+
+  let stopping = null
+  return {
+    app,
+    hub,
+    ws,
+    metrics,
+    readiness,
+    /** @returns {Promise<string>} the address it listens on */
+    async listen () {
+      return app.listen({ host: config.host, port: config.port })
+    },
+    /**
+     * Graceful stop: readiness false, wait for load balancers, close clients
+     * with 1012 over the drain window, then release everything.
+     *
+     * @param {{drainMs?: number, shutdownDelayMs?: number}} [options]
+     */
+    stop ({ drainMs = config.drainMs, shutdownDelayMs = config.shutdownDelayMs } = {}) {
+      stopping ??= (async () => {
+        draining = true
+        logger.info({ shutdownDelayMs, drainMs }, 'shutting down: readiness is false')
+        if (shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, shutdownDelayMs))
+        await ws.drain(drainMs)
+        ws.close()
+        hub.stop()
+        fanout.stop()
+        await app.close()
+        await broker.close()
+        logger.info('stopped')
+      })()
+      return stopping
+    }
+  }
+}

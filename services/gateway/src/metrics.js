@@ -1,0 +1,45 @@
+// Prometheus metrics of one gateway. A registry per instance (not the global
+// one) so tests can run several gateways in one process.
+
+import client from 'prom-client'
+
+/** @param {string} node */
+export function createGatewayMetrics (node) {
+  const registry = new client.Registry()
+  registry.setDefaultLabels({ node })
+  client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 })
+  const reg = { registers: [registry] }
+  const messagesOut = new client.Counter({ name: 'wsps_gateway_messages_out_total', help: 'Frames sent to clients by op.', labelNames: ['op'], ...reg })
+  return {
+    registry,
+    connections: new client.Gauge({ name: 'wsps_gateway_connections', help: 'Open WebSocket connections.', ...reg }),
+    upgrades: new client.Counter({ name: 'wsps_gateway_upgrades_total', help: 'WebSocket upgrade attempts by result.', labelNames: ['result'], ...reg }),
+    closes: new client.Counter({ name: 'wsps_gateway_closes_total', help: 'Closed connections by close code.', labelNames: ['code'], ...reg }),
+    subscriptions: new client.Gauge({ name: 'wsps_gateway_subscriptions', help: 'Connection-symbol subscriptions held.', ...reg }),
+    symbols: new client.Gauge({ name: 'wsps_gateway_symbols', help: 'Symbols with at least one local subscriber.', ...reg }),
+    redisChannels: new client.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
+    redisUp: new client.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
+    resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
+    quotesIn: new client.Counter({ name: 'wsps_gateway_quotes_in_total', help: 'Quotes received from Redis.', ...reg }),
+    staleIn: new client.Counter({ name: 'wsps_gateway_quotes_stale_total', help: 'Quotes received with a seq not above the held one (dropped).', ...reg }),
+    messagesOut,
+    /** Pre-bound children: the hot path must not hash label sets per frame. */
+    framesOut: /** @type {Record<import('./client.js').FrameOp, client.Counter.Internal>} */ (Object.fromEntries(
+      ['hello', 'ack', 'error', 'pong', 'snap', 'q'].map((op) => [op, messagesOut.labels({ op })])
+    )),
+    quotesOut: new client.Counter({ name: 'wsps_gateway_quotes_out_total', help: 'Quote entries delivered to clients (a frame carries several).', ...reg }),
+    bytesOut: new client.Counter({ name: 'wsps_gateway_bytes_out_total', help: 'Payload bytes sent to clients.', ...reg }),
+    batchSize: new client.Histogram({ name: 'wsps_gateway_batch_size', help: 'Quotes per q frame.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], ...reg }),
+    conflated: new client.Counter({ name: 'wsps_gateway_conflated_total', help: 'Updates merged into a pending one for the same symbol (slow or bursty readers).', ...reg }),
+    slowClients: new client.Gauge({ name: 'wsps_gateway_slow_clients', help: 'Connections over the send high-water mark right now.', ...reg }),
+    publishToSend: new client.Histogram({
+      name: 'wsps_gateway_publish_to_send_seconds',
+      help: 'Quote age (fetcher ts to the end of the fan-out tick that wrote it to sockets).',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      ...reg
+    }),
+    clientErrors: new client.Counter({ name: 'wsps_gateway_client_errors_total', help: 'Error replies to clients by code.', labelNames: ['code'], ...reg })
+  }
+}
+
+/** @typedef {ReturnType<typeof createGatewayMetrics>} GatewayMetrics */

@@ -1,0 +1,123 @@
+// Server side of wire protocol v1: parsing and validating client frames, and
+// encoding the server's control frames. Quote frames are assembled from
+// pre-serialized parts in fanout (see client.js).
+
+import { ClientOp, ErrorCode, PROTOCOL_VERSION, SYMBOL_PATTERN } from '../public/protocol.js'
+
+/** Symbols accepted in one sub/unsub request. */
+export const MAX_SYMBOLS_PER_REQUEST = 100
+const MAX_ID_LENGTH = 64
+
+/**
+ * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string}} SymbolsRequest
+ * @typedef {{op: 'ping', id?: number | string}} PingRequest
+ * @typedef {SymbolsRequest | PingRequest} Request
+ * @typedef {{code: string, message: string, id?: number | string, symbols?: string[]}} ProtocolError
+ * @typedef {{ok: true, request: Request} | {ok: false, error: ProtocolError}} ParseResult
+ */
+
+/**
+ * @param {string} code
+ * @param {string} message
+ * @param {unknown} [id]
+ * @param {string[]} [symbols]
+ * @returns {{ok: false, error: ProtocolError}}
+ */
+function fail (code, message, id, symbols) {
+  /** @type {ProtocolError} */
+  const error = { code, message }
+  if (validId(id)) error.id = /** @type {number | string} */ (id)
+  if (symbols) error.symbols = symbols
+  return { ok: false, error }
+}
+
+/** @param {unknown} id */
+function validId (id) {
+  return (typeof id === 'number' && Number.isFinite(id)) || (typeof id === 'string' && id.length <= MAX_ID_LENGTH)
+}
+
+/**
+ * Parses one client frame. Never throws: every bad input maps to a code.
+ *
+ * @param {Buffer | ArrayBuffer | Buffer[]} data
+ * @param {boolean} isBinary
+ * @returns {ParseResult}
+ */
+export function parseClientFrame (data, isBinary) {
+  if (isBinary) return fail(ErrorCode.BAD_FRAME, 'binary frames are not supported; send JSON text')
+  let msg
+  try {
+    msg = JSON.parse(String(data))
+  } catch {
+    return fail(ErrorCode.BAD_JSON, 'frame is not valid JSON')
+  }
+  if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
+    return fail(ErrorCode.BAD_REQUEST, 'frame must be a JSON object')
+  }
+  const { op, id } = msg
+  if (id !== undefined && !validId(id)) {
+    return fail(ErrorCode.BAD_REQUEST, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`)
+  }
+  switch (op) {
+    case ClientOp.PING:
+      return { ok: true, request: id === undefined ? { op } : { op, id } }
+    case ClientOp.SUB:
+    case ClientOp.UNSUB: {
+      const { symbols } = msg
+      if (!Array.isArray(symbols) || symbols.length === 0) {
+        return fail(ErrorCode.BAD_REQUEST, 'symbols must be a non-empty array of strings', id)
+      }
+      if (symbols.length > MAX_SYMBOLS_PER_REQUEST) {
+        return fail(ErrorCode.BAD_REQUEST, `at most ${MAX_SYMBOLS_PER_REQUEST} symbols per request`, id)
+      }
+      const bad = symbols.filter((s) => typeof s !== 'string' || !SYMBOL_PATTERN.test(s))
+      if (bad.length) {
+        const shown = bad.slice(0, 10).map((s) => (typeof s === 'string' ? s.slice(0, 32) : typeof s))
+        return fail(ErrorCode.BAD_SYMBOL, `invalid symbol(s): must match ${SYMBOL_PATTERN.source}`, id, shown)
+      }
+      /** @type {SymbolsRequest} */
+      const request = { op, symbols: [...new Set(/** @type {string[]} */ (symbols))] }
+      if (id !== undefined) request.id = id
+      return { ok: true, request }
+    }
+    default:
+      return fail(ErrorCode.BAD_OP, typeof op === 'string' ? `unknown op "${op.slice(0, 32)}"` : 'op is missing', id)
+  }
+}
+
+/**
+ * @param {string} node
+ * @param {number} heartbeatMs
+ * @param {Record<string, number>} limits
+ */
+export function encodeHello (node, heartbeatMs, limits) {
+  return JSON.stringify({ op: 'hello', v: PROTOCOL_VERSION, node, heartbeatMs, limits })
+}
+
+/**
+ * @param {number | string | undefined} id
+ * @param {string[]} symbols
+ */
+export function encodeAck (id, symbols) {
+  return JSON.stringify(id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols })
+}
+
+/** @param {ProtocolError} error */
+export function encodeError (error) {
+  return JSON.stringify({ op: 'error', ...error })
+}
+
+/** @param {number | string | undefined} id */
+export function encodePong (id) {
+  return id === undefined ? '{"op":"pong"}' : JSON.stringify({ op: 'pong', id })
+}
+
+/** @param {string[]} fullQuotes serialized full quotes */
+export function encodeSnap (fullQuotes) {
+  return `{"op":"snap","quotes":[${fullQuotes.join(',')}]}`
+}
+
+/** @param {string[]} deltas serialized deltas */
+export function encodeQuotes (deltas) {
+  return `{"op":"q","quotes":[${deltas.join(',')}]}`
+}

@@ -1,0 +1,231 @@
+// WebSocket transport: the upgrade gate (path, drain, capacity, per-IP,
+// Origin, token), connection set-up, heartbeat and drain. Knows the hub and
+// the broker only through Sessions.
+
+import { STATUS_CODES } from 'node:http'
+import { WebSocketServer } from 'ws'
+import { CloseCode } from '../public/protocol.js'
+import { tokenOf } from './auth.js'
+import { Client } from './client.js'
+import { encodeHello } from './protocol.js'
+
+export const WS_PATH = '/ws'
+
+/**
+ * @param {import('node:stream').Duplex} socket
+ * @param {number} status
+ * @param {string} message
+ * @param {Record<string, string>} [headers]
+ */
+function refuse (socket, status, message, headers = {}) {
+  if (!socket.writable) return socket.destroy()
+  const body = `${message}\n`
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`)
+}
+
+export class WsServer {
+  /**
+   * @param {object} options
+   * @param {import('./config.js').GatewayConfig} options.config
+   * @param {import('./session.js').Sessions} options.sessions
+   * @param {import('./client.js').ClientContext} options.ctx
+   * @param {import('./metrics.js').GatewayMetrics} options.metrics
+   * @param {import('./auth.js').Authenticator | null} options.authenticate
+   * @param {import('pino').Logger} options.logger
+   */
+  constructor ({ config, sessions, ctx, metrics, authenticate, logger }) {
+    this.config = config
+    this.sessions = sessions
+    this.ctx = ctx
+    this.metrics = metrics
+    this.authenticate = authenticate
+    this.log = logger.child({ component: 'ws' })
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: config.maxPayload,
+      perMessageDeflate: false,
+      clientTracking: false
+    })
+    /** @type {Set<Client>} */
+    this.clients = new Set()
+    /** @type {Map<string, number>} open or opening sockets per client IP */
+    this.perIp = new Map()
+    this.nextId = 1
+    this.draining = false
+    this.hello = encodeHello(config.nodeName, config.heartbeatMs, {
+      maxSubscriptions: config.maxSubscriptions,
+      maxPayload: config.maxPayload,
+      ratePerSec: config.ratePerSec,
+      rateBurst: config.rateBurst,
+      batchMs: config.batchMs
+    })
+    const origins = config.allowedOrigins
+    this.originAllowed = origins.length === 0 || origins.includes('*')
+      ? () => true
+      : (/** @type {string | undefined} */ o) => o !== undefined && origins.includes(o)
+    /** @type {NodeJS.Timeout | null} */
+    this.heartbeat = null
+  }
+
+  /** @param {import('node:http').Server} server */
+  attach (server) {
+    server.on('upgrade', (req, socket, head) => {
+      this.onUpgrade(req, socket, head).catch((err) => {
+        this.log.error({ err }, 'upgrade failed')
+        refuse(socket, 500, 'internal error')
+      })
+    })
+    this.heartbeat = setInterval(() => this.beat(), this.config.heartbeatMs)
+    this.heartbeat.unref()
+  }
+
+  /** @param {import('node:http').IncomingMessage} req */
+  clientIp (req) {
+    if (this.config.trustProxy) {
+      const fwd = req.headers['x-forwarded-for']
+      const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim()
+      if (first) return first
+    }
+    return req.socket.remoteAddress ?? 'unknown'
+  }
+
+  /**
+   * @param {import('node:http').IncomingMessage} req
+   * @param {import('node:stream').Duplex} socket
+   * @param {Buffer} head
+   */
+  async onUpgrade (req, socket, head) {
+    socket.on('error', () => socket.destroy())
+    const m = this.metrics.upgrades
+    const path = (req.url ?? '').split('?', 1)[0]
+    if (path !== WS_PATH) {
+      m.inc({ result: 'not_found' })
+      return refuse(socket, 404, `WebSocket endpoint is ${WS_PATH}`)
+    }
+    if (this.draining) {
+      m.inc({ result: 'draining' })
+      return refuse(socket, 503, 'draining', { 'Retry-After': '1' })
+    }
+    if (this.clients.size >= this.config.maxConnections) {
+      m.inc({ result: 'full' })
+      return refuse(socket, 503, 'gateway full', { 'Retry-After': '5' })
+    }
+    if (!this.originAllowed(req.headers.origin)) {
+      m.inc({ result: 'bad_origin' })
+      return refuse(socket, 403, 'origin not allowed')
+    }
+    const ip = this.clientIp(req)
+    const held = this.perIp.get(ip) ?? 0
+    if (this.config.maxConnectionsPerIp > 0 && held >= this.config.maxConnectionsPerIp) {
+      m.inc({ result: 'ip_limit' })
+      return refuse(socket, 429, 'too many connections from this address', { 'Retry-After': '5' })
+    }
+    this.perIp.set(ip, held + 1)
+    let admitted = false
+    try {
+      /** @type {import('./auth.js').Grants | null} */
+      let grants = null
+      let expiresAt = null
+      if (this.authenticate) {
+        const auth = await this.authenticate(tokenOf(req))
+        if (!auth.ok) {
+          m.inc({ result: 'unauthorized' })
+          return refuse(socket, 401, `unauthorized: ${auth.reason}`)
+        }
+        grants = auth.grants
+        expiresAt = auth.expiresAt
+      }
+      if (this.draining || socket.destroyed) {
+        m.inc({ result: this.draining ? 'draining' : 'aborted' })
+        return refuse(socket, 503, 'draining')
+      }
+      admitted = true
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, ip, grants, expiresAt))
+      m.inc({ result: 'accepted' })
+    } finally {
+      if (!admitted) this.releaseIp(ip)
+    }
+  }
+
+  /** @param {string} ip */
+  releaseIp (ip) {
+    const n = (this.perIp.get(ip) ?? 1) - 1
+    if (n <= 0) this.perIp.delete(ip)
+    else this.perIp.set(ip, n)
+  }
+
+  /**
+   * @param {import('ws').WebSocket} ws
+   * @param {string} ip
+   * @param {import('./auth.js').Grants | null} grants
+   * @param {number | null} expiresAt
+   */
+  onConnection (ws, ip, grants, expiresAt) {
+    const client = new Client(ws, this.ctx, { id: this.nextId++, ip, grants })
+    this.clients.add(client)
+    this.metrics.connections.set(this.clients.size)
+    /** @type {NodeJS.Timeout | null} */
+    let expiry = null
+    if (expiresAt !== null) {
+      expiry = setTimeout(() => client.closeWith(CloseCode.UNAUTHORIZED, 'token expired'), Math.max(0, expiresAt - Date.now()))
+    }
+    ws.on('message', (data, isBinary) => this.sessions.onMessage(client, data, isBinary))
+    ws.on('pong', () => { client.alive = true })
+    ws.on('error', (err) => {
+      this.log.debug({ client: client.id, err: err.message, code: /** @type {any} */ (err).code }, 'client socket error')
+    })
+    ws.on('close', (code) => {
+      if (expiry) clearTimeout(expiry)
+      this.clients.delete(client)
+      this.releaseIp(ip)
+      this.sessions.onClose(client)
+      this.metrics.connections.set(this.clients.size)
+      this.metrics.closes.inc({ code: String(code) })
+    })
+    client.send(this.hello, 'hello')
+  }
+
+  /** Pings every client; terminates those that did not answer the last ping. */
+  beat () {
+    for (const client of this.clients) {
+      if (!client.alive) {
+        client.ws.terminate()
+        continue
+      }
+      client.alive = false
+      client.ws.ping()
+    }
+  }
+
+  /**
+   * Closes every client with 1012, spread evenly at random over `windowMs`
+   * so they do not all reconnect to the remaining pods in the same instant.
+   * Resolves when every socket is closed.
+   *
+   * @param {number} windowMs
+   */
+  drain (windowMs) {
+    this.draining = true
+    const clients = [...this.clients]
+    this.log.info({ clients: clients.length, windowMs }, 'draining')
+    return new Promise((resolve) => {
+      if (this.clients.size === 0) return resolve(undefined)
+      const check = setInterval(() => {
+        if (this.clients.size === 0) {
+          clearInterval(check)
+          resolve(undefined)
+        }
+      }, 50)
+      for (const client of clients) {
+        setTimeout(() => client.closeWith(CloseCode.SERVICE_RESTART, 'server restart'), Math.floor(Math.random() * windowMs))
+      }
+    })
+  }
+
+  close () {
+    if (this.heartbeat) clearInterval(this.heartbeat)
+    for (const client of this.clients) client.ws.terminate()
+    this.wss.close()
+  }
+}

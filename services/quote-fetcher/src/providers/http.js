@@ -1,0 +1,133 @@
+// Polls a JSON HTTP endpoint for many symbols per request. Each request has
+// a timeout; failures are retried with exponential backoff and jitter but
+// never past the job's deadline; a circuit breaker stops hammering a failing
+// upstream; at most `maxInflight` requests run at once, so slow upstreams
+// make jobs wait (and go stale) instead of piling up sockets.
+
+import { BreakerOpenError, CircuitBreaker } from './breaker.js'
+
+const NUMERIC = /** @type {const} */ (['bid', 'ask', 'last', 'bidSize', 'askSize', 'volume', 'open', 'high', 'low', 'prevClose'])
+
+export class UpstreamError extends Error {
+  /** @param {string} message @param {string} code */
+  constructor (message, code) {
+    super(message)
+    this.code = code
+  }
+}
+
+/**
+ * Maps one upstream record to quote fields; null when it has no usable symbol.
+ * @param {unknown} rec
+ * @param {number} now
+ * @returns {import('./provider.js').QuoteFields | null}
+ */
+export function normalize (rec, now) {
+  if (!rec || typeof rec !== 'object') return null
+  const r = /** @type {Record<string, unknown>} */ (rec)
+  if (typeof r.symbol !== 'string') return null
+  /** @type {import('./provider.js').QuoteFields} */
+  const q = { symbol: r.symbol.toUpperCase(), ts: typeof r.ts === 'number' && r.ts > 0 ? r.ts : now }
+  for (const f of NUMERIC) {
+    const v = typeof r[f] === 'string' ? Number(r[f]) : r[f]
+    if (typeof v === 'number' && Number.isFinite(v)) q[f] = v
+  }
+  return q
+}
+
+/**
+ * @param {object} options
+ * @param {string} options.url with `{symbols}`
+ * @param {number} options.timeoutMs
+ * @param {number} options.retries
+ * @param {number} options.backoffMs
+ * @param {number} options.breakerThreshold
+ * @param {number} options.breakerCooldownMs
+ * @param {number} options.maxInflight
+ * @param {string} [options.token]
+ * @param {import('pino').Logger} options.logger
+ * @param {{requests: import('prom-client').Counter<'result'>, breaker: import('prom-client').Gauge}} options.metrics
+ * @returns {import('./provider.js').Provider}
+ */
+export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breakerThreshold, breakerCooldownMs, maxInflight, token, logger, metrics }) {
+  const log = logger.child({ component: 'http-provider' })
+  const breaker = new CircuitBreaker({
+    threshold: breakerThreshold,
+    cooldownMs: breakerCooldownMs,
+    onState: (state) => {
+      metrics.breaker.set(state)
+      log.warn({ state: ['closed', 'half-open', 'open'][state] }, 'upstream circuit breaker changed state')
+    }
+  })
+  let inflight = 0
+  /** @type {(() => void)[]} */
+  const waiting = []
+  const headers = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }
+
+  async function slot () {
+    if (inflight < maxInflight) {
+      inflight++
+      return
+    }
+    await new Promise((resolve) => waiting.push(() => resolve(undefined)))
+  }
+  function release () {
+    const next = waiting.shift()
+    if (next) next()
+    else inflight--
+  }
+
+  /** @param {string[]} symbols */
+  async function request (symbols) {
+    const target = url.replace('{symbols}', encodeURIComponent(symbols.join(',')))
+    let res
+    try {
+      res = await fetch(target, { headers, signal: AbortSignal.timeout(timeoutMs) })
+    } catch (err) {
+      const e = /** @type {Error} */ (err)
+      const timeout = e.name === 'TimeoutError' || e.name === 'AbortError'
+      throw new UpstreamError(timeout ? `upstream timed out after ${timeoutMs} ms` : `upstream unreachable: ${e.message}`, timeout ? 'timeout' : 'network')
+    }
+    if (!res.ok) {
+      await res.body?.cancel()
+      throw new UpstreamError(`upstream answered HTTP ${res.status}`, `http_${res.status >= 500 ? '5xx' : '4xx'}`)
+    }
+    let body
+    try {
+      body = await res.json()
+    } catch {
+      throw new UpstreamError('upstream answered invalid JSON', 'bad_json')
+    }
+    const list = Array.isArray(body) ? body : body?.quotes
+    if (!Array.isArray(list)) throw new UpstreamError('upstream JSON is neither an array nor {"quotes":[...]}', 'bad_shape')
+    const now = Date.now()
+    const wanted = new Set(symbols)
+    return list.map((r) => normalize(r, now)).filter((q) => q !== null && wanted.has(q.symbol))
+  }
+
+  return {
+    name: 'http',
+    needsPrevious: false,
+    async fetch (symbols, _previous, deadline) {
+      await slot()
+      try {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const quotes = await breaker.run(() => request(symbols))
+            metrics.requests.inc({ result: 'ok' })
+            return /** @type {import('./provider.js').QuoteFields[]} */ (quotes)
+          } catch (err) {
+            const code = err instanceof BreakerOpenError ? 'breaker_open' : (/** @type {UpstreamError} */ (err).code ?? 'error')
+            metrics.requests.inc({ result: code })
+            const delay = backoffMs * 2 ** attempt * (0.5 + Math.random())
+            if (err instanceof BreakerOpenError || attempt >= retries || Date.now() + delay + timeoutMs > deadline) throw err
+            log.debug({ attempt, code, delay }, 'upstream request failed; retrying')
+            await new Promise((resolve) => setTimeout(resolve, delay))
+          }
+        }
+      } finally {
+        release()
+      }
+    }
+  }
+}

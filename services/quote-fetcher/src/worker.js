@@ -1,0 +1,131 @@
+// The PULL side of the job queue: competing consumers. Each job is popped by
+// exactly one replica (BLPOP is atomic). A job older than one interval is
+// dropped: the scheduler has already pushed a fresher one for its symbols,
+// so a backlog never turns into a burst of stale fetches.
+
+/** BLPOP timeout: how quickly a stopping worker notices. */
+const POP_TIMEOUT_S = 1
+
+/**
+ * @typedef {{s: string[], t: number}} Job symbols and the time it was scheduled
+ */
+
+export class Worker {
+  /**
+   * @param {object} options
+   * @param {import('ioredis').Redis} options.blocking a connection used only for BLPOP
+   * @param {import('@wsps/shared/scripts').ScriptedRedis} options.redis
+   * @param {import('@wsps/shared/keys').RedisKeys} options.keys
+   * @param {import('./providers/provider.js').Provider} options.provider
+   * @param {import('./publisher.js').Publisher} options.publisher
+   * @param {number} options.intervalMs
+   * @param {number} options.concurrency
+   * @param {import('./metrics.js').FetcherMetrics} options.metrics
+   * @param {import('pino').Logger} options.logger
+   */
+  constructor ({ blocking, redis, keys, provider, publisher, intervalMs, concurrency, metrics, logger }) {
+    this.blocking = blocking
+    this.redis = redis
+    this.keys = keys
+    this.provider = provider
+    this.publisher = publisher
+    this.intervalMs = intervalMs
+    this.concurrency = concurrency
+    this.metrics = metrics
+    this.log = logger.child({ component: 'worker' })
+    this.running = false
+    this.active = 0
+    /** @type {(() => void) | null} */
+    this.slotFreed = null
+    /** @type {Promise<void> | null} */
+    this.loop = null
+  }
+
+  start () {
+    this.running = true
+    this.loop = this.run()
+  }
+
+  async run () {
+    while (this.running) {
+      if (this.active >= this.concurrency) {
+        await new Promise((resolve) => { this.slotFreed = () => resolve(undefined) })
+        continue
+      }
+      let popped
+      try {
+        popped = await this.blocking.blpop(this.keys.jobs, POP_TIMEOUT_S)
+      } catch (err) {
+        if (!this.running) break
+        this.log.warn({ err: /** @type {Error} */ (err).message }, 'job pop failed')
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        continue
+      }
+      if (!popped) continue
+      /** @type {Job} */
+      let job
+      try {
+        job = JSON.parse(popped[1])
+      } catch {
+        this.metrics.jobs.inc({ result: 'bad_job' })
+        continue
+      }
+      if (!Array.isArray(job.s)) {
+        this.metrics.jobs.inc({ result: 'bad_job' })
+        continue
+      }
+      const deadline = job.t + this.intervalMs
+      if (Date.now() > deadline) {
+        this.metrics.jobs.inc({ result: 'stale' })
+        continue
+      }
+      this.active++
+      this.metrics.activeJobs.set(this.active)
+      this.work(job, deadline).finally(() => {
+        this.active--
+        this.metrics.activeJobs.set(this.active)
+        const freed = this.slotFreed
+        this.slotFreed = null
+        freed?.()
+      })
+    }
+  }
+
+  /**
+   * @param {Job} job
+   * @param {number} deadline
+   */
+  async work (job, deadline) {
+    const started = performance.now()
+    try {
+      /** @type {Map<string, any>} */
+      const previous = new Map()
+      if (this.provider.needsPrevious) {
+        const raws = await this.redis.mget(...job.s.map(this.keys.latest))
+        raws.forEach((raw, i) => {
+          if (raw === null) return
+          const q = JSON.parse(raw)
+          previous.set(job.s[i], q)
+          this.publisher.remember(job.s[i], q.seq)
+        })
+      }
+      const quotes = await this.provider.fetch(job.s, previous, deadline)
+      this.metrics.fetchSeconds.observe((performance.now() - started) / 1000)
+      const n = await this.publisher.publish(quotes)
+      this.metrics.published.inc(n)
+      this.metrics.jobs.inc({ result: 'done' })
+    } catch (err) {
+      const code = /** @type {{code?: string}} */ (err).code
+      this.metrics.jobs.inc({ result: code === 'WSPS_ERR_BREAKER_OPEN' ? 'breaker_open' : 'failed' })
+      this.log.warn({ err: /** @type {Error} */ (err).message, code, symbols: job.s.length }, 'job failed')
+    }
+  }
+
+  /** Stops pulling; waits for jobs in hand to finish. */
+  async stop () {
+    this.running = false
+    this.slotFreed?.()
+    await this.loop
+    while (this.active > 0) await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}

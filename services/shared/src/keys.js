@@ -1,0 +1,34 @@
+// Redis key and channel names, in one place for every service.
+//
+// Per-symbol keys share the hash tag {SYMBOL}, so a symbol's seq, latest
+// quote and channel live in one Redis Cluster slot and the publish script can
+// touch them atomically. The scheduling keys are global by design: one ZSET
+// of demand, one of due times, one job list.
+
+/**
+ * @param {string} prefix WSPS_REDIS_KEY_PREFIX
+ */
+export function redisKeys (prefix) {
+  return Object.freeze({
+    /** Pub/sub channel carrying full quotes of a symbol. */
+    channel: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:q`,
+    /** The latest full quote (JSON string, with TTL): the snapshot. */
+    latest: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:last`,
+    /** Counter behind a symbol's seq. */
+    seq: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:seq`,
+    /** Symbol out of a channel name, or null when it is not ours. */
+    symbolOf: (/** @type {string} */ channel) => {
+      const open = prefix.length + 2
+      if (!channel.startsWith(`${prefix}:{`) || !channel.endsWith('}:q')) return null
+      return channel.slice(open, -3)
+    },
+    /** ZSET symbol -> lease expiry (ms): symbols some gateway watches. */
+    demand: `${prefix}:demand`,
+    /** ZSET symbol -> next fetch time (ms) for demanded symbols. */
+    due: `${prefix}:due`,
+    /** LIST of fetch jobs (JSON), pushed by the scheduler, popped by workers. */
+    jobs: `${prefix}:jobs`
+  })
+}
+
+/** @typedef {ReturnType<typeof redisKeys>} RedisKeys */
