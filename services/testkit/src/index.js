@@ -1,0 +1,353 @@
+// Test harness: real redis-server and real service processes on free
+// loopback ports, and a WebSocket client that checks the protocol as it
+// reads. Everything started here is stopped by its handle or at exit.
+
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import WebSocket from 'ws'
+import { continues } from '../../gateway/public/protocol.js'
+
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+export const GATEWAY_MAIN = join(ROOT, 'services/gateway/src/main.js')
+export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/src/main.js')
+
+/** @type {Set<import('node:child_process').ChildProcess>} */
+const children = new Set()
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL')
+})
+
+/** @returns {Promise<number>} a TCP port free on 127.0.0.1 right now */
+export async function freePort () {
+  const srv = createServer()
+  srv.listen(0, '127.0.0.1')
+  await once(srv, 'listening')
+  const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address())
+  srv.close()
+  await once(srv, 'close')
+  return port
+}
+
+/**
+ * @param {() => unknown | Promise<unknown>} check returns truthy when done
+ * @param {{timeout?: number, interval?: number, message?: string}} [options]
+ */
+export async function waitFor (check, { timeout = 10_000, interval = 50, message = 'condition' } = {}) {
+  const end = Date.now() + timeout
+  let last
+  for (;;) {
+    try {
+      last = await check()
+      if (last) return last
+    } catch (err) {
+      last = err
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${message} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`)
+    await sleep(interval)
+  }
+}
+
+/** @param {number} ms */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * @param {string} url
+ * @returns {Promise<{status: number, body: any}>}
+ */
+export async function getJson (url) {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) })
+  const text = await res.text()
+  let body = text
+  try { body = JSON.parse(text) } catch {}
+  return { status: res.status, body }
+}
+
+/**
+ * A redis-server of our own, without persistence.
+ * @param {{port?: number}} [options]
+ */
+export async function startRedis ({ port } = {}) {
+  const p = port ?? await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'wsps-redis-'))
+  /** @type {import('node:child_process').ChildProcess | null} */
+  let proc = null
+  const handle = {
+    port: p,
+    url: `redis://127.0.0.1:${p}`,
+    async start () {
+      proc = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(p), '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+      children.add(proc)
+      proc.once('exit', () => children.delete(/** @type {any} */ (proc)))
+      await waitFor(() => redisPing(p), { timeout: 10_000, message: `redis on ${p}` })
+    },
+    /** @param {NodeJS.Signals} [signal] */
+    async stop (signal = 'SIGTERM') {
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
+      const exited = once(proc, 'exit')
+      proc.kill(signal)
+      await exited
+    },
+    kill () { return handle.stop('SIGKILL') },
+    async close () {
+      await handle.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  await handle.start()
+  return handle
+}
+
+/** @param {number} port */
+async function redisPing (port) {
+  const { createConnection } = await import('node:net')
+  return new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port }, () => s.write('PING\r\n'))
+    s.setTimeout(500, () => { s.destroy(); resolve(false) })
+    s.on('data', (d) => { s.destroy(); resolve(String(d).startsWith('+PONG')) })
+    s.on('error', () => resolve(false))
+  })
+}
+
+/**
+ * A service process (gateway or fetcher) on a free port. Its stdout/stderr
+ * are kept (the last 200 lines) for failure messages.
+ *
+ * @param {string} main entry file
+ * @param {Record<string, string | number>} env WSPS_* settings
+ * @param {{ready?: boolean, name?: string}} [options] wait for /readyz (default) or only /healthz
+ */
+export async function startService (main, env, { ready = true, name = 'service' } = {}) {
+  const port = Number(env.WSPS_HTTP_PORT ?? await freePort())
+  /** @type {string[]} */
+  const logs = []
+  /** @type {Record<string, string>} */
+  const childEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }
+  for (const [k, v] of Object.entries({ WSPS_HOST: '127.0.0.1', WSPS_LOG_LEVEL: 'warn', WSPS_NODE_NAME: `${name}-${port}`, ...env, WSPS_HTTP_PORT: port })) childEnv[k] = String(v)
+  const proc = spawn(process.execPath, [main], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.add(proc)
+  const exited = once(proc, 'exit').then(([code, signal]) => {
+    children.delete(proc)
+    return { code, signal }
+  })
+  for (const stream of [proc.stdout, proc.stderr]) {
+    stream.setEncoding('utf8')
+    stream.on('data', (chunk) => {
+      logs.push(...String(chunk).split('\n').filter(Boolean))
+      if (logs.length > 200) logs.splice(0, logs.length - 200)
+    })
+  }
+  const base = `http://127.0.0.1:${port}`
+  const handle = {
+    name: childEnv.WSPS_NODE_NAME,
+    port,
+    pid: proc.pid,
+    url: base,
+    wsUrl: `ws://127.0.0.1:${port}/ws`,
+    proc,
+    logs,
+    exited,
+    /** @param {NodeJS.Signals} [signal] */
+    async stop (signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+      return exited
+    },
+    kill () { return handle.stop('SIGKILL') },
+    async metrics () {
+      const res = await fetch(`${base}/metrics`)
+      return parseMetrics(await res.text())
+    }
+  }
+  try {
+    await waitFor(async () => {
+      if (proc.exitCode !== null) throw new Error(`exited with ${proc.exitCode}`)
+      return (await getJson(`${base}${ready ? '/readyz' : '/healthz'}`)).status === 200
+    }, { timeout: 15_000, message: `${name} on ${port}` })
+  } catch (err) {
+    proc.kill('SIGKILL')
+    throw new Error(`${/** @type {Error} */ (err).message}\n--- ${name} output:\n${logs.join('\n')}`)
+  }
+  return handle
+}
+
+/** @typedef {Awaited<ReturnType<typeof startService>>} ServiceHandle */
+
+/**
+ * @param {string} redisUrl
+ * @param {Record<string, string | number>} [env]
+ */
+export function startGateway (redisUrl, env = {}) {
+  return startService(GATEWAY_MAIN, { WSPS_REDIS_URL: redisUrl, WSPS_DRAIN_MS: 500, WSPS_UNSUBSCRIBE_DELAY_MS: 200, ...env }, { name: 'gateway' })
+}
+
+/**
+ * @param {string} redisUrl
+ * @param {Record<string, string | number>} [env]
+ */
+export function startFetcher (redisUrl, env = {}) {
+  return startService(FETCHER_MAIN, { WSPS_REDIS_URL: redisUrl, WSPS_FETCH_INTERVAL_MS: 200, WSPS_SCHEDULE_TICK_MS: 20, ...env }, { name: 'fetcher' })
+}
+
+/**
+ * Prometheus text -> {'name{labels}': value}.
+ * @param {string} text
+ */
+export function parseMetrics (text) {
+  /** @type {Record<string, number>} */
+  const out = {}
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue
+    const i = line.lastIndexOf(' ')
+    out[line.slice(0, i).replace(/,?node="[^"]*"/, '').replace('{}', '')] = Number(line.slice(i + 1))
+  }
+  return out
+}
+
+/**
+ * A protocol-checking test client. It records every frame, keeps the quote
+ * state per symbol from snapshots and deltas, and records any seq gap,
+ * duplicate, or quote for a symbol it did not subscribe to.
+ */
+export class TestClient {
+  /**
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   */
+  static async connect (url, options) {
+    const c = new TestClient(url, options)
+    await c.opened
+    return c
+  }
+
+  /**
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   */
+  constructor (url, options) {
+    this.ws = new WebSocket(url, options)
+    /** @type {any[]} */
+    this.frames = []
+    /** @type {Map<string, Record<string, any>>} */
+    this.quotes = new Map()
+    /** @type {Map<string, number[]>} seqs received per symbol, in order */
+    this.seqs = new Map()
+    /** @type {Set<string>} */
+    this.subscribed = new Set()
+    /** @type {string[]} */
+    this.problems = []
+    /** @type {any} */
+    this.hello = null
+    /** @type {{code: number, reason: string} | null} */
+    this.closed = null
+    this.nextId = 1
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('error', reject)
+      this.ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })))
+      this.ws.on('message', (data) => {
+        const msg = JSON.parse(String(data))
+        if (msg.op === 'hello') {
+          this.hello = msg
+          resolve(this)
+        }
+        this.onFrame(msg)
+      })
+    })
+    this.ws.on('error', () => {})
+    this.closedPromise = new Promise((resolve) => {
+      this.ws.on('close', (code, reason) => {
+        this.closed = { code, reason: String(reason) }
+        resolve(this.closed)
+      })
+    })
+  }
+
+  /** @param {any} msg */
+  onFrame (msg) {
+    this.frames.push(msg)
+    if (msg.op === 'snap') {
+      for (const q of msg.quotes) {
+        if (!this.subscribed.has(q.symbol)) this.problems.push(`snap for unsubscribed ${q.symbol}`)
+        this.quotes.set(q.symbol, { ...q })
+        this.track(q.symbol, q.seq)
+      }
+    } else if (msg.op === 'q') {
+      for (const d of msg.quotes) {
+        if (!this.subscribed.has(d.symbol)) this.problems.push(`delta for unsubscribed ${d.symbol}`)
+        const held = this.quotes.get(d.symbol)
+        if (!held) {
+          this.problems.push(`delta for ${d.symbol} seq ${d.seq} before any snapshot`)
+          continue
+        }
+        if (!continues(d, held.seq)) this.problems.push(`gap on ${d.symbol}: held ${held.seq}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
+        const { base, ...fields } = d
+        Object.assign(held, fields)
+        this.track(d.symbol, d.seq)
+      }
+    }
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} seq
+   */
+  track (symbol, seq) {
+    let list = this.seqs.get(symbol)
+    if (!list) this.seqs.set(symbol, list = [])
+    list.push(seq)
+  }
+
+  /** @param {Record<string, unknown>} msg */
+  send (msg) {
+    this.ws.send(typeof msg === 'string' ? msg : JSON.stringify(msg))
+  }
+
+  /**
+   * Resolves with the first frame (from now on, or already received after
+   * index `from`) that matches.
+   * @param {(msg: any) => boolean} match
+   * @param {{timeout?: number, from?: number}} [options]
+   */
+  async next (match, { timeout = 5000, from = this.frames.length } = {}) {
+    return waitFor(() => this.frames.slice(from).find(match), { timeout, interval: 10, message: 'a matching frame' })
+  }
+
+  /**
+   * @param {string[]} symbols
+   * @returns {Promise<any>} the ack
+   */
+  async sub (symbols) {
+    const id = this.nextId++
+    for (const s of symbols) this.subscribed.add(s)
+    const from = this.frames.length
+    this.send({ op: 'sub', symbols, id })
+    return this.next((m) => m.id === id && (m.op === 'ack' || m.op === 'error'), { from })
+  }
+
+  /** @param {string[]} symbols */
+  async unsub (symbols) {
+    const id = this.nextId++
+    const from = this.frames.length
+    this.send({ op: 'unsub', symbols, id })
+    const ack = await this.next((m) => m.id === id, { from })
+    for (const s of symbols) this.subscribed.delete(s)
+    return ack
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} count quotes (snapshot or delta) of it to wait for
+   * @param {number} [timeout]
+   */
+  async waitQuotes (symbol, count, timeout = 10_000) {
+    await waitFor(() => (this.seqs.get(symbol)?.length ?? 0) >= count, { timeout, message: `${count} quotes of ${symbol}` })
+  }
+
+  close () {
+    this.ws.close()
+    return this.closedPromise
+  }
+}
