@@ -25,14 +25,13 @@ export async function createGateway (config, logger) {
   const metrics = createGatewayMetrics(config.nodeName)
   let draining = false
 
-  /** @type {Hub} */
-  let hub
+  // The handlers run only after start-up, when `hub` below exists.
   const broker = createRedisBroker(config, {
     onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
     onReconnect: () => hub.resync(),
     onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0)
   }, logger)
-  hub = new Hub({ broker, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs })
+  const hub = new Hub({ broker, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs })
 
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
   const sessions = new Sessions({ hub, metrics, maxSubscriptions: config.maxSubscriptions, draining: () => draining })

@@ -151,7 +151,7 @@ export function markdownTable (schema) {
     let type = s.type
     if (s.type === 'enum') type = /** @type {SettingType} */ (`${s.values?.join(' \\| ')}`)
     const range = s.min !== undefined || s.max !== undefined ? ` (${s.min ?? ''}..${s.max ?? ''})` : ''
-    return `| \`${s.env}\` | ${type}${range} | \`${def}\` | ${s.doc}${s.secret ? ' Secret: may be given as a file path in `' + s.env + '_FILE`.' : ''} |`
+    return `| \`${s.env}\` | ${type}${range} | ${def === '' ? '(empty)' : '`' + def + '`'} | ${s.doc}${s.secret ? ' Secret: may be given as a file path in `' + s.env + '_FILE`.' : ''} |`
   })
   return ['| variable | type | default | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n')
 }

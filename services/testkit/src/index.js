@@ -283,7 +283,7 @@ export class TestClient {
           continue
         }
         if (!continues(d, held.seq)) this.problems.push(`gap on ${d.symbol}: held ${held.seq}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
-        const { base, ...fields } = d
+        const { base: _base, ...fields } = d
         Object.assign(held, fields)
         this.track(d.symbol, d.seq)
       }

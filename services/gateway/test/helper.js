@@ -1,0 +1,65 @@
+// Fakes for gateway unit tests. Integration tests use real Redis and real
+// processes (services/testkit); these isolate one module's logic.
+
+import pino from 'pino'
+import { Fanout } from '../src/fanout.js'
+import { createGatewayMetrics } from '../src/metrics.js'
+
+export const silent = pino({ level: 'silent' })
+
+let metricsSeq = 0
+export const metrics = () => createGatewayMetrics(`test-${metricsSeq++}`)
+
+/**
+ * An in-memory Broker that records calls and lets the test publish.
+ * @returns {import('../src/broker.js').Broker & {calls: string[][], channels: Set<string>, latestValues: Map<string, string>}}
+ */
+export function memoryBroker () {
+  const channels = new Set()
+  /** @type {string[][]} */
+  const calls = []
+  const latestValues = new Map()
+  return {
+    calls,
+    channels,
+    latestValues,
+    async subscribe (symbols) { calls.push(['subscribe', ...symbols]); for (const s of symbols) channels.add(s) },
+    async unsubscribe (symbols) { calls.push(['unsubscribe', ...symbols]); for (const s of symbols) channels.delete(s) },
+    async latest (symbols) { return symbols.map((s) => latestValues.get(s) ?? null) },
+    async renewDemand (symbols) { calls.push(['demand', ...symbols]) },
+    ready: () => true,
+    channelCount: () => channels.size,
+    async close () {}
+  }
+}
+
+/** A ws stand-in: records frames, lets the test set bufferedAmount. */
+export function fakeSocket () {
+  return {
+    readyState: 1,
+    bufferedAmount: 0,
+    /** @type {any[]} */
+    sent: [],
+    /** @type {{code: number, reason: string} | null} */
+    closedWith: null,
+    /** @param {string | Buffer} data */
+    send (data) { this.sent.push(JSON.parse(String(data))) },
+    /** @param {number} code @param {string} reason */
+    close (code, reason) { this.closedWith = { code, reason }; this.readyState = 2 },
+    terminate () { this.readyState = 3 },
+    ping () {}
+  }
+}
+
+export const limits = { sendHighWater: 1000, sendMax: 5000, slowCloseMs: 100, ratePerSec: 100, rateBurst: 100 }
+
+/** @param {{batchMs?: number}} [options] */
+export function context ({ batchMs = 0 } = {}) {
+  const m = metrics()
+  return { fanout: new Fanout({ batchMs, metrics: m }), metrics: m, limits }
+}
+
+/** @param {number} seq @param {Record<string, unknown>} [fields] */
+export const quote = (seq, fields = {}, symbol = 'AAPL') => JSON.stringify({ seq, symbol, ts: Date.now(), bid: 1, ask: 2, last: 1.5, ...fields })
+
+export const tick = () => new Promise((resolve) => setImmediate(resolve))

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Client } from '../src/client.js'
+import { Hub } from '../src/hub.js'
+import { context, fakeSocket, memoryBroker, metrics, quote, silent, tick } from './helper.js'
+
+function setup ({ unsubscribeDelayMs = 0 } = {}) {
+  const broker = memoryBroker()
+  const hub = new Hub({ broker, metrics: metrics(), logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000 })
+  const ctx = context()
+  const client = () => {
+    const ws = fakeSocket()
+    return { ws, c: new Client(/** @type {any} */ (ws), ctx, { id: 1, ip: '', grants: null }) }
+  }
+  return { broker, hub, client }
+}
+
+test('one channel per symbol however many local subscribers, dropped after the last leaves', async (t) => {
+  const { broker, hub, client } = setup({ unsubscribeDelayMs: 20 })
+  hub.start()
+  t.after(() => hub.stop())
+  const a = client()
+  const b = client()
+  hub.add('AAPL', a.c)
+  hub.add('AAPL', b.c)
+  await tick()
+  assert.deepEqual([...broker.channels], ['AAPL'])
+  assert.equal(broker.calls.filter((c) => c[0] === 'subscribe').length, 1)
+  hub.remove('AAPL', a.c)
+  await new Promise((resolve) => setTimeout(resolve, 60))
+  assert.deepEqual([...broker.channels], ['AAPL'], 'still one local subscriber')
+  hub.remove('AAPL', b.c)
+  await new Promise((resolve) => setTimeout(resolve, 60))
+  assert.deepEqual([...broker.channels], [])
+  assert.equal(hub.symbols.size, 0)
+})
+
+test('a subscriber returning within the unsubscribe delay keeps the channel', async (t) => {
+  const { broker, hub, client } = setup({ unsubscribeDelayMs: 200 })
+  hub.start()
+  t.after(() => hub.stop())
+  const a = client()
+  hub.add('MSFT', a.c)
+  await tick()
+  hub.remove('MSFT', a.c)
+  hub.add('MSFT', a.c)
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  assert.deepEqual(broker.calls.filter((c) => c[0] !== 'demand').map((c) => c[0]), ['subscribe'])
+})
+
+test('a new symbol goes live with the stored latest quote as snapshot, then deltas', async () => {
+  const { broker, hub, client } = setup()
+  broker.latestValues.set('AAPL', quote(5))
+  const a = client()
+  assert.equal(hub.add('AAPL', a.c), null, 'not live yet')
+  await tick(); await tick()
+  assert.equal(a.ws.sent[0].op, 'snap')
+  assert.equal(a.ws.sent[0].quotes[0].seq, 5)
+  hub.onQuote('AAPL', quote(6, { bid: 1.1 }))
+  await tick()
+  assert.deepEqual(a.ws.sent[1].quotes, [{ symbol: 'AAPL', seq: 6, ts: a.ws.sent[1].quotes[0].ts, bid: 1.1 }])
+  // A later subscriber gets the held quote at once.
+  const b = client()
+  assert.equal(JSON.parse(/** @type {string} */ (hub.add('AAPL', b.c))).seq, 6)
+})
+
+test('quotes arriving while pending are held, stale ones dropped', async () => {
+  const { broker, hub, client } = setup()
+  broker.latestValues.set('AAPL', quote(5))
+  const a = client()
+  hub.add('AAPL', a.c)
+  hub.onQuote('AAPL', quote(6))
+  await tick(); await tick()
+  assert.equal(a.ws.sent.length, 1)
+  assert.equal(a.ws.sent[0].quotes[0].seq, 6, 'snapshot is the newer of stored and received')
+  hub.onQuote('AAPL', quote(6))
+  hub.onQuote('AAPL', quote(4))
+  await tick()
+  assert.equal(a.ws.sent.length, 1, 'duplicates and old quotes are not sent')
+})
+
+test('a symbol with no stored quote sends its first quote as a snapshot', async () => {
+  const { hub, client } = setup()
+  const a = client()
+  hub.add('NEW', a.c)
+  await tick(); await tick()
+  assert.equal(a.ws.sent.length, 0)
+  hub.onQuote('NEW', quote(1, {}, 'NEW'))
+  assert.equal(a.ws.sent[0].op, 'snap')
+})
+
+test('resync resubscribes everything and sends fresh snapshots; readiness waits for it', async () => {
+  const { broker, hub, client } = setup()
+  broker.latestValues.set('AAPL', quote(5))
+  const a = client()
+  hub.add('AAPL', a.c)
+  await tick(); await tick()
+  broker.channels.clear()
+  broker.latestValues.set('AAPL', quote(9))
+  hub.resync()
+  assert.equal(hub.synced(), false)
+  await tick(); await tick()
+  assert.equal(hub.synced(), true)
+  assert.deepEqual([...broker.channels], ['AAPL'])
+  const last = a.ws.sent[a.ws.sent.length - 1]
+  assert.equal(last.op, 'snap')
+  assert.equal(last.quotes[0].seq, 9)
+})
+
+test('resync accepts a rewound seq from a Redis that restarted empty', async () => {
+  const { broker, hub, client } = setup()
+  broker.latestValues.set('AAPL', quote(50))
+  const a = client()
+  hub.add('AAPL', a.c)
+  await tick(); await tick()
+  broker.latestValues.delete('AAPL')
+  hub.resync()
+  await tick(); await tick()
+  hub.onQuote('AAPL', quote(1))
+  const last = a.ws.sent[a.ws.sent.length - 1]
+  assert.equal(last.op, 'snap')
+  assert.equal(last.quotes[0].seq, 1)
+})

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import fc from 'fast-check'
+import { ErrorCode } from '../public/protocol.js'
+import { MAX_SYMBOLS_PER_REQUEST, parseClientFrame } from '../src/protocol.js'
+
+const parse = (/** @type {string} */ text) => parseClientFrame(Buffer.from(text), false)
+
+test('sub, unsub and ping parse with their id', () => {
+  assert.deepEqual(parse('{"op":"sub","symbols":["AAPL","MSFT"],"id":1}'), { ok: true, request: { op: 'sub', symbols: ['AAPL', 'MSFT'], id: 1 } })
+  assert.deepEqual(parse('{"op":"unsub","symbols":["AAPL"],"id":"x"}'), { ok: true, request: { op: 'unsub', symbols: ['AAPL'], id: 'x' } })
+  assert.deepEqual(parse('{"op":"ping"}'), { ok: true, request: { op: 'ping' } })
+})
+
+test('duplicate symbols in one request collapse', () => {
+  const r = parse('{"op":"sub","symbols":["AAPL","AAPL","BRK.B"]}')
+  assert.deepEqual(r.ok && r.request, { op: 'sub', symbols: ['AAPL', 'BRK.B'] })
+})
+
+const cases = [
+  ['not json', '{op', ErrorCode.BAD_JSON],
+  ['a JSON array', '[1,2]', ErrorCode.BAD_REQUEST],
+  ['JSON null', 'null', ErrorCode.BAD_REQUEST],
+  ['no op', '{"symbols":["AAPL"]}', ErrorCode.BAD_OP],
+  ['unknown op', '{"op":"subscribe"}', ErrorCode.BAD_OP],
+  ['symbols not an array', '{"op":"sub","symbols":"AAPL"}', ErrorCode.BAD_REQUEST],
+  ['empty symbols', '{"op":"sub","symbols":[]}', ErrorCode.BAD_REQUEST],
+  ['lower-case symbol', '{"op":"sub","symbols":["aapl"]}', ErrorCode.BAD_SYMBOL],
+  ['symbol too long', '{"op":"sub","symbols":["ABCDEFGHIJKLMNOPQ"]}', ErrorCode.BAD_SYMBOL],
+  ['number as symbol', '{"op":"sub","symbols":[42]}', ErrorCode.BAD_SYMBOL],
+  ['object id', '{"op":"ping","id":{}}', ErrorCode.BAD_REQUEST],
+  ['long id', `{"op":"ping","id":"${'x'.repeat(65)}"}`, ErrorCode.BAD_REQUEST]
+]
+for (const [name, text, code] of cases) {
+  test(`rejects ${name} with ${code}`, () => {
+    const r = parse(text)
+    assert.equal(r.ok, false)
+    assert.equal(!r.ok && r.error.code, code)
+  })
+}
+
+test('a bad symbol error lists the offending symbols and echoes the id', () => {
+  const r = parse('{"op":"sub","symbols":["AAPL","bad one"],"id":7}')
+  assert.deepEqual(!r.ok && r.error, { code: ErrorCode.BAD_SYMBOL, message: r.ok ? '' : r.error.message, id: 7, symbols: ['bad one'] })
+})
+
+test(`more than ${MAX_SYMBOLS_PER_REQUEST} symbols in one request is BAD_REQUEST`, () => {
+  const symbols = Array.from({ length: MAX_SYMBOLS_PER_REQUEST + 1 }, (_, i) => `S${i}`)
+  const r = parse(JSON.stringify({ op: 'sub', symbols }))
+  assert.equal(!r.ok && r.error.code, ErrorCode.BAD_REQUEST)
+})
+
+test('binary frames are BAD_FRAME', () => {
+  const r = parseClientFrame(Buffer.from('{"op":"ping"}'), true)
+  assert.equal(!r.ok && r.error.code, ErrorCode.BAD_FRAME)
+})
+
+test('property: any input yields a request or a coded error, never a throw', () => {
+  const codes = new Set(Object.values(ErrorCode))
+  const json = fc.oneof(
+    fc.string(),
+    fc.json(),
+    fc.record({ op: fc.constantFrom('sub', 'unsub', 'ping', 'x', 1, null), symbols: fc.anything(), id: fc.anything() }, { requiredKeys: [] }).map((o) => JSON.stringify(o))
+  )
+  fc.assert(fc.property(json, fc.boolean(), (text, binary) => {
+    const r = parseClientFrame(Buffer.from(text), binary)
+    if (r.ok) {
+      assert.ok(['sub', 'unsub', 'ping'].includes(r.request.op))
+      if (r.request.op !== 'ping') assert.ok(r.request.symbols.every((s) => /^[A-Z0-9.^=-]{1,16}$/.test(s)))
+    } else {
+      assert.ok(codes.has(/** @type {any} */ (r.error.code)), r.error.code)
+    }
+  }), { numRuns: 3000 })
+})

@@ -1,0 +1,97 @@
+// The Redis scripts behind demand, scheduling and publishing, on a real
+// redis-server.
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import { Redis } from 'ioredis'
+import { redisKeys } from '@wsps/shared/keys'
+import { registerScripts } from '@wsps/shared/scripts'
+import { startRedis } from '@wsps/testkit'
+
+/** @type {Awaited<ReturnType<typeof startRedis>>} */
+let redis
+/** @type {import('@wsps/shared/scripts').ScriptedRedis} */
+let r
+before(async () => {
+  redis = await startRedis()
+  r = registerScripts(new Redis(redis.url))
+})
+after(async () => {
+  r.disconnect()
+  await redis.close()
+})
+
+let n = 0
+const freshKeys = () => redisKeys(`t${n++}`)
+
+test('a demanded symbol is scheduled exactly once per interval, however many schedulers tick', async () => {
+  const k = freshKeys()
+  const now = 1_000_000
+  await r.wspsDemand(k.demand, k.due, now + 60_000, now, 'AAPL', 'MSFT', 'IBM')
+  const ticks = []
+  // Three replicas tick at the same instant, then again 100 ms later.
+  for (const t of [now, now, now, now + 100, now + 100]) ticks.push(await r.wspsSchedule(k.demand, k.due, k.jobs, t, 1000, 2, 100))
+  assert.deepEqual(ticks.map((x) => x[0]), [3, 0, 0, 0, 0])
+  const jobs = (await r.lrange(k.jobs, 0, -1)).map((j) => JSON.parse(j))
+  assert.deepEqual(jobs.map((j) => j.s.length), [2, 1], 'batched by batch size')
+  assert.deepEqual(jobs.flatMap((j) => j.s).sort(), ['AAPL', 'IBM', 'MSFT'])
+  // One interval later they are due again, once.
+  assert.equal((await r.wspsSchedule(k.demand, k.due, k.jobs, now + 1000, 1000, 50, 100))[0], 3)
+  assert.equal((await r.wspsSchedule(k.demand, k.due, k.jobs, now + 1000, 1000, 50, 100))[0], 0)
+})
+
+test('competing consumers: each job is popped by exactly one worker', async () => {
+  const k = freshKeys()
+  const now = Date.now()
+  const symbols = Array.from({ length: 40 }, (_, i) => `S${i}`)
+  await r.wspsDemand(k.demand, k.due, now + 60_000, now, ...symbols)
+  await r.wspsSchedule(k.demand, k.due, k.jobs, now, 1000, 1, 100)
+  const workers = [new Redis(redis.url), new Redis(redis.url), new Redis(redis.url)]
+  /** @type {string[][]} */
+  const got = [[], [], []]
+  await Promise.all(workers.map(async (w, i) => {
+    for (;;) {
+      const job = await w.blpop(k.jobs, 0.2)
+      if (!job) break
+      got[i].push(...JSON.parse(job[1]).s)
+    }
+    w.disconnect()
+  }))
+  assert.deepEqual(got.flat().sort(), [...symbols].sort(), 'every symbol once, none twice')
+})
+
+test('an expired lease stops scheduling; a renewed one keeps it; renewals never shorten a lease', async () => {
+  const k = freshKeys()
+  const now = 2_000_000
+  await r.wspsDemand(k.demand, k.due, now + 500, now, 'OLD')
+  await r.wspsDemand(k.demand, k.due, now + 5000, now, 'KEPT')
+  await r.wspsDemand(k.demand, k.due, now + 100, now, 'KEPT') // another gateway, shorter: ignored
+  const [, , expired] = await r.wspsSchedule(k.demand, k.due, k.jobs, now + 1000, 1000, 50, 100)
+  assert.equal(expired, 1)
+  assert.deepEqual(await r.zrange(k.demand, 0, -1), ['KEPT'])
+  assert.deepEqual(await r.zrange(k.due, 0, -1), ['KEPT'])
+})
+
+test('publish: seq rises by one, latest is stored with a TTL, subscribers get the same text', async () => {
+  const k = freshKeys()
+  const sub = new Redis(redis.url)
+  /** @type {string[]} */
+  const got = []
+  sub.on('message', (_ch, msg) => got.push(msg))
+  await sub.subscribe(k.channel('AAPL'))
+  const s1 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":1,"bid":1}', 60000, 0, 0)
+  const s2 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":2,"bid":2}', 60000, 0, 0)
+  assert.deepEqual([s1, s2], [1, 2])
+  assert.deepEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('AAPL')))), { seq: 2, symbol: 'AAPL', ts: 2, bid: 2 })
+  assert.ok((await r.pttl(k.latest('AAPL'))) > 50000)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  assert.deepEqual(got.map((m) => JSON.parse(m).seq), [1, 2])
+  sub.disconnect()
+})
+
+test('publish: a floor from the fetcher keeps seq rising after Redis lost the counter', async () => {
+  const k = freshKeys()
+  await r.del(k.seq('X'))
+  const seq = await r.wspsPublish(k.seq('X'), k.latest('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0)
+  assert.equal(seq, 42)
+  assert.equal(await r.wspsPublish(k.seq('X'), k.latest('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0), 43)
+})
