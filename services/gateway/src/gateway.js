@@ -76,6 +76,9 @@ export async function createGateway (config, logger) {
     stop ({ drainMs = config.drainMs, shutdownDelayMs = config.shutdownDelayMs } = {}) {
       stopping ??= (async () => {
         draining = true
+        // New upgrades get 503 at once (an ingress retries another pod);
+        // the sockets already open wait for the drain window.
+        ws.draining = true
         logger.info({ shutdownDelayMs, drainMs }, 'shutting down: readiness is false')
         if (shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, shutdownDelayMs))
         await ws.drain(drainMs)

@@ -1,0 +1,462 @@
+// Command loadgen opens many WebSocket subscribers against one server, reads
+// every frame, and reports deliveries and publish->client latency as JSON
+// lines on stdout (one "ready" line, then one "tick" line per interval).
+//
+// It stops by itself: when stdin closes (the orchestrator went away) or
+// after -max-seconds, whichever comes first.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Latency histogram: 0.1 ms buckets below 100 ms, 1 ms buckets up to 10 s.
+const (
+	fineBuckets = 1000
+	nBuckets    = fineBuckets + 9900 + 1
+)
+
+func bucketOf(us int64) int {
+	if us < 0 {
+		us = 0
+	}
+	if us < 100_000 {
+		return int(us / 100)
+	}
+	b := fineBuckets + int((us-100_000)/1000)
+	if b >= nBuckets {
+		b = nBuckets - 1
+	}
+	return b
+}
+
+type stats struct {
+	frames, entries, covered, snaps, gaps, dups, errors atomic.Int64
+	hist                                                [nBuckets]atomic.Int64
+}
+
+type options struct {
+	adapter     string
+	url         string
+	conns       int
+	first       int
+	src         []string
+	symbols     int
+	k           int
+	zipf        float64
+	seed        int64
+	concurrency int
+	reportMs    int
+	maxSeconds  int
+	waitSnap    bool
+	dialRetries int
+}
+
+func main() {
+	var o options
+	var src string
+	flag.StringVar(&o.adapter, "adapter", "wsps", "server protocol: wsps, naive, socketio, pushpin")
+	flag.StringVar(&o.url, "url", "ws://127.0.0.1:8080", "server base URL (the adapter adds its path)")
+	flag.IntVar(&o.conns, "conns", 1000, "connections to open")
+	flag.IntVar(&o.first, "first", 0, "global index of the first connection (seeds its subscriptions)")
+	flag.StringVar(&src, "src", "127.0.0.1", "comma-separated loopback source addresses, used round-robin")
+	flag.IntVar(&o.symbols, "symbols", 1000, "symbols in the universe (S0000...)")
+	flag.IntVar(&o.k, "k", 10, "symbols per connection")
+	flag.Float64Var(&o.zipf, "zipf", 1.0, "popularity skew: P(rank r) ~ 1/(r+1)^zipf")
+	flag.Int64Var(&o.seed, "seed", 1, "subscription seed")
+	flag.IntVar(&o.concurrency, "concurrency", 64, "handshakes in flight")
+	flag.IntVar(&o.reportMs, "report-ms", 1000, "tick interval")
+	flag.IntVar(&o.maxSeconds, "max-seconds", 600, "hard stop")
+	flag.BoolVar(&o.waitSnap, "wait-snap", true, "a connection is ready when it holds a snapshot of every symbol (else: on ack)")
+	flag.IntVar(&o.dialRetries, "dial-retries", 5, "retries of a failed handshake")
+	flag.Parse()
+	o.src = strings.Split(src, ",")
+
+	adapter, err := newAdapter(o.adapter)
+	if err != nil {
+		fatal(err)
+	}
+	out := json.NewEncoder(os.Stdout)
+	var outMu sync.Mutex
+	emit := func(v any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		_ = out.Encode(v)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.maxSeconds)*time.Second)
+	defer cancel()
+	go func() { // stdin closed: the orchestrator is gone or done with us
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+
+	st := &stats{}
+	sampler := newZipf(o.symbols, o.zipf)
+	subsPerSymbol := make([]int, o.symbols)
+	plans := make([][]string, o.conns)
+	for i := range plans {
+		rng := rand.New(rand.NewSource(o.seed*1_000_003 + int64(o.first+i)))
+		idx := sampler.distinct(rng, o.k)
+		syms := make([]string, len(idx))
+		for j, r := range idx {
+			syms[j] = symbolName(r)
+			subsPerSymbol[r]++
+		}
+		plans[i] = syms
+	}
+
+	var connected, ready, failed atomic.Int64
+	handshake := newSamples(o.conns)
+	readyAt := newSamples(o.conns)
+	start := time.Now()
+	sem := make(chan struct{}, o.concurrency)
+	var wg sync.WaitGroup
+	allReady := make(chan struct{})
+	var readyOnce sync.Once
+	checkReady := func() {
+		if ready.Load()+failed.Load() == int64(o.conns) {
+			readyOnce.Do(func() { close(allReady) })
+		}
+	}
+	for i := 0; i < o.conns; i++ {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)]}
+			released := false
+			release := func() {
+				if !released {
+					released = true
+					<-sem
+				}
+			}
+			defer release()
+			t0 := time.Now()
+			if err := c.dial(ctx); err != nil {
+				failed.Add(1)
+				st.errors.Add(1)
+				emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+				checkReady()
+				return
+			}
+			connected.Add(1)
+			handshake.add(time.Since(t0))
+			c.onReady = func() {
+				readyAt.add(time.Since(start))
+				ready.Add(1)
+				release()
+				checkReady()
+			}
+			if err := c.run(ctx); err != nil && ctx.Err() == nil {
+				st.errors.Add(1)
+				emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+				if !c.ready {
+					failed.Add(1)
+					checkReady()
+				}
+			}
+		}(i)
+	}
+
+	select {
+	case <-allReady:
+	case <-ctx.Done():
+	}
+	emit(map[string]any{
+		"type":          "ready",
+		"conns":         ready.Load(),
+		"failed":        failed.Load(),
+		"elapsedMs":     ms(time.Since(start)),
+		"handshakeMs":   handshake.summary(),
+		"readyMs":       readyAt.summary(),
+		"subsPerSymbol": subsPerSymbol,
+	})
+
+	tick := time.NewTicker(time.Duration(o.reportMs) * time.Millisecond)
+	defer tick.Stop()
+	prev := snapshot(st)
+	for {
+		select {
+		case <-ctx.Done():
+			// Close every socket so the servers see clean closes, then exit.
+			wg.Wait()
+			emit(map[string]any{"type": "done"})
+			return
+		case now := <-tick.C:
+			cur := snapshot(st)
+			emit(diff(now, prev, cur))
+			prev = cur
+		}
+	}
+}
+
+type counters struct {
+	frames, entries, covered, snaps, gaps, dups, errors int64
+	hist                                                []int64
+}
+
+func snapshot(st *stats) counters {
+	c := counters{
+		frames: st.frames.Load(), entries: st.entries.Load(), covered: st.covered.Load(),
+		snaps: st.snaps.Load(), gaps: st.gaps.Load(), dups: st.dups.Load(), errors: st.errors.Load(),
+		hist: make([]int64, nBuckets),
+	}
+	for i := range c.hist {
+		c.hist[i] = st.hist[i].Load()
+	}
+	return c
+}
+
+func diff(now time.Time, a, b counters) map[string]any {
+	h := map[int]int64{}
+	for i := range b.hist {
+		if d := b.hist[i] - a.hist[i]; d != 0 {
+			h[i] = d
+		}
+	}
+	return map[string]any{
+		"type": "tick", "t": now.UnixMilli(),
+		"frames": b.frames - a.frames, "entries": b.entries - a.entries, "covered": b.covered - a.covered,
+		"snaps": b.snaps - a.snaps, "gaps": b.gaps - a.gaps, "dups": b.dups - a.dups, "errors": b.errors - a.errors,
+		"hist": h,
+	}
+}
+
+type client struct {
+	o       *options
+	a       Adapter
+	st      *stats
+	syms    []string
+	src     string
+	ws      *websocket.Conn
+	held    map[string]int64
+	acked   bool
+	ready   bool
+	onReady func()
+}
+
+var writePool = &sync.Pool{}
+
+func (c *client) dial(ctx context.Context) error {
+	local := &net.TCPAddr{IP: net.ParseIP(c.src)}
+	d := websocket.Dialer{
+		NetDialContext:   (&net.Dialer{LocalAddr: local, Timeout: 30 * time.Second}).DialContext,
+		HandshakeTimeout: 30 * time.Second,
+		ReadBufferSize:   2048,
+		WriteBufferSize:  512,
+		WriteBufferPool:  writePool,
+	}
+	var err error
+	for attempt := 0; attempt <= c.o.dialRetries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(100*attempt) * time.Millisecond):
+			}
+		}
+		var ws *websocket.Conn
+		var resp *http.Response
+		ws, resp, err = d.DialContext(ctx, c.o.url+c.a.Path(), nil)
+		if err != nil {
+			if resp != nil {
+				err = fmt.Errorf("%w (HTTP %d)", err, resp.StatusCode)
+			}
+			continue
+		}
+		if err = c.a.Open(ws); err != nil {
+			ws.Close()
+			continue
+		}
+		c.ws = ws
+		return nil
+	}
+	return err
+}
+
+func (c *client) run(ctx context.Context) error {
+	ws := c.ws
+	stop := context.AfterFunc(ctx, func() {
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		_ = ws.Close()
+	})
+	defer stop()
+	defer ws.Close()
+	c.held = make(map[string]int64, len(c.syms))
+	if err := c.a.Subscribe(ws, c.syms); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 1024)
+	st := c.st
+	for {
+		mt, r, err := ws.NextReader()
+		if err != nil {
+			return err
+		}
+		buf = buf[:0]
+		for {
+			if len(buf) == cap(buf) {
+				buf = append(buf, 0)[:len(buf)]
+			}
+			n, err := r.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if mt != websocket.TextMessage {
+			continue
+		}
+		kind, err := c.a.Classify(ws, buf)
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case FrameAck:
+			c.acked = true
+			c.checkReady()
+		case FrameSnap:
+			scanQuotes(buf, func(e *Entry) {
+				st.snaps.Add(1)
+				if h, ok := c.held[string(e.Symbol)]; !ok || e.Seq > h {
+					c.held[string(e.Symbol)] = e.Seq
+				}
+			})
+			c.checkReady()
+		case FrameQuotes:
+			nowUs := time.Now().UnixMicro()
+			st.frames.Add(1)
+			n := scanQuotes(buf, func(e *Entry) {
+				st.hist[bucketOf(nowUs-e.TsMilli*1000)].Add(1)
+				base := e.Base
+				if base < 0 {
+					base = e.Seq - 1
+				}
+				h, ok := c.held[string(e.Symbol)]
+				switch {
+				case !ok:
+					st.covered.Add(1)
+					c.held[string(e.Symbol)] = e.Seq
+				case e.Seq <= h:
+					st.dups.Add(1)
+				default:
+					st.covered.Add(e.Seq - h)
+					if base != h {
+						st.gaps.Add(1)
+					}
+					c.held[string(e.Symbol)] = e.Seq
+				}
+			})
+			st.entries.Add(int64(n))
+		}
+	}
+}
+
+func (c *client) checkReady() {
+	if c.ready || !c.acked {
+		return
+	}
+	if c.o.waitSnap && len(c.held) < len(c.syms) {
+		return
+	}
+	c.ready = true
+	c.onReady()
+}
+
+// Zipf-like popularity over ranks 0..n-1.
+type zipf struct{ cdf []float64 }
+
+func newZipf(n int, s float64) *zipf {
+	cdf := make([]float64, n)
+	sum := 0.0
+	for r := 0; r < n; r++ {
+		sum += 1 / math.Pow(float64(r+1), s)
+		cdf[r] = sum
+	}
+	for r := range cdf {
+		cdf[r] /= sum
+	}
+	return &zipf{cdf}
+}
+
+func (z *zipf) distinct(rng *rand.Rand, k int) []int {
+	if k > len(z.cdf) {
+		k = len(z.cdf)
+	}
+	seen := make(map[int]bool, k)
+	out := make([]int, 0, k)
+	for len(out) < k {
+		u := rng.Float64()
+		lo, hi := 0, len(z.cdf)-1
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if z.cdf[mid] < u {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		if !seen[lo] {
+			seen[lo] = true
+			out = append(out, lo)
+		}
+	}
+	return out
+}
+
+func symbolName(rank int) string { return fmt.Sprintf("S%04d", rank) }
+
+// samples keeps durations for percentiles.
+type samples struct {
+	mu sync.Mutex
+	v  []float64
+}
+
+func newSamples(n int) *samples { return &samples{v: make([]float64, 0, n)} }
+func (s *samples) add(d time.Duration) {
+	s.mu.Lock()
+	s.v = append(s.v, ms(d))
+	s.mu.Unlock()
+}
+func (s *samples) summary() map[string]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := append([]float64(nil), s.v...)
+	if len(v) == 0 {
+		return map[string]float64{"n": 0}
+	}
+	sort.Float64s(v)
+	q := func(p float64) float64 { return v[int(math.Min(float64(len(v)-1), math.Floor(p*float64(len(v)))))] }
+	return map[string]float64{"n": float64(len(v)), "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": v[len(v)-1]}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "loadgen:", err)
+	os.Exit(2)
+}

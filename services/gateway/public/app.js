@@ -1,0 +1,129 @@
+// The page: wires the watchlist, the table and the status line to one
+// WspsClient. Everything else lives in the small modules it imports.
+
+import { ErrorCode } from './protocol.js'
+import { LatencyMeter } from './latency.js'
+import { QuoteTable } from './quote-table.js'
+import { StatusBar } from './status-bar.js'
+import { Watchlist, parseSymbols } from './watchlist.js'
+import { WspsClient } from './wsps-client.js'
+import { wsUrlsFromLocation } from './ws-urls.js'
+
+/**
+ * @template {Element} T
+ * @param {string} id
+ */
+const byId = (id) => /** @type {T} */ (/** @type {unknown} */ (document.getElementById(id)))
+
+const form = byId('add-form')
+const input = /** @type {HTMLInputElement} */ (byId('add-input'))
+const errorBox = byId('add-error')
+const empty = byId('empty')
+
+/** localStorage may throw on access (disabled storage, sandboxed frames). */
+function storage () {
+  try {
+    return globalThis.localStorage
+  } catch {
+    return null
+  }
+}
+
+const watchlist = new Watchlist(storage())
+const table = new QuoteTable(byId('rows'), byId('row-template'), {
+  onRemove: removeSymbol,
+  onChange: (count) => { empty.hidden = count > 0 }
+})
+const status = new StatusBar({
+  root: byId('conn'),
+  state: byId('conn-state'),
+  detail: byId('conn-detail'),
+  node: byId('conn-node'),
+  latency: byId('conn-latency'),
+  reconnect: byId('reconnect')
+})
+const latency = new LatencyMeter()
+const client = new WspsClient({ url: wsUrlsFromLocation(location), symbols: watchlist.symbols })
+
+table.addAll(watchlist.symbols)
+empty.hidden = table.size > 0
+
+form.addEventListener('submit', (ev) => {
+  ev.preventDefault()
+  const symbols = parseSymbols(input.value)
+  if (symbols.length === 0) return
+  clearError()
+  const fresh = symbols.filter((s) => watchlist.add(s))
+  table.addAll(fresh)
+  input.value = ''
+  if (fresh.length) client.subscribe(fresh)
+})
+
+input.addEventListener('input', () => {
+  if (!errorBox.hidden && input.value === '') clearError()
+})
+
+/** @param {string} symbol */
+function removeSymbol (symbol) {
+  // Keep keyboard focus in the list instead of dropping it on <body>.
+  const hadFocus = document.activeElement?.closest('tr')?.dataset.symbol === symbol
+  const next = table.neighbourButton(symbol)
+  watchlist.remove(symbol)
+  table.remove(symbol)
+  client.unsubscribe([symbol])
+  if (hadFocus) (next ?? input).focus()
+}
+
+/** @param {import('./wsps-client.js').ErrorInfo} error */
+function showError (error) {
+  const code = document.createElement('code')
+  code.textContent = error.code
+  const text = [error.symbols?.length ? error.symbols.join(', ') : '', error.message].filter(Boolean).join(': ')
+  errorBox.replaceChildren(code, text ? ` ${text}` : '')
+  errorBox.dataset.code = error.code
+  errorBox.hidden = false
+  input.setAttribute('aria-invalid', 'true')
+}
+
+function clearError () {
+  errorBox.hidden = true
+  errorBox.replaceChildren()
+  delete errorBox.dataset.code
+  input.removeAttribute('aria-invalid')
+}
+
+client.on('status', (s) => {
+  status.setStatus(s)
+  table.setStale(s.state !== 'live')
+  if (s.state !== 'live') latency.clear()
+})
+client.on('quote', (ev) => {
+  table.update(ev)
+  // A snapshot may carry a quote minutes old; only ticks measure the path.
+  if (!ev.snapshot) latency.add(ev.latencyMs)
+})
+client.on('error', (error) => {
+  // DRAINING is routine (a gateway restarting); the status line shows it.
+  if (error.code !== ErrorCode.DRAINING) showError(error)
+})
+client.on('rejected', ({ symbols, error }) => {
+  for (const s of symbols) {
+    watchlist.remove(s)
+    table.remove(s)
+  }
+  showError(error)
+})
+
+setInterval(() => status.setLatency(latency.median()), 500)
+byId('reconnect').addEventListener('click', () => client.connect())
+addEventListener('online', () => client.reconnectNow())
+addEventListener('keydown', (ev) => {
+  // "/" jumps to the input, as on many sites; not while typing somewhere.
+  const target = /** @type {HTMLElement} */ (ev.target)
+  if (ev.key === '/' && !ev.ctrlKey && !ev.metaKey && !ev.altKey && !target.closest('input, textarea, select, [contenteditable]')) {
+    ev.preventDefault()
+    input.focus()
+  }
+})
+
+client.connect()
