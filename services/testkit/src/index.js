@@ -310,6 +310,7 @@ export class TestClient {
    * index `from`) that matches.
    * @param {(msg: any) => boolean} match
    * @param {{timeout?: number, from?: number}} [options]
+   * @returns {Promise<any>}
    */
   async next (match, { timeout = 5000, from = this.frames.length } = {}) {
     return waitFor(() => this.frames.slice(from).find(match), { timeout, interval: 10, message: 'a matching frame' })
