@@ -2,8 +2,9 @@
 //
 // Per-symbol keys share the hash tag {SYMBOL}, so a symbol's seq, latest
 // quote and channel live in one Redis Cluster slot and the publish script can
-// touch them atomically. The scheduling keys are global by design: one ZSET
-// of demand, one of due times, one job list.
+// touch them atomically. The scheduling keys are global by design (one ZSET
+// of demand, one of due times, one job list) and share the hash tag {sched},
+// so the scripts that touch them together also run on a Redis Cluster.
 
 /**
  * @param {string} prefix WSPS_REDIS_KEY_PREFIX
@@ -23,11 +24,11 @@ export function redisKeys (prefix) {
       return channel.slice(open, -3)
     },
     /** ZSET symbol -> lease expiry (ms): symbols some gateway watches. */
-    demand: `${prefix}:demand`,
+    demand: `${prefix}:{sched}:demand`,
     /** ZSET symbol -> next fetch time (ms) for demanded symbols. */
-    due: `${prefix}:due`,
+    due: `${prefix}:{sched}:due`,
     /** LIST of fetch jobs (JSON), pushed by the scheduler, popped by workers. */
-    jobs: `${prefix}:jobs`
+    jobs: `${prefix}:{sched}:jobs`
   })
 }
 
