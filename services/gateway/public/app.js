@@ -9,11 +9,8 @@ import { Watchlist, parseSymbols } from './watchlist.js'
 import { WspsClient } from './wsps-client.js'
 import { wsUrlsFromLocation } from './ws-urls.js'
 
-/**
- * @template {Element} T
- * @param {string} id
- */
-const byId = (id) => /** @type {T} */ (/** @type {unknown} */ (document.getElementById(id)))
+/** @param {string} id */
+const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id))
 
 const form = byId('add-form')
 const input = /** @type {HTMLInputElement} */ (byId('add-input'))
@@ -30,7 +27,7 @@ function storage () {
 }
 
 const watchlist = new Watchlist(storage())
-const table = new QuoteTable(byId('rows'), byId('row-template'), {
+const table = new QuoteTable(/** @type {HTMLTableSectionElement} */ (byId('rows')), /** @type {HTMLTemplateElement} */ (byId('row-template')), {
   onRemove: removeSymbol,
   onChange: (count) => { empty.hidden = count > 0 }
 })
@@ -40,7 +37,7 @@ const status = new StatusBar({
   detail: byId('conn-detail'),
   node: byId('conn-node'),
   latency: byId('conn-latency'),
-  reconnect: byId('reconnect')
+  reconnect: /** @type {HTMLButtonElement} */ (byId('reconnect'))
 })
 const latency = new LatencyMeter()
 const client = new WspsClient({ url: wsUrlsFromLocation(location), symbols: watchlist.symbols })

@@ -60,6 +60,7 @@ export const Status = Object.freeze({
  * @property {string | null} node `hello.node` of the current (or last) connection
  * @property {number} attempt failed connection attempts in a row
  * @property {number | null} retryAt when the next attempt starts (ms since the epoch), while waiting for it
+ * @property {number | null} retryInMs the delay chosen for it (backoff, or the 1012 jitter)
  * @property {number | null} closeCode close code of the last connection
  * @property {string} closeReason
  *
@@ -217,7 +218,7 @@ export class WspsClient {
     }
     this.#heartbeatMs = options.heartbeatMs ?? 15_000
     this.#wanted = new Set(options.symbols ?? [])
-    this.#status = { state: Status.IDLE, url: this.urls[0], node: null, attempt: 0, retryAt: null, closeCode: null, closeReason: '' }
+    this.#status = { state: Status.IDLE, url: this.urls[0], node: null, attempt: 0, retryAt: null, retryInMs: null, closeCode: null, closeReason: '' }
   }
 
   // ---- public API ----------------------------------------------------------
@@ -274,7 +275,7 @@ export class WspsClient {
       try { ws.close(CloseCode.NORMAL) } catch {}
     }
     this.#settleAll({ code: 'CLOSED', message: 'client closed' })
-    this.#setStatus(Status.OFFLINE, { closeCode: CloseCode.NORMAL, closeReason: 'client closed', retryAt: null })
+    this.#setStatus(Status.OFFLINE, { closeCode: CloseCode.NORMAL, closeReason: 'client closed', retryAt: null, retryInMs: null })
   }
 
   /**
@@ -315,7 +316,7 @@ export class WspsClient {
   #open () {
     clearTimeout(this.#retryTimer)
     const url = this.urls[this.#urlIndex % this.urls.length]
-    this.#setStatus(this.#everConnected || this.#attempt > 0 ? Status.RECONNECTING : Status.CONNECTING, { url, retryAt: null })
+    this.#setStatus(this.#everConnected || this.#attempt > 0 ? Status.RECONNECTING : Status.CONNECTING, { url, retryAt: null, retryInMs: null })
     /** @type {SocketLike} */
     let ws
     try {
@@ -361,10 +362,10 @@ export class WspsClient {
   #onClose (code, reason) {
     this.#dropConnection()
     if (this.#stopped) return
-    if (NO_RECONNECT_CODES.includes(code)) {
+    if (/** @type {readonly number[]} */ (NO_RECONNECT_CODES).includes(code)) {
       this.#stopped = true
       this.#settleAll({ code: 'CLOSED', message: `server closed the connection (${code})` })
-      this.#setStatus(Status.OFFLINE, { closeCode: code, closeReason: reason, retryAt: null })
+      this.#setStatus(Status.OFFLINE, { closeCode: code, closeReason: reason, retryAt: null, retryInMs: null })
       return
     }
     this.#scheduleReconnect(code, reason)
@@ -398,7 +399,7 @@ export class WspsClient {
     // Rotate: the next gateway in the list is the likeliest to be up.
     this.#urlIndex = (this.#urlIndex + 1) % this.urls.length
     const retryAt = Date.now() + delay
-    this.#setStatus(Status.RECONNECTING, { url: this.urls[this.#urlIndex], retryAt, closeCode: code, closeReason: reason })
+    this.#setStatus(Status.RECONNECTING, { url: this.urls[this.#urlIndex], retryAt, retryInMs: delay, closeCode: code, closeReason: reason })
     this.#retryTimer = setTimeout(() => this.#open(), delay)
   }
 
@@ -436,7 +437,7 @@ export class WspsClient {
     this.#liveSince = Date.now()
     if (hello.heartbeatMs > 0) this.#heartbeatMs = hello.heartbeatMs
     this.#startHeartbeat()
-    this.#setStatus(Status.LIVE, { node: hello.node ?? null, retryAt: null, attempt: 0 })
+    this.#setStatus(Status.LIVE, { node: hello.node ?? null, retryAt: null, retryInMs: null, attempt: 0 })
     this.#emit('hello', hello)
     this.#resubscribeAll()
   }

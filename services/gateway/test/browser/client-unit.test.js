@@ -1,0 +1,276 @@
+// WspsClient against scripted fake gateways: the behaviours a real gateway
+// cannot be made to show on demand (a crafted seq gap, a 4001 close, a
+// close code per attempt, a server that goes silent).
+
+import assert from 'node:assert/strict'
+import { after, describe, test } from 'node:test'
+import WebSocket from 'ws'
+import { waitFor } from '@wsps/testkit'
+import { WspsClient, backoffDelay } from '../../public/wsps-client.js'
+import { fakeGateway, hello } from './stack.js'
+
+/** @type {(() => Promise<unknown> | void)[]} */
+const cleanups = []
+after(async () => {
+  for (const fn of cleanups.reverse()) await fn()
+})
+
+/**
+ * @param {ConstructorParameters<typeof WspsClient>[0]} options
+ */
+function client (options) {
+  const c = new WspsClient({ WebSocket, ...options })
+  cleanups.push(() => c.close())
+  return c
+}
+
+/** @param {Parameters<typeof fakeGateway>[0]} onConnection */
+async function fake (onConnection) {
+  const f = await fakeGateway(onConnection)
+  cleanups.push(() => f.close())
+  return f
+}
+
+/** @param {any} q */
+const quote = (q) => ({ bid: 1, ask: 2, last: 1.5, bidSize: 1, askSize: 1, volume: 1, open: 1, high: 2, low: 1, prevClose: 1, ts: Date.now(), ...q })
+
+describe('backoffDelay', () => {
+  test('doubles per attempt up to the cap, with the jitter between half and all of it', () => {
+    const limits = { initialMs: 100, maxMs: 1000 }
+    assert.deepEqual([0, 1, 2, 3, 4, 10].map((a) => backoffDelay(a, limits, () => 1)), [100, 200, 400, 800, 1000, 1000])
+    assert.deepEqual([0, 1, 2, 3, 4, 10].map((a) => backoffDelay(a, limits, () => 0)), [50, 100, 200, 400, 500, 500])
+    for (let i = 0; i < 100; i++) {
+      const d = backoffDelay(3, limits)
+      assert.ok(d >= 400 && d <= 800, `${d} within [400, 800]`)
+    }
+  })
+})
+
+describe('reconnect policy', () => {
+  test('1012 comes back within the small jitter; other codes back off exponentially', async () => {
+    // Each connection: hello, then close with the next code of the script.
+    const script = [1011, 1011, 1011, 1012, 4008]
+    const f = await fake((ws) => {
+      ws.send(hello('fake'))
+      const code = script.shift()
+      if (code) setTimeout(() => ws.close(code, 'scripted'), 5)
+    })
+    const c = client({ url: f.url, initialBackoffMs: 40, maxBackoffMs: 10_000, restartJitterMs: 30, random: () => 1 })
+    /** @type {{code: number | null, delay: number | null}[]} */
+    const waits = []
+    c.on('status', (s) => { if (s.state === 'reconnecting' && s.retryAt !== null) waits.push({ code: s.closeCode, delay: s.retryInMs }) })
+    c.connect()
+    await waitFor(() => waits.length === 5, { message: 'five reconnects' })
+    assert.deepEqual(waits, [
+      { code: 1011, delay: 40 },
+      { code: 1011, delay: 80 },
+      { code: 1011, delay: 160 },
+      // random() = 1 would be the whole window; the jitter stays below restartJitterMs
+      { code: 1012, delay: 30 },
+      // 1012 did not count as a failure: the ladder goes on where it was
+      { code: 4008, delay: 320 }
+    ])
+    await waitFor(() => c.status.state === 'live', { message: 'live again' })
+  })
+
+  test('no reconnect after a NO_RECONNECT_CODES close (4001): offline', async () => {
+    const f = await fake((ws) => {
+      ws.send(hello('fake'))
+      setTimeout(() => ws.close(4001, 'token expired'), 5)
+    })
+    const c = client({ url: f.url, initialBackoffMs: 10 })
+    /** @type {string[]} */
+    const states = []
+    c.on('status', (s) => states.push(s.state))
+    c.connect()
+    await waitFor(() => c.status.state === 'offline', { message: 'offline' })
+    assert.equal(c.status.closeCode, 4001)
+    assert.equal(c.status.closeReason, 'token expired')
+    // Give a wrongly scheduled retry (10-20 ms) ample time to show up.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(f.connections, 1)
+    assert.deepEqual(states, ['connecting', 'live', 'offline'])
+  })
+
+  test('URLs rotate on reconnect, and the watch set is resubscribed on the new connection', async () => {
+    /** @type {any[][]} */
+    const framesA = []
+    const a = await fake((ws, frames) => {
+      framesA.push(frames)
+      ws.send(hello('a'))
+    })
+    /** @type {any[][]} */
+    const framesB = []
+    const b = await fake((ws, frames) => {
+      framesB.push(frames)
+      ws.send(hello('b'))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        if (m.op === 'sub') {
+          ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.symbols }))
+          ws.send(JSON.stringify({ op: 'snap', quotes: m.symbols.map((/** @type {string} */ s) => quote({ symbol: s, seq: 7 })) }))
+        }
+      })
+    })
+    const c = client({ url: [a.url, b.url], symbols: ['AAPL', 'MSFT'], initialBackoffMs: 10, restartJitterMs: 10 })
+    c.connect()
+    await waitFor(() => c.status.state === 'live' && c.status.node === 'a', { message: 'live on a' })
+    await waitFor(() => framesA[0]?.some((m) => m.op === 'sub'), { message: 'sub on a' })
+    assert.deepEqual(framesA[0].find((m) => m.op === 'sub').symbols, ['AAPL', 'MSFT'])
+    // a drains: 1012, and the client moves on to the next URL.
+    for (const ws of a.sockets) ws.close(1012, 'server restart')
+    await waitFor(() => c.status.state === 'live' && c.status.node === 'b', { message: 'live on b' })
+    await waitFor(() => c.quote('MSFT')?.seq === 7, { message: 'snapshot from b applied' })
+    assert.deepEqual(framesB[0].find((m) => m.op === 'sub').symbols, ['AAPL', 'MSFT'])
+    assert.deepEqual(c.symbols, ['AAPL', 'MSFT'])
+    assert.equal(c.status.closeCode, 1012)
+  })
+})
+
+describe('heartbeat', () => {
+  test('pings every heartbeatMs and drops a connection silent for 2 x heartbeatMs', async () => {
+    /** @type {any[][]} */
+    const perConn = []
+    const f = await fake((ws, frames) => {
+      perConn.push(frames)
+      // Answers nothing after hello: a dead peer behind a live TCP socket.
+      ws.send(hello('silent', 100))
+    })
+    const c = client({ url: f.url, initialBackoffMs: 10 })
+    /** @type {{state: string, reason: string}[]} */
+    const seen = []
+    c.on('status', (s) => seen.push({ state: s.state, reason: s.closeReason }))
+    c.connect()
+    await waitFor(() => f.connections >= 2, { message: 'a second connection' })
+    assert.ok(perConn[0].some((m) => m.op === 'ping'), 'the client pinged')
+    const drop = seen.find((s) => s.state === 'reconnecting')
+    assert.match(drop?.reason ?? '', /no frame for 200 ms/)
+  })
+
+  test('pongs keep a quiet connection alive', async () => {
+    const f = await fake((ws) => {
+      ws.send(hello('quiet', 100))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        if (m.op === 'ping') ws.send(JSON.stringify({ op: 'pong', id: m.id }))
+      })
+    })
+    const c = client({ url: f.url })
+    c.connect()
+    await waitFor(() => c.status.state === 'live', { message: 'live' })
+    // Ten heartbeat periods with nothing but pongs.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    assert.equal(c.status.state, 'live')
+    assert.equal(f.connections, 1)
+    assert.ok(c.rttMs !== null, 'measured a round trip')
+  })
+})
+
+describe('seq gaps', () => {
+  test('a delta that does not continue the held quote triggers unsub + sub of that symbol; conflated deltas with base apply', async () => {
+    /** @type {any[]} */
+    let got = []
+    /** @type {WebSocket | null} */
+    let server = null
+    let snapSeq = 10
+    const f = await fake((ws, frames) => {
+      server = ws
+      got = frames
+      ws.send(hello('gappy'))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.op === 'sub' ? m.symbols : [] }))
+        if (m.op === 'sub') ws.send(JSON.stringify({ op: 'snap', quotes: [quote({ symbol: 'AAPL', seq: snapSeq, last: 100 })] }))
+      })
+    })
+    const c = client({ url: f.url })
+    /** @type {number[]} */
+    const seqs = []
+    /** @type {import('../../public/wsps-client.js').GapEvent[]} */
+    const gaps = []
+    c.on('quote', (e) => seqs.push(e.quote.seq))
+    c.on('gap', (g) => gaps.push(g))
+    c.connect()
+    assert.deepEqual(await c.subscribe(['AAPL']), { ok: true })
+    await waitFor(() => seqs.length === 1, { message: 'snapshot' })
+    const send = (/** @type {any[]} */ quotes) => /** @type {WebSocket} */ (/** @type {unknown} */ (server)).send(JSON.stringify({ op: 'q', quotes }))
+
+    send([{ symbol: 'AAPL', seq: 11, ts: Date.now(), last: 101 }])
+    await waitFor(() => c.quote('AAPL')?.seq === 11, { message: 'seq 11 applied' })
+    assert.equal(c.quote('AAPL')?.last, 101)
+    assert.equal(c.quote('AAPL')?.bid, 1, 'fields the delta lacks are kept')
+
+    snapSeq = 20
+    send([{ symbol: 'AAPL', seq: 13, ts: Date.now(), last: 103 }]) // 12 is missing
+    await waitFor(() => c.quote('AAPL')?.seq === 20, { message: 'resynced from a fresh snapshot' })
+    assert.deepEqual(gaps, [{ symbol: 'AAPL', heldSeq: 11, seq: 13, base: 12 }])
+    assert.deepEqual(got.filter((m) => m.op !== 'ping').map((m) => `${m.op} ${m.symbols}`), ['sub AAPL', 'unsub AAPL', 'sub AAPL'])
+
+    // A conflated delta: seq 25 merged on top of 20.
+    send([{ symbol: 'AAPL', seq: 25, base: 20, ts: Date.now(), last: 125 }])
+    await waitFor(() => c.quote('AAPL')?.seq === 25, { message: 'conflated delta applied' })
+    assert.equal(c.quote('AAPL')?.last, 125)
+    assert.equal('base' in /** @type {object} */ (c.quote('AAPL')), false)
+    assert.deepEqual(seqs, [10, 11, 20, 25], 'the gapped delta (13) was never applied')
+    assert.equal(gaps.length, 1)
+  })
+
+  test('deltas for symbols not watched (late frames after unsubscribe) are ignored', async () => {
+    /** @type {WebSocket | null} */
+    let server = null
+    const f = await fake((ws) => {
+      server = ws
+      ws.send(hello('late'))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.op === 'sub' ? m.symbols : [] }))
+      })
+    })
+    const c = client({ url: f.url })
+    let quotes = 0
+    let gaps = 0
+    c.on('quote', () => quotes++)
+    c.on('gap', () => gaps++)
+    c.connect()
+    await waitFor(() => c.status.state === 'live', { message: 'live' })
+    const ws = /** @type {WebSocket} */ (/** @type {unknown} */ (server))
+    ws.send(JSON.stringify({ op: 'snap', quotes: [quote({ symbol: 'XYZ', seq: 1 })] }))
+    ws.send(JSON.stringify({ op: 'q', quotes: [{ symbol: 'XYZ', seq: 5, ts: Date.now() }] }))
+    ws.send(JSON.stringify({ op: 'pong' }))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    assert.equal(quotes, 0)
+    assert.equal(gaps, 0)
+  })
+})
+
+describe('errors', () => {
+  test('a refused subscription resolves with its error, emits error + rejected, and leaves the watch set', async () => {
+    const f = await fake((ws) => {
+      ws.send(hello('strict'))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        if (m.op !== 'sub') return
+        const bad = m.symbols.filter((/** @type {string} */ s) => s.includes('$'))
+        if (bad.length) ws.send(JSON.stringify({ op: 'error', id: m.id, code: 'BAD_SYMBOL', message: 'invalid symbol', symbols: bad }))
+        else ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.symbols }))
+      })
+    })
+    const c = client({ url: f.url })
+    /** @type {string[]} */
+    const errors = []
+    /** @type {string[][]} */
+    const rejected = []
+    c.on('error', (e) => errors.push(e.code))
+    c.on('rejected', (r) => rejected.push(r.symbols))
+    c.connect()
+    await waitFor(() => c.status.state === 'live', { message: 'live' })
+    const result = await c.subscribe(['IBM', 'A$B'])
+    assert.equal(result.ok, false)
+    assert.equal(!result.ok && result.error.code, 'BAD_SYMBOL')
+    assert.deepEqual(errors, ['BAD_SYMBOL'])
+    assert.deepEqual(rejected, [['A$B']])
+    // IBM came in the same refused request: the client asked for it again.
+    await waitFor(() => c.symbols.join() === 'IBM', { message: 'IBM kept' })
+    assert.deepEqual(await c.subscribe(['IBM']), { ok: true })
+  })
+})

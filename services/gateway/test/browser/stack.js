@@ -1,0 +1,156 @@
+// Shared by the browser-client tests: a whole wsps stack of our own (redis,
+// a fetcher, gateways) on free loopback ports via the testkit, and small
+// WebSocket fakes for what a real gateway cannot be made to do on demand.
+
+import { once } from 'node:events'
+import WebSocket, { WebSocketServer } from 'ws'
+import { startFetcher, startGateway, startRedis } from '@wsps/testkit'
+
+/** @typedef {import('@wsps/testkit').ServiceHandle} ServiceHandle */
+
+/**
+ * Redis, one fetcher and `gateways` gateways. Quotes tick every 200 ms.
+ *
+ * @param {{gateways?: number, gatewayEnv?: Record<string, string | number>}} [options]
+ */
+export async function startStack ({ gateways = 2, gatewayEnv = {} } = {}) {
+  const redis = await startRedis()
+  /** @type {ServiceHandle[]} */
+  const started = []
+  const stack = {
+    redis,
+    /** @type {ServiceHandle | null} */
+    fetcher: null,
+    gateways: started,
+    /**
+     * One more gateway on the same redis (for tests that stop one).
+     * @param {Record<string, string | number>} [env]
+     */
+    async addGateway (env = {}) {
+      const gw = await startGateway(redis.url, { ...gatewayEnv, ...env })
+      started.push(gw)
+      return gw
+    },
+    async stop () {
+      // SIGCONT first: a gateway a test froze would ignore SIGTERM until then.
+      for (const gw of started) if (gw.proc.exitCode === null) gw.proc.kill('SIGCONT')
+      await Promise.allSettled([...started.map((gw) => gw.kill()), stack.fetcher?.kill()])
+      await redis.close()
+    }
+  }
+  try {
+    stack.fetcher = await startFetcher(redis.url)
+    for (let i = 0; i < gateways; i++) await stack.addGateway()
+  } catch (err) {
+    await stack.stop()
+    throw err
+  }
+  return stack
+}
+
+/**
+ * A `ws` WebSocket that records every text frame it receives, parsed: what
+ * the server really sent, beneath whatever the client does with it.
+ */
+export function recordingWebSocket () {
+  /** @type {{at: number, msg: any}[]} */
+  const received = []
+  /** @type {{at: number, msg: any}[]} */
+  const sent = []
+  class RecordingWebSocket extends WebSocket {
+    /** @param {string} url */
+    constructor (url) {
+      super(url)
+      this.on('message', (data) => received.push({ at: Date.now(), msg: JSON.parse(String(data)) }))
+    }
+
+    /** @param {any} data */
+    send (data) {
+      sent.push({ at: Date.now(), msg: JSON.parse(String(data)) })
+      super.send(data)
+    }
+  }
+  return { WebSocket: RecordingWebSocket, received, sent }
+}
+
+/**
+ * A scripted fake gateway on a free port. `onConnection` gets each socket
+ * and the frames it sends, parsed.
+ *
+ * @param {(ws: WebSocket, frames: any[]) => void} onConnection
+ */
+export async function fakeGateway (onConnection) {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  await once(wss, 'listening')
+  const { port } = /** @type {import('node:net').AddressInfo} */ (wss.address())
+  let connections = 0
+  wss.on('connection', (ws) => {
+    connections++
+    /** @type {any[]} */
+    const frames = []
+    ws.on('message', (data) => frames.push(JSON.parse(String(data))))
+    onConnection(ws, frames)
+  })
+  return {
+    url: `ws://127.0.0.1:${port}/ws`,
+    get connections () { return connections },
+    /** the server side of every open connection */
+    get sockets () { return [...wss.clients] },
+    async close () {
+      for (const ws of wss.clients) ws.terminate()
+      await new Promise((resolve) => wss.close(resolve))
+    }
+  }
+}
+
+/**
+ * The `hello` a gateway sends first.
+ * @param {string} node
+ * @param {number} [heartbeatMs]
+ */
+export function hello (node, heartbeatMs = 15_000) {
+  return JSON.stringify({ op: 'hello', v: 1, node, heartbeatMs, limits: { maxSubscriptions: 200, maxPayload: 4096, ratePerSec: 20, rateBurst: 40, batchMs: 10 } })
+}
+
+/**
+ * A proxy in front of a real gateway that passes every frame through
+ * unchanged except those `filter` edits or drops (return null): a way to
+ * make a real stream lose a frame.
+ *
+ * @param {string} target ws URL of the gateway
+ * @param {(msg: any) => any | null} filter server -> client frames
+ */
+export async function filteringProxy (target, filter) {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  await once(wss, 'listening')
+  const { port } = /** @type {import('node:net').AddressInfo} */ (wss.address())
+  wss.on('connection', (client) => {
+    const upstream = new WebSocket(target)
+    /** @type {string[]} */
+    const early = []
+    upstream.on('open', () => { for (const m of early.splice(0)) upstream.send(m) })
+    upstream.on('message', (data) => {
+      const out = filter(JSON.parse(String(data)))
+      if (out !== null && client.readyState === WebSocket.OPEN) client.send(JSON.stringify(out))
+    })
+    client.on('message', (data) => {
+      if (upstream.readyState === WebSocket.OPEN) upstream.send(String(data))
+      else early.push(String(data))
+    })
+    const closeBoth = () => {
+      client.terminate()
+      upstream.terminate()
+    }
+    upstream.on('close', closeBoth)
+    upstream.on('error', closeBoth)
+    client.on('close', closeBoth)
+    client.on('error', closeBoth)
+  })
+  return {
+    url: `ws://127.0.0.1:${port}/ws`,
+    async close () {
+      for (const ws of wss.clients) ws.terminate()
+      await new Promise((resolve) => wss.close(resolve))
+    }
+  }
+}
