@@ -1,11 +1,15 @@
-// Redis implementation of the Broker: one subscriber connection (pub/sub
-// mode cannot run other commands) and one command connection.
+// Redis implementation of the Broker: one subscription connection (pub/sub
+// mode cannot run other commands) and one command connection. On a Redis
+// Cluster, channels are shard channels (SSUBSCRIBE), each on the shard that
+// owns its symbol, so a gateway talks only to the shards of its symbols.
 
-import { connectRedis } from '@wsps/shared/redis'
+import { connectRedis, getMany } from '@wsps/shared/redis'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 
 const CHUNK = 1000
+/** On a cluster, subscriber churn comes in bursts (one per shard): resync once. */
+const CLUSTER_RESYNC_DEBOUNCE_MS = 200
 
 /**
  * @template T
@@ -25,7 +29,9 @@ function * chunks (list, size) {
 export function createRedisBroker (config, handlers, logger) {
   const keys = redisKeys(config.redisKeyPrefix)
   const log = logger.child({ component: 'redis' })
-  let channels = 0
+  const sharded = config.redisMode === 'cluster'
+  /** @type {Set<string>} channels subscribed since the last (re)connect */
+  const channels = new Set()
   let subReadyOnce = false
   let closing = false
 
@@ -34,22 +40,38 @@ export function createRedisBroker (config, handlers, logger) {
 
   // autoResubscribe is off on purpose: after a reconnect the hub resubscribes
   // and sends fresh snapshots itself, so it knows exactly when that is done.
-  const sub = connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, onError: onError('sub') })
+  // Typed as the single-node client: the methods used here exist on both.
+  const sub = /** @type {import('ioredis').Redis} */ (connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, shardedSubscribers: sharded, onError: onError('sub') }))
   const cmd = registerScripts(connectRedis(config, { name: `wsps-gw-cmd-${config.nodeName}`, onError: onError('cmd') }))
 
-  sub.on('message', (/** @type {string} */ channel, /** @type {string} */ message) => {
+  const reconnected = () => {
+    channels.clear()
+    if (subReadyOnce && !closing) handlers.onReconnect()
+    subReadyOnce = true
+  }
+  /** @type {NodeJS.Timeout | null} */
+  let resyncTimer = null
+  sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
     const symbol = keys.symbolOf(channel)
     if (symbol) handlers.onQuote(symbol, message)
   })
+  if (sharded) {
+    // ioredis keeps one subscriber per shard and replaces it on failover or
+    // resharding; any replacement may have missed quotes: resync.
+    sub.on('+subscriber', () => {
+      if (!subReadyOnce || resyncTimer) return
+      resyncTimer = setTimeout(() => {
+        resyncTimer = null
+        log.info('a shard subscriber was replaced')
+        if (!closing) handlers.onReconnect()
+      }, CLUSTER_RESYNC_DEBOUNCE_MS)
+    })
+  }
   for (const [name, conn] of /** @type {const} */ ([['sub', sub], ['cmd', cmd]])) {
     conn.on('ready', () => {
       log.info({ conn: name }, 'redis ready')
       handlers.onStatus?.(true, name)
-      if (name === 'sub') {
-        channels = 0
-        if (subReadyOnce) handlers.onReconnect()
-        subReadyOnce = true
-      }
+      if (name === 'sub') reconnected()
     })
     conn.on('close', () => {
       if (!closing) log.warn({ conn: name }, 'redis connection lost')
@@ -59,23 +81,25 @@ export function createRedisBroker (config, handlers, logger) {
 
   return {
     async subscribe (symbols) {
-      for (const part of chunks(symbols, CHUNK)) {
-        channels = /** @type {number} */ (await sub.subscribe(...part.map(keys.channel)))
+      const names = symbols.map(keys.channel)
+      if (sharded) {
+        // SSUBSCRIBE takes channels of one slot only: one call per symbol.
+        await Promise.all(names.map((c) => sub.ssubscribe(c)))
+      } else {
+        for (const part of chunks(names, CHUNK)) await sub.subscribe(...part)
       }
+      for (const c of names) channels.add(c)
     },
     async unsubscribe (symbols) {
-      for (const part of chunks(symbols, CHUNK)) {
-        channels = /** @type {number} */ (await sub.unsubscribe(...part.map(keys.channel)))
-      }
+      const names = symbols.map(keys.channel)
+      if (sharded) await Promise.all(names.map((c) => sub.sunsubscribe(c)))
+      else for (const part of chunks(names, CHUNK)) await sub.unsubscribe(...part)
+      for (const c of names) channels.delete(c)
     },
-    async latest (symbols) {
-      /** @type {(string | null)[]} */
-      const out = []
-      for (const part of chunks(symbols, CHUNK)) out.push(...await cmd.mget(...part.map(keys.latest)))
-      return out
-    },
+    latest: (symbols) => getMany(cmd, symbols.map(keys.latest)),
     async renewDemand (symbols, leaseMs) {
       const now = Date.now()
+      // The scheduling keys share one hash tag: one pipeline, even on a cluster.
       const pipeline = cmd.pipeline()
       for (const part of chunks(symbols, 500)) {
         /** @type {any} */ (pipeline).wspsDemand(keys.demand, keys.due, now + leaseMs, now, ...part)
@@ -85,9 +109,10 @@ export function createRedisBroker (config, handlers, logger) {
       if (failed) throw failed[0]
     },
     ready: () => sub.status === 'ready' && cmd.status === 'ready',
-    channelCount: () => channels,
+    channelCount: () => channels.size,
     async close () {
       closing = true
+      if (resyncTimer) clearTimeout(resyncTimer)
       await Promise.allSettled([sub.quit(), cmd.quit()])
       sub.disconnect()
       cmd.disconnect()

@@ -40,6 +40,8 @@ export const gatewaySettings = Object.freeze([
  * @property {string} nodeName
  * @property {string} logLevel
  * @property {string} redisUrl
+ * @property {'standalone' | 'cluster'} redisMode
+ * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix

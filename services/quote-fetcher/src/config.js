@@ -32,6 +32,8 @@ export const fetcherSettings = Object.freeze([
  * @property {string} nodeName
  * @property {string} logLevel
  * @property {string} redisUrl
+ * @property {'standalone' | 'cluster'} redisMode
+ * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix

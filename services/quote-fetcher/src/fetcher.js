@@ -52,14 +52,14 @@ export async function createFetcher (config, logger) {
     onError: (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
   })
   const redis = registerScripts(connectRedis(config, watch('cmd')))
-  const blocking = connectRedis(config, watch('pop'))
+  const blocking = /** @type {import('ioredis').Redis} */ (connectRedis(config, watch('pop')))
   for (const [conn, c] of /** @type {const} */ ([['cmd', redis], ['pop', blocking]])) {
     c.on('ready', () => metrics.redisUp.set({ conn }, 1))
     c.on('close', () => metrics.redisUp.set({ conn }, 0))
   }
 
   const provider = createProvider(config, logger, metrics)
-  const publisher = new Publisher({ redis, keys, ttlMs: config.quoteTtlMs })
+  const publisher = new Publisher({ redis, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster' })
   const scheduler = new Scheduler({
     redis, keys, intervalMs: config.fetchIntervalMs, tickMs: config.scheduleTickMs, batchSize: config.jobBatchSize, metrics, logger
   })

@@ -1,5 +1,7 @@
-// Publishes quotes: one pipelined round trip per job, each quote through the
-// publish script (seq INCR, latest SET with TTL, PUBLISH) atomically.
+// Publishes quotes: one round trip per job, each quote through the publish
+// script (seq INCR, latest SET with TTL, PUBLISH) atomically. On a Redis
+// Cluster the script uses SPUBLISH (the channel shares the symbol's slot)
+// and ioredis batches the calls per shard.
 
 /** Remembered seqs are dropped beyond this many symbols (oldest first). */
 const MAX_REMEMBERED = 200_000
@@ -10,11 +12,13 @@ export class Publisher {
    * @param {import('@wsps/shared/scripts').ScriptedRedis} options.redis
    * @param {import('@wsps/shared/keys').RedisKeys} options.keys
    * @param {number} options.ttlMs
+   * @param {boolean} options.sharded Redis Cluster: sharded pub/sub
    */
-  constructor ({ redis, keys, ttlMs }) {
+  constructor ({ redis, keys, ttlMs, sharded }) {
     this.redis = redis
     this.keys = keys
     this.ttlMs = ttlMs
+    this.sharded = sharded
     /**
      * Last seq seen per symbol. Passed as the floor to the publish script so
      * that a Redis restart that lost the counters cannot rewind seq.
@@ -48,21 +52,31 @@ export class Publisher {
   async publish (quotes) {
     if (quotes.length === 0) return 0
     const { keys } = this
-    const pipeline = this.redis.pipeline()
-    for (const q of quotes) {
+    const flag = this.sharded ? 1 : 0
+    /** @param {any} target */
+    const call = (target, /** @type {import('./providers/provider.js').QuoteFields} */ q) => {
       // symbol first: the script splices seq in front of the body.
       const { symbol, ...rest } = q
       const body = JSON.stringify({ symbol, ...rest })
-      ;/** @type {any} */ (pipeline).wspsPublish(keys.seq(symbol), keys.latest(symbol), keys.channel(symbol), body, this.ttlMs, this.lastSeq.get(symbol) ?? 0, 0)
+      return target.wspsPublish(keys.seq(symbol), keys.latest(symbol), keys.channel(symbol), body, this.ttlMs, this.lastSeq.get(symbol) ?? 0, flag)
     }
-    const results = await pipeline.exec()
+    /** @type {[Error | null, unknown][]} */
+    let results
+    if (this.sharded) {
+      // A cluster pipeline cannot span shards; auto-pipelining batches per shard.
+      results = await Promise.all(quotes.map((q) => call(this.redis, q).then((seq) => [null, seq], (err) => [err, null])))
+    } else {
+      const pipeline = this.redis.pipeline()
+      for (const q of quotes) call(pipeline, q)
+      results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec())
+    }
     let n = 0
-    results?.forEach(([err, seq], i) => {
+    results.forEach(([err, seq], i) => {
       if (err) return
       n++
       this.remember(quotes[i].symbol, /** @type {number} */ (seq))
     })
-    const failed = results?.find(([err]) => err)
+    const failed = results.find(([err]) => err)
     if (failed && n === 0) throw failed[0]
     return n
   }

@@ -3,6 +3,8 @@
 // dropped: the scheduler has already pushed a fresher one for its symbols,
 // so a backlog never turns into a burst of stale fetches.
 
+import { getMany } from '@wsps/shared/redis'
+
 /** BLPOP timeout: how quickly a stopping worker notices. */
 const POP_TIMEOUT_S = 1
 
@@ -101,7 +103,7 @@ export class Worker {
       /** @type {Map<string, any>} */
       const previous = new Map()
       if (this.provider.needsPrevious) {
-        const raws = await this.redis.mget(...job.s.map(this.keys.latest))
+        const raws = await getMany(this.redis, job.s.map(this.keys.latest))
         raws.forEach((raw, i) => {
           if (raw === null) return
           const q = JSON.parse(raw)

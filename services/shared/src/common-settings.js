@@ -8,6 +8,8 @@ export const commonSettings = Object.freeze([
   { env: 'WSPS_NODE_NAME', key: 'nodeName', type: 'string', default: hostname(), doc: 'Name of this process in logs, metrics and `hello.node` (the chart sets the pod name). Default: the host name.' },
   { env: 'WSPS_LOG_LEVEL', key: 'logLevel', type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', doc: 'pino log level.' },
   { env: 'WSPS_REDIS_URL', key: 'redisUrl', type: 'url', protocols: ['redis', 'rediss'], default: 'redis://127.0.0.1:6379', doc: '`redis://` or `rediss://` (TLS) URL of Redis. A password in the URL works but prefer WSPS_REDIS_PASSWORD.' },
+  { env: 'WSPS_REDIS_MODE', key: 'redisMode', type: 'enum', values: ['standalone', 'cluster'], default: 'standalone', doc: '`standalone`: one Redis (or a primary behind a Service). `cluster`: WSPS_REDIS_URL is a seed node of a Redis Cluster; quotes travel by sharded pub/sub (SPUBLISH/SSUBSCRIBE), each channel on the shard that owns its symbol.' },
+  { env: 'WSPS_REDIS_USERNAME', key: 'redisUsername', type: 'string', default: '', doc: 'Redis ACL user name (empty: the default user).' },
   { env: 'WSPS_REDIS_PASSWORD', key: 'redisPassword', type: 'string', default: '', secret: true, doc: 'Redis AUTH password (overrides one in the URL).' },
   { env: 'WSPS_REDIS_TLS_CA_FILE', key: 'redisTlsCaFile', type: 'string', default: '', doc: 'PEM file of the CA that signed the Redis server certificate (with `rediss://`). Empty: the system CAs.' },
   { env: 'WSPS_REDIS_KEY_PREFIX', key: 'redisKeyPrefix', type: 'string', default: 'wsps', doc: 'Prefix of every Redis key and channel, so several installs can share one Redis.' }

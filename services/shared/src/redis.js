@@ -1,38 +1,80 @@
-// ioredis connections built the same way by every service.
+// ioredis connections built the same way by every service, for a single
+// Redis or a Redis Cluster (WSPS_REDIS_MODE).
 
 import { readFileSync } from 'node:fs'
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 
 /**
  * @typedef {object} RedisSettings
  * @property {string} redisUrl
+ * @property {'standalone' | 'cluster'} redisMode
+ * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
+ *
+ * @typedef {Redis | Cluster} RedisClient
  */
 
+/** Capped exponential backoff with jitter; never gives up. @param {number} times */
+const retry = (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000) + Math.floor(Math.random() * 100)
+
 /**
- * Opens a Redis connection that retries for ever with capped backoff: a
- * gateway must outlive a Redis restart, not exit on it.
+ * Opens a connection that retries for ever: a gateway must outlive a Redis
+ * restart, not exit on it.
  *
  * @param {RedisSettings} settings
- * @param {{name: string, onError?: (err: Error) => void} & import('ioredis').RedisOptions} options
+ * @param {{name: string, onError?: (err: Error) => void, shardedSubscribers?: boolean} & import('ioredis').RedisOptions} options
+ * @returns {RedisClient}
  */
-export function connectRedis (settings, { name, onError, ...options }) {
+export function connectRedis (settings, { name, onError, shardedSubscribers, ...options }) {
   const url = new URL(settings.redisUrl)
   /** @type {import('ioredis').RedisOptions} */
-  const opts = {
-    connectionName: name,
-    maxRetriesPerRequest: null,
-    enableAutoPipelining: false,
-    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000) + Math.floor(Math.random() * 100),
-    ...options
-  }
-  if (settings.redisPassword) opts.password = settings.redisPassword
+  const auth = {}
+  if (settings.redisUsername) auth.username = settings.redisUsername
+  if (settings.redisPassword) auth.password = settings.redisPassword
+  else if (url.password) auth.password = decodeURIComponent(url.password)
   if (url.protocol === 'rediss:') {
-    opts.tls = settings.redisTlsCaFile ? { ca: readFileSync(settings.redisTlsCaFile) } : {}
+    auth.tls = settings.redisTlsCaFile ? { ca: readFileSync(settings.redisTlsCaFile) } : {}
   }
-  const client = new Redis(settings.redisUrl, opts)
+  /** @type {RedisClient} */
+  let client
+  if (settings.redisMode === 'cluster') {
+    client = new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], {
+      redisOptions: { connectionName: name, maxRetriesPerRequest: null, ...auth, ...options },
+      clusterRetryStrategy: retry,
+      enableOfflineQueue: true,
+      // Cluster commands cannot be pipelined across nodes by hand; let
+      // ioredis batch per node instead.
+      enableAutoPipelining: true,
+      shardedSubscribers: shardedSubscribers ?? false,
+      // Keep the seed's host name: TLS certificates name it, not the IPs.
+      dnsLookup: (address, callback) => callback(null, address)
+    })
+  } else {
+    client = new Redis(settings.redisUrl, {
+      connectionName: name,
+      maxRetriesPerRequest: null,
+      enableAutoPipelining: false,
+      retryStrategy: retry,
+      ...auth,
+      ...options
+    })
+  }
   // Without a listener ioredis prints every reconnect error to stderr.
   client.on('error', onError ?? (() => {}))
   return client
+}
+
+/**
+ * GET of many keys in one round trip: MGET on a single Redis; on a cluster
+ * (where MGET cannot span slots) one GET per key, auto-pipelined per node.
+ *
+ * @param {RedisClient} client
+ * @param {string[]} keys
+ * @returns {Promise<(string | null)[]>}
+ */
+export function getMany (client, keys) {
+  if (keys.length === 0) return Promise.resolve([])
+  if (client instanceof Cluster) return Promise.all(keys.map((k) => client.get(k)))
+  return client.mget(...keys)
 }

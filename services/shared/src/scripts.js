@@ -86,7 +86,7 @@ return seq
  */
 
 /**
- * @param {import('ioredis').Redis} client
+ * @param {import('./redis.js').RedisClient} client a single Redis or a Cluster (typed as the former)
  * @returns {ScriptedRedis}
  */
 export function registerScripts (client) {

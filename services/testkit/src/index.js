@@ -4,7 +4,7 @@
 
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -100,6 +100,71 @@ export async function startRedis ({ port } = {}) {
   }
   await handle.start()
   return handle
+}
+
+/**
+ * A Redis Cluster of `masters` redis-server processes (no replicas), formed
+ * with `redis-cli --cluster create`. `url` is one seed node.
+ * @param {{masters?: number}} [options]
+ */
+export async function startRedisCluster ({ masters = 3 } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'wsps-cluster-'))
+  const ports = []
+  for (let i = 0; i < masters; i++) ports.push(await freePort())
+  /** @type {import('node:child_process').ChildProcess[]} */
+  const procs = []
+  for (const port of ports) {
+    const nodeDir = join(dir, String(port))
+    mkdirSync(nodeDir)
+    const proc = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no',
+      '--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf'), '--dir', nodeDir], { stdio: 'ignore' })
+    children.add(proc)
+    proc.once('exit', () => children.delete(proc))
+    procs.push(proc)
+  }
+  for (const port of ports) await waitFor(() => redisPing(port), { timeout: 10_000, message: `cluster node ${port}` })
+  const create = spawn('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'pipe' })
+  let out = ''
+  create.stdout.on('data', (d) => { out += d })
+  create.stderr.on('data', (d) => { out += d })
+  const [code] = await once(create, 'exit')
+  if (code !== 0) throw new Error(`redis-cli --cluster create failed:\n${out}`)
+  await waitFor(async () => (await redisCommand(ports[0], 'CLUSTER INFO')).includes('cluster_state:ok'), { timeout: 15_000, message: 'cluster_state:ok' })
+  return {
+    ports,
+    url: `redis://127.0.0.1:${ports[0]}`,
+    async close () {
+      await Promise.all(procs.map(async (p) => {
+        if (p.exitCode !== null || p.signalCode !== null) return
+        const exited = once(p, 'exit')
+        p.kill('SIGKILL')
+        await exited
+      }))
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
+ * One inline command over a raw socket (no client library): its reply text.
+ * @param {number} port
+ * @param {string} command
+ * @returns {Promise<string>}
+ */
+export async function redisCommand (port, command) {
+  const { createConnection } = await import('node:net')
+  return new Promise((resolve, reject) => {
+    let buf = ''
+    const s = createConnection({ host: '127.0.0.1', port }, () => s.write(`${command}\r\n`))
+    s.setTimeout(1000, () => { s.destroy(); resolve(buf) })
+    s.on('data', (d) => {
+      buf += d
+      // Bulk string or simple reply complete?
+      const m = /^\$(\d+)\r\n/.exec(buf)
+      if (!m || buf.length >= m[0].length + Number(m[1]) + 2) { s.destroy(); resolve(buf) }
+    })
+    s.on('error', reject)
+  })
 }
 
 /** @param {number} port */
