@@ -68,6 +68,7 @@ export class QuoteTable {
     tr.dataset.symbol = symbol
     const q = (/** @type {string} */ sel) => /** @type {HTMLElement} */ (tr.querySelector(sel))
     q('.sym').textContent = symbol
+    q('.sym').title = symbol // long symbols are cut with an ellipsis
     q('button.remove').setAttribute('aria-label', `Remove ${symbol}`)
     /** @type {Row} */
     const row = {
