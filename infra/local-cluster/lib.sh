@@ -1,0 +1,106 @@
+# Shared helpers for the local-cluster scripts. Source it; do not run it.
+# shellcheck shell=bash
+
+set -o errexit -o nounset -o pipefail
+
+LC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$LC_DIR/../.." && pwd)"
+# shellcheck source=versions.env
+. "$LC_DIR/versions.env"
+
+export WSPS_CACHE="${WSPS_CACHE:-$HOME/.cache/wsps}"
+CACHE_DIR="$WSPS_CACHE/cluster"            # built binaries, rootfs, image archives (kept)
+K8S_BIN="$CACHE_DIR/kubernetes-$K8S_VERSION/bin"
+ETCD_BIN="$CACHE_DIR/etcd-$ETCD_VERSION/bin"
+COREDNS_BIN="$CACHE_DIR/coredns-$COREDNS_VERSION/bin"
+TRAEFIK_BIN="$CACHE_DIR/traefik-$TRAEFIK_VERSION/bin"
+K6_BIN="$CACHE_DIR/k6-$K6_VERSION/bin"
+PAUSE_BIN="$CACHE_DIR/pause-$PAUSE_VERSION/bin"
+IMAGE_DIR="$CACHE_DIR/images"              # OCI archives, named by content hash of their inputs
+
+# The cluster is one per machine (it binds the node address and fixed ports),
+# so its state lives in machine-wide folders, not in a work tree. cluster-down
+# deletes both.
+STATE_DIR="${WSPS_CLUSTER_STATE:-/var/lib/wsps-cluster}"
+RUN_DIR="${WSPS_CLUSTER_RUN:-/run/wsps-cluster}"
+PID_DIR="$STATE_DIR/pids"
+LOG_DIR="$STATE_DIR/logs"
+PKI_DIR="$STATE_DIR/pki"
+SAVED_DIR="$STATE_DIR/saved"               # what cluster-down restores
+CONTAINERD_SOCK="$RUN_DIR/containerd/containerd.sock"
+# What other scripts use (env.sh exports these).
+KUBECONFIG_OUT="$REPO_ROOT/.run/cluster/kubeconfig"
+
+# shellcheck source=cluster.env
+. "$LC_DIR/cluster.env"
+NODE_IP="${WSPS_NODE_IP:-$NODE_IP}"
+
+# shellcheck source=images.env
+. "$LC_DIR/images.env"
+
+_T0="${_T0:-$(date +%s.%N)}"
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+die() { printf '[cluster] ERROR: %s\n' "$*" >&2; exit 1; }
+
+_elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# step LABEL LOGFILE CMD...: runs CMD with its output in LOGFILE and prints one
+# line with the elapsed time. On failure prints the log's tail and exits 1.
+step() {
+  local label="$1" logf="$2"; shift 2
+  local t0; t0="$(date +%s.%N)"
+  mkdir -p "$(dirname "$logf")"
+  printf '[cluster] %-52s ' "$label ..." >&2
+  # A subshell with errexit of its own: in an `if`, bash would ignore -e
+  # inside functions, and a failing middle command would go unnoticed.
+  local rc=0
+  set +e
+  ( set -e; "$@" ) >"$logf" 2>&1
+  rc=$?
+  set -e
+  if (( rc == 0 )); then
+    printf 'ok (%s)\n' "$(_elapsed "$t0")" >&2
+  else
+    printf 'FAILED (%s, exit %s)\n' "$(_elapsed "$t0")" "$rc" >&2
+    printf '[cluster] last 40 lines of %s:\n' "$logf" >&2
+    tail -n 40 "$logf" | sed 's/^/    /' >&2
+    exit 1
+  fi
+}
+
+# skip LABEL REASON: the one line for a phase that had nothing to do.
+skip() { printf '[cluster] %-52s %s\n' "$1 ..." "$2" >&2; }
+
+total_elapsed() { _elapsed "$_T0"; }
+
+# wait_for LABEL TIMEOUT_S LOGFILE CMD...: polls CMD every 0.5s.
+wait_for() {
+  local label="$1" timeout="$2" logf="$3"; shift 3
+  local t0 deadline; t0="$(date +%s.%N)"; deadline=$(( $(date +%s) + timeout ))
+  printf '[cluster] %-52s ' "$label ..." >&2
+  until "$@" >/dev/null 2>&1; do
+    if (( $(date +%s) > deadline )); then
+      printf 'TIMEOUT (%s)\n' "$(_elapsed "$t0")" >&2
+      if [[ -n "$logf" && -f "$logf" ]]; then
+        printf '[cluster] last 40 lines of %s:\n' "$logf" >&2
+        tail -n 40 "$logf" | sed 's/^/    /' >&2
+      fi
+      exit 1
+    fi
+    sleep 0.5
+  done
+  printf 'ok (%s)\n' "$(_elapsed "$t0")" >&2
+}
+
+need_root() { [[ $(id -u) -eq 0 ]] || die "must run as root (it configures network, mounts and cgroups)"; }
+
+# pid_alive NAME: the process recorded in $PID_DIR/NAME.pid runs and is the one we started.
+pid_alive() {
+  local f="$PID_DIR/$1.pid" pid
+  [[ -f "$f" ]] || return 1
+  pid="$(cat "$f")"
+  [[ -n "$pid" && -d "/proc/$pid" ]] || return 1
+  # Guard against PID reuse: the command line must still name our binary.
+  grep -qa -- "$(cat "$PID_DIR/$1.cmd" 2>/dev/null || echo "$1")" "/proc/$pid/cmdline"
+}

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# make cluster-up: builds what is not cached, then starts a single-node
+# Kubernetes cluster on this machine (etcd, kube-apiserver, containerd,
+# controller-manager, scheduler, kubelet, kube-proxy, CoreDNS on the node,
+# Traefik in a pod). Idempotent: a healthy running cluster is left alone; a
+# half-started one is torn down first. Non-interactive; exits non-zero with
+# the failing log's tail.
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=pki.sh
+. "$LC_DIR/pki.sh"
+
+need_root
+exec 7>"$WSPS_CACHE/.cluster.lock" 2>/dev/null || { mkdir -p "$WSPS_CACHE"; exec 7>"$WSPS_CACHE/.cluster.lock"; }
+flock 7
+
+COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$STATE_DIR/admin.kubeconfig" --request-timeout=10s)
+
+# render TEMPLATE OUT: replaces @NAME@ with the value of $NAME.
+render() {
+  local src="$1" out="$2" v
+  local sedargs=()
+  for v in STATE_DIR RUN_DIR PKI_DIR NODE_IP NODE_NAME POD_CIDR POD_GW SERVICE_CIDR DNS_SVC_IP \
+           CLUSTER_DOMAIN CNI_BRIDGE PAUSE_IMAGE TRAEFIK_IMAGE TRAEFIK_VERSION TRAEFIK_NODEPORT; do
+    sedargs+=(-e "s|@$v@|${!v}|g")
+  done
+  sed "${sedargs[@]}" "$src" >"$out"
+  if grep -q '@[A-Z_]*@' "$out"; then die "unrendered placeholder in $out: $(grep -o '@[A-Z_]*@' "$out" | head -1)"; fi
+}
+
+# start NAME BINARY ARGS...: a detached daemon, logged, with a PID file.
+start() {
+  local name="$1" bin="$2"; shift 2
+  : >>"$LOG_DIR/$name.log"
+  # setsid: not in make's process group, so ^C on a later make does not reach it.
+  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid" >"$PID_DIR/$name.pid"
+  echo "$bin" >"$PID_DIR/$name.cmd"
+}
+
+alive_or_die() {
+  local name="$1"
+  pid_alive "$name" && return 0
+  log "$name exited; last 40 lines of $LOG_DIR/$name.log:"
+  tail -n 40 "$LOG_DIR/$name.log" | sed 's/^/    /' >&2
+  exit 1
+}
+
+# wait_up NAME TIMEOUT CHECK...: polls CHECK, failing early if NAME died.
+wait_up() {
+  local name="$1" timeout="$2"; shift 2
+  wait_for "$name ready" "$timeout" "$LOG_DIR/$name.log" _probe "$name" "$@"
+}
+_probe() { local name="$1"; shift; pid_alive "$name" || { alive_or_die "$name"; }; "$@"; }
+
+https_ok() { curl -sf --max-time 2 --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" --key "$PKI_DIR/admin.key" "$1" >/dev/null; }
+node_ready() { [[ "$("${KUBECTL[@]}" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]; }
+default_sa() { "${KUBECTL[@]}" -n default get serviceaccount default >/dev/null 2>&1; }
+
+healthy() {
+  local c
+  for c in "${COMPONENTS[@]}"; do pid_alive "$c" || return 1; done
+  https_ok "https://$NODE_IP:$APISERVER_PORT/readyz" && node_ready
+}
+
+partial() {
+  local c
+  for c in "${COMPONENTS[@]}"; do [[ -f "$PID_DIR/$c.pid" ]] && return 0; done
+  [[ -d "$STATE_DIR" || -d "$RUN_DIR" ]] || ip -o addr show dev lo | grep -q " $NODE_IP/32" || ip link show "$CNI_BRIDGE" >/dev/null 2>&1
+}
+
+# --- host preparation ---------------------------------------------------------
+
+SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory kernel.keys.root_maxkeys
+         kernel.keys.root_maxbytes net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables
+         net.bridge.bridge-nf-call-ip6tables net.ipv4.conf.all.route_localnet
+         net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established
+         net.netfilter.nf_conntrack_tcp_timeout_close_wait net.ipv4.vs.conntrack net.ipv4.conf.all.forwarding)
+# Paths some component may create outside our own folders; cluster-down removes
+# those that did not exist before.
+OUTSIDE_PATHS=(/run/containerd /run/netns /var/run/netns /var/log/containers /var/log/pods /var/lib/cni /etc/cni /opt/cni /opt/containerd /var/lib/kubelet)
+
+prepare_host() {
+  mkdir -p "$STATE_DIR" "$RUN_DIR" "$PID_DIR" "$LOG_DIR" "$PKI_DIR" "$SAVED_DIR" \
+    "$STATE_DIR/cni/net.d" "$STATE_DIR/cni/ipam" "$STATE_DIR/pod-logs" "$STATE_DIR/kubelet" "$STATE_DIR/etcd"
+  chmod 700 "$STATE_DIR/etcd"
+  # What cluster-down restores: saved once, before anything is changed.
+  if [[ ! -f "$SAVED_DIR/sysctl.conf" ]]; then
+    local s v
+    for s in "${SYSCTLS[@]}"; do
+      v="$(sysctl -n "$s" 2>/dev/null)" && printf '%s = %s\n' "$s" "$v"
+    done >"$SAVED_DIR/sysctl.conf.tmp"
+    mv "$SAVED_DIR/sysctl.conf.tmp" "$SAVED_DIR/sysctl.conf"
+    local p
+    for p in "${OUTSIDE_PATHS[@]}"; do [[ -e "$p" || -L "$p" ]] && echo "$p"; done >"$SAVED_DIR/preexisting-paths"
+    ls /run/netns 2>/dev/null >"$SAVED_DIR/preexisting-netns" || : >"$SAVED_DIR/preexisting-netns"
+  fi
+  # Modules (built in on some kernels: then modprobe has nothing to do).
+  modprobe -q br_netfilter 2>/dev/null || true
+  modprobe -q overlay 2>/dev/null || true
+  [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] || die "br_netfilter is missing (no /proc/sys/net/bridge): kube-proxy needs it"
+  grep -qw overlay /proc/filesystems || die "overlayfs is missing: containerd's snapshotter needs it"
+  sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1
+  # The node address: a private /32 on lo.
+  if ! ip -o addr show dev lo | grep -q " $NODE_IP/32"; then
+    ip addr add "$NODE_IP/32" dev lo
+    touch "$SAVED_DIR/lo-address-added"
+  fi
+  printf 'nameserver %s\n' "$NODE_IP" >"$STATE_DIR/resolv.conf"
+  render "$LC_DIR/config/containerd.toml" "$STATE_DIR/containerd.toml"
+  render "$LC_DIR/config/cni.conflist" "$STATE_DIR/cni/net.d/10-wsps.conflist"
+  render "$LC_DIR/config/kubelet.yaml" "$STATE_DIR/kubelet.yaml"
+  render "$LC_DIR/config/kube-proxy.yaml" "$STATE_DIR/kube-proxy.yaml"
+  render "$LC_DIR/config/Corefile" "$STATE_DIR/Corefile"
+}
+
+preflight() {
+  [[ -d /sys/fs/cgroup/memory && -d /sys/fs/cgroup/cpu ]] || \
+    [[ -f /sys/fs/cgroup/cgroup.controllers ]] || die "no usable cgroup hierarchy under /sys/fs/cgroup"
+  local p busy=()
+  for p in "$APISERVER_PORT" 2379 2380 10250 10248 10249 10256 10257 10259 18181 53; do
+    [[ -z "$(ss -Hltn "sport = :$p")" ]] || busy+=("tcp/$p")
+  done
+  [[ -z "$(ss -Hlun "sport = :53")" ]] || busy+=("udp/53")
+  (( ${#busy[@]} == 0 )) || die "ports in use by something else: ${busy[*]} (ss -ltnup shows who)"
+}
+
+# --- iptables: pods get no route off the machine --------------------------------
+
+egress_guard() {
+  iptables -t mangle -N WSPS-EGRESS 2>/dev/null || iptables -t mangle -F WSPS-EGRESS
+  iptables -t mangle -A WSPS-EGRESS -d "$POD_CIDR" -j RETURN
+  iptables -t mangle -A WSPS-EGRESS -d "$SERVICE_CIDR" -j RETURN
+  iptables -t mangle -A WSPS-EGRESS -d "$NODE_IP/32" -j RETURN
+  iptables -t mangle -A WSPS-EGRESS -m comment --comment "wsps: pods never leave the machine" -j DROP
+  iptables -t mangle -C FORWARD -i "$CNI_BRIDGE" -j WSPS-EGRESS 2>/dev/null || \
+    iptables -t mangle -I FORWARD 1 -i "$CNI_BRIDGE" -j WSPS-EGRESS
+}
+
+# --- components -----------------------------------------------------------------
+
+start_etcd() {
+  start etcd "$ETCD_BIN/etcd" --name "$NODE_NAME" --data-dir "$STATE_DIR/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster "$NODE_NAME=http://127.0.0.1:2380" --initial-cluster-state new \
+    --listen-metrics-urls "" --log-level warn --quota-backend-bytes 2147483648 \
+    --snapshot-count 10000 --unsafe-no-fsync
+  wait_up etcd 30 curl -sf --max-time 2 http://127.0.0.1:2379/readyz
+}
+
+start_apiserver() {
+  start kube-apiserver "$K8S_BIN/kube-apiserver" \
+    --advertise-address="$NODE_IP" --bind-address="$NODE_IP" --secure-port="$APISERVER_PORT" \
+    --etcd-servers=http://127.0.0.1:2379 \
+    --service-cluster-ip-range="$SERVICE_CIDR" --service-node-port-range="$NODEPORT_RANGE" \
+    --allow-privileged=true --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+    --client-ca-file="$PKI_DIR/ca.crt" \
+    --tls-cert-file="$PKI_DIR/apiserver.crt" --tls-private-key-file="$PKI_DIR/apiserver.key" \
+    --kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$PKI_DIR/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="$PKI_DIR/ca.crt" --kubelet-preferred-address-types=InternalIP \
+    --service-account-issuer="https://kubernetes.default.svc.$CLUSTER_DOMAIN" \
+    --service-account-key-file="$PKI_DIR/sa.pub" --service-account-signing-key-file="$PKI_DIR/sa.key" \
+    --profiling=false --event-ttl=1h --v=1
+  wait_up kube-apiserver 90 https_ok "https://$NODE_IP:$APISERVER_PORT/readyz"
+}
+
+start_containerd() {
+  start containerd /usr/bin/containerd --config "$STATE_DIR/containerd.toml"
+  wait_up containerd 30 ctr --address "$CONTAINERD_SOCK" version
+}
+
+start_controllers() {
+  start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+    --kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$STATE_DIR/controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --leader-elect=false --cluster-name=wsps \
+    --client-ca-file="$PKI_DIR/ca.crt" --root-ca-file="$PKI_DIR/ca.crt" \
+    --cluster-signing-cert-file="$PKI_DIR/ca.crt" --cluster-signing-key-file="$PKI_DIR/ca.key" \
+    --service-account-private-key-file="$PKI_DIR/sa.key" --use-service-account-credentials=true \
+    --service-cluster-ip-range="$SERVICE_CIDR" --allocate-node-cidrs=false --v=1
+  start kube-scheduler "$K8S_BIN/kube-scheduler" \
+    --kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
+    --authorization-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --leader-elect=false --v=1
+  wait_up kube-controller-manager 30 curl -skf --max-time 2 https://127.0.0.1:10257/healthz
+  wait_up kube-scheduler 30 curl -skf --max-time 2 https://127.0.0.1:10259/healthz
+}
+
+start_kubelet() {
+  start kubelet "$K8S_BIN/kubelet" --config="$STATE_DIR/kubelet.yaml" \
+    --kubeconfig="$STATE_DIR/kubelet.kubeconfig" --root-dir="$STATE_DIR/kubelet" \
+    --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
+  wait_up kubelet 90 node_ready
+}
+
+start_kube_proxy() {
+  start kube-proxy "$K8S_BIN/kube-proxy" --config="$STATE_DIR/kube-proxy.yaml" --v=1
+  wait_up kube-proxy 30 curl -sf --max-time 2 http://127.0.0.1:10256/healthz
+}
+
+start_dns() {
+  render "$LC_DIR/manifests/cluster-dns.yaml" "$STATE_DIR/cluster-dns.yaml"
+  "${KUBECTL[@]}" apply -f "$STATE_DIR/cluster-dns.yaml" >>"$LOG_DIR/manifests.log" 2>&1 || {
+    tail -n 20 "$LOG_DIR/manifests.log" >&2; die "could not apply cluster-dns.yaml"; }
+  start coredns "$COREDNS_BIN/coredns" -conf "$STATE_DIR/Corefile"
+  wait_up coredns 30 curl -sf --max-time 2 http://127.0.0.1:18181/ready
+}
+
+start_traefik() {
+  render "$LC_DIR/manifests/traefik.yaml" "$STATE_DIR/traefik.yaml"
+  _apply() { "${KUBECTL[@]}" apply -f "$STATE_DIR/traefik.yaml"; }
+  step "apply traefik manifests" "$LOG_DIR/manifests.log" _apply
+  wait_for "traefik ready" 120 "$LOG_DIR/manifests.log" traefik_ready
+  # Traefik answers 404 for a host no Ingress names: the NodePort path works.
+  wait_for "traefik via NodePort $NODE_IP:$TRAEFIK_NODEPORT" 30 "" \
+    bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://$NODE_IP:$TRAEFIK_NODEPORT/) == 404 ]]"
+}
+traefik_ready() {
+  [[ "$("${KUBECTL[@]}" -n traefik get deploy traefik -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" == 1 ]]
+}
+
+write_kubeconfig() {
+  mkdir -p "$(dirname "$KUBECONFIG_OUT")"
+  cp "$STATE_DIR/admin.kubeconfig" "$KUBECONFIG_OUT.tmp" && mv "$KUBECONFIG_OUT.tmp" "$KUBECONFIG_OUT"
+  # Also at a fixed machine-wide place, for scripts outside this work tree.
+  cp "$STATE_DIR/admin.kubeconfig" "$STATE_DIR/kubeconfig"
+}
+
+usage() {
+  cat >&2 <<EOF
+[cluster] up: Kubernetes $K8S_VERSION on node $NODE_NAME ($NODE_IP) in $(total_elapsed)
+    export KUBECONFIG=$KUBECONFIG_OUT      # or: . infra/local-cluster/env.sh
+    kubectl get nodes                            # kubectl is in \$WSPS_CACHE/bin ($K8S_BIN)
+    ingress (Traefik, class "traefik"): http://$NODE_IP:$TRAEFIK_NODEPORT/
+    images: $WSPS_IMAGE $K6_IMAGE $TRAEFIK_IMAGE (imagePullPolicy: Never)
+    logs:   $LOG_DIR/   stop: make cluster-down
+EOF
+}
+
+main() {
+  "$LC_DIR/deps.sh"
+  "$LC_DIR/build-bins.sh"
+  "$LC_DIR/images.sh" base pause traefik
+  if healthy; then
+    skip "cluster" "already running"
+    "$LC_DIR/images.sh" --import-only
+    write_kubeconfig
+    usage
+    return 0
+  fi
+  if partial; then
+    log "a stopped or half-started cluster is here: cleaning it up first"
+    "$LC_DIR/down.sh" --locked
+  fi
+  preflight
+  step "prepare host (sysctls saved, $NODE_IP on lo, configs)" "$CACHE_DIR/build-logs/prepare.log" prepare_host
+  step "certificates and kubeconfigs" "$LOG_DIR/pki.log" make_pki
+  start_etcd
+  start_apiserver
+  start_containerd
+  "$LC_DIR/images.sh" --import-only
+  step "egress guard (iptables mangle WSPS-EGRESS)" "$LOG_DIR/iptables.log" egress_guard
+  start_controllers
+  start_kubelet
+  start_kube_proxy
+  start_dns
+  wait_for "default service account" 30 "$LOG_DIR/kube-controller-manager.log" default_sa
+  start_traefik
+  write_kubeconfig
+  usage
+}
+
+main "$@"
