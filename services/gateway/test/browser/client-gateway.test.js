@@ -93,7 +93,7 @@ describe('WspsClient against a real gateway', () => {
     await waitFor(() => quotes.count('MSFT') >= 2, { message: 'MSFT ticks' })
     c.unsubscribe(['MSFT'])
     assert.deepEqual(c.symbols, ['AAPL'])
-    const unsubAck = await waitFor(() => rec.received.find((r) => r.msg.op === 'ack' && !r.msg.symbols.includes('MSFT')), { message: 'unsub ack' })
+    const unsubAck = /** @type {typeof rec.received[number]} */ (await waitFor(() => rec.received.find((r) => r.msg.op === 'ack' && !r.msg.symbols.includes('MSFT')), { message: 'unsub ack' }))
     const aaplAtAck = quotes.count('AAPL')
     await waitFor(() => quotes.count('AAPL') >= aaplAtAck + 5, { message: 'more AAPL ticks after the unsub' })
     const after = rec.received.slice(rec.received.indexOf(unsubAck) + 1)

@@ -2,6 +2,9 @@
 // stack of our own (redis, fetcher, two gateways on free ports). The page
 // gets both gateways via ?ws= since there is no nginx here.
 
+// The callbacks of addInitScript / evaluate / $$eval run inside the page.
+/* global window, document, MutationObserver */
+
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -153,7 +156,7 @@ describe('the quote page in Chromium', { timeout: 80_000 }, () => {
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Remove AAPL')
     assert.deepEqual(await stored(), ['AAPL'])
     // On the wire: after the gateway acknowledged the unsub, no MSFT quote.
-    const ack = await waitFor(() => frames.slice(from).find((f) => f.msg.op === 'ack' && !f.msg.symbols.includes('MSFT')), { message: 'the unsub ack' })
+    const ack = /** @type {typeof frames[number]} */ (await waitFor(() => frames.slice(from).find((f) => f.msg.op === 'ack' && !f.msg.symbols.includes('MSFT')), { message: 'the unsub ack' }))
     const ackAt = frames.indexOf(ack)
     const aaplFrames = () => frames.slice(ackAt).filter((f) => (f.msg.quotes ?? []).some((/** @type {any} */ q) => q.symbol === 'AAPL')).length
     await waitFor(() => aaplFrames() >= 5, { message: 'AAPL keeps ticking after the unsub' })
