@@ -2,4 +2,4 @@ module wsps/bench/loadgen
 
 go 1.26
 
-require github.com/gorilla/websocket v1.5.3 // indirect
+require github.com/gorilla/websocket v1.5.3

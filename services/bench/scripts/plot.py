@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""results.json -> PNG plots next to it (matplotlib, Agg backend, no display)."""
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"wsps": "#1f77b4", "naive": "#d62728", "socketio": "#2ca02c", "pushpin": "#9467bd"}
+
+
+def main(out: Path) -> None:
+    r = json.loads((out / "results.json").read_text())
+    fan = {k: v for k, v in (r.get("fanout") or {}).items() if v.get("steps")}
+    if fan:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+        for name, x in fan.items():
+            steps = sorted((s for s in x["steps"]), key=lambda s: s["published"])
+            c = COLORS.get(name)
+            a1.plot([s["expected"] for s in steps], [s["delivered"] for s in steps], "o-", color=c, label=x["label"])
+            a2.plot([s["delivered"] for s in steps], [s["p99"] for s in steps], "o-", color=c, label=x["label"])
+        lim = max(s["expected"] for x in fan.values() for s in x["steps"])
+        a1.plot([0, lim], [0, lim], ":", color="grey", label="delivered = offered")
+        a1.set(xlabel="offered (published x subscribers) per s", ylabel="delivered per s", title="Fan-out throughput")
+        a2.axhline(100, color="grey", ls=":", label="p99 limit 100 ms")
+        a2.set(xlabel="delivered per s", ylabel="p99 publish->client (ms)", yscale="log", title="Latency under load")
+        for a in (a1, a2):
+            a.grid(alpha=0.3)
+            a.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "fanout.png", dpi=110)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        names = [n for n in fan if fan[n].get("max")]
+        vals = [fan[n]["max"]["delivered"] for n in names]
+        bars = ax.bar([fan[n]["label"] for n in names], vals, color=[COLORS.get(n) for n in names])
+        for b, n in zip(bars, names):
+            m = fan[n]["max"]
+            ax.annotate(f'{m["delivered"]:,}/s\n{m["cpu"]["server"]:.2f} cores', (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
+        ax.set(ylabel="max deliveries/s (p99 <= 100 ms)", title=f'Fan-out max, {r["params"]["conns"]:,} connections, one process')
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "fanout-max.png", dpi=110)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        qs = ["p50", "p99", "p999"]
+        width = 0.8 / max(1, len(names))
+        for i, n in enumerate(names):
+            a = fan[n].get("at50")
+            if not a:
+                continue
+            ax.bar([j + i * width for j in range(3)], [a[q] for q in qs], width, color=COLORS.get(n), label=fan[n]["label"])
+        ax.axhline(50, color="grey", ls=":", label="p99 target 50 ms")
+        ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(3)], qs)
+        ax.set(ylabel="ms", yscale="log", title="Latency at 50% of each server's max")
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "latency-at-50.png", dpi=110)
+        plt.close(fig)
+
+    idle = {k: v for k, v in (r.get("idle") or {}).items() if "rssPerConnBytes" in v}
+    if idle:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+        ns = list(idle)
+        a1.bar([idle[n]["label"] for n in ns], [idle[n]["rssPerConnBytes"] / 1024 for n in ns], color=[COLORS.get(n) for n in ns])
+        a1.axhline(4, color="grey", ls=":", label="target 4 KiB")
+        a1.set(ylabel="KiB RSS per idle subscribed connection", title="Idle memory")
+        a1.legend(fontsize=8)
+        a2.bar([idle[n]["label"] for n in ns], [idle[n]["stormSeconds"] for n in ns], color=[COLORS.get(n) for n in ns])
+        a2.set(ylabel="seconds", title=f'{r["params"]["storm"]:,} clients connect + snapshot')
+        for a in (a1, a2):
+            a.tick_params(axis="x", labelsize=8)
+            a.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "idle-storm.png", dpi=110)
+        plt.close(fig)
+
+    sim = r.get("sim")
+    if isinstance(sim, list) and sim:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        p = [x["processes"] for x in sim]
+        ax.plot(p, [x["redisEgressPerSec"] for x in sim], "o-", label="Redis egress msgs/s")
+        ax.plot(p, [x["gatewayQuotesInPerSecPerProcess"] for x in sim], "s-", label="quotes in per gateway /s")
+        ax.plot(p, [x["delivered"] / 100 for x in sim], "^-", label="delivered/s / 100")
+        ax.set(xlabel="gateway processes", title="Capacity sim: fixed clients and publish rate", xticks=p)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "capacity-sim.png", dpi=110)
+        plt.close(fig)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/benchmarks"))

@@ -1,0 +1,113 @@
+// A fleet of loadgen processes against one server: spread over processes
+// and fresh loopback source addresses, pinned to the load generator's core.
+
+import { start } from './spawn.js'
+
+let nextIp = 20
+/** A fresh 127.0.0.x for every loadgen process of the run (no port reuse, no TIME_WAIT clashes). */
+function freshIp () {
+  const n = nextIp++
+  return `127.0.${1 + Math.floor(n / 250)}.${1 + (n % 250)}`
+}
+
+/**
+ * @typedef {object} FleetOptions
+ * @property {string} bin loadgen binary
+ * @property {string} adapter
+ * @property {string} url
+ * @property {number} conns total
+ * @property {number} procs
+ * @property {number} symbols
+ * @property {number} k
+ * @property {number} zipf
+ * @property {number} [seed]
+ * @property {number} [first] global index of the first connection
+ * @property {number} [concurrency] handshakes in flight per process
+ * @property {boolean} [waitSnap]
+ * @property {string | null} core
+ * @property {number} maxSeconds
+ */
+
+/** @param {FleetOptions} o */
+export async function startFleet (o) {
+  const per = Math.ceil(o.conns / o.procs)
+  const kids = []
+  for (let i = 0; i < o.procs; i++) {
+    const n = Math.min(per, o.conns - i * per)
+    if (n <= 0) break
+    kids.push(start(o.bin, [
+      `-adapter=${o.adapter}`, `-url=${o.url}`, `-conns=${n}`, `-first=${(o.first ?? 0) + i * per}`,
+      `-src=${freshIp()},${freshIp()}`, `-symbols=${o.symbols}`, `-k=${o.k}`, `-zipf=${o.zipf}`,
+      `-seed=${o.seed ?? 1}`, `-concurrency=${o.concurrency ?? 64}`, `-wait-snap=${o.waitSnap ?? true}`,
+      `-max-seconds=${o.maxSeconds}`
+    ], { core: o.core, name: `loadgen-${o.adapter}-${i}` }))
+  }
+  const t0 = performance.now()
+  const readies = await Promise.all(kids.map((k) => k.waitLine((l) => l.type === 'ready', o.maxSeconds * 1000)))
+  const elapsedMs = performance.now() - t0
+  const subsPerSymbol = new Array(o.symbols).fill(0)
+  for (const r of readies) r.subsPerSymbol.forEach((/** @type {number} */ v, /** @type {number} */ i) => { subsPerSymbol[i] += v })
+  const errors = kids.flatMap((k) => k.lines.filter((l) => l.type === 'error').slice(0, 3).map((l) => l.error))
+  return {
+    kids,
+    pids: () => kids.map((k) => k.pid),
+    conns: readies.reduce((a, r) => a + r.conns, 0),
+    failed: readies.reduce((a, r) => a + r.failed, 0),
+    errors,
+    elapsedMs,
+    readies,
+    subsPerSymbol,
+    totalSubs: subsPerSymbol.reduce((a, b) => a + b, 0),
+    /**
+     * Sums the ticks of every process with t0 < t <= t1.
+     * @param {number} t0
+     * @param {number} t1
+     */
+    window (t0, t1) {
+      const sum = { frames: 0, entries: 0, covered: 0, snaps: 0, gaps: 0, dups: 0, errors: 0, ticks: 0 }
+      /** @type {Map<number, number>} */
+      const hist = new Map()
+      for (const k of kids) {
+        for (const l of k.lines) {
+          if (l.type !== 'tick' || l.t <= t0 || l.t > t1) continue
+          sum.ticks++
+          for (const f of /** @type {const} */ (['frames', 'entries', 'covered', 'snaps', 'gaps', 'dups', 'errors'])) sum[f] += l[f]
+          for (const [b, c] of Object.entries(l.hist)) hist.set(Number(b), (hist.get(Number(b)) ?? 0) + c)
+        }
+      }
+      return { ...sum, hist }
+    },
+    /** Waits until every process has reported a tick at or after t. */
+    async tickedAfter (/** @type {number} */ t, timeoutMs = 3000) {
+      await Promise.all(kids.map((k) => k.waitLine((l) => l.type === 'tick' && l.t >= t, timeoutMs).catch(() => null)))
+    },
+    async stop () { await Promise.all(kids.map((k) => k.stop(8000))) }
+  }
+}
+
+/** @typedef {Awaited<ReturnType<typeof startFleet>>} Fleet */
+
+/** Upper edge of a loadgen latency bucket, in ms. @param {number} b */
+export function bucketMs (b) {
+  return b < 1000 ? (b + 1) * 0.1 : 100 + (b - 1000 + 1)
+}
+
+/**
+ * @param {Map<number, number>} hist
+ * @param {number[]} qs quantiles (0..1)
+ * @returns {number[]} ms
+ */
+export function quantiles (hist, qs) {
+  const keys = [...hist.keys()].sort((a, b) => a - b)
+  const total = keys.reduce((a, k) => a + /** @type {number} */ (hist.get(k)), 0)
+  return qs.map((q) => {
+    if (total === 0) return NaN
+    const want = q * total
+    let acc = 0
+    for (const k of keys) {
+      acc += /** @type {number} */ (hist.get(k))
+      if (acc >= want) return bucketMs(k)
+    }
+    return bucketMs(keys[keys.length - 1])
+  })
+}

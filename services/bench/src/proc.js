@@ -1,0 +1,79 @@
+// /proc readers: CPU seconds and RSS of a process and its descendants.
+
+import { readdirSync, readFileSync } from 'node:fs'
+
+const TICK = 100 // USER_HZ on Linux
+
+/** @param {number} pid */
+function stat (pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ')
+    // f[0] is field 3 (state): ppid = f[1], utime = f[11], stime = f[12]
+    return { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / TICK }
+  } catch {
+    return null
+  }
+}
+
+/** @param {number[]} roots @returns {number[]} the roots and every descendant */
+export function tree (roots) {
+  /** @type {Map<number, number[]>} */
+  const children = new Map()
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    const s = stat(Number(d))
+    if (!s) continue
+    const list = children.get(s.ppid) ?? []
+    list.push(Number(d))
+    children.set(s.ppid, list)
+  }
+  const out = []
+  const todo = [...roots]
+  while (todo.length) {
+    const p = /** @type {number} */ (todo.pop())
+    out.push(p)
+    todo.push(...(children.get(p) ?? []))
+  }
+  return out
+}
+
+/** @param {number[]} pids @returns {number} CPU seconds (user + system) */
+export function cpuSeconds (pids) {
+  let t = 0
+  for (const p of pids) t += stat(p)?.cpu ?? 0
+  return t
+}
+
+/** @param {number[]} pids @returns {number} resident bytes */
+export function rssBytes (pids) {
+  let t = 0
+  for (const p of pids) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))
+      if (m) t += Number(m[1]) * 1024
+    } catch {}
+  }
+  return t
+}
+
+/** A CPU meter over a set of root pids (descendants included, re-read each time). */
+export class CpuMeter {
+  /** @param {() => number[]} roots */
+  constructor (roots) {
+    this.roots = roots
+    this.mark()
+  }
+
+  mark () {
+    this.pids = tree(this.roots())
+    this.t0 = performance.now()
+    this.c0 = cpuSeconds(this.pids)
+  }
+
+  /** @returns {number} cores used since mark() (1.0 = one full core) */
+  read () {
+    const dt = (performance.now() - this.t0) / 1000
+    return dt > 0 ? (cpuSeconds(/** @type {number[]} */ (this.pids)) - this.c0) / dt : 0
+  }
+}

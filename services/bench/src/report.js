@@ -1,0 +1,78 @@
+// results.json -> results.md (the README headline table comes from here).
+
+const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
+const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
+
+/** @param {any} r */
+export function renderMarkdown (r) {
+  const out = []
+  out.push('# wsps benchmark results', '')
+  out.push(`Profile \`${r.profile}\`, run ${r.startedAt}${r.durationSeconds ? ` (${Math.round(r.durationSeconds / 60)} min)` : ''} on ${r.machine.cpus} cores (${r.machine.model}), ${r.machine.memGiB} GiB, Node ${r.machine.node}.`)
+  out.push(`Servers pinned to core ${r.placement.serverCore ?? '-'}; load generator, Redis and publisher on core ${r.placement.loadCore ?? '-'}. Load average at start ${r.machine.loadavgStart.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}${r.machine.loadavgEnd ? `, at end ${r.machine.loadavgEnd.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}` : ''} (the machine is shared: compare ratios within this run, not absolute numbers across runs).`)
+  out.push('')
+  const p = r.params
+  const fan = r.fanout ?? {}
+  const names = Object.keys(fan)
+  if (names.length) {
+    out.push('## Fan-out: max quote updates delivered per second (one process)', '')
+    out.push(`${f(p.conns)} connections, each subscribed to ${p.k} of ${f(p.symbols)} symbols (Zipf ${p.zipf} popularity), one Redis publisher raising the rate until p99 publish→client latency > 100 ms or deliveries fall below 93% of what was published × subscribers.`, '')
+    const naive = fan.naive?.max?.delivered
+    out.push('| server | max deliveries/s | vs naive | quotes/frame | server CPU (cores) | server RSS | loadgen CPU | limit hit | p50 / p99 / p999 at 50% of max (ms) |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |')
+    for (const n of names) {
+      const x = fan[n]
+      if (x.error || !x.max) {
+        out.push(`| ${x.label ?? n} | failed | | | | | | ${x.error ?? x.limit ?? ''} | |`)
+        continue
+      }
+      const a = x.at50
+      out.push(`| ${x.label} | ${f(x.max.delivered)} | ${naive ? `${(x.max.delivered / naive).toFixed(1)}×` : 'n/a'} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${f(x.max.rssMiB)} MiB | ${f(x.max.cpu.loadgen, 2)} | ${x.limit} | ${a ? `${f(a.p50, 1)} / ${f(a.p99, 1)} / ${f(a.p999, 1)}` : 'n/a'} |`)
+    }
+    out.push('')
+    out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries):', '')
+    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | CPU loadgen | CPU redis | RSS MiB | ok |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+    for (const n of names) {
+      for (const s of fan[n].steps ?? []) {
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
+      }
+    }
+    out.push('')
+  }
+  const idle = r.idle ?? {}
+  if (Object.keys(idle).length) {
+    out.push('## Connection storm and idle capacity', '')
+    out.push(`${f(p.storm)} clients connect at once (${p.stormProcs} load generator processes, 128 handshakes in flight each), each subscribes to ${p.k} symbols and waits for their snapshot; then they sit idle.`, '')
+    out.push('| server | storm: all snapshotted in | conn/s | handshake p50 / p99 (ms) | ready p99 (ms) | server CPU in storm | RSS per idle subscribed conn | held (tried) |')
+    out.push('| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |')
+    for (const [n, x] of Object.entries(idle)) {
+      if (x.error) { out.push(`| ${n} | failed: ${x.error} | | | | | | |`); continue }
+      out.push(`| ${x.label} | ${f(x.stormSeconds, 1)} s | ${f(x.stormRatePerSec)} | ${f(x.handshakeMs.p50, 1)} / ${f(x.handshakeMs.p99, 1)} | ${f(x.readyMs.p99)} | ${f(x.stormServerCpu, 2)} | ${f(x.rssPerConnBytes / 1024, 1)} KiB | ${f(x.held)} (${f(x.tried)}) |`)
+    }
+    out.push('')
+  }
+  if (r.nginx?.summary) {
+    const d = r.nginx.summary.direct
+    const g = r.nginx.summary.nginx
+    out.push('## Through nginx vs direct (one wsps gateway)', '')
+    out.push(`${f(p.nginxConns)} connections, median of ${p.nginxReps} alternating run(s); nginx (1 worker, the local ingress settings) shares the load generator's core.`, '')
+    out.push('| path | handshakes/s | handshake p50 / p99 (ms) | deliveries/s | p50 / p99 latency (ms) |')
+    out.push('| --- | ---: | --- | ---: | --- |')
+    out.push(`| direct | ${f(d.handshakesPerSec)} | ${f(d.handshakeP50, 1)} / ${f(d.handshakeP99, 1)} | ${f(d.delivered)} | ${f(d.p50, 1)} / ${f(d.p99, 1)} |`)
+    out.push(`| nginx | ${f(g.handshakesPerSec)} | ${f(g.handshakeP50, 1)} / ${f(g.handshakeP99, 1)} | ${f(g.delivered)} | ${f(g.p50, 1)} / ${f(g.p99, 1)} |`)
+    out.push(`| overhead | ${pct(1 - g.handshakesPerSec / d.handshakesPerSec)} fewer | | | +${f(g.p50 - d.p50, 1)} / +${f(g.p99 - d.p99, 1)} ms |`)
+    out.push('')
+  } else if (r.nginx?.error) {
+    out.push('## Through nginx vs direct', '', `failed: ${r.nginx.error}`, '')
+  }
+  if (Array.isArray(r.sim)) {
+    out.push('## Capacity simulation: several gateway processes on this machine', '')
+    out.push(`${f(p.simConns)} connections split evenly, the same publish rate; all gateways share one core (see docs/capacity.md).`, '')
+    out.push('| processes | Redis channels / process | Redis egress msgs/s | quotes in / process / s | delivered/s | p50 / p99 (ms) | CPU gateways | CPU redis |')
+    out.push('| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |')
+    for (const x of r.sim) out.push(`| ${x.processes} | ${f(x.redisChannelsPerProcess)} | ${f(x.redisEgressPerSec)} | ${f(x.gatewayQuotesInPerSecPerProcess)} | ${f(x.delivered)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${f(x.cpu.gateways, 2)} | ${f(x.cpu.redis, 2)} |`)
+    out.push('')
+  }
+  out.push('Raw numbers: [results.json](results.json). Method and notes: [README.md](README.md).', '')
+  return out.join('\n')
+}

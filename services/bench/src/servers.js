@@ -1,0 +1,187 @@
+// Server adapters: how to start each server under test and how it is fed
+// from the shared Redis publisher. The client side of each protocol lives in
+// loadgen/adapter.go. To add a server (e.g. Centrifugo: subscribe over its
+// JSON protocol, fed by a bridge calling its publish API), add an entry here
+// with start() and a matching Go adapter; nothing else changes.
+
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { freePort } from '@wsps/testkit'
+import { start, until, httpOk } from './spawn.js'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const HERE = fileURLToPath(new URL('.', import.meta.url))
+const NODE = process.execPath
+
+/**
+ * @typedef {object} ServerHandle
+ * @property {string} name
+ * @property {string} adapter loadgen -adapter
+ * @property {string} url ws:// base the adapter's path is appended to
+ * @property {number} port
+ * @property {() => number[]} roots pids whose process trees are the server (CPU, RSS)
+ * @property {() => Promise<void>} stop
+ * @property {() => Promise<Record<string, number>>} [metrics]
+ *
+ * @typedef {object} StartOptions
+ * @property {string} redisUrl
+ * @property {string | null} core CPU list for taskset
+ * @property {string} runDir scratch directory
+ * @property {Record<string, string>} [env]
+ * @property {string} [prefix] Redis key prefix of its quote stream (default wsps)
+ */
+
+/** @type {Record<string, {label: string, start: (o: StartOptions) => Promise<ServerHandle>}>} */
+export const SERVERS = {
+  wsps: {
+    label: 'wsps gateway',
+    async start ({ redisUrl, core, env = {}, prefix = 'wsps' }) {
+      const port = await freePort()
+      const p = start(NODE, [join(ROOT, 'services/gateway/src/main.js')], {
+        core,
+        name: 'wsps',
+        stdin: false,
+        env: {
+          WSPS_REDIS_URL: redisUrl,
+          WSPS_HOST: '127.0.0.1',
+          WSPS_HTTP_PORT: String(port),
+          WSPS_NODE_NAME: `bench-wsps-${port}`,
+          WSPS_LOG_LEVEL: 'warn',
+          WSPS_STATIC_DIR: '-',
+          WSPS_MAX_CONNECTIONS: '19900',
+          WSPS_RATE_PER_SEC: '100000',
+          WSPS_RATE_BURST: '100000',
+          WSPS_UNSUBSCRIBE_DELAY_MS: '1000',
+          WSPS_DRAIN_MS: '0',
+          WSPS_REDIS_KEY_PREFIX: prefix,
+          ...env
+        }
+      })
+      await until(async () => { if (!p.alive) throw new Error(p.errs.join('\n')); return httpOk(`http://127.0.0.1:${port}/readyz`) }, 20_000, 'wsps gateway ready')
+      return {
+        name: 'wsps',
+        adapter: 'wsps',
+        url: `ws://127.0.0.1:${port}`,
+        port,
+        roots: () => [p.pid],
+        async stop () { await p.stop(5000) },
+        async metrics () {
+          const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+          /** @type {Record<string, number>} */
+          const out = {}
+          for (const line of text.split('\n')) {
+            if (!line || line.startsWith('#')) continue
+            const i = line.lastIndexOf(' ')
+            out[line.slice(0, i).replace(/,?node="[^"]*"/, '').replace('{}', '')] = Number(line.slice(i + 1))
+          }
+          return out
+        }
+      }
+    }
+  },
+  naive: {
+    label: 'naive ws baseline',
+    async start ({ redisUrl, core, prefix = 'wsps' }) {
+      const port = await freePort()
+      const p = start(NODE, [join(HERE, 'servers/naive.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'naive', stdin: false })
+      await p.waitLine((l) => l.type === 'listening', 15_000)
+      return { name: 'naive', adapter: 'naive', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) } }
+    }
+  },
+  socketio: {
+    label: 'Socket.IO 4 + redis-adapter',
+    async start ({ redisUrl, core, prefix = 'wsps' }) {
+      const port = await freePort()
+      const p = start(NODE, [join(HERE, 'servers/socketio.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'socketio', stdin: false })
+      await p.waitLine((l) => l.type === 'listening', 15_000)
+      return { name: 'socketio', adapter: 'socketio', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) } }
+    }
+  },
+  pushpin: {
+    label: 'Pushpin (GRIP) + bridge',
+    async start ({ redisUrl, core, runDir, prefix = 'wsps' }) {
+      const [port, backendPort, pubPort, pullPort, subPort, cmdPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()])
+      const dir = join(runDir, `pushpin-${port}`)
+      mkdirSync(join(dir, 'log'), { recursive: true })
+      writeFileSync(join(dir, 'routes'), `* 127.0.0.1:${backendPort},over_http\n`)
+      writeFileSync(join(dir, 'pushpin.conf'), pushpinConf({ dir, port, pubPort, pullPort, subPort, cmdPort }))
+      const backend = start(NODE, [join(HERE, 'servers/pushpin-backend.js'), `--port=${backendPort}`, `--redis=${redisUrl}`, `--publish=http://127.0.0.1:${pubPort}/publish/`, `--prefix=${prefix}`], { core, name: 'pushpin-backend', stdin: false })
+      await backend.waitLine((l) => l.type === 'listening', 15_000)
+      const pp = start('pushpin', [`--config=${join(dir, 'pushpin.conf')}`, '--merge-output'], { core, name: 'pushpin', stdin: false })
+      await until(async () => {
+        if (!pp.alive) throw new Error(`pushpin exited: ${pp.errs.slice(-20).join('\n')}`)
+        const res = await fetch(`http://127.0.0.1:${pubPort}/publish/`, { method: 'POST', body: '{"items":[]}', headers: { 'Content-Type': 'application/json' }, signal: AbortSignal.timeout(1000) })
+        await res.arrayBuffer()
+        return res.status < 500
+      }, 30_000, 'pushpin publish API')
+      return {
+        name: 'pushpin',
+        adapter: 'pushpin',
+        url: `ws://127.0.0.1:${port}`,
+        port,
+        roots: () => [pp.pid, backend.pid],
+        async stop () { await pp.stop(0); await backend.stop(0) }
+      }
+    }
+  }
+}
+
+/**
+ * Pushpin's packaged config with the bench's ports and limits: a publish
+ * rate limit and queue far above the load (the packaged 2,500 msg/s would
+ * be the bottleneck), and up to 200 channels per connection (packaged: 20).
+ *
+ * @param {{dir: string, port: number, pubPort: number, pullPort: number, subPort: number, cmdPort: number}} o
+ */
+function pushpinConf ({ dir, port, pubPort, pullPort, subPort, cmdPort }) {
+  /** @type {Record<string, Record<string, string>>} */
+  const set = {
+    global: { rundir: dir, ipc_prefix: `wspsbench${port}-`, port_offset: '0' },
+    runner: { services: 'condure,zurl,pushpin-proxy,pushpin-handler', http_port: `127.0.0.1:${port}`, logdir: join(dir, 'log'), log_level: '1', client_maxconn: '50000' },
+    proxy: {
+      routesfile: join(dir, 'routes'),
+      updates_check: 'off',
+      // The packaged build expects a system-wide zurl for requests to the
+      // origin; the runner starts our own and the proxy talks to it.
+      zurl_out_specs: 'ipc://{rundir}/{ipc_prefix}zurl-in',
+      zurl_out_stream_specs: 'ipc://{rundir}/{ipc_prefix}zurl-in-stream',
+      zurl_in_specs: 'ipc://{rundir}/{ipc_prefix}zurl-out'
+    },
+    handler: {
+      push_in_spec: `tcp://127.0.0.1:${pullPort}`,
+      push_in_sub_specs: `tcp://127.0.0.1:${subPort}`,
+      push_in_http_addr: '127.0.0.1',
+      push_in_http_port: String(pubPort),
+      command_spec: `tcp://127.0.0.1:${cmdPort}`,
+      message_rate: '10000000',
+      message_hwm: '10000000',
+      connection_subscription_max: '200'
+    }
+  }
+  let section = ''
+  const seen = new Set()
+  const out = []
+  for (const line of readFileSync('/etc/pushpin/pushpin.conf', 'utf8').split('\n')) {
+    const m = /^\[(\w+)\]/.exec(line)
+    if (m) {
+      section = m[1]
+      out.push(line)
+      continue
+    }
+    const kv = /^([a-z_]+)=/.exec(line)
+    if (kv && set[section]?.[kv[1]] !== undefined) {
+      out.push(`${kv[1]}=${set[section][kv[1]]}`)
+      seen.add(`${section}.${kv[1]}`)
+    } else {
+      out.push(line)
+    }
+  }
+  // Keys the packaged file does not have: append them to their section.
+  let text = out.join('\n')
+  for (const [sec, kvs] of Object.entries(set)) {
+    const extra = Object.entries(kvs).filter(([k]) => !seen.has(`${sec}.${k}`)).map(([k, v]) => `${k}=${v}`)
+    if (extra.length) text = text.replace(`[${sec}]`, `[${sec}]\n${extra.join('\n')}`)
+  }
+  return text
+}

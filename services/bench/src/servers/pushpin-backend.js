@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// Pushpin's side of the bench: the GRIP origin and the publish bridge.
+//
+// Origin: Pushpin talks to it with WebSocket-over-HTTP. A client's
+// {"op":"sub","symbols":[...]} is answered with one GRIP subscribe control
+// message per symbol (channel = symbol), an ack and a snapshot.
+// Bridge: it subscribes to the quote channels of the symbols clients hold
+// on the shared Redis publisher and relays every quote, unchanged, to
+// Pushpin's HTTP publish API (items batched per event-loop turn).
+
+import { createServer, request, Agent } from 'node:http'
+import { Redis } from 'ioredis'
+
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
+const port = Number(args.port ?? 8092)
+const publishUrl = new URL(args.publish ?? 'http://127.0.0.1:5561/publish/')
+const redisUrl = args.redis ?? 'redis://127.0.0.1:6379'
+const prefix = args.prefix ?? 'wsps'
+
+const quotes = new Redis(redisUrl)
+const cmd = new Redis(redisUrl)
+/** @type {Set<string>} */
+const subscribed = new Set()
+const channelOf = (/** @type {string} */ s) => `${prefix}:{${s}}:q`
+
+/** @param {string} content */
+const textEvent = (content) => `TEXT ${Buffer.byteLength(content).toString(16)}\r\n${content}\r\n`
+
+/** @param {Buffer} body @returns {{type: string, content: string}[]} */
+function decodeEvents (body) {
+  const out = []
+  let i = 0
+  while (i < body.length) {
+    const eol = body.indexOf('\r\n', i)
+    if (eol < 0) break
+    const line = body.toString('utf8', i, eol)
+    const sp = line.indexOf(' ')
+    const type = sp < 0 ? line : line.slice(0, sp)
+    i = eol + 2
+    let content = ''
+    if (sp >= 0) {
+      const len = parseInt(line.slice(sp + 1), 16)
+      content = body.toString('utf8', i, i + len)
+      i += len + 2
+    }
+    out.push({ type, content })
+  }
+  return out
+}
+
+/** @param {string} content */
+async function onText (content) {
+  let msg
+  try { msg = JSON.parse(content) } catch { return '' }
+  if (msg.op !== 'sub' || !Array.isArray(msg.symbols)) return ''
+  /** @type {string[]} */
+  const symbols = msg.symbols
+  let body = ''
+  for (const s of symbols) body += textEvent(`c:${JSON.stringify({ type: 'subscribe', channel: s })}`)
+  const fresh = symbols.filter((s) => !subscribed.has(s))
+  for (const s of fresh) subscribed.add(s)
+  if (fresh.length) await quotes.subscribe(...fresh.map(channelOf))
+  body += textEvent(JSON.stringify({ op: 'ack', id: msg.id, symbols }))
+  const lasts = await cmd.mget(...symbols.map((s) => `${prefix}:{${s}}:last`))
+  const snap = lasts.filter((x) => x !== null)
+  if (snap.length) body += textEvent(`{"op":"snap","quotes":[${snap.join(',')}]}`)
+  return body
+}
+
+const server = createServer({ keepAlive: true }, (req, res) => {
+  /** @type {Buffer[]} */
+  const chunks = []
+  req.on('data', (c) => chunks.push(c))
+  req.on('end', async () => {
+    const events = decodeEvents(Buffer.concat(chunks))
+    let body = ''
+    for (const ev of events) {
+      if (ev.type === 'OPEN') body += 'OPEN\r\n'
+      else if (ev.type === 'TEXT') body += await onText(ev.content)
+      else if (ev.type === 'CLOSE') body += 'CLOSE\r\n'
+    }
+    res.writeHead(200, {
+      'Content-Type': 'application/websocket-events',
+      'Sec-WebSocket-Extensions': 'grip; message-prefix=""'
+    })
+    res.end(body)
+  })
+})
+server.keepAliveTimeout = 60_000
+
+// Bridge: Redis -> Pushpin publish API.
+const agent = new Agent({ keepAlive: true, maxSockets: 4 })
+/** @type {object[]} */
+let items = []
+let scheduled = false
+let inFlight = 0
+quotes.on('message', (channel, message) => {
+  items.push({ channel: channel.slice(prefix.length + 2, -3), formats: { 'ws-message': { content: message } } })
+  if (!scheduled) {
+    scheduled = true
+    setImmediate(flush)
+  }
+})
+
+function flush () {
+  scheduled = false
+  if (items.length === 0) return
+  if (inFlight >= 4) {
+    scheduled = true
+    setTimeout(flush, 1)
+    return
+  }
+  const body = JSON.stringify({ items })
+  items = []
+  inFlight++
+  const req = request(publishUrl, { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+    res.resume()
+    res.on('end', () => { inFlight-- })
+  })
+  req.on('error', (err) => {
+    inFlight--
+    process.stderr.write(`publish failed: ${err.message}\n`)
+  })
+  req.end(body)
+}
+
+server.listen(port, '127.0.0.1', () => process.stdout.write(JSON.stringify({ type: 'listening', port }) + '\n'))
+process.on('SIGTERM', () => process.exit(0))
