@@ -17,6 +17,8 @@ KUBECONFORM_VERSION=v0.8.0
 HELM_UNITTEST_VERSION=v1.1.2
 KUBE_SCORE_VERSION=v1.20.0
 HELM_DOCS_VERSION=v1.14.2
+# Python for the chart's own check scripts (values docs); PyYAML from PyPI.
+PYYAML_VERSION=6.0.2
 # PyPI kubernetes-validate ships JSON schemas for several Kubernetes minors;
 # 1.37.0 carries v1.25 ... v1.37. We validate against 1.30 ... 1.37.
 K8S_SCHEMAS_VERSION=1.37.0
@@ -35,7 +37,8 @@ kubeconform_dir=$TOOLS/kubeconform-$KUBECONFORM_VERSION
 unittest_dir=$TOOLS/helm-plugins-unittest-$HELM_UNITTEST_VERSION
 kubescore_dir=$TOOLS/kube-score-$KUBE_SCORE_VERSION
 helmdocs_dir=$TOOLS/helm-docs-$HELM_DOCS_VERSION
-schemas_dir=$TOOLS/k8s-schemas-$K8S_SCHEMAS_VERSION
+schemas_dir=$TOOLS/k8s-schemas-$K8S_SCHEMAS_VERSION-standalone
+py_dir=$TOOLS/python-pyyaml-$PYYAML_VERSION
 
 log () { printf '\033[36m[tools]\033[0m %s\n' "$*" >&2; }
 
@@ -112,8 +115,10 @@ YAML
 # JSON schemas from the PyPI package kubernetes-validate, rewritten for
 # offline use: their "$id" is https://kubernetes.io/api/<kind>/<group>/<v> and
 # their refs are "/api/_definitions.json#...", so a validator would fetch
-# https://kubernetes.io/api/_definitions.json. We drop the $id and make every
-# ref relative to the file, so kubeconform resolves them on disk.
+# https://kubernetes.io/api/_definitions.json. We drop the $id and inline the
+# definitions each kind needs into its own file (standalone, like
+# kubeconform's own schema repository), so nothing is resolved remotely and
+# kubeconform compiles one small document per kind.
 install_schemas () {
   [[ -f $schemas_dir/.complete ]] && return
   local tmp start=$SECONDS
@@ -128,38 +133,77 @@ out, minors = sys.argv[1], sys.argv[2:]
 whl = zipfile.ZipFile(glob.glob(os.path.join(out, 'wheel', '*.whl'))[0])
 prefix = 'kubernetes_validate/kubernetes-json-schema/'
 
-def fix(node):
+DEFS = '_definitions.json#/$defs/'
+
+def rewrite(node, refs):
+    """Drop $id, point refs at the document's own $defs, collect ref names."""
     if isinstance(node, dict):
         node.pop('$id', None)
         ref = node.get('$ref')
-        if isinstance(ref, str) and ref.startswith('/api/_definitions.json#'):
-            node['$ref'] = ref[len('/api/'):]
+        if isinstance(ref, str) and '#/$defs/' in ref:
+            name = ref.split('#/$defs/', 1)[1]
+            node['$ref'] = '#/$defs/' + name
+            refs.add(name)
         for v in node.values():
-            fix(v)
+            rewrite(v, refs)
     elif isinstance(node, list):
         for v in node:
-            fix(v)
+            rewrite(v, refs)
 
-n = 0
+by_version = {}
 for name in whl.namelist():
     if not name.startswith(prefix) or not name.endswith('.json'):
         continue
     ver, fname = name[len(prefix):].split('/', 1)
     m = re.fullmatch(r'v1\.(\d+)\.0-local-strict', ver)
-    if not m or m.group(1) not in minors or '/' in fname:
-        continue
-    doc = json.loads(whl.read(name))
-    fix(doc)
-    dst = os.path.join(out, 'v1.%s.0-standalone-strict' % m.group(1), fname)
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    with open(dst, 'w') as f:
-        json.dump(doc, f, separators=(',', ':'))
-    n += 1
+    if m and m.group(1) in minors and '/' not in fname:
+        by_version.setdefault(m.group(1), []).append((fname, name))
+
+n = 0
+for minor, files in sorted(by_version.items()):
+    defs = json.loads(whl.read(next(z for f, z in files if f == '_definitions.json')))['$defs']
+    direct = {}
+    for k, d in defs.items():
+        direct[k] = set()
+        rewrite(d, direct[k])
+    outdir = os.path.join(out, 'v1.%s.0-standalone-strict' % minor)
+    os.makedirs(outdir, exist_ok=True)
+    for fname, zname in files:
+        if fname in ('_definitions.json', 'all.json'):
+            continue
+        doc = json.loads(whl.read(zname))
+        todo = set()
+        rewrite(doc, todo)
+        # standalone: every definition the kind needs, inlined (kubeconform
+        # then compiles one small document per kind, not the 1 MB shared file)
+        keep = set()
+        while todo:
+            k = todo.pop()
+            if k not in keep:
+                keep.add(k)
+                todo |= direct[k] - keep
+        if keep:
+            doc['$defs'] = {k: defs[k] for k in sorted(keep)}
+        with open(os.path.join(outdir, fname), 'w') as f:
+            json.dump(doc, f, separators=(',', ':'))
+        n += 1
 print('[tools]   %d schema files written' % n, file=sys.stderr)
 PY
   rm -rf "$tmp/wheel"; touch "$tmp/.complete"
   rm -rf "$schemas_dir"; mv "$tmp" "$schemas_dir"
   log "schemas ready in $((SECONDS - start))s"
+}
+
+install_python () {
+  [[ -x $py_dir/bin/python ]] && return
+  local tmp
+  tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
+  log "creating a Python venv with PyYAML $PYYAML_VERSION (PyPI)"
+  python3 -m venv "$tmp" >&2
+  "$tmp/bin/python" -m pip install --quiet --progress-bar off --disable-pip-version-check "PyYAML==$PYYAML_VERSION" >&2
+  rm -rf "$py_dir"; mv "$tmp" "$py_dir"
+  # a venv records its own path: recreate the scripts' shebangs after the move
+  python3 -m venv --upgrade "$py_dir" >/dev/null 2>&1 || true
 }
 
 print_env () {
@@ -170,6 +214,7 @@ export KUBECONFORM=$kubeconform_dir/kubeconform
 export KUBE_SCORE=$kubescore_dir/kube-score
 export HELM_DOCS=$helmdocs_dir/helm-docs
 export K8S_SCHEMAS=$schemas_dir
+export WSPS_PY=$py_dir/bin/python
 export K8S_SCHEMA_MINORS="$K8S_SCHEMA_MINORS"
 export HELM_PLUGINS=$unittest_dir
 export HELM_CACHE_HOME=$CACHE/helm/cache
@@ -182,7 +227,7 @@ main () {
   if [[ ${1:-} == env ]]; then print_env; return; fi
   mkdir -p "$TOOLS" "$BIN"
   local want=("$@")
-  [[ ${#want[@]} -gt 0 ]] || want=(helm kustomize kubeconform helm-unittest kube-score helm-docs schemas)
+  [[ ${#want[@]} -gt 0 ]] || want=(helm kustomize kubeconform helm-unittest kube-score helm-docs schemas python)
   for t in "${want[@]}"; do
     case $t in
       helm) install_helm; link "$helm_dir/helm" ;;
@@ -192,6 +237,7 @@ main () {
       kube-score) install_kube_score; link "$kubescore_dir/kube-score" ;;
       helm-docs) install_helm_docs; link "$helmdocs_dir/helm-docs" ;;
       schemas) install_schemas ;;
+      python) install_python ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac
   done

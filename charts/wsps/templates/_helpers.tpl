@@ -326,6 +326,11 @@ total (the k6-operator splits the VUs across runners by execution segment).
   value: {{ $l.connsPerVu | quote }}
 - name: SCENARIO
   value: {{ $l.scenario | quote }}
+# The pod's filesystem is read-only but /tmp; the summary also goes to the log.
+- name: SUMMARY_DIR
+  value: /tmp
+- name: SUMMARY_JSON_LINE
+  value: "1"
 - name: K6_NO_USAGE_REPORT
   value: "true"
 {{- with $l.extraEnv }}

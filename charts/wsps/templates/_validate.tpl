@@ -5,16 +5,16 @@ render (helm install/upgrade/template/lint).
 */}}
 {{- define "wsps.validateValues" -}}
 {{- $m := list -}}
-{{- $m = append $m (include "wsps.validate.redis" .) -}}
-{{- $m = append $m (include "wsps.validate.config" .) -}}
-{{- $m = append $m (include "wsps.validate.gateway" .) -}}
-{{- $m = append $m (include "wsps.validate.autoscaling" .) -}}
-{{- $m = append $m (include "wsps.validate.ingress" .) -}}
-{{- $m = append $m (include "wsps.validate.fetcher" .) -}}
-{{- $m = append $m (include "wsps.validate.loadtest" .) -}}
+{{- $m = append $m (include "wsps.validate.redis" . | trim) -}}
+{{- $m = append $m (include "wsps.validate.config" . | trim) -}}
+{{- $m = append $m (include "wsps.validate.gateway" . | trim) -}}
+{{- $m = append $m (include "wsps.validate.autoscaling" . | trim) -}}
+{{- $m = append $m (include "wsps.validate.ingress" . | trim) -}}
+{{- $m = append $m (include "wsps.validate.fetcher" . | trim) -}}
+{{- $m = append $m (include "wsps.validate.loadtest" . | trim) -}}
 {{- $m = without $m "" -}}
 {{- if $m -}}
-{{- printf "\n\nVALUES VALIDATION:\n%s" (join "\n" $m) | fail -}}
+{{- printf "\n\nVALUES VALIDATION:\n%s" (join "\n\n" $m) | fail -}}
 {{- end -}}
 {{- end -}}
 

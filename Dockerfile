@@ -1,0 +1,72 @@
+# wsps: ONE image for every service. The gateway, the quote-fetcher and the
+# `helm test` probe share code (services/shared) and one lockfile, so one
+# build, one SBOM and one scan cover them all; they differ only by command:
+#
+#   gateway        node services/gateway/src/main.js          (:8080)
+#   quote-fetcher  node services/quote-fetcher/src/main.js    (:9090)
+#   helm test      node services/gateway/src/probe.js --url ws://... --symbol AAPL
+#
+# Build: docker build -t wsps:dev .       (or: buildah bud --layers -t wsps:dev .)
+# The base is a build ARG so it can be pinned by digest or swapped, e.g. for
+# a debootstrap-built base: --build-arg BASE_IMAGE=localhost/debian-node:20
+# Any base with node >= 20 and /bin/sh works. Only Dockerfile syntax that
+# buildah also understands is used (no RUN --mount, no heredocs, no
+# `# syntax=` line, which would make BuildKit pull a frontend image).
+ARG BASE_IMAGE=docker.io/library/node:20-bookworm-slim
+
+# --- manifests: only the package.json files, so the npm layer below stays
+# cached until a dependency changes (a source edit does not re-run npm ci).
+FROM ${BASE_IMAGE} AS manifests
+WORKDIR /src
+COPY services ./services
+RUN find services -type f ! -name package.json -delete \
+ && find services -depth -type d -empty -delete
+
+# --- deps: production dependencies of the runtime workspaces only (no
+# devDependencies, no testkit/bench, no install scripts).
+FROM ${BASE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY --from=manifests /src/services ./services
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+      --workspace=@wsps/gateway --workspace=@wsps/quote-fetcher --workspace=@wsps/shared \
+ && npm cache clean --force
+
+# --- build: sources on top (tests and dev tooling are kept out by .dockerignore).
+FROM deps AS build
+COPY services/shared ./services/shared
+COPY services/gateway ./services/gateway
+COPY services/quote-fetcher ./services/quote-fetcher
+# Workspaces the image does not run (testkit, bench) must not leave links behind.
+RUN rm -rf node_modules/@wsps/testkit node_modules/@wsps/bench services/testkit services/bench
+
+# --- runtime
+FROM ${BASE_IMAGE} AS runtime
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="wsps" \
+      org.opencontainers.image.description="WebSocket gateway and quote-fetcher for live stock quotes" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# npm and corepack are not needed at run time; dropping them removes most of
+# what scanners flag in node base images. (Paths of the official node image;
+# other bases simply have nothing there.)
+RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+           /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn /usr/local/bin/yarnpkg
+ENV NODE_ENV=production \
+    NODE_OPTIONS="--enable-source-maps"
+WORKDIR /app
+COPY --from=build --chown=0:0 /app /app
+# Numeric, non-root, and owning nothing in the image (code is root-owned and
+# read-only to it): works with runAsNonRoot and readOnlyRootFilesystem. No
+# passwd entry is needed; the chart sets the same uid/gid.
+USER 10001:10001
+EXPOSE 8080 9090
+# Signals: node runs as PID 1 directly (exec form, no shell, no tini). PID 1
+# gets no default signal handlers from the kernel, but both services install
+# their own SIGTERM/SIGINT handlers (readiness off, drain, exit), so SIGTERM
+# works; they spawn no child processes, so there are no zombies to reap. Run
+# other commands that do spawn children with `docker run --init` (tini).
+STOPSIGNAL SIGTERM
+CMD ["node", "services/gateway/src/main.js"]

@@ -1,0 +1,185 @@
+// The wsps client side of one connection, as the load test checks it:
+// requests, and the receiver rules of docs/protocol.md (what `continues()`
+// encodes). Plain ESM without k6 APIs; ramp.js turns the outcomes into
+// metrics.
+
+import { ClientOp, CloseCode, ErrorCode, NO_RECONNECT_CODES, continues } from '../../services/gateway/public/protocol.js'
+
+/** Most symbols one sub/unsub request may carry (docs/protocol.md). */
+export const MAX_SYMBOLS_PER_REQUEST = 100
+
+/** Outcome of one delta. */
+export const Delta = Object.freeze({
+  /** continues the held quote */
+  OK: 0,
+  /** its base is past the held seq: updates were lost */
+  GAP: 1,
+  /** its base is before the held seq: a duplicate or out of order */
+  STALE: 2,
+  /** no snapshot held for the symbol yet */
+  NO_SNAPSHOT: 3,
+  /** a symbol this connection did not subscribe to */
+  WRONG_SYMBOL: 4,
+  /** the symbol is being resubscribed or unsubscribed: dropped, not counted */
+  IGNORED: 5
+})
+
+export const DELTA_KIND = Object.freeze(['ok', 'gap', 'stale', 'no_snapshot', 'wrong_symbol', 'ignored'])
+
+/**
+ * Requests for `symbols`, split to the per-request limit.
+ *
+ * @param {'sub' | 'unsub'} op
+ * @param {string[]} symbols
+ * @param {() => number} nextId
+ * @returns {string[]} JSON frames
+ */
+export function requests (op, symbols, nextId) {
+  const out = []
+  for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) {
+    out.push(JSON.stringify({ op: op === 'sub' ? ClientOp.SUB : ClientOp.UNSUB, symbols: symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST), id: nextId() }))
+  }
+  return out
+}
+
+/**
+ * What a close code means for the load test.
+ *
+ * @param {number | undefined} code from the close event (undefined: no close frame, 1006)
+ * @param {{reconnect: boolean, byClient: boolean}} ctx
+ * @returns {{code: number, expected: boolean, reconnect: boolean, delayMs: (attempt: number, rand: () => number) => number}}
+ */
+export function classifyClose (code, { reconnect, byClient }) {
+  const c = code ?? 1006
+  if (byClient) return { code: c, expected: true, reconnect: false, delayMs: () => 0 }
+  // 1012: the gateway drains (rolling update). Expected only when the run
+  // is set up for it; reconnect at once, jittered, so a drained pod's
+  // clients do not all land in the same instant.
+  if (c === CloseCode.SERVICE_RESTART) {
+    return { code: c, expected: reconnect, reconnect, delayMs: (_a, rand) => Math.floor(rand() * 250) }
+  }
+  const retry = reconnect && !NO_RECONNECT_CODES.includes(c)
+  return {
+    code: c,
+    expected: false,
+    reconnect: retry,
+    // backoff: 0.5 s, 1 s, 2 s ... capped at 10 s, with full jitter on top half
+    delayMs: (attempt, rand) => {
+      const base = Math.min(10000, 500 * Math.pow(2, Math.max(0, attempt - 1)))
+      return Math.floor(base / 2 + rand() * base / 2)
+    }
+  }
+}
+
+/**
+ * Error codes the gateway may send that are not a fault when the run
+ * expects restarts (DRAINING precedes a 1012 close).
+ *
+ * @param {string} code
+ * @param {boolean} reconnect
+ */
+export function errorExpected (code, reconnect) {
+  return reconnect && code === ErrorCode.DRAINING
+}
+
+/**
+ * Per-connection quote state: what is subscribed, the seq held per symbol,
+ * and symbols being resubscribed after a gap.
+ */
+export class QuoteTracker {
+  constructor () {
+    /** @type {Set<string>} symbols asked for (acked or not) */
+    this.subscribed = new Set()
+    /** @type {Map<string, number>} symbol -> held seq */
+    this.held = new Map()
+    /** @type {Set<string>} symbols whose deltas are dropped until the next snapshot */
+    this.resyncing = new Set()
+    /** @type {Map<number | string, string[]>} unsub request id -> symbols, until acked */
+    this.leaving = new Map()
+    /** @type {Set<string>} union of the leaving lists */
+    this.leavingSet = new Set()
+  }
+
+  /** @param {string[]} symbols */
+  subscribe (symbols) {
+    for (const s of symbols) this.subscribed.add(s)
+  }
+
+  /**
+   * Records an unsubscribe: quotes for these symbols already on the wire
+   * are allowed until the server acks the request.
+   *
+   * @param {string[]} symbols
+   * @param {number | string} id
+   */
+  unsubscribe (symbols, id) {
+    for (const s of symbols) {
+      this.subscribed.delete(s)
+      this.held.delete(s)
+      this.resyncing.delete(s)
+      this.leavingSet.add(s)
+    }
+    this.leaving.set(id, symbols)
+  }
+
+  /** @param {number | string | undefined} id */
+  onAck (id) {
+    if (id === undefined) return
+    const gone = this.leaving.get(id)
+    if (!gone) return
+    this.leaving.delete(id)
+    this.leavingSet.clear()
+    for (const list of this.leaving.values()) for (const s of list) this.leavingSet.add(s)
+    // a symbol unsubscribed and subscribed again is expected once more
+  }
+
+  /**
+   * Starts a resubscription of `symbol` (after a gap): its deltas are
+   * dropped until the fresh snapshot.
+   *
+   * @param {string} symbol
+   */
+  resync (symbol) {
+    this.resyncing.add(symbol)
+    this.held.delete(symbol)
+  }
+
+  /**
+   * A snapshot quote: replaces the held quote.
+   *
+   * @param {{symbol: string, seq: number}} q
+   * @returns {boolean} false when the symbol was not subscribed
+   */
+  onSnapQuote (q) {
+    if (!this.subscribed.has(q.symbol)) return this.leavingSet.has(q.symbol)
+    this.held.set(q.symbol, q.seq)
+    this.resyncing.delete(q.symbol)
+    return true
+  }
+
+  /**
+   * A delta: checks and applies it.
+   *
+   * @param {{symbol: string, seq: number, base?: number}} q
+   * @returns {number} a Delta value
+   */
+  onDelta (q) {
+    const s = q.symbol
+    if (!this.subscribed.has(s)) return this.leavingSet.has(s) ? Delta.IGNORED : Delta.WRONG_SYMBOL
+    if (this.resyncing.has(s)) return Delta.IGNORED
+    const held = this.held.get(s)
+    if (held === undefined) return Delta.NO_SNAPSHOT
+    if (continues(q, held)) {
+      this.held.set(s, q.seq)
+      return Delta.OK
+    }
+    return (q.base ?? q.seq - 1) > held ? Delta.GAP : Delta.STALE
+  }
+
+  /** Subscribed symbols with no snapshot yet. */
+  unsnapped () {
+    let n = 0
+    for (const s of this.subscribed) if (!this.held.has(s) && !this.resyncing.has(s)) n++
+    return n
+  }
+}

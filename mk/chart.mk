@@ -1,0 +1,24 @@
+# Helm chart (charts/wsps), kustomize/ and their checks. Tools are pinned in
+# charts/scripts/tools.sh and built once into $(WSPS_CACHE)/tools.
+TEST_TARGETS += chart-test
+
+##@ Chart
+.PHONY: chart-tools
+chart-tools: ## Install the pinned chart tools into $WSPS_CACHE (helm, kustomize, kubeconform, helm-unittest, kube-score, helm-docs, k8s schemas)
+	@charts/scripts/tools.sh
+
+.PHONY: chart-generate
+chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6 copy of loadtest/, chart README, kustomize/**/generated
+	@eval "$$(charts/scripts/tools.sh env)"
+	"$$WSPS_PY" charts/scripts/sync-loadtest.py
+	"$$HELM_DOCS" --chart-search-root charts/wsps --template-files README.md.gotmpl --sort-values-order file --log-level warning
+	"$$WSPS_PY" charts/scripts/render-kustomize.py
+
+.PHONY: chart-test
+chart-test: chart-tools ## Chart checks: lint, render ci/ scenarios, kubeconform 1.30-1.37, helm-unittest, kube-score, kustomize builds, generated files fresh
+	@charts/scripts/chart-test.sh
+
+.PHONY: chart-render
+chart-render: chart-tools ## Print the chart's manifests (VALUES=charts/wsps/ci/05-ingress-f5-nginx-values.yaml to pick a scenario)
+	@eval "$$(charts/scripts/tools.sh env)"
+	"$$HELM" template wsps charts/wsps --namespace wsps $(if $(VALUES),-f $(VALUES))
