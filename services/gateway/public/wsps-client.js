@@ -10,6 +10,8 @@ import { ClientOp, CloseCode, ErrorCode, NO_RECONNECT_CODES, PROTOCOL_VERSION, S
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */
 const MAX_SYMBOLS_PER_REQUEST = 100
+/** Unanswered requests remembered per connection. */
+const MAX_INFLIGHT = 256
 /** WebSocket.OPEN, the same in browsers and `ws`. */
 const OPEN = 1
 
@@ -614,6 +616,9 @@ export class WspsClient {
   #request (op, symbols) {
     const id = this.#nextId++
     this.#inflight.set(id, { op, symbols })
+    // Requests the rate limiter dropped are never answered; keep only the
+    // newest so a long-lived connection does not collect them forever.
+    if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
     this.#send({ op, symbols, id })
   }
 
