@@ -75,6 +75,21 @@ readme_fresh () {
     || { echo "charts/wsps/README.md is stale: run \`make chart-generate\` and commit it"; return 1; }
 }
 
+# Every template has a same-named helm-unittest suite: templates/x.yaml -> tests/x_test.yaml.
+templates_tested () {
+  local t base missing=0
+  for t in "$CHART"/templates/*.yaml "$CHART"/templates/tests/*.yaml "$CHART"/templates/NOTES.txt; do
+    base=$(basename "$t"); base=${base%.*}
+    [[ -f $CHART/tests/${base}_test.yaml ]] || { echo "no tests/${base}_test.yaml for ${t#$CHART/}"; missing=1; }
+  done
+  for t in "$CHART"/tests/*_test.yaml; do
+    base=$(basename "$t" _test.yaml)
+    compgen -G "$CHART/templates/$base.*" >/dev/null || compgen -G "$CHART/templates/tests/$base.*" >/dev/null \
+      || { echo "${t#$CHART/} tests no template named $base"; missing=1; }
+  done
+  return $missing
+}
+
 start_all=$SECONDS
 section "chart: values, lint, render"
 run "values documented + in schema" "$WSPS_PY" charts/scripts/check-values-docs.py
@@ -100,6 +115,7 @@ section "chart: schemas (kubeconform -strict, Kubernetes ${K8S_VERSIONS[0]} .. $
 run "kubeconform ${#rendered[@]} scenarios x ${#K8S_VERSIONS[@]} versions" kubeconform_all "${rendered[@]}"
 
 section "chart: unit tests (helm-unittest)"
+run "every template has a same-named test suite" templates_tested
 run "helm unittest" "$HELM" unittest --color=false "$CHART"
 
 section "chart: kube-score (no CRITICAL)"
