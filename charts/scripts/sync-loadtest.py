@@ -4,8 +4,8 @@
 Helm's .Files only sees files inside the chart, so the chart carries a
 verbatim copy of loadtest/ (every file) plus every file outside it that those
 scripts import or open() by relative path (services/gateway/public/protocol.js),
-under charts/wsps/files/k6/<path in the repository>. Files git ignores (local
-run results) are left out. The tree is rebuilt in
+under charts/wsps/files/k6/<path in the repository>. Only files git tracks
+count (in a git checkout): local run results and scratch files stay out. The tree is rebuilt in
 the k6 pods under /scripts, so the relative imports resolve unchanged.
 
   sync-loadtest.py          write the copy (make chart-generate)
@@ -29,9 +29,9 @@ MAX_BYTES = 900 * 1024  # a ConfigMap holds at most 1 MiB
 
 
 def listed_by_git():
-    """Files under loadtest/ that git tracks or would track (.gitignore respected), or None without git."""
+    """Files under loadtest/ that git tracks, or None outside a git checkout."""
     try:
-        out = subprocess.run(['git', '-C', ROOT, 'ls-files', '--cached', '--others', '--exclude-standard', '-z', '--', SRC],
+        out = subprocess.run(['git', '-C', ROOT, 'ls-files', '--cached', '-z', '--', SRC],
                              check=True, capture_output=True).stdout.decode()
     except (OSError, subprocess.CalledProcessError):
         return None
