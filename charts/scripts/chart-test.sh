@@ -30,7 +30,7 @@ SCHEMA_CRD="$ROOT/charts/scripts/crd-schemas/{{ .ResourceKind }}{{ .KindSuffix }
 passed=0 failed=0 skipped=0 failures=()
 run () { # name command...
   local name=$1; shift
-  local log="$OUT/logs/$(echo "$name" | tr -c 'a-zA-Z0-9._-' '_').log" start=$SECONDS
+  local log="$OUT/logs/$(printf %s "$name" | tr -c 'a-zA-Z0-9._-' '_').log" start=$SECONDS
   if "$@" >"$log" 2>&1; then
     passed=$((passed + 1)); printf '  \033[32mPASS\033[0m %-58s %3ss\n' "$name" "$((SECONDS - start))"
   else

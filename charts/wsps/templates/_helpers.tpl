@@ -183,6 +183,10 @@ Service name, so the rendered manifests do not depend on the namespace
 WSPS_LOG_LEVEL: {{ .Values.logLevel | quote }}
 WSPS_REDIS_URL: {{ include "wsps.redis.url" . | quote }}
 WSPS_REDIS_KEY_PREFIX: {{ .Values.redis.keyPrefix | quote }}
+WSPS_REDIS_MODE: {{ ternary "cluster" "standalone" (and (eq .Values.redis.mode "external") .Values.redis.external.cluster) | quote }}
+{{- with .Values.redis.auth.username }}
+WSPS_REDIS_USERNAME: {{ . | quote }}
+{{- end }}
 {{- if include "wsps.redis.hasPassword" . }}
 WSPS_REDIS_PASSWORD_FILE: "/var/run/secrets/wsps/redis/redis-password"
 {{- end }}
@@ -196,7 +200,7 @@ Settings the chart owns; `config:` may not set them (validated), because the
 chart wires them to Secrets, ports, probes and the shutdown timing.
 */}}
 {{- define "wsps.managedSettings" -}}
-WSPS_HOST WSPS_HTTP_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE
+WSPS_HOST WSPS_HTTP_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_REDIS_MODE WSPS_REDIS_USERNAME WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE
 {{- end -}}
 
 {{/* Env shared by the wsps containers: the pod name as node name. */}}

@@ -27,10 +27,10 @@ wsps: redis.external.url
     rediss://host:port (got {{ $r.external.url | quote }}). Put the password in
     redis.auth.existingSecret or redis.auth.password, not in the URL.
 {{- end -}}
-{{- else if $r.external.url -}}
+{{- else if or $r.external.url $r.external.cluster -}}
 wsps: redis.external.url
-    redis.external.url is set but redis.mode is {{ $r.mode | quote }}: set
-    redis.mode=external to use it, or remove it.
+    redis.external.url / redis.external.cluster are set but redis.mode is
+    {{ $r.mode | quote }}: set redis.mode=external to use them, or remove them.
 {{- end -}}
 {{- end -}}
 
