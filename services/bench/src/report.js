@@ -17,8 +17,9 @@ export function renderMarkdown (r) {
     out.push('## Fan-out: max quote updates delivered per second (one process)', '')
     out.push(`${f(p.conns)} connections, each subscribed to ${p.k} of ${f(p.symbols)} symbols (Zipf ${p.zipf} popularity), one Redis publisher raising the rate until p99 publish→client latency > 100 ms or deliveries fall below 93% of what was published × subscribers.`, '')
     const naive = fan.naive?.max?.delivered
-    out.push('| server | max deliveries/s | vs naive | quotes/frame | server CPU (cores) | server RSS | loadgen CPU | limit hit | p50 / p99 / p999 at 50% of max (ms) |')
-    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |')
+    out.push('| server | max deliveries/s (p99 ≤ 100 ms) | vs naive | quotes/frame | server CPU (cores) | server RSS | loadgen CPU | limit hit | p50 / p99 / p999 at 50% of max (ms) | saturated: deliveries/s | per server core-second | vs naive |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |')
+    const naiveSat = fan.naive?.saturated?.perCore
     for (const n of names) {
       const x = fan[n]
       if (x.error || !x.max) {
@@ -26,15 +27,16 @@ export function renderMarkdown (r) {
         continue
       }
       const a = x.at50
-      out.push(`| ${x.label} | ${f(x.max.delivered)} | ${naive ? `${(x.max.delivered / naive).toFixed(1)}×` : 'n/a'} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${f(x.max.rssMiB)} MiB | ${f(x.max.cpu.loadgen, 2)} | ${x.limit} | ${a ? `${f(a.p50, 1)} / ${f(a.p99, 1)} / ${f(a.p999, 1)}` : 'n/a'} |`)
+      const sat = x.saturated
+      out.push(`| ${x.label} | ${f(x.max.delivered)} | ${naive ? `${(x.max.delivered / naive).toFixed(1)}×` : 'n/a'} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${f(x.max.rssMiB)} MiB | ${f(x.max.cpu.loadgen, 2)} | ${x.limit} | ${a ? `${f(a.p50, 1)} / ${f(a.p99, 1)} / ${f(a.p999, 1)}` : 'n/a'} | ${sat ? f(sat.delivered) : 'n/a'} | ${sat ? f(sat.perCore) : 'n/a'} | ${sat && naiveSat ? `${(sat.perCore / naiveSat).toFixed(1)}×` : 'n/a'} |`)
     }
     out.push('')
     out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries):', '')
-    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | CPU loadgen | CPU redis | RSS MiB | ok |')
-    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | per core-s | CPU loadgen | CPU redis | RSS MiB | ok |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
     for (const n of names) {
       for (const s of fan[n].steps ?? []) {
-        out.push(`| ${n}${s.refine ? ' (refine)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
     }
     out.push('')

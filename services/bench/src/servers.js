@@ -13,6 +13,10 @@ import { start, until, httpOk } from './spawn.js'
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const HERE = fileURLToPath(new URL('.', import.meta.url))
 const NODE = process.execPath
+/** WSPS_BENCH_PROFILE_DIR: run the Node servers under --cpu-prof, profiles written there on exit. */
+const PROF = process.env.WSPS_BENCH_PROFILE_DIR
+/** @param {string} name */
+const nodeArgs = (name) => (PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(PROF, name)}`] : [])
 
 /**
  * @typedef {object} ServerHandle
@@ -38,7 +42,7 @@ export const SERVERS = {
     label: 'wsps gateway',
     async start ({ redisUrl, core, env = {}, prefix = 'wsps' }) {
       const port = await freePort()
-      const p = start(NODE, [join(ROOT, 'services/gateway/src/main.js')], {
+      const p = start(NODE, [...nodeArgs('wsps'), join(ROOT, 'services/gateway/src/main.js')], {
         core,
         name: 'wsps',
         stdin: false,
@@ -58,14 +62,15 @@ export const SERVERS = {
           ...env
         }
       })
-      await until(async () => { if (!p.alive) throw new Error(p.errs.join('\n')); return httpOk(`http://127.0.0.1:${port}/readyz`) }, 20_000, 'wsps gateway ready')
+      await until(async () => !p.alive || httpOk(`http://127.0.0.1:${port}/readyz`), 60_000, 'wsps gateway ready')
+      if (!p.alive) throw new Error(`wsps gateway exited: ${p.errs.slice(-20).join('\n')}`)
       return {
         name: 'wsps',
         adapter: 'wsps',
         url: `ws://127.0.0.1:${port}`,
         port,
         roots: () => [p.pid],
-        async stop () { await p.stop(5000) },
+        async stop () { await p.stop(PROF ? 20_000 : 5000) },
         async metrics () {
           const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
           /** @type {Record<string, number>} */
@@ -84,7 +89,7 @@ export const SERVERS = {
     label: 'naive ws baseline',
     async start ({ redisUrl, core, prefix = 'wsps' }) {
       const port = await freePort()
-      const p = start(NODE, [join(HERE, 'servers/naive.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'naive', stdin: false })
+      const p = start(NODE, [...nodeArgs('naive'), join(HERE, 'servers/naive.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'naive', stdin: false })
       await p.waitLine((l) => l.type === 'listening', 15_000)
       return { name: 'naive', adapter: 'naive', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) } }
     }
@@ -93,7 +98,7 @@ export const SERVERS = {
     label: 'Socket.IO 4 + redis-adapter',
     async start ({ redisUrl, core, prefix = 'wsps' }) {
       const port = await freePort()
-      const p = start(NODE, [join(HERE, 'servers/socketio.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'socketio', stdin: false })
+      const p = start(NODE, [...nodeArgs('socketio'), join(HERE, 'servers/socketio.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'socketio', stdin: false })
       await p.waitLine((l) => l.type === 'listening', 15_000)
       return { name: 'socketio', adapter: 'socketio', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) } }
     }

@@ -28,7 +28,9 @@ export function start (cmd, args, { core = null, env = {}, name = cmd, cwd, stdi
   // detached: its own session, so its own scheduler autogroup, like any
   // process another user starts; and its own process group, so stopping it
   // stops what it started (Pushpin's runner, nginx's workers).
-  const proc = spawn(c, a, { cwd, detached: true, env: { ...process.env, ...env }, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] })
+  // Children get no WSPS_* of ours (the gateway refuses unknown WSPS_ settings), only what is given.
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('WSPS_')))
+  const proc = spawn(c, a, { cwd, detached: true, env: { ...base, ...env }, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] })
   live.add(proc)
   /** @type {any[]} */
   const lines = []
