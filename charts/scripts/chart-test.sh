@@ -138,6 +138,16 @@ for dir in kustomize/tests/*/; do
 done
 run "kubeconform ${#kbuilt[@]} kustomize builds x ${#K8S_VERSIONS[@]} versions" kubeconform_all "${kbuilt[@]}"
 
+section "infra: Kubernetes manifests validate"
+infra_manifests=()
+while IFS= read -r f; do infra_manifests+=("$f"); done < <(
+  find infra -path infra/local -prune -o -path infra/local-cluster -prune -o -name '*.yaml' \
+    ! -name 'values*.yaml' ! -name 'kind-config.yaml' -print | sort)
+run "kubeconform infra (${#infra_manifests[@]} files) x ${#K8S_VERSIONS[@]} versions" kubeconform_all "${infra_manifests[@]}"
+for f in "${infra_manifests[@]}"; do
+  run "kube-score ${f#infra/}" kube_score "$f" "$f"
+done
+
 echo
 echo "chart-test took $((SECONDS - start_all))s; logs and rendered manifests in $OUT/"
 if ((failed)); then
