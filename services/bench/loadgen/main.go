@@ -52,20 +52,21 @@ type stats struct {
 }
 
 type options struct {
-	adapter     string
-	url         string
-	conns       int
-	first       int
-	src         []string
-	symbols     int
-	k           int
-	zipf        float64
-	seed        int64
-	concurrency int
-	reportMs    int
-	maxSeconds  int
-	waitSnap    bool
-	dialRetries int
+	adapter      string
+	url          string
+	conns        int
+	first        int
+	src          []string
+	symbols      int
+	k            int
+	zipf         float64
+	seed         int64
+	concurrency  int
+	reportMs     int
+	maxSeconds   int
+	waitSnap     bool
+	dialRetries  int
+	readyTimeout int
 }
 
 func main() {
@@ -85,6 +86,7 @@ func main() {
 	flag.IntVar(&o.maxSeconds, "max-seconds", 600, "hard stop")
 	flag.BoolVar(&o.waitSnap, "wait-snap", true, "a connection is ready when it holds a snapshot of every symbol (else: on ack)")
 	flag.IntVar(&o.dialRetries, "dial-retries", 5, "retries of a failed handshake")
+	flag.IntVar(&o.readyTimeout, "ready-timeout", 0, "seconds: then report ready with the connections ready so far and close the others (0: wait for all)")
 	flag.Parse()
 	o.src = strings.Split(src, ",")
 
@@ -109,17 +111,18 @@ func main() {
 
 	st := &stats{}
 	sampler := newZipf(o.symbols, o.zipf)
-	subsPerSymbol := make([]int, o.symbols)
 	plans := make([][]string, o.conns)
+	planIdx := make([][]int, o.conns)
+	readyConn := make([]atomic.Bool, o.conns)
 	for i := range plans {
 		rng := rand.New(rand.NewSource(o.seed*1_000_003 + int64(o.first+i)))
 		idx := sampler.distinct(rng, o.k)
 		syms := make([]string, len(idx))
 		for j, r := range idx {
 			syms[j] = symbolName(r)
-			subsPerSymbol[r]++
 		}
 		plans[i] = syms
+		planIdx[i] = idx
 	}
 
 	var connected, ready, failed atomic.Int64
@@ -135,58 +138,89 @@ func main() {
 			readyOnce.Do(func() { close(allReady) })
 		}
 	}
-	for i := 0; i < o.conns; i++ {
-		sem <- struct{}{}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)]}
-			released := false
-			release := func() {
-				if !released {
-					released = true
-					<-sem
-				}
-			}
-			defer release()
-			t0 := time.Now()
-			if err := c.dial(ctx); err != nil {
-				failed.Add(1)
-				st.errors.Add(1)
-				emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
-				checkReady()
+	// cut: the ready timeout (or the end). Connections not ready by then
+	// close, so deliveries are counted only for known subscriptions.
+	cutCtx, cut := context.WithCancel(ctx)
+	defer cut()
+	go func() {
+		for i := 0; i < o.conns; i++ {
+			select {
+			case sem <- struct{}{}:
+			case <-cutCtx.Done():
 				return
 			}
-			connected.Add(1)
-			handshake.add(time.Since(t0))
-			c.onReady = func() {
-				readyAt.add(time.Since(start))
-				ready.Add(1)
-				release()
-				checkReady()
-			}
-			if err := c.run(ctx); err != nil && ctx.Err() == nil {
-				st.errors.Add(1)
-				emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
-				if !c.ready {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)]}
+				released := false
+				release := func() {
+					if !released {
+						released = true
+						<-sem
+					}
+				}
+				defer release()
+				t0 := time.Now()
+				if err := c.dial(cutCtx); err != nil {
 					failed.Add(1)
+					st.errors.Add(1)
+					emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+					checkReady()
+					return
+				}
+				connected.Add(1)
+				handshake.add(time.Since(t0))
+				ws := c.ws
+				stop := context.AfterFunc(cutCtx, func() {
+					if !readyConn[i].Load() {
+						_ = ws.Close()
+					}
+				})
+				defer stop()
+				c.onReady = func() {
+					readyConn[i].Store(true)
+					readyAt.add(time.Since(start))
+					ready.Add(1)
+					release()
 					checkReady()
 				}
-			}
-		}(i)
-	}
+				if err := c.run(ctx); err != nil && ctx.Err() == nil {
+					st.errors.Add(1)
+					if !c.ready {
+						failed.Add(1)
+						checkReady()
+					}
+					if cutCtx.Err() == nil || c.ready {
+						emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+					}
+				}
+			}(i)
+		}
+	}()
 
+	var timeout <-chan time.Time
+	if o.readyTimeout > 0 {
+		timeout = time.After(time.Duration(o.readyTimeout) * time.Second)
+	}
 	select {
 	case <-allReady:
 	case <-ctx.Done():
+	case <-timeout:
+		cut()
+	}
+	subsPerSymbol := make([]int, o.symbols)
+	for i := range planIdx {
+		if readyConn[i].Load() {
+			for _, r := range planIdx[i] {
+				subsPerSymbol[r]++
+			}
+		}
 	}
 	emit(map[string]any{
 		"type":          "ready",
 		"conns":         ready.Load(),
-		"failed":        failed.Load(),
+		"failed":        int64(o.conns) - ready.Load(),
 		"elapsedMs":     ms(time.Since(start)),
 		"handshakeMs":   handshake.summary(),
 		"readyMs":       readyAt.summary(),

@@ -32,21 +32,21 @@ const PROFILES = {
   full: {
     conns: 10_000, procs: 4, symbols: 2000, k: 20, zipf: 1.0,
     startDeliveries: 10_000, factor: 1.5, saturation: 4, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000,
-    storm: 18_000, stormProcs: 4, idleExtra: 1500,
+    storm: 18_000, stormProcs: 4, idleExtra: 1500, readyTimeout: 100,
     nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
     simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000
   },
   smoke: {
     conns: 200, procs: 1, symbols: 100, k: 5, zipf: 1.0,
     startDeliveries: 2000, factor: 2, saturation: 3, settleMs: 1000, measureMs: 2000, maxSteps: 2, latMeasureMs: 2000,
-    storm: 300, stormProcs: 1, idleExtra: 50,
+    storm: 300, stormProcs: 1, idleExtra: 50, readyTimeout: 20,
     nginxConns: 100, nginxReps: 1, nginxDeliveries: 2000,
     simProcs: [1, 2], simConns: 200, simDeliveries: 2000, simMeasureMs: 2000
   },
   quick: {
     conns: 3000, procs: 2, symbols: 1000, k: 20, zipf: 1.0,
     startDeliveries: 6_000, factor: 1.8, saturation: 4, settleMs: 1500, measureMs: 3000, maxSteps: 8, latMeasureMs: 4000,
-    storm: 6000, stormProcs: 2, idleExtra: 0,
+    storm: 6000, stormProcs: 2, idleExtra: 0, readyTimeout: 40,
     nginxConns: 1500, nginxReps: 1, nginxDeliveries: 30_000,
     simProcs: [1, 2], simConns: 2000, simDeliveries: 30_000, simMeasureMs: 3000
   }
@@ -245,7 +245,10 @@ async function fanoutAll (names) {
         const rssStart = rssBytes(tree(srv.roots()))
         const fleet = subject.fleet = await startFleet({
           bin: LOADGEN, adapter: srv.adapter, url: srv.url, conns: P.conns, procs: P.procs,
-          symbols: P.symbols, k: P.k, zipf: P.zipf, core: LOAD_CORE, maxSeconds: 1500, concurrency: 64
+          // Pushpin's handshakes wait on a round trip to the origin (via zurl):
+          // more in flight, or connecting 10k clients takes minutes.
+          symbols: P.symbols, k: P.k, zipf: P.zipf, core: LOAD_CORE, maxSeconds: 1500, concurrency: name === 'pushpin' ? 400 : 64,
+          readyTimeout: P.readyTimeout
         })
         log(`  ${fleet.conns}/${P.conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)
         await sleep(1000)
@@ -260,7 +263,11 @@ async function fanoutAll (names) {
           rssStartMiB: round(rssStart / 2 ** 20, 1),
           rssIdleMiB: round(rssBytes(tree(srv.roots())) / 2 ** 20, 1)
         }
-        if (fleet.conns < P.conns * 0.99) throw new Error(`only ${fleet.conns} of ${P.conns} clients connected: ${fleet.errors.slice(0, 3).join('; ')}`)
+        if (fleet.conns < P.conns * 0.99) {
+          out[name].partial = `only ${fleet.conns} of ${P.conns} clients connected and subscribed within ${P.readyTimeout} s: measured with those`
+          log(`  ${name}: ${out[name].partial}`)
+        }
+        if (fleet.conns === 0) throw new Error(`no client connected: ${fleet.errors.slice(0, 3).join('; ')}`)
       } catch (err) {
         log(`fanout ${name} failed to start: ${/** @type {Error} */ (err).stack}`)
         out[name] = { ...(out[name] ?? {}), label: SERVERS[name].label, error: String(/** @type {Error} */ (err).message) }

@@ -26,6 +26,7 @@ function freshIp () {
  * @property {boolean} [waitSnap]
  * @property {string | null} core
  * @property {number} maxSeconds
+ * @property {number} [readyTimeout] seconds; then go on with the connections ready so far (0: wait for all)
  */
 
 /** @param {FleetOptions} o */
@@ -39,7 +40,7 @@ export async function startFleet (o) {
       `-adapter=${o.adapter}`, `-url=${o.url}`, `-conns=${n}`, `-first=${(o.first ?? 0) + i * per}`,
       `-src=${freshIp()},${freshIp()}`, `-symbols=${o.symbols}`, `-k=${o.k}`, `-zipf=${o.zipf}`,
       `-seed=${o.seed ?? 1}`, `-concurrency=${o.concurrency ?? 64}`, `-wait-snap=${o.waitSnap ?? true}`,
-      `-max-seconds=${o.maxSeconds}`
+      `-max-seconds=${o.maxSeconds}`, `-ready-timeout=${o.readyTimeout ?? 0}`
     ], { core: o.core, name: `loadgen-${o.adapter}-${i}` }))
   }
   const t0 = performance.now()

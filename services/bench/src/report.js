@@ -20,6 +20,8 @@ export function renderMarkdown (r) {
     out.push('| server | max deliveries/s (p99 ≤ 100 ms) | vs naive | quotes/frame | server CPU (cores) | server RSS | loadgen CPU | limit hit | p50 / p99 / p999 at 50% of max (ms) | saturated: deliveries/s | per server core-second | vs naive |')
     out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |')
     const naiveSat = fan.naive?.saturated?.perCore
+    /** @type {string[]} */
+    const notes = []
     for (const n of names) {
       const x = fan[n]
       if (x.error || !x.max) {
@@ -28,9 +30,11 @@ export function renderMarkdown (r) {
       }
       const a = x.at50
       const sat = x.saturated
+      if (x.partial) notes.push(`${x.label}: ${x.partial}.`)
       out.push(`| ${x.label} | ${f(x.max.delivered)} | ${naive ? `${(x.max.delivered / naive).toFixed(1)}×` : 'n/a'} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${f(x.max.rssMiB)} MiB | ${f(x.max.cpu.loadgen, 2)} | ${x.limit} | ${a ? `${f(a.p50, 1)} / ${f(a.p99, 1)} / ${f(a.p999, 1)}` : 'n/a'} | ${sat ? f(sat.delivered) : 'n/a'} | ${sat ? f(sat.perCore) : 'n/a'} | ${sat && naiveSat ? `${(sat.perCore / naiveSat).toFixed(1)}×` : 'n/a'} |`)
     }
     out.push('')
+    for (const n of notes) out.push(`Note: ${n}`, '')
     out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries):', '')
     out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | per core-s | CPU loadgen | CPU redis | RSS MiB | ok |')
     out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort } from '@wsps/testkit'
 import { start, until, httpOk } from './spawn.js'
+import { tree } from './proc.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const HERE = fileURLToPath(new URL('.', import.meta.url))
@@ -38,53 +39,7 @@ const nodeArgs = (name) => (PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(PROF, n
 
 /** @type {Record<string, {label: string, start: (o: StartOptions) => Promise<ServerHandle>}>} */
 export const SERVERS = {
-  wsps: {
-    label: 'wsps gateway',
-    async start ({ redisUrl, core, env = {}, prefix = 'wsps' }) {
-      const port = await freePort()
-      const p = start(NODE, [...nodeArgs('wsps'), join(ROOT, 'services/gateway/src/main.js')], {
-        core,
-        name: 'wsps',
-        stdin: false,
-        env: {
-          WSPS_REDIS_URL: redisUrl,
-          WSPS_HOST: '127.0.0.1',
-          WSPS_HTTP_PORT: String(port),
-          WSPS_NODE_NAME: `bench-wsps-${port}`,
-          WSPS_LOG_LEVEL: 'warn',
-          WSPS_STATIC_DIR: '-',
-          WSPS_MAX_CONNECTIONS: '19900',
-          WSPS_RATE_PER_SEC: '100000',
-          WSPS_RATE_BURST: '100000',
-          WSPS_UNSUBSCRIBE_DELAY_MS: '1000',
-          WSPS_DRAIN_MS: '0',
-          WSPS_REDIS_KEY_PREFIX: prefix,
-          ...env
-        }
-      })
-      await until(async () => !p.alive || httpOk(`http://127.0.0.1:${port}/readyz`), 60_000, 'wsps gateway ready')
-      if (!p.alive) throw new Error(`wsps gateway exited: ${p.errs.slice(-20).join('\n')}`)
-      return {
-        name: 'wsps',
-        adapter: 'wsps',
-        url: `ws://127.0.0.1:${port}`,
-        port,
-        roots: () => [p.pid],
-        async stop () { await p.stop(PROF ? 20_000 : 5000) },
-        async metrics () {
-          const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
-          /** @type {Record<string, number>} */
-          const out = {}
-          for (const line of text.split('\n')) {
-            if (!line || line.startsWith('#')) continue
-            const i = line.lastIndexOf(' ')
-            out[line.slice(0, i).replace(/,?node="[^"]*"/, '').replace('{}', '')] = Number(line.slice(i + 1))
-          }
-          return out
-        }
-      }
-    }
-  },
+  wsps: gatewayServer('wsps', 'wsps gateway', join(ROOT, 'services/gateway/src/main.js')),
   naive: {
     label: 'naive ws baseline',
     async start ({ redisUrl, core, prefix = 'wsps' }) {
@@ -126,10 +81,80 @@ export const SERVERS = {
         url: `ws://127.0.0.1:${port}`,
         port,
         roots: () => [pp.pid, backend.pid],
-        async stop () { await pp.stop(0); await backend.stop(0) }
+        async stop () {
+          // The runner puts its services in process groups of their own: take the whole tree.
+          const all = tree([pp.pid])
+          await pp.stop(0)
+          await backend.stop(0)
+          for (const pid of all) { try { process.kill(pid, 'SIGKILL') } catch {} }
+        }
       }
     }
   }
+}
+
+/**
+ * A wsps gateway process from an entry file (the repo's, or a variant under
+ * test: WSPS_BENCH_VARIANTS="name=/path/to/src/main.js,..." adds servers
+ * that the fan-out can interleave with the original: --servers=wsps,name).
+ *
+ * @param {string} name
+ * @param {string} label
+ * @param {string} main
+ */
+function gatewayServer (name, label, main) {
+  return {
+    label,
+    async start (/** @type {StartOptions} */ { redisUrl, core, env = {}, prefix = 'wsps' }) {
+      const port = await freePort()
+      const p = start(NODE, [...nodeArgs(name), main], {
+        core,
+        name,
+        stdin: false,
+        env: {
+          WSPS_REDIS_URL: redisUrl,
+          WSPS_HOST: '127.0.0.1',
+          WSPS_HTTP_PORT: String(port),
+          WSPS_NODE_NAME: `bench-${name}-${port}`,
+          WSPS_LOG_LEVEL: 'warn',
+          WSPS_STATIC_DIR: '-',
+          WSPS_MAX_CONNECTIONS: '19900',
+          WSPS_RATE_PER_SEC: '100000',
+          WSPS_RATE_BURST: '100000',
+          WSPS_UNSUBSCRIBE_DELAY_MS: '1000',
+          WSPS_DRAIN_MS: '0',
+          WSPS_REDIS_KEY_PREFIX: prefix,
+          ...env
+        }
+      })
+      await until(async () => !p.alive || httpOk(`http://127.0.0.1:${port}/readyz`), 60_000, `${name} gateway ready`)
+      if (!p.alive) throw new Error(`${name} gateway exited: ${p.errs.slice(-20).join('\n')}`)
+      return {
+        name,
+        adapter: 'wsps',
+        url: `ws://127.0.0.1:${port}`,
+        port,
+        roots: () => [p.pid],
+        async stop () { await p.stop(PROF ? 20_000 : 5000) },
+        async metrics () {
+          const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+          /** @type {Record<string, number>} */
+          const out = {}
+          for (const line of text.split('\n')) {
+            if (!line || line.startsWith('#')) continue
+            const i = line.lastIndexOf(' ')
+            out[line.slice(0, i).replace(/,?node="[^"]*"/, '').replace('{}', '')] = Number(line.slice(i + 1))
+          }
+          return out
+        }
+      }
+    }
+  }
+}
+
+for (const v of (process.env.WSPS_BENCH_VARIANTS ?? '').split(',').filter(Boolean)) {
+  const [name, main] = v.split('=')
+  SERVERS[name] = gatewayServer(name, `wsps variant ${name}`, main)
 }
 
 /**

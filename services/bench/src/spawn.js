@@ -2,6 +2,7 @@
 
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { tree } from './proc.js'
 
 /**
  * Niceness of everything the bench starts (WSPS_BENCH_NICE, default 0). On a
@@ -13,7 +14,12 @@ export const NICE = Number(process.env.WSPS_BENCH_NICE ?? 0)
 
 /** @type {Set<import('node:child_process').ChildProcess>} */
 const live = new Set()
-const killAll = () => { for (const p of live) { try { process.kill(-(/** @type {number} */ (p.pid)), 'SIGKILL') } catch {} } }
+const killAll = () => {
+  const roots = [...live].map((p) => /** @type {number} */ (p.pid))
+  const all = tree(roots)
+  for (const pid of roots) { try { process.kill(-pid, 'SIGKILL') } catch {} }
+  for (const pid of all) { try { process.kill(pid, 'SIGKILL') } catch {} }
+}
 process.on('exit', killAll)
 for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(sig, () => { killAll(); process.exit(130) })
 
