@@ -25,7 +25,7 @@ import { readConfig } from './lib/config.js'
 import { buildPlan, popularity, prng, scenarios } from './lib/profiles.js'
 import { buildSummary, renderText } from './lib/summary.js'
 import { Tally, bucketOf } from './lib/tally.js'
-import { Delta, QuoteTracker, classifyClose, errorExpected, requests } from './lib/wsps.js'
+import { Delta, QuoteTracker, classifyClose, errorExpected, parseQuotesFrame, requests } from './lib/wsps.js'
 
 const CFG = readConfig(__ENV)
 const PLAN = buildPlan(CFG)
@@ -99,6 +99,8 @@ class VuRun {
     this.tally = new Tally()
     /** latency histogram buckets, bucket index -> count (flushed into the tally) */
     this.latHist = new Array(256).fill(0)
+    /** client lag (frame read -> handled by the script): k6 itself falling behind */
+    this.lagHist = new Array(256).fill(0)
     /** @type {Conn[]} */
     this.conns = []
     this.finishing = false
@@ -133,6 +135,7 @@ class VuRun {
   flush () {
     for (const c of this.conns) c.flushInto(this.tally)
     this.tally.addBuckets('lat', this.latHist)
+    this.tally.addBuckets('lag', this.lagHist)
     const names = this.tally.drain()
     if (names.length === 0) return
     /** @type {Record<string, boolean>} */
@@ -215,12 +218,16 @@ class Conn {
 
   /** @param {any} e */
   onMessage (e) {
-    const msg = JSON.parse(e.data)
+    const data = e.data
+    const at = e.timestamp
     this.frames++
-    if (msg.op === ServerOp.QUOTES) return this.onQuotes(msg.quotes, e.timestamp)
+    this.run.lagHist[Math.min(255, bucketOf(Date.now() - at))]++
+    const quotes = parseQuotesFrame(data)
+    if (quotes !== null) return this.onQuotes(quotes, at)
+    const msg = JSON.parse(data)
     switch (msg.op) {
-      case ServerOp.HELLO: return this.onHello(msg, e.timestamp)
-      case ServerOp.SNAP: return this.onSnap(msg.quotes, e.timestamp)
+      case ServerOp.HELLO: return this.onHello(msg, at)
+      case ServerOp.SNAP: return this.onSnap(msg.quotes, at)
       case ServerOp.ACK: return this.tracker.onAck(msg.id)
       case ServerOp.ERROR: return this.onError(msg)
     }
@@ -305,7 +312,8 @@ class Conn {
       }
     }
     if (delivered) {
-      M.quotes.add(delivered, this.tags)
+      // wsps_quotes is added when the counters are flushed (one sample per
+      // flush, not per frame: samples are what costs k6 the most).
       this.quotes += delivered
       if (at >= this.run.holdStartAt) this.quotesHold += delivered
     }
@@ -387,6 +395,7 @@ class Conn {
   flushInto (tally) {
     if (this.frames === 0) return
     const node = this.node || 'none'
+    if (this.quotes > 0) M.quotes.add(this.quotes, this.tags)
     tally.add('f', node, this.frames)
     tally.add('q', node, this.quotes)
     tally.add('qh', node, this.quotesHold)

@@ -6,6 +6,9 @@ import { allChecks, decodeTallies, histCount, histPercentile } from './tally.js'
 
 export const SUMMARY_VERSION = 1
 
+/** Client lag (k6 handling frames late) above this makes the report warn. */
+export const LAG_WARN_MS = 100
+
 /** Trend metrics shown in the latency table: key -> [k6 metric, title]. */
 export const TRENDS = Object.freeze({
   lat: ['wsps_quote_latency', 'quote latency (now - ts)'],
@@ -347,6 +350,16 @@ export function renderText (s) {
     lrows.push([title, fmt(tr.count), fmt(tr.avg, 1), fmt(tr.med, 1), fmt(tr.p90, 1), fmt(tr.p95, 1), fmt(tr.p99, 1), fmt(tr.max, 1)])
   }
   out.push(table(lrows))
+  const lag = s.hist.lag
+  if (lag && histCount(lag) > 0) {
+    const p50 = histPercentile(lag, 50)
+    const p99 = histPercentile(lag, 99)
+    out.push(`  k6 client lag (frame read -> handled by the script): p50 <= ${fmt(p50, 1)}, p99 <= ${fmt(p99, 1)}`)
+    if ((p99 ?? 0) > LAG_WARN_MS) {
+      out.push(`  WARNING: k6 fell behind (lag p99 over ${LAG_WARN_MS} ms): it is short of CPU, so the latencies above include its own queueing.`)
+      out.push('           Use fewer connections per process (shard.js) or a less busy machine.')
+    }
+  }
 
   const listing = (/** @type {Record<string, number>} */ o) => {
     const e = Object.entries(o).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1])

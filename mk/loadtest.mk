@@ -1,0 +1,71 @@
+# k6 load test (loadtest/): the pinned k6, local runs against `make up`, the
+# sharded runner for more connections than one process can hold, and checks.
+# docs/loadtest.md explains the parameters and the report.
+
+K6_VERSION := v1.8.1
+K6_DIR := $(WSPS_CACHE)/tools/k6-$(K6_VERSION)
+K6 := $(K6_DIR)/k6
+# Where `make up` serves the WebSocket endpoint.
+LOADTEST_READY_URL ?= http://127.0.0.1:8080/readyz
+
+TEST_TARGETS += test-loadtest
+
+##@ Load test
+.PHONY: k6
+k6: $(K6) ## Install the pinned k6 (built with Go once, ~3-5 min; cached in $WSPS_CACHE)
+	@mkdir -p "$(WSPS_CACHE)/bin"
+	ln -sfn "$(K6)" "$(WSPS_CACHE)/bin/k6"
+
+# The build goes to a temp dir first so an interrupted one leaves nothing behind.
+$(K6):
+	@command -v go >/dev/null || { echo "error: go is required to build k6 $(K6_VERSION)" >&2; exit 1; }
+	mkdir -p "$(WSPS_CACHE)/tools"
+	tmp=$$(mktemp -d "$(WSPS_CACHE)/tools/.k6-build.XXXXXX")
+	trap 'rm -rf "$$tmp"' EXIT
+	echo "==> building k6 $(K6_VERSION) with go install (first time only; ~700 packages, a few minutes)"
+	start=$$SECONDS
+	GOBIN="$$tmp" GOFLAGS=-buildvcs=false go install -v -trimpath -ldflags '-s -w' go.k6.io/k6@$(K6_VERSION) 2>&1 \
+	  | awk '{ n++; if (n % 50 == 0) { printf "    ... %d packages compiled (%s)\n", n, $$0; fflush() } }'
+	rm -rf "$(K6_DIR)"
+	mv "$$tmp" "$(K6_DIR)"
+	echo "==> k6 $(K6_VERSION) built in $$((SECONDS - start))s: $(K6)"
+
+# Fails with a clear message instead of starting the stack behind your back.
+.PHONY: loadtest-stack-up
+loadtest-stack-up:
+	@curl -fsS -o /dev/null --max-time 2 "$(LOADTEST_READY_URL)" || {
+	  echo "error: the local stack does not answer at $(LOADTEST_READY_URL). Start it with 'make up' (or set WS_URL and LOADTEST_READY_URL for another target)." >&2
+	  exit 1
+	}
+
+.PHONY: loadtest
+loadtest: k6 loadtest-stack-up ## Short ramp against `make up` (TARGET=1000 RAMP=20s HOLD=40s; any ramp.js variable overrides)
+	@echo "==> k6 run loadtest/ramp.js: TARGET=$${TARGET:=1000} RAMP=$${RAMP:=20s} HOLD=$${HOLD:=40s} (results in loadtest/results/)"
+	TARGET=$$TARGET RAMP=$$RAMP HOLD=$$HOLD K6_NO_USAGE_REPORT=true "$(K6)" run --quiet loadtest/ramp.js
+
+.PHONY: loadtest-smoke
+loadtest-smoke: k6 loadtest-stack-up ## 20 connections for 25 s, strict thresholds: is the stack sane?
+	@SCENARIO=smoke K6_NO_USAGE_REPORT=true "$(K6)" run --quiet loadtest/ramp.js
+
+.PHONY: loadtest-shard
+loadtest-shard: k6 loadtest-stack-up ## TARGET over several k6 processes and source IPs (SHARDS=n, IPS=127.0.0.2-127.0.0.9), merged report
+	@K6="$(K6)" node loadtest/shard.js $(if $(SHARDS),--shards $(SHARDS)) $(if $(IPS),--ips $(IPS))
+
+.PHONY: loadtest-check
+loadtest-check: ## k6 inspect of every scenario: the script loads and its options are valid (needs k6: make k6)
+	@k6=$$(test -x "$(K6)" && echo "$(K6)" || command -v k6 || true)
+	[[ -n $$k6 ]] || { echo "error: k6 is not installed; run 'make k6'" >&2; exit 1; }
+	for args in "SCENARIO=smoke" "SCENARIO=ramp" "SCENARIO=soak" "SCENARIO=ramp RECONNECT=1 TARGET=5000" "STAGES=10s:100,20s:100,10s:300,20s:300 SYMBOLS=AAPL,MSFT,BRK.B SUBS=2"; do
+	  env $$args K6_NO_USAGE_REPORT=true "$$k6" inspect --execution-requirements loadtest/ramp.js >/dev/null \
+	    || { echo "loadtest-check: k6 inspect failed with $$args" >&2; exit 1; }
+	done
+	echo "loadtest-check: ramp.js loads and its options are valid (smoke, ramp, soak, reconnect, stages) with $$("$$k6" version | head -n1)"
+
+.PHONY: test-loadtest
+test-loadtest: ## Unit tests of loadtest/lib (node:test), plus loadtest-check when k6 is installed
+	@node --test --test-reporter=spec loadtest/lib/*.test.js
+	if [[ -x "$(K6)" ]] || command -v k6 >/dev/null; then
+	  $(MAKE) --no-print-directory loadtest-check
+	else
+	  echo "test-loadtest: skipping loadtest-check: k6 is not installed (make k6 builds it once, a few minutes)"
+	fi
