@@ -1,0 +1,200 @@
+// Slow consumers among live ones, on real processes. Shared by the fast test
+// (services/testkit/test/slow-consumer.test.js, ~20 among ~100) and
+// `make chaos-slow` (1,000 among 9,000).
+//
+// Timeline: every client subscribes and gets its snapshot; a baseline phase
+// measures live latency; then the slow clients pause their sockets (stop
+// reading). Once the gateway reports them slow, the "wakers" resume at once
+// (they must catch up through conflated updates, with no gap), the
+// "sleepers" stay paused until the gateway cuts them off.
+
+import { Histogram } from './stats.js'
+import { startFleet } from './fleet.js'
+import { sleep, startFetcher, startGateway, startRedis, waitFor } from '../../testkit/src/index.js'
+
+/**
+ * @typedef {object} SlowParams
+ * @property {number} live
+ * @property {number} slow
+ * @property {number} wakers slow clients that resume as soon as the gateway sees them slow
+ * @property {number} symbols
+ * @property {number} liveSubs symbols per live client
+ * @property {number} slowSubs symbols per slow client (the first ones: all slow clients share them)
+ * @property {number} fetchIntervalMs
+ * @property {number} batchMs
+ * @property {number} highWater WSPS_SEND_HIGH_WATER_BYTES
+ * @property {number} sendMax WSPS_SEND_MAX_BYTES
+ * @property {number} slowCloseMs WSPS_SLOW_CLOSE_MS
+ * @property {number} processes client processes
+ * @property {number} baselineMs
+ * @property {number} afterMs
+ */
+
+/** @type {SlowParams} */
+export const FAST_PARAMS = Object.freeze({
+  live: 100,
+  slow: 20,
+  wakers: 5,
+  symbols: 100,
+  liveSubs: 2,
+  slowSubs: 100,
+  fetchIntervalMs: 50,
+  batchMs: 10,
+  highWater: 16 * 1024,
+  sendMax: 256 * 1024,
+  slowCloseMs: 5000,
+  processes: 1,
+  baselineMs: 2000,
+  afterMs: 2000
+})
+
+/**
+ * @param {Partial<SlowParams>} overrides
+ * @param {(line: string) => void} [log]
+ */
+export async function runSlowConsumers (overrides = {}, log = () => {}) {
+  /** @type {SlowParams} */
+  const p = { ...FAST_PARAMS, ...overrides }
+  const symbols = Array.from({ length: p.symbols }, (_, i) => `SLW${i}`)
+  const redis = await startRedis()
+  /** @type {import('../../testkit/src/index.js').ServiceHandle[]} */
+  const procs = []
+  /** @type {Awaited<ReturnType<typeof startFleet>> | null} */
+  let fleet = null
+  try {
+    const [gw, fetcher] = await Promise.all([
+      startGateway(redis.url, {
+        WSPS_SEND_HIGH_WATER_BYTES: p.highWater,
+        WSPS_SEND_MAX_BYTES: p.sendMax,
+        WSPS_SLOW_CLOSE_MS: p.slowCloseMs,
+        WSPS_MAX_SUBSCRIPTIONS: Math.max(200, p.slowSubs, p.liveSubs),
+        WSPS_MAX_CONNECTIONS: p.live + p.slow + 1000,
+        WSPS_BATCH_MS: p.batchMs,
+        // A paused reader does not answer pings either; keep the heartbeat
+        // from cutting it off before the slow-consumer rule does.
+        WSPS_HEARTBEAT_MS: 120_000
+      }),
+      startFetcher(redis.url, {
+        WSPS_FETCH_INTERVAL_MS: p.fetchIntervalMs,
+        WSPS_SCHEDULE_TICK_MS: Math.max(10, Math.min(100, Math.floor(p.fetchIntervalMs / 4))),
+        WSPS_WORKER_CONCURRENCY: 8
+      })
+    ])
+    procs.push(gw, fetcher)
+    const metrics = () => gw.metrics()
+
+    fleet = await startFleet(p.processes)
+    /** @type {{kind: 'live' | 'slow', role: string, symbols: string[]}[][]} */
+    const shares = Array.from({ length: p.processes }, () => [])
+    for (let i = 0; i < p.live; i++) {
+      const subs = Array.from({ length: p.liveSubs }, (_, k) => symbols[(i * 7919 + k * 104729) % symbols.length])
+      shares[i % p.processes].push({ kind: 'live', role: 'live', symbols: [...new Set(subs)] })
+    }
+    for (let i = 0; i < p.slow; i++) {
+      shares[i % p.processes].push({ kind: 'slow', role: i < p.wakers ? 'waker' : 'sleeper', symbols: symbols.slice(0, p.slowSubs) })
+    }
+    const rssIdle = (await metrics()).process_resident_memory_bytes
+    const connectStarted = Date.now()
+    const connected = await Promise.all(shares.map((clients, i) => fleet?.call(i, { cmd: 'connect', url: gw.wsUrl, clients, parallel: 100 })))
+    const failed = connected.reduce((n, r) => n + r.failed, 0)
+    log(`connected ${p.live + p.slow - failed} clients in ${Date.now() - connectStarted} ms (${failed} failed)`)
+    if (failed > 0) throw new Error(`${failed} clients failed to connect`)
+    await waitFor(async () => (await fleet?.all({ cmd: 'snapshotted' }) ?? []).every((r) => r.missing === 0), { timeout: 120_000, interval: 500, message: 'every client snapshotted' })
+
+    await fleet.all({ cmd: 'phase', name: 'baseline' })
+    await sleep(p.baselineMs)
+    const m0 = await metrics()
+
+    // Stop reading.
+    await fleet.all({ cmd: 'phase', name: 'slow' })
+    await fleet.all({ cmd: 'pause' })
+    const pausedAt = Date.now()
+    let slowMax = 0
+    let rssPeak = m0.process_resident_memory_bytes
+    let sampling = true
+    const sampler = (async () => {
+      while (sampling) {
+        try {
+          const m = await metrics()
+          slowMax = Math.max(slowMax, m.wsps_gateway_slow_clients)
+          rssPeak = Math.max(rssPeak, m.process_resident_memory_bytes)
+        } catch {}
+        await sleep(250)
+      }
+    })()
+    const seenSlow = Math.ceil(0.85 * p.slow)
+    await waitFor(() => slowMax >= seenSlow, { timeout: 180_000, interval: 50, message: `${seenSlow} clients seen as slow` })
+    const slowSeenMs = Date.now() - pausedAt
+    await fleet.all({ cmd: 'resume', role: 'waker' })
+    log(`${slowMax} slow after ${slowSeenMs} ms; wakers resumed`)
+    const mSlow = await metrics()
+
+    await waitFor(async () => (await metrics()).wsps_gateway_connections <= p.live + p.wakers, { timeout: p.slowCloseMs + 120_000, interval: 250, message: 'sleepers cut off' })
+    const cutOffMs = Date.now() - pausedAt
+    log(`sleepers cut off ${cutOffMs} ms after the pause`)
+    const during = await fleet.all({ cmd: 'report' })
+    await fleet.all({ cmd: 'phase', name: 'after' })
+    await fleet.all({ cmd: 'resume', role: 'sleeper' })
+    await sleep(p.afterMs)
+    sampling = false
+    await sampler
+    const m1 = await metrics()
+    const end = await fleet.all({ cmd: 'report' })
+    const rssBefore = m0.process_resident_memory_bytes
+
+    const roles = mergeRoles(end.map((r) => r.roles))
+    const rolesDuring = mergeRoles(during.map((r) => r.roles))
+    const lat = (/** @type {any[]} */ reports, /** @type {string} */ phase) =>
+      reports.reduce((h, r) => r.latency[phase] ? h.merge(r.latency[phase]) : h, new Histogram()).summary()
+    const sleepers = p.slow - p.wakers
+    const closes = Object.fromEntries(Object.entries(m1).filter(([k]) => k.startsWith('wsps_gateway_closes_total')).map(([k, v]) => [/code="(\d+)"/.exec(k)?.[1] ?? k, v]))
+    return {
+      params: p,
+      connections: p.live + p.slow,
+      slowSeenMs,
+      cutOffMs,
+      gateway: {
+        rssIdle,
+        rssBefore,
+        rssPeak,
+        rssAfter: m1.process_resident_memory_bytes,
+        perConnectionBytes: (rssBefore - rssIdle) / (p.live + p.slow),
+        perStuckBytes: sleepers > 0 ? (rssPeak - rssBefore) / sleepers : 0,
+        boundPerStuckBytes: p.sendMax + p.slowSubs * 400,
+        slowMax,
+        slowAtEnd: m1.wsps_gateway_slow_clients,
+        conflatedDuring: mSlow.wsps_gateway_conflated_total - m0.wsps_gateway_conflated_total,
+        conflatedTotal: m1.wsps_gateway_conflated_total,
+        closes,
+        alive: gw.proc.exitCode === null
+      },
+      live: {
+        ...roles.live,
+        silentDuringSlow: rolesDuring.live?.silentInPhase ?? 0,
+        latency: { baseline: lat(during, 'baseline'), slow: lat(during, 'slow'), after: lat(end, 'after') }
+      },
+      wakers: roles.waker ?? null,
+      sleepers: roles.sleeper ?? null,
+      problems: end.flatMap((r) => r.problems).slice(0, 20),
+      clientRss: end.map((r) => r.rss)
+    }
+  } finally {
+    await fleet?.close()
+    await Promise.all(procs.map((x) => x.stop('SIGKILL')))
+    await redis.close()
+  }
+}
+
+/** @param {Record<string, any>[]} list */
+function mergeRoles (list) {
+  /** @type {Record<string, any>} */
+  const out = {}
+  for (const roles of list) {
+    for (const [role, r] of Object.entries(roles)) {
+      const o = out[role] ??= { clients: 0, open: 0, closes: {}, problems: 0, conflated: 0, quotes: 0, silentInPhase: 0 }
+      for (const k of ['clients', 'open', 'problems', 'conflated', 'quotes', 'silentInPhase']) o[k] += r[k]
+      for (const [code, n] of Object.entries(r.closes)) o.closes[code] = (o.closes[code] ?? 0) + n
+    }
+  }
+  return out
+}
