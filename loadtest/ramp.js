@@ -162,7 +162,7 @@ class Conn {
    */
   constructor (run, index) {
     this.run = run
-    this.url = CFG.urls[(run.vuId * CFG.connsPerVu + index) % CFG.urls.length]
+    this.urlIndex = run.vuId * CFG.connsPerVu + index
     this.rand = prng((run.vuId * 7919 + index * 104729 + CFG.seed) >>> 0)
     this.symbols = POPULAR.pick(this.rand, CFG.subs)
     this.nextId = 1
@@ -200,7 +200,7 @@ class Conn {
     this.lastError = undefined
     this.subAt = 0
     this.t0 = Date.now()
-    const ws = new WebSocket(this.url)
+    const ws = new WebSocket(CFG.urls[this.urlIndex % CFG.urls.length])
     ws.onmessage = (/** @type {any} */ e) => this.onMessage(e)
     ws.onerror = (/** @type {any} */ e) => { this.lastError = e.error }
     ws.onclose = (/** @type {any} */ e) => this.onClose(e)
@@ -368,6 +368,8 @@ class Conn {
       this.attempt++
       // A retry after a failed connect keeps measuring from the close that started it.
       const from = this.gotHello ? { at: now, node: this.node } : this.from
+      // With several URLs, go elsewhere (a drained gateway is going away).
+      this.urlIndex++
       this.reconnectTimer = setTimeout(() => {
         this.reconnectTimer = null
         if (!run.finishing) this.open(from)
