@@ -34,6 +34,15 @@ const L = CFG.limits
 
 /** Tallies leave each VU this often (and when it ends); an interrupted run loses at most this much. */
 const FLUSH_MS = 15000
+/**
+ * An open socket that has not shown `hello` after this long is closed and
+ * opened again, counted as a failed connect (reason no_hello). The gateway
+ * sends hello at once; k6's WebSocket can drop the first frame when its
+ * reader wins a race against the open event (k6 v1.8.1 websockets.go runs
+ * `go w.loop()` before queueing the open), seen about once per 1000 connects
+ * on a busy machine.
+ */
+const HELLO_TIMEOUT_MS = 10000
 
 const thresholds = {
   // share of connects that reached `hello`
@@ -171,6 +180,8 @@ class Conn {
     this.ws = null
     /** @type {any} */
     this.reconnectTimer = null
+    /** @type {any} */
+    this.helloTimer = null
     this.resetCounters()
   }
 
@@ -199,8 +210,12 @@ class Conn {
     /** @type {string | undefined} */
     this.lastError = undefined
     this.subAt = 0
+    this.noHello = false
     this.t0 = Date.now()
     const ws = new WebSocket(CFG.urls[this.urlIndex % CFG.urls.length])
+    ws.onopen = () => {
+      this.helloTimer = setTimeout(() => this.helloTimeout(), HELLO_TIMEOUT_MS)
+    }
     ws.onmessage = (/** @type {any} */ e) => this.onMessage(e)
     ws.onerror = (/** @type {any} */ e) => { this.lastError = e.error }
     ws.onclose = (/** @type {any} */ e) => this.onClose(e)
@@ -238,6 +253,7 @@ class Conn {
    * @param {number} at
    */
   onHello (msg, at) {
+    this.clearHelloTimer()
     if (this.run.finishing) return this.close()
     this.gotHello = true
     this.attempt = 0
@@ -246,6 +262,7 @@ class Conn {
     M.connectOk.add(1, this.tags)
     M.connections.add(1, this.tags)
     M.helloTime.add(at - this.t0, this.tags)
+    this.run.tally.observe('hello', at - this.t0)
     this.run.tally.add('conn', this.node)
     if (this.from) {
       M.reconnects.add(1, { node: this.from.node })
@@ -341,8 +358,27 @@ class Conn {
     this.run.tally.add('errn', this.node)
   }
 
+  clearHelloTimer () {
+    if (this.helloTimer) {
+      clearTimeout(this.helloTimer)
+      this.helloTimer = null
+    }
+  }
+
+  /** Open for HELLO_TIMEOUT_MS without hello: count it, close, open again. */
+  helloTimeout () {
+    this.helloTimer = null
+    if (this.gotHello || !this.ws || this.run.finishing) return
+    this.noHello = true
+    M.connectOk.add(0, { node: 'none', reason: 'no_hello' })
+    this.run.tally.add('fail', 'no_hello')
+    this.byClient = true
+    this.ws.close()
+  }
+
   /** @param {any} e */
   onClose (e) {
+    this.clearHelloTimer()
     const now = Date.now()
     const run = this.run
     const c = classifyClose(e.code, { reconnect: CFG.reconnect, byClient: this.byClient || run.finishing })
@@ -362,6 +398,10 @@ class Conn {
     this.ws = null
     if (run.finishing) {
       run.flush()
+      return
+    }
+    if (this.noHello && now < run.endAt - 1000) {
+      this.open(this.from)
       return
     }
     if (c.reconnect && now < run.endAt - 1000) {
@@ -408,6 +448,7 @@ class Conn {
 
   /** Closes by the client (end of the hold). A socket still connecting is closed on its hello. */
   close () {
+    this.clearHelloTimer()
     if (this.reconnectTimer) {
       clearTimeout(this.reconnectTimer)
       this.reconnectTimer = null

@@ -162,7 +162,8 @@ async function main () {
   const results = await Promise.all(plan.map((p, i) => {
     const dir = join(outDir, `shard-${i}`)
     mkdirSync(dir, { recursive: true })
-    const args = ['run', '--quiet', '--local-ips', p.ips.join(','), '--tag', `shard=${i}`, ...opts.k6Args, opts.script]
+    // --address '': no REST API (the shards would fight over port 6565).
+    const args = ['run', '--quiet', '--address', '', '--local-ips', p.ips.join(','), '--tag', `shard=${i}`, ...opts.k6Args, opts.script]
     const env = { ...process.env, TARGET: String(p.target), SUMMARY_DIR: dir, WSPS_LOCAL_IPS: p.ips.join(','), K6_NO_USAGE_REPORT: 'true' }
     const child = spawn(opts.k6, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
     running.add(child)

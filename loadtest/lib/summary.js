@@ -197,15 +197,20 @@ export function mergeSummaries (list) {
     const parts = list.map((s) => s.trends[key]).filter((t) => t && t.count > 0)
     const n = sum(parts.map((t) => t.count))
     const h = hist[key]
-    const fromHist = h && histCount(h) > 0
+    const max = parts.length ? Math.max(...parts.map((t) => t.max ?? 0)) : null
+    // A bucket's upper bound can exceed the largest value seen: cap at max.
+    const pct = (/** @type {number} */ p) => {
+      const v = h && histCount(h) > 0 ? histPercentile(h, p) : null
+      return v === null || max === null ? v : Math.min(v, max)
+    }
     trends[key] = {
       count: n,
       avg: n ? sum(parts.map((t) => (t.avg ?? 0) * t.count)) / n : null,
-      med: fromHist ? histPercentile(h, 50) : null,
-      p90: fromHist ? histPercentile(h, 90) : null,
-      p95: fromHist ? histPercentile(h, 95) : null,
-      p99: fromHist ? histPercentile(h, 99) : null,
-      max: parts.length ? Math.max(...parts.map((t) => t.max ?? 0)) : null,
+      med: pct(50),
+      p90: pct(90),
+      p95: pct(95),
+      p99: pct(99),
+      max,
       approx: true
     }
   }
