@@ -6,7 +6,7 @@
 // stdin (JSON lines):  {"cmd":"rate","rate":R,"prefix":P}  quotes per second on P's channels (0: pause)
 //                      {"cmd":"setLast","prefix":P}         SET P:{SYM}:last of every symbol to its current quote
 // Each prefix is an independent stream (own seq per symbol).
-// stdout (JSON lines): {"type":"ready"}, then {"type":"tick","t":ms,"published":n,"target":R} every second
+// stdout (JSON lines): {"type":"ready"}, then {"type":"tick","t":ms,"published":n,"target":R,"perSymbol":{i:n}} every second
 // Exits when stdin closes.
 
 import { Redis } from 'ioredis'
@@ -81,6 +81,8 @@ let rate = 0
 let sent = 0
 let rateStart = performance.now()
 let published = 0
+/** Quotes published per symbol index since the last tick (sparse: index -> count). */
+let perSymbol = new Map()
 let inFlight = 0
 const MAX_BATCH = 5000
 
@@ -94,6 +96,7 @@ function pump () {
       for (let j = 0; j < n; j++) {
         const i = Math.floor(rand() * S)
         pipe.publish(current.channels[i], next(i))
+        perSymbol.set(i, (perSymbol.get(i) ?? 0) + 1)
       }
       sent += n
       if (due > MAX_BATCH * 4) sent = due // far behind: drop the backlog instead of bursting it
@@ -130,8 +133,9 @@ process.stdin.on('end', () => process.exit(0))
 function out (o) { process.stdout.write(JSON.stringify(o) + '\n') }
 
 setInterval(() => {
-  out({ type: 'tick', t: Date.now(), published, target: rate })
+  out({ type: 'tick', t: Date.now(), published, target: rate, prefix: current === streams.get(prefix) ? prefix : [...streams].find(([, v]) => v === current)?.[0], perSymbol: Object.fromEntries(perSymbol) })
   published = 0
+  perSymbol = new Map()
 }, 1000)
 
 await redis.ping()

@@ -15,7 +15,7 @@ export function renderMarkdown (r) {
   const names = Object.keys(fan)
   if (names.length) {
     out.push('## Fan-out: max quote updates delivered per second (one process)', '')
-    out.push(`${f(p.conns)} connections, each subscribed to ${p.k} of ${f(p.symbols)} symbols (Zipf ${p.zipf} popularity), one Redis publisher raising the rate until p99 publish→client latency > 100 ms or deliveries fall below 93% of what was published × subscribers.`, '')
+    out.push(`${f(p.conns)} connections, each subscribed to ${p.k} of ${f(p.symbols)} symbols (Zipf ${p.zipf} popularity), one Redis publisher raising the rate until p99 publish→client latency > 100 ms or deliveries fall below 85% of what was published × subscribers.`, '')
     const naive = fan.naive?.max?.delivered
     out.push('| server | max deliveries/s (p99 ≤ 100 ms) | vs naive | quotes/frame | server CPU (cores) | server RSS | loadgen CPU | limit hit | p50 / p99 / p999 at 50% of max (ms) | saturated: deliveries/s | per server core-second | vs naive |')
     out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |')
@@ -24,14 +24,16 @@ export function renderMarkdown (r) {
     const notes = []
     for (const n of names) {
       const x = fan[n]
+      const sat = x.saturated
+      const satCells = `${sat ? f(sat.delivered) : 'n/a'} | ${sat ? f(sat.perCore) : 'n/a'} | ${sat && naiveSat ? `${(sat.perCore / naiveSat).toFixed(1)}×` : 'n/a'}`
       if (x.error || !x.max) {
-        out.push(`| ${x.label ?? n} | failed | | | | | | ${x.error ?? x.limit ?? ''} | |`)
+        if (x.partial) notes.push(`${x.label}: ${x.partial}.`)
+        out.push(`| ${x.label ?? n} | none passed | | | | | | ${x.error ?? x.limit ?? ''} | | ${satCells} |`)
         continue
       }
       const a = x.at50
-      const sat = x.saturated
       if (x.partial) notes.push(`${x.label}: ${x.partial}.`)
-      out.push(`| ${x.label} | ${f(x.max.delivered)} | ${naive ? `${(x.max.delivered / naive).toFixed(1)}×` : 'n/a'} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${f(x.max.rssMiB)} MiB | ${f(x.max.cpu.loadgen, 2)} | ${x.limit} | ${a ? `${f(a.p50, 1)} / ${f(a.p99, 1)} / ${f(a.p999, 1)}` : 'n/a'} | ${sat ? f(sat.delivered) : 'n/a'} | ${sat ? f(sat.perCore) : 'n/a'} | ${sat && naiveSat ? `${(sat.perCore / naiveSat).toFixed(1)}×` : 'n/a'} |`)
+      out.push(`| ${x.label} | ${f(x.max.delivered)} | ${naive ? `${(x.max.delivered / naive).toFixed(1)}×` : 'n/a'} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${f(x.max.rssMiB)} MiB | ${f(x.max.cpu.loadgen, 2)} | ${x.limit} | ${a ? `${f(a.p50, 1)} / ${f(a.p99, 1)} / ${f(a.p999, 1)}` : 'n/a'} | ${satCells} |`)
     }
     out.push('')
     for (const n of notes) out.push(`Note: ${n}`, '')
