@@ -5,7 +5,8 @@ Helm's .Files only sees files inside the chart, so the chart carries a
 verbatim copy of loadtest/ (every file) plus every file outside it that those
 scripts import or open() by relative path (services/gateway/public/protocol.js),
 under charts/wsps/files/k6/<path in the repository>. Only files git tracks
-count (in a git checkout): local run results and scratch files stay out. The tree is rebuilt in
+count (in a git checkout): local run results and scratch files stay out, and
+so do the node unit tests of the helpers (*.test.js), which k6 never loads. The tree is rebuilt in
 the k6 pods under /scripts, so the relative imports resolve unchanged.
 
   sync-loadtest.py          write the copy (make chart-generate)
@@ -22,7 +23,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 SRC = 'loadtest'
 DEST = os.path.join(ROOT, 'charts', 'wsps', 'files', 'k6')
 SKIP_DIRS = {'node_modules', 'results', 'out', '.cache'}
-SKIP_FILES = re.compile(r'(\.log|\.tar|\.tgz|\.html|~|\.swp)$')
+# node:test unit tests of the k6 helpers run on the host, not in k6
+SKIP_FILES = re.compile(r'(\.test\.js|\.log|\.tar|\.tgz|\.html|~|\.swp)$')
 # import x from './a.js' | import './a.js' | export * from '../b.js' | import('./c.js') | open('./d.json')
 SPEC = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*|\bopen\s*\(\s*)(['"])(\.{1,2}/[^'"]+)\1""")
 MAX_BYTES = 900 * 1024  # a ConfigMap holds at most 1 MiB

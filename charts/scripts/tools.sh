@@ -31,7 +31,7 @@ CACHE=${WSPS_CACHE:-$HOME/.cache/wsps}
 TOOLS=$CACHE/tools
 BIN=$CACHE/bin
 
-helm_dir=$TOOLS/helm-$HELM_VERSION
+helm_dir=$TOOLS/helm-$HELM_VERSION-k8s1.$HELM_K8S_MINOR
 kustomize_dir=$TOOLS/kustomize-$KUSTOMIZE_VERSION
 kubeconform_dir=$TOOLS/kubeconform-$KUBECONFORM_VERSION
 unittest_dir=$TOOLS/helm-plugins-unittest-$HELM_UNITTEST_VERSION
@@ -61,7 +61,7 @@ go_install () { # dir pkg@version [ldflags]
 install_helm () {
   [[ -x $helm_dir/helm ]] && return
   go_install "$helm_dir" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
-    "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$HELM_K8S_MINOR"
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$HELM_K8S_MINOR"
 }
 
 install_kustomize () {

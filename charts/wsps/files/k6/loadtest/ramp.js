@@ -25,7 +25,7 @@ import { readConfig } from './lib/config.js'
 import { buildPlan, popularity, prng, scenarios } from './lib/profiles.js'
 import { buildSummary, renderText } from './lib/summary.js'
 import { Tally, bucketOf } from './lib/tally.js'
-import { Delta, QuoteTracker, classifyClose, errorExpected, requests } from './lib/wsps.js'
+import { Delta, QuoteTracker, classifyClose, errorExpected, parseQuotesFrame, requests } from './lib/wsps.js'
 
 const CFG = readConfig(__ENV)
 const PLAN = buildPlan(CFG)
@@ -34,6 +34,15 @@ const L = CFG.limits
 
 /** Tallies leave each VU this often (and when it ends); an interrupted run loses at most this much. */
 const FLUSH_MS = 15000
+/**
+ * An open socket that has not shown `hello` after this long is closed and
+ * opened again, counted as a failed connect (reason no_hello). The gateway
+ * sends hello at once; k6's WebSocket can drop the first frame when its
+ * reader wins a race against the open event (k6 v1.8.1 websockets.go runs
+ * `go w.loop()` before queueing the open), seen about once per 1000 connects
+ * on a busy machine.
+ */
+const HELLO_TIMEOUT_MS = 10000
 
 const thresholds = {
   // share of connects that reached `hello`
@@ -99,6 +108,8 @@ class VuRun {
     this.tally = new Tally()
     /** latency histogram buckets, bucket index -> count (flushed into the tally) */
     this.latHist = new Array(256).fill(0)
+    /** client lag (frame read -> handled by the script): k6 itself falling behind */
+    this.lagHist = new Array(256).fill(0)
     /** @type {Conn[]} */
     this.conns = []
     this.finishing = false
@@ -133,6 +144,7 @@ class VuRun {
   flush () {
     for (const c of this.conns) c.flushInto(this.tally)
     this.tally.addBuckets('lat', this.latHist)
+    this.tally.addBuckets('lag', this.lagHist)
     const names = this.tally.drain()
     if (names.length === 0) return
     /** @type {Record<string, boolean>} */
@@ -159,7 +171,7 @@ class Conn {
    */
   constructor (run, index) {
     this.run = run
-    this.url = CFG.urls[(run.vuId * CFG.connsPerVu + index) % CFG.urls.length]
+    this.urlIndex = run.vuId * CFG.connsPerVu + index
     this.rand = prng((run.vuId * 7919 + index * 104729 + CFG.seed) >>> 0)
     this.symbols = POPULAR.pick(this.rand, CFG.subs)
     this.nextId = 1
@@ -168,6 +180,8 @@ class Conn {
     this.ws = null
     /** @type {any} */
     this.reconnectTimer = null
+    /** @type {any} */
+    this.helloTimer = null
     this.resetCounters()
   }
 
@@ -196,8 +210,12 @@ class Conn {
     /** @type {string | undefined} */
     this.lastError = undefined
     this.subAt = 0
+    this.noHello = false
     this.t0 = Date.now()
-    const ws = new WebSocket(this.url)
+    const ws = new WebSocket(CFG.urls[this.urlIndex % CFG.urls.length])
+    ws.onopen = () => {
+      this.helloTimer = setTimeout(() => this.helloTimeout(), HELLO_TIMEOUT_MS)
+    }
     ws.onmessage = (/** @type {any} */ e) => this.onMessage(e)
     ws.onerror = (/** @type {any} */ e) => { this.lastError = e.error }
     ws.onclose = (/** @type {any} */ e) => this.onClose(e)
@@ -215,12 +233,16 @@ class Conn {
 
   /** @param {any} e */
   onMessage (e) {
-    const msg = JSON.parse(e.data)
+    const data = e.data
+    const at = e.timestamp
     this.frames++
-    if (msg.op === ServerOp.QUOTES) return this.onQuotes(msg.quotes, e.timestamp)
+    this.run.lagHist[Math.min(255, bucketOf(Date.now() - at))]++
+    const quotes = parseQuotesFrame(data)
+    if (quotes !== null) return this.onQuotes(quotes, at)
+    const msg = JSON.parse(data)
     switch (msg.op) {
-      case ServerOp.HELLO: return this.onHello(msg, e.timestamp)
-      case ServerOp.SNAP: return this.onSnap(msg.quotes, e.timestamp)
+      case ServerOp.HELLO: return this.onHello(msg, at)
+      case ServerOp.SNAP: return this.onSnap(msg.quotes, at)
       case ServerOp.ACK: return this.tracker.onAck(msg.id)
       case ServerOp.ERROR: return this.onError(msg)
     }
@@ -231,6 +253,7 @@ class Conn {
    * @param {number} at
    */
   onHello (msg, at) {
+    this.clearHelloTimer()
     if (this.run.finishing) return this.close()
     this.gotHello = true
     this.attempt = 0
@@ -239,6 +262,7 @@ class Conn {
     M.connectOk.add(1, this.tags)
     M.connections.add(1, this.tags)
     M.helloTime.add(at - this.t0, this.tags)
+    this.run.tally.observe('hello', at - this.t0)
     this.run.tally.add('conn', this.node)
     if (this.from) {
       M.reconnects.add(1, { node: this.from.node })
@@ -305,7 +329,8 @@ class Conn {
       }
     }
     if (delivered) {
-      M.quotes.add(delivered, this.tags)
+      // wsps_quotes is added when the counters are flushed (one sample per
+      // flush, not per frame: samples are what costs k6 the most).
       this.quotes += delivered
       if (at >= this.run.holdStartAt) this.quotesHold += delivered
     }
@@ -333,8 +358,27 @@ class Conn {
     this.run.tally.add('errn', this.node)
   }
 
+  clearHelloTimer () {
+    if (this.helloTimer) {
+      clearTimeout(this.helloTimer)
+      this.helloTimer = null
+    }
+  }
+
+  /** Open for HELLO_TIMEOUT_MS without hello: count it, close, open again. */
+  helloTimeout () {
+    this.helloTimer = null
+    if (this.gotHello || !this.ws || this.run.finishing) return
+    this.noHello = true
+    M.connectOk.add(0, { node: 'none', reason: 'no_hello' })
+    this.run.tally.add('fail', 'no_hello')
+    this.byClient = true
+    this.ws.close()
+  }
+
   /** @param {any} e */
   onClose (e) {
+    this.clearHelloTimer()
     const now = Date.now()
     const run = this.run
     const c = classifyClose(e.code, { reconnect: CFG.reconnect, byClient: this.byClient || run.finishing })
@@ -356,10 +400,16 @@ class Conn {
       run.flush()
       return
     }
+    if (this.noHello && now < run.endAt - 1000) {
+      this.open(this.from)
+      return
+    }
     if (c.reconnect && now < run.endAt - 1000) {
       this.attempt++
       // A retry after a failed connect keeps measuring from the close that started it.
       const from = this.gotHello ? { at: now, node: this.node } : this.from
+      // With several URLs, go elsewhere (a drained gateway is going away).
+      this.urlIndex++
       this.reconnectTimer = setTimeout(() => {
         this.reconnectTimer = null
         if (!run.finishing) this.open(from)
@@ -387,6 +437,7 @@ class Conn {
   flushInto (tally) {
     if (this.frames === 0) return
     const node = this.node || 'none'
+    if (this.quotes > 0) M.quotes.add(this.quotes, this.tags)
     tally.add('f', node, this.frames)
     tally.add('q', node, this.quotes)
     tally.add('qh', node, this.quotesHold)
@@ -397,6 +448,7 @@ class Conn {
 
   /** Closes by the client (end of the hold). A socket still connecting is closed on its hello. */
   close () {
+    this.clearHelloTimer()
     if (this.reconnectTimer) {
       clearTimeout(this.reconnectTimer)
       this.reconnectTimer = null

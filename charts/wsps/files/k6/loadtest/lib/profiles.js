@@ -78,8 +78,8 @@ export function prng (seed) {
 
 /**
  * A Zipf-like picker over `symbols` in order: weight of rank r is 1 / r^skew,
- * so with skew 1 and 200 symbols the top 5 get ~38% of the picks and half
- * of them fall within the top ~15; skew 0 is uniform.
+ * so with skew 1 and 200 symbols the top 5 get ~38% of the picks and the
+ * top 10 half of them; skew 0 is uniform.
  *
  * @param {string[]} symbols
  * @param {number} skew

@@ -6,6 +6,9 @@ import { allChecks, decodeTallies, histCount, histPercentile } from './tally.js'
 
 export const SUMMARY_VERSION = 1
 
+/** Client lag (k6 handling frames late) above this makes the report warn. */
+export const LAG_WARN_MS = 100
+
 /** Trend metrics shown in the latency table: key -> [k6 metric, title]. */
 export const TRENDS = Object.freeze({
   lat: ['wsps_quote_latency', 'quote latency (now - ts)'],
@@ -194,15 +197,20 @@ export function mergeSummaries (list) {
     const parts = list.map((s) => s.trends[key]).filter((t) => t && t.count > 0)
     const n = sum(parts.map((t) => t.count))
     const h = hist[key]
-    const fromHist = h && histCount(h) > 0
+    const max = parts.length ? Math.max(...parts.map((t) => t.max ?? 0)) : null
+    // A bucket's upper bound can exceed the largest value seen: cap at max.
+    const pct = (/** @type {number} */ p) => {
+      const v = h && histCount(h) > 0 ? histPercentile(h, p) : null
+      return v === null || max === null ? v : Math.min(v, max)
+    }
     trends[key] = {
       count: n,
       avg: n ? sum(parts.map((t) => (t.avg ?? 0) * t.count)) / n : null,
-      med: fromHist ? histPercentile(h, 50) : null,
-      p90: fromHist ? histPercentile(h, 90) : null,
-      p95: fromHist ? histPercentile(h, 95) : null,
-      p99: fromHist ? histPercentile(h, 99) : null,
-      max: parts.length ? Math.max(...parts.map((t) => t.max ?? 0)) : null,
+      med: pct(50),
+      p90: pct(90),
+      p95: pct(95),
+      p99: pct(99),
+      max,
       approx: true
     }
   }
@@ -347,6 +355,16 @@ export function renderText (s) {
     lrows.push([title, fmt(tr.count), fmt(tr.avg, 1), fmt(tr.med, 1), fmt(tr.p90, 1), fmt(tr.p95, 1), fmt(tr.p99, 1), fmt(tr.max, 1)])
   }
   out.push(table(lrows))
+  const lag = s.hist.lag
+  if (lag && histCount(lag) > 0) {
+    const p50 = histPercentile(lag, 50)
+    const p99 = histPercentile(lag, 99)
+    out.push(`  k6 client lag (frame read -> handled by the script): p50 <= ${fmt(p50, 1)}, p99 <= ${fmt(p99, 1)}`)
+    if ((p99 ?? 0) > LAG_WARN_MS) {
+      out.push(`  WARNING: k6 fell behind (lag p99 over ${LAG_WARN_MS} ms): it is short of CPU, so the latencies above include its own queueing.`)
+      out.push('           Use fewer connections per process (shard.js) or a less busy machine.')
+    }
+  }
 
   const listing = (/** @type {Record<string, number>} */ o) => {
     const e = Object.entries(o).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1])

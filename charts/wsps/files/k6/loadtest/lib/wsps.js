@@ -42,6 +42,39 @@ export function requests (op, symbols, nextId) {
   return out
 }
 
+// A `q` frame holding exactly one delta, as the gateway writes it: symbol,
+// seq and ts first (delta.js builds them in that order), then `base` and the
+// changed fields, all flat. Anchored at both ends, so a frame with several
+// deltas or any other shape does not match.
+const SINGLE_DELTA_RE = /^\{"op":"q","quotes":\[\{"symbol":"([^"]*)","seq":(\d+),"ts":(\d+)([^{}]*)\}\]\}$/
+const BASE_RE = /"base":(\d+)/
+
+/**
+ * Reads the deltas of a `q` frame. JSON.parse in k6's JavaScript engine is
+ * the most expensive step per frame (~30 us for one delta on the test VM),
+ * and most frames carry one delta: those are read with one anchored regular
+ * expression (~2x faster); everything else goes through JSON.parse (a regular
+ * expression loop is slower than JSON.parse once a frame holds several).
+ *
+ * @param {string} text a whole frame
+ * @returns {{symbol: string, seq: number, ts: number, base?: number}[] | null} null: not a `q` frame
+ */
+export function parseQuotesFrame (text) {
+  if (!text.startsWith('{"op":"q",')) return null
+  const m = SINGLE_DELTA_RE.exec(text)
+  if (m !== null) {
+    /** @type {{symbol: string, seq: number, ts: number, base?: number}} */
+    const q = { symbol: m[1], seq: Number(m[2]), ts: Number(m[3]) }
+    if (m[4].length > 0 && m[4].indexOf('"base":') >= 0) {
+      const b = BASE_RE.exec(m[4])
+      if (b) q.base = Number(b[1])
+    }
+    return [q]
+  }
+  const msg = JSON.parse(text)
+  return msg.op === 'q' ? msg.quotes : null
+}
+
 /**
  * What a close code means for the load test.
  *
