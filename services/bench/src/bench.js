@@ -31,21 +31,21 @@ const LOAD_CORE = cpus().length > 1 ? '0' : null
 const PROFILES = {
   full: {
     conns: 10_000, procs: 4, symbols: 2000, k: 20, zipf: 1.0,
-    startDeliveries: 3000, factor: 1.6, saturationDeliveries: 400_000, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000,
+    startDeliveries: 3000, factor: 1.6, saturationDeliveries: 400_000, maxPublish: 5000, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000,
     storm: 18_000, stormProcs: 4, idleExtra: 1500, readyTimeout: 100,
     nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
     simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000
   },
   smoke: {
     conns: 200, procs: 1, symbols: 100, k: 5, zipf: 1.0,
-    startDeliveries: 2000, factor: 2, saturationDeliveries: 10_000, settleMs: 1000, measureMs: 2000, maxSteps: 2, latMeasureMs: 2000,
+    startDeliveries: 2000, factor: 2, saturationDeliveries: 10_000, maxPublish: 2000, settleMs: 1000, measureMs: 2000, maxSteps: 2, latMeasureMs: 2000,
     storm: 300, stormProcs: 1, idleExtra: 50, readyTimeout: 20,
     nginxConns: 100, nginxReps: 1, nginxDeliveries: 2000,
     simProcs: [1, 2], simConns: 200, simDeliveries: 2000, simMeasureMs: 2000
   },
   quick: {
     conns: 3000, procs: 2, symbols: 1000, k: 20, zipf: 1.0,
-    startDeliveries: 3000, factor: 1.8, saturationDeliveries: 250_000, settleMs: 1500, measureMs: 3000, maxSteps: 8, latMeasureMs: 4000,
+    startDeliveries: 3000, factor: 1.8, saturationDeliveries: 250_000, maxPublish: 5000, settleMs: 1500, measureMs: 3000, maxSteps: 8, latMeasureMs: 4000,
     storm: 6000, stormProcs: 2, idleExtra: 0, readyTimeout: 40,
     nginxConns: 1500, nginxReps: 1, nginxDeliveries: 30_000,
     simProcs: [1, 2], simConns: 2000, simDeliveries: 30_000, simMeasureMs: 3000
@@ -261,9 +261,7 @@ async function fanoutAll (names) {
         const rssStart = rssBytes(tree(srv.roots()))
         const fleet = subject.fleet = await startFleet({
           bin: LOADGEN, adapter: srv.adapter, url: srv.url, conns: P.conns, procs: P.procs,
-          // Pushpin's handshakes wait on a round trip to the origin (via zurl):
-          // more in flight, or connecting 10k clients takes minutes.
-          symbols: P.symbols, k: P.k, zipf: P.zipf, core: LOAD_CORE, maxSeconds: 1500, concurrency: name === 'pushpin' ? 400 : 64,
+          symbols: P.symbols, k: P.k, zipf: P.zipf, core: LOAD_CORE, maxSeconds: 1500, concurrency: 64,
           readyTimeout: P.readyTimeout
         })
         log(`  ${fleet.conns}/${P.conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)
@@ -310,26 +308,16 @@ async function fanoutAll (names) {
         } else {
           x.firstFail = s
           x.done = true
-          await sleep(2000)
+          await drained(x.fleet, 10_000)
         }
       }
-    }
-    // Saturation: a fixed high offered load (the same for every server), where
-    // the server's core is the bottleneck whatever the latency. Shows what the design does with a
-    // full core (quotes per frame, deliveries per CPU-second).
-    for (const x of subjects.filter((y) => y.firstFail)) {
-      const s = await run(x, Math.max(x.firstFail.rate * 2, P.saturationDeliveries / (x.fleet.totalSubs / P.symbols)), P.measureMs)
-      s.saturation = true
-      x.steps.push(s)
-      x.saturated = s
-      await sleep(3000)
     }
     // One refining step between the last pass and the first fail, then the latency run at 50% of max.
     for (const x of subjects.filter((y) => y.lastPass && y.firstFail)) {
       const s = await run(x, Math.sqrt(x.lastPass.rate * x.firstFail.rate), P.measureMs)
       s.refine = true
       x.steps.push(s)
-      if (!s.pass) await sleep(2000)
+      if (!s.pass) await drained(x.fleet, 10_000)
     }
     for (const x of subjects.filter((y) => y.fleet)) {
       const passing = x.steps.filter((/** @type {any} */ s) => s.pass && !s.saturation)
@@ -337,6 +325,19 @@ async function fanoutAll (names) {
     }
     for (const x of subjects.filter((y) => y.best)) {
       x.at50 = await run(x, x.best.rate * 0.5, P.latMeasureMs)
+    }
+    // Saturation, last (its backlog must not leak into other steps): a fixed
+    // high offered load, the same for every server (publish rate capped at
+    // what the publisher sustains), where the server's core is the
+    // bottleneck whatever the latency. Shows what the design does with a
+    // full core (quotes per frame, deliveries per CPU-second).
+    for (const x of subjects.filter((y) => y.fleet && y.fleet.totalSubs > 0)) {
+      const rate = Math.min(P.maxPublish, P.saturationDeliveries / (x.fleet.totalSubs / P.symbols))
+      const s = await run(x, rate, P.measureMs)
+      s.saturation = true
+      x.steps.push(s)
+      x.saturated = s
+      await drained(x.fleet, 20_000)
     }
     for (const x of subjects.filter((y) => y.fleet)) {
       let gatewayMetrics = null
@@ -364,6 +365,26 @@ async function fanoutAll (names) {
   return out
 }
 
+/**
+ * Waits until a fleet receives nothing for a whole tick (a saturated
+ * server's backlog drained) or timeoutMs passed.
+ *
+ * @param {import('./fleet.js').Fleet} fleet
+ * @param {number} timeoutMs
+ */
+async function drained (fleet, timeoutMs) {
+  const end = Date.now() + timeoutMs
+  while (Date.now() < end) {
+    const t = Date.now()
+    await sleep(1100)
+    await fleet.tickedAfter(Date.now())
+    const w = fleet.window(t, Date.now())
+    if (w.entries === 0 && w.snaps === 0) return true
+  }
+  log('  (backlog still draining after the saturation step)')
+  return false
+}
+
 /** @param {any} s */
 function limitReason (s) {
   const why = []
@@ -389,6 +410,7 @@ async function idleAndStorm (name) {
   try {
     await sleep(1000)
     const rss0 = rssBytes(tree(srv.roots()))
+    const heap0 = srv.metrics ? heapOf(await srv.metrics()) : null
     const cpu = new CpuMeter(srv.roots)
     const fleet = await startFleet({
       bin: LOADGEN, adapter: srv.adapter, url: srv.url, conns: P.storm, procs: P.stormProcs,
@@ -403,6 +425,12 @@ async function idleAndStorm (name) {
     await sleep(5000)
     const rss1 = rssBytes(tree(srv.roots()))
     const perConn = (rss1 - rss0) / Math.max(1, fleet.conns)
+    // Where the memory is (wsps exports Node's own gauges): JS heap vs the rest.
+    const heap1 = srv.metrics ? heapOf(await srv.metrics()) : null
+    const breakdown = heap0 && heap1
+      ? { heapUsedPerConn: Math.round((heap1.used - heap0.used) / fleet.conns), heapTotalPerConn: Math.round((heap1.total - heap0.total) / fleet.conns), externalPerConn: Math.round((heap1.external - heap0.external) / fleet.conns) }
+      : null
+    if (breakdown) log(`  per connection: JS heap used ${breakdown.heapUsedPerConn} B (heap reserved ${breakdown.heapTotalPerConn} B), external ${breakdown.externalPerConn} B`)
     log(`  idle: RSS ${round(rss0 / 2 ** 20, 1)} -> ${round(rss1 / 2 ** 20, 1)} MiB = ${Math.round(perConn)} B per subscribed connection`)
     let held = fleet.conns
     if (P.idleExtra > 0) {
@@ -428,6 +456,7 @@ async function idleAndStorm (name) {
       rssBeforeMiB: round(rss0 / 2 ** 20, 1),
       rssIdleMiB: round(rss1 / 2 ** 20, 1),
       rssPerConnBytes: Math.round(perConn),
+      memoryPerConn: breakdown,
       subsPerConn: P.k,
       tried: P.storm + P.idleExtra,
       held,
@@ -438,6 +467,11 @@ async function idleAndStorm (name) {
     await srv.stop()
     await sleep(1000)
   }
+}
+
+/** @param {Record<string, number>} m gateway metrics */
+function heapOf (m) {
+  return { used: m.nodejs_heap_size_used_bytes, total: m.nodejs_heap_size_total_bytes, external: m.nodejs_external_memory_bytes }
 }
 
 /** @param {any[]} list per-process {n,p50,p90,p99,max} @returns {any} n-weighted (approximate) */
