@@ -42,6 +42,16 @@ py_dir=$TOOLS/python-pyyaml-$PYYAML_VERSION
 
 log () { printf '\033[36m[tools]\033[0m %s\n' "$*" >&2; }
 
+# A line every 30 s while a long step runs (module downloads print nothing).
+heartbeat_pid=
+heartbeat_start () { # what
+  local what=$1 t0=$SECONDS
+  ( while sleep 30; do printf '[tools]   ... still working on %s (%ss)\n' "$what" "$((SECONDS - t0))" >&2; done ) &
+  heartbeat_pid=$!
+}
+heartbeat_stop () { if [[ -n $heartbeat_pid ]]; then kill "$heartbeat_pid" 2>/dev/null || true; fi; heartbeat_pid=; }
+trap heartbeat_stop EXIT
+
 link () { mkdir -p "$BIN"; ln -sfn "$1" "$BIN/$(basename "$1")"; }
 
 # go install into a versioned dir. Writes to a temp dir first so an
@@ -52,8 +62,10 @@ go_install () { # dir pkg@version [ldflags]
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "building $pkg (go install, first time only; takes a few minutes on 2 cores)"
   local start=$SECONDS
+  heartbeat_start "$pkg"
   GOBIN=$tmp GOFLAGS=-buildvcs=false go install -v -trimpath ${ldflags:+-ldflags "$ldflags"} "$pkg" 2>&1 \
     | awk '{ n++; if (n % 25 == 0) { printf "[tools]   ... %d packages compiled (%s)\n", n, $0; fflush() } }' >&2
+  heartbeat_stop
   rm -rf "$dir"; mv "$tmp" "$dir"
   log "built $pkg in $((SECONDS - start))s"
 }
@@ -93,6 +105,7 @@ install_helm_unittest () {
   command -v go >/dev/null || { echo "go is required to build helm-unittest" >&2; exit 1; }
   local mod=github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION src tmp start=$SECONDS
   log "downloading $mod"
+  heartbeat_start "helm-unittest"
   src=$(go mod download -json "$mod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   mkdir -p "$tmp/unittest"
@@ -107,6 +120,7 @@ description: "helm-unittest built from source by charts/scripts/tools.sh (no ins
 ignoreFlags: false
 command: "\$HELM_PLUGIN_DIR/untt"
 YAML
+  heartbeat_stop
   [[ -d $src/schema ]] && cp -r "$src/schema" "$tmp/unittest/schema" && chmod -R u+w "$tmp/unittest/schema"
   rm -rf "$unittest_dir"; mv "$tmp" "$unittest_dir"
   log "built helm-unittest in $((SECONDS - start))s"
