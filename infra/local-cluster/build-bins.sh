@@ -29,7 +29,7 @@ build_kubernetes() {
   local have=1 b
   for b in "${bins[@]}"; do [[ -x "$K8S_BIN/$b" ]] || have=0; done
   if (( have )); then skip "kubernetes $K8S_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-k8s.XXXXXX")"
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-kubernetes.XXXXXX")"
   cp -r "$LC_DIR/gomod/kubernetes/." "$work/src/"
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   local date; date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -145,18 +145,21 @@ build_pause() {
 
 main() {
   mkdir -p "$CACHE_DIR" "$BUILD_LOGS"
-  # One build at a time per cache (cluster-up and make images may overlap);
-  # then whatever a killed build left half-done can go.
-  exec 8>"$CACHE_DIR/.build.lock"
-  flock 8
-  rm -rf "$CACHE_DIR"/.build-*
+  # One build of each binary at a time (cluster-up and make images may overlap);
+  # a build killed half-way left a .build-NAME.* folder: it goes.
   command -v go >/dev/null || die "go is not installed"
   local want=("$@")
   (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause)
   local w
   for w in "${want[@]}"; do
     case "$w" in
-      kubernetes|etcd|coredns|traefik|pause|k6) "build_$w" ;;
+      kubernetes|etcd|coredns|traefik|pause|k6)
+        exec 8>"$CACHE_DIR/.lock-$w"
+        flock 8
+        rm -rf "$CACHE_DIR/.build-$w".*
+        "build_$w"
+        exec 8>&-
+        ;;
       *) die "unknown binary set: $w" ;;
     esac
   done
@@ -167,4 +170,4 @@ main() {
   fi
 }
 
-main "$@"
+main "$@"; exit $?

@@ -78,7 +78,7 @@ unmount_all() {
   local m
   local -a mounts
   mapfile -t mounts < <(awk '{print $2}' /proc/self/mounts | sed 's/\\040/ /g' | \
-    grep -E "^($STATE_DIR|$RUN_DIR|/run/netns/cni-|/var/run/netns/cni-|/run/containerd/)" | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
+    grep -E "^($STATE_DIR|$RUN_DIR|$CONTAINERD_ROOT|/run/netns/cni-|/var/run/netns/cni-|/run/containerd/)" | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
   for m in "${mounts[@]}"; do
     [[ -n "$m" ]] || continue
     if [[ "$m" == /run/netns/* || "$m" == /var/run/netns/* ]] && grep -qxF "$(basename "$m")" "$SAVED_DIR/preexisting-netns" 2>/dev/null; then continue; fi
@@ -201,4 +201,4 @@ main() {
   log "down in $(total_elapsed)"
 }
 
-main "$@"
+main "$@"; exit $?

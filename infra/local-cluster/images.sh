@@ -39,9 +39,13 @@ have_image() { "${BUILDAH[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 push_archive() {
   local name="$1" img="${IMAGE_OF[$1]}" out; out="$(archive "$1")"
   mkdir -p "$IMAGE_DIR"
+  # An unchanged image keeps its archive (and so is not imported again).
+  local id; id="$("${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "$img")"
+  if [[ -f "$out" && "$(cat "$out.id" 2>/dev/null)" == "$id" ]]; then echo "$img unchanged ($id)"; return 0; fi
   rm -f "$out.tmp"
   "${BUILDAH[@]}" push --quiet "$img" "docker-archive:$out.tmp:$img"
   mv -f "$out.tmp" "$out"
+  echo "$id" >"$out.id"
 }
 
 build_rootfs() {
@@ -80,6 +84,7 @@ build_rootfs() {
 bud() {
   local name="$1" ctx="$2" file="$3"; shift 3
   "${BUILDAH[@]}" bud --isolation chroot --layers --force-rm --format docker --pull=false \
+    --cni-config-dir "$BUILDAH_DIR/cni" --cni-plugin-path /usr/lib/cni \
     -f "$file" -t "${IMAGE_OF[$name]}" "$@" "$ctx"
   push_archive "$name"
 }
@@ -212,4 +217,4 @@ main() {
   import_archives "$@"
 }
 
-main "$@"
+main "$@"; exit $?

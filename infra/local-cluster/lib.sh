@@ -16,7 +16,10 @@ COREDNS_BIN="$CACHE_DIR/coredns-$COREDNS_VERSION/bin"
 TRAEFIK_BIN="$CACHE_DIR/traefik-$TRAEFIK_VERSION/bin"
 K6_BIN="$CACHE_DIR/k6-$K6_VERSION/bin"
 PAUSE_BIN="$CACHE_DIR/pause-$PAUSE_VERSION/bin"
-IMAGE_DIR="$CACHE_DIR/images"              # OCI archives, named by content hash of their inputs
+IMAGE_DIR="$CACHE_DIR/images"              # image archives (docker-archive), one per image
+# containerd's root (content store + unpacked snapshots) is a cache too: images
+# imported once stay across cluster-down/up. No mounts live there while stopped.
+CONTAINERD_ROOT="$CACHE_DIR/containerd-root"
 
 # The cluster is one per machine (it binds the node address and fixed ports),
 # so its state lives in machine-wide folders, not in a work tree. cluster-down

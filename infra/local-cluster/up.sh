@@ -10,7 +10,8 @@
 . "$LC_DIR/pki.sh"
 
 need_root
-exec 7>"$WSPS_CACHE/.cluster.lock" 2>/dev/null || { mkdir -p "$WSPS_CACHE"; exec 7>"$WSPS_CACHE/.cluster.lock"; }
+mkdir -p "$WSPS_CACHE"
+exec 7>"$WSPS_CACHE/.cluster.lock"
 flock 7
 
 COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
@@ -20,7 +21,7 @@ KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$STATE_DIR/admin.kubeconfig" --request
 render() {
   local src="$1" out="$2" v
   local sedargs=()
-  for v in STATE_DIR RUN_DIR PKI_DIR NODE_IP NODE_NAME POD_CIDR POD_GW SERVICE_CIDR DNS_SVC_IP \
+  for v in STATE_DIR RUN_DIR PKI_DIR CONTAINERD_ROOT NODE_IP NODE_NAME POD_CIDR POD_GW SERVICE_CIDR DNS_SVC_IP \
            CLUSTER_DOMAIN CNI_BRIDGE PAUSE_IMAGE TRAEFIK_IMAGE TRAEFIK_VERSION TRAEFIK_NODEPORT; do
     sedargs+=(-e "s|@$v@|${!v}|g")
   done
@@ -33,7 +34,8 @@ start() {
   local name="$1" bin="$2"; shift 2
   : >>"$LOG_DIR/$name.log"
   # setsid: not in make's process group, so ^C on a later make does not reach it.
-  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  # 7>&-: daemons must not inherit the cluster lock.
+  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 7>&- &
   local pid=$!
   echo "$pid" >"$PID_DIR/$name.pid"
   echo "$bin" >"$PID_DIR/$name.cmd"
@@ -42,6 +44,7 @@ start() {
 alive_or_die() {
   local name="$1"
   pid_alive "$name" && return 0
+  echo >&2
   log "$name exited; last 40 lines of $LOG_DIR/$name.log:"
   tail -n 40 "$LOG_DIR/$name.log" | sed 's/^/    /' >&2
   exit 1
@@ -242,13 +245,22 @@ usage() {
 EOF
 }
 
+# WSPS_CLUSTER_INGRESS=0: no Traefik (neither built nor installed).
+INGRESS="${WSPS_CLUSTER_INGRESS:-1}"
+
 main() {
   "$LC_DIR/deps.sh"
-  "$LC_DIR/build-bins.sh"
-  "$LC_DIR/images.sh" base pause traefik
+  if (( INGRESS )); then
+    "$LC_DIR/build-bins.sh"
+    "$LC_DIR/images.sh" base pause traefik
+  else
+    "$LC_DIR/build-bins.sh" kubernetes etcd coredns pause
+    "$LC_DIR/images.sh" base pause
+  fi
   if healthy; then
     skip "cluster" "already running"
     "$LC_DIR/images.sh" --import-only
+    if (( INGRESS )) && ! traefik_ready; then start_traefik; fi
     write_kubeconfig
     usage
     return 0
@@ -270,9 +282,9 @@ main() {
   start_kube_proxy
   start_dns
   wait_for "default service account" 30 "$LOG_DIR/kube-controller-manager.log" default_sa
-  start_traefik
+  if (( INGRESS )); then start_traefik; fi
   write_kubeconfig
   usage
 }
 
-main "$@"
+main "$@"; exit $?
