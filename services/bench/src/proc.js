@@ -62,6 +62,10 @@ export class CpuMeter {
   /** @param {() => number[]} roots */
   constructor (roots) {
     this.roots = roots
+    /** @type {number[]} */
+    this.pids = []
+    this.t0 = 0
+    this.c0 = 0
     this.mark()
   }
 
@@ -74,6 +78,6 @@ export class CpuMeter {
   /** @returns {number} cores used since mark() (1.0 = one full core) */
   read () {
     const dt = (performance.now() - this.t0) / 1000
-    return dt > 0 ? (cpuSeconds(/** @type {number[]} */ (this.pids)) - this.c0) / dt : 0
+    return dt > 0 ? (cpuSeconds(this.pids) - this.c0) / dt : 0
   }
 }
