@@ -177,7 +177,10 @@ containerd_up() { [[ -S "$CONTAINERD_SOCK" ]] && ctr --address "$CONTAINERD_SOCK
 # import_archives NAME...: load archives into containerd (namespace k8s.io),
 # skipping the ones whose image already has the same config digest.
 import_archives() {
-  containerd_up || { skip "import into containerd" "cluster not running: cluster-up imports them"; return 0; }
+  if ! containerd_up; then
+    [[ -n "${WSPS_IMAGES_QUIET_IMPORT:-}" ]] || skip "import into containerd" "cluster not running: cluster-up imports them"
+    return 0
+  fi
   local n out img
   for n in "$@"; do
     out="$(archive "$n")"; img="${IMAGE_OF[$n]}"

@@ -252,10 +252,10 @@ main() {
   "$LC_DIR/deps.sh"
   if (( INGRESS )); then
     "$LC_DIR/build-bins.sh"
-    "$LC_DIR/images.sh" base pause traefik
+    WSPS_IMAGES_QUIET_IMPORT=1 "$LC_DIR/images.sh" base pause traefik
   else
     "$LC_DIR/build-bins.sh" kubernetes etcd coredns pause
-    "$LC_DIR/images.sh" base pause
+    WSPS_IMAGES_QUIET_IMPORT=1 "$LC_DIR/images.sh" base pause
   fi
   if healthy; then
     skip "cluster" "already running"
