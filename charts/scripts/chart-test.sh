@@ -114,6 +114,13 @@ done
 section "chart: schemas (kubeconform -strict, Kubernetes ${K8S_VERSIONS[0]} .. ${K8S_VERSIONS[-1]}, offline)"
 run "kubeconform ${#rendered[@]} scenarios x ${#K8S_VERSIONS[@]} versions" kubeconform_all "${rendered[@]}"
 
+section "chart <-> services: the config loaders accept what the chart renders"
+if [[ -d node_modules/@wsps/shared ]] && command -v node >/dev/null; then
+  run "WSPS_* settings of ${#rendered[@]} scenarios load in the services" "$WSPS_PY" charts/scripts/check-config-contract.py "${rendered[@]}"
+else
+  skip "WSPS_* settings load in the services" "(npm workspaces not installed: make deps)"
+fi
+
 section "chart: unit tests (helm-unittest)"
 run "every template has a same-named test suite" templates_tested
 run "helm unittest" "$HELM" unittest --color=false "$CHART"
