@@ -435,8 +435,11 @@ class Conn {
 
   /** @param {Tally} tally */
   flushInto (tally) {
-    if (this.frames === 0) return
-    const node = this.node || 'none'
+    if (this.frames === 0 || !this.gotHello) {
+      this.resetCounters()
+      return
+    }
+    const node = this.node
     if (this.quotes > 0) M.quotes.add(this.quotes, this.tags)
     tally.add('f', node, this.frames)
     tally.add('q', node, this.quotes)

@@ -123,7 +123,9 @@ export function buildSummary (data, meta) {
     connects: (connect.passes ?? 0) + (connect.fails ?? 0),
     connectFailures: connect.fails ?? 0,
     connections: count('wsps_connections'),
-    quotes: count('wsps_quotes'),
+    // Every delivered delta has a latency sample; wsps_quotes is only added
+    // when a VU flushes, so it misses the tail of VUs that k6 cut off.
+    quotes: Math.max(count('wsps_quotes'), numOrNull(metrics.wsps_quote_latency?.values?.count) ?? 0),
     snapQuotes: count('wsps_snapshot_quotes'),
     gaps: count('wsps_seq_gaps'),
     wrong: count('wsps_wrong_symbol'),
@@ -335,6 +337,9 @@ export function renderText (s) {
     out.push(table(rows))
     const b = balance(s.pods)
     out.push(`  balance over ${b.pods} pod(s): max ${fmt(b.max)} / min ${fmt(b.min)} = ${fmt(b.ratio, 2)}, spread ${b.spread === null ? '-' : `${(100 * b.spread).toFixed(1)}%`} of the mean`)
+    if (totalConns < (s.totals.connections ?? 0)) {
+      out.push(`  note: the per-pod rows cover ${fmt(totalConns)} of ${fmt(s.totals.connections)} connections: k6 stopped some VUs before their last tally flush (it was behind; see the client lag)`)
+    }
   }
 
   const t = s.totals
@@ -361,8 +366,8 @@ export function renderText (s) {
     const p99 = histPercentile(lag, 99)
     out.push(`  k6 client lag (frame read -> handled by the script): p50 <= ${fmt(p50, 1)}, p99 <= ${fmt(p99, 1)}`)
     if ((p99 ?? 0) > LAG_WARN_MS) {
-      out.push(`  WARNING: k6 fell behind (lag p99 over ${LAG_WARN_MS} ms): it is short of CPU, so the latencies above include its own queueing.`)
-      out.push('           Use fewer connections per process (shard.js) or a less busy machine.')
+      out.push(`  WARNING: k6 fell behind (lag p99 over ${LAG_WARN_MS} ms): it is short of CPU, and the latencies above may be its own delays`)
+      out.push('           as much as the system\'s. Give k6 more CPU, fewer frames per process (TARGET, SUBS) or shard it (shard.js).')
     }
   }
 
