@@ -75,18 +75,31 @@ function onFrame (c, text) {
 }
 
 /**
+ * Connects, subscribes and, with `pause`, stops reading as soon as the
+ * snapshots of all its symbols arrived.
+ *
  * @param {string} url
  * @param {'live' | 'slow'} kind
  * @param {string} role
  * @param {string[]} symbols
+ * @param {boolean} pause
  * @returns {Promise<FleetClient | null>}
  */
-function connectOne (url, kind, role, symbols) {
+function connectOne (url, kind, role, symbols, pause) {
   return new Promise((resolve) => {
     const ws = new WebSocket(url, { perMessageDeflate: false })
     /** @type {FleetClient} */
     const c = { ws, kind, role, symbols, held: new Map(), problems: 0, conflated: 0, quotes: 0, phaseQuotes: 0, closeCode: null, onAck: null }
-    const timer = setTimeout(() => { ws.terminate(); resolve(null) }, 30_000)
+    const timer = setTimeout(() => { ws.terminate(); resolve(null) }, 60_000)
+    let subscribed = false
+    let settled = false
+    const ready = () => {
+      if (settled || !subscribed || (pause && c.held.size < symbols.length)) return
+      settled = true
+      clearTimeout(timer)
+      if (pause) socketOf(c).pause()
+      resolve(c)
+    }
     let hello = false
     ws.on('message', (data) => {
       if (!hello) {
@@ -97,14 +110,15 @@ function connectOne (url, kind, role, symbols) {
         c.onAck = () => {
           if (++acks === chunks.length) {
             c.onAck = () => {}
-            clearTimeout(timer)
-            resolve(c)
+            subscribed = true
+            ready()
           }
         }
         for (const chunk of chunks) ws.send(JSON.stringify({ op: 'sub', symbols: chunk }))
         return
       }
       onFrame(c, String(data))
+      if (pause && subscribed) ready()
     })
     ws.on('close', (code) => {
       c.closeCode = code
@@ -126,16 +140,24 @@ async function handle (msg) {
   switch (msg.cmd) {
     case 'connect': {
       // {url, clients: [{kind, role, symbols}]}, opened `parallel` at a time.
-      const queue = [...msg.clients]
+      // A refused or timed-out attempt is retried once.
+      const queue = msg.clients.map((/** @type {any} */ spec) => ({ ...spec, tries: 0 }))
       let failed = 0
-      await Promise.all(Array.from({ length: msg.parallel ?? 100 }, async () => {
+      let connected = 0
+      await Promise.all(Array.from({ length: msg.parallel ?? 50 }, async () => {
         for (let spec = queue.shift(); spec; spec = queue.shift()) {
-          const c = await connectOne(msg.url, spec.kind, spec.role, spec.symbols)
-          if (c) clients.push(c)
-          else failed++
+          const c = await connectOne(msg.url, spec.kind, spec.role, spec.symbols, Boolean(msg.pause))
+          if (c) {
+            clients.push(c)
+            connected++
+          } else if (++spec.tries < 2) {
+            queue.push(spec)
+          } else {
+            failed++
+          }
         }
       }))
-      return { connected: clients.length, failed }
+      return { connected, failed }
     }
     case 'snapshotted': {
       const missing = clients.filter((c) => c.closeCode === null && c.held.size < c.symbols.length).length

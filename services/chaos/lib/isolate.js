@@ -20,8 +20,8 @@ const CHILD = fileURLToPath(new URL('./child.js', import.meta.url))
 
 /** Socket buffer limits inside the namespace (bytes: min default max). */
 export const NETNS_SYSCTL = Object.freeze({
-  'net.ipv4.tcp_wmem': '4096 16384 65536',
-  'net.ipv4.tcp_rmem': '4096 65536 65536'
+  'net.ipv4.tcp_wmem': '4096 16384 16384',
+  'net.ipv4.tcp_rmem': '4096 16384 16384'
 })
 
 /** @type {boolean | null} */

@@ -84,31 +84,60 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     const metrics = () => gw.metrics()
 
     fleet = await startFleet(p.processes)
+    const f = fleet
     /** @type {{kind: 'live' | 'slow', role: string, symbols: string[]}[][]} */
-    const shares = Array.from({ length: p.processes }, () => [])
+    const liveShares = Array.from({ length: p.processes }, () => [])
+    /** @type {{kind: 'live' | 'slow', role: string, symbols: string[]}[][]} */
+    const wakerShares = Array.from({ length: p.processes }, () => [])
+    /** @type {{kind: 'live' | 'slow', role: string, symbols: string[]}[][]} */
+    const sleeperShares = Array.from({ length: p.processes }, () => [])
     for (let i = 0; i < p.live; i++) {
       const subs = Array.from({ length: p.liveSubs }, (_, k) => symbols[(i * 7919 + k * 104729) % symbols.length])
-      shares[i % p.processes].push({ kind: 'live', role: 'live', symbols: [...new Set(subs)] })
+      liveShares[i % p.processes].push({ kind: 'live', role: 'live', symbols: [...new Set(subs)] })
     }
     for (let i = 0; i < p.slow; i++) {
+      const shares = i < p.wakers ? wakerShares : sleeperShares
       shares[i % p.processes].push({ kind: 'slow', role: i < p.wakers ? 'waker' : 'sleeper', symbols: symbols.slice(0, p.slowSubs) })
     }
+    /**
+     * @param {{kind: string, role: string, symbols: string[]}[][]} shares
+     * @param {boolean} pause stop reading right after the snapshot
+     */
+    const connectAll = async (shares, pause) => {
+      const t0 = Date.now()
+      const results = await Promise.all(shares.map((clients, i) => f.call(i, { cmd: 'connect', url: gw.wsUrl, clients, pause, parallel: 50 })))
+      const failed = results.reduce((n, r) => n + r.failed, 0)
+      const total = shares.reduce((n, x) => n + x.length, 0)
+      log(`${total - failed} ${shares.flat()[0]?.role ?? ''} clients connected${pause ? ' (then stopped reading)' : ''} in ${Date.now() - t0} ms, ${failed} failed`)
+      if (failed > total / 100) throw new Error(`${failed} of ${total} clients failed to connect`)
+      return failed
+    }
     const rssIdle = (await metrics()).process_resident_memory_bytes
-    const connectStarted = Date.now()
-    const connected = await Promise.all(shares.map((clients, i) => fleet?.call(i, { cmd: 'connect', url: gw.wsUrl, clients, parallel: 100 })))
-    const failed = connected.reduce((n, r) => n + r.failed, 0)
-    log(`connected ${p.live + p.slow - failed} clients in ${Date.now() - connectStarted} ms (${failed} failed)`)
-    if (failed > 0) throw new Error(`${failed} clients failed to connect`)
-    await waitFor(async () => (await fleet?.all({ cmd: 'snapshotted' }) ?? []).every((r) => r.missing === 0), { timeout: 120_000, interval: 500, message: 'every client snapshotted' })
+    // Progress every 10 s (the gateway's view), for whoever watches the run.
+    let watching = true
+    const watcher = (async () => {
+      let cpu0 = 0
+      while (watching) {
+        await sleep(10_000)
+        if (!watching) break
+        try {
+          const m = await metrics()
+          const cpu = m.process_cpu_seconds_total
+          log(`  gateway: ${m.wsps_gateway_connections} connections, ${m.wsps_gateway_slow_clients} slow, RSS ${Math.round(m.process_resident_memory_bytes / 1e6)} MB, ` +
+            `event-loop lag p99 ${Math.round((m.nodejs_eventloop_lag_p99_seconds ?? 0) * 1000)} ms, CPU ${Math.round((cpu - cpu0) * 10)}%`)
+          cpu0 = cpu
+        } catch {}
+      }
+    })()
 
-    await fleet.all({ cmd: 'phase', name: 'baseline' })
+    // 1. The live fleet, then a baseline.
+    let failed = await connectAll(liveShares, false)
+    await waitFor(async () => (await f.all({ cmd: 'snapshotted' })).every((r) => r.missing === 0), { timeout: 120_000, interval: 500, message: 'every live client snapshotted' })
+    await f.all({ cmd: 'phase', name: 'baseline' })
     await sleep(p.baselineMs)
     const m0 = await metrics()
 
-    // Stop reading.
-    await fleet.all({ cmd: 'phase', name: 'slow' })
-    await fleet.all({ cmd: 'pause' })
-    const pausedAt = Date.now()
+    // 2. Wakers stop reading until the gateway sees them slow, then catch up.
     let slowMax = 0
     let rssPeak = m0.process_resident_memory_bytes
     let sampling = true
@@ -119,38 +148,54 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
           slowMax = Math.max(slowMax, m.wsps_gateway_slow_clients)
           rssPeak = Math.max(rssPeak, m.process_resident_memory_bytes)
         } catch {}
-        await sleep(250)
+        await sleep(200)
       }
     })()
-    const seenSlow = Math.ceil(0.85 * p.slow)
-    await waitFor(() => slowMax >= seenSlow, { timeout: 180_000, interval: 50, message: `${seenSlow} clients seen as slow` })
-    const slowSeenMs = Date.now() - pausedAt
-    await fleet.all({ cmd: 'resume', role: 'waker' })
-    log(`${slowMax} slow after ${slowSeenMs} ms; wakers resumed`)
-    const mSlow = await metrics()
+    await f.all({ cmd: 'phase', name: 'slow' })
+    if (p.wakers > 0) {
+      // They connect reading and all stop at the same instant, so they turn
+      // slow together and can all be woken before WSPS_SLOW_CLOSE_MS.
+      failed += await connectAll(wakerShares, false)
+      await f.all({ cmd: 'pause', role: 'waker' })
+      const wakersPausedAt = Date.now()
+      await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= Math.ceil(0.8 * p.wakers), { timeout: 180_000, interval: 50, message: 'wakers seen as slow' })
+      await f.all({ cmd: 'resume', role: 'waker' })
+      log(`wakers seen as slow ${Date.now() - wakersPausedAt} ms after they stopped reading; resumed`)
+    }
+    const mWake = await metrics()
 
+    // 3. Sleepers stop reading for good; the gateway must cut them off.
+    const pausedAt = Date.now()
+    failed += await connectAll(sleeperShares, true)
+    const sleepers = p.slow - p.wakers
+    const seenSlow = Math.ceil(0.85 * sleepers)
+    await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= seenSlow, { timeout: 180_000, interval: 50, message: `${seenSlow} sleepers seen as slow` })
+    const slowSeenMs = Date.now() - pausedAt
+    const mSlow = await metrics()
+    log(`${mSlow.wsps_gateway_slow_clients} slow ${slowSeenMs} ms after the sleepers began to connect`)
     await waitFor(async () => (await metrics()).wsps_gateway_connections <= p.live + p.wakers, { timeout: p.slowCloseMs + 120_000, interval: 250, message: 'sleepers cut off' })
     const cutOffMs = Date.now() - pausedAt
-    log(`sleepers cut off ${cutOffMs} ms after the pause`)
-    const during = await fleet.all({ cmd: 'report' })
-    await fleet.all({ cmd: 'phase', name: 'after' })
-    await fleet.all({ cmd: 'resume', role: 'sleeper' })
+    log(`sleepers cut off ${cutOffMs} ms after they began to connect`)
+    const during = await f.all({ cmd: 'report' })
+    await f.all({ cmd: 'phase', name: 'after' })
+    await f.all({ cmd: 'resume', role: 'sleeper' })
     await sleep(p.afterMs)
     sampling = false
-    await sampler
+    watching = false
+    await Promise.all([sampler, watcher])
     const m1 = await metrics()
-    const end = await fleet.all({ cmd: 'report' })
+    const end = await f.all({ cmd: 'report' })
     const rssBefore = m0.process_resident_memory_bytes
 
     const roles = mergeRoles(end.map((r) => r.roles))
     const rolesDuring = mergeRoles(during.map((r) => r.roles))
     const lat = (/** @type {any[]} */ reports, /** @type {string} */ phase) =>
       reports.reduce((h, r) => r.latency[phase] ? h.merge(r.latency[phase]) : h, new Histogram()).summary()
-    const sleepers = p.slow - p.wakers
     const closes = Object.fromEntries(Object.entries(m1).filter(([k]) => k.startsWith('wsps_gateway_closes_total')).map(([k, v]) => [/code="(\d+)"/.exec(k)?.[1] ?? k, v]))
     return {
       params: p,
       connections: p.live + p.slow,
+      failedToConnect: failed,
       slowSeenMs,
       cutOffMs,
       gateway: {
@@ -158,12 +203,13 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
         rssBefore,
         rssPeak,
         rssAfter: m1.process_resident_memory_bytes,
-        perConnectionBytes: (rssBefore - rssIdle) / (p.live + p.slow),
+        perConnectionBytes: (rssBefore - rssIdle) / p.live,
         perStuckBytes: sleepers > 0 ? (rssPeak - rssBefore) / sleepers : 0,
         boundPerStuckBytes: p.sendMax + p.slowSubs * 400,
         slowMax,
         slowAtEnd: m1.wsps_gateway_slow_clients,
         conflatedDuring: mSlow.wsps_gateway_conflated_total - m0.wsps_gateway_conflated_total,
+        conflatedWakers: mWake.wsps_gateway_conflated_total - m0.wsps_gateway_conflated_total,
         conflatedTotal: m1.wsps_gateway_conflated_total,
         closes,
         alive: gw.proc.exitCode === null
