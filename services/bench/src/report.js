@@ -81,6 +81,6 @@ export function renderMarkdown (r) {
     for (const x of r.sim) out.push(`| ${x.processes} | ${f(x.redisChannelsPerProcess)} | ${f(x.redisEgressPerSec)} | ${f(x.gatewayQuotesInPerSecPerProcess)} | ${f(x.delivered)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${f(x.cpu.gateways, 2)} | ${f(x.cpu.redis, 2)} |`)
     out.push('')
   }
-  out.push('Raw numbers: [results.json](results.json). Method and notes: [README.md](README.md).', '')
+  out.push('Raw numbers: [results.json](results.json). Method: [README.md](README.md). Profiles, causes and proposed gateway changes: [analysis.md](analysis.md). Scale model: [../capacity.md](../capacity.md).', '')
   return out.join('\n')
 }
