@@ -7,6 +7,7 @@ import { commonSettings } from '@wsps/shared/common-settings'
 export const gatewaySettings = Object.freeze([
   ...commonSettings,
   { env: 'WSPS_HTTP_PORT', key: 'port', type: 'int', min: 0, max: 65535, default: 8080, doc: 'HTTP port: `/ws`, `/healthz`, `/readyz`, `/metrics` and the browser client.' },
+  { env: 'WSPS_METRICS_PORT', key: 'metricsPort', type: 'int', min: 0, max: 65535, default: 0, doc: 'Serve `/metrics` on this port instead of WSPS_HTTP_PORT, keeping it off the port an ingress exposes (0: on WSPS_HTTP_PORT).' },
   { env: 'WSPS_HEARTBEAT_MS', key: 'heartbeatMs', type: 'int', min: 1000, max: 300000, default: 15000, doc: 'Server ping interval. A peer that misses a ping is dropped: idle timeout = 2 x this.' },
   { env: 'WSPS_BATCH_MS', key: 'batchMs', type: 'int', min: 0, max: 1000, default: 10, doc: 'Per-connection batching window for updates (0: flush every event-loop turn).' },
   { env: 'WSPS_MAX_SUBSCRIPTIONS', key: 'maxSubscriptions', type: 'int', min: 1, max: 10000, default: 200, doc: 'Symbols one connection may hold.' },
@@ -37,6 +38,7 @@ export const gatewaySettings = Object.freeze([
  * @typedef {object} GatewayConfig
  * @property {string} host
  * @property {number} port
+ * @property {number} metricsPort
  * @property {string} nodeName
  * @property {string} logLevel
  * @property {string} redisUrl
@@ -80,6 +82,7 @@ export function loadGatewayConfig (env, overrides = {}) {
   const base = /** @type {GatewayConfig} */ (loadConfig(gatewaySettings, env))
   const config = { ...base, ...overrides }
   const problems = []
+  if (config.metricsPort !== 0 && config.metricsPort === config.port) problems.push('WSPS_METRICS_PORT must differ from WSPS_HTTP_PORT (0 serves metrics on the HTTP port)')
   if (config.sendMax <= config.sendHighWater) problems.push('WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES')
   if (config.authMode === 'hs256' && Buffer.byteLength(config.authSecret) < 32) problems.push('WSPS_AUTH_HS256_SECRET must be at least 32 bytes when WSPS_AUTH_MODE=hs256')
   if (config.authMode === 'jwks' && !/^https?:\/\//.test(config.authJwksUrl)) problems.push('WSPS_AUTH_JWKS_URL must be an http(s) URL when WSPS_AUTH_MODE=jwks')

@@ -2,7 +2,7 @@
 // server, the Redis broker, the hub, fan-out and graceful shutdown.
 
 import { createServer } from 'node:http'
-import { createHttpApp } from '@wsps/shared/http-app'
+import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
 import { createAuthenticator } from './auth.js'
 import { createRedisBroker } from './broker-redis.js'
 import { Fanout } from './fanout.js'
@@ -52,7 +52,10 @@ export async function createGateway (config, logger) {
   })
 
   const readiness = () => ({ redis: broker.ready(), subscriptionsRestored: hub.synced(), notDraining: !draining })
-  await registerHttpRoutes(app, { readiness, registry: metrics.registry, staticDir: config.staticDir })
+  const separateMetrics = config.metricsPort !== 0
+  await registerHttpRoutes(app, { readiness, registry: separateMetrics ? null : metrics.registry, staticDir: config.staticDir })
+  const metricsApp = separateMetrics ? createHttpApp(logger) : null
+  if (metricsApp) registerMetrics(metricsApp, metrics.registry)
   ws.attach(app.server)
   hub.start()
 
@@ -65,6 +68,7 @@ export async function createGateway (config, logger) {
     readiness,
     /** @returns {Promise<string>} the address it listens on */
     async listen () {
+      if (metricsApp) await metricsApp.listen({ host: config.host, port: config.metricsPort })
       return app.listen({ host: config.host, port: config.port })
     },
     /**
@@ -86,6 +90,7 @@ export async function createGateway (config, logger) {
         hub.stop()
         fanout.stop()
         await app.close()
+        await metricsApp?.close()
         await broker.close()
         logger.info('stopped')
       })()

@@ -16,11 +16,11 @@ export function createHttpApp (logger, serverFactory) {
 }
 
 /**
- * Adds `/healthz`, `/readyz` and `/metrics`.
+ * Adds `/healthz`, `/readyz` and, when a registry is given, `/metrics`.
  *
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
  * @param {() => Record<string, boolean>} checks readiness checks; ready when all are true
- * @param {import('prom-client').Registry} registry
+ * @param {import('prom-client').Registry | null} registry
  */
 export function registerProbes (app, checks, registry) {
   // Liveness says only that the event loop serves requests: a Redis outage
@@ -32,6 +32,14 @@ export function registerProbes (app, checks, registry) {
     reply.code(ready ? 200 : 503)
     return { status: ready ? 'ready' : 'not ready', checks: c }
   })
+  if (registry) registerMetrics(app, registry)
+}
+
+/**
+ * @param {import('fastify').FastifyInstance<any, any, any, any>} app
+ * @param {import('prom-client').Registry} registry
+ */
+export function registerMetrics (app, registry) {
   app.get('/metrics', async (_req, reply) => {
     reply.type(registry.contentType)
     return registry.metrics()

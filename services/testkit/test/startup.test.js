@@ -28,3 +28,20 @@ test('secrets never reach the start-up log', async () => {
   assert.match(out, /"authSecret":"\[redacted\]"/)
   assert.doesNotMatch(out, /super-secret-value/)
 })
+
+test('WSPS_METRICS_PORT moves /metrics off the public port', async () => {
+  const { startRedis, startGateway, freePort, getJson } = await import('../src/index.js')
+  const redis = await startRedis()
+  const metricsPort = await freePort()
+  const gw = await startGateway(redis.url, { WSPS_METRICS_PORT: metricsPort })
+  try {
+    assert.equal((await getJson(`${gw.url}/metrics`)).status, 404)
+    assert.equal((await getJson(`${gw.url}/readyz`)).status, 200)
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    assert.equal(res.status, 200)
+    assert.match(await res.text(), /wsps_gateway_connections/)
+  } finally {
+    await gw.stop()
+    await redis.close()
+  }
+})
