@@ -24,6 +24,9 @@ BUILDAH_DRIVER="${WSPS_BUILDAH_DRIVER:-overlay}"
 BUILDAH=(buildah --root "$BUILDAH_DIR/$BUILDAH_DRIVER/root" --runroot "$BUILDAH_DIR/$BUILDAH_DRIVER/runroot"
          --storage-driver "$BUILDAH_DRIVER")
 [[ "$BUILDAH_DRIVER" != overlay ]] || BUILDAH+=(--storage-opt overlay.skip_mount_home=true)
+# Buildah sets up its CNI config folder on any command, /etc/cni/net.d by
+# default: keep it in the cache instead.
+export CONTAINERS_CONF="$BUILDAH_DIR/containers.conf"
 ROOTFS_KEY="$DEBIAN_SUITE-minbase-node$NODE_VERSION-npm$NPM_VERSION"
 ROOTFS_TAR="$CACHE_DIR/rootfs/$ROOTFS_KEY.tar"
 DEBIAN_MIRROR="${WSPS_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
@@ -84,7 +87,6 @@ build_rootfs() {
 bud() {
   local name="$1" ctx="$2" file="$3"; shift 3
   "${BUILDAH[@]}" bud --isolation chroot --layers --force-rm --format docker --pull=false \
-    --cni-config-dir "$BUILDAH_DIR/cni" --cni-plugin-path /usr/lib/cni \
     -f "$file" -t "${IMAGE_OF[$name]}" "$@" "$ctx"
   push_archive "$name"
 }
@@ -198,6 +200,7 @@ import_archives() {
 main() {
   mkdir -p "$CACHE_DIR" "$IMAGE_DIR" "$LOGS" "$BUILDAH_DIR"
   need_root
+  printf '[network]\nnetwork_config_dir = "%s"\ncni_plugin_dirs = ["/usr/lib/cni"]\n' "$BUILDAH_DIR/cni" >"$CONTAINERS_CONF"
   # One image build at a time per cache; no working container (and so no
   # overlay mount) outlives this script, even after a failed build.
   exec 9>"$BUILDAH_DIR/.lock"

@@ -27,7 +27,7 @@ awk '{print $2, $3}' /proc/self/mounts | sort
 section "netns"
 ls /run/netns 2>/dev/null | sort || true
 section "cgroups (top two levels)"
-for h in /sys/fs/cgroup/*/; do find "$h" -mindepth 1 -maxdepth 2 -type d 2>/dev/null; done | grep -v process_api | sort
+for h in /sys/fs/cgroup/*/; do find "$h" -mindepth 1 -maxdepth 2 -type d 2>/dev/null; done | { grep -v process_api || true; } | sort
 section "processes (comm)"
 ps -e -o comm= | grep -E 'kube|etcd|containerd|coredns|traefik|pause|runc' | sort | uniq -c || true
 section "files"

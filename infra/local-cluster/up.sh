@@ -275,6 +275,9 @@ main() {
   start_etcd
   start_apiserver
   start_containerd
+  # Sandboxes a crashed earlier run left in containerd's (cached) root.
+  step "remove stale pods from an earlier run" "$LOG_DIR/stale-pods.log" \
+    "$K8S_BIN/wsps-cri" -endpoint "unix://$CONTAINERD_SOCK" -timeout 60s rmp-all
   "$LC_DIR/images.sh" --import-only
   step "egress guard (iptables mangle WSPS-EGRESS)" "$LOG_DIR/iptables.log" egress_guard
   start_controllers
