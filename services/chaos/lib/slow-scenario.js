@@ -159,6 +159,9 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
       await f.all({ cmd: 'pause', role: 'waker' })
       const wakersPausedAt = Date.now()
       await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= Math.ceil(0.8 * p.wakers), { timeout: 180_000, interval: 50, message: 'wakers seen as slow' })
+      // Stay behind long enough for symbols to update twice (conflation),
+      // not so long that WSPS_SLOW_CLOSE_MS cuts them off.
+      await sleep(Math.min(p.slowCloseMs / 2, 2 * p.fetchIntervalMs + 200))
       await f.all({ cmd: 'resume', role: 'waker' })
       log(`wakers seen as slow ${Date.now() - wakersPausedAt} ms after they stopped reading; resumed`)
     }
@@ -175,6 +178,7 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     log(`${mSlow.wsps_gateway_slow_clients} slow ${slowSeenMs} ms after the sleepers began to connect`)
     await waitFor(async () => (await metrics()).wsps_gateway_connections <= p.live + p.wakers, { timeout: p.slowCloseMs + 120_000, interval: 250, message: 'sleepers cut off' })
     const cutOffMs = Date.now() - pausedAt
+    const mCut = await metrics()
     log(`sleepers cut off ${cutOffMs} ms after they began to connect`)
     const during = await f.all({ cmd: 'report' })
     await f.all({ cmd: 'phase', name: 'after' })
@@ -208,7 +212,7 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
         boundPerStuckBytes: p.sendMax + p.slowSubs * 400,
         slowMax,
         slowAtEnd: m1.wsps_gateway_slow_clients,
-        conflatedDuring: mSlow.wsps_gateway_conflated_total - m0.wsps_gateway_conflated_total,
+        conflatedDuring: mCut.wsps_gateway_conflated_total - m0.wsps_gateway_conflated_total,
         conflatedWakers: mWake.wsps_gateway_conflated_total - m0.wsps_gateway_conflated_total,
         conflatedTotal: m1.wsps_gateway_conflated_total,
         closes,
