@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cluster's images without a Docker engine or a registry, and
 # imports them into the cluster's containerd when it runs.
-#   images.sh                 all: base pause traefik k6 wsps
+#   images.sh                 all: base pause traefik k6 redis wsps
 #   images.sh NAME...         only those
 #   images.sh --import-only   import the archives already built (cluster-up does this)
 #
@@ -10,6 +10,7 @@
 # pause   Kubernetes' pause.c, static, alone in an image
 # traefik base + the traefik binary
 # k6      base + the k6 binary
+# redis   base + Debian's redis-server and redis-tools (uid 999)
 # wsps    the repo's Dockerfile, built by buildah with --build-arg BASE_IMAGE=<base>
 #
 # Archives land in $WSPS_CACHE/cluster/images/<name>.tar (docker-archive, with
@@ -34,7 +35,8 @@ LOGS="$CACHE_DIR/build-logs"
 
 archive() { echo "$IMAGE_DIR/$1.tar"; }
 # Which image each archive holds.
-declare -A IMAGE_OF=([base]="$BASE_IMAGE" [pause]="$PAUSE_IMAGE" [traefik]="$TRAEFIK_IMAGE" [k6]="$K6_IMAGE" [wsps]="$WSPS_IMAGE")
+declare -A IMAGE_OF=([base]="$BASE_IMAGE" [pause]="$PAUSE_IMAGE" [traefik]="$TRAEFIK_IMAGE" [k6]="$K6_IMAGE"
+                     [redis]="$REDIS_IMAGE" [wsps]="$WSPS_IMAGE")
 
 have_image() { "${BUILDAH[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 
@@ -152,6 +154,34 @@ EOF
 build_traefik() { build_base; "$LC_DIR/build-bins.sh" traefik; bin_image traefik "$TRAEFIK_BIN/traefik" 65532:65532; }
 build_k6()      { build_base; "$LC_DIR/build-bins.sh" k6;      bin_image k6 "$K6_BIN/k6" 1000:1000; }
 
+# Redis for the chart's built-in Redis ("any image with redis-server and
+# redis-cli on PATH"): Debian's packages on the base, apt lists dropped after.
+build_redis() {
+  build_base
+  if [[ -f "$(archive redis)" && "$(archive redis)" -nt "$(archive base)" ]]; then
+    skip "image $REDIS_IMAGE" "cached"; return
+  fi
+  _redis_img() {
+    local ctx; ctx="$(mktemp -d "$CACHE_DIR/.ctx.XXXXXX")"
+    cat >"$ctx/Dockerfile" <<EOF
+FROM $BASE_IMAGE
+RUN groupadd --system --gid 999 redis \\
+ && useradd --system --uid 999 --gid redis --home-dir /var/lib/redis --shell /usr/sbin/nologin redis \\
+ && apt-get update -qq \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server redis-tools \\
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/* \\
+ && mkdir -p /data && chown redis:redis /data
+WORKDIR /data
+USER 999:999
+EXPOSE 6379
+CMD ["redis-server", "--protected-mode", "no"]
+EOF
+    bud redis "$ctx" "$ctx/Dockerfile"
+    rm -rf "$ctx"
+  }
+  step "image $REDIS_IMAGE (debian redis-server)" "$LOGS/image-redis.log" _redis_img
+}
+
 # The repo's Dockerfile is the one description of the wsps image; only its
 # base comes from here. Always rebuilt (buildah's layer cache makes an
 # unchanged tree quick).
@@ -208,16 +238,16 @@ main() {
   trap '"${BUILDAH[@]}" rm --all >/dev/null 2>&1 || true' EXIT
   if [[ "${1:-}" == "--import-only" ]]; then
     shift
-    (( $# )) || set -- base pause traefik k6 wsps
+    (( $# )) || set -- base pause traefik k6 redis wsps
     import_archives "$@"
     return
   fi
-  (( $# )) || set -- base pause traefik k6 wsps
+  (( $# )) || set -- base pause traefik k6 redis wsps
   local n
   for n in "$@"; do
     case "$n" in
-      base|pause|traefik|k6|wsps) "build_$n" ;;
-      *) die "unknown image: $n (base pause traefik k6 wsps)" ;;
+      base|pause|traefik|k6|redis|wsps) "build_$n" ;;
+      *) die "unknown image: $n (base pause traefik k6 redis wsps)" ;;
     esac
   done
   import_archives "$@"
