@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Source me (bash): . infra/local-cluster/env.sh
 # Exports what scripts need to use the local cluster started by `make cluster-up`:
 #   KUBECONFIG        admin kubeconfig (.run/cluster/kubeconfig in this work tree)
@@ -16,7 +17,8 @@ set +a
 # shellcheck source=cluster.env
 . "$_wsps_lc_dir/cluster.env"
 export WSPS_CACHE="${WSPS_CACHE:-$HOME/.cache/wsps}"
-export KUBECONFIG="$(cd "$_wsps_lc_dir/../.." && pwd)/.run/cluster/kubeconfig"
+KUBECONFIG="$(cd "$_wsps_lc_dir/../.." && pwd)/.run/cluster/kubeconfig"
+export KUBECONFIG
 export WSPS_NODE_IP="${WSPS_NODE_IP:-$NODE_IP}"
 export WSPS_NODE_NAME="$NODE_NAME"
 export WSPS_INGRESS_URL="http://$WSPS_NODE_IP:$TRAEFIK_NODEPORT"

@@ -1,5 +1,6 @@
 # Shared helpers for the local-cluster scripts. Source it; do not run it.
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # the variables here are used by the scripts sourcing this
 
 set -o errexit -o nounset -o pipefail
 

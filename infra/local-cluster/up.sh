@@ -240,7 +240,7 @@ usage() {
     export KUBECONFIG=$KUBECONFIG_OUT      # or: . infra/local-cluster/env.sh
     kubectl get nodes                            # kubectl is in \$WSPS_CACHE/bin ($K8S_BIN)
     ingress (Traefik, class "traefik"): http://$NODE_IP:$TRAEFIK_NODEPORT/
-    images: $WSPS_IMAGE $K6_IMAGE $TRAEFIK_IMAGE (imagePullPolicy: Never)
+    images: $WSPS_IMAGE $REDIS_IMAGE $K6_IMAGE (make images; imagePullPolicy: Never)
     logs:   $LOG_DIR/   stop: make cluster-down
 EOF
 }
