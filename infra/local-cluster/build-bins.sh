@@ -29,6 +29,8 @@ build_kubernetes() {
   local have=1 b
   for b in "${bins[@]}"; do [[ -x "$K8S_BIN/$b" ]] || have=0; done
   if (( have )); then skip "kubernetes $K8S_VERSION" "cached"; return; fi
+  grep -q "k8s.io/kubernetes $K8S_VERSION\$" "$LC_DIR/gomod/kubernetes/go.mod" || \
+    die "gomod/kubernetes/go.mod does not require k8s.io/kubernetes $K8S_VERSION: regenerate it (README: Upgrading)"
   local work; work="$(mktemp -d "$CACHE_DIR/.build-kubernetes.XXXXXX")"
   cp -r "$LC_DIR/gomod/kubernetes/." "$work/src/"
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
@@ -75,16 +77,20 @@ EOF
   rm -rf "$work"
 }
 
+# CoreDNS with only the plugins our Corefile uses (gomod/coredns): the stock
+# build links every plugin, cloud SDKs included (~10 min cold on 2 cores).
 build_coredns() {
-  if [[ -x "$COREDNS_BIN/coredns" ]]; then skip "coredns $COREDNS_VERSION" "cached"; return; fi
+  if [[ -x "$COREDNS_BIN/coredns" ]]; then skip "coredns $COREDNS_VERSION (slim)" "cached"; return; fi
   local work; work="$(mktemp -d "$CACHE_DIR/.build-coredns.XXXXXX")"
+  cp -r "$LC_DIR/gomod/coredns/." "$work/src/"
   _coredns() {
-    cd "$work"
-    GOBIN="$work/out/bin" "${NICE[@]}" go install -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+    cd "$work/src"
+    go mod edit -require="github.com/coredns/coredns@$COREDNS_VERSION"
+    "${NICE[@]}" go build -ldflags "-s -w" -o "$work/out/bin/coredns" .
     expect_version "${COREDNS_VERSION#v}" "$work/out/bin/coredns" -version
   }
-  step "build coredns $COREDNS_VERSION" "$BUILD_LOGS/coredns.log" _coredns
-  finish "$work/out" "$CACHE_DIR/coredns-$COREDNS_VERSION"
+  step "build coredns $COREDNS_VERSION (slim)" "$BUILD_LOGS/coredns.log" _coredns
+  finish "$work/out" "$CACHE_DIR/coredns-$COREDNS_VERSION-slim"
   rm -rf "$work"
 }
 
