@@ -481,6 +481,7 @@ export function handleSummary (data) {
     scenario: CFG.scenario,
     target: CFG.target,
     peakConns: PLAN.peakConns,
+    holdConns: PLAN.holdConns,
     vus: PLAN.vus,
     connsPerVu: CFG.connsPerVu,
     subs: CFG.subs,

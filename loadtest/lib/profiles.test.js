@@ -12,6 +12,15 @@ test('buildPlan: VUs, stages in VUs, hold window and connect spacing', () => {
   assert.equal(plan.holdStartMs, 30000)
   assert.equal(plan.spacingMs, 6)
   assert.equal(plan.peakConns, 5000)
+  assert.equal(plan.holdConns, 5000)
+})
+
+test('buildPlan: STAGES that fall end with fewer connections than the peak', () => {
+  const plan = buildPlan(readConfig({ STAGES: '5s:200,10s:200,5s:60,12s:60' }))
+  assert.equal(plan.peakConns, 200)
+  assert.equal(plan.holdConns, 60)
+  assert.equal(plan.endMs, 32000)
+  assert.equal(plan.holdStartMs, 20000)
 })
 
 test('buildPlan: a target that is not a multiple of CONNS_PER_VU rounds up', () => {
