@@ -41,3 +41,7 @@ chaos-fuzz: deps ## Chaos: 1,000,000 fuzz frames over live connections, plus slo
 .PHONY: test-hostile
 test-hostile: deps ## Only the fast bad-input, security and slow-consumer tests (they also run in make test)
 	@node --test --test-concurrency=1 --test-reporter=spec services/testkit/test/{hostile-input,security,slow-consumer}.test.js
+
+.PHONY: chaos-record
+chaos-record: deps ## make chaos, then write its figures table into docs/operations.md
+	@node services/chaos/run.js --record

@@ -6,12 +6,15 @@
 // a table of every figure and check, also written to
 // artifacts/chaos/figures.{json,md}.
 //
-//   node services/chaos/run.js [--quick] [scenario ...]
+//   node services/chaos/run.js [--quick] [--record] [scenario ...]
 //
 // --quick runs every scenario at a small scale (a smoke test of the
-// scenarios themselves, not the figures to record).
+// scenarios themselves, not the figures to record). --record also writes
+// the table into docs/operations.md (between the chaos-figures markers)
+// when every scenario ran at full scale.
 
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runIsolated } from './lib/isolate.js'
@@ -106,6 +109,20 @@ async function main () {
   writeFileSync(join(dir, 'figures.json'), JSON.stringify({ at: new Date().toISOString(), quick, figures, checks, details }, null, 2))
   writeFileSync(join(dir, 'figures.md'), `${table}\n`)
   console.log(`\n(also in artifacts/chaos/figures.md and figures.json)`)
+  if (args.includes('--record')) {
+    if (quick || chosen.length !== Object.keys(SCENARIOS).length) {
+      console.log('--record: not recording a partial or --quick run')
+    } else {
+      const doc = join(ROOT, 'docs', 'operations.md')
+      const text = readFileSync(doc, 'utf8')
+      const start = '<!-- chaos-figures:start -->'
+      const end = '<!-- chaos-figures:end -->'
+      const host = `Recorded by \`make chaos-record\` on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} cores, Node ${process.versions.node}, ` +
+        `load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at the end (the machine was shared).`
+      writeFileSync(doc, `${text.slice(0, text.indexOf(start) + start.length)}\n${host}\n\n${table.split('\n').slice(2).join('\n')}\n${text.slice(text.indexOf(end))}`)
+      console.log('recorded in docs/operations.md')
+    }
+  }
   if (failed > 0) {
     console.log(`\nmake chaos: ${failed} failed`)
     process.exit(1)

@@ -27,7 +27,7 @@ export async function run (params, log) {
     return f
   }
   try {
-    const gw = await startGateway(redis.url)
+    const gw = await startGateway(redis.url, { WSPS_MAX_SUBSCRIPTIONS: Math.max(200, p.symbols) })
     all.push(gw)
     /** @type {import('../../testkit/src/index.js').ServiceHandle[]} */
     const fetchers = await Promise.all([fetcher(), fetcher()])
