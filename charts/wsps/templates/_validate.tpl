@@ -61,6 +61,12 @@ wsps: gateway.shutdown.terminationGracePeriodSeconds
     ({{ $needed }}s): the kubelet would SIGKILL the pod mid-drain and drop every
     remaining socket at once. Raise it, or set it to 0 to have it computed.
 {{- end -}}
+{{- if eq (int $g.metricsPort) (int $g.port) }}
+wsps: gateway.metricsPort
+    gateway.metricsPort ({{ $g.metricsPort }}) must differ from gateway.port: /metrics
+    gets its own port so the Ingress/HTTPRoute (which reach only gateway.port)
+    never expose it.
+{{- end -}}
 {{- if eq $g.auth.mode "hs256" -}}
 {{- if and (not $g.auth.existingSecret) (lt (len $g.auth.hs256Secret) 32) }}
 wsps: gateway.auth.hs256Secret

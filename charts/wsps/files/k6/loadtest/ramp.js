@@ -39,8 +39,8 @@ const FLUSH_MS = 15000
  * opened again, counted as a failed connect (reason no_hello). The gateway
  * sends hello at once; k6's WebSocket can drop the first frame when its
  * reader wins a race against the open event (k6 v1.8.1 websockets.go runs
- * `go w.loop()` before queueing the open), seen about once per 1000 connects
- * on a busy machine.
+ * `go w.loop()` before queueing the open), seen about once per 500-1000
+ * connects through nginx.
  */
 const HELLO_TIMEOUT_MS = 10000
 
@@ -481,6 +481,7 @@ export function handleSummary (data) {
     scenario: CFG.scenario,
     target: CFG.target,
     peakConns: PLAN.peakConns,
+    holdConns: PLAN.holdConns,
     vus: PLAN.vus,
     connsPerVu: CFG.connsPerVu,
     subs: CFG.subs,

@@ -13,6 +13,7 @@ import { formatDuration } from './config.js'
  * @property {number} holdStartMs start of the final hold (0 when there is none)
  * @property {number} spacingMs gap between two connects of one VU in the first stage
  * @property {number} peakConns connections at the peak (vus * connsPerVu, >= target)
+ * @property {number} holdConns connections in the last stage (rounded up the same way)
  */
 
 /**
@@ -34,7 +35,8 @@ export function buildPlan (cfg) {
     endMs,
     holdStartMs: cfg.holdMs > 0 ? endMs - cfg.holdMs : 0,
     spacingMs,
-    peakConns: vus * cfg.connsPerVu
+    peakConns: vus * cfg.connsPerVu,
+    holdConns: stages[stages.length - 1].target * cfg.connsPerVu
   }
 }
 
@@ -50,9 +52,11 @@ export function scenarios (cfg, plan) {
       executor: 'ramping-vus',
       startVUs: 0,
       stages: plan.stages,
+      // A falling stage (STAGES) must drop connections when it says so:
+      // VUs it removes are stopped at once (k6 closes their sockets with 1000).
+      gracefulRampDown: '0s',
       // Each VU closes its sockets at endMs by itself; this is the margin
       // for the close handshakes and the last tally flush.
-      gracefulRampDown: '30s',
       gracefulStop: '30s',
       tags: { profile: cfg.scenario }
     }

@@ -226,6 +226,7 @@ export function mergeSummaries (list) {
       ...first.meta,
       target: sum(list.map((s) => s.meta.target ?? 0)),
       peakConns: sum(list.map((s) => s.meta.peakConns ?? 0)),
+      holdConns: sum(list.map((s) => s.meta.holdConns ?? s.meta.peakConns ?? 0)),
       vus: sum(list.map((s) => s.meta.vus ?? 0)),
       urls: [...new Set(list.flatMap((s) => s.meta.urls ?? []))],
       localIps: list.map((s) => s.meta.localIps).filter(Boolean)
@@ -338,13 +339,13 @@ export function renderText (s) {
     const b = balance(s.pods)
     out.push(`  balance over ${b.pods} pod(s): max ${fmt(b.max)} / min ${fmt(b.min)} = ${fmt(b.ratio, 2)}, spread ${b.spread === null ? '-' : `${(100 * b.spread).toFixed(1)}%`} of the mean`)
     if (totalConns < (s.totals.connections ?? 0)) {
-      out.push(`  note: the per-pod rows cover ${fmt(totalConns)} of ${fmt(s.totals.connections)} connections: k6 stopped some VUs before their last tally flush (it was behind; see the client lag)`)
+      out.push(`  note: the per-pod rows cover ${fmt(totalConns)} of ${fmt(s.totals.connections)} connections: k6 stopped some VUs before their last tally flush (a falling stage, or k6 behind schedule: see the client lag)`)
     }
   }
 
   const t = s.totals
   out.push('', 'Messages')
-  const expected = (m.peakConns ?? 0) * (m.subs ?? 0)
+  const expected = (m.holdConns ?? m.peakConns ?? 0) * (m.subs ?? 0)
   if (holdS) {
     out.push(`  during the hold: ${fmt(t.quotesHold / holdS)} quotes/s (about ${fmt(expected)}/s expected at 1 update/s per symbol)`)
   }
