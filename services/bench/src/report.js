@@ -81,6 +81,46 @@ export function renderMarkdown (r) {
     for (const x of r.sim) out.push(`| ${x.processes} | ${f(x.redisChannelsPerProcess)} | ${f(x.redisEgressPerSec)} | ${f(x.gatewayQuotesInPerSecPerProcess)} | ${f(x.delivered)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${f(x.cpu.gateways, 2)} | ${f(x.cpu.redis, 2)} |`)
     out.push('')
   }
+  out.push(...targets(r))
   out.push('Raw numbers: [results.json](results.json). Method: [README.md](README.md). Profiles, causes and proposed gateway changes: [analysis.md](analysis.md). Scale model: [../capacity.md](../capacity.md).', '')
   return out.join('\n')
+}
+
+/**
+ * The issue's targets, judged on this run.
+ * @param {any} r
+ * @returns {string[]}
+ */
+function targets (r) {
+  const fan = r.fanout ?? {}
+  const w = fan.wsps
+  const n = fan.naive
+  if (!w) return []
+  const rows = []
+  const verdict = (/** @type {boolean | null} */ ok) => (ok === null ? 'not measurable in this run' : ok ? 'met' : 'not met')
+  const ratio = (/** @type {number | undefined} */ a, /** @type {number | undefined} */ b) => (a && b ? a / b : null)
+  const maxRatio = ratio(w.max?.delivered, n?.max?.delivered)
+  const coreRatio = ratio(w.saturated?.perCore, n?.saturated?.perCore)
+  rows.push(`| fan-out max ≥ 5× naive | latency-bounded max: ${maxRatio === null ? 'n/a (a server passed no step)' : `${maxRatio.toFixed(1)}×`}; per core-second at saturation: ${coreRatio === null ? 'n/a' : `${coreRatio.toFixed(1)}×`} | ${verdict(coreRatio === null ? null : coreRatio >= 5)} |`)
+  for (const other of ['socketio', 'pushpin']) {
+    const o = fan[other]
+    if (!o) continue
+    const rr = ratio(w.saturated?.perCore, o.saturated?.perCore)
+    rows.push(`| ahead of ${o.label} | per core-second at saturation: ${rr === null ? 'n/a' : `${rr.toFixed(1)}×`} | ${verdict(rr === null ? null : rr > 1)} |`)
+  }
+  const p99 = w.at50?.p99
+  rows.push(`| p99 ≤ 50 ms at 50% of max | ${p99 === undefined ? 'no passing step to take 50% of' : `${f(p99, 1)} ms (p50 ${f(w.at50.p50, 1)}, p999 ${f(w.at50.p999, 1)})`} | ${verdict(p99 === undefined ? null : p99 <= 50)} |`)
+  const rss = r.idle?.wsps?.rssPerConnBytes
+  rows.push(`| ≤ 4 KB RSS per idle subscribed connection | ${rss === undefined ? 'n/a' : `${f(rss / 1024, 1)} KiB (naive: ${f((r.idle?.naive?.rssPerConnBytes ?? NaN) / 1024, 1)} KiB)`} | ${verdict(rss === undefined ? null : rss <= 4096)} |`)
+  const g = r.nginx?.summary
+  if (g) {
+    const hs = 1 - g.nginx.handshakesPerSec / g.direct.handshakesPerSec
+    const lat = g.nginx.p50 - g.direct.p50
+    const spread = (r.nginx.runs ?? []).filter((/** @type {any} */ x) => x.via === 'direct').map((/** @type {any} */ x) => x.handshakesPerSec)
+    const noisy = spread.length > 1 && (Math.max(...spread) / Math.min(...spread) - 1) > 0.1
+    rows.push(`| nginx overhead ≤ 10% | handshake rate ${hs >= 0 ? `${pct(hs)} lower` : `${pct(-hs)} higher`} through nginx; p50 latency ${lat >= 0 ? '+' : ''}${f(lat, 1)} ms${noisy ? ` (direct runs alone differ by ${pct(Math.max(...spread) / Math.min(...spread) - 1)}: below the noise)` : ''} | ${verdict(noisy ? null : hs <= 0.1)} |`)
+  }
+  const st = r.idle?.wsps
+  if (st?.stormSeconds) rows.push(`| connection storm (no target) | ${f(st.stormConns)} clients connected and snapshotted in ${f(st.stormSeconds, 1)} s (${f(st.stormRatePerSec)}/s) | |`)
+  return ['## Targets (this run)', '', '| target | measured | verdict |', '| --- | --- | --- |', ...rows, '', 'Why, with profiles: [analysis.md](analysis.md).', '']
 }
