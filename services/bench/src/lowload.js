@@ -19,7 +19,7 @@ const names = (process.argv[2] ?? 'wsps,naive').split(',')
 const conns = Number(process.argv[3] ?? 10000)
 const rate = Number(process.argv[4] ?? 30)
 const r = await startRedis()
-const pub = start(process.execPath, ['./publisher.js', `--redis=${r.url}`, '--symbols=2000'], { core: '0', name: 'pub' })
+const pub = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${r.url}`, '--symbols=2000'], { core: '0', name: 'pub' })
 await pub.waitLine((l) => l.type === 'ready', 10000)
 const subjects = []
 for (const name of names) {
