@@ -1,0 +1,154 @@
+// WebSocket clients for the e2e (infra/e2e/e2e.mjs): each connects through
+// the ingress, subscribes, checks every frame (wrong symbol, seq gaps),
+// reconnects on any close and resubscribes, and records how long a
+// reconnect took until the snapshot of all its symbols was back.
+import WebSocket from 'ws'
+
+const SYMBOLS = ['AAPL', 'MSFT', 'GOOGL', 'AMZN', 'NVDA', 'META', 'TSLA', 'JPM', 'V', 'XOM', 'BRK.B', 'JNJ']
+
+class Client {
+  /** @param {Fleet} fleet @param {number} id */
+  constructor (fleet, id) {
+    this.fleet = fleet
+    this.id = id
+    this.symbols = [SYMBOLS[id % SYMBOLS.length], SYMBOLS[(id * 7 + 3) % SYMBOLS.length]]
+    if (this.symbols[0] === this.symbols[1]) this.symbols.pop()
+    /** @type {Map<string, number>} */
+    this.held = new Map()
+    this.node = null
+    this.ws = null
+    this.connects = 0
+    this.reconnects = 0
+    this.closedAt = 0 // set while disconnected: start of the reconnect
+    this.snapAt = 0 // all symbols snapshotted on the current connection
+    this.lastUpdateAt = 0
+    this.updates = 0
+    this.wrong = 0
+    this.gaps = 0
+    this.stopped = false
+  }
+
+  connect () {
+    if (this.stopped) return
+    const f = this.fleet
+    const ws = new WebSocket(f.url, { headers: { Host: f.host }, handshakeTimeout: 10000 })
+    this.ws = ws
+    this.node = null
+    this.snapAt = 0
+    this.held.clear()
+    ws.on('open', () => {
+      this.connects++
+      ws.send(JSON.stringify({ op: 'sub', symbols: this.symbols, id: 1 }))
+    })
+    ws.on('message', (buf) => this.onFrame(String(buf)))
+    ws.on('error', (err) => { f.errors[err.message.slice(0, 60)] = (f.errors[err.message.slice(0, 60)] || 0) + 1 })
+    ws.on('close', (code) => {
+      if (this.ws !== ws) return
+      this.ws = null
+      f.closes[code] = (f.closes[code] || 0) + 1
+      if (this.stopped) return
+      if (!this.closedAt) this.closedAt = Date.now()
+      // Spread the reconnects (the gateway drains gradually anyway).
+      setTimeout(() => this.connect(), 100 + Math.floor(Math.random() * 900))
+    })
+  }
+
+  /** @param {string} text */
+  onFrame (text) {
+    let m
+    try { m = JSON.parse(text) } catch { this.fleet.bad++; return }
+    const now = Date.now()
+    if (m.op === 'hello') {
+      this.node = m.node
+    } else if (m.op === 'snap') {
+      for (const q of m.quotes) {
+        if (!this.symbols.includes(q.symbol)) { this.wrong++; continue }
+        this.held.set(q.symbol, q.seq)
+      }
+      if (!this.snapAt && this.symbols.every((s) => this.held.has(s))) {
+        this.snapAt = now
+        if (this.closedAt) {
+          this.fleet.reconnectMs.push(now - this.closedAt)
+          this.reconnects++
+          this.closedAt = 0
+        }
+      }
+    } else if (m.op === 'q') {
+      for (const d of m.quotes) {
+        if (!this.symbols.includes(d.symbol)) { this.wrong++; continue }
+        const held = this.held.get(d.symbol)
+        if (held === undefined) continue // before its snapshot
+        const base = d.base ?? d.seq - 1
+        if (d.seq <= held) continue // already have it
+        if (base !== held) { this.gaps++; this.fleet.gapLog.push({ at: now, symbol: d.symbol, held, base, seq: d.seq }) }
+        this.held.set(d.symbol, d.seq)
+        this.updates++
+        this.lastUpdateAt = now
+      }
+    } else if (m.op === 'error') {
+      this.fleet.protoErrors++
+    }
+  }
+
+  stop () {
+    this.stopped = true
+    if (this.ws) this.ws.terminate()
+  }
+}
+
+export class Fleet {
+  /** @param {{url: string, host: string}} o */
+  constructor ({ url, host }) {
+    this.url = url
+    this.host = host
+    /** @type {Client[]} */
+    this.clients = []
+    /** @type {number[]} */
+    this.reconnectMs = []
+    /** @type {Record<string, number>} */
+    this.errors = {}
+    /** @type {Record<string, number>} */
+    this.closes = {}
+    /** @type {any[]} */
+    this.gapLog = []
+    this.bad = 0
+    this.protoErrors = 0
+  }
+
+  /** Open n more clients, spread over `spreadMs`. @returns {Client[]} */
+  add (n, spreadMs = 2000) {
+    const added = []
+    for (let i = 0; i < n; i++) {
+      const c = new Client(this, this.clients.length)
+      this.clients.push(c)
+      added.push(c)
+      setTimeout(() => c.connect(), Math.floor((i / n) * spreadMs))
+    }
+    return added
+  }
+
+  /** Clients per gateway pod (hello.node) among `list`. */
+  perNode (list = this.clients) {
+    /** @type {Record<string, number>} */
+    const out = {}
+    for (const c of list) if (c.ws && c.node) out[c.node] = (out[c.node] || 0) + 1
+    return out
+  }
+
+  totals (list = this.clients) {
+    let wrong = 0; let gaps = 0; let updates = 0
+    for (const c of list) { wrong += c.wrong; gaps += c.gaps; updates += c.updates }
+    return { clients: list.length, wrong, gaps, updates }
+  }
+
+  stop () {
+    for (const c of this.clients) c.stop()
+  }
+}
+
+/** @param {number[]} xs @param {number} p */
+export function pct (xs, p) {
+  if (!xs.length) return null
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
+}
