@@ -83,7 +83,7 @@ async function pods (component) {
 const isReady = (p) => !p.metadata.deletionTimestamp && (p.status.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True')
 
 const helmUpgrade = (sets, timeout = '5m') =>
-  helm(['upgrade', REL, 'charts/wsps', ...VALUES, ...sets.flatMap((s) => ['--set-string', s]), '--wait', '--timeout', timeout], { timeoutMs: 330000 })
+  helm(['upgrade', REL, 'charts/wsps', ...VALUES, ...sets.flatMap((s) => ['--set', s]), '--wait', '--timeout', timeout], { timeoutMs: 330000 })
 
 let rollStamp = '' // kept on later upgrades so they do not roll again
 
@@ -130,7 +130,10 @@ async function main () {
 
     await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD})`, async () => {
       const runId = `e2e${Date.now().toString(36)}`
-      await helmUpgrade([`loadtest.enabled=true`, `loadtest.runId=${runId}`, `loadtest.target=${K6_TARGET}`, `loadtest.ramp=${K6_RAMP}`, `loadtest.hold=${K6_HOLD}`, 'loadtest.scenario=ramp', 'loadtest.connsPerVu=50'])
+      const gwBefore = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
+      await helmUpgrade([`loadtest.enabled=true`, `loadtest.runId=${runId}`, `loadtest.target=${K6_TARGET}`, `loadtest.ramp=${K6_RAMP}`, `loadtest.hold=${K6_HOLD}`, 'loadtest.scenario=ramp', 'loadtest.connsPerVu=50', `loadtest.subs=${process.env.E2E_K6_SUBS || 2}`])
+      const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
+      if (gwAfter !== gwBefore) fail(`enabling the k6 Job changed the gateway pods (${gwBefore} -> ${gwAfter}): an upgrade that only adds the Job must not roll them`)
       const sel = `app.kubernetes.io/instance=${REL},app.kubernetes.io/component=loadtest`
       const job = await until('the k6 Job to finish', 600000, async () => {
         const r = await kubectl(['get', 'jobs', '-l', sel, '-o', 'json'])
@@ -159,7 +162,7 @@ async function main () {
       const before = new Set((await pods('gateway')).map((p) => p.metadata.name))
       fleet.reconnectMs.length = 0
       const closes0 = { ...fleet.closes }
-      rollStamp = String(Date.now())
+      rollStamp = `r${Date.now()}`
       const t = Date.now()
       await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`])
       await kubectl(['rollout', 'status', `deployment/${REL}-gateway`, '--timeout=300s'], { timeoutMs: 320000 })
@@ -239,7 +242,7 @@ async function diagnose () {
   }
   for (const c of ['gateway', 'fetcher', 'redis', 'loadtest']) {
     const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
-    console.log(`--- logs ${c}\n${r.out}${r.err || ''}`)
+    console.log(`--- logs ${c}\n${`${r.out}${r.err || ''}`.split('\n').map((l) => l.slice(0, 400)).join('\n')}`)
   }
   const r = await run('kubectl', ['-n', 'traefik', 'logs', '-l', 'app.kubernetes.io/name=traefik', '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
   console.log(`--- logs traefik\n${r.out}${r.err || ''}`)
