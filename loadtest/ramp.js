@@ -1,4 +1,4 @@
-// wsps load test (k6 + k6/websockets). The `options` block below is the spec:
+// wsps load test (k6 >= 1.6.0 for k6/websockets). The `options` block below is the spec:
 // one named scenario (smoke, ramp or soak), stages from the environment, and
 // thresholds that fail the run. Every parameter comes from __ENV, read once
 // (lib/config.js lists them); the defaults work against `make up`:
