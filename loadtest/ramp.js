@@ -217,6 +217,8 @@ class Conn {
     this.t0 = Date.now()
     const ws = new WebSocket(CFG.urls[this.urlIndex % CFG.urls.length])
     ws.onopen = () => {
+      // Opened after the end of the hold: close now (close() skipped it while connecting).
+      if (this.byClient || this.run.finishing) return ws.close()
       this.helloTimer = setTimeout(() => this.helloTimeout(), HELLO_TIMEOUT_MS)
     }
     ws.onmessage = (/** @type {any} */ e) => this.onMessage(e)
