@@ -80,7 +80,15 @@ class Client {
         if (held === undefined) continue // before its snapshot
         const base = d.base ?? d.seq - 1
         if (d.seq <= held) continue // already have it
-        if (base !== held) { this.gaps++; this.fleet.gapLog.push({ at: now, symbol: d.symbol, held, base, seq: d.seq }) }
+        if (base !== held) {
+          // docs/protocol.md rule 3: drop it, resubscribe; the sub answers with a fresh snap.
+          this.gaps++
+          this.fleet.gapLog.push({ at: now, symbol: d.symbol, held, base, seq: d.seq })
+          this.held.delete(d.symbol)
+          this.ws?.send(JSON.stringify({ op: 'unsub', symbols: [d.symbol] }))
+          this.ws?.send(JSON.stringify({ op: 'sub', symbols: [d.symbol] }))
+          continue
+        }
         this.held.set(d.symbol, d.seq)
         this.updates++
         this.lastUpdateAt = now
