@@ -11,12 +11,12 @@ bench-deps: deps ## Install what the benchmarks need: load generator (Go), pushp
 	@services/bench/scripts/setup.sh
 
 .PHONY: bench
-bench: bench-deps ## Full side-by-side run (~15 min): wsps vs naive vs Socket.IO vs Pushpin; writes docs/benchmarks/
+bench: bench-deps ## Full side-by-side run (~10 min): wsps vs naive vs Socket.IO vs Pushpin; writes docs/benchmarks/
 	@node services/bench/src/bench.js --profile=full --out=$(BENCH_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
 	$(WSPS_CACHE)/bench/venv-plot/bin/python services/bench/scripts/plot.py $(BENCH_OUT)
 
 .PHONY: bench-quick
-bench-quick: bench-deps ## Reduced run (~3 min) for iteration; writes .run/bench-quick/ (BENCH_QUICK_OUT)
+bench-quick: bench-deps ## Reduced run (~3 min on a busy machine) for iteration; writes .run/bench-quick/ (BENCH_QUICK_OUT)
 	@node services/bench/src/bench.js --profile=quick --out=$(BENCH_QUICK_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
 	$(WSPS_CACHE)/bench/venv-plot/bin/python services/bench/scripts/plot.py $(BENCH_QUICK_OUT)
 

@@ -23,8 +23,8 @@ def main(out: Path) -> None:
             a1.plot([s["expected"] for s in steps], [s["delivered"] for s in steps], "o-", color=c, label=x["label"])
             a2.plot([s["delivered"] for s in steps], [s["p99"] for s in steps], "o-", color=c, label=x["label"])
         lim = max(s["expected"] for x in fan.values() for s in x["steps"])
-        a1.plot([0, lim], [0, lim], ":", color="grey", label="delivered = offered")
-        a1.set(xlabel="offered (published x subscribers) per s", ylabel="delivered per s", title="Fan-out throughput")
+        a1.plot([1000, lim], [1000, lim], ":", color="grey", label="delivered = offered")
+        a1.set(xlabel="offered (published x subscribers) per s", ylabel="delivered per s", title="Fan-out throughput", xscale="log", yscale="log")
         a2.axhline(100, color="grey", ls=":", label="p99 limit 100 ms")
         a2.set(xlabel="delivered per s", ylabel="p99 publish->client (ms)", yscale="log", title="Latency under load")
         for a in (a1, a2):
@@ -34,16 +34,26 @@ def main(out: Path) -> None:
         fig.savefig(out / "fanout.png", dpi=110)
         plt.close(fig)
 
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+        sat = [n for n in fan if fan[n].get("saturated") and fan[n]["saturated"].get("perCore")]
+        bars = a1.bar(range(len(sat)), [fan[n]["saturated"]["perCore"] for n in sat], color=[COLORS.get(n, "#7f7f7f") for n in sat])
+        for b, n in zip(bars, sat):
+            x = fan[n]["saturated"]
+            a1.annotate(f'{x["perCore"]:,.0f}\n({x["delivered"]:,}/s on {x["cpu"]["server"]:.2f} cores)', (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=7)
+        a1.set_xticks(range(len(sat)), [fan[n]["label"] for n in sat], fontsize=7, rotation=10)
+        a1.set(ylabel="deliveries per server CPU-second", title="At saturation (same offered load for all)")
+        a1.grid(axis="y", alpha=0.3)
         names = [n for n in fan if fan[n].get("max")]
-        vals = [fan[n]["max"]["delivered"] for n in names]
-        bars = ax.bar([fan[n]["label"] for n in names], vals, color=[COLORS.get(n) for n in names])
-        for b, n in zip(bars, names):
-            m = fan[n]["max"]
-            ax.annotate(f'{m["delivered"]:,}/s\n{m["cpu"]["server"]:.2f} cores', (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
-        ax.set(ylabel="max deliveries/s (p99 <= 100 ms)", title=f'Fan-out max, {r["params"]["conns"]:,} connections, one process')
-        ax.tick_params(axis="x", labelsize=8)
-        ax.grid(axis="y", alpha=0.3)
+        if names:
+            bars = a2.bar(range(len(names)), [fan[n]["max"]["delivered"] for n in names], color=[COLORS.get(n, "#7f7f7f") for n in names])
+            for b, n in zip(bars, names):
+                m = fan[n]["max"]
+                a2.annotate(f'{m["delivered"]:,}/s\n{m["cpu"]["server"]:.2f} cores', (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=7)
+            a2.set_xticks(range(len(names)), [fan[n]["label"] for n in names], fontsize=7, rotation=10)
+        else:
+            a2.text(0.5, 0.5, "no server held p99 <= 100 ms\nat the lowest step in this run", ha="center", va="center", transform=a2.transAxes)
+        a2.set(ylabel="max deliveries/s (p99 <= 100 ms)", title=f'Latency-bounded max, {r["params"]["conns"]:,} connections')
+        a2.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         fig.savefig(out / "fanout-max.png", dpi=110)
         plt.close(fig)

@@ -31,24 +31,24 @@ const LOAD_CORE = cpus().length > 1 ? '0' : null
 const PROFILES = {
   full: {
     conns: 10_000, procs: 4, symbols: 2000, k: 20, zipf: 1.0,
-    startDeliveries: 3000, factor: 1.6, saturationDeliveries: 400_000, maxPublish: 5000, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000,
+    startDeliveries: 3000, factor: 1.6, saturationDeliveries: 400_000, maxPublish: 5000, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000, drainMs: 20_000,
     storm: 18_000, stormProcs: 4, idleExtra: 1500, readyTimeout: 100,
     nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
     simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000
   },
   smoke: {
     conns: 200, procs: 1, symbols: 100, k: 5, zipf: 1.0,
-    startDeliveries: 2000, factor: 2, saturationDeliveries: 10_000, maxPublish: 2000, settleMs: 1000, measureMs: 2000, maxSteps: 2, latMeasureMs: 2000,
+    startDeliveries: 2000, factor: 2, saturationDeliveries: 10_000, maxPublish: 2000, settleMs: 1000, measureMs: 2000, maxSteps: 2, latMeasureMs: 2000, drainMs: 3000,
     storm: 300, stormProcs: 1, idleExtra: 50, readyTimeout: 20,
     nginxConns: 100, nginxReps: 1, nginxDeliveries: 2000,
     simProcs: [1, 2], simConns: 200, simDeliveries: 2000, simMeasureMs: 2000
   },
   quick: {
-    conns: 3000, procs: 2, symbols: 1000, k: 20, zipf: 1.0,
-    startDeliveries: 3000, factor: 1.8, saturationDeliveries: 250_000, maxPublish: 5000, settleMs: 1500, measureMs: 3000, maxSteps: 8, latMeasureMs: 4000,
-    storm: 6000, stormProcs: 2, idleExtra: 0, readyTimeout: 40,
-    nginxConns: 1500, nginxReps: 1, nginxDeliveries: 30_000,
-    simProcs: [1, 2], simConns: 2000, simDeliveries: 30_000, simMeasureMs: 3000
+    conns: 2000, procs: 2, symbols: 1000, k: 20, zipf: 1.0,
+    startDeliveries: 3000, factor: 2, saturationDeliveries: 200_000, maxPublish: 5000, settleMs: 1000, measureMs: 2500, maxSteps: 4, latMeasureMs: 3000, drainMs: 5000,
+    storm: 3000, stormProcs: 2, idleExtra: 0, readyTimeout: 20,
+    nginxConns: 1000, nginxReps: 1, nginxDeliveries: 20_000,
+    simProcs: [1, 2], simConns: 2000, simDeliveries: 20_000, simMeasureMs: 2000
   }
 }
 const P = PROFILES[/** @type {keyof typeof PROFILES} */ (PROFILE)]
@@ -308,7 +308,7 @@ async function fanoutAll (names) {
         } else {
           x.firstFail = s
           x.done = true
-          await drained(x.fleet, 10_000)
+          await drained(x.fleet, Math.min(10_000, P.drainMs))
         }
       }
     }
@@ -317,7 +317,7 @@ async function fanoutAll (names) {
       const s = await run(x, Math.sqrt(x.lastPass.rate * x.firstFail.rate), P.measureMs)
       s.refine = true
       x.steps.push(s)
-      if (!s.pass) await drained(x.fleet, 10_000)
+      if (!s.pass) await drained(x.fleet, Math.min(10_000, P.drainMs))
     }
     for (const x of subjects.filter((y) => y.fleet)) {
       const passing = x.steps.filter((/** @type {any} */ s) => s.pass && !s.saturation)
@@ -337,7 +337,7 @@ async function fanoutAll (names) {
       s.saturation = true
       x.steps.push(s)
       x.saturated = s
-      await drained(x.fleet, 20_000)
+      await drained(x.fleet, P.drainMs)
     }
     for (const x of subjects.filter((y) => y.fleet)) {
       let gatewayMetrics = null
