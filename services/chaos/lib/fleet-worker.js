@@ -21,6 +21,7 @@ import { Histogram } from './stats.js'
  * @property {number} phaseQuotes quotes in the current phase
  * @property {number | null} closeCode
  * @property {(() => void) | null} onAck
+ * @property {(() => void) | null} onQuote called after each frame while subscribing
  */
 
 /** @type {FleetClient[]} */
@@ -75,50 +76,31 @@ function onFrame (c, text) {
 }
 
 /**
- * Connects, subscribes and, with `pause`, stops reading as soon as the
- * snapshots of all its symbols arrived.
+ * Opens a socket; resolves with the client once `hello` arrived (null if it
+ * did not within 60 s or the socket closed first).
  *
  * @param {string} url
  * @param {'live' | 'slow'} kind
  * @param {string} role
  * @param {string[]} symbols
- * @param {boolean} pause
  * @returns {Promise<FleetClient | null>}
  */
-function connectOne (url, kind, role, symbols, pause) {
+function openOne (url, kind, role, symbols) {
   return new Promise((resolve) => {
     const ws = new WebSocket(url, { perMessageDeflate: false })
     /** @type {FleetClient} */
-    const c = { ws, kind, role, symbols, held: new Map(), problems: 0, conflated: 0, quotes: 0, phaseQuotes: 0, closeCode: null, onAck: null }
+    const c = { ws, kind, role, symbols, held: new Map(), problems: 0, conflated: 0, quotes: 0, phaseQuotes: 0, closeCode: null, onAck: null, onQuote: null }
     const timer = setTimeout(() => { ws.terminate(); resolve(null) }, 60_000)
-    let subscribed = false
-    let settled = false
-    const ready = () => {
-      if (settled || !subscribed || (pause && c.held.size < symbols.length)) return
-      settled = true
-      clearTimeout(timer)
-      if (pause) socketOf(c).pause()
-      resolve(c)
-    }
     let hello = false
     ws.on('message', (data) => {
       if (!hello) {
         hello = true
-        let acks = 0
-        const chunks = []
-        for (let i = 0; i < symbols.length; i += 100) chunks.push(symbols.slice(i, i + 100))
-        c.onAck = () => {
-          if (++acks === chunks.length) {
-            c.onAck = () => {}
-            subscribed = true
-            ready()
-          }
-        }
-        for (const chunk of chunks) ws.send(JSON.stringify({ op: 'sub', symbols: chunk }))
+        clearTimeout(timer)
+        resolve(c)
         return
       }
       onFrame(c, String(data))
-      if (pause && subscribed) ready()
+      c.onQuote?.()
     })
     ws.on('close', (code) => {
       c.closeCode = code
@@ -128,11 +110,63 @@ function connectOne (url, kind, role, symbols, pause) {
     ws.on('error', () => {})
   })
 }
+      c.onQuote?.()
 
 /** @param {FleetClient} c */
 const socketOf = (c) => /** @type {import('node:net').Socket} */ (/** @type {any} */ (c.ws)._socket)
 
 /**
+/**
+ * Subscribes to the client's symbols; resolves true once acked and, with
+ * `pause`, once the snapshots of all of them arrived — then stops reading.
+ *
+ * @param {FleetClient} c
+ * @param {boolean} pause
+ * @returns {Promise<boolean>}
+ */
+function subscribeOne (c, pause) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(false), 60_000)
+    let acks = 0
+    let subscribed = false
+    const chunks = []
+    for (let i = 0; i < c.symbols.length; i += 100) chunks.push(c.symbols.slice(i, i + 100))
+    const done = (/** @type {boolean} */ ok) => {
+      clearTimeout(timer)
+      c.onAck = null
+      c.onQuote = null
+      if (ok && pause) socketOf(c).pause()
+      resolve(ok)
+    }
+    const check = () => {
+      if (c.closeCode !== null) return done(false)
+      if (subscribed && (!pause || c.held.size >= c.symbols.length)) done(true)
+    }
+    c.onAck = () => {
+      if (++acks === chunks.length) subscribed = true
+      check()
+    }
+    c.onQuote = check
+    for (const chunk of chunks) c.ws.send(JSON.stringify({ op: 'sub', symbols: chunk }))
+  })
+}
+
+/**
+ * @param {string} url
+ * @param {'live' | 'slow'} kind
+ * @param {string} role
+ * @param {string[]} symbols
+ * @param {{subscribe: boolean, pause: boolean}} how
+ * @returns {Promise<FleetClient | null>}
+ */
+async function connectOne (url, kind, role, symbols, { subscribe, pause }) {
+  const c = await openOne(url, kind, role, symbols)
+  if (!c || !subscribe) return c
+  if (await subscribeOne(c, pause)) return c
+  c.ws.terminate()
+  return null
+}
+
  * @param {any} msg
  * @returns {Promise<any>}
  */
@@ -146,7 +180,7 @@ async function handle (msg) {
       let connected = 0
       await Promise.all(Array.from({ length: msg.parallel ?? 50 }, async () => {
         for (let spec = queue.shift(); spec; spec = queue.shift()) {
-          const c = await connectOne(msg.url, spec.kind, spec.role, spec.symbols, Boolean(msg.pause))
+          const c = await connectOne(msg.url, spec.kind, spec.role, spec.symbols, { subscribe: msg.subscribe !== false, pause: Boolean(msg.pause) })
           if (c) {
             clients.push(c)
             connected++
@@ -162,6 +196,13 @@ async function handle (msg) {
     case 'snapshotted': {
       const missing = clients.filter((c) => c.closeCode === null && c.held.size < c.symbols.length).length
       return { missing }
+    }
+    case 'subscribe': {
+      // Clients of `role` connected with subscribe: false subscribe now
+      // (and stop reading after their snapshots with `pause`).
+      const mine = clients.filter((c) => c.role === msg.role && c.closeCode === null)
+      const results = await Promise.all(mine.map((c) => subscribeOne(c, Boolean(msg.pause))))
+      return { subscribed: results.filter(Boolean).length, failed: results.filter((x) => !x).length }
     }
     case 'phase':
       phase = msg.name

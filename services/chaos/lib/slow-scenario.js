@@ -101,14 +101,14 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     }
     /**
      * @param {{kind: string, role: string, symbols: string[]}[][]} shares
-     * @param {boolean} pause stop reading right after the snapshot
+     * @param {boolean} subscribe false: connect only (subscribe later with the 'subscribe' command)
      */
-    const connectAll = async (shares, pause) => {
+    const connectAll = async (shares, subscribe) => {
       const t0 = Date.now()
-      const results = await Promise.all(shares.map((clients, i) => f.call(i, { cmd: 'connect', url: gw.wsUrl, clients, pause, parallel: 50 })))
+      const results = await Promise.all(shares.map((clients, i) => f.call(i, { cmd: 'connect', url: gw.wsUrl, clients, subscribe, parallel: 50 })))
       const failed = results.reduce((n, r) => n + r.failed, 0)
       const total = shares.reduce((n, x) => n + x.length, 0)
-      log(`${total - failed} ${shares.flat()[0]?.role ?? ''} clients connected${pause ? ' (then stopped reading)' : ''} in ${Date.now() - t0} ms, ${failed} failed`)
+      log(`${total - failed} ${shares.flat()[0]?.role ?? ''} clients connected${subscribe ? ' and subscribed' : ''} in ${Date.now() - t0} ms, ${failed} failed`)
       if (failed > total / 100) throw new Error(`${failed} of ${total} clients failed to connect`)
       return failed
     }
@@ -131,7 +131,7 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     })()
 
     // 1. The live fleet, then a baseline.
-    let failed = await connectAll(liveShares, false)
+    let failed = await connectAll(liveShares, true)
     await waitFor(async () => (await f.all({ cmd: 'snapshotted' })).every((r) => r.missing === 0), { timeout: 120_000, interval: 500, message: 'every live client snapshotted' })
     await f.all({ cmd: 'phase', name: 'baseline' })
     await sleep(p.baselineMs)
@@ -141,12 +141,16 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     let slowMax = 0
     let rssPeak = m0.process_resident_memory_bytes
     let sampling = true
+    /** @type {{count: number, at: number} | null} first sample with at least `count` slow */
+    let halfSlow = null
+    let halfMark = Infinity
     const sampler = (async () => {
       while (sampling) {
         try {
           const m = await metrics()
           slowMax = Math.max(slowMax, m.wsps_gateway_slow_clients)
           rssPeak = Math.max(rssPeak, m.process_resident_memory_bytes)
+          if (halfSlow === null && m.wsps_gateway_slow_clients >= halfMark) halfSlow = { count: m.wsps_gateway_slow_clients, at: Date.now() }
         } catch {}
         await sleep(200)
       }
@@ -155,31 +159,31 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     if (p.wakers > 0) {
       // They connect reading and all stop at the same instant, so they turn
       // slow together and can all be woken before WSPS_SLOW_CLOSE_MS.
-      failed += await connectAll(wakerShares, false)
+      failed += await connectAll(wakerShares, true)
       await f.all({ cmd: 'pause', role: 'waker' })
       const wakersPausedAt = Date.now()
-      await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= Math.ceil(0.8 * p.wakers), { timeout: 180_000, interval: 50, message: 'wakers seen as slow' })
+      await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= Math.ceil(0.5 * p.wakers), { timeout: 180_000, interval: 50, message: 'wakers seen as slow' })
       // Stay behind long enough for symbols to update twice (conflation),
       // not so long that WSPS_SLOW_CLOSE_MS cuts them off.
-      await sleep(Math.min(p.slowCloseMs / 2, 2 * p.fetchIntervalMs + 200))
+      await sleep(Math.min(p.slowCloseMs / 4, 2 * p.fetchIntervalMs + 200))
       await f.all({ cmd: 'resume', role: 'waker' })
       log(`wakers seen as slow ${Date.now() - wakersPausedAt} ms after they stopped reading; resumed`)
     }
     const mWake = await metrics()
 
-    // 3. Sleepers stop reading for good; the gateway must cut them off.
-    const pausedAt = Date.now()
-    failed += await connectAll(sleeperShares, true)
+    // 3. Sleepers connect (idle), then all subscribe at once and stop
+    //    reading right after their snapshots; the gateway must cut them off.
     const sleepers = p.slow - p.wakers
-    const seenSlow = Math.ceil(0.85 * sleepers)
-    await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= seenSlow, { timeout: 180_000, interval: 50, message: `${seenSlow} sleepers seen as slow` })
-    const slowSeenMs = Date.now() - pausedAt
-    const mSlow = await metrics()
-    log(`${mSlow.wsps_gateway_slow_clients} slow ${slowSeenMs} ms after the sleepers began to connect`)
+    failed += await connectAll(sleeperShares, false)
+    halfMark = Math.ceil(0.5 * sleepers)
+    const pausedAt = Date.now()
+    const subscribed = await f.all({ cmd: 'subscribe', role: 'sleeper', pause: true })
+    log(`${subscribed.reduce((n, r) => n + r.subscribed, 0)} sleepers subscribed and stopped reading in ${Date.now() - pausedAt} ms`)
     await waitFor(async () => (await metrics()).wsps_gateway_connections <= p.live + p.wakers, { timeout: p.slowCloseMs + 120_000, interval: 250, message: 'sleepers cut off' })
     const cutOffMs = Date.now() - pausedAt
     const mCut = await metrics()
-    log(`sleepers cut off ${cutOffMs} ms after they began to connect`)
+    const slowSeenMs = halfSlow ? /** @type {{at: number}} */ (halfSlow).at - pausedAt : NaN
+    log(`half the sleepers slow after ${slowSeenMs} ms, peak ${slowMax}; all cut off ${cutOffMs} ms after they stopped reading`)
     const during = await f.all({ cmd: 'report' })
     await f.all({ cmd: 'phase', name: 'after' })
     await f.all({ cmd: 'resume', role: 'sleeper' })

@@ -34,8 +34,8 @@ before(async () => {
 
 test(`${P.slow} of ${P.live + P.slow} clients stop reading: the gateway reports them slow and conflates their updates`, (t) => {
   const g = run.gateway
-  t.diagnostic(`${isolated ? 'private netns, small TCP buffers' : 'host loopback'}: seen slow ${run.slowSeenMs} ms after the pause, sleepers cut off after ${run.cutOffMs} ms`)
-  assert.ok(g.slowMax >= Math.ceil(0.85 * SLEEPERS), `wsps_gateway_slow_clients peaked at ${g.slowMax}`)
+  t.diagnostic(`${isolated ? 'private netns, small TCP buffers' : 'host loopback'}: half the sleepers slow ${run.slowSeenMs} ms after they stopped reading, all cut off after ${run.cutOffMs} ms`)
+  assert.ok(g.slowMax >= Math.ceil(0.75 * SLEEPERS), `wsps_gateway_slow_clients peaked at ${g.slowMax}`)
   assert.ok(g.conflatedDuring > 0, 'wsps_gateway_conflated_total rose while they were slow')
   assert.equal(g.slowAtEnd, 0, 'wsps_gateway_slow_clients back to 0')
 })
