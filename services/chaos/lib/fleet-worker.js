@@ -106,16 +106,12 @@ function openOne (url, kind, role, symbols) {
       c.closeCode = code
       clearTimeout(timer)
       resolve(null)
+      c.onQuote?.()
     })
     ws.on('error', () => {})
   })
 }
-      c.onQuote?.()
 
-/** @param {FleetClient} c */
-const socketOf = (c) => /** @type {import('node:net').Socket} */ (/** @type {any} */ (c.ws)._socket)
-
-/**
 /**
  * Subscribes to the client's symbols; resolves true once acked and, with
  * `pause`, once the snapshots of all of them arrived — then stops reading.
@@ -167,6 +163,10 @@ async function connectOne (url, kind, role, symbols, { subscribe, pause }) {
   return null
 }
 
+/** @param {FleetClient} c */
+const socketOf = (c) => /** @type {import('node:net').Socket} */ (/** @type {any} */ (c.ws)._socket)
+
+/**
  * @param {any} msg
  * @returns {Promise<any>}
  */
@@ -193,16 +193,16 @@ async function handle (msg) {
       }))
       return { connected, failed }
     }
-    case 'snapshotted': {
-      const missing = clients.filter((c) => c.closeCode === null && c.held.size < c.symbols.length).length
-      return { missing }
-    }
     case 'subscribe': {
       // Clients of `role` connected with subscribe: false subscribe now
       // (and stop reading after their snapshots with `pause`).
       const mine = clients.filter((c) => c.role === msg.role && c.closeCode === null)
       const results = await Promise.all(mine.map((c) => subscribeOne(c, Boolean(msg.pause))))
       return { subscribed: results.filter(Boolean).length, failed: results.filter((x) => !x).length }
+    }
+    case 'snapshotted': {
+      const missing = clients.filter((c) => c.closeCode === null && c.held.size < c.symbols.length).length
+      return { missing }
     }
     case 'phase':
       phase = msg.name
