@@ -72,6 +72,10 @@ export const SCENARIOS = {
 }
 
 async function main () {
+  // Scenario children run in their own process groups (so a time limit can
+  // end all they started); on Ctrl-C or SIGTERM exit through process.exit so
+  // isolate.js's exit hooks end them too.
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(signal, () => process.exit(130))
   const args = process.argv.slice(2)
   const quick = args.includes('--quick')
   const names = args.filter((a) => !a.startsWith('--'))
