@@ -10,7 +10,7 @@
 
 import { fork } from 'node:child_process'
 import { createConnection } from 'node:net'
-import { WebSocketServer, Sender } from 'ws'
+import * as wsModule from 'ws'
 
 if (process.argv[2] === 'drain') {
   // Child: open N raw WebSocket connections, discard whatever arrives.
@@ -29,7 +29,7 @@ if (process.argv[2] === 'drain') {
   const n = Number(process.argv[2] ?? 1000)
   const rounds = Number(process.argv[3] ?? 5)
   const ms = Number(process.argv[4] ?? 1500)
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, clientTracking: true })
+  const wss = new wsModule.WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, clientTracking: true })
   await new Promise((resolve) => wss.on('listening', resolve))
   const port = /** @type {import('node:net').AddressInfo} */ (wss.address()).port
   const child = fork(new URL(import.meta.url).pathname, ['drain', String(port), String(n)])
@@ -37,7 +37,7 @@ if (process.argv[2] === 'drain') {
   const clients = [...wss.clients]
   const quote = { symbol: 'S0001', seq: 1, ts: Date.now(), bid: 189.41, ask: 189.45, last: 189.43, volume: 1832200 }
   const payload = Buffer.from(`{"op":"q","quotes":[${JSON.stringify(quote)}]}`)
-  const preframed = Buffer.concat(/** @type {any} */ (Sender).frame(payload, { fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false }))
+  const preframed = Buffer.concat(/** @type {any} */ (wsModule).Sender.frame(payload, { fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false }))
   const ways = {
     'ws.send(buffer)': (/** @type {any} */ ws) => ws.send(payload, { binary: false }),
     'socket.write(preframed)': (/** @type {any} */ ws) => ws._socket.write(preframed),
