@@ -16,7 +16,7 @@ import { Histogram } from './stats.js'
  * @property {string[]} symbols
  * @property {Map<string, number>} held symbol -> seq
  * @property {number} problems
- * @property {number} conflated deltas with base != seq - 1
+ * @property {number} conflated catch-ups: snapshots skipping seqs, or deltas with base != seq - 1
  * @property {number} quotes
  * @property {number} phaseQuotes quotes in the current phase
  * @property {number | null} closeCode
@@ -61,6 +61,10 @@ function onFrame (c, text) {
     c.quotes++
     c.phaseQuotes++
     if (msg.op === 'snap') {
+      // A snapshot that skips seqs is how a reader that fell behind is
+      // caught up (conflation: only the latest quote per symbol).
+      const before = c.held.get(d.symbol)
+      if (before !== undefined && d.seq > before + 1) c.conflated++
       c.held.set(d.symbol, d.seq)
       continue
     }

@@ -3,8 +3,7 @@
 
 import WebSocket from 'ws'
 import { CloseCode } from '../public/protocol.js'
-import { mergeUpdates } from './delta.js'
-import { encodeQuotes } from './protocol.js'
+import { encodeQuotes, encodeSnap } from './protocol.js'
 import { TokenBucket } from './rate-limit.js'
 
 /** @typedef {'hello' | 'ack' | 'error' | 'pong' | 'snap' | 'q'} FrameOp */
@@ -23,9 +22,9 @@ const CLOSE_GRACE_MS = 2000
  * @property {number} rateBurst
  *
  * @typedef {object} ClientContext shared by every client of a gateway
- * @property {import('./fanout.js').Fanout} fanout
  * @property {import('./metrics.js').GatewayMetrics} metrics
  * @property {ClientLimits} limits
+ * @property {(symbol: string) => string | null} latest the full quote the process holds for a symbol
  */
 
 export class Client {
@@ -43,10 +42,19 @@ export class Client {
     this.grants = grants
     /** @type {Set<string>} */
     this.subs = new Set()
-    /** @type {Map<string, import('./delta.js').Update> | null} symbol -> update not yet written */
+    /** @type {import('./delta.js').Update[] | null} updates of this pass, at most one per symbol */
     this.pending = null
+    /**
+     * Symbols whose updates a slow reader skipped. When it catches up it gets
+     * their latest full quote as one `snap` (conflation: only the latest
+     * quote per symbol is kept, and nothing per update is allocated).
+     * @type {Set<string> | null}
+     */
+    this.stale = null
     this.dirty = false
     this.alive = true
+    /** @type {number | null} the code the gateway closed this connection with */
+    this.closeCode = null
     /** When the send buffer went over the high-water mark; 0 while it is not. */
     this.slowSince = 0
     this.rate = new TokenBucket(ctx.limits.ratePerSec, ctx.limits.rateBurst)
@@ -57,45 +65,59 @@ export class Client {
   }
 
   /**
-   * Queues an update for the next batch. A second update of the same symbol
-   * within one window, or while the reader is slow, is merged into the first.
+   * Takes a symbol's update for this pass (called by the fanout).
    *
    * @param {import('./delta.js').Update} update
+   * @param {import('./fanout.js').PassStats} stats
    */
-  enqueue (update) {
-    let pending = this.pending
-    if (pending === null) pending = this.pending = new Map()
-    const older = pending.get(update.symbol)
-    if (older) {
-      pending.set(update.symbol, mergeUpdates(older, update))
-      this.ctx.metrics.conflated.inc()
-    } else {
-      pending.set(update.symbol, update)
+  push (update, stats) {
+    if (this.stale !== null && this.stale.has(update.symbol)) {
+      stats.conflated++
+      return
     }
-    if (!this.dirty) {
-      this.dirty = true
-      this.ctx.fanout.mark(this)
-    }
+    if (this.pending === null) this.pending = [update]
+    else this.pending.push(update)
   }
 
   /**
-   * Sends a snapshot frame now. Pending deltas of the symbols in it are
-   * dropped: the snapshot supersedes them.
+   * Forgets what is queued for symbols (unsubscribed, or superseded by a
+   * snapshot).
+   *
+   * @param {Iterable<string>} symbols
+   */
+  drop (symbols) {
+    for (const s of symbols) this.stale?.delete(s)
+    if (this.pending === null || this.pending.length === 0) return
+    const gone = new Set(symbols)
+    this.pending = this.pending.filter((u) => !gone.has(u.symbol))
+  }
+
+  /**
+   * Sends a snapshot frame now. It supersedes anything queued for its
+   * symbols.
    *
    * @param {string[]} symbols
    * @param {string | Buffer} frame
    */
   sendSnap (symbols, frame) {
-    if (this.pending) for (const s of symbols) this.pending.delete(s)
+    this.drop(symbols)
     this.send(frame, 'snap')
   }
 
   /**
+   * Sends a control or snapshot frame now (not batched).
+   *
    * @param {string | Buffer} data a text frame
    * @param {FrameOp} op for metrics
    */
   send (data, op) {
     if (this.ws.readyState !== WebSocket.OPEN) return
+    // Replies and snapshots obey the same cap as quote batches: a reader that
+    // stopped reading must not grow its buffer by asking for snapshots.
+    if (this.ws.bufferedAmount >= this.ctx.limits.sendMax) {
+      this.closeWith(CloseCode.SLOW_CONSUMER, 'send buffer full')
+      return
+    }
     this.ws.send(data, TEXT)
     const m = this.ctx.metrics
     m.framesOut[op].inc()
@@ -103,20 +125,20 @@ export class Client {
   }
 
   /**
-   * Writes the pending batch as one `q` frame, unless the reader is slow.
+   * Writes this pass's updates as one `q` frame — after a `snap` of the
+   * symbols it skipped while slow — unless the reader is (still) slow.
    *
    * @param {number} now
    * @param {number} tick
-   * @param {import('./delta.js').Update[]} sent collects updates for latency metrics
-   * @returns {boolean} true to be flushed again next tick (still slow)
+   * @param {import('./fanout.js').PassStats} stats
+   * @returns {boolean} true to be tried again next pass (still slow)
    */
-  flush (now, tick, sent) {
-    this.dirty = false
-    const pending = this.pending
+  flush (now, tick, stats) {
     const ws = this.ws
-    if (!pending || pending.size === 0) return false
+    const pending = this.pending
     if (ws.readyState !== WebSocket.OPEN) {
-      pending.clear()
+      this.pending = null
+      this.stale = null
       return false
     }
     const { limits, metrics } = this.ctx
@@ -133,32 +155,61 @@ export class Client {
         this.closeWith(CloseCode.SLOW_CONSUMER, 'too slow for too long')
         return false
       }
-      this.dirty = true
+      if (pending !== null && pending.length) {
+        const stale = this.stale ??= new Set()
+        for (const u of pending) stale.add(u.symbol)
+        stats.conflated += pending.length
+        pending.length = 0
+      }
       return true
     }
     this.leaveSlow()
 
+    if (this.stale !== null) {
+      const symbols = []
+      const quotes = []
+      for (const s of this.stale) {
+        const raw = this.ctx.latest(s)
+        if (raw !== null) {
+          symbols.push(s)
+          quotes.push(raw)
+        }
+      }
+      this.stale = null
+      if (quotes.length) {
+        const frame = encodeSnap(quotes)
+        ws.send(frame, TEXT)
+        stats.snaps++
+        stats.bytes += Buffer.byteLength(frame)
+      }
+    }
+    if (pending === null || pending.length === 0) return false
+
     let frame
-    if (pending.size === 1) {
+    if (pending.length === 1) {
       // The common case (one symbol changed in the window): every subscriber
       // of the update shares one frame buffer.
-      const [u] = pending.values()
+      const u = pending[0]
       if (u.json === null) u.json = JSON.stringify(u.fields)
       frame = u.frame ??= Buffer.from(encodeQuotes([u.json]))
-      trackSent(u, tick, sent)
+      trackSent(u, tick, stats.sent)
+      stats.bytes += frame.length
     } else {
       const parts = []
-      for (const u of pending.values()) {
+      for (const u of pending) {
         if (u.json === null) u.json = JSON.stringify(u.fields)
         parts.push(u.json)
-        trackSent(u, tick, sent)
+        trackSent(u, tick, stats.sent)
       }
       frame = encodeQuotes(parts)
+      stats.bytes += Buffer.byteLength(frame)
     }
-    metrics.batchSize.observe(pending.size)
-    metrics.quotesOut.inc(pending.size)
-    pending.clear()
-    this.send(frame, 'q')
+    const n = pending.length
+    stats.frames++
+    stats.quotes += n
+    stats.batches[n === 1 ? 0 : n <= 4 ? 1 : n <= 16 ? 2 : n <= 64 ? 3 : 4]++
+    pending.length = 0
+    ws.send(frame, TEXT)
     return false
   }
 
@@ -179,7 +230,10 @@ export class Client {
   closeWith (code, reason) {
     const ws = this.ws
     if (ws.readyState === WebSocket.CLOSED) return
-    if (ws.readyState !== WebSocket.CLOSING) ws.close(code, reason)
+    if (ws.readyState !== WebSocket.CLOSING) {
+      this.closeCode = code
+      ws.close(code, reason)
+    }
     setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref()
   }
 
@@ -187,6 +241,7 @@ export class Client {
   dispose () {
     this.leaveSlow()
     this.pending = null
+    this.stale = null
   }
 }
 

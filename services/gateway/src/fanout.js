@@ -1,12 +1,46 @@
-// The batching loop. Updates land in each subscriber's pending map as they
-// arrive; one timer per process (not per connection) flushes every dirty
-// connection once per window, so a reader of N symbols gets one frame per
-// window instead of N, and an idle gateway runs no timers at all.
+// The batching loop. A quote arriving from Redis costs O(1): the hub merges
+// it into its symbol's pending update and marks the symbol dirty. Once per
+// window (WSPS_BATCH_MS) one pass hands each dirty symbol's single shared
+// update to its subscribers, then writes every dirty connection once — a
+// reader of N symbols gets one frame per window, and the per-subscriber work
+// is per window, not per quote, however fast a symbol ticks.
+//
+// A pass over many connections is written in chunks with an event-loop turn
+// between them, so Redis input and new clients are served while it runs.
+// An idle gateway runs no timers at all.
+
+/** Connections written per event-loop turn within one pass. */
+const CHUNK = 512
+
+/** Upper bounds of the quotes-per-frame buckets counted per pass. */
+export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
 
 /**
+ * @typedef {import('./delta.js').Update} Update
+ *
+ * @typedef {object} Fanned a symbol's fan-out state (held by the hub)
+ * @property {Set<Flushable>} clients
+ * @property {Update | null} update merged update since the last pass
+ * @property {boolean} dirty queued for the next pass
+ * @property {string | null} lastRaw the latest full quote held
+ * @property {string | null} sentRaw the full quote subscribers hold once this
+ *   pass is written: the base of the next update, so the only correct
+ *   snapshot for a reader joining (or catching up) between passes
+ *
+ * @typedef {object} PassStats filled by flushes during one chunk
+ * @property {number} frames q frames written
+ * @property {number} snaps snap frames written to readers catching up
+ * @property {number} quotes quote entries written
+ * @property {number} bytes
+ * @property {number} conflated updates a slow reader skipped
+ * @property {number[]} batches frames per BATCH_BUCKETS bucket
+ * @property {Update[]} sent distinct updates written (latency samples)
+ *
  * @typedef {object} Flushable
- * @property {(now: number, tick: number, sent: import('./delta.js').Update[]) => boolean} flush
- *   writes pending updates; returns true to stay dirty (a slow reader to retry)
+ * @property {boolean} dirty
+ * @property {(update: Update, stats: PassStats) => void} push queue an update for this pass
+ * @property {(now: number, tick: number, stats: PassStats) => boolean} flush
+ *   writes what is pending; true to be tried again next pass (a slow reader)
  */
 
 export class Fanout {
@@ -18,39 +52,118 @@ export class Fanout {
   constructor ({ batchMs, metrics }) {
     this.batchMs = batchMs
     this.metrics = metrics
-    /** @type {Flushable[]} */
-    this.dirty = []
+    /** @type {Fanned[]} symbols updated since the last pass */
+    this.symbols = []
+    /** @type {Flushable[]} connections to write next pass (slow readers retrying) */
+    this.clients = []
     /** @type {NodeJS.Timeout | NodeJS.Immediate | null} */
     this.timer = null
+    this.passing = false
     this.tick = 0
-    this.flush = this.flush.bind(this)
+    /** @type {Flushable[]} */
+    this.batch = []
+    this.pos = 0
+    this.passStart = 0
+    this.pass = this.pass.bind(this)
+    this.chunk = this.chunk.bind(this)
+    this.stats = newStats()
+  }
+
+  /** @param {Fanned} fanned */
+  markSymbol (fanned) {
+    if (fanned.dirty) return
+    fanned.dirty = true
+    this.symbols.push(fanned)
+    this.schedule(this.batchMs)
   }
 
   /** @param {Flushable} client */
-  mark (client) {
-    this.dirty.push(client)
-    if (this.timer === null) {
-      this.timer = this.batchMs > 0 ? setTimeout(this.flush, this.batchMs) : setImmediate(this.flush)
+  markClient (client) {
+    if (client.dirty) return
+    client.dirty = true
+    this.clients.push(client)
+    this.schedule(this.batchMs)
+  }
+
+  /** @param {number} delayMs */
+  schedule (delayMs) {
+    if (this.timer !== null || this.passing) return
+    this.timer = delayMs > 0 ? setTimeout(this.pass, delayMs) : setImmediate(this.pass)
+  }
+
+  /** Starts a pass: distribute each dirty symbol's update, then write in chunks. */
+  pass () {
+    this.timer = null
+    this.passing = true
+    this.passStart = Date.now()
+    this.tick++
+    const symbols = this.symbols
+    this.symbols = []
+    const stats = this.stats
+    for (const s of symbols) {
+      s.dirty = false
+      const u = s.update
+      s.update = null
+      if (u === null) continue
+      s.sentRaw = s.lastRaw
+      for (const c of s.clients) {
+        c.push(u, stats)
+        if (!c.dirty) {
+          c.dirty = true
+          this.clients.push(c)
+        }
+      }
+    }
+    this.batch = this.clients
+    this.clients = []
+    this.pos = 0
+    this.chunk()
+  }
+
+  chunk () {
+    const { batch, stats } = this
+    const now = Date.now()
+    const end = Math.min(batch.length, this.pos + CHUNK)
+    for (let i = this.pos; i < end; i++) {
+      const c = batch[i]
+      c.dirty = false
+      if (c.flush(now, this.tick, stats)) {
+        c.dirty = true
+        this.clients.push(c)
+      }
+    }
+    this.pos = end
+    this.record()
+    if (this.pos < batch.length) {
+      setImmediate(this.chunk)
+      return
+    }
+    this.batch = []
+    this.passing = false
+    if (this.symbols.length || this.clients.length) {
+      // Keep the window's rhythm; a pass that took longer than the window
+      // is followed at once (its backlog is already batched).
+      this.schedule(Math.max(0, this.passStart + this.batchMs - Date.now()))
     }
   }
 
-  flush () {
-    this.timer = null
-    const batch = this.dirty
-    this.dirty = []
-    const tick = ++this.tick
-    const now = Date.now()
-    /** @type {import('./delta.js').Update[]} */
-    const sent = []
-    for (const client of batch) {
-      if (client.flush(now, tick, sent)) this.mark(client)
+  /** Applies the chunk's counts to the metrics: once per chunk, not per frame. */
+  record () {
+    const s = this.stats
+    const m = this.metrics
+    if (s.sent.length) {
+      // Taken after the chunk's last socket write: the worst case over the
+      // update's subscribers in this chunk.
+      const t = Date.now()
+      for (const u of s.sent) m.publishToSend.observe(Math.max(0, t - u.ts) / 1000)
     }
-    // One latency sample per distinct update per tick, taken after the last
-    // socket write of the tick: the worst case over its subscribers.
-    if (sent.length) {
-      const end = Date.now()
-      for (const u of sent) this.metrics.publishToSend.observe(Math.max(0, end - u.ts) / 1000)
-    }
+    if (s.frames) m.framesOut.q.inc(s.frames)
+    if (s.snaps) m.framesOut.snap.inc(s.snaps)
+    if (s.quotes) m.quotesOut.inc(s.quotes)
+    if (s.bytes) m.bytesOut.inc(s.bytes)
+    if (s.conflated) m.conflated.inc(s.conflated)
+    s.batches.forEach((n, i) => { if (n) m.framesByBatch[i].inc(n) })
+    this.stats = newStats()
   }
 
   stop () {
@@ -59,6 +172,12 @@ export class Fanout {
       clearImmediate(/** @type {NodeJS.Immediate} */ (this.timer))
     }
     this.timer = null
-    this.dirty = []
+    this.symbols = []
+    this.clients = []
   }
+}
+
+/** @returns {PassStats} */
+function newStats () {
+  return { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: BATCH_BUCKETS.map(() => 0), sent: [] }
 }

@@ -31,21 +31,23 @@ export async function createGateway (config, logger) {
     onReconnect: () => hub.resync(),
     onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0)
   }, logger)
-  const hub = new Hub({ broker, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs })
-
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
+  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs })
+
   const sessions = new Sessions({ hub, metrics, maxSubscriptions: config.maxSubscriptions, draining: () => draining })
   const ws = new WsServer({
     config,
     sessions,
-    ctx: { fanout, metrics, limits: config },
+    ctx: { metrics, limits: config, latest: (symbol) => hub.latest(symbol) },
     metrics,
     authenticate: createAuthenticator(config),
     logger
   })
 
   const app = createHttpApp(logger, (handler) => {
-    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, handler)
+    // Node checks the headers/request timeouts only every
+    // connectionsCheckingInterval (30 s by default): check every second.
+    const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: 1000 }, handler)
     server.headersTimeout = HEADERS_TIMEOUT_MS
     server.requestTimeout = 30_000
     return server

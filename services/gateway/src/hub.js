@@ -11,7 +11,7 @@
 // sends every subscriber one snapshot. This ordering is what guarantees no
 // gap and no duplicate between snapshot and stream.
 
-import { diffQuotes } from './delta.js'
+import { diffQuotes, mergeUpdates } from './delta.js'
 import { encodeSnap } from './protocol.js'
 
 /**
@@ -20,8 +20,11 @@ import { encodeSnap } from './protocol.js'
  *
  * @typedef {object} Entry
  * @property {Set<Client>} clients
+ * @property {import('./delta.js').Update | null} update merged update waiting for the next fan-out pass
+ * @property {boolean} dirty queued in the fanout
  * @property {Quote | null} last latest full quote held
  * @property {string | null} lastRaw the same, serialized as published
+ * @property {string | null} sentRaw the full quote every subscriber holds after the last fan-out pass (see fanout.js)
  * @property {boolean} live
  * @property {number} gen generation of the subscribe pass that makes it live
  * @property {boolean} resyncing counted in Hub.resyncing until it goes live
@@ -32,13 +35,15 @@ export class Hub {
   /**
    * @param {object} options
    * @param {import('./broker.js').Broker} options.broker
+   * @param {import('./fanout.js').Fanout} options.fanout
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {import('pino').Logger} options.logger
    * @param {number} options.unsubscribeDelayMs
    * @param {number} options.demandLeaseMs
    */
-  constructor ({ broker, metrics, logger, unsubscribeDelayMs, demandLeaseMs }) {
+  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs }) {
     this.broker = broker
+    this.fanout = fanout
     this.metrics = metrics
     this.log = logger.child({ component: 'hub' })
     this.unsubscribeDelayMs = unsubscribeDelayMs
@@ -86,7 +91,7 @@ export class Hub {
   add (symbol, client) {
     let entry = this.symbols.get(symbol)
     if (!entry) {
-      entry = { clients: new Set(), last: null, lastRaw: null, live: false, gen: this.gen, resyncing: false, idleSince: 0 }
+      entry = { clients: new Set(), update: null, dirty: false, last: null, lastRaw: null, sentRaw: null, live: false, gen: this.gen, resyncing: false, idleSince: 0 }
       this.symbols.set(symbol, entry)
       this.metrics.symbols.set(this.symbols.size)
       this.queueSubscribe(symbol)
@@ -95,7 +100,9 @@ export class Hub {
     entry.clients.add(client)
     this.subscriptionCount++
     this.metrics.subscriptions.set(this.subscriptionCount)
-    return entry.live ? entry.lastRaw : null
+    // Not lastRaw: quotes newer than sentRaw are in entry.update, which the
+    // next pass hands to this client too, on top of sentRaw.
+    return entry.live ? entry.sentRaw : null
   }
 
   /**
@@ -191,6 +198,9 @@ export class Hub {
    * @param {Entry} entry
    */
   snapAll (symbol, entry) {
+    // Everyone now holds the latest: nothing older may follow.
+    entry.update = null
+    entry.sentRaw = entry.lastRaw
     if (entry.clients.size === 0 || entry.lastRaw === null) return
     const frame = Buffer.from(encodeSnap([entry.lastRaw]))
     const symbols = [symbol]
@@ -213,13 +223,36 @@ export class Hub {
       this.metrics.staleIn.inc()
       return
     }
-    if (!entry.live || entry.clients.size === 0) return
+    if (!entry.live) return
+    if (entry.clients.size === 0) {
+      // Nobody holds anything: a reader returning before the channel is
+      // dropped starts from the latest quote.
+      entry.update = null
+      entry.sentRaw = entry.lastRaw
+      return
+    }
     if (prev === null) {
       this.snapAll(symbol, entry)
       return
     }
+    // O(1) per quote: subscribers are touched once per fan-out pass, and
+    // several quotes of a symbol within one window merge into one update
+    // (applying on top of the seq the subscribers hold: `base`).
     const update = diffQuotes(prev, quote)
-    for (const c of entry.clients) c.enqueue(update)
+    entry.update = entry.update === null ? update : mergeUpdates(entry.update, update)
+    this.fanout.markSymbol(entry)
+  }
+
+  /**
+   * The full quote a reader catching up must get for a symbol (the base of
+   * the next update), when it is live.
+   *
+   * @param {string} symbol
+   * @returns {string | null}
+   */
+  latest (symbol) {
+    const entry = this.symbols.get(symbol)
+    return entry !== undefined && entry.live ? entry.sentRaw : null
   }
 
   /**
@@ -235,10 +268,12 @@ export class Hub {
       entry.live = false
       entry.gen = this.gen
       entry.resyncing = true
+      entry.update = null
       // Redis may have restarted empty (seq counters rewound): the re-read
       // value wins over what was held, whatever its seq.
       entry.last = null
       entry.lastRaw = null
+      entry.sentRaw = null
     }
     this.log.info({ symbols: this.resyncing }, 'resyncing after broker reconnect')
     this.toSubscribe.clear()

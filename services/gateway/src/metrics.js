@@ -29,8 +29,12 @@ export function createGatewayMetrics (node) {
     )),
     quotesOut: new client.Counter({ name: 'wsps_gateway_quotes_out_total', help: 'Quote entries delivered to clients (a frame carries several).', ...reg }),
     bytesOut: new client.Counter({ name: 'wsps_gateway_bytes_out_total', help: 'Payload bytes sent to clients.', ...reg }),
-    batchSize: new client.Histogram({ name: 'wsps_gateway_batch_size', help: 'Quotes per q frame.', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], ...reg }),
-    conflated: new client.Counter({ name: 'wsps_gateway_conflated_total', help: 'Updates merged into a pending one for the same symbol (slow or bursty readers).', ...reg }),
+    /** Counted per pass, not per frame: a histogram observe per frame is measurable on the hot path. */
+    framesByBatch: (() => {
+      const c = new client.Counter({ name: 'wsps_gateway_frames_by_batch_total', help: 'q frames by quotes per frame (batch size).', labelNames: ['batch'], ...reg })
+      return ['1', '2-4', '5-16', '17-64', '65+'].map((batch) => c.labels({ batch }))
+    })(),
+    conflated: new client.Counter({ name: 'wsps_gateway_conflated_total', help: 'Updates a slow reader skipped (it gets the latest quote of the symbol as a snapshot when it catches up).', ...reg }),
     slowClients: new client.Gauge({ name: 'wsps_gateway_slow_clients', help: 'Connections over the send high-water mark right now.', ...reg }),
     publishToSend: new client.Histogram({
       name: 'wsps_gateway_publish_to_send_seconds',

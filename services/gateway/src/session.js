@@ -118,11 +118,9 @@ export class Sessions {
    */
   unsubscribe (client, symbols, id) {
     for (const s of symbols) {
-      if (client.subs.delete(s)) {
-        this.hub.remove(s, client)
-        client.pending?.delete(s)
-      }
+      if (client.subs.delete(s)) this.hub.remove(s, client)
     }
+    client.drop(symbols)
     client.send(encodeAck(id, [...client.subs]), 'ack')
   }
 

@@ -11,6 +11,12 @@ import { encodeHello } from './protocol.js'
 
 export const WS_PATH = '/ws'
 
+/** Longest delay setTimeout honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** Sockets pinged per event-loop turn. */
+const PING_CHUNK = 1000
+
 /**
  * @param {import('node:stream').Duplex} socket
  * @param {number} status
@@ -52,6 +58,8 @@ export class WsServer {
     /** @type {Map<string, number>} open or opening sockets per client IP */
     this.perIp = new Map()
     this.nextId = 1
+    /** Upgrades admitted by the gate but still waiting for the token check. */
+    this.opening = 0
     this.draining = false
     this.hello = encodeHello(config.nodeName, config.heartbeatMs, {
       maxSubscriptions: config.maxSubscriptions,
@@ -107,7 +115,9 @@ export class WsServer {
       m.inc({ result: 'draining' })
       return refuse(socket, 503, 'draining', { 'Retry-After': '1' })
     }
-    if (this.clients.size >= this.config.maxConnections) {
+    // Upgrades waiting for the token check count too, or a burst that waits
+    // for the JWKS would all be admitted at once.
+    if (this.clients.size + this.opening >= this.config.maxConnections) {
       m.inc({ result: 'full' })
       return refuse(socket, 503, 'gateway full', { 'Retry-After': '5' })
     }
@@ -122,6 +132,7 @@ export class WsServer {
       return refuse(socket, 429, 'too many connections from this address', { 'Retry-After': '5' })
     }
     this.perIp.set(ip, held + 1)
+    this.opening++
     let admitted = false
     try {
       /** @type {import('./auth.js').Grants | null} */
@@ -144,6 +155,7 @@ export class WsServer {
       this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, ip, grants, expiresAt))
       m.inc({ result: 'accepted' })
     } finally {
+      this.opening--
       if (!admitted) this.releaseIp(ip)
     }
   }
@@ -168,7 +180,13 @@ export class WsServer {
     /** @type {NodeJS.Timeout | null} */
     let expiry = null
     if (expiresAt !== null) {
-      expiry = setTimeout(() => client.closeWith(CloseCode.UNAUTHORIZED, 'token expired'), Math.max(0, expiresAt - Date.now()))
+      // setTimeout fires at once beyond 2^31-1 ms (24.8 days): re-arm in steps.
+      const arm = () => {
+        const left = expiresAt - Date.now()
+        if (left <= 0) client.closeWith(CloseCode.UNAUTHORIZED, 'token expired')
+        else expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS))
+      }
+      arm()
     }
     ws.on('message', (data, isBinary) => this.sessions.onMessage(client, data, isBinary))
     ws.on('pong', () => { client.alive = true })
@@ -177,6 +195,9 @@ export class WsServer {
     })
     ws.on('close', (code) => {
       if (expiry) clearTimeout(expiry)
+      // The code we closed with, not the peer's answer: a stuck reader never
+      // echoes the close frame and would show as 1006.
+      code = client.closeCode ?? code
       this.clients.delete(client)
       this.releaseIp(ip)
       this.sessions.onClose(client)
@@ -186,16 +207,30 @@ export class WsServer {
     client.send(this.hello, 'hello')
   }
 
-  /** Pings every client; terminates those that did not answer the last ping. */
+  /**
+   * Pings every client; terminates those that did not answer the last ping.
+   * Done in chunks with an event-loop turn between them: one ping is one
+   * socket write, and 18,000 of them at once would stall quotes for tens of
+   * milliseconds every interval.
+   */
   beat () {
-    for (const client of this.clients) {
-      if (!client.alive) {
-        client.ws.terminate()
-        continue
+    const clients = [...this.clients]
+    let i = 0
+    const chunk = () => {
+      const end = Math.min(clients.length, i + PING_CHUNK)
+      for (; i < end; i++) {
+        const client = clients[i]
+        if (client.ws.readyState !== client.ws.OPEN) continue
+        if (!client.alive) {
+          client.ws.terminate()
+          continue
+        }
+        client.alive = false
+        client.ws.ping()
       }
-      client.alive = false
-      client.ws.ping()
+      if (i < clients.length) setImmediate(chunk)
     }
+    chunk()
   }
 
   /**

@@ -2,7 +2,9 @@
 // processes (services/testkit); these isolate one module's logic.
 
 import pino from 'pino'
+import { Client } from '../src/client.js'
 import { Fanout } from '../src/fanout.js'
+import { Hub } from '../src/hub.js'
 import { createGatewayMetrics } from '../src/metrics.js'
 
 export const silent = pino({ level: 'silent' })
@@ -53,10 +55,28 @@ export function fakeSocket () {
 
 export const limits = { sendHighWater: 1000, sendMax: 5000, slowCloseMs: 100, ratePerSec: 100, rateBurst: 100 }
 
-/** @param {{batchMs?: number}} [options] */
-export function context ({ batchMs = 0 } = {}) {
+/**
+ * A hub with its fanout over an in-memory broker, and a factory of clients
+ * on fake sockets. `pass()` runs a fan-out pass now instead of on its timer.
+ * @param {{unsubscribeDelayMs?: number}} [options]
+ */
+export function gatewayParts ({ unsubscribeDelayMs = 0 } = {}) {
   const m = metrics()
-  return { fanout: new Fanout({ batchMs, metrics: m }), metrics: m, limits }
+  const broker = memoryBroker()
+  const fanout = new Fanout({ batchMs: 1000, metrics: m })
+  const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000 })
+  const ctx = { metrics: m, limits, latest: (/** @type {string} */ s) => hub.latest(s) }
+  let ids = 0
+  const client = () => {
+    const ws = fakeSocket()
+    return { ws, c: new Client(/** @type {any} */ (ws), ctx, { id: ++ids, ip: '', grants: null }) }
+  }
+  const pass = () => {
+    if (fanout.timer) clearTimeout(/** @type {NodeJS.Timeout} */ (fanout.timer))
+    fanout.timer = null
+    fanout.pass()
+  }
+  return { metrics: m, broker, fanout, hub, client, pass }
 }
 
 /** @param {number} seq @param {Record<string, unknown>} [fields] */

@@ -1,19 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Client } from '../src/client.js'
-import { Hub } from '../src/hub.js'
-import { context, fakeSocket, memoryBroker, metrics, quote, silent, tick } from './helper.js'
-
-function setup ({ unsubscribeDelayMs = 0 } = {}) {
-  const broker = memoryBroker()
-  const hub = new Hub({ broker, metrics: metrics(), logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000 })
-  const ctx = context()
-  const client = () => {
-    const ws = fakeSocket()
-    return { ws, c: new Client(/** @type {any} */ (ws), ctx, { id: 1, ip: '', grants: null }) }
-  }
-  return { broker, hub, client }
-}
+import { gatewayParts as setup, quote, tick } from './helper.js'
 
 test('one channel per symbol however many local subscribers, dropped after the last leaves', async (t) => {
   const { broker, hub, client } = setup({ unsubscribeDelayMs: 20 })
@@ -49,7 +36,7 @@ test('a subscriber returning within the unsubscribe delay keeps the channel', as
 })
 
 test('a new symbol goes live with the stored latest quote as snapshot, then deltas', async () => {
-  const { broker, hub, client } = setup()
+  const { broker, hub, client, pass } = setup()
   broker.latestValues.set('AAPL', quote(5))
   const a = client()
   assert.equal(hub.add('AAPL', a.c), null, 'not live yet')
@@ -57,7 +44,7 @@ test('a new symbol goes live with the stored latest quote as snapshot, then delt
   assert.equal(a.ws.sent[0].op, 'snap')
   assert.equal(a.ws.sent[0].quotes[0].seq, 5)
   hub.onQuote('AAPL', quote(6, { bid: 1.1 }))
-  await tick()
+  pass()
   assert.deepEqual(a.ws.sent[1].quotes, [{ symbol: 'AAPL', seq: 6, ts: a.ws.sent[1].quotes[0].ts, bid: 1.1 }])
   // A later subscriber gets the held quote at once.
   const b = client()

@@ -1,0 +1,148 @@
+// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Client
+// over fake sockets; the wire view is checked with the protocol's own rules.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { CloseCode, continues } from '../public/protocol.js'
+import { gatewayParts, limits, quote, tick } from './helper.js'
+
+/** A hub whose symbols are live with seq 1, and subscribed clients. */
+async function live (symbols = ['AAPL', 'MSFT'], n = 1) {
+  const parts = gatewayParts()
+  for (const s of symbols) parts.broker.latestValues.set(s, quote(1, {}, s))
+  const clients = Array.from({ length: n }, () => parts.client())
+  for (const { c } of clients) for (const s of symbols) parts.hub.add(s, c)
+  await tick(); await tick()
+  for (const { ws } of clients) ws.sent.length = 0 // the initial snapshots
+  return { ...parts, clients }
+}
+
+/** Replays frames onto held quotes by the receiver rules; returns problems. */
+function replay (/** @type {any[]} */ frames, /** @type {Map<string, any>} */ held) {
+  const problems = []
+  for (const f of frames) {
+    for (const q of f.quotes ?? []) {
+      if (f.op === 'snap') held.set(q.symbol, { ...q })
+      else if (!continues(q, held.get(q.symbol)?.seq)) problems.push(`${q.symbol} ${q.seq} base ${q.base}`)
+      else Object.assign(held.get(q.symbol), q)
+    }
+  }
+  return problems
+}
+
+test('updates of several symbols within one window reach a reader as one frame', async () => {
+  const { hub, clients: [a], pass } = await live()
+  hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
+  hub.onQuote('MSFT', quote(2, { bid: 2.2 }, 'MSFT'))
+  pass()
+  assert.equal(a.ws.sent.length, 1)
+  assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => q.symbol), ['AAPL', 'MSFT'])
+})
+
+test('several quotes of a symbol within one window merge into one delta naming its base', async () => {
+  const { hub, clients: [a], pass } = await live(['AAPL'])
+  hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
+  hub.onQuote('AAPL', quote(3, { bid: 1.1, ask: 2.2 }, 'AAPL'))
+  pass()
+  const [frame] = a.ws.sent
+  assert.deepEqual(frame.quotes, [{ symbol: 'AAPL', seq: 3, ts: frame.quotes[0].ts, bid: 1.1, ask: 2.2, base: 1 }])
+})
+
+test('every subscriber of an update gets the same frame buffer', async () => {
+  const { hub, clients, pass } = await live(['AAPL'], 3)
+  /** @type {unknown[]} */
+  const raw = []
+  for (const { ws } of clients) ws.send = (/** @type {unknown} */ d) => { raw.push(d) }
+  hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
+  pass()
+  assert.equal(raw.length, 3)
+  assert.ok(raw[0] === raw[1] && raw[1] === raw[2], 'serialized once, one Buffer')
+})
+
+test('a slow reader is skipped, then resynced with the latest quote as a snapshot', async () => {
+  const { hub, clients: [a, b], pass, metrics } = await live(['AAPL', 'MSFT'], 2)
+  a.ws.bufferedAmount = limits.sendHighWater + 1
+  for (let seq = 2; seq <= 5; seq++) {
+    hub.onQuote('AAPL', quote(seq, { bid: seq }, 'AAPL'))
+    pass()
+  }
+  assert.equal(a.ws.sent.length, 0, 'nothing written while over the high-water mark')
+  assert.equal(b.ws.sent.length, 4, 'the other reader is not held back')
+  assert.equal((await metrics.registry.getSingleMetric('wsps_gateway_slow_clients')?.get())?.values[0].value, 1)
+
+  a.ws.bufferedAmount = 0
+  hub.onQuote('MSFT', quote(2, { bid: 9 }, 'MSFT'))
+  pass()
+  assert.deepEqual(a.ws.sent.map((f) => f.op), ['snap', 'q'])
+  assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => [q.symbol, q.seq]), [['AAPL', 5]])
+  hub.onQuote('AAPL', quote(6, { bid: 6 }, 'AAPL'))
+  pass()
+  /** @type {Map<string, any>} */
+  const held = new Map([['AAPL', { seq: 1 }], ['MSFT', { seq: 1 }]])
+  assert.deepEqual(replay(a.ws.sent, held), [], 'the stream continues the snapshot')
+  assert.equal(held.get('AAPL').bid, 6)
+  assert.equal((await metrics.registry.getSingleMetric('wsps_gateway_conflated_total')?.get())?.values[0].value, 4)
+})
+
+test('a reader slow for longer than slowCloseMs is closed with 4008', async () => {
+  const { hub, clients: [a], pass } = await live(['AAPL'])
+  a.ws.bufferedAmount = limits.sendHighWater + 1
+  hub.onQuote('AAPL', quote(2, {}, 'AAPL'))
+  pass()
+  await new Promise((resolve) => setTimeout(resolve, limits.slowCloseMs + 20))
+  pass()
+  assert.equal(a.ws.closedWith?.code, CloseCode.SLOW_CONSUMER)
+})
+
+test('a send buffer at the hard cap closes with 4008 at once', async () => {
+  const { hub, clients: [a], pass } = await live(['AAPL'])
+  a.ws.bufferedAmount = limits.sendMax
+  hub.onQuote('AAPL', quote(2, {}, 'AAPL'))
+  pass()
+  assert.equal(a.ws.closedWith?.code, CloseCode.SLOW_CONSUMER)
+})
+
+test('an unsubscribed symbol queued in this window is not sent', async () => {
+  const { hub, clients: [a], pass, fanout } = await live()
+  hub.onQuote('AAPL', quote(2, {}, 'AAPL'))
+  hub.onQuote('MSFT', quote(2, {}, 'MSFT'))
+  // Distribute without writing, as a pass that was interrupted mid-way.
+  for (const s of fanout.symbols) for (const c of s.clients) c.push(/** @type {any} */ (s.update), fanout.stats)
+  fanout.symbols.length = 0
+  a.c.drop(['AAPL'])
+  a.c.flush(Date.now(), 99, fanout.stats)
+  assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => q.symbol), ['MSFT'])
+  pass()
+})
+
+test('a reader joining between a quote and the next pass gets a snapshot the pending update continues', async () => {
+  const { hub, client, pass } = await live(['AAPL'])
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  const late = client()
+  const raw = /** @type {string} */ (hub.add('AAPL', late.c))
+  late.ws.sent.push({ op: 'snap', quotes: [JSON.parse(raw)] })
+  hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
+  pass()
+  hub.onQuote('AAPL', quote(5, { bid: 5 }, 'AAPL'))
+  pass()
+  /** @type {Map<string, any>} */
+  const held = new Map()
+  assert.deepEqual(replay(late.ws.sent, held), [])
+  assert.deepEqual([held.get('AAPL').seq, held.get('AAPL').bid], [5, 5])
+})
+
+test('a reader returning to a symbol nobody watched for a while starts from the latest quote', async () => {
+  const { hub, clients: [a], client, pass } = await live(['AAPL'])
+  hub.remove('AAPL', a.c)
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  pass()
+  const b = client()
+  const raw = /** @type {string} */ (hub.add('AAPL', b.c))
+  b.ws.sent.push({ op: 'snap', quotes: [JSON.parse(raw)] })
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  pass()
+  /** @type {Map<string, any>} */
+  const held = new Map()
+  assert.deepEqual(replay(b.ws.sent, held), [])
+  assert.equal(held.get('AAPL').seq, 3)
+})
