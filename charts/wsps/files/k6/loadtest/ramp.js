@@ -1,4 +1,4 @@
-// wsps load test (k6 + k6/websockets). The `options` block below is the spec:
+// wsps load test (k6 >= 1.6.0 for k6/websockets). The `options` block below is the spec:
 // one named scenario (smoke, ramp or soak), stages from the environment, and
 // thresholds that fail the run. Every parameter comes from __ENV, read once
 // (lib/config.js lists them); the defaults work against `make up`:
@@ -82,6 +82,8 @@ const M = {
 }
 
 const GAP_KIND = ['', 'gap', 'stale', 'no_snapshot']
+/** Seq gaps logged in full per VU (the rest are only counted). */
+const GAP_LOG_MAX = 5
 
 /** @param {string | undefined} err the error event's text */
 function failureReason (err) {
@@ -113,6 +115,7 @@ class VuRun {
     /** @type {Conn[]} */
     this.conns = []
     this.finishing = false
+    this.gapLogs = 0
     /** @type {any[]} */
     this.timers = []
   }
@@ -214,6 +217,8 @@ class Conn {
     this.t0 = Date.now()
     const ws = new WebSocket(CFG.urls[this.urlIndex % CFG.urls.length])
     ws.onopen = () => {
+      // Opened after the end of the hold: close now (close() skipped it while connecting).
+      if (this.byClient || this.run.finishing) return ws.close()
       this.helloTimer = setTimeout(() => this.helloTimeout(), HELLO_TIMEOUT_MS)
     }
     ws.onmessage = (/** @type {any} */ e) => this.onMessage(e)
@@ -320,6 +325,10 @@ class Conn {
       this.latSum += lat
       hist[Math.min(255, bucketOf(lat))]++
       if (r !== Delta.OK) {
+        if (this.run.gapLogs++ < GAP_LOG_MAX) {
+          console.warn(`wsps seq gap (${GAP_KIND[r]}): node=${this.node} symbol=${q.symbol} held=${tr.held.get(q.symbol)} seq=${q.seq} base=${q.base} ` +
+            `deltas in frame=${quotes.length} age=${Math.round(at - q.ts)}ms connected ${Math.round(at - this.t0)}ms ago${this.from ? ` (reconnected from ${this.from.node})` : ''}`)
+        }
         M.gaps.add(1, { node: this.node, kind: GAP_KIND[r] })
         this.run.tally.add('gap', this.node)
         // Receiver rule 3: drop it and resubscribe the symbol for a fresh snapshot.
