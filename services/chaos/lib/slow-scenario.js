@@ -140,6 +140,8 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     // 2. Wakers stop reading until the gateway sees them slow, then catch up.
     let slowMax = 0
     let rssPeak = m0.process_resident_memory_bytes
+    /** Sample RSS peaks only while sleepers are stuck (not after they are cut off). */
+    let rssPeakOpen = true
     let sampling = true
     /** @type {{count: number, at: number} | null} first sample with at least `count` slow */
     let halfSlow = null
@@ -149,7 +151,7 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
         try {
           const m = await metrics()
           slowMax = Math.max(slowMax, m.wsps_gateway_slow_clients)
-          rssPeak = Math.max(rssPeak, m.process_resident_memory_bytes)
+          if (rssPeakOpen) rssPeak = Math.max(rssPeak, m.process_resident_memory_bytes)
           if (halfSlow === null && m.wsps_gateway_slow_clients >= halfMark) halfSlow = { count: m.wsps_gateway_slow_clients, at: Date.now() }
         } catch {}
         await sleep(200)
@@ -181,6 +183,7 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
     log(`${subscribed.reduce((n, r) => n + r.subscribed, 0)} sleepers subscribed and stopped reading in ${Date.now() - pausedAt} ms`)
     await waitFor(async () => (await metrics()).wsps_gateway_connections <= p.live + p.wakers, { timeout: p.slowCloseMs + 120_000, interval: 250, message: 'sleepers cut off' })
     const cutOffMs = Date.now() - pausedAt
+    rssPeakOpen = false
     const mCut = await metrics()
     const slowSeenMs = halfSlow ? /** @type {{at: number}} */ (halfSlow).at - pausedAt : NaN
     log(`half the sleepers slow after ${slowSeenMs} ms, peak ${slowMax}; all cut off ${cutOffMs} ms after they stopped reading`)

@@ -40,6 +40,7 @@ export async function run (params, log) {
   report.figure('gateway RSS idle', mb(g.rssIdle), 'MB')
   report.figure(`gateway RSS with ${r.connections} clients`, mb(g.rssBefore), 'MB')
   report.figure(`gateway RSS peak with ${sleepers} stuck`, mb(g.rssPeak), 'MB')
+  report.figure('gateway RSS after they were cut off', mb(g.rssAfter), 'MB')
   report.figure('gateway RSS per connection', g.perConnectionBytes / 1024, 'KiB')
   // RSS moves with garbage collection; averaged over hundreds of stuck
   // sockets it says something, over a few dozen (--quick) it is noise.
@@ -49,7 +50,11 @@ export async function run (params, log) {
   const l = r.live.latency
   report.figure('live latency p50 / p99, baseline', `${l.baseline.p50} / ${l.baseline.p99}`, 'ms')
   report.figure(`live latency p50 / p99, ${sleepers} stuck`, `${l.slow.p50} / ${l.slow.p99}`, 'ms')
-  report.figure('live latency p99 while stuck minus baseline', l.slow.p99 - l.baseline.p99, 'ms', { max: Math.max(250, l.baseline.p99) })
+  // The machine is shared (other work, the client processes): latency moves
+  // with it. The stuck phase is compared with the phases before and after;
+  // the limit catches stalls (seconds), not noise.
+  const control = Math.max(l.baseline.p99, l.after.p99)
+  report.figure('live latency p99 while stuck vs max(before, after)', l.slow.p99 - control, 'ms', { max: control + 100 })
   report.figure('live latency p50 / p99, after cut-off', `${l.after.p50} / ${l.after.p99}`, 'ms')
   report.check('live clients: none closed, no gap, every one updated while others were stuck',
     r.live.open === p.live && r.live.problems === 0 && r.live.silentDuringSlow === 0, { open: r.live.open, problems: r.live.problems, silent: r.live.silentDuringSlow, closes: r.live.closes })
