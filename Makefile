@@ -46,7 +46,7 @@ test-static: deps ## Lint, type check, generated docs up to date, npm audit
 	@npx eslint .
 	@npx tsc -p tsconfig.json
 	@node services/shared/bin/config-docs.js --check
-	@npm audit --omit=dev --audit-level=high
+	@node services/shared/bin/audit.js
 
 .PHONY: test-unit
 test-unit: deps ## Unit tests (node:test)
