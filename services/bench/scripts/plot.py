@@ -41,6 +41,8 @@ def main(out: Path) -> None:
             x = fan[n]["saturated"]
             a1.annotate(f'{x["perCore"]:,.0f}\n({x["delivered"]:,}/s on {x["cpu"]["server"]:.2f} cores)', (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=7)
         a1.set_xticks(range(len(sat)), [fan[n]["label"] for n in sat], fontsize=7, rotation=10)
+        if sat:
+            a1.set_ylim(0, max(fan[n]["saturated"]["perCore"] for n in sat) * 1.2)
         a1.set(ylabel="deliveries per server CPU-second", title="At saturation (same offered load for all)")
         a1.grid(axis="y", alpha=0.3)
         names = [n for n in fan if fan[n].get("max")]
@@ -50,6 +52,7 @@ def main(out: Path) -> None:
                 m = fan[n]["max"]
                 a2.annotate(f'{m["delivered"]:,}/s\n{m["cpu"]["server"]:.2f} cores', (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=7)
             a2.set_xticks(range(len(names)), [fan[n]["label"] for n in names], fontsize=7, rotation=10)
+            a2.set_ylim(0, max(fan[n]["max"]["delivered"] for n in names) * 1.2)
         else:
             a2.text(0.5, 0.5, "no server held p99 <= 100 ms\nat the lowest step in this run", ha="center", va="center", transform=a2.transAxes)
         a2.set(ylabel="max deliveries/s (p99 <= 100 ms)", title=f'Latency-bounded max, {r["params"]["conns"]:,} connections')
