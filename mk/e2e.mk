@@ -1,7 +1,13 @@
 # Real-cluster end-to-end test of the chart (infra/e2e, issue #5). Needs root
-# (the local cluster). Not part of `make test`.
+# (the local cluster); part of `make test` as test-e2e, which says so and
+# skips where it cannot run.
+TEST_TARGETS += test-e2e
 
 ##@ End-to-end (local cluster)
 .PHONY: e2e
 e2e: chart-tools ## Cluster up, images, helm install/test, ingress clients, k6 Job (3000 conns), rolling upgrade under load, scale 3->4, Redis loss, cluster down (E2E_KEEP_CLUSTER=1 keeps it)
 	@infra/e2e/run.sh
+
+.PHONY: test-e2e
+test-e2e: ## make e2e when root (the local cluster needs it), else a skip notice
+	@if [[ $$(id -u) -ne 0 ]]; then echo "test-e2e: SKIPPED, the local Kubernetes cluster needs root (run make e2e as root)"; else $(MAKE) --no-print-directory e2e; fi
