@@ -61,6 +61,10 @@ export const CloseCode = Object.freeze({
   SERVICE_RESTART: 1012,
   /** The gateway is at its connection limit; reconnect with backoff. */
   TRY_AGAIN_LATER: 1013,
+  /** A frame that breaks RFC 6455 (sent by the ws library). */
+  PROTOCOL_ERROR: 1002,
+  /** A text frame that is not valid UTF-8 (sent by the ws library). */
+  INVALID_PAYLOAD: 1007,
   /** Frame larger than `limits.maxPayload` (sent by the ws library). */
   MESSAGE_TOO_BIG: 1009,
   /** Unexpected server error; reconnect with backoff. */

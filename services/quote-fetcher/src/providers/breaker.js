@@ -13,7 +13,7 @@ export class BreakerOpenError extends Error {
 
 export class CircuitBreaker {
   /**
-   * @param {{threshold: number, cooldownMs: number, onState?: (state: number) => void, now?: () => number}} options
+   * @param {{threshold: number, cooldownMs: number, onState?: (state: number, lastError: Error | null) => void, now?: () => number}} options
    */
   constructor ({ threshold, cooldownMs, onState, now = Date.now }) {
     this.threshold = threshold
@@ -21,6 +21,8 @@ export class CircuitBreaker {
     this.onState = onState ?? (() => {})
     this.now = now
     this.failures = 0
+    /** @type {Error | null} the failure that last counted, reported with state changes */
+    this.lastError = null
     /** @type {number} */
     this.state = BreakerState.CLOSED
     this.openedAt = 0
@@ -49,6 +51,7 @@ export class CircuitBreaker {
       return result
     } catch (err) {
       this.failures++
+      this.lastError = /** @type {Error} */ (err)
       if (this.state === BreakerState.HALF_OPEN || this.failures >= this.threshold) {
         this.openedAt = this.now()
         this.set(BreakerState.OPEN)
@@ -64,6 +67,6 @@ export class CircuitBreaker {
     if (state === this.state) return
     this.state = state
     if (state !== BreakerState.HALF_OPEN) this.trialInFlight = false
-    this.onState(state)
+    this.onState(state, state === BreakerState.CLOSED ? null : this.lastError)
   }
 }

@@ -54,9 +54,12 @@ export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breake
   const breaker = new CircuitBreaker({
     threshold: breakerThreshold,
     cooldownMs: breakerCooldownMs,
-    onState: (state) => {
+    onState: (state, lastError) => {
       metrics.breaker.set(state)
-      log.warn({ state: ['closed', 'half-open', 'open'][state] }, 'upstream circuit breaker changed state')
+      // Say why: with several jobs in flight the breaker often opens before
+      // any one job gives up and logs its own error.
+      const err = lastError ? { lastError: lastError.message, code: /** @type {UpstreamError} */ (lastError).code } : {}
+      log.warn({ state: ['closed', 'half-open', 'open'][state], failures: breaker.failures, ...err }, 'upstream circuit breaker changed state')
     }
   })
   let inflight = 0
@@ -111,6 +114,12 @@ export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breake
     async fetch (symbols, _previous, deadline) {
       await slot()
       try {
+        // A job that waited for a request slot past its deadline is stale:
+        // a fresher job for these symbols exists, do not call the upstream.
+        if (Date.now() + timeoutMs > deadline) {
+          metrics.requests.inc({ result: 'stale' })
+          throw new UpstreamError('job went stale waiting for a request slot', 'stale')
+        }
         for (let attempt = 0; ; attempt++) {
           try {
             const quotes = await breaker.run(() => request(symbols))
@@ -121,7 +130,7 @@ export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breake
             metrics.requests.inc({ result: code })
             const delay = backoffMs * 2 ** attempt * (0.5 + Math.random())
             if (err instanceof BreakerOpenError || attempt >= retries || Date.now() + delay + timeoutMs > deadline) throw err
-            log.debug({ attempt, code, delay }, 'upstream request failed; retrying')
+            log.info({ attempt, code, err: /** @type {Error} */ (err).message, delay: Math.round(delay) }, 'upstream request failed; retrying')
             await new Promise((resolve) => setTimeout(resolve, delay))
           }
         }
