@@ -9,7 +9,7 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_HTTP_PORT', key: 'port', type: 'int', min: 0, max: 65535, default: 8080, doc: 'HTTP port: `/ws`, `/healthz`, `/readyz`, `/metrics` and the browser client.' },
   { env: 'WSPS_METRICS_PORT', key: 'metricsPort', type: 'int', min: 0, max: 65535, default: 0, doc: 'Serve `/metrics` on this port instead of WSPS_HTTP_PORT, keeping it off the port an ingress exposes (0: on WSPS_HTTP_PORT).' },
   { env: 'WSPS_HEARTBEAT_MS', key: 'heartbeatMs', type: 'int', min: 1000, max: 300000, default: 15000, doc: 'Server ping interval. A peer that misses a ping is dropped: idle timeout = 2 x this.' },
-  { env: 'WSPS_BATCH_MS', key: 'batchMs', type: 'int', min: 0, max: 1000, default: 10, doc: 'Per-connection batching window for updates (0: flush every event-loop turn).' },
+  { env: 'WSPS_BATCH_MS', key: 'batchMs', type: 'int', min: 0, max: 1000, default: 0, doc: 'Batching window for updates. 0 (adaptive): a pass per event-loop turn, so quotes are written at once when idle and batch up by themselves under load (a pass takes longer, more arrive meanwhile). A fixed window trades latency for fewer, larger frames.' },
   { env: 'WSPS_MAX_SUBSCRIPTIONS', key: 'maxSubscriptions', type: 'int', min: 1, max: 10000, default: 200, doc: 'Symbols one connection may hold.' },
   { env: 'WSPS_MAX_PAYLOAD_BYTES', key: 'maxPayload', type: 'int', min: 128, max: 1048576, default: 4096, doc: 'Largest client frame; larger ones close the socket with 1009.' },
   { env: 'WSPS_RATE_PER_SEC', key: 'ratePerSec', type: 'number', min: 0.1, max: 100000, default: 20, doc: 'Client messages per second (token bucket refill rate).' },
