@@ -77,14 +77,6 @@ export class Fanout {
     this.schedule(this.batchMs)
   }
 
-  /** @param {Flushable} client */
-  markClient (client) {
-    if (client.dirty) return
-    client.dirty = true
-    this.clients.push(client)
-    this.schedule(this.batchMs)
-  }
-
   /** @param {number} delayMs */
   schedule (delayMs) {
     if (this.timer !== null || this.passing) return
