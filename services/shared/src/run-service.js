@@ -1,0 +1,47 @@
+// The start-up and shutdown every service shares: read config once (exit 78
+// with one line per problem), one logger, listen, and stop gracefully on
+// SIGTERM/SIGINT. A second signal means "now": exit without the drain.
+
+import { ConfigError, redacted } from './config.js'
+import { createLogger } from './logger.js'
+
+/**
+ * @template {{logLevel: string, nodeName: string}} C
+ * @param {object} options
+ * @param {string} options.name process name in logs and error lines
+ * @param {readonly import('./config.js').Setting[]} options.settings for the redacted config log
+ * @param {(env: Record<string, string | undefined>) => Readonly<C>} options.load
+ * @param {(config: Readonly<C>, logger: import('pino').Logger) => Promise<{listen(): Promise<string>, stop(): Promise<void>}>} options.create
+ */
+export async function runService ({ name, settings, load, create }) {
+  let config
+  try {
+    config = load(process.env)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    process.stderr.write(`${name}: ${err.message}\n`)
+    process.exit(78) // EX_CONFIG
+  }
+
+  const logger = createLogger({ level: config.logLevel, name, node: config.nodeName })
+  logger.info({ config: redacted(settings, config) }, 'starting')
+  const service = await create(config, logger)
+  const address = await service.listen()
+  logger.info({ address }, 'listening')
+
+  let signals = 0
+  for (const signal of /** @type {const} */ (['SIGTERM', 'SIGINT'])) {
+    process.on(signal, () => {
+      if (++signals > 1) {
+        logger.warn({ signal }, 'second signal: exiting without drain')
+        process.exit(1)
+      }
+      logger.info({ signal }, 'signal received')
+      service.stop().then(() => process.exit(0), (err) => {
+        logger.error({ err }, 'shutdown failed')
+        process.exit(1)
+      })
+    })
+  }
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'))
+}
