@@ -12,6 +12,7 @@
 need_root
 mkdir -p "$WSPS_CACHE"
 exec 7>"$WSPS_CACHE/.cluster.lock"
+exec 6>&2
 flock 7
 
 COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
@@ -35,18 +36,25 @@ start() {
   : >>"$LOG_DIR/$name.log"
   # setsid: not in make's process group, so ^C on a later make does not reach it.
   # 7>&-: daemons must not inherit the cluster lock.
-  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 7>&- &
-  local pid=$!
+  setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 6>&- 7>&- &
+  local pid=$! i
   echo "$pid" >"$PID_DIR/$name.pid"
   echo "$bin" >"$PID_DIR/$name.cmd"
+  # Until the forked shell has exec'd, /proc/PID/cmdline still names bash and
+  # pid_alive would report the daemon dead (seen in CI on a loaded machine).
+  for ((i = 0; i < 100; i++)); do
+    grep -qa -- "$bin" "/proc/$pid/cmdline" 2>/dev/null && return 0
+    [[ -d "/proc/$pid" ]] || return 0
+    sleep 0.05
+  done
 }
 
 alive_or_die() {
   local name="$1"
   pid_alive "$name" && return 0
-  echo >&2
-  log "$name exited; last 40 lines of $LOG_DIR/$name.log:"
-  tail -n 40 "$LOG_DIR/$name.log" | sed 's/^/    /' >&2
+  # fd 6 is the script's own stderr: wait_for silences the probe's.
+  { echo; log "$name exited; last 40 lines of $LOG_DIR/$name.log:"
+    tail -n 40 "$LOG_DIR/$name.log" | sed 's/^/    /'; } >&6 2>&6
   exit 1
 }
 
