@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort } from '@wsps/testkit'
+import { collectGarbage, inspectorUrl } from './inspect.js'
 import { start, until, httpOk } from './spawn.js'
 import { tree } from './proc.js'
 
@@ -16,8 +17,25 @@ const HERE = fileURLToPath(new URL('.', import.meta.url))
 const NODE = process.execPath
 /** WSPS_BENCH_PROFILE_DIR: run the Node servers under --cpu-prof, profiles written there on exit. */
 const PROF = process.env.WSPS_BENCH_PROFILE_DIR
-/** @param {string} name */
-const nodeArgs = (name) => (PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(PROF, name)}`] : [])
+/**
+ * @param {string} name
+ * @param {boolean} [inspect] open the inspector on a free loopback port (for gc())
+ */
+const nodeArgs = (name, inspect = false) => [
+  ...(PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(PROF, name)}`] : []),
+  ...(inspect ? ['--inspect=127.0.0.1:0'] : [])
+]
+
+/**
+ * gc() of a Node server started with the inspector.
+ *
+ * @param {{errs: string[]}} p
+ */
+const gcVia = (p) => async () => {
+  const url = inspectorUrl(p.errs)
+  if (!url) throw new Error('the server printed no inspector URL (started without inspect?)')
+  return collectGarbage(url)
+}
 
 /**
  * @typedef {object} ServerHandle
@@ -28,6 +46,7 @@ const nodeArgs = (name) => (PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(PROF, n
  * @property {() => number[]} roots pids whose process trees are the server (CPU, RSS)
  * @property {() => Promise<void>} stop
  * @property {() => Promise<Record<string, number>>} [metrics]
+ * @property {() => Promise<{heapUsed: number}>} [gc] a full GC (Node servers started with inspect)
  *
  * @typedef {object} StartOptions
  * @property {string} redisUrl
@@ -35,6 +54,7 @@ const nodeArgs = (name) => (PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(PROF, n
  * @property {string} runDir scratch directory
  * @property {Record<string, string>} [env]
  * @property {string} [prefix] Redis key prefix of its quote stream (default wsps)
+ * @property {boolean} [inspect] Node servers: open the inspector so gc() works
  */
 
 /** @type {Record<string, {label: string, start: (o: StartOptions) => Promise<ServerHandle>}>} */
@@ -42,20 +62,20 @@ export const SERVERS = {
   wsps: gatewayServer('wsps', 'wsps gateway', join(ROOT, 'services/gateway/src/main.js')),
   naive: {
     label: 'naive ws baseline',
-    async start ({ redisUrl, core, prefix = 'wsps' }) {
+    async start ({ redisUrl, core, prefix = 'wsps', inspect }) {
       const port = await freePort()
-      const p = start(NODE, [...nodeArgs('naive'), join(HERE, 'servers/naive.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'naive', stdin: false })
+      const p = start(NODE, [...nodeArgs('naive', inspect), join(HERE, 'servers/naive.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'naive', stdin: false })
       await p.waitLine((l) => l.type === 'listening', 15_000)
-      return { name: 'naive', adapter: 'naive', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) } }
+      return { name: 'naive', adapter: 'naive', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) }, gc: gcVia(p) }
     }
   },
   socketio: {
     label: 'Socket.IO 4 + redis-adapter',
-    async start ({ redisUrl, core, prefix = 'wsps' }) {
+    async start ({ redisUrl, core, prefix = 'wsps', inspect }) {
       const port = await freePort()
-      const p = start(NODE, [...nodeArgs('socketio'), join(HERE, 'servers/socketio.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'socketio', stdin: false })
+      const p = start(NODE, [...nodeArgs('socketio', inspect), join(HERE, 'servers/socketio.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'socketio', stdin: false })
       await p.waitLine((l) => l.type === 'listening', 15_000)
-      return { name: 'socketio', adapter: 'socketio', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) } }
+      return { name: 'socketio', adapter: 'socketio', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) }, gc: gcVia(p) }
     }
   },
   pushpin: {
@@ -105,9 +125,9 @@ export const SERVERS = {
 function gatewayServer (name, label, main) {
   return {
     label,
-    async start (/** @type {StartOptions} */ { redisUrl, core, env = {}, prefix = 'wsps' }) {
+    async start (/** @type {StartOptions} */ { redisUrl, core, env = {}, prefix = 'wsps', inspect }) {
       const port = await freePort()
-      const p = start(NODE, [...nodeArgs(name), main], {
+      const p = start(NODE, [...nodeArgs(name, inspect), main], {
         core,
         name,
         stdin: false,
@@ -136,6 +156,7 @@ function gatewayServer (name, label, main) {
         port,
         roots: () => [p.pid],
         async stop () { await p.stop(PROF ? 20_000 : 5000) },
+        gc: gcVia(p),
         async metrics () {
           const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
           /** @type {Record<string, number>} */

@@ -4,11 +4,14 @@
 import WebSocket from 'ws'
 import { CloseCode } from '../public/protocol.js'
 import { encodeQuotes, encodeSnap } from './protocol.js'
-import { TokenBucket } from './rate-limit.js'
+import { RateLimit } from './rate-limit.js'
 
 /** @typedef {'hello' | 'ack' | 'error' | 'pong' | 'snap' | 'q'} FrameOp */
 
 const TEXT = Object.freeze({ binary: false })
+
+/** Protocol errors a client may make: a burst of 20, then one a second. */
+const STRIKES = new RateLimit(1, 20)
 
 /** A closing socket that does not finish its close handshake in this time is destroyed. */
 const CLOSE_GRACE_MS = 2000
@@ -24,6 +27,7 @@ const CLOSE_GRACE_MS = 2000
  * @typedef {object} ClientContext shared by every client of a gateway
  * @property {import('./metrics.js').GatewayMetrics} metrics
  * @property {ClientLimits} limits
+ * @property {RateLimit} messageRate the per-connection message limit
  * @property {(symbol: string) => string | null} latest the full quote the process holds for a symbol
  */
 
@@ -40,8 +44,13 @@ export class Client {
     this.ip = ip
     /** Entitlement check from the token; null: every symbol. */
     this.grants = grants
-    /** @type {Set<string>} */
-    this.subs = new Set()
+    /**
+     * Subscribed symbols, in order. An array, not a Set: at the usual few
+     * dozen symbols it costs a third of the memory (idle connections are
+     * what a gateway holds most of); see holds() for large lists.
+     * @type {string[]}
+     */
+    this.subs = []
     /** @type {import('./delta.js').Update[] | null} updates of this pass, at most one per symbol */
     this.pending = null
     /**
@@ -57,11 +66,43 @@ export class Client {
     this.closeCode = null
     /** When the send buffer went over the high-water mark; 0 while it is not. */
     this.slowSince = 0
-    this.rate = new TokenBucket(ctx.limits.ratePerSec, ctx.limits.rateBurst)
+    /** Message rate limit state (see rate-limit.js). */
+    this.rateTat = 0
     /** Messages dropped since the last one the rate limit let through. */
     this.limitedDrops = 0
-    /** Protocol errors allowed before a 4009 close; refills slowly. */
-    this.strikes = new TokenBucket(1, 20)
+    /** Protocol error limit state: past it, a 4009 close. */
+    this.strikeTat = 0
+    /** @type {NodeJS.Timeout | null} closes the socket when its token expires */
+    this.expiry = null
+  }
+
+  /** @returns {boolean} false when the client is over its message rate */
+  takeMessage () {
+    const tat = this.ctx.messageRate.take(this.rateTat)
+    if (tat < 0) return false
+    this.rateTat = tat
+    return true
+  }
+
+  /** @returns {boolean} false when the client made too many protocol errors */
+  takeStrike () {
+    const tat = STRIKES.take(this.strikeTat)
+    if (tat < 0) return false
+    this.strikeTat = tat
+    return true
+  }
+
+  /**
+   * A membership test for the client's symbols: a scan for short lists,
+   * a Set built once for long ones (WSPS_MAX_SUBSCRIPTIONS may be 10,000).
+   *
+   * @returns {(symbol: string) => boolean}
+   */
+  holds () {
+    const subs = this.subs
+    if (subs.length <= 32) return (s) => subs.includes(s)
+    const set = new Set(subs)
+    return (s) => set.has(s)
   }
 
   /**
@@ -122,6 +163,20 @@ export class Client {
     const m = this.ctx.metrics
     m.framesOut[op].inc()
     m.bytesOut.inc(typeof data === 'string' ? Buffer.byteLength(data) : data.length)
+  }
+
+  /**
+   * Answers a WebSocket ping frame, under the same send-buffer cap.
+   *
+   * @param {Buffer} data
+   */
+  pong (data) {
+    if (this.ws.readyState !== WebSocket.OPEN) return
+    if (this.ws.bufferedAmount >= this.ctx.limits.sendMax) {
+      this.closeWith(CloseCode.SLOW_CONSUMER, 'send buffer full')
+      return
+    }
+    this.ws.pong(data)
   }
 
   /**
@@ -239,6 +294,8 @@ export class Client {
 
   /** Called once the socket closed: releases what the client held. */
   dispose () {
+    if (this.expiry !== null) clearTimeout(this.expiry)
+    this.expiry = null
     this.leaveSlow()
     this.pending = null
     this.stale = null

@@ -19,7 +19,7 @@ export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
  * @typedef {import('./delta.js').Update} Update
  *
  * @typedef {object} Fanned a symbol's fan-out state (held by the hub)
- * @property {Set<Flushable>} clients
+ * @property {Flushable[]} clients
  * @property {Update | null} update merged update since the last pass
  * @property {boolean} dirty queued for the next pass
  * @property {string | null} lastRaw the latest full quote held

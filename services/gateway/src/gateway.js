@@ -8,6 +8,7 @@ import { createRedisBroker } from './broker-redis.js'
 import { Fanout } from './fanout.js'
 import { registerHttpRoutes } from './http-routes.js'
 import { Hub } from './hub.js'
+import { RateLimit } from './rate-limit.js'
 import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
 import { WsServer } from './ws-server.js'
@@ -38,7 +39,7 @@ export async function createGateway (config, logger) {
   const ws = new WsServer({
     config,
     sessions,
-    ctx: { metrics, limits: config, latest: (symbol) => hub.latest(symbol) },
+    ctx: { metrics, limits: config, messageRate: new RateLimit(config.ratePerSec, config.rateBurst), latest: (symbol) => hub.latest(symbol) },
     metrics,
     authenticate: createAuthenticator(config),
     logger

@@ -30,15 +30,7 @@ export class Sessions {
    * @param {boolean} isBinary
    */
   onMessage (client, data, isBinary) {
-    client.alive = true
-    if (!client.rate.take()) {
-      // Answer the first dropped message of a flood, then drop silently:
-      // replying to each would let a client amplify its own flood.
-      if (client.limitedDrops++ === 0) this.reject(client, { code: ErrorCode.RATE_LIMITED, message: 'too many messages; slow down' })
-      if (client.limitedDrops > 2 * client.rate.burst) client.closeWith(CloseCode.RATE_LIMIT_EXCEEDED, 'rate limit exceeded')
-      return
-    }
-    client.limitedDrops = 0
+    if (!this.admit(client)) return
     const parsed = parseClientFrame(data, isBinary)
     if (!parsed.ok) {
       this.reject(client, parsed.error)
@@ -58,13 +50,43 @@ export class Sessions {
   }
 
   /**
+   * A WebSocket ping frame from the client. Answered here rather than by
+   * `ws` (autoPong costs a closure per connection), and counted against the
+   * same message rate limit as protocol messages.
+   *
+   * @param {Client} client
+   * @param {Buffer} data
+   */
+  onPing (client, data) {
+    if (this.admit(client)) client.pong(data)
+  }
+
+  /**
+   * The message rate limit: true to go on with a message.
+   *
+   * @param {Client} client
+   */
+  admit (client) {
+    client.alive = true
+    if (client.takeMessage()) {
+      client.limitedDrops = 0
+      return true
+    }
+    // Answer the first dropped message of a flood, then drop silently:
+    // replying to each would let a client amplify its own flood.
+    if (client.limitedDrops++ === 0) this.reject(client, { code: ErrorCode.RATE_LIMITED, message: 'too many messages; slow down' })
+    if (client.limitedDrops > 2 * client.ctx.messageRate.burst) client.closeWith(CloseCode.RATE_LIMIT_EXCEEDED, 'rate limit exceeded')
+    return false
+  }
+
+  /**
    * @param {Client} client
    * @param {ProtocolError} error
    */
   reject (client, error) {
     this.metrics.clientErrors.inc({ code: error.code })
     client.send(encodeError(error), 'error')
-    if (error.code !== ErrorCode.RATE_LIMITED && !client.strikes.take()) {
+    if (error.code !== ErrorCode.RATE_LIMITED && !client.takeStrike()) {
       client.closeWith(CloseCode.POLICY_VIOLATION, 'too many invalid messages')
     }
   }
@@ -79,7 +101,8 @@ export class Sessions {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
       return
     }
-    const fresh = symbols.filter((s) => !client.subs.has(s))
+    const held = client.holds()
+    const fresh = symbols.filter((s) => !held(s))
     if (client.grants) {
       const denied = fresh.filter((s) => !client.grants?.(s))
       if (denied.length) {
@@ -87,27 +110,29 @@ export class Sessions {
         return
       }
     }
-    if (client.subs.size + fresh.length > this.maxSubscriptions) {
+    if (client.subs.length + fresh.length > this.maxSubscriptions) {
       this.reject(client, {
         code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.subs.size})`,
+        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.subs.length})`,
         id
       })
       return
     }
+    // concat allocates exactly what is held; push would leave slack in
+    // every idle connection's list.
+    if (fresh.length) client.subs = client.subs.concat(fresh)
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
     const quotes = []
     for (const s of fresh) {
-      client.subs.add(s)
       const raw = this.hub.add(s, client)
       if (raw !== null) {
         snapped.push(s)
         quotes.push(raw)
       }
     }
-    client.send(encodeAck(id, [...client.subs]), 'ack')
+    client.send(encodeAck(id, client.subs), 'ack')
     if (quotes.length) client.sendSnap(snapped, encodeSnap(quotes))
   }
 
@@ -117,11 +142,14 @@ export class Sessions {
    * @param {number | string | undefined} id
    */
   unsubscribe (client, symbols, id) {
-    for (const s of symbols) {
-      if (client.subs.delete(s)) this.hub.remove(s, client)
+    const gone = new Set(symbols)
+    for (const s of client.subs) {
+      if (gone.has(s)) this.hub.remove(s, client)
     }
+    const kept = client.subs.filter((s) => !gone.has(s))
+    client.subs = kept
     client.drop(symbols)
-    client.send(encodeAck(id, [...client.subs]), 'ack')
+    client.send(encodeAck(id, kept), 'ack')
   }
 
   /**
@@ -131,7 +159,7 @@ export class Sessions {
    */
   onClose (client) {
     for (const s of client.subs) this.hub.remove(s, client)
-    client.subs.clear()
+    client.subs = []
     client.dispose()
   }
 }

@@ -3,7 +3,7 @@
 // the broker only through Sessions.
 
 import { STATUS_CODES } from 'node:http'
-import { WebSocketServer } from 'ws'
+import { WebSocket, WebSocketServer } from 'ws'
 import { CloseCode } from '../public/protocol.js'
 import { tokenOf } from './auth.js'
 import { Client } from './client.js'
@@ -30,6 +30,16 @@ function refuse (socket, status, message, headers = {}) {
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`)
 }
 
+/**
+ * A `ws` socket that knows its Client, so one set of event handlers per
+ * server serves every connection: six closures per connection were a tenth
+ * of an idle connection's heap.
+ */
+class ClientSocket extends WebSocket {
+  /** @type {Client | null} */
+  client = null
+}
+
 export class WsServer {
   /**
    * @param {object} options
@@ -51,7 +61,10 @@ export class WsServer {
       noServer: true,
       maxPayload: config.maxPayload,
       perMessageDeflate: false,
-      clientTracking: false
+      clientTracking: false,
+      // Pings are answered by Sessions.onPing, under the rate limit.
+      autoPong: false,
+      WebSocket: ClientSocket
     })
     /** @type {Set<Client>} */
     this.clients = new Set()
@@ -74,6 +87,7 @@ export class WsServer {
       : (/** @type {string | undefined} */ o) => o !== undefined && origins.includes(o)
     /** @type {NodeJS.Timeout | null} */
     this.heartbeat = null
+    this.handlers = socketHandlers(this)
   }
 
   /** @param {import('node:http').Server} server */
@@ -104,7 +118,7 @@ export class WsServer {
    * @param {Buffer} head
    */
   async onUpgrade (req, socket, head) {
-    socket.on('error', () => socket.destroy())
+    socket.on('error', destroySelf)
     const m = this.metrics.upgrades
     const path = (req.url ?? '').split('?', 1)[0]
     if (path !== WS_PATH) {
@@ -152,7 +166,7 @@ export class WsServer {
         return refuse(socket, 503, 'draining')
       }
       admitted = true
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, ip, grants, expiresAt))
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(/** @type {ClientSocket} */ (ws), ip, grants, expiresAt))
       m.inc({ result: 'accepted' })
     } finally {
       this.opening--
@@ -168,43 +182,49 @@ export class WsServer {
   }
 
   /**
-   * @param {import('ws').WebSocket} ws
+   * @param {ClientSocket} ws
    * @param {string} ip
    * @param {import('./auth.js').Grants | null} grants
    * @param {number | null} expiresAt
    */
   onConnection (ws, ip, grants, expiresAt) {
     const client = new Client(ws, this.ctx, { id: this.nextId++, ip, grants })
+    ws.client = client
     this.clients.add(client)
     this.metrics.connections.set(this.clients.size)
-    /** @type {NodeJS.Timeout | null} */
-    let expiry = null
     if (expiresAt !== null) {
       // setTimeout fires at once beyond 2^31-1 ms (24.8 days): re-arm in steps.
       const arm = () => {
         const left = expiresAt - Date.now()
         if (left <= 0) client.closeWith(CloseCode.UNAUTHORIZED, 'token expired')
-        else expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS))
+        else client.expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS))
       }
       arm()
     }
-    ws.on('message', (data, isBinary) => this.sessions.onMessage(client, data, isBinary))
-    ws.on('pong', () => { client.alive = true })
-    ws.on('error', (err) => {
-      this.log.debug({ client: client.id, err: err.message, code: /** @type {any} */ (err).code }, 'client socket error')
-    })
-    ws.on('close', (code) => {
-      if (expiry) clearTimeout(expiry)
-      // The code we closed with, not the peer's answer: a stuck reader never
-      // echoes the close frame and would show as 1006.
-      code = client.closeCode ?? code
-      this.clients.delete(client)
-      this.releaseIp(ip)
-      this.sessions.onClose(client)
-      this.metrics.connections.set(this.clients.size)
-      this.metrics.closes.inc({ code: String(code) })
-    })
+    const h = this.handlers
+    ws.on('message', h.message)
+    ws.on('pong', h.pong)
+    ws.on('ping', h.ping)
+    ws.on('error', h.error)
+    ws.on('close', h.close)
     client.send(this.hello, 'hello')
+  }
+
+  /**
+   * The socket closed: forget the client everywhere.
+   *
+   * @param {Client} client
+   * @param {number} code
+   */
+  onClose (client, code) {
+    // The code we closed with, not the peer's answer: a stuck reader never
+    // echoes the close frame and would show as 1006.
+    code = client.closeCode ?? code
+    this.clients.delete(client)
+    this.releaseIp(client.ip)
+    this.sessions.onClose(client)
+    this.metrics.connections.set(this.clients.size)
+    this.metrics.closes.inc({ code: String(code) })
   }
 
   /**
@@ -262,5 +282,68 @@ export class WsServer {
     if (this.heartbeat) clearInterval(this.heartbeat)
     for (const client of this.clients) client.ws.terminate()
     this.wss.close()
+  }
+}
+
+/**
+ * A socket error before (or while) the upgrade completes. Shared, not a
+ * closure: it stays on every upgraded socket for its lifetime.
+ *
+ * @this {import('node:stream').Duplex}
+ */
+function destroySelf () {
+  this.destroy()
+}
+
+/** @param {WebSocket} ws */
+const clientOf = (ws) => /** @type {ClientSocket} */ (ws).client
+
+/**
+ * The event handlers every connection of a server shares; `this` is the
+ * socket.
+ *
+ * @param {WsServer} server
+ */
+function socketHandlers (server) {
+  return {
+    /**
+     * @this {WebSocket}
+     * @param {import('ws').RawData} data
+     * @param {boolean} isBinary
+     */
+    message (data, isBinary) {
+      const client = clientOf(this)
+      if (client) server.sessions.onMessage(client, data, isBinary)
+    },
+    /**
+     * @this {WebSocket}
+     * @param {Buffer} data
+     */
+    ping (data) {
+      const client = clientOf(this)
+      if (client) server.sessions.onPing(client, data)
+    },
+    /** @this {WebSocket} */
+    pong () {
+      const client = clientOf(this)
+      if (client) client.alive = true
+    },
+    /**
+     * @this {WebSocket}
+     * @param {Error & {code?: string}} err
+     */
+    error (err) {
+      server.log.debug({ client: clientOf(this)?.id, err: err.message, code: err.code }, 'client socket error')
+    },
+    /**
+     * @this {WebSocket}
+     * @param {number} code
+     */
+    close (code) {
+      const socket = /** @type {ClientSocket} */ (this)
+      const client = socket.client
+      socket.client = null
+      if (client) server.onClose(client, code)
+    }
   }
 }

@@ -6,6 +6,7 @@ import { Client } from '../src/client.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
 import { createGatewayMetrics } from '../src/metrics.js'
+import { RateLimit } from '../src/rate-limit.js'
 
 export const silent = pino({ level: 'silent' })
 
@@ -65,7 +66,7 @@ export function gatewayParts ({ unsubscribeDelayMs = 0 } = {}) {
   const broker = memoryBroker()
   const fanout = new Fanout({ batchMs: 1000, metrics: m })
   const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000 })
-  const ctx = { metrics: m, limits, latest: (/** @type {string} */ s) => hub.latest(s) }
+  const ctx = { metrics: m, limits, messageRate: new RateLimit(limits.ratePerSec, limits.rateBurst), latest: (/** @type {string} */ s) => hub.latest(s) }
   let ids = 0
   const client = () => {
     const ws = fakeSocket()

@@ -218,7 +218,23 @@ test('a ping-frame flood from a peer that does not read is cut off', async () =>
   }
   socket.resume()
   const { code } = await c.closedPromise
-  assert.ok([1006, 1008].includes(code), `closed (${code})`)
+  // Cut off by the message rate (4029) or the send cap on pongs (4008); 1006
+  // when the close frame did not get through the paused socket in time.
+  assert.ok([1006, CloseCode.SLOW_CONSUMER, CloseCode.RATE_LIMIT_EXCEEDED].includes(code), `closed (${code})`)
+  await assertAlive(gw)
+})
+
+test('WebSocket ping frames are answered and count against the message rate limit', async () => {
+  const c = await connectClient(gw.wsUrl)
+  let pongs = 0
+  c.ws.on('pong', () => { pongs++ })
+  c.ws.ping(Buffer.from('hi'))
+  await waitFor(() => pongs === 1, { message: 'the pong' })
+  const { rateBurst } = c.hello.limits
+  for (let i = 0; i < 4 * rateBurst && c.ws.readyState === 1; i++) c.ws.ping()
+  const { code } = await c.closedPromise
+  assert.equal(code, CloseCode.RATE_LIMIT_EXCEEDED)
+  assert.ok(pongs >= rateBurst - 1 && pongs < 2 * rateBurst, `${pongs} pongs: about one burst got through`)
   await assertAlive(gw)
 })
 
