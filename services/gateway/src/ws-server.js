@@ -7,15 +7,13 @@ import { WebSocket, WebSocketServer } from 'ws'
 import { CloseCode } from '../public/protocol.js'
 import { tokenOf } from './auth.js'
 import { Client } from './client.js'
+import { Heartbeat } from './heartbeat.js'
 import { encodeHello } from './protocol.js'
 
 export const WS_PATH = '/ws'
 
 /** Longest delay setTimeout honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1
-
-/** Sockets pinged per event-loop turn. */
-const PING_CHUNK = 1000
 
 /**
  * @param {import('node:stream').Duplex} socket
@@ -85,8 +83,7 @@ export class WsServer {
     this.originAllowed = origins.length === 0 || origins.includes('*')
       ? () => true
       : (/** @type {string | undefined} */ o) => o !== undefined && origins.includes(o)
-    /** @type {NodeJS.Timeout | null} */
-    this.heartbeat = null
+    this.heartbeat = new Heartbeat(this.clients, config.heartbeatMs)
     this.handlers = socketHandlers(this)
   }
 
@@ -98,8 +95,7 @@ export class WsServer {
         refuse(socket, 500, 'internal error')
       })
     })
-    this.heartbeat = setInterval(() => this.beat(), this.config.heartbeatMs)
-    this.heartbeat.unref()
+    this.heartbeat.start()
   }
 
   /** @param {import('node:http').IncomingMessage} req */
@@ -227,31 +223,7 @@ export class WsServer {
     this.metrics.closes.inc({ code: String(code) })
   }
 
-  /**
-   * Pings every client; terminates those that did not answer the last ping.
-   * Done in chunks with an event-loop turn between them: one ping is one
-   * socket write, and 18,000 of them at once would stall quotes for tens of
-   * milliseconds every interval.
-   */
-  beat () {
-    const clients = [...this.clients]
-    let i = 0
-    const chunk = () => {
-      const end = Math.min(clients.length, i + PING_CHUNK)
-      for (; i < end; i++) {
-        const client = clients[i]
-        if (client.ws.readyState !== client.ws.OPEN) continue
-        if (!client.alive) {
-          client.ws.terminate()
-          continue
-        }
-        client.alive = false
-        client.ws.ping()
-      }
-      if (i < clients.length) setImmediate(chunk)
-    }
-    chunk()
-  }
+
 
   /**
    * Closes every client with 1012, spread evenly at random over `windowMs`
@@ -279,7 +251,7 @@ export class WsServer {
   }
 
   close () {
-    if (this.heartbeat) clearInterval(this.heartbeat)
+    this.heartbeat.stop()
     for (const client of this.clients) client.ws.terminate()
     this.wss.close()
   }
