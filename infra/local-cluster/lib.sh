@@ -101,10 +101,15 @@ need_root() { [[ $(id -u) -eq 0 ]] || die "must run as root (it configures netwo
 
 # pid_alive NAME: the process recorded in $PID_DIR/NAME.pid runs and is the one we started.
 pid_alive() {
-  local f="$PID_DIR/$1.pid" pid
+  local f="$PID_DIR/$1.pid" pid state cmd
   [[ -f "$f" ]] || return 1
   pid="$(cat "$f")"
-  [[ -n "$pid" && -d "/proc/$pid" ]] || return 1
+  [[ -n "$pid" && -r "/proc/$pid/stat" ]] || return 1
+  # A zombie has exited; the shell that started it just has not reaped it.
+  state="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
+  [[ -n "$state" && "$state" != Z && "$state" != X ]] || return 1
   # Guard against PID reuse: the command line must still name our binary.
-  grep -qa -- "$(cat "$PID_DIR/$1.cmd" 2>/dev/null || echo "$1")" "/proc/$pid/cmdline"
+  # It reads empty for an instant while the process execs: that is alive.
+  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  [[ -z "$cmd" || "$cmd" == *"$(cat "$PID_DIR/$1.cmd" 2>/dev/null || echo "$1")"* ]]
 }

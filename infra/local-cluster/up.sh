@@ -37,16 +37,20 @@ start() {
   # setsid: not in make's process group, so ^C on a later make does not reach it.
   # 7>&-: daemons must not inherit the cluster lock.
   setsid "$bin" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 6>&- 7>&- &
-  local pid=$! i
+  local pid=$! i want
   echo "$pid" >"$PID_DIR/$name.pid"
   echo "$bin" >"$PID_DIR/$name.cmd"
-  # Until the forked shell has exec'd, /proc/PID/cmdline still names bash and
-  # pid_alive would report the daemon dead (seen in CI on a loaded machine).
-  for ((i = 0; i < 100; i++)); do
-    grep -qa -- "$bin" "/proc/$pid/cmdline" 2>/dev/null && return 0
-    [[ -d "/proc/$pid" ]] || return 0
+  # Return once PID is the daemon itself: first it is a copy of this shell,
+  # then setsid, then (after an exec that takes a while for a 100 MB binary
+  # on a loaded machine) the daemon. Probing it earlier saw a process that
+  # was not (yet) ours and reported a healthy daemon dead (CI, twice).
+  want="$(readlink -f "$bin")"
+  for ((i = 0; i < 200; i++)); do
+    [[ -d "/proc/$pid" ]] || return 0 # exited: wait_up reports it with its log
+    [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$want" ]] && return 0
     sleep 0.05
   done
+  die "$name: pid $pid is still not $bin after 10 s"
 }
 
 alive_or_die() {
