@@ -66,10 +66,6 @@ loadtest-check: ## k6 inspect of every scenario: the script loads and its option
 	echo "loadtest-check: ramp.js loads and its options are valid (smoke, ramp, soak, reconnect, stages) with $$("$$k6" version | head -n1)"
 
 .PHONY: test-loadtest
-test-loadtest: ## Unit tests of loadtest/lib (node:test), plus loadtest-check when k6 is installed
+test-loadtest: k6 ## Unit tests of loadtest/lib (node:test) and loadtest-check (builds the pinned k6 once)
 	@node --test --test-reporter=spec loadtest/lib/*.test.js
-	if [[ -x "$(K6)" ]] || command -v k6 >/dev/null; then
-	  $(MAKE) --no-print-directory loadtest-check
-	else
-	  echo "test-loadtest: skipping loadtest-check: k6 is not installed (make k6 builds it once, a few minutes)"
-	fi
+	$(MAKE) --no-print-directory loadtest-check
