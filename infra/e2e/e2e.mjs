@@ -133,9 +133,10 @@ async function main () {
       const runId = `e2e${Date.now().toString(36)}`
       const gwBefore = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
       await helmUpgrade([`loadtest.enabled=true`, `loadtest.runId=${runId}`, `loadtest.target=${K6_TARGET}`, `loadtest.ramp=${K6_RAMP}`, `loadtest.hold=${K6_HOLD}`, 'loadtest.scenario=ramp', 'loadtest.connsPerVu=50', `loadtest.subs=${process.env.E2E_K6_SUBS || 1}`,
-        // Latency thresholds for a shared 2-core VM where k6, gateways, Redis and Traefik share the CPU (defaults 250/500 ms).
-        `loadtest.extraEnv[0].name=LAT_P95_MS`, `S:loadtest.extraEnv[0].value=${process.env.E2E_K6_P95_MS || 2000}`,
-        `loadtest.extraEnv[1].name=LAT_P99_MS`, `S:loadtest.extraEnv[1].value=${process.env.E2E_K6_P99_MS || 4000}`])
+        // Twice the chart's latency thresholds (250/500 ms): k6, three gateways, Redis and Traefik share two
+        // cores here. Measured on a quiet machine: p95 74-85 ms, p99 144-188 ms.
+        `loadtest.extraEnv[0].name=LAT_P95_MS`, `S:loadtest.extraEnv[0].value=${process.env.E2E_K6_P95_MS || 500}`,
+        `loadtest.extraEnv[1].name=LAT_P99_MS`, `S:loadtest.extraEnv[1].value=${process.env.E2E_K6_P99_MS || 1000}`])
       const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
       if (gwAfter !== gwBefore) fail(`enabling the k6 Job changed the gateway pods (${gwBefore} -> ${gwAfter}): an upgrade that only adds the Job must not roll them`)
       const sel = `app.kubernetes.io/instance=${REL},app.kubernetes.io/component=loadtest`

@@ -298,12 +298,23 @@ async function fanoutAll (names) {
       await sleep(1000) // let it drain before the next one is measured
       return s
     }
+    // p99 over one window on a shared 2-core VM is one stall away from the
+    // bound (seen for every server at trivial load, the naive one included):
+    // a step that kept up and missed only the latency bound is measured once
+    // more at the same rate, and the second window decides.
+    const confirmed = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {{refine?: boolean}} */ flags = {}) => {
+      const s = Object.assign(await run(x, rate, P.measureMs), flags)
+      x.steps.push(s)
+      if (s.pass || !s.keptUp || !s.publisherKeptUp) return s
+      const again = Object.assign(await run(x, rate, P.measureMs), flags, { retry: true })
+      x.steps.push(again)
+      return again
+    }
     for (let round_ = 0; round_ < P.maxSteps; round_++) {
       const active = subjects.filter((x) => !x.done)
       if (active.length === 0) break
       for (const x of active) {
-        const s = await run(x, x.rate, P.measureMs)
-        x.steps.push(s)
+        const s = await confirmed(x, x.rate)
         if (s.pass) {
           x.lastPass = s
           x.rate *= P.factor
@@ -316,9 +327,7 @@ async function fanoutAll (names) {
     }
     // One refining step between the last pass and the first fail, then the latency run at 50% of max.
     for (const x of subjects.filter((y) => y.lastPass && y.firstFail)) {
-      const s = await run(x, Math.sqrt(x.lastPass.rate * x.firstFail.rate), P.measureMs)
-      s.refine = true
-      x.steps.push(s)
+      const s = await confirmed(x, Math.sqrt(x.lastPass.rate * x.firstFail.rate), { refine: true })
       if (!s.pass) await drained(x.fleet, Math.min(10_000, P.drainMs))
     }
     for (const x of subjects.filter((y) => y.fleet)) {
