@@ -16,8 +16,9 @@ export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 export const GATEWAY_MAIN = join(ROOT, 'services/gateway/src/main.js')
 export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/src/main.js')
 
+/** Processes the tests started; any still running are killed when the test process exits. */
 /** @type {Set<import('node:child_process').ChildProcess>} */
-const children = new Set()
+export const children = new Set()
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL')
 })
