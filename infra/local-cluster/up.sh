@@ -185,6 +185,10 @@ start_apiserver() {
 start_containerd() {
   start containerd /usr/bin/containerd --config "$STATE_DIR/containerd.toml"
   wait_up containerd 30 ctr --address "$CONTAINERD_SOCK" version
+  # The CRI plugin initializes after the socket answers; until then every
+  # CRI call fails with "server is not initialized yet" (seen in CI).
+  wait_for "containerd CRI initialized" 30 "$LOG_DIR/containerd.log" \
+    "$K8S_BIN/wsps-cri" -endpoint "unix://$CONTAINERD_SOCK" -timeout 5s pods
 }
 
 start_controllers() {
