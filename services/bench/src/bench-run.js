@@ -1,0 +1,167 @@
+// One benchmark run's shared state: the profile, where things are pinned,
+// Redis and the publisher that feeds every server, and the measured step
+// every part of the run is built from.
+
+import { quantiles } from './fleet.js'
+import { CpuMeter, rssBytes, tree } from './proc.js'
+import { sleep } from './spawn.js'
+import { KEEP_UP, P99_LIMIT_MS } from './profiles.js'
+
+export const log = (/** @type {string} */ msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`)
+
+export class BenchRun {
+  /**
+   * @param {object} o
+   * @param {import('./profiles.js').Profile} o.P
+   * @param {string} o.loadgen the Go load generator binary
+   * @param {string | null} o.serverCore CPU list for servers under test
+   * @param {string | null} o.loadCore CPU list for the load generator, Redis, publisher, nginx
+   * @param {string} o.runDir scratch directory
+   * @param {string} o.redisUrl
+   * @param {number | null} o.redisPid
+   * @param {ReturnType<typeof import('./spawn.js').start>} o.publisher
+   */
+  constructor ({ P, loadgen, serverCore, loadCore, runDir, redisUrl, redisPid, publisher }) {
+    this.P = P
+    this.loadgen = loadgen
+    this.serverCore = serverCore
+    this.loadCore = loadCore
+    this.runDir = runDir
+    this.redisUrl = redisUrl
+    this.redisPid = redisPid
+    this.publisher = publisher
+    this.redisPids = this.redisPids.bind(this)
+  }
+
+  /** @returns {number[]} */
+  redisPids () {
+    return this.redisPid ? [this.redisPid] : []
+  }
+
+  /** @param {number} rate @param {string} [prefix] */
+  setRate (rate, prefix = 'wsps') {
+    this.publisher.send({ cmd: 'rate', rate: Math.round(rate), prefix })
+  }
+
+  /** @param {string} [prefix] */
+  async setLast (prefix = 'wsps') {
+    const from = this.publisher.lines.length
+    this.publisher.send({ cmd: 'setLast', prefix })
+    await this.publisher.waitLine((l) => l.type === 'setLast' && l.prefix === prefix, 10_000, from)
+  }
+
+  /**
+   * @param {number} t0
+   * @param {number} t1
+   */
+  published (t0, t1) {
+    const ticks = this.publisher.lines.filter((l) => l.type === 'tick' && l.t > t0 && l.t <= t1)
+    const n = ticks.reduce((a, l) => a + l.published, 0)
+    return ticks.length ? n / ticks.length : 0
+  }
+
+  /**
+   * Offered deliveries per second in a window: every quote published times the
+   * subscribers of its symbol (exact, not the mean: with skewed popularity a
+   * few seconds of random symbols differ a lot from the average).
+   *
+   * @param {number} t0
+   * @param {number} t1
+   * @param {number[]} subsPerSymbol
+   */
+  offered (t0, t1, subsPerSymbol) {
+    const ticks = this.publisher.lines.filter((l) => l.type === 'tick' && l.t > t0 && l.t <= t1)
+    let n = 0
+    for (const l of ticks) for (const [i, c] of Object.entries(l.perSymbol ?? {})) n += c * (subsPerSymbol[Number(i)] ?? 0)
+    return ticks.length ? n / ticks.length : 0
+  }
+
+  /**
+   * One measured step at a publish rate.
+   *
+   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string}} o
+   */
+  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps' }) {
+    this.setRate(rate, prefix)
+    await sleep(settleMs)
+    const meters = {
+      server: new CpuMeter(roots),
+      loadgen: new CpuMeter(fleet.pids),
+      redis: new CpuMeter(this.redisPids),
+      publisher: new CpuMeter(() => [this.publisher.pid])
+    }
+    const t0 = Date.now()
+    await sleep(measureMs)
+    const t1 = Date.now()
+    const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
+    const rss = rssBytes(tree(roots()))
+    await fleet.tickedAfter(t1)
+    const w = fleet.window(t0, t1)
+    const seconds = w.ticks / fleet.kids.length
+    const pubPerSec = this.published(t0, t1)
+    const expected = this.offered(t0, t1, fleet.subsPerSymbol)
+    const delivered = seconds > 0 ? w.covered / seconds : 0
+    const [p50, p99, p999] = quantiles(w.hist, [0.5, 0.99, 0.999])
+    const publisherKeptUp = pubPerSec >= 0.9 * rate
+    const keptUp = delivered >= KEEP_UP * expected
+    return {
+      rate: Math.round(rate),
+      published: Math.round(pubPerSec),
+      expected: Math.round(expected),
+      delivered: Math.round(delivered),
+      entries: Math.round(seconds > 0 ? w.entries / seconds : 0),
+      frames: Math.round(seconds > 0 ? w.frames / seconds : 0),
+      quotesPerFrame: w.frames ? round(w.entries / w.frames, 2) : 0,
+      gaps: w.gaps,
+      errors: w.errors,
+      p50: round(p50, 1),
+      p99: round(p99, 1),
+      p999: round(p999, 1),
+      cpu,
+      rssMiB: round(rss / 2 ** 20, 1),
+      perCore: cpu.server > 0.05 ? Math.round(delivered / cpu.server) : null,
+      publisherKeptUp,
+      keptUp,
+      pass: p99 <= P99_LIMIT_MS && keptUp && publisherKeptUp
+    }
+  }
+
+  /**
+   * Waits until a fleet receives nothing for a whole tick (a saturated
+   * server's backlog drained) or timeoutMs passed.
+   *
+   * @param {import('./fleet.js').Fleet} fleet
+   * @param {number} timeoutMs
+   */
+  async drained (fleet, timeoutMs) {
+    const end = Date.now() + timeoutMs
+    while (Date.now() < end) {
+      const t = Date.now()
+      await sleep(1100)
+      await fleet.tickedAfter(Date.now())
+      const w = fleet.window(t, Date.now())
+      if (w.entries === 0 && w.snaps === 0) return true
+    }
+    log('  (backlog still draining after the saturation step)')
+    return false
+  }
+}
+
+/** @param {any[]} list per-process {n,p50,p90,p99,max} @returns {any} n-weighted (approximate) */
+export function mergeSummaries (list) {
+  const n = list.reduce((a, s) => a + (s.n ?? 0), 0)
+  const w = (/** @type {string} */ k) => round(list.reduce((a, s) => a + (s[k] ?? 0) * (s.n ?? 0), 0) / Math.max(1, n), 1)
+  return { n, p50: w('p50'), p90: w('p90'), p99: w('p99'), max: round(Math.max(...list.map((s) => s.max ?? 0)), 1) }
+}
+
+/** @param {number[]} xs */
+export function median (xs) {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN
+}
+
+/** @param {number} x @param {number} d */
+export function round (x, d) {
+  const f = 10 ** d
+  return Math.round(x * f) / f
+}

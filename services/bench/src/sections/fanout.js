@@ -1,0 +1,159 @@
+// Fan-out: every server holds its own client fleet at once and the ramp
+// measures them in turn, raising the publish rate until latency or
+// deliveries give out; then 50% of each max, then one saturating load.
+
+import { SERVERS } from '../servers.js'
+import { startFleet } from '../fleet.js'
+import { rssBytes, tree } from '../proc.js'
+import { sleep } from '../spawn.js'
+import { log, round } from '../bench-run.js'
+import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
+
+/**
+ * Fan-out, interleaved: every server holds its own client fleet at once (each
+ * on its own Redis key prefix, fed by the same publisher), and the ramp
+ * measures them in turn at each round, so a burst of load from other jobs
+ * on the machine hits all of them alike instead of whichever ran then.
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ * @param {string[]} names
+ */
+export async function fanoutAll (run, names) {
+  /** @type {Record<string, any>} */
+  const out = {}
+  /** @type {any[]} */
+  const subjects = []
+  try {
+    for (const name of names) {
+      const prefix = `b${name}`
+      log(`fanout: starting ${name}`)
+      try {
+        await run.setLast(prefix)
+        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix })
+        const subject = { name, prefix, srv, fleet: /** @type {any} */ (null), steps: /** @type {any[]} */ ([]), lastPass: null, firstFail: null, done: false, rate: 0 }
+        subjects.push(subject)
+        await sleep(500)
+        const rssStart = rssBytes(tree(srv.roots()))
+        const fleet = subject.fleet = await startFleet({
+          bin: run.loadgen, adapter: srv.adapter, url: srv.url, conns: run.P.conns, procs: run.P.procs,
+          symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64,
+          readyTimeout: run.P.readyTimeout
+        })
+        log(`  ${fleet.conns}/${run.P.conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)
+        await sleep(1000)
+        subject.rate = run.P.startDeliveries / (fleet.totalSubs / run.P.symbols)
+        out[name] = {
+          label: SERVERS[name].label,
+          conns: fleet.conns,
+          failed: fleet.failed,
+          totalSubs: fleet.totalSubs,
+          avgSubsPerSymbol: round(fleet.totalSubs / run.P.symbols, 1),
+          connectSeconds: round(fleet.elapsedMs / 1000, 1),
+          rssStartMiB: round(rssStart / 2 ** 20, 1),
+          rssIdleMiB: round(rssBytes(tree(srv.roots())) / 2 ** 20, 1)
+        }
+        if (fleet.conns < run.P.conns * 0.99) {
+          out[name].partial = `only ${fleet.conns} of ${run.P.conns} clients connected and subscribed within ${run.P.readyTimeout} s: measured with those`
+          log(`  ${name}: ${out[name].partial}`)
+        }
+        if (fleet.conns === 0) throw new Error(`no client connected: ${fleet.errors.slice(0, 3).join('; ')}`)
+      } catch (err) {
+        log(`fanout ${name} failed to start: ${/** @type {Error} */ (err).stack}`)
+        out[name] = { ...(out[name] ?? {}), label: SERVERS[name].label, error: String(/** @type {Error} */ (err).message) }
+        const s = subjects.find((x) => x.name === name)
+        if (s) s.done = true
+      }
+    }
+    const measure = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {number} */ measureMs) => {
+      const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix })
+      run.setRate(0, x.prefix)
+      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis} ${s.pass ? 'ok' : 'LIMIT'}`)
+      await sleep(1000) // let it drain before the next one is measured
+      return s
+    }
+    // p99 over one window on a shared 2-core VM is one stall away from the
+    // bound (seen for every server at trivial load, the naive one included):
+    // a step that kept up and missed only the latency bound is measured once
+    // more at the same rate, and the second window decides.
+    const confirmed = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {{refine?: boolean}} */ flags = {}) => {
+      const s = Object.assign(await measure(x, rate, run.P.measureMs), flags)
+      x.steps.push(s)
+      if (s.pass || !s.keptUp || !s.publisherKeptUp) return s
+      const again = Object.assign(await measure(x, rate, run.P.measureMs), flags, { retry: true })
+      x.steps.push(again)
+      return again
+    }
+    for (let round_ = 0; round_ < run.P.maxSteps; round_++) {
+      const active = subjects.filter((x) => !x.done)
+      if (active.length === 0) break
+      for (const x of active) {
+        const s = await confirmed(x, x.rate)
+        if (s.pass) {
+          x.lastPass = s
+          x.rate *= run.P.factor
+        } else {
+          x.firstFail = s
+          x.done = true
+          await run.drained(x.fleet, Math.min(10_000, run.P.drainMs))
+        }
+      }
+    }
+    // One refining step between the last pass and the first fail, then the latency run at 50% of max.
+    for (const x of subjects.filter((y) => y.lastPass && y.firstFail)) {
+      const s = await confirmed(x, Math.sqrt(x.lastPass.rate * x.firstFail.rate), { refine: true })
+      if (!s.pass) await run.drained(x.fleet, Math.min(10_000, run.P.drainMs))
+    }
+    for (const x of subjects.filter((y) => y.fleet)) {
+      const passing = x.steps.filter((/** @type {any} */ s) => s.pass && !s.saturation)
+      x.best = passing.reduce((/** @type {any} */ a, /** @type {any} */ s) => (a === null || s.delivered > a.delivered ? s : a), null)
+    }
+    for (const x of subjects.filter((y) => y.best)) {
+      x.at50 = await measure(x, x.best.rate * 0.5, run.P.latMeasureMs)
+    }
+    // Saturation, last (its backlog must not leak into other steps): a fixed
+    // high offered load, the same for every server (publish rate capped at
+    // what the publisher sustains), where the server's core is the
+    // bottleneck whatever the latency. Shows what the design does with a
+    // full core (quotes per frame, deliveries per CPU-second).
+    for (const x of subjects.filter((y) => y.fleet && y.fleet.totalSubs > 0)) {
+      const rate = Math.min(run.P.maxPublish, run.P.saturationDeliveries / (x.fleet.totalSubs / run.P.symbols))
+      const s = await measure(x, rate, run.P.measureMs)
+      s.saturation = true
+      x.steps.push(s)
+      x.saturated = s
+      await run.drained(x.fleet, run.P.drainMs)
+    }
+    for (const x of subjects.filter((y) => y.fleet)) {
+      let gatewayMetrics = null
+      if (x.srv.metrics) {
+        const m = await x.srv.metrics()
+        gatewayMetrics = { quotesOut: m.wsps_gateway_quotes_out_total, conflated: m.wsps_gateway_conflated_total, slowClients: m.wsps_gateway_slow_clients }
+      }
+      Object.assign(out[x.name], {
+        steps: x.steps,
+        max: x.best,
+        limit: x.firstFail ? limitReason(x.firstFail) : (x.steps.length >= run.P.maxSteps ? 'step limit (not saturated)' : 'n/a'),
+        at50: x.at50 ?? null,
+        saturated: x.saturated ?? null,
+        gatewayMetrics
+      })
+    }
+  } finally {
+    for (const x of subjects) {
+      run.setRate(0, x.prefix)
+      await x.fleet?.stop()
+      await x.srv.stop()
+    }
+    await sleep(1000)
+  }
+  return out
+}
+
+/** @param {any} s */
+function limitReason (s) {
+  const why = []
+  if (s.p99 > P99_LIMIT_MS) why.push(`p99 ${s.p99} ms > ${P99_LIMIT_MS} ms`)
+  if (!s.keptUp) why.push(`delivered ${s.delivered}/s < ${KEEP_UP} x expected ${s.expected}/s`)
+  if (!s.publisherKeptUp) why.push(`publisher reached ${s.published} of ${s.rate}/s`)
+  return why.join('; ')
+}
