@@ -50,7 +50,7 @@ test-static: deps ## Lint, type check, generated docs up to date, npm audit
 
 .PHONY: test-unit
 test-unit: deps ## Unit tests (node:test)
-	@node --test --test-concurrency=2 --test-reporter=spec services/{shared,gateway,quote-fetcher}/test/*.test.js
+	@node --test --test-concurrency=2 --test-reporter=spec services/{shared,gateway,quote-fetcher,bench}/test/*.test.js
 
 .PHONY: test-integration
 test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes

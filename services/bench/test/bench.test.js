@@ -41,3 +41,29 @@ test('the report renders a headline row per server with the ratio to the naive b
   assert.match(md, /\| wsps gateway \| 5,000 \| 5\.0× \|/)
   assert.match(md, /\| naive \| 1,000 \| 1\.0× \|/)
 })
+
+test('offered deliveries count each published quote times its symbol\'s subscribers; published is per tick', async () => {
+  const { BenchRun } = await import('../src/bench-run.js')
+  const { PROFILES } = await import('../src/profiles.js')
+  const publisher = /** @type {any} */ ({
+    lines: [
+      { type: 'tick', t: 1000, published: 10, perSymbol: { 0: 6, 1: 4 } },
+      { type: 'tick', t: 2000, published: 20, perSymbol: { 0: 10, 2: 10 } },
+      { type: 'tick', t: 3000, published: 99, perSymbol: { 0: 99 } }
+    ]
+  })
+  const run = new BenchRun({ P: PROFILES.smoke, loadgen: '', serverCore: null, loadCore: null, runDir: '', redisUrl: '', redisPid: null, publisher })
+  const subsPerSymbol = [5, 1, 0]
+  // Ticks in (500, 2000]: (6*5 + 4*1) and (10*5 + 10*0) -> 34 and 50 per tick.
+  assert.equal(run.offered(500, 2000, subsPerSymbol), 42)
+  assert.equal(run.published(500, 2000), 15)
+  assert.equal(run.offered(3000, 4000, subsPerSymbol), 0, 'an empty window offers nothing')
+})
+
+test('merged per-process summaries weigh by count; median of an even list takes the lower middle', async () => {
+  const { median, mergeSummaries } = await import('../src/bench-run.js')
+  const m = mergeSummaries([{ n: 3, p50: 10, p90: 20, p99: 30, max: 40 }, { n: 1, p50: 2, p90: 4, p99: 6, max: 100 }])
+  assert.deepEqual(m, { n: 4, p50: 8, p90: 16, p99: 24, max: 100 })
+  assert.equal(median([4, 1, 3, 2]), 2)
+  assert.ok(Number.isNaN(median([])))
+})
