@@ -152,13 +152,7 @@ export class Client {
    * @param {FrameOp} op for metrics
    */
   send (data, op) {
-    if (this.ws.readyState !== WebSocket.OPEN) return
-    // Replies and snapshots obey the same cap as quote batches: a reader that
-    // stopped reading must not grow its buffer by asking for snapshots.
-    if (this.ws.bufferedAmount >= this.ctx.limits.sendMax) {
-      this.closeWith(CloseCode.SLOW_CONSUMER, 'send buffer full')
-      return
-    }
+    if (!this.writable()) return
     this.ws.send(data, TEXT)
     const m = this.ctx.metrics
     m.framesOut[op].inc()
@@ -171,12 +165,21 @@ export class Client {
    * @param {Buffer} data
    */
   pong (data) {
-    if (this.ws.readyState !== WebSocket.OPEN) return
+    if (this.writable()) this.ws.pong(data)
+  }
+
+  /**
+   * Whether a reply may be written now. Replies, snapshots and pongs obey
+   * the same cap as quote batches: a reader that stopped reading must not
+   * grow its buffer by asking for more; at the cap it is closed with 4008.
+   */
+  writable () {
+    if (this.ws.readyState !== WebSocket.OPEN) return false
     if (this.ws.bufferedAmount >= this.ctx.limits.sendMax) {
       this.closeWith(CloseCode.SLOW_CONSUMER, 'send buffer full')
-      return
+      return false
     }
-    this.ws.pong(data)
+    return true
   }
 
   /**

@@ -143,10 +143,12 @@ export class Sessions {
    */
   unsubscribe (client, symbols, id) {
     const gone = new Set(symbols)
+    /** @type {string[]} */
+    const kept = []
     for (const s of client.subs) {
       if (gone.has(s)) this.hub.remove(s, client)
+      else kept.push(s)
     }
-    const kept = client.subs.filter((s) => !gone.has(s))
     client.subs = kept
     client.drop(symbols)
     client.send(encodeAck(id, kept), 'ack')

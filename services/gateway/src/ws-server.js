@@ -223,8 +223,6 @@ export class WsServer {
     this.metrics.closes.inc({ code: String(code) })
   }
 
-
-
   /**
    * Closes every client with 1012, spread evenly at random over `windowMs`
    * so they do not all reconnect to the remaining pods in the same instant.
