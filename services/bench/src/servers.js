@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort } from '@wsps/testkit'
+import { freePort, parseMetrics } from '@wsps/testkit'
 import { collectGarbage, inspectorUrl } from './inspect.js'
 import { start, until, httpOk } from './spawn.js'
 import { tree } from './proc.js'
@@ -158,15 +158,7 @@ function gatewayServer (name, label, main) {
         async stop () { await p.stop(PROF ? 20_000 : 5000) },
         gc: gcVia(p),
         async metrics () {
-          const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
-          /** @type {Record<string, number>} */
-          const out = {}
-          for (const line of text.split('\n')) {
-            if (!line || line.startsWith('#')) continue
-            const i = line.lastIndexOf(' ')
-            out[line.slice(0, i).replace(/,?node="[^"]*"/, '').replace('{}', '')] = Number(line.slice(i + 1))
-          }
-          return out
+          return parseMetrics(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
         }
       }
     }
