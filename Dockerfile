@@ -19,26 +19,29 @@ ARG BASE_IMAGE=docker.io/library/node:20-bookworm-slim
 FROM ${BASE_IMAGE} AS manifests
 WORKDIR /src
 COPY services ./services
-RUN find services -type f ! -name package.json -delete \
- && find services -depth -type d -empty -delete
+COPY harness ./harness
+RUN find services harness -type f ! -name package.json -delete \
+ && find services harness -depth -type d -empty -delete
 
 # --- deps: production dependencies of the runtime workspaces only (no
-# devDependencies, no testkit/bench, no install scripts).
+# devDependencies, no harness, no install scripts).
 FROM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY --from=manifests /src/services ./services
+COPY --from=manifests /src/harness ./harness
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-      --workspace=@wsps/gateway --workspace=@wsps/quote-fetcher --workspace=@wsps/shared \
+      --workspace=@wsps/gateway --workspace=@wsps/quote-fetcher --workspace=@wsps/shared --workspace=@wsps/protocol \
  && npm cache clean --force
 
 # --- build: sources on top (tests and dev tooling are kept out by .dockerignore).
 FROM deps AS build
+COPY services/protocol ./services/protocol
 COPY services/shared ./services/shared
 COPY services/gateway ./services/gateway
 COPY services/quote-fetcher ./services/quote-fetcher
-# Workspaces the image does not run (testkit, bench) must not leave links behind.
-RUN rm -rf node_modules/@wsps/testkit node_modules/@wsps/bench services/testkit services/bench
+# Workspaces the image does not run (the harness) must not leave links behind.
+RUN rm -rf node_modules/@wsps/testkit node_modules/@wsps/bench harness
 
 # --- runtime
 FROM ${BASE_IMAGE} AS runtime

@@ -45,13 +45,13 @@ test: $(TEST_TARGETS) ## The whole suite (what CI runs)
 test-static: deps ## Lint, type check, generated docs up to date, npm audit
 	@npx eslint .
 	@npx tsc -p tsconfig.json
-	@node services/shared/bin/config-docs.js --check
-	@node services/shared/bin/audit.js
+	@node tools/config-docs.js --check
+	@node tools/audit.js
 
 .PHONY: test-unit
 test-unit: deps ## Unit tests (node:test)
-	@node --test --test-concurrency=2 --test-reporter=spec services/{shared,gateway,quote-fetcher,bench}/test/*.test.js
+	@node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
 
 .PHONY: test-integration
 test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes
-	@node --test --test-concurrency=1 --test-reporter=spec services/testkit/test/*.test.js
+	@node --test --test-concurrency=1 --test-reporter=spec harness/testkit/test/*.test.js

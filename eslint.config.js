@@ -6,7 +6,7 @@ import globals from 'globals'
 
 export default [
   {
-    ignores: ['**/node_modules/**', '.run/**', 'artifacts/**', 'charts/**', '**/vendor/**', 'services/bench/loadgen/**']
+    ignores: ['**/node_modules/**', '.run/**', 'artifacts/**', 'charts/**', '**/vendor/**', 'harness/bench/loadgen/**']
   },
   js.configs.recommended,
   {

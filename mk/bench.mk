@@ -1,4 +1,4 @@
-# Side-by-side benchmarks (services/bench, docs/benchmarks/README.md). Not
+# Side-by-side benchmarks (harness/bench, docs/benchmarks/README.md). Not
 # part of `make test`: they load the machine for minutes and their numbers
 # are measurements, not assertions.
 
@@ -8,18 +8,18 @@ BENCH_QUICK_OUT ?= .run/bench-quick
 ##@ Benchmarks
 .PHONY: bench-deps
 bench-deps: deps ## Install what the benchmarks need: load generator (Go), pushpin, nginx, plotting venv
-	@services/bench/scripts/setup.sh
+	@harness/bench/scripts/setup.sh
 
 .PHONY: bench
 bench: bench-deps ## Full side-by-side run (~10 min): wsps vs naive vs Socket.IO vs Pushpin; writes docs/benchmarks/
-	@node services/bench/src/bench.js --profile=full --out=$(BENCH_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
-	$(WSPS_CACHE)/bench/venv-plot/bin/python services/bench/scripts/plot.py $(BENCH_OUT)
+	@node harness/bench/src/bench.js --profile=full --out=$(BENCH_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
+	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_OUT)
 
 .PHONY: bench-quick
 bench-quick: bench-deps ## Reduced run (~3 min on a busy machine) for iteration; writes .run/bench-quick/ (BENCH_QUICK_OUT)
-	@node services/bench/src/bench.js --profile=quick --out=$(BENCH_QUICK_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
-	$(WSPS_CACHE)/bench/venv-plot/bin/python services/bench/scripts/plot.py $(BENCH_QUICK_OUT)
+	@node harness/bench/src/bench.js --profile=quick --out=$(BENCH_QUICK_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
+	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_QUICK_OUT)
 
 .PHONY: bench-plot
 bench-plot: bench-deps ## Redraw the PNG plots from docs/benchmarks/results.json
-	@$(WSPS_CACHE)/bench/venv-plot/bin/python services/bench/scripts/plot.py $(BENCH_OUT)
+	@$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_OUT)

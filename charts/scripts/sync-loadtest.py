@@ -3,7 +3,7 @@
 
 Helm's .Files only sees files inside the chart, so the chart carries a
 verbatim copy of loadtest/ (every file) plus every file outside it that those
-scripts import or open() by relative path (services/gateway/public/protocol.js),
+scripts import or open() by relative path (services/protocol/index.js),
 under charts/wsps/files/k6/<path in the repository>. Only files git tracks
 count (in a git checkout): local run results and scratch files stay out, and
 so do the node unit tests of the helpers (*.test.js), which k6 never loads. The tree is rebuilt in

@@ -3,7 +3,7 @@
 // Plain ESM without k6 or Node APIs: ramp.js, shard.js and the unit tests
 // all import it.
 
-import { SYMBOL_PATTERN } from '../../services/gateway/public/protocol.js'
+import { SYMBOL_PATTERN } from '../../services/protocol/index.js'
 
 export const SCENARIOS = Object.freeze(['smoke', 'ramp', 'soak'])
 

@@ -3,10 +3,10 @@
 // encodes). Plain ESM without k6 APIs; ramp.js turns the outcomes into
 // metrics.
 
-import { ClientOp, CloseCode, ErrorCode, NO_RECONNECT_CODES, continues } from '../../services/gateway/public/protocol.js'
+import { ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, continues } from '../../services/protocol/index.js'
 
 /** Most symbols one sub/unsub request may carry (docs/protocol.md). */
-export const MAX_SYMBOLS_PER_REQUEST = 100
+export const { MAX_SYMBOLS_PER_REQUEST } = Limits
 
 /** Outcome of one delta. */
 export const Delta = Object.freeze({

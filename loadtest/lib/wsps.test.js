@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { CloseCode } from '../../services/gateway/public/protocol.js'
+import { CloseCode } from '../../services/protocol/index.js'
 import { Delta, MAX_SYMBOLS_PER_REQUEST, QuoteTracker, classifyClose, errorExpected, parseQuotesFrame, requests } from './wsps.js'
 
 test('a delta continues the held seq; a snapshot resets it', () => {

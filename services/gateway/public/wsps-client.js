@@ -6,10 +6,10 @@
 //   new WspsClient({ url: 'ws://127.0.0.1:8081/ws', WebSocket })
 // See docs/client.md.
 
-import { ClientOp, CloseCode, ErrorCode, NO_RECONNECT_CODES, PROTOCOL_VERSION, ServerOp, continues } from './protocol.js'
+import { ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, ServerOp, continues } from './protocol.js'
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */
-const MAX_SYMBOLS_PER_REQUEST = 100
+const { MAX_SYMBOLS_PER_REQUEST } = Limits
 /** Unanswered requests remembered per connection. */
 const MAX_INFLIGHT = 256
 /** WebSocket.OPEN, the same in browsers and `ws`. */

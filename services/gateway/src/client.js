@@ -2,7 +2,7 @@
 // buffer watch (slow-reader conflation and cut-off) and its limits.
 
 import WebSocket from 'ws'
-import { CloseCode } from '../public/protocol.js'
+import { CloseCode } from '@wsps/protocol'
 import { encodeQuotes, encodeSnap } from './protocol.js'
 import { RateLimit } from './rate-limit.js'
 

@@ -2,7 +2,7 @@
 // the previous one of its symbol ONCE per pod, serializes the delta once, and
 // every subscriber gets the same string.
 
-import { QUOTE_FIELDS } from '../public/protocol.js'
+import { QUOTE_FIELDS } from '@wsps/protocol'
 
 const DIFFED = QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !== 'ts')
 

@@ -2,10 +2,10 @@
 // encoding the server's control frames. Quote frames are assembled from
 // pre-serialized parts in fanout (see client.js).
 
-import { ClientOp, ErrorCode, PROTOCOL_VERSION, SYMBOL_PATTERN } from '../public/protocol.js'
+import { ClientOp, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
 
 /** Symbols accepted in one sub/unsub request. */
-export const MAX_SYMBOLS_PER_REQUEST = 100
+const { MAX_SYMBOLS_PER_REQUEST } = Limits
 const MAX_ID_LENGTH = 64
 
 /**

@@ -1,7 +1,7 @@
 // What a connected client may ask for: sub, unsub, ping. Applies limits and
 // entitlements, then talks to the hub. Every rejection is a coded error.
 
-import { CloseCode, ErrorCode } from '../public/protocol.js'
+import { CloseCode, ErrorCode } from '@wsps/protocol'
 import { encodeAck, encodeError, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
 
 /**

@@ -4,7 +4,7 @@
 
 import { STATUS_CODES } from 'node:http'
 import { WebSocket, WebSocketServer } from 'ws'
-import { CloseCode } from '../public/protocol.js'
+import { CloseCode } from '@wsps/protocol'
 import { tokenOf } from './auth.js'
 import { Client } from './client.js'
 import { Heartbeat } from './heartbeat.js'

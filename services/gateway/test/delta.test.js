@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { continues } from '../public/protocol.js'
+import { continues } from '@wsps/protocol'
 import { diffQuotes, mergeUpdates } from '../src/delta.js'
 
 const quote = (/** @type {number} */ seq, /** @type {Record<string, number>} */ fields = {}) => ({

@@ -2,7 +2,7 @@
 // over fake sockets; the wire view is checked with the protocol's own rules.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { CloseCode, continues } from '../public/protocol.js'
+import { CloseCode, continues } from '@wsps/protocol'
 import { gatewayParts, limits, quote, tick } from './helper.js'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */

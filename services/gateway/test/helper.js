@@ -1,5 +1,5 @@
 // Fakes for gateway unit tests. Integration tests use real Redis and real
-// processes (services/testkit); these isolate one module's logic.
+// processes (harness/testkit); these isolate one module's logic.
 
 import pino from 'pino'
 import { Client } from '../src/client.js'

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { ErrorCode } from '../public/protocol.js'
-import { MAX_SYMBOLS_PER_REQUEST, parseClientFrame } from '../src/protocol.js'
+import { ErrorCode, Limits } from '@wsps/protocol'
+import { parseClientFrame } from '../src/protocol.js'
+
+const { MAX_SYMBOLS_PER_REQUEST } = Limits
 
 const parse = (/** @type {string} */ text) => parseClientFrame(Buffer.from(text), false)
 

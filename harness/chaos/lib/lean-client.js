@@ -1,0 +1,152 @@
+// A protocol-checking WebSocket client that keeps no frame history (chaos
+// runs last minutes): per symbol it holds the seq, when the last snapshot
+// and the last quote arrived, and counts; any gap or stray quote is a problem.
+
+import WebSocket from 'ws'
+import { continues } from '@wsps/protocol'
+
+/**
+ * @typedef {object} SymbolState
+ * @property {number} seq
+ * @property {number} quotes
+ * @property {number} snaps
+ * @property {number} lastAt receive time of the last quote (snap or delta)
+ * @property {number} lastSnapAt
+ */
+
+export class LeanClient {
+  /**
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   * @returns {Promise<LeanClient>}
+   */
+  static async connect (url, options) {
+    const c = new LeanClient(url, options)
+    await c.opened
+    return c
+  }
+
+  /**
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   */
+  constructor (url, options) {
+    this.ws = new WebSocket(url, { perMessageDeflate: false, ...options })
+    /** @type {Map<string, SymbolState>} */
+    this.symbols = new Map()
+    /** @type {string[]} */
+    this.problems = []
+    /** @type {number | null} */
+    this.closeCode = null
+    this.nextId = 1
+    /** @type {Map<number, (msg: any) => void>} */
+    this.waiting = new Map()
+    /** @type {any} */
+    this.hello = null
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })))
+      this.ws.once('error', reject)
+      this.ws.on('message', (data) => {
+        const msg = JSON.parse(String(data))
+        if (msg.op === 'hello') {
+          this.hello = msg
+          resolve(this)
+          return
+        }
+        this.onFrame(msg)
+      })
+    })
+    this.ws.on('error', () => {})
+    this.closed = new Promise((resolve) => this.ws.on('close', (code) => {
+      this.closeCode = code
+      resolve(code)
+    }))
+  }
+
+  /** @param {any} msg */
+  onFrame (msg) {
+    if (msg.op === 'ack' || msg.op === 'error' || msg.op === 'pong') {
+      const w = typeof msg.id === 'number' ? this.waiting.get(msg.id) : undefined
+      if (w) {
+        this.waiting.delete(msg.id)
+        w(msg)
+      }
+      return
+    }
+    const now = Date.now()
+    if (msg.op === 'snap') {
+      for (const q of msg.quotes) {
+        const s = this.symbols.get(q.symbol)
+        if (!s) {
+          this.problem(`snap for unsubscribed ${q.symbol}`)
+          continue
+        }
+        s.seq = q.seq
+        s.quotes++
+        s.snaps++
+        s.lastAt = s.lastSnapAt = now
+      }
+    } else if (msg.op === 'q') {
+      for (const d of msg.quotes) {
+        const s = this.symbols.get(d.symbol)
+        if (!s) {
+          this.problem(`delta for unsubscribed ${d.symbol}`)
+          continue
+        }
+        if (s.snaps === 0) this.problem(`delta for ${d.symbol} before a snapshot`)
+        else if (!continues(d, s.seq)) this.problem(`gap on ${d.symbol}: held ${s.seq}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
+        s.seq = d.seq
+        s.quotes++
+        s.lastAt = now
+      }
+    }
+  }
+
+  /** @param {string} p */
+  problem (p) {
+    if (this.problems.length < 50) this.problems.push(p)
+  }
+
+  /**
+   * @param {string} op
+   * @param {string[]} symbols
+   * @returns {Promise<any>}
+   */
+  request (op, symbols) {
+    const id = this.nextId++
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        this.waiting.delete(id)
+        reject(new Error(`no answer to ${op} within 15 s`))
+      }, 15_000)
+      this.waiting.set(id, (msg) => {
+        clearTimeout(t)
+        resolve(msg)
+      })
+      this.ws.send(JSON.stringify({ op, symbols, id }))
+    })
+  }
+
+  /** @param {string[]} symbols */
+  async sub (symbols) {
+    for (const s of symbols) if (!this.symbols.has(s)) this.symbols.set(s, { seq: 0, quotes: 0, snaps: 0, lastAt: 0, lastSnapAt: 0 })
+    for (let i = 0; i < symbols.length; i += 100) {
+      const reply = await this.request('sub', symbols.slice(i, i + 100))
+      if (reply.op !== 'ack') throw new Error(`sub refused: ${JSON.stringify(reply)}`)
+    }
+  }
+
+  /**
+   * true when every symbol got a quote (of the given kind) after `since`.
+   * @param {number} since
+   * @param {'any' | 'snap'} [kind]
+   */
+  allSince (since, kind = 'any') {
+    for (const s of this.symbols.values()) if ((kind === 'snap' ? s.lastSnapAt : s.lastAt) <= since) return false
+    return true
+  }
+
+  terminate () {
+    this.ws.terminate()
+  }
+}

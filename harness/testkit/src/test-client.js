@@ -1,0 +1,153 @@
+// A WebSocket client for tests that checks the protocol as it reads: every
+// frame recorded, quote state per symbol, and any seq gap, duplicate or
+// quote for a symbol it did not subscribe to noted as a problem.
+
+import WebSocket from 'ws'
+import { continues } from '@wsps/protocol'
+import { waitFor } from './index.js'
+
+/**
+ * A protocol-checking test client. It records every frame, keeps the quote
+ * state per symbol from snapshots and deltas, and records any seq gap,
+ * duplicate, or quote for a symbol it did not subscribe to.
+ */
+export class TestClient {
+  /**
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   */
+  static async connect (url, options) {
+    const c = new TestClient(url, options)
+    await c.opened
+    return c
+  }
+
+  /**
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   */
+  constructor (url, options) {
+    this.ws = new WebSocket(url, options)
+    /** @type {any[]} */
+    this.frames = []
+    /** @type {Map<string, Record<string, any>>} */
+    this.quotes = new Map()
+    /** @type {Map<string, number[]>} seqs received per symbol, in order */
+    this.seqs = new Map()
+    /** @type {Set<string>} */
+    this.subscribed = new Set()
+    /** @type {string[]} */
+    this.problems = []
+    /** @type {any} */
+    this.hello = null
+    /** @type {{code: number, reason: string} | null} */
+    this.closed = null
+    this.nextId = 1
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('error', reject)
+      this.ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })))
+      this.ws.on('message', (data) => {
+        const msg = JSON.parse(String(data))
+        if (msg.op === 'hello') {
+          this.hello = msg
+          resolve(this)
+        }
+        this.onFrame(msg)
+      })
+    })
+    this.ws.on('error', () => {})
+    this.closedPromise = new Promise((resolve) => {
+      this.ws.on('close', (code, reason) => {
+        this.closed = { code, reason: String(reason) }
+        resolve(this.closed)
+      })
+    })
+  }
+
+  /** @param {any} msg */
+  onFrame (msg) {
+    this.frames.push(msg)
+    if (msg.op === 'snap') {
+      for (const q of msg.quotes) {
+        if (!this.subscribed.has(q.symbol)) this.problems.push(`snap for unsubscribed ${q.symbol}`)
+        this.quotes.set(q.symbol, { ...q })
+        this.track(q.symbol, q.seq)
+      }
+    } else if (msg.op === 'q') {
+      for (const d of msg.quotes) {
+        if (!this.subscribed.has(d.symbol)) this.problems.push(`delta for unsubscribed ${d.symbol}`)
+        const held = this.quotes.get(d.symbol)
+        if (!held) {
+          this.problems.push(`delta for ${d.symbol} seq ${d.seq} before any snapshot`)
+          continue
+        }
+        if (!continues(d, held.seq)) this.problems.push(`gap on ${d.symbol}: held ${held.seq}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
+        const { base: _base, ...fields } = d
+        Object.assign(held, fields)
+        this.track(d.symbol, d.seq)
+      }
+    }
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} seq
+   */
+  track (symbol, seq) {
+    let list = this.seqs.get(symbol)
+    if (!list) this.seqs.set(symbol, list = [])
+    list.push(seq)
+  }
+
+  /** @param {Record<string, unknown>} msg */
+  send (msg) {
+    this.ws.send(typeof msg === 'string' ? msg : JSON.stringify(msg))
+  }
+
+  /**
+   * Resolves with the first frame (from now on, or already received after
+   * index `from`) that matches.
+   * @param {(msg: any) => boolean} match
+   * @param {{timeout?: number, from?: number}} [options]
+   * @returns {Promise<any>}
+   */
+  async next (match, { timeout = 5000, from = this.frames.length } = {}) {
+    return waitFor(() => this.frames.slice(from).find(match), { timeout, interval: 10, message: 'a matching frame' })
+  }
+
+  /**
+   * @param {string[]} symbols
+   * @returns {Promise<any>} the ack
+   */
+  async sub (symbols) {
+    const id = this.nextId++
+    for (const s of symbols) this.subscribed.add(s)
+    const from = this.frames.length
+    this.send({ op: 'sub', symbols, id })
+    return this.next((m) => m.id === id && (m.op === 'ack' || m.op === 'error'), { from })
+  }
+
+  /** @param {string[]} symbols */
+  async unsub (symbols) {
+    const id = this.nextId++
+    const from = this.frames.length
+    this.send({ op: 'unsub', symbols, id })
+    const ack = await this.next((m) => m.id === id, { from })
+    for (const s of symbols) this.subscribed.delete(s)
+    return ack
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} count quotes (snapshot or delta) of it to wait for
+   * @param {number} [timeout]
+   */
+  async waitQuotes (symbol, count, timeout = 10_000) {
+    await waitFor(() => (this.seqs.get(symbol)?.length ?? 0) >= count, { timeout, message: `${count} quotes of ${symbol}` })
+  }
+
+  close () {
+    this.ws.close()
+    return this.closedPromise
+  }
+}

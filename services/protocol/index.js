@@ -1,0 +1,112 @@
+// wsps wire protocol v1: the constants every party shares.
+//
+// This module is plain ESM with no Node-only or browser-only APIs, so the
+// gateway, the browser client, tests and k6 scripts all import the same
+// codes. docs/protocol.md is the prose version of this file; keep them equal.
+
+export const PROTOCOL_VERSION = 1
+
+/** Client -> server operations. */
+export const ClientOp = Object.freeze({
+  SUB: 'sub',
+  UNSUB: 'unsub',
+  PING: 'ping'
+})
+
+/** Server -> client operations. */
+export const ServerOp = Object.freeze({
+  HELLO: 'hello',
+  ACK: 'ack',
+  ERROR: 'error',
+  SNAP: 'snap',
+  QUOTES: 'q',
+  PONG: 'pong'
+})
+
+/**
+ * Error codes carried by `{"op":"error","code":...}`. Stable: clients match
+ * on these, never on the message text.
+ */
+export const ErrorCode = Object.freeze({
+  /** The text frame is not valid JSON. */
+  BAD_JSON: 'BAD_JSON',
+  /** A binary frame was sent; the protocol is JSON text only. */
+  BAD_FRAME: 'BAD_FRAME',
+  /** `op` is missing or unknown. */
+  BAD_OP: 'BAD_OP',
+  /** A field has the wrong type or shape (e.g. `symbols` not an array). */
+  BAD_REQUEST: 'BAD_REQUEST',
+  /** A symbol does not match SYMBOL_PATTERN; `symbols` lists the bad ones. */
+  BAD_SYMBOL: 'BAD_SYMBOL',
+  /** The subscription would exceed `limits.maxSubscriptions`. */
+  TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
+  /** More messages than `limits.ratePerSec` (burst `limits.rateBurst`). */
+  RATE_LIMITED: 'RATE_LIMITED',
+  /** The token does not grant these symbols. */
+  NOT_ENTITLED: 'NOT_ENTITLED',
+  /** The gateway is draining; reconnect (the close follows). */
+  DRAINING: 'DRAINING',
+  /** Something failed on the server side; safe to retry. */
+  INTERNAL: 'INTERNAL'
+})
+
+/**
+ * WebSocket close codes the gateway uses. `reconnect` says whether a client
+ * should reconnect on its own (with backoff).
+ */
+export const CloseCode = Object.freeze({
+  /** Normal closure requested by the client. */
+  NORMAL: 1000,
+  /** The gateway is shutting down (pod drain); reconnect elsewhere at once. */
+  SERVICE_RESTART: 1012,
+  /** The gateway is at its connection limit; reconnect with backoff. */
+  TRY_AGAIN_LATER: 1013,
+  /** A frame that breaks RFC 6455 (sent by the ws library). */
+  PROTOCOL_ERROR: 1002,
+  /** A text frame that is not valid UTF-8 (sent by the ws library). */
+  INVALID_PAYLOAD: 1007,
+  /** Frame larger than `limits.maxPayload` (sent by the ws library). */
+  MESSAGE_TOO_BIG: 1009,
+  /** Unexpected server error; reconnect with backoff. */
+  INTERNAL_ERROR: 1011,
+  /** The token expired or was rejected; reconnect only with a new token. */
+  UNAUTHORIZED: 4001,
+  /** The client did not read fast enough and fell behind; reconnect with backoff. */
+  SLOW_CONSUMER: 4008,
+  /** Too many protocol violations (errors) in a short time; reconnect with backoff. */
+  POLICY_VIOLATION: 4009,
+  /** The client kept sending after being rate limited; reconnect with backoff. */
+  RATE_LIMIT_EXCEEDED: 4029
+})
+
+/** Close codes after which a client should NOT reconnect automatically. */
+export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, CloseCode.UNAUTHORIZED])
+
+/** Limits every party must agree on; the gateway enforces them. */
+export const Limits = Object.freeze({
+  /** Symbols in one `sub`/`unsub` request; clients split larger sets. */
+  MAX_SYMBOLS_PER_REQUEST: 100
+})
+
+/** A valid ticker: upper-case letters, digits and `. ^ = -`, 1-16 chars. */
+export const SYMBOL_PATTERN = /^[A-Z0-9.^=-]{1,16}$/
+
+/** Every field of a full quote, in wire order. */
+export const QUOTE_FIELDS = Object.freeze([
+  'symbol', 'seq', 'ts', 'bid', 'ask', 'last', 'bidSize', 'askSize',
+  'volume', 'open', 'high', 'low', 'prevClose'
+])
+
+/**
+ * Checks a delta against the seq the receiver holds for its symbol. A delta
+ * applies on top of seq `base` when present (the gateway merged several
+ * updates for a slow reader), else on top of `seq - 1`.
+ *
+ * @param {{seq: number, base?: number}} delta
+ * @param {number} heldSeq seq of the quote the receiver holds
+ * @returns {boolean} true when the delta continues the held quote
+ */
+export function continues (delta, heldSeq) {
+  const base = delta.base ?? delta.seq - 1
+  return base === heldSeq
+}
