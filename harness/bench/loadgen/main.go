@@ -163,7 +163,6 @@ func main() {
 			}
 			wg.Add(1)
 			go func(i int) {
-				defer wg.Done()
 				c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)], state: &conns[i]}
 				released := false
 				release := func() {
@@ -172,43 +171,52 @@ func main() {
 						<-sem
 					}
 				}
-				defer release()
 				t0 := time.Now()
 				if err := c.dial(cutCtx); err != nil {
 					failed.Add(1)
 					st.errors.Add(1)
 					emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
 					checkReady()
+					release()
+					wg.Done()
 					return
 				}
 				connected.Add(1)
 				handshake.add(time.Since(t0))
-				ws := c.ws
-				stop := context.AfterFunc(cutCtx, func() {
-					if !readyConn[i].Load() {
-						_ = ws.Close()
-					}
-				})
-				defer stop()
-				c.onReady = func() {
-					readyConn[i].Store(true)
-					readyAt.add(time.Since(start))
-					ready.Add(1)
-					release()
-					checkReady()
-				}
-				err := c.run(ctx)
-				conns[i].closed.Store(true)
-				if err != nil && ctx.Err() == nil {
-					st.errors.Add(1)
-					if !c.ready {
-						failed.Add(1)
+				// The connection lives on a goroutine of its own: the handshake
+				// grew this one's stack (HTTP parsing), which a fresh goroutine
+				// does not inherit, and with tens of thousands of idle
+				// connections stacks are most of the load generator's memory.
+				go func() {
+					defer wg.Done()
+					defer release()
+					ws := c.ws
+					stop := context.AfterFunc(cutCtx, func() {
+						if !readyConn[i].Load() {
+							_ = ws.Close()
+						}
+					})
+					defer stop()
+					c.onReady = func() {
+						readyConn[i].Store(true)
+						readyAt.add(time.Since(start))
+						ready.Add(1)
+						release()
 						checkReady()
 					}
-					if cutCtx.Err() == nil || c.ready {
-						emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+					err := c.run(ctx)
+					conns[i].closed.Store(true)
+					if err != nil && ctx.Err() == nil {
+						st.errors.Add(1)
+						if !c.ready {
+							failed.Add(1)
+							checkReady()
+						}
+						if cutCtx.Err() == nil || c.ready {
+							emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+						}
 					}
-				}
+				}()
 			}(i)
 		}
 	}()

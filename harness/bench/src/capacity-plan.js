@@ -150,15 +150,28 @@ export function errorCause (message) {
 
 /**
  * Why a run held fewer than its target, from what was measured: the first
- * guard that tripped wins (it stopped the ramp), else the commonest cause
- * among the load generators' errors.
+ * guard that tripped wins (it stopped the ramp); else, if the ramp reached
+ * the target, the connections lost during the hold (with the gateways'
+ * close codes); else the commonest cause among the connection errors.
  *
- * @param {{held: number, target: number, guard: string | null, errors: string[], rampTimedOut: boolean}} s
+ * @param {object} s
+ * @param {number} s.held open at the end of the hold
+ * @param {number} s.target
+ * @param {number} s.ramped ready at the end of the ramp
+ * @param {string | null} s.guard
+ * @param {string[]} s.errors the load generators' connection errors during the ramp
+ * @param {string[]} [s.holdErrors] their errors during the hold
+ * @param {Record<string, number>} [s.closes] gateway closes by code during the hold
+ * @param {boolean} s.rampTimedOut
  * @returns {{cause: string, detail: string} | null} null when the target was held
  */
-export function stopCause ({ held, target, guard, errors, rampTimedOut }) {
+export function stopCause ({ held, target, ramped, guard, errors, holdErrors = [], closes = {}, rampTimedOut }) {
   if (held >= target) return null
   if (guard) return { cause: guard.split(':')[0], detail: guard }
+  if (ramped >= target) {
+    const codes = Object.entries(closes).map(([c, n]) => `${n} x ${c}${c === '1006' ? ' (no close frame: missed heartbeat or a dropped socket)' : ''}`).join(', ')
+    return { cause: 'hold-loss', detail: `${ramped - held} of ${ramped} connections closed during the hold; gateway closes: ${codes || 'none'}; load generator errors: ${holdErrors.slice(0, 3).join('; ') || 'none'}` }
+  }
   /** @type {Map<string, number>} */
   const counts = new Map()
   for (const e of errors) counts.set(errorCause(e), (counts.get(errorCause(e)) ?? 0) + 1)

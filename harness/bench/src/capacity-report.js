@@ -25,6 +25,7 @@ export function renderSummary (r) {
     out.push(`    ${f(r.hold.deliveredPerSecond)} deliveries/s; latency p50 ${f(r.hold.latencyMs.p50, 1)} / p99 ${f(r.hold.latencyMs.p99, 1)} / p999 ${f(r.hold.latencyMs.p999, 1)} ms over ${f(r.hold.latencyMs.n)} deliveries; CPU ${cores(r.hold.cpu)}`)
     const closes = Object.entries(r.hold.gatewayClosesByCode)
     out.push(`    gateway closes during the hold: ${closes.length ? closes.map(([k, v]) => `${v} x ${k}`).join(', ') : 'none'}`)
+    for (const e of r.hold.loadgenErrors?.sample ?? []) out.push(`    load generator: ${e}`)
   }
   if (r.memory) {
     const m = r.memory

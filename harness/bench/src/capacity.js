@@ -234,6 +234,8 @@ try {
   }
   const [p50, p99, p999] = quantiles(hist, [0.5, 0.99, 0.999])
   const after = await gatewayCloses()
+  // Errors the load generators reported after their ready line: connections lost in the hold.
+  const holdErrors = fleets.flatMap((f) => f.kids.flatMap((k) => k.lines.slice(k.lines.findIndex((l) => l.type === 'ready') + 1).filter((l) => l.type === 'error').map((l) => `conn ${l.conn}: ${l.error}`)))
   results.held = check.open
   results.hold = {
     seconds: round((t1 - t0) / 1000, 1),
@@ -244,7 +246,8 @@ try {
     // Every quote entry the load generators received during the hold, not a sample.
     latencyMs: { n: [...hist.values()].reduce((a, b) => a + b, 0), p50: round(p50, 1), p99: round(p99, 1), p999: round(p999, 1) },
     cpu: cpuHold,
-    gatewayClosesByCode: diffCounts(before, after)
+    gatewayClosesByCode: diffCounts(before, after),
+    loadgenErrors: { n: holdErrors.length, sample: holdErrors.slice(0, 10) }
   }
   log(`check: ${check.ready} ready, ${check.open} still open, ${check.quoted} quoted during the hold; latency p50 ${round(p50, 1)} p99 ${round(p99, 1)} ms over ${results.hold.latencyMs.n} deliveries`)
 
@@ -278,7 +281,7 @@ try {
     sockstatHeld: sockHeld,
     tcpMemMaxPagesSeen: maxTcpMem
   }
-  results.stop = stopCause({ held: check.open, target: TARGET, guard, errors, rampTimedOut })
+  results.stop = stopCause({ held: check.open, target: TARGET, ramped, guard, errors, holdErrors, closes: results.hold.gatewayClosesByCode, rampTimedOut })
   const base = { gatewayBase, loadgenBase: 0 }
   results.extrapolated = [1_000_000, 10_000_000].map((t) => {
     const e = extrapolate(per, base, t)

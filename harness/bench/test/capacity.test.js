@@ -74,14 +74,18 @@ test('a connection error names the resource that ran out', () => {
   assert.equal(errorCause('something else'), 'other')
 })
 
-test('the stop cause: none at target, the guard that tripped first, else the commonest error', () => {
-  assert.equal(stopCause({ held: 10, target: 10, guard: 'memory: x', errors: [], rampTimedOut: false }), null)
-  assert.deepEqual(stopCause({ held: 5, target: 10, guard: 'memory: 900 MiB available', errors: ['too many open files'], rampTimedOut: false }), { cause: 'memory', detail: 'memory: 900 MiB available' })
-  const s = stopCause({ held: 5, target: 10, guard: null, errors: ['connect: cannot assign requested address', 'too many open files', 'connect: cannot assign requested address'], rampTimedOut: false })
+test('the stop cause: none at target, the guard that tripped first, losses in the hold, else the commonest error', () => {
+  assert.equal(stopCause({ held: 10, target: 10, ramped: 10, guard: 'memory: x', errors: [], rampTimedOut: false }), null)
+  assert.deepEqual(stopCause({ held: 5, target: 10, ramped: 5, guard: 'memory: 900 MiB available', errors: ['too many open files'], rampTimedOut: false }), { cause: 'memory', detail: 'memory: 900 MiB available' })
+  const s = stopCause({ held: 5, target: 10, ramped: 5, guard: null, errors: ['connect: cannot assign requested address', 'too many open files', 'connect: cannot assign requested address'], rampTimedOut: false })
   assert.equal(s?.cause, 'ports')
   assert.match(s?.detail ?? '', /^2 of 3 connection errors/)
-  assert.equal(stopCause({ held: 5, target: 10, guard: null, errors: [], rampTimedOut: true })?.cause, 'cpu-or-time')
-  assert.equal(stopCause({ held: 5, target: 10, guard: null, errors: [], rampTimedOut: false })?.cause, 'unknown')
+  assert.equal(stopCause({ held: 5, target: 10, ramped: 5, guard: null, errors: [], rampTimedOut: true })?.cause, 'cpu-or-time')
+  assert.equal(stopCause({ held: 5, target: 10, ramped: 5, guard: null, errors: [], rampTimedOut: false })?.cause, 'unknown')
+  const lost = stopCause({ held: 9, target: 10, ramped: 10, guard: null, errors: [], holdErrors: ['conn 7: EOF'], closes: { 1006: 1 }, rampTimedOut: false })
+  assert.equal(lost?.cause, 'hold-loss')
+  assert.match(lost?.detail ?? '', /^1 of 10 connections closed during the hold; gateway closes: 1 x 1006 \(no close frame/)
+  assert.match(lost?.detail ?? '', /conn 7: EOF/)
 })
 
 test('meminfo and sockstat parse to bytes and counters', () => {
