@@ -1,6 +1,6 @@
 // Server side of wire protocol v1: parsing and validating client frames, and
 // encoding the server's control frames. Quote frames are assembled from
-// pre-serialized parts in fanout (see client.js).
+// pre-serialized parts by each connection's outbox (see outbox.js).
 
 import { ClientOp, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
 
@@ -96,7 +96,7 @@ export function encodeHello (node, heartbeatMs, limits) {
 
 /**
  * @param {number | string | undefined} id
- * @param {string[]} symbols
+ * @param {readonly string[]} symbols
  */
 export function encodeAck (id, symbols) {
   return JSON.stringify(id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols })

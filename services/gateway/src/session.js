@@ -1,11 +1,11 @@
 // What a connected client may ask for: sub, unsub, ping. Applies limits and
 // entitlements, then talks to the hub. Every rejection is a coded error.
 
-import { CloseCode, ErrorCode } from '@wsps/protocol'
+import { ErrorCode } from '@wsps/protocol'
 import { encodeAck, encodeError, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
 
 /**
- * @typedef {import('./client.js').Client} Client
+ * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
  */
 
@@ -67,15 +67,12 @@ export class Sessions {
    * @param {Client} client
    */
   admit (client) {
-    client.alive = true
-    if (client.takeMessage()) {
-      client.limitedDrops = 0
-      return true
-    }
+    const dropped = client.admit()
+    if (dropped === 0) return true
     // Answer the first dropped message of a flood, then drop silently:
-    // replying to each would let a client amplify its own flood.
-    if (client.limitedDrops++ === 0) this.reject(client, { code: ErrorCode.RATE_LIMITED, message: 'too many messages; slow down' })
-    if (client.limitedDrops > 2 * client.ctx.messageRate.burst) client.closeWith(CloseCode.RATE_LIMIT_EXCEEDED, 'rate limit exceeded')
+    // replying to each would let a client amplify its own flood (and
+    // the connection closes itself when the flood goes on).
+    if (dropped === 1) this.reject(client, { code: ErrorCode.RATE_LIMITED, message: 'too many messages; slow down' })
     return false
   }
 
@@ -86,9 +83,7 @@ export class Sessions {
   reject (client, error) {
     this.metrics.clientErrors.inc({ code: error.code })
     client.send(encodeError(error), 'error')
-    if (error.code !== ErrorCode.RATE_LIMITED && !client.takeStrike()) {
-      client.closeWith(CloseCode.POLICY_VIOLATION, 'too many invalid messages')
-    }
+    if (error.code !== ErrorCode.RATE_LIMITED) client.strike()
   }
 
   /**
@@ -101,7 +96,8 @@ export class Sessions {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
       return
     }
-    const held = client.holds()
+    const out = client.outbox
+    const held = out.holds()
     const fresh = symbols.filter((s) => !held(s))
     if (client.grants) {
       const denied = fresh.filter((s) => !client.grants?.(s))
@@ -110,30 +106,28 @@ export class Sessions {
         return
       }
     }
-    if (client.subs.length + fresh.length > this.maxSubscriptions) {
+    if (out.symbols.length + fresh.length > this.maxSubscriptions) {
       this.reject(client, {
         code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.subs.length})`,
+        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${out.symbols.length})`,
         id
       })
       return
     }
-    // concat allocates exactly what is held; push would leave slack in
-    // every idle connection's list.
-    if (fresh.length) client.subs = client.subs.concat(fresh)
+    out.subscribe(fresh)
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
     const quotes = []
     for (const s of fresh) {
-      const raw = this.hub.add(s, client)
+      const raw = this.hub.add(s, out)
       if (raw !== null) {
         snapped.push(s)
         quotes.push(raw)
       }
     }
-    client.send(encodeAck(id, client.subs), 'ack')
-    if (quotes.length) client.sendSnap(snapped, encodeSnap(quotes))
+    client.send(encodeAck(id, out.symbols), 'ack')
+    if (quotes.length) out.sendSnap(snapped, encodeSnap(quotes))
   }
 
   /**
@@ -142,16 +136,9 @@ export class Sessions {
    * @param {number | string | undefined} id
    */
   unsubscribe (client, symbols, id) {
-    const gone = new Set(symbols)
-    /** @type {string[]} */
-    const kept = []
-    for (const s of client.subs) {
-      if (gone.has(s)) this.hub.remove(s, client)
-      else kept.push(s)
-    }
-    client.subs = kept
-    client.drop(symbols)
-    client.send(encodeAck(id, kept), 'ack')
+    const out = client.outbox
+    out.unsubscribe(symbols, (s) => this.hub.remove(s, out))
+    client.send(encodeAck(id, out.symbols), 'ack')
   }
 
   /**
@@ -160,8 +147,8 @@ export class Sessions {
    * @param {Client} client
    */
   onClose (client) {
-    for (const s of client.subs) this.hub.remove(s, client)
-    client.subs = []
+    const out = client.outbox
+    for (const s of out.symbols) this.hub.remove(s, out)
     client.dispose()
   }
 }

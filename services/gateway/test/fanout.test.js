@@ -1,8 +1,9 @@
-// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Client
+// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Outbox
 // over fake sockets; the wire view is checked with the protocol's own rules.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { CloseCode, continues } from '@wsps/protocol'
+import { diffQuotes } from '../src/delta.js'
 import { gatewayParts, limits, quote, tick } from './helper.js'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
@@ -10,7 +11,10 @@ async function live (symbols = ['AAPL', 'MSFT'], n = 1) {
   const parts = gatewayParts()
   for (const s of symbols) parts.broker.latestValues.set(s, quote(1, {}, s))
   const clients = Array.from({ length: n }, () => parts.client())
-  for (const { c } of clients) for (const s of symbols) parts.hub.add(s, c)
+  for (const { c } of clients) {
+    c.subscribe(symbols)
+    for (const s of symbols) parts.hub.add(s, c)
+  }
   await tick(); await tick()
   for (const { ws } of clients) ws.sent.length = 0 // the initial snapshots
   return { ...parts, clients }
@@ -102,16 +106,16 @@ test('a send buffer at the hard cap closes with 4008 at once', async () => {
 })
 
 test('an unsubscribed symbol queued in this window is not sent', async () => {
-  const { hub, clients: [a], pass, fanout } = await live()
-  hub.onQuote('AAPL', quote(2, {}, 'AAPL'))
-  hub.onQuote('MSFT', quote(2, {}, 'MSFT'))
-  // Distribute without writing, as a pass that was interrupted mid-way.
-  for (const s of fanout.symbols) for (const c of s.clients) c.push(/** @type {any} */ (s.update), fanout.stats)
-  fanout.symbols.length = 0
-  a.c.drop(['AAPL'])
-  a.c.flush(Date.now(), 99, fanout.stats)
+  const { clients: [a] } = await live()
+  const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
+  // Queued without writing, as by a pass that was interrupted mid-way.
+  const held = { seq: 1, ts: 0, bid: 1 }
+  assert.equal(a.c.push(diffQuotes({ symbol: 'AAPL', ...held }, { symbol: 'AAPL', ...held, seq: 2, bid: 2 }), stats), true, 'first update queues the outbox')
+  assert.equal(a.c.push(diffQuotes({ symbol: 'MSFT', ...held }, { symbol: 'MSFT', ...held, seq: 2, bid: 2 }), stats), false, 'queued once')
+  a.c.unsubscribe(['AAPL'], () => {})
+  assert.equal(a.c.flush(Date.now(), 99, stats), false)
   assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => q.symbol), ['MSFT'])
-  pass()
+  assert.deepEqual(a.c.symbols, ['MSFT'])
 })
 
 test('a reader joining between a quote and the next pass gets a snapshot the pending update continues', async () => {
