@@ -18,10 +18,14 @@ export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
 /**
  * @typedef {import('./delta.js').Update} Update
  *
- * @typedef {object} Fanned a symbol's fan-out state (a hub Feed)
- * @property {readonly Flushable[]} clients its subscribers
+ * @typedef {object} Fanned a symbol's fan-out state (a hub Feed or Lane)
+ * @property {readonly Flushable[]} clients its merge-mode subscribers
+ * @property {readonly Flushable[] | null} distinct its distinct-mode subscribers
  * @property {() => Update | null} take hands over the update merged since the
- *   last pass (null: none), which every subscriber holds once this pass is written
+ *   last pass (null: none), which every merge subscriber holds once this
+ *   pass is written
+ * @property {() => Update[] | null} takeTicks (after take) hands over every
+ *   tick since the last pass, in seq order, for the distinct subscribers
  *
  * @typedef {object} PassStats filled by flushes during one chunk
  * @property {number} frames q frames written
@@ -104,9 +108,18 @@ export class Fanout {
     const stats = this.#stats
     for (const s of symbols) {
       const u = s.take()
-      if (u === null) continue
-      for (const c of s.clients) {
-        if (c.push(u, stats)) this.#clients.push(c)
+      if (u !== null) {
+        for (const c of s.clients) {
+          if (c.push(u, stats)) this.#clients.push(c)
+        }
+      }
+      const ticks = s.takeTicks()
+      if (ticks !== null && s.distinct !== null) {
+        for (const c of s.distinct) {
+          let queue = false
+          for (const t of ticks) queue = c.push(t, stats) || queue
+          if (queue) this.#clients.push(c)
+        }
       }
     }
     this.#batch = this.#clients

@@ -47,7 +47,7 @@ export async function createGateway (config, logger) {
         metrics,
         sendHighWater: config.sendHighWater,
         slowCloseMs: config.slowCloseMs,
-        latest: (symbol) => hub.latest(symbol)
+        latest: (symbol, delivery) => hub.latest(symbol, delivery)
       }
     },
     metrics,

@@ -14,9 +14,17 @@ import { encodeQuotes, encodeSnap } from './protocol.js'
  * @property {import('./metrics.js').GatewayMetrics} metrics
  * @property {number} sendHighWater buffered bytes above which a reader is slow
  * @property {number} slowCloseMs how long a reader may stay slow before a 4008
- * @property {(symbol: string) => string | null} latest the full quote a reader
- *   catching up gets for a symbol (the base of the next update)
+ * @property {(symbol: string, delivery: number) => string | null} latest the
+ *   full quote a merge reader catching up gets for a symbol (the base of the
+ *   next update it is handed)
  */
+
+/**
+ * A subscription's delivery, as one number: DISTINCT, FULL_RATE (merge, on
+ * every pass) or a merge mode maxRate in updates per second.
+ */
+export const DISTINCT = -1
+export const FULL_RATE = 0
 
 export class Outbox {
   #conn
@@ -28,7 +36,17 @@ export class Outbox {
    * @type {string[]}
    */
   #symbols = []
-  /** @type {Update[] | null} updates of this pass, at most one per symbol */
+  /**
+   * Delivery of the symbols not at FULL_RATE; null while every one is (the
+   * default costs no map).
+   * @type {Map<string, number> | null}
+   */
+  #delivery = null
+  /**
+   * @type {Update[] | null} updates of this pass, in order: one per symbol
+   * in merge mode (unless it ticked again while the pass ran), every tick
+   * in distinct mode
+   */
   #pending = null
   /**
    * Symbols whose updates a slow reader skipped. When it catches up it gets
@@ -68,29 +86,69 @@ export class Outbox {
   }
 
   /**
+   * @param {string} symbol
+   * @returns {number} its delivery (DISTINCT, FULL_RATE or a maxRate)
+   */
+  deliveryOf (symbol) {
+    return this.#delivery?.get(symbol) ?? FULL_RATE
+  }
+
+  /**
    * Adds symbols not held yet (the caller checked).
    *
    * @param {string[]} fresh
+   * @param {number} [delivery]
    */
-  subscribe (fresh) {
+  subscribe (fresh, delivery = FULL_RATE) {
     // concat allocates exactly what is held; push would leave slack in
     // every idle connection's list.
     if (fresh.length) this.#symbols = this.#symbols.concat(fresh)
+    for (const s of fresh) this.#setDelivery(s, delivery)
+  }
+
+  /**
+   * Changes the delivery of a held symbol; what was queued for it under the
+   * old one is forgotten (a snapshot follows).
+   *
+   * @param {string} symbol
+   * @param {number} delivery
+   */
+  redeliver (symbol, delivery) {
+    this.drop([symbol])
+    this.#setDelivery(symbol, delivery)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} delivery
+   */
+  #setDelivery (symbol, delivery) {
+    if (delivery !== FULL_RATE) {
+      (this.#delivery ??= new Map()).set(symbol, delivery)
+    } else if (this.#delivery !== null) {
+      this.#delivery.delete(symbol)
+      if (this.#delivery.size === 0) this.#delivery = null
+    }
   }
 
   /**
    * Removes symbols and forgets what is queued for them.
    *
    * @param {string[]} symbols
-   * @param {(symbol: string) => void} onRemoved called for each symbol that was held
+   * @param {(symbol: string, delivery: number) => void} onRemoved called for
+   *   each symbol that was held, with the delivery it had
    */
   unsubscribe (symbols, onRemoved) {
     const gone = new Set(symbols)
     /** @type {string[]} */
     const kept = []
     for (const s of this.#symbols) {
-      if (gone.has(s)) onRemoved(s)
-      else kept.push(s)
+      if (gone.has(s)) {
+        onRemoved(s, this.deliveryOf(s))
+        this.#setDelivery(s, FULL_RATE)
+      } else {
+        kept.push(s)
+      }
     }
     this.#symbols = kept
     this.drop(symbols)
@@ -158,7 +216,8 @@ export class Outbox {
     }
     if (!conn.writable()) return false
     const ctx = this.#ctx
-    if (conn.bufferedAmount > ctx.sendHighWater) {
+    const slow = conn.bufferedAmount > ctx.sendHighWater
+    if (slow) {
       if (this.#slowSince === 0) {
         this.#slowSince = now
         ctx.metrics.slowClients.inc()
@@ -166,19 +225,14 @@ export class Outbox {
         conn.close(CloseCode.SLOW_CONSUMER, 'too slow for too long')
         return false
       }
-      if (pending !== null && pending.length) {
-        const stale = this.#stale ??= new Set()
-        for (const u of pending) stale.add(u.symbol)
-        stats.conflated += pending.length
-        pending.length = 0
-      }
+      if (pending !== null && pending.length) this.#conflate(pending, stats)
+      // Stays queued: retried next pass.
       this.#queued = true
-      return true
+    } else {
+      this.#leaveSlow()
+      if (this.#stale !== null) this.#catchUp(stats)
     }
-    this.#leaveSlow()
-
-    if (this.#stale !== null) this.#catchUp(stats)
-    if (pending === null || pending.length === 0) return false
+    if (pending === null || pending.length === 0) return slow
 
     let frame
     if (pending.length === 1) {
@@ -205,7 +259,31 @@ export class Outbox {
     stats.batches[n === 1 ? 0 : n <= 4 ? 1 : n <= 16 ? 2 : n <= 64 ? 3 : 4]++
     pending.length = 0
     conn.write(frame)
-    return false
+    return slow
+  }
+
+  /**
+   * A slow reader skips its merge-mode updates: only the symbols are kept,
+   * for a snapshot when it catches up. Distinct-mode updates are never
+   * merged nor skipped: they stay pending and are written (the send cap,
+   * not conflation, bounds a distinct reader that falls behind: 4008).
+   *
+   * @param {Update[]} pending
+   * @param {PassStats} stats
+   */
+  #conflate (pending, stats) {
+    const delivery = this.#delivery
+    const stale = this.#stale ??= new Set()
+    let kept = 0
+    for (const u of pending) {
+      if (delivery !== null && delivery.get(u.symbol) === DISTINCT) {
+        pending[kept++] = u
+      } else {
+        stale.add(u.symbol)
+        stats.conflated++
+      }
+    }
+    pending.length = kept
   }
 
   /**
@@ -217,7 +295,7 @@ export class Outbox {
   #catchUp (stats) {
     const quotes = []
     for (const s of /** @type {Set<string>} */ (this.#stale)) {
-      const raw = this.#ctx.latest(s)
+      const raw = this.#ctx.latest(s, this.deliveryOf(s))
       if (raw !== null) quotes.push(raw)
     }
     this.#stale = null
@@ -239,6 +317,7 @@ export class Outbox {
   dispose () {
     this.#leaveSlow()
     this.#symbols = []
+    this.#delivery = null
     this.#pending = null
     this.#stale = null
   }

@@ -2,14 +2,17 @@
 // encoding the server's control frames. Quote frames are assembled from
 // pre-serialized parts by each connection's outbox (see outbox.js).
 
-import { ClientOp, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
+import { ClientOp, DeliveryMode, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
 
 /** Symbols accepted in one sub/unsub request. */
-const { MAX_SYMBOLS_PER_REQUEST } = Limits
+const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE } = Limits
+/** @type {readonly string[]} */
+const MODES = Object.values(DeliveryMode)
 const MAX_ID_LENGTH = 64
 
 /**
- * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string}} SymbolsRequest
+ * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number}} SymbolsRequest
+ *   mode and maxRate: a sub's delivery, when it named one (docs/protocol.md)
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {SymbolsRequest | PingRequest} Request
  * @typedef {{code: string, message: string, id?: number | string, symbols?: string[]}} ProtocolError
@@ -78,11 +81,41 @@ export function parseClientFrame (data, isBinary) {
       /** @type {SymbolsRequest} */
       const request = { op, symbols: [...new Set(/** @type {string[]} */ (symbols))] }
       if (id !== undefined) request.id = id
+      if (op === ClientOp.SUB) {
+        const bad = parseDelivery(msg, request)
+        if (bad) return fail(bad.code, bad.message, id)
+      }
       return { ok: true, request }
     }
     default:
       return fail(ErrorCode.BAD_OP, typeof op === 'string' ? `unknown op "${op.slice(0, 32)}"` : 'op is missing', id)
   }
+}
+
+/**
+ * Reads a sub's `mode` and `maxRate` into the request.
+ *
+ * @param {Record<string, unknown>} msg
+ * @param {SymbolsRequest} request
+ * @returns {{code: string, message: string} | null} what is wrong, if anything
+ */
+function parseDelivery ({ mode, maxRate }, request) {
+  if (mode !== undefined) {
+    if (typeof mode !== 'string' || !MODES.includes(mode)) {
+      return { code: ErrorCode.BAD_MODE, message: `mode must be one of ${MODES.join(', ')}` }
+    }
+    request.mode = /** @type {'merge' | 'distinct'} */ (mode)
+  }
+  if (maxRate !== undefined) {
+    if (mode === DeliveryMode.DISTINCT) {
+      return { code: ErrorCode.BAD_RATE, message: 'maxRate applies to mode "merge" only; distinct delivers every tick' }
+    }
+    if (typeof maxRate !== 'number' || !(maxRate >= MIN_RATE && maxRate <= MAX_RATE)) {
+      return { code: ErrorCode.BAD_RATE, message: `maxRate must be a number of updates per second from ${MIN_RATE} to ${MAX_RATE}` }
+    }
+    request.maxRate = maxRate
+  }
+  return null
 }
 
 /**
@@ -97,9 +130,11 @@ export function encodeHello (node, heartbeatMs, limits) {
 /**
  * @param {number | string | undefined} id
  * @param {readonly string[]} symbols
+ * @param {{mode?: string, maxRate?: number}} [delivery] echoed as given by a sub
  */
-export function encodeAck (id, symbols) {
-  return JSON.stringify(id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols })
+export function encodeAck (id, symbols, delivery) {
+  const ack = id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols }
+  return JSON.stringify(delivery === undefined ? ack : { ...ack, ...delivery })
 }
 
 /** @param {ProtocolError} error */

@@ -1,7 +1,8 @@
 // What a connected client may ask for: sub, unsub, ping. Applies limits and
 // entitlements, then talks to the hub. Every rejection is a coded error.
 
-import { ErrorCode } from '@wsps/protocol'
+import { DeliveryMode, ErrorCode } from '@wsps/protocol'
+import { DISTINCT, FULL_RATE } from './outbox.js'
 import { encodeAck, encodeError, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
 
 /**
@@ -42,7 +43,7 @@ export class Sessions {
         client.send(encodePong(req.id), 'pong')
         return
       case 'sub':
-        this.subscribe(client, req.symbols, req.id)
+        this.subscribe(client, req)
         return
       case 'unsub':
         this.unsubscribe(client, req.symbols, req.id)
@@ -87,18 +88,22 @@ export class Sessions {
   }
 
   /**
+   * Subscribes symbols with the request's delivery. Symbols already held
+   * with another delivery move to this one (with a fresh snapshot).
+   *
    * @param {Client} client
-   * @param {string[]} symbols
-   * @param {number | string | undefined} id
+   * @param {import('./protocol.js').SymbolsRequest} req
    */
-  subscribe (client, symbols, id) {
+  subscribe (client, { symbols, id, mode, maxRate }) {
     if (this.draining()) {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
       return
     }
     const out = client.outbox
+    const delivery = mode === DeliveryMode.DISTINCT ? DISTINCT : maxRate ?? FULL_RATE
     const held = out.holds()
     const fresh = symbols.filter((s) => !held(s))
+    const moved = symbols.filter((s) => held(s) && out.deliveryOf(s) !== delivery)
     if (client.grants) {
       const denied = fresh.filter((s) => !client.grants?.(s))
       if (denied.length) {
@@ -114,19 +119,24 @@ export class Sessions {
       })
       return
     }
-    out.subscribe(fresh)
+    out.subscribe(fresh, delivery)
+    for (const s of moved) {
+      this.hub.remove(s, out, out.deliveryOf(s))
+      out.redeliver(s, delivery)
+    }
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
     const quotes = []
-    for (const s of fresh) {
-      const raw = this.hub.add(s, out)
+    for (const s of fresh.concat(moved)) {
+      const raw = this.hub.add(s, out, delivery)
       if (raw !== null) {
         snapped.push(s)
         quotes.push(raw)
       }
     }
-    client.send(encodeAck(id, out.symbols), 'ack')
+    const echo = mode === undefined && maxRate === undefined ? undefined : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
+    client.send(encodeAck(id, out.symbols, echo), 'ack')
     if (quotes.length) out.sendSnap(snapped, encodeSnap(quotes))
   }
 
@@ -137,7 +147,7 @@ export class Sessions {
    */
   unsubscribe (client, symbols, id) {
     const out = client.outbox
-    out.unsubscribe(symbols, (s) => this.hub.remove(s, out))
+    out.unsubscribe(symbols, (s, delivery) => this.hub.remove(s, out, delivery))
     client.send(encodeAck(id, out.symbols), 'ack')
   }
 
@@ -148,7 +158,7 @@ export class Sessions {
    */
   onClose (client) {
     const out = client.outbox
-    for (const s of out.symbols) this.hub.remove(s, out)
+    for (const s of out.symbols) this.hub.remove(s, out, out.deliveryOf(s))
     client.dispose()
   }
 }

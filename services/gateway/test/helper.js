@@ -70,7 +70,7 @@ export function gatewayParts ({ unsubscribeDelayMs = 0 } = {}) {
     metrics: m,
     sendMax: limits.sendMax,
     messageRate: new RateLimit(limits.ratePerSec, limits.rateBurst),
-    outbox: { metrics: m, sendHighWater: limits.sendHighWater, slowCloseMs: limits.slowCloseMs, latest: (/** @type {string} */ s) => hub.latest(s) }
+    outbox: { metrics: m, sendHighWater: limits.sendHighWater, slowCloseMs: limits.slowCloseMs, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
   }
   let ids = 0
   /** A connection on a fake socket; `c` is its outbox (what the hub holds). */
