@@ -1,6 +1,6 @@
 // One client connection: its transport, liveness, admission bookkeeping
-// (message rate, protocol strikes, token expiry) and the one place it is
-// closed with a code. What it is sent lives in its Outbox (outbox.js).
+// (auth state and grants, message rate, protocol strikes, token expiry) and
+// the one place it is closed with a code. What it is sent lives in its Outbox (outbox.js).
 
 import { CloseCode } from '@wsps/protocol'
 import { Outbox } from './outbox.js'
@@ -54,6 +54,10 @@ export class Connection {
   #ip
   /** @type {((symbol: string) => boolean) | null} */
   #grants
+  /** False while auth is on and no token was accepted yet: only `auth` is served. */
+  #authed
+  /** Set once the transport closed and dispose() ran. */
+  #closed = false
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
@@ -65,21 +69,27 @@ export class Connection {
   #strikeTat = 0
   /** @type {number | null} the code the gateway closed this connection with */
   #closeCode = null
-  /** @type {NodeJS.Timeout | null} closes the connection when its token expires */
+  /**
+   * One timer for the auth lifecycle: before auth the deadline for the
+   * `auth` frame (4003), after it the token's `exp` (4002).
+   * @type {NodeJS.Timeout | null}
+   */
   #expiry = null
 
   /**
    * @param {Transport} transport
    * @param {ConnectionContext} ctx
-   * @param {{id: number, ip: string, grants: ((symbol: string) => boolean) | null}} info
-   *   grants: the token's entitlement check; null: every symbol
+   * @param {{id: number, ip: string, grants: ((symbol: string) => boolean) | null, authed?: boolean}} info
+   *   grants: the token's entitlement check (null: every symbol); authed:
+   *   false until a token is accepted
    */
-  constructor (transport, ctx, { id, ip, grants }) {
+  constructor (transport, ctx, { id, ip, grants, authed = true }) {
     this.#transport = transport
     this.#ctx = ctx
     this.#id = id
     this.#ip = ip
     this.#grants = grants
+    this.#authed = authed
     this.#outbox = new Outbox(this, ctx.outbox)
   }
 
@@ -87,6 +97,10 @@ export class Connection {
   get ip () { return this.#ip }
   /** The token's entitlement check; null: every symbol. */
   get grants () { return this.#grants }
+  /** False while auth is on and no token was accepted yet. */
+  get authed () { return this.#authed }
+  /** True once the transport closed and dispose() ran. */
+  get closed () { return this.#closed }
   get outbox () { return this.#outbox }
   /** The code the gateway closed with, if it did (a stuck reader never echoes it: 1006). */
   get closeCode () { return this.#closeCode }
@@ -149,20 +163,37 @@ export class Connection {
   }
 
   /**
-   * Closes the connection with 4001 when its token expires.
+   * Closes the connection with `code` at `at` (ms since the epoch) unless
+   * re-armed before; null disarms.
    *
-   * @param {number} expiresAt ms since the epoch
+   * @param {number | null} at
+   * @param {number} code
+   * @param {string} reason
    */
-  expireAt (expiresAt) {
+  closeAt (at, code, reason) {
     if (this.#expiry !== null) clearTimeout(this.#expiry)
     this.#expiry = null
-    const left = expiresAt - Date.now()
+    if (at === null || this.#closed) return
+    const left = at - Date.now()
     if (left <= 0) {
-      this.close(CloseCode.UNAUTHORIZED, 'token expired')
+      this.close(code, reason)
       return
     }
     // setTimeout fires at once beyond 2^31-1 ms (24.8 days): re-arm in steps.
-    this.#expiry = setTimeout(() => this.expireAt(expiresAt), Math.min(left, MAX_TIMER_MS))
+    this.#expiry = setTimeout(() => this.closeAt(at, code, reason), Math.min(left, MAX_TIMER_MS))
+  }
+
+  /**
+   * A token was accepted: its grants replace the previous ones, and the
+   * connection closes with 4002 at its `exp` unless refreshed before.
+   *
+   * @param {((symbol: string) => boolean) | null} grants
+   * @param {number | null} expiresAt ms since the epoch
+   */
+  authorize (grants, expiresAt) {
+    this.#grants = grants
+    this.#authed = true
+    this.closeAt(expiresAt, CloseCode.TOKEN_EXPIRED, 'token expired')
   }
 
   /**
@@ -237,8 +268,8 @@ export class Connection {
 
   /** Called once the transport closed: releases what the connection held. */
   dispose () {
-    if (this.#expiry !== null) clearTimeout(this.#expiry)
-    this.#expiry = null
+    this.closeAt(null, 0, '')
+    this.#closed = true
     this.#outbox.dispose()
   }
 }

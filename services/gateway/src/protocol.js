@@ -9,12 +9,15 @@ const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE } = Limits
 /** @type {readonly string[]} */
 const MODES = Object.values(DeliveryMode)
 const MAX_ID_LENGTH = 64
+/** A JWT longer than this is not one we issue; refuse it before verifying. */
+const MAX_TOKEN_LENGTH = 8192
 
 /**
  * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number}} SymbolsRequest
  *   mode and maxRate: a sub's delivery, when it named one (docs/protocol.md)
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
- * @typedef {SymbolsRequest | PingRequest} Request
+ * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
+ * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
  * @typedef {{code: string, message: string, id?: number | string, symbols?: string[]}} ProtocolError
  * @typedef {{ok: true, request: Request} | {ok: false, error: ProtocolError}} ParseResult
  */
@@ -64,6 +67,16 @@ export function parseClientFrame (data, isBinary) {
   switch (op) {
     case ClientOp.PING:
       return { ok: true, request: id === undefined ? { op } : { op, id } }
+    case ClientOp.AUTH: {
+      const { token } = msg
+      if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) {
+        return fail(ErrorCode.BAD_REQUEST, `token must be a non-empty string of at most ${MAX_TOKEN_LENGTH} characters`, id)
+      }
+      /** @type {AuthRequest} */
+      const request = { op, token }
+      if (id !== undefined) request.id = id
+      return { ok: true, request }
+    }
     case ClientOp.SUB:
     case ClientOp.UNSUB: {
       const { symbols } = msg
@@ -119,22 +132,28 @@ function parseDelivery ({ mode, maxRate }, request) {
 }
 
 /**
+ * The `hello` frame. `expiresInMs` (auth on, the token has `exp`) tells the
+ * client when to refresh; it is relative so client clock skew does not matter.
+ *
  * @param {string} node
  * @param {number} heartbeatMs
  * @param {Record<string, number>} limits
+ * @param {number | null} [expiresInMs]
  */
-export function encodeHello (node, heartbeatMs, limits) {
-  return JSON.stringify({ op: 'hello', v: PROTOCOL_VERSION, node, heartbeatMs, limits })
+export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
+  const hello = { op: 'hello', v: PROTOCOL_VERSION, node, heartbeatMs, limits }
+  return JSON.stringify(expiresInMs === null ? hello : { ...hello, expiresInMs })
 }
 
 /**
  * @param {number | string | undefined} id
  * @param {readonly string[]} symbols
- * @param {{mode?: string, maxRate?: number}} [delivery] echoed as given by a sub
+ * @param {{mode?: string, maxRate?: number, expiresInMs?: number} | null} [extra] a sub's
+ *   delivery as it named it; expiresInMs on the answer to a token refresh
  */
-export function encodeAck (id, symbols, delivery) {
+export function encodeAck (id, symbols, extra = null) {
   const ack = id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols }
-  return JSON.stringify(delivery === undefined ? ack : { ...ack, ...delivery })
+  return JSON.stringify(extra === null ? ack : { ...ack, ...extra })
 }
 
 /** @param {ProtocolError} error */
