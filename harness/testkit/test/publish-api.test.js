@@ -14,7 +14,7 @@ const PUSH_LEASE_MS = 1500
 /** @type {Awaited<ReturnType<typeof startRedis>>} */
 let redis
 /** @type {import('../src/index.js').ServiceHandle[]} */
-let procs = []
+const procs = []
 /** @type {import('../src/index.js').ServiceHandle} */
 let pushFetcher
 /** @type {import('../src/index.js').ServiceHandle} */
@@ -73,7 +73,7 @@ test('a published quote reaches a subscribed client with its fields and a seq, a
   const res = await publish(pushFetcher, { quotes: [{ symbol: 'PUB1', bid: 10.5, ask: 10.6, last: 10.55, volume: 1200 }, { symbol: 'PUB1', bid: 10.7 }] })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
   await c.waitQuotes('PUB1', 2)
-  const q = c.quotes.get('PUB1')
+  const q = c.quotes.get('PUB1') ?? {}
   assert.equal(q.bid, 10.7)
   assert.equal(typeof q.ts, 'number')
   const latest = JSON.parse(/** @type {string} */ (await r.get(pushKeys.latest('PUB1'))))

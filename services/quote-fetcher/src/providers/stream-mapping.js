@@ -127,6 +127,11 @@ export function compileMapping (json) {
   return (message, now) => {
     /** @type {MappedMessage} */
     const out = { quotes: [], malformed: 0, ignored: false }
+    // Every vendor speaks in objects or arrays; a bare 42 or null is broken.
+    if (message === null || typeof message !== 'object') {
+      out.malformed++
+      return out
+    }
     if (messageOk && !messageOk(message)) {
       out.ignored = true
       return out
