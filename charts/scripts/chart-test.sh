@@ -143,6 +143,7 @@ for dir in kustomize/tests/*/; do
   run "kustomize build tests/$combo" bash -c "'$KUSTOMIZE' build '$dir' > '$OUT/kustomize/$combo.yaml'"
   [[ -s $OUT/kustomize/$combo.yaml ]] && kbuilt+=("$OUT/kustomize/$combo.yaml")
 done
+run "every overlay and test builds what helm template does" "$WSPS_PY" charts/scripts/check-kustomize-equivalence.py
 run "kubeconform ${#kbuilt[@]} kustomize builds x ${#K8S_VERSIONS[@]} versions" kubeconform_all "${kbuilt[@]}"
 
 section "infra: Kubernetes manifests validate"

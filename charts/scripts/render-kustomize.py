@@ -9,9 +9,12 @@ values in the same directory's values.yaml, post-processed for kustomize:
   (gateway.env, fetcher.env, redis.conf), so an overlay that merges a setting
   gets a new hashed name and the pods roll (the chart's checksum annotations
   do that job under Helm and are dropped here);
-- a component: only the resources its values add to the base render (new
-  kind/name pairs); what it changes in the base is a hand-written patch in its
-  kustomization.yaml;
+- a component: the resources its values add to the base render (new
+  kind/name pairs) in generated/resources.yaml, and the settings they change
+  in generated/gateway.env / fetcher.env, which its kustomization merges;
+  anything else it changes in the base is a hand-written patch in its
+  kustomization.yaml (check-kustomize-equivalence.py proves the patch and its
+  equivalent-values.yaml agree);
 - Helm's own labels (helm.sh/chart, managed-by: Helm) are replaced.
 
   render-kustomize.py           write kustomize/**/generated (make chart-generate)
@@ -121,14 +124,41 @@ def render(dest):
         if 'loadtest:' in open(values).read() and not has_k6_scripts():
             print(f'components/{comp}: skipped, the chart carries no k6 scripts yet (loadtest/ is empty)', file=sys.stderr)
             continue
-        docs = [d for d in split_docs(helm_template([base_values, values])) if (d[0], d[1]) not in base_keys]
-        if not docs:
-            sys.exit(f'components/{comp}/values.yaml adds no resource to the base render')
+        comp_docs = split_docs(helm_template([base_values, values]))
+        docs = [d for d in comp_docs if (d[0], d[1]) not in base_keys]
+        settings = changed_settings(base_docs, comp_docs)
+        if not docs and not settings:
+            sys.exit(f'components/{comp}/values.yaml adds no resource and no setting to the base render')
         out = os.path.join(dest, 'components', comp, 'generated')
         os.makedirs(out)
-        with open(os.path.join(out, 'resources.yaml'), 'w') as f:
-            f.write(HEADER.format(values=f'kustomize/base/values.yaml + kustomize/components/{comp}/values.yaml'))
-            f.write('---\n'.join(clean(raw) for _, _, raw in docs))
+        if docs:
+            with open(os.path.join(out, 'resources.yaml'), 'w') as f:
+                f.write(HEADER.format(values=f'kustomize/base/values.yaml + kustomize/components/{comp}/values.yaml'))
+                f.write('---\n'.join(clean(raw) for _, _, raw in docs))
+        for target, data in settings.items():
+            with open(os.path.join(out, target), 'w') as f:
+                f.write(''.join(f'{k}={v}\n' for k, v in data.items()))
+
+
+def changed_settings(base_docs, comp_docs):
+    """{'gateway.env': {name: value}} of the settings a component's values change.
+
+    The component's kustomization merges them (configMapGenerator, behavior:
+    merge, envs: [generated/<x>.env]); check-kustomize-equivalence.py proves it does.
+    """
+    def env_maps(docs):
+        return {name: yaml.safe_load(raw)['data'] for kind, name, raw in docs
+                if kind == 'ConfigMap' and GENERATED_CONFIGMAPS.get(name, '').endswith('.env')}
+    before, after = env_maps(base_docs), env_maps(comp_docs)
+    out = {}
+    for name, data in after.items():
+        old = before.get(name, {})
+        if set(old) - set(data):
+            sys.exit(f'{name}: a component cannot remove settings ({sorted(set(old) - set(data))})')
+        diff = {k: v for k, v in data.items() if old.get(k) != v}
+        if diff:
+            out[GENERATED_CONFIGMAPS[name]] = diff
+    return out
 
 
 def generated_files(root):
