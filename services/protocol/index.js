@@ -10,7 +10,9 @@ export const PROTOCOL_VERSION = 1
 export const ClientOp = Object.freeze({
   SUB: 'sub',
   UNSUB: 'unsub',
-  PING: 'ping'
+  PING: 'ping',
+  /** `{"op":"auth","token":"<jwt>"}`: the first frame when auth is on, or a token refresh later. */
+  AUTH: 'auth'
 })
 
 /** Server -> client operations. */
@@ -46,6 +48,18 @@ export const ErrorCode = Object.freeze({
   NOT_ENTITLED: 'NOT_ENTITLED',
   /** The gateway is draining; reconnect (the close follows). */
   DRAINING: 'DRAINING',
+  /** The token is missing, malformed, expired or not signed by a trusted key (a 4001 close follows on WebSocket; HTTP 401 on SSE). */
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  /** A request before the connection authenticated with `{"op":"auth"}`; nothing was done. */
+  AUTH_REQUIRED: 'AUTH_REQUIRED',
+  /** A refreshed token no longer grants these symbols (`symbols`); they were unsubscribed. */
+  GRANT_REVOKED: 'GRANT_REVOKED',
+  /** SSE: the client IP holds its connection limit already (HTTP 429). */
+  TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
+  /** SSE: the gateway holds its connection limit (HTTP 503); try again later or elsewhere. */
+  GATEWAY_FULL: 'GATEWAY_FULL',
+  /** SSE: the request is not allowed from this Origin (HTTP 403). */
+  BAD_ORIGIN: 'BAD_ORIGIN',
   /** Something failed on the server side; safe to retry. */
   INTERNAL: 'INTERNAL'
 })
@@ -69,8 +83,12 @@ export const CloseCode = Object.freeze({
   MESSAGE_TOO_BIG: 1009,
   /** Unexpected server error; reconnect with backoff. */
   INTERNAL_ERROR: 1011,
-  /** The token expired or was rejected; reconnect only with a new token. */
+  /** The token was rejected (missing, invalid, expired when presented); reconnect only with a new token. */
   UNAUTHORIZED: 4001,
+  /** The token's `exp` passed without a refresh (`{"op":"auth"}`); reconnect only with a new token. */
+  TOKEN_EXPIRED: 4002,
+  /** No `{"op":"auth"}` frame within WSPS_AUTH_TIMEOUT_MS of the upgrade; reconnect with a token. */
+  AUTH_TIMEOUT: 4003,
   /** The client did not read fast enough and fell behind; reconnect with backoff. */
   SLOW_CONSUMER: 4008,
   /** Too many protocol violations (errors) in a short time; reconnect with backoff. */
@@ -79,8 +97,11 @@ export const CloseCode = Object.freeze({
   RATE_LIMIT_EXCEEDED: 4029
 })
 
-/** Close codes after which a client should NOT reconnect automatically. */
-export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, CloseCode.UNAUTHORIZED])
+/** Close codes that mean "get a (new) token first": a client with a token source reconnects with a fresh token, any other stops. */
+export const AUTH_CLOSE_CODES = Object.freeze([CloseCode.UNAUTHORIZED, CloseCode.TOKEN_EXPIRED, CloseCode.AUTH_TIMEOUT])
+
+/** Close codes after which a client should NOT reconnect automatically (without a new token). */
+export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, ...AUTH_CLOSE_CODES])
 
 /** Limits every party must agree on; the gateway enforces them. */
 export const Limits = Object.freeze({

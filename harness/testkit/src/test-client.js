@@ -13,11 +13,14 @@ import { waitFor } from './index.js'
  */
 export class TestClient {
   /**
+   * Resolves once `hello` arrived (after the `auth` frame, when `token` is given).
+   *
    * @param {string} url
    * @param {import('ws').ClientOptions} [options]
+   * @param {{token?: string}} [auth] sent as the first frame `{"op":"auth"}`
    */
-  static async connect (url, options) {
-    const c = new TestClient(url, options)
+  static async connect (url, options, auth) {
+    const c = new TestClient(url, options, auth)
     await c.opened
     return c
   }
@@ -25,9 +28,13 @@ export class TestClient {
   /**
    * @param {string} url
    * @param {import('ws').ClientOptions} [options]
+   * @param {{token?: string}} [auth] sent as the first frame `{"op":"auth"}`
    */
-  constructor (url, options) {
+  constructor (url, options, { token } = {}) {
     this.ws = new WebSocket(url, options)
+    /** Resolves when the socket is open (before any `hello`). */
+    this.upgraded = new Promise((resolve) => this.ws.once('open', resolve))
+    if (token !== undefined) this.ws.once('open', () => this.send({ op: 'auth', token }))
     /** @type {any[]} */
     this.frames = []
     /** @type {Map<string, Record<string, any>>} */

@@ -1,12 +1,16 @@
-// wsps client: one WebSocket to a wsps gateway that stays connected by
-// itself and keeps a consistent quote per watched symbol.
+// wsps client: one connection to a wsps gateway that stays connected by
+// itself and keeps a consistent quote per watched symbol. WebSocket first;
+// Server-Sent Events (GET /sse) when there is no WebSocket or its upgrade
+// fails. With `getToken` it authenticates every connection and refreshes
+// the token before it expires.
 //
 // Plain ESM with no Node-only or DOM-only APIs, so the page, tests and tools
 // share it. In Node 20 pass a WebSocket constructor (the `ws` package):
 //   new WspsClient({ url: 'ws://127.0.0.1:8081/ws', WebSocket })
 // See docs/client.md.
 
-import { ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, ServerOp, continues } from './protocol.js'
+import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, ServerOp, continues } from './protocol.js'
+import { SseSocket } from './sse-socket.js'
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
@@ -14,6 +18,17 @@ const { MAX_SYMBOLS_PER_REQUEST } = Limits
 const MAX_INFLIGHT = 256
 /** WebSocket.OPEN, the same in browsers and `ws`. */
 const OPEN = 1
+/** Refresh the token this long before it expires: a quarter of its life, at most 30 s. */
+const refreshLeadMs = (/** @type {number} */ expiresInMs) => Math.min(30_000, expiresInMs / 4)
+
+/** Errors whose `symbols` leave the watch set even when they answer no request of ours (see #onError). */
+const DROPS_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS]))
+
+/** The transports, in the words the page shows. */
+export const Transport = Object.freeze({
+  WEBSOCKET: 'websocket',
+  SSE: 'sse'
+})
 
 /** Connection states, in the words the page shows. */
 export const Status = Object.freeze({
@@ -55,6 +70,7 @@ export const Status = Object.freeze({
  * @property {string} node
  * @property {number} heartbeatMs
  * @property {{maxSubscriptions: number, maxPayload: number, ratePerSec: number, rateBurst: number, batchMs: number}} limits
+ * @property {number} [expiresInMs] auth on and the token has `exp`: ms until the connection closes with 4002 unless the token is refreshed
  *
  * @typedef {object} StatusInfo
  * @property {StatusState} state
@@ -65,6 +81,7 @@ export const Status = Object.freeze({
  * @property {number | null} retryInMs the delay chosen for it (backoff, or the 1012 jitter)
  * @property {number | null} closeCode close code of the last connection
  * @property {string} closeReason
+ * @property {'websocket' | 'sse' | null} transport of the current (or last) connection
  *
  * @typedef {object} ErrorInfo
  * @property {string} code an ErrorCode, or CLOSED / CANCELLED / BAD_SERVER_FRAME from the client itself
@@ -110,6 +127,9 @@ export const Status = Object.freeze({
  * @property {number} [resyncGraceMs] how long to wait for the snapshot of a resubscribed symbol before resubscribing again (default 5000)
  * @property {number} [retryRejectedMs] delay before re-sending subscriptions after RATE_LIMITED or INTERNAL (default 1000)
  * @property {() => number} [random] for tests; default Math.random
+ * @property {() => Promise<string> | string} [getToken] a JWT for the gateway, asked for before every connection and before the current token expires
+ * @property {'auto' | 'websocket' | 'sse'} [transport] auto (default): WebSocket, SSE when there is none or its upgrade fails
+ * @property {typeof fetch} [fetch] for the SSE transport; default globalThis.fetch
  */
 
 /**
@@ -153,8 +173,23 @@ function chunks (list, size) {
 export class WspsClient {
   /** @type {string[]} */
   urls
+  /** @type {SocketConstructor | null} */
   #WebSocket
   #opts
+  /** @type {(() => Promise<string> | string) | null} */
+  #getToken
+  /** @type {'auto' | 'websocket' | 'sse'} */
+  #transportMode
+  /** The next attempt uses SSE: no WebSocket here, or its last upgrade failed. */
+  #useSse = false
+  /** The current socket opened (a WebSocket upgrade that never opens makes the next attempt SSE). */
+  #opened = false
+  /** `id:` of the last SSE event, resumed from by the next stream. */
+  #lastEventId = ''
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  #refreshTimer
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  #restartTimer
   /** @type {Set<string>} what the user wants, in the order added */
   #wanted
   /** @type {Set<string>} what the server holds, from the latest ack */
@@ -205,9 +240,12 @@ export class WspsClient {
   constructor (options = {}) {
     this.urls = options.url === undefined ? defaultUrls() : [options.url].flat()
     if (this.urls.length === 0) throw new TypeError('WspsClient: options.url is empty')
-    const WS = options.WebSocket ?? /** @type {SocketConstructor | undefined} */ (globalThis.WebSocket)
-    if (!WS) throw new TypeError('WspsClient: no WebSocket here; pass options.WebSocket (in Node: the ws package)')
+    this.#transportMode = options.transport ?? 'auto'
+    const WS = options.WebSocket ?? /** @type {SocketConstructor | undefined} */ (globalThis.WebSocket) ?? null
+    if (!WS && this.#transportMode === 'websocket') throw new TypeError('WspsClient: no WebSocket here; pass options.WebSocket (in Node: the ws package)')
     this.#WebSocket = WS
+    this.#useSse = this.#transportMode === 'sse' || !WS
+    this.#getToken = options.getToken ?? null
     this.#opts = {
       initialBackoffMs: options.initialBackoffMs ?? 500,
       maxBackoffMs: options.maxBackoffMs ?? 30_000,
@@ -216,11 +254,12 @@ export class WspsClient {
       connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
       resyncGraceMs: options.resyncGraceMs ?? 5000,
       retryRejectedMs: options.retryRejectedMs ?? 1000,
-      random: options.random ?? Math.random
+      random: options.random ?? Math.random,
+      fetch: options.fetch
     }
     this.#heartbeatMs = options.heartbeatMs ?? 15_000
     this.#wanted = new Set(options.symbols ?? [])
-    this.#status = { state: Status.IDLE, url: this.urls[0], node: null, attempt: 0, retryAt: null, retryInMs: null, closeCode: null, closeReason: '' }
+    this.#status = { state: Status.IDLE, url: this.urls[0], node: null, attempt: 0, retryAt: null, retryInMs: null, closeCode: null, closeReason: '', transport: null }
   }
 
   // ---- public API ----------------------------------------------------------
@@ -315,29 +354,81 @@ export class WspsClient {
 
   // ---- connection ------------------------------------------------------------
 
-  #open () {
+  /**
+   * Opens a connection: asks for a token first when there is a token
+   * source, then a WebSocket (or an SSE stream).
+   *
+   * @param {{quiet?: boolean}} [options] quiet: an SSE stream reopened for a
+   *   new watch set or token, not a reconnect the user should see
+   */
+  #open ({ quiet = false } = {}) {
     clearTimeout(this.#retryTimer)
     const url = this.urls[this.#urlIndex % this.urls.length]
-    this.#setStatus(this.#everConnected || this.#attempt > 0 ? Status.RECONNECTING : Status.CONNECTING, { url, retryAt: null, retryInMs: null })
+    if (!quiet) this.#setStatus(this.#everConnected || this.#attempt > 0 ? Status.RECONNECTING : Status.CONNECTING, { url, retryAt: null, retryInMs: null })
+    const gen = ++this.#gen
+    // Until the socket exists, the hello timeout also bounds getToken().
+    this.#helloTimer = setTimeout(() => { if (gen === this.#gen) this.#abandon('no hello from the server') }, this.#opts.connectTimeoutMs)
+    if (this.#getToken === null) {
+      this.#connectSocket(url, gen, null)
+      return
+    }
+    Promise.resolve().then(() => /** @type {() => Promise<string> | string} */ (this.#getToken)()).then(
+      (token) => { if (gen === this.#gen) this.#connectSocket(url, gen, String(token)) },
+      (err) => {
+        if (gen !== this.#gen) return
+        this.#emit('error', { code: 'TOKEN_FAILED', message: `getToken() failed: ${String(err?.message ?? err)}` })
+        this.#dropConnection()
+        this.#scheduleReconnect(null, 'no token')
+      })
+  }
+
+  /**
+   * @param {string} url
+   * @param {number} gen
+   * @param {string | null} token
+   */
+  #connectSocket (url, gen, token) {
+    const sse = this.#useSse
     /** @type {SocketLike} */
     let ws
     try {
-      ws = new this.#WebSocket(url)
+      if (sse) {
+        const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
+        const stream = new SseSocket(url, { symbols: [...this.#wanted].slice(0, max), token, lastEventId: this.#lastEventId, fetch: this.#opts.fetch })
+        stream.onheartbeat = () => { if (gen === this.#gen) this.#lastFrameAt = Date.now() }
+        ws = stream
+      } else {
+        ws = new /** @type {SocketConstructor} */ (this.#WebSocket)(url)
+      }
     } catch (err) {
       // A malformed URL throws synchronously; treat it like a refused connection.
       this.#emit('error', { code: 'CONNECT_FAILED', message: String(/** @type {Error} */ (err).message ?? err) })
+      this.#dropConnection()
       this.#scheduleReconnect(null, '')
       return
     }
-    const gen = ++this.#gen
     this.#socket = ws
+    this.#opened = false
+    this.#status = { ...this.#status, transport: sse ? Transport.SSE : Transport.WEBSOCKET }
     ws.onmessage = (/** @type {{data: unknown}} */ ev) => { if (gen === this.#gen) this.#onFrame(String(ev.data)) }
-    ws.onclose = (/** @type {{code: number, reason: string}} */ ev) => { if (gen === this.#gen) this.#onClose(ev.code, String(ev.reason ?? '')) }
+    ws.onclose = (/** @type {{code: number, reason: string}} */ ev) => {
+      if (gen !== this.#gen) return
+      if (ws instanceof SseSocket) {
+        this.#lastEventId = ws.lastEventId
+        // A coded refusal (4xx) came from a gateway: not a failed upgrade.
+        if (ws.answered) this.#opened = true
+      }
+      this.#onClose(ev.code, String(ev.reason ?? ''))
+    }
     // The close event that follows an error carries everything we act on; an
     // error listener must still exist or `ws` (an EventEmitter) would throw.
     ws.onerror = () => {}
-    ws.onopen = () => {}
-    this.#helloTimer = setTimeout(() => { if (gen === this.#gen) this.#abandon('no hello from the server') }, this.#opts.connectTimeoutMs)
+    ws.onopen = () => {
+      if (gen !== this.#gen) return
+      this.#opened = true
+      // Browsers cannot set headers on a WebSocket: the token is the first frame.
+      if (token !== null && !sse) this.#send({ op: ClientOp.AUTH, token })
+    }
   }
 
   /**
@@ -347,7 +438,9 @@ export class WspsClient {
    */
   #abandon (reason) {
     const ws = this.#socket
+    const opened = this.#opened
     this.#dropConnection()
+    if (ws) this.#pickTransport(opened)
     if (ws) {
       try {
         if (typeof ws.terminate === 'function') ws.terminate()
@@ -362,9 +455,13 @@ export class WspsClient {
    * @param {string} reason
    */
   #onClose (code, reason) {
+    const opened = this.#opened
     this.#dropConnection()
     if (this.#stopped) return
-    if (/** @type {readonly number[]} */ (NO_RECONNECT_CODES).includes(code)) {
+    this.#pickTransport(opened)
+    // With a token source, "get a new token first" is what every connection does anyway.
+    const needsToken = /** @type {readonly number[]} */ (AUTH_CLOSE_CODES).includes(code)
+    if (!(needsToken && this.#getToken) && /** @type {readonly number[]} */ (NO_RECONNECT_CODES).includes(code)) {
       this.#stopped = true
       this.#settleAll({ code: 'CLOSED', message: `server closed the connection (${code})` })
       this.#setStatus(Status.OFFLINE, { closeCode: code, closeReason: reason, retryAt: null, retryInMs: null })
@@ -373,9 +470,22 @@ export class WspsClient {
     this.#scheduleReconnect(code, reason)
   }
 
+  /**
+   * Fallback: a WebSocket whose upgrade failed (it never opened) makes the
+   * next attempt SSE; an SSE stream that failed the same way sends the next
+   * attempt back to WebSocket, so a gateway that was down is not left on SSE.
+   *
+   * @param {boolean} opened whether the socket that closed had opened
+   */
+  #pickTransport (opened) {
+    if (this.#transportMode !== 'auto' || opened || this.#WebSocket === null) return
+    this.#useSse = !this.#useSse
+  }
+
   /** Forgets the current socket and everything tied to it; keeps the watch set and quotes. */
   #dropConnection () {
     this.#gen++
+    this.#opened = false
     this.#socket = null
     this.#live = false
     this.#serverSubs.clear()
@@ -384,6 +494,9 @@ export class WspsClient {
     clearTimeout(this.#helloTimer)
     clearInterval(this.#heartbeatTimer)
     clearTimeout(this.#reconcileTimer)
+    clearTimeout(this.#refreshTimer)
+    clearTimeout(this.#restartTimer)
+    this.#restartTimer = undefined
   }
 
   /**
@@ -441,13 +554,75 @@ export class WspsClient {
     this.#startHeartbeat()
     this.#setStatus(Status.LIVE, { node: hello.node ?? null, retryAt: null, retryInMs: null, attempt: 0 })
     this.#emit('hello', hello)
+    this.#scheduleRefresh(hello.expiresInMs)
     this.#resubscribeAll()
+  }
+
+  /**
+   * The token expires in `expiresInMs` (from `hello`, or the `ack` of a
+   * refresh): ask getToken() for a new one a bit before.
+   *
+   * @param {number | undefined} expiresInMs
+   */
+  #scheduleRefresh (expiresInMs) {
+    clearTimeout(this.#refreshTimer)
+    if (this.#getToken === null || typeof expiresInMs !== 'number') return
+    const gen = this.#gen
+    this.#refreshTimer = setTimeout(() => { if (gen === this.#gen) this.#refresh() }, Math.max(0, expiresInMs - refreshLeadMs(expiresInMs)))
+  }
+
+  /**
+   * A WebSocket sends the new token in-band and keeps its subscriptions; an
+   * SSE stream carries its token in the request, so it is reopened.
+   */
+  #refresh () {
+    if (this.#status.transport === Transport.SSE) {
+      this.#restartStream()
+      return
+    }
+    const gen = this.#gen
+    Promise.resolve().then(() => /** @type {() => Promise<string> | string} */ (this.#getToken)()).then(
+      (token) => {
+        if (gen !== this.#gen) return
+        const id = this.#nextId++
+        this.#inflight.set(id, { op: ClientOp.AUTH, symbols: [] })
+        this.#send({ op: ClientOp.AUTH, token: String(token), id })
+      },
+      (err) => {
+        if (gen !== this.#gen) return
+        // The connection lives until exp (then 4002 and a reconnect); try again before that.
+        this.#emit('error', { code: 'TOKEN_FAILED', message: `getToken() failed: ${String(err?.message ?? err)}` })
+        this.#refreshTimer = setTimeout(() => { if (gen === this.#gen) this.#refresh() }, this.#opts.retryRejectedMs)
+      })
+  }
+
+  /**
+   * SSE: the watch set and the token are part of the request, so changing
+   * either opens a new stream (once per burst of changes). Quotes held stay;
+   * the new stream's `snap` brings them up to date.
+   */
+  #restartStream () {
+    if (this.#restartTimer !== undefined) return
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined
+      if (this.#stopped || this.#status.transport !== Transport.SSE) return
+      const ws = this.#socket
+      this.#dropConnection()
+      try { ws?.close(CloseCode.NORMAL) } catch {}
+      this.#open({ quiet: true })
+    }, 0)
   }
 
   /** A new connection holds nothing: ask for the whole watch set again; its snapshots resync every quote. */
   #resubscribeAll () {
     const all = [...this.#wanted]
     if (all.length === 0) return
+    if (this.#status.transport === Transport.SSE) {
+      // The stream was opened with the watch set: its ack and snap follow.
+      const now = Date.now()
+      for (const s of all) this.#resyncing.set(s, now)
+      return
+    }
     const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
     const over = all.slice(max)
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
@@ -501,9 +676,11 @@ export class WspsClient {
     this.#request(ClientOp.SUB, gaps)
   }
 
-  /** @param {{id?: number, symbols?: string[]}} ack */
+  /** @param {{id?: number, symbols?: string[], expiresInMs?: number}} ack */
   #onAck (ack) {
+    const req = typeof ack.id === 'number' ? this.#inflight.get(ack.id) : undefined
     if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
+    if (req?.op === ClientOp.AUTH) this.#scheduleRefresh(ack.expiresInMs)
     if (!Array.isArray(ack.symbols)) return
     // The ack lists the connection's full subscription set after the request.
     this.#serverSubs = new Set(ack.symbols)
@@ -545,6 +722,12 @@ export class WspsClient {
         case ErrorCode.DRAINING:
           return // a 1012 close follows; the next connection resubscribes everything
       }
+    }
+    // Not the answer to a request: a refreshed token revoking grants, or a
+    // refused SSE stream (its request is the stream itself).
+    if (!req && msg.symbols?.length && DROPS_NAMED.includes(msg.code)) {
+      this.#reject(msg.symbols, error)
+      return
     }
     // RATE_LIMITED has no id (the dropped message is unknown) and INTERNAL is
     // retryable: bring the server in line with the watch set a bit later.
@@ -614,6 +797,10 @@ export class WspsClient {
    * @param {string[]} symbols
    */
   #request (op, symbols) {
+    if (this.#status.transport === Transport.SSE) {
+      this.#restartStream()
+      return
+    }
     const id = this.#nextId++
     this.#inflight.set(id, { op, symbols })
     // Requests the rate limiter dropped are never answered; keep only the

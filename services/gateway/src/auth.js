@@ -1,6 +1,12 @@
-// Optional JWT check at upgrade, and per-symbol entitlements from a claim.
+// Optional JWT check, and per-symbol entitlements from a claim.
 // Market-data permissions are per user: a token lists the symbols (or
 // prefixes ending in `*`) it grants; without the claim it grants all.
+//
+// Where a token comes from (docs/protocol.md, "Authentication"): the
+// `Authorization` header at the upgrade or on GET /sse, the first frame
+// `{"op":"auth"}` on a WebSocket (browsers cannot set headers there), and
+// `?token=` on GET /sse only (EventSource can send nothing else). Query
+// strings end up in access logs, so the logger and nginx mask it.
 
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 
@@ -60,15 +66,21 @@ export function grantsFrom (claim) {
 }
 
 /**
- * The token of an upgrade request: `Authorization: Bearer` or `?token=`.
+ * The `Authorization: Bearer` token of a request.
  *
  * @param {import('node:http').IncomingMessage} req
  * @returns {string | null}
  */
-export function tokenOf (req) {
+export function bearerOf (req) {
   const header = req.headers.authorization
-  if (header?.startsWith('Bearer ')) return header.slice(7).trim()
-  const q = (req.url ?? '').indexOf('?')
-  if (q === -1) return null
-  return new URLSearchParams(req.url?.slice(q + 1)).get('token')
+  return header?.startsWith('Bearer ') ? header.slice(7).trim() : null
+}
+
+/**
+ * @param {string | undefined} url a request URL (path and query)
+ * @returns {boolean} whether it carries a `token` query parameter
+ */
+export function hasQueryToken (url = '') {
+  const q = url.indexOf('?')
+  return q !== -1 && new URLSearchParams(url.slice(q + 1)).has('token')
 }

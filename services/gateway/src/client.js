@@ -16,6 +16,9 @@ const STRIKES = new RateLimit(1, 20)
 /** A closing socket that does not finish its close handshake in this time is destroyed. */
 const CLOSE_GRACE_MS = 2000
 
+/** Longest delay setTimeout honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 /**
  * @typedef {object} ClientLimits
  * @property {number} sendHighWater
@@ -35,15 +38,19 @@ export class Client {
   /**
    * @param {WebSocket} ws
    * @param {ClientContext} ctx
-   * @param {{id: number, ip: string, grants: ((symbol: string) => boolean) | null}} info
+   * @param {{id: number, ip: string, grants: ((symbol: string) => boolean) | null, authed?: boolean}} info
    */
-  constructor (ws, ctx, { id, ip, grants }) {
+  constructor (ws, ctx, { id, ip, grants, authed = true }) {
     this.ws = ws
     this.ctx = ctx
     this.id = id
     this.ip = ip
     /** Entitlement check from the token; null: every symbol. */
     this.grants = grants
+    /** False while auth is on and no token was accepted yet: only `auth` is served. */
+    this.authed = authed
+    /** Set once the socket closed and dispose() ran. */
+    this.closed = false
     /**
      * Subscribed symbols, in order. An array, not a Set: at the usual few
      * dozen symbols it costs a third of the memory (idle connections are
@@ -72,8 +79,50 @@ export class Client {
     this.limitedDrops = 0
     /** Protocol error limit state: past it, a 4009 close. */
     this.strikeTat = 0
-    /** @type {NodeJS.Timeout | null} closes the socket when its token expires */
+    /**
+     * One timer for the auth lifecycle: before auth the deadline for the
+     * `auth` frame (4003), after it the token's `exp` (4002).
+     * @type {NodeJS.Timeout | null}
+     */
     this.expiry = null
+  }
+
+  /**
+   * Closes the connection with `code` at `at` (ms since the epoch) unless
+   * re-armed before; null disarms.
+   *
+   * @param {number | null} at
+   * @param {number} code
+   * @param {string} reason
+   */
+  closeAt (at, code, reason) {
+    if (this.expiry !== null) clearTimeout(this.expiry)
+    this.expiry = null
+    if (at === null || this.closed) return
+    // setTimeout fires at once beyond 2^31-1 ms (24.8 days): re-arm in steps.
+    const arm = () => {
+      const left = at - Date.now()
+      if (left <= 0) {
+        this.expiry = null
+        this.closeWith(code, reason)
+      } else {
+        this.expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS))
+      }
+    }
+    arm()
+  }
+
+  /**
+   * A token was accepted: its grants replace the previous ones, and the
+   * connection closes with 4002 at its `exp` unless refreshed before.
+   *
+   * @param {((symbol: string) => boolean) | null} grants
+   * @param {number | null} expiresAt ms since the epoch
+   */
+  authorize (grants, expiresAt) {
+    this.grants = grants
+    this.authed = true
+    this.closeAt(expiresAt, CloseCode.TOKEN_EXPIRED, 'token expired')
   }
 
   /** @returns {boolean} false when the client is over its message rate */
@@ -297,8 +346,8 @@ export class Client {
 
   /** Called once the socket closed: releases what the client held. */
   dispose () {
-    if (this.expiry !== null) clearTimeout(this.expiry)
-    this.expiry = null
+    this.closeAt(null, 0, '')
+    this.closed = true
     this.leaveSlow()
     this.pending = null
     this.stale = null

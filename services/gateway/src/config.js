@@ -25,7 +25,8 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_DEMAND_LEASE_MS', key: 'demandLeaseMs', type: 'int', min: 1000, max: 3600000, default: 15000, doc: 'Lease on each watched symbol pushed to the fetchers, renewed every third of it. Unwatched symbols stop being fetched within this.' },
   { env: 'WSPS_DRAIN_MS', key: 'drainMs', type: 'int', min: 0, max: 3600000, default: 10000, doc: 'On SIGTERM, client closes (1012) are spread over this window so they do not reconnect all at once.' },
   { env: 'WSPS_SHUTDOWN_DELAY_MS', key: 'shutdownDelayMs', type: 'int', min: 0, max: 600000, default: 0, doc: 'On SIGTERM, time between readiness going false and the drain starting (lets load balancers notice).' },
-  { env: 'WSPS_AUTH_MODE', key: 'authMode', type: 'enum', values: ['none', 'hs256', 'jwks'], default: 'none', doc: 'JWT check at upgrade: none, a shared HS256 secret, or a JWKS URL.' },
+  { env: 'WSPS_AUTH_MODE', key: 'authMode', type: 'enum', values: ['none', 'hs256', 'jwks'], default: 'none', doc: 'JWT check (`Authorization` header, first frame `{"op":"auth"}`, or `?token=` on `/sse` only): none, a shared HS256 secret, or a JWKS URL.' },
+  { env: 'WSPS_AUTH_TIMEOUT_MS', key: 'authTimeoutMs', type: 'int', min: 100, max: 120000, default: 5000, doc: 'With auth on, a WebSocket opened without an `Authorization` header must send `{"op":"auth","token":...}` within this, or it is closed with 4003. Until then it gets no `hello` and holds no subscriptions.' },
   { env: 'WSPS_AUTH_HS256_SECRET', key: 'authSecret', type: 'string', default: '', secret: true, doc: 'Shared secret for `hs256` (at least 32 bytes).' },
   { env: 'WSPS_AUTH_JWKS_URL', key: 'authJwksUrl', type: 'string', default: '', doc: 'JWKS URL for `jwks`.' },
   { env: 'WSPS_AUTH_ISSUER', key: 'authIssuer', type: 'string', default: '', doc: 'Required `iss` claim (empty: not checked).' },
@@ -65,6 +66,7 @@ export const gatewaySettings = Object.freeze([
  * @property {number} drainMs
  * @property {number} shutdownDelayMs
  * @property {'none' | 'hs256' | 'jwks'} authMode
+ * @property {number} authTimeoutMs
  * @property {string} authSecret
  * @property {string} authJwksUrl
  * @property {string} authIssuer

@@ -35,13 +35,32 @@ export async function createGateway (config, logger) {
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
   const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs })
 
-  const sessions = new Sessions({ hub, metrics, maxSubscriptions: config.maxSubscriptions, draining: () => draining })
+  const authenticate = createAuthenticator(config)
+  const sessions = new Sessions({
+    hub,
+    metrics,
+    maxSubscriptions: config.maxSubscriptions,
+    draining: () => draining,
+    authenticate,
+    hello: {
+      node: config.nodeName,
+      heartbeatMs: config.heartbeatMs,
+      limits: {
+        maxSubscriptions: config.maxSubscriptions,
+        maxPayload: config.maxPayload,
+        ratePerSec: config.ratePerSec,
+        rateBurst: config.rateBurst,
+        batchMs: config.batchMs
+      }
+    },
+    logger
+  })
   const ws = new WsServer({
     config,
     sessions,
     ctx: { metrics, limits: config, messageRate: new RateLimit(config.ratePerSec, config.rateBurst), latest: (symbol) => hub.latest(symbol) },
     metrics,
-    authenticate: createAuthenticator(config),
+    authenticate,
     logger
   })
 

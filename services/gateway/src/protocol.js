@@ -7,11 +7,14 @@ import { ClientOp, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@
 /** Symbols accepted in one sub/unsub request. */
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
 const MAX_ID_LENGTH = 64
+/** A JWT longer than this is not one we issue; refuse it before verifying. */
+const MAX_TOKEN_LENGTH = 8192
 
 /**
  * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string}} SymbolsRequest
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
- * @typedef {SymbolsRequest | PingRequest} Request
+ * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
+ * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
  * @typedef {{code: string, message: string, id?: number | string, symbols?: string[]}} ProtocolError
  * @typedef {{ok: true, request: Request} | {ok: false, error: ProtocolError}} ParseResult
  */
@@ -61,6 +64,16 @@ export function parseClientFrame (data, isBinary) {
   switch (op) {
     case ClientOp.PING:
       return { ok: true, request: id === undefined ? { op } : { op, id } }
+    case ClientOp.AUTH: {
+      const { token } = msg
+      if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) {
+        return fail(ErrorCode.BAD_REQUEST, `token must be a non-empty string of at most ${MAX_TOKEN_LENGTH} characters`, id)
+      }
+      /** @type {AuthRequest} */
+      const request = { op, token }
+      if (id !== undefined) request.id = id
+      return { ok: true, request }
+    }
     case ClientOp.SUB:
     case ClientOp.UNSUB: {
       const { symbols } = msg
@@ -86,20 +99,29 @@ export function parseClientFrame (data, isBinary) {
 }
 
 /**
+ * The `hello` frame. `expiresInMs` (auth on, the token has `exp`) tells the
+ * client when to refresh; it is relative so client clock skew does not matter.
+ *
  * @param {string} node
  * @param {number} heartbeatMs
  * @param {Record<string, number>} limits
+ * @param {number | null} [expiresInMs]
  */
-export function encodeHello (node, heartbeatMs, limits) {
-  return JSON.stringify({ op: 'hello', v: PROTOCOL_VERSION, node, heartbeatMs, limits })
+export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
+  const hello = { op: 'hello', v: PROTOCOL_VERSION, node, heartbeatMs, limits }
+  return JSON.stringify(expiresInMs === null ? hello : { ...hello, expiresInMs })
 }
 
 /**
  * @param {number | string | undefined} id
  * @param {string[]} symbols
+ * @param {number | null} [expiresInMs] on the answer to a token refresh
  */
-export function encodeAck (id, symbols) {
-  return JSON.stringify(id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols })
+export function encodeAck (id, symbols, expiresInMs = null) {
+  /** @type {{op: 'ack', id?: number | string, symbols: string[], expiresInMs?: number}} */
+  const ack = id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols }
+  if (expiresInMs !== null) ack.expiresInMs = expiresInMs
+  return JSON.stringify(ack)
 }
 
 /** @param {ProtocolError} error */

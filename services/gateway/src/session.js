@@ -1,8 +1,14 @@
-// What a connected client may ask for: sub, unsub, ping. Applies limits and
-// entitlements, then talks to the hub. Every rejection is a coded error.
+// What a connected client may ask for: auth, sub, unsub, ping. Applies
+// limits and entitlements, then talks to the hub. Every rejection is a coded
+// error.
+//
+// Auth lifecycle (auth on): a connection without a token at the upgrade
+// gets nothing until `{"op":"auth"}` is accepted (then `hello`); the same op
+// later replaces its grants, unsubscribing what they no longer cover. The
+// token's `exp` closes it with 4002 unless a refresh came first.
 
-import { CloseCode, ErrorCode } from '@wsps/protocol'
-import { encodeAck, encodeError, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
+import { ClientOp, CloseCode, ErrorCode } from '@wsps/protocol'
+import { encodeAck, encodeError, encodeHello, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
 
 /**
  * @typedef {import('./client.js').Client} Client
@@ -16,12 +22,34 @@ export class Sessions {
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
+   * @param {import('./auth.js').Authenticator | null} options.authenticate null: auth is off
+   * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
+   * @param {import('pino').Logger} options.logger
    */
-  constructor ({ hub, metrics, maxSubscriptions, draining }) {
+  constructor ({ hub, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
     this.hub = hub
     this.metrics = metrics
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
+    this.authenticate = authenticate
+    this.helloInfo = hello
+    /** The `hello` of connections whose token has no `exp` (or with auth off), encoded once. */
+    this.hello = encodeHello(hello.node, hello.heartbeatMs, hello.limits)
+    this.log = logger.child({ component: 'session' })
+  }
+
+  /**
+   * The connection is authenticated (auth off, or a token accepted):
+   * arm its expiry and greet it.
+   *
+   * @param {Client} client
+   * @param {import('./auth.js').Grants | null} grants
+   * @param {number | null} expiresAt
+   */
+  welcome (client, grants, expiresAt) {
+    client.authorize(grants, expiresAt)
+    const { node, heartbeatMs, limits } = this.helloInfo
+    client.send(expiresAt === null ? this.hello : encodeHello(node, heartbeatMs, limits, expiresAt - Date.now()), 'hello')
   }
 
   /**
@@ -37,6 +65,17 @@ export class Sessions {
       return
     }
     const req = parsed.request
+    if (req.op === ClientOp.AUTH) {
+      this.onAuth(client, req.token, req.id).catch((err) => {
+        this.log.error({ err, client: client.id }, 'auth failed')
+        this.reject(client, { code: ErrorCode.INTERNAL, message: 'token check failed; retry', id: req.id })
+      })
+      return
+    }
+    if (!client.authed) {
+      this.reject(client, { code: ErrorCode.AUTH_REQUIRED, message: 'send {"op":"auth","token":...} first', id: req.id })
+      return
+    }
     switch (req.op) {
       case 'ping':
         client.send(encodePong(req.id), 'pong')
@@ -47,6 +86,46 @@ export class Sessions {
       case 'unsub':
         this.unsubscribe(client, req.symbols, req.id)
     }
+  }
+
+  /**
+   * `{"op":"auth"}`: the first token of a connection, or a refresh.
+   * A rejected token closes the connection (4001): its old grants must not
+   * outlive a token the issuer no longer stands behind.
+   *
+   * @param {Client} client
+   * @param {string} token
+   * @param {number | string | undefined} id
+   */
+  async onAuth (client, token, id) {
+    if (this.authenticate === null) {
+      // Auth is off: every connection is authed already; nothing to replace.
+      client.send(encodeAck(id, client.subs), 'ack')
+      return
+    }
+    const auth = await this.authenticate(token)
+    if (client.closed) return
+    if (!auth.ok) {
+      this.metrics.clientErrors.inc({ code: ErrorCode.UNAUTHORIZED })
+      client.send(encodeError({ code: ErrorCode.UNAUTHORIZED, message: `token rejected: ${auth.reason}`, ...(id === undefined ? {} : { id }) }), 'error')
+      client.closeWith(CloseCode.UNAUTHORIZED, 'token rejected')
+      return
+    }
+    if (!client.authed) {
+      this.welcome(client, auth.grants, auth.expiresAt)
+      return
+    }
+    client.authorize(auth.grants, auth.expiresAt)
+    const grants = auth.grants
+    if (grants !== null) {
+      const revoked = client.subs.filter((s) => !grants(s))
+      if (revoked.length) {
+        this.removeSymbols(client, revoked)
+        this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
+        client.send(encodeError({ code: ErrorCode.GRANT_REVOKED, message: 'the new token does not grant these symbols; unsubscribed', symbols: revoked }), 'error')
+      }
+    }
+    client.send(encodeAck(id, client.subs, auth.expiresAt === null ? null : auth.expiresAt - Date.now()), 'ack')
   }
 
   /**
@@ -142,6 +221,15 @@ export class Sessions {
    * @param {number | string | undefined} id
    */
   unsubscribe (client, symbols, id) {
+    this.removeSymbols(client, symbols)
+    client.send(encodeAck(id, client.subs), 'ack')
+  }
+
+  /**
+   * @param {Client} client
+   * @param {string[]} symbols
+   */
+  removeSymbols (client, symbols) {
     const gone = new Set(symbols)
     /** @type {string[]} */
     const kept = []
@@ -151,7 +239,6 @@ export class Sessions {
     }
     client.subs = kept
     client.drop(symbols)
-    client.send(encodeAck(id, kept), 'ack')
   }
 
   /**

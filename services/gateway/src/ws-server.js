@@ -5,15 +5,11 @@
 import { STATUS_CODES } from 'node:http'
 import { WebSocket, WebSocketServer } from 'ws'
 import { CloseCode } from '@wsps/protocol'
-import { tokenOf } from './auth.js'
+import { bearerOf, hasQueryToken } from './auth.js'
 import { Client } from './client.js'
 import { Heartbeat } from './heartbeat.js'
-import { encodeHello } from './protocol.js'
 
 export const WS_PATH = '/ws'
-
-/** Longest delay setTimeout honours. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 /**
  * @param {import('node:stream').Duplex} socket
@@ -72,13 +68,6 @@ export class WsServer {
     /** Upgrades admitted by the gate but still waiting for the token check. */
     this.opening = 0
     this.draining = false
-    this.hello = encodeHello(config.nodeName, config.heartbeatMs, {
-      maxSubscriptions: config.maxSubscriptions,
-      maxPayload: config.maxPayload,
-      ratePerSec: config.ratePerSec,
-      rateBurst: config.rateBurst,
-      batchMs: config.batchMs
-    })
     const origins = config.allowedOrigins
     this.originAllowed = origins.length === 0 || origins.includes('*')
       ? () => true
@@ -135,6 +124,12 @@ export class WsServer {
       m.inc({ result: 'bad_origin' })
       return refuse(socket, 403, 'origin not allowed')
     }
+    // A query-string token would land in every proxy's access log; on a
+    // WebSocket the first frame can carry it instead (docs/protocol.md).
+    if (hasQueryToken(req.url)) {
+      m.inc({ result: 'unauthorized' })
+      return refuse(socket, 401, 'unauthorized: no ?token= on /ws; send {"op":"auth","token":...} as the first frame or an Authorization header')
+    }
     const ip = this.clientIp(req)
     const held = this.perIp.get(ip) ?? 0
     if (this.config.maxConnectionsPerIp > 0 && held >= this.config.maxConnectionsPerIp) {
@@ -148,8 +143,14 @@ export class WsServer {
       /** @type {import('./auth.js').Grants | null} */
       let grants = null
       let expiresAt = null
-      if (this.authenticate) {
-        const auth = await this.authenticate(tokenOf(req))
+      // Auth on and no header: the connection opens unauthenticated and
+      // must send {"op":"auth"} within WSPS_AUTH_TIMEOUT_MS (browsers).
+      let authed = true
+      const bearer = this.authenticate ? bearerOf(req) : null
+      if (this.authenticate && bearer === null) {
+        authed = false
+      } else if (this.authenticate) {
+        const auth = await this.authenticate(bearer)
         if (!auth.ok) {
           m.inc({ result: 'unauthorized' })
           return refuse(socket, 401, `unauthorized: ${auth.reason}`)
@@ -162,7 +163,7 @@ export class WsServer {
         return refuse(socket, 503, 'draining')
       }
       admitted = true
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(/** @type {ClientSocket} */ (ws), ip, grants, expiresAt))
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(/** @type {ClientSocket} */ (ws), ip, authed, grants, expiresAt))
       m.inc({ result: 'accepted' })
     } finally {
       this.opening--
@@ -180,30 +181,23 @@ export class WsServer {
   /**
    * @param {ClientSocket} ws
    * @param {string} ip
+   * @param {boolean} authed false: waits for {"op":"auth"}
    * @param {import('./auth.js').Grants | null} grants
    * @param {number | null} expiresAt
    */
-  onConnection (ws, ip, grants, expiresAt) {
-    const client = new Client(ws, this.ctx, { id: this.nextId++, ip, grants })
+  onConnection (ws, ip, authed, grants, expiresAt) {
+    const client = new Client(ws, this.ctx, { id: this.nextId++, ip, grants, authed: false })
     ws.client = client
     this.clients.add(client)
     this.metrics.connections.set(this.clients.size)
-    if (expiresAt !== null) {
-      // setTimeout fires at once beyond 2^31-1 ms (24.8 days): re-arm in steps.
-      const arm = () => {
-        const left = expiresAt - Date.now()
-        if (left <= 0) client.closeWith(CloseCode.UNAUTHORIZED, 'token expired')
-        else client.expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS))
-      }
-      arm()
-    }
     const h = this.handlers
     ws.on('message', h.message)
     ws.on('pong', h.pong)
     ws.on('ping', h.ping)
     ws.on('error', h.error)
     ws.on('close', h.close)
-    client.send(this.hello, 'hello')
+    if (authed) this.sessions.welcome(client, grants, expiresAt)
+    else client.closeAt(Date.now() + this.config.authTimeoutMs, CloseCode.AUTH_TIMEOUT, 'no auth frame in time')
   }
 
   /**

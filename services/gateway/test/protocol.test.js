@@ -52,6 +52,15 @@ test(`more than ${MAX_SYMBOLS_PER_REQUEST} symbols in one request is BAD_REQUEST
   assert.equal(!r.ok && r.error.code, ErrorCode.BAD_REQUEST)
 })
 
+test('auth: a non-empty string token, optional id; anything else is BAD_REQUEST', () => {
+  const ok = parseClientFrame(Buffer.from('{"op":"auth","token":"a.b.c","id":7}'), false)
+  assert.deepEqual(ok.ok && ok.request, { op: 'auth', token: 'a.b.c', id: 7 })
+  for (const bad of ['{"op":"auth"}', '{"op":"auth","token":""}', '{"op":"auth","token":5}', `{"op":"auth","token":"${'x'.repeat(8193)}"}`]) {
+    const r = parseClientFrame(Buffer.from(bad), false)
+    assert.equal(!r.ok && r.error.code, ErrorCode.BAD_REQUEST, bad.slice(0, 40))
+  }
+})
+
 test('binary frames are BAD_FRAME', () => {
   const r = parseClientFrame(Buffer.from('{"op":"ping"}'), true)
   assert.equal(!r.ok && r.error.code, ErrorCode.BAD_FRAME)
@@ -62,13 +71,15 @@ test('property: any input yields a request or a coded error, never a throw', () 
   const json = fc.oneof(
     fc.string(),
     fc.json(),
-    fc.record({ op: fc.constantFrom('sub', 'unsub', 'ping', 'x', 1, null), symbols: fc.anything(), id: fc.anything() }, { requiredKeys: [] }).map((o) => JSON.stringify(o))
+    fc.record({ op: fc.constantFrom('sub', 'unsub', 'ping', 'auth', 'x', 1, null), symbols: fc.anything(), token: fc.anything(), id: fc.anything() }, { requiredKeys: [] }).map((o) => JSON.stringify(o))
   )
   fc.assert(fc.property(json, fc.boolean(), (text, binary) => {
     const r = parseClientFrame(Buffer.from(text), binary)
     if (r.ok) {
-      assert.ok(['sub', 'unsub', 'ping'].includes(r.request.op))
-      if (r.request.op !== 'ping') assert.ok(r.request.symbols.every((s) => /^[A-Z0-9.^=-]{1,16}$/.test(s)))
+      const req = r.request
+      assert.ok(['sub', 'unsub', 'ping', 'auth'].includes(req.op))
+      if (req.op === 'sub' || req.op === 'unsub') assert.ok(req.symbols.every((s) => /^[A-Z0-9.^=-]{1,16}$/.test(s)))
+      if (req.op === 'auth') assert.ok(typeof req.token === 'string' && req.token.length > 0)
     } else {
       assert.ok(codes.has(/** @type {any} */ (r.error.code)), r.error.code)
     }
