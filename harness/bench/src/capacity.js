@@ -41,8 +41,8 @@ const SYMBOLS = num('symbols', 1000)
 const K = num('k', 3)
 /** Server ping interval for the run (documented in docs/capacity.md, "Heartbeat at scale"). */
 const HEARTBEAT_MS = num('heartbeat-ms', 30_000)
-/** The ramp's time budget: at least 500 connections a second, never under five minutes. */
-const RAMP_SECONDS = num('ramp-seconds', Math.max(300, Math.ceil(TARGET / 500)))
+/** The ramp's time budget: at least 400 connections a second, never under five minutes. */
+const RAMP_SECONDS = num('ramp-seconds', Math.max(300, Math.ceil(TARGET / 400)))
 /** Handshakes in flight per load generator: on a busy machine connecting is bound by scheduling delay, not by work. */
 const CONCURRENCY = num('concurrency', 200)
 /**
