@@ -130,7 +130,7 @@ test('WSPS_PROVIDER=push never polls: a demanded symbol gets no job and no quote
   assert.equal(await r.llen(pushKeys.jobs), 0)
   const m = await pushFetcher.metrics()
   assert.equal(m.wsps_fetcher_jobs_pushed_total ?? 0, 0)
-  assert.equal(c.quote('NOPOLL'), false)
+  assert.equal(c.quote('NOPOLL'), undefined)
   await publish(pushFetcher, { quotes: [{ symbol: 'NOPOLL', last: 3 }] })
   await waitFor(() => c.quote('NOPOLL')?.last === 3, { message: 'the pushed NOPOLL quote' })
 })
