@@ -12,6 +12,9 @@ CACHE=${WSPS_CACHE:-$HOME/.cache/wsps}
 STATE=$CACHE/capacity/kernel-saved.tsv
 OUT=$ROOT/.run/capacity
 mkdir -p "$OUT" "$CACHE/capacity"
+# One run at a time on the machine: the saved kernel state is shared.
+exec 9>/tmp/wsps-capacity.lock
+flock -n 9 || { echo "[capacity] another make capacity is running (/tmp/wsps-capacity.lock)" >&2; exit 1; }
 PIDS=$OUT/pids
 : >"$PIDS"
 JS=harness/bench/src/capacity.js
