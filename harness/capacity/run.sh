@@ -44,7 +44,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 "$ROOT/harness/capacity/kernel.sh" set "$STATE" "$needs"
-node "$JS" --pids="$PIDS" --out="$OUT" "$@" &
+node "$JS" --pids="$PIDS" --out="$OUT" "$@" 9>&- &
 node_pid=$!
 wait "$node_pid"
 rc=$?
