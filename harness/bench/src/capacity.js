@@ -260,6 +260,8 @@ try {
   const memHeld = meminfo()
   const sockHeld = sockstat()
   const loadgenRss = rssBytes(fleets.flatMap((f) => f.pids()))
+  // The load generators' own account (Go runtime): stacks vs heap, per held connection.
+  const goMem = (/** @type {string} */ k) => Math.round(checks.reduce((acc, c) => acc + (c.mem?.[k] ?? 0), 0) / Math.max(1, check.open))
   const per = perConnection({
     held: check.open,
     gatewayRssBase: rssBase.reduce((a, b) => a + b, 0),
@@ -275,6 +277,7 @@ try {
     gateways: gws.map((g, j) => ({ port: g.port, conns: fleets[j]?.conns ?? 0, rssBaseMiB: round(rssBase[j] / MIB, 1), rssHeldMiB: round(rssHeld[j] / MIB, 1), perConnBytes: fleets[j]?.conns ? Math.round((rssHeld[j] - rssBase[j]) / fleets[j].conns) : null })),
     gatewayBaseMiB: round(gatewayBase / MIB, 1),
     loadgenRssMiB: round(loadgenRss / MIB, 1),
+    loadgenGoPerConnBytes: { stackInuse: goMem('stackInuse'), heapInuse: goMem('heapInuse'), heapAlloc: goMem('heapAlloc'), sys: goMem('sys') },
     redisRssMiB: round(rssBytes(redisPid ? [redisPid] : []) / MIB, 1),
     machine: { totalMiB: round(memHeld.MemTotal / MIB), availableBeforeMiB: round(memBefore.MemAvailable / MIB), availableHeldMiB: round(memHeld.MemAvailable / MIB), availableMinMiB: round(minAvailable / MIB), slabBeforeMiB: round(memBefore.Slab / MIB), slabHeldMiB: round(memHeld.Slab / MIB) },
     sockstatBefore: sockBefore,

@@ -7,7 +7,11 @@
 //
 // A pass over many connections is written in chunks with an event-loop turn
 // between them, so Redis input and new clients are served while it runs.
-// An idle gateway runs no timers at all.
+// In adaptive mode (WSPS_BATCH_MS=0) a quote that arrives during a pass is
+// handed out before the next chunk: connections not yet written in this pass
+// get it in the same write, those already written get one more write at the
+// end of the pass. A quote then waits about one pass, not the rest of this
+// one plus its position in the next. An idle gateway runs no timers at all.
 
 /** Connections written per event-loop turn within one pass. */
 const CHUNK = 512
@@ -103,6 +107,20 @@ export class Fanout {
     this.#passing = true
     this.#passStart = Date.now()
     this.#tick++
+    this.#distribute(this.#clients)
+    this.#batch = this.#clients
+    this.#clients = []
+    this.#pos = 0
+    this.#chunk()
+  }
+
+  /**
+   * Hands each queued symbol's update to its subscribers' outboxes; the
+   * outboxes not queued yet are appended to `into`.
+   *
+   * @param {Flushable[]} into
+   */
+  #distribute (into) {
     const symbols = this.#symbols
     this.#symbols = []
     const stats = this.#stats
@@ -110,7 +128,7 @@ export class Fanout {
       const u = s.take()
       if (u !== null) {
         for (const c of s.clients) {
-          if (c.push(u, stats)) this.#clients.push(c)
+          if (c.push(u, stats)) into.push(c)
         }
       }
       const ticks = s.takeTicks()
@@ -118,18 +136,17 @@ export class Fanout {
         for (const c of s.distinct) {
           let queue = false
           for (const t of ticks) queue = c.push(t, stats) || queue
-          if (queue) this.#clients.push(c)
+          if (queue) into.push(c)
         }
       }
     }
-    this.#batch = this.#clients
-    this.#clients = []
-    this.#pos = 0
-    this.#chunk()
   }
 
   #chunk = () => {
     const batch = this.#batch
+    // One-pass freshness (adaptive mode): what arrived since the last chunk
+    // joins this pass. A fixed window keeps it for the next pass instead.
+    if (this.#pos > 0 && this.#batchMs === 0 && this.#symbols.length) this.#distribute(batch)
     const stats = this.#stats
     const now = Date.now()
     const end = Math.min(batch.length, this.#pos + CHUNK)

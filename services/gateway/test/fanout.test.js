@@ -8,8 +8,8 @@ import { DISTINCT, FULL_RATE } from '../src/outbox.js'
 import { gatewayParts, limits, quote, tick } from './helper.js'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
-async function live (symbols = ['AAPL', 'MSFT'], n = 1) {
-  const parts = gatewayParts()
+async function live (symbols = ['AAPL', 'MSFT'], n = 1, batchMs = 1000) {
+  const parts = gatewayParts({ batchMs })
   for (const s of symbols) parts.broker.latestValues.set(s, quote(1, {}, s))
   const clients = Array.from({ length: n }, () => parts.client())
   for (const { c } of clients) {
@@ -270,4 +270,21 @@ test('a held symbol moved to another delivery gets a fresh snapshot and then tha
   const held = new Map()
   assert.deepEqual(replay(a.ws.sent, held), [])
   assert.deepEqual(a.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [3, 4])
+})
+
+test('one-pass freshness: a quote arriving while a pass is written reaches the connections not yet written in the same write, and the others before the pass ends', async () => {
+  const n = 1100 // more than two chunks of 512
+  const { hub, clients, pass } = await live(['AAPL'], n, 0)
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  pass() // writes the first chunk now, the rest on later event-loop turns
+  const written = clients.filter((c) => c.ws.sent.length > 0).length
+  assert.ok(written > 0 && written < n, `${written} of ${n} written in the first chunk`)
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  for (let i = 0; i < 10; i++) await tick()
+  const seqs = (/** @type {any} */ c) => c.ws.sent.flatMap((/** @type {any} */ f) => f.quotes.map((/** @type {any} */ q) => q.seq))
+  const last = clients[n - 1]
+  assert.equal(last.ws.sent.length, 1, 'a connection not yet written gets both in one write')
+  assert.deepEqual(seqs(last), [2, 3])
+  assert.deepEqual(seqs(clients[0]), [2, 3], 'a connection written before it arrived gets it in the same pass')
+  for (const c of clients) assert.deepEqual(replay(c.ws.sent, new Map([['AAPL', { seq: 1 }]])), [])
 })

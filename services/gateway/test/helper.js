@@ -59,12 +59,13 @@ export const limits = { sendHighWater: 1000, sendMax: 5000, slowCloseMs: 100, ra
 /**
  * A hub with its fanout over an in-memory broker, and a factory of clients
  * on fake sockets. `pass()` runs a fan-out pass now instead of on its timer.
- * @param {{unsubscribeDelayMs?: number}} [options]
+ * @param {{unsubscribeDelayMs?: number, batchMs?: number}} [options] batchMs: the
+ *   fanout's window (default 1000: passes run only when the test calls pass())
  */
-export function gatewayParts ({ unsubscribeDelayMs = 0 } = {}) {
+export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000 } = {}) {
   const m = metrics()
   const broker = memoryBroker()
-  const fanout = new Fanout({ batchMs: 1000, metrics: m })
+  const fanout = new Fanout({ batchMs, metrics: m })
   const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000 })
   const ctx = {
     metrics: m,
