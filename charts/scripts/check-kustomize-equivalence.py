@@ -25,7 +25,7 @@ them to the user: Namespaces and the Secret named by redis.auth.existingSecret.
   check-kustomize-equivalence.py            every overlay and test
   check-kustomize-equivalence.py DIR...     only these kustomization dirs
 
-Needs $HELM and $KUSTOMIZE (charts/scripts/tools.sh env) and PyYAML.
+Needs $HELM and $KUSTOMIZE (tools/tools.sh env) and PyYAML.
 """
 import difflib
 import os

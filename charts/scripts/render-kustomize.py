@@ -22,7 +22,7 @@ values in the same directory's values.yaml, post-processed for kustomize:
   render-kustomize.py           write kustomize/**/generated (make chart-generate)
   render-kustomize.py --check   exit 1 when they differ from a fresh render (make chart-test)
 
-Needs $HELM (charts/scripts/tools.sh env) and PyYAML.
+Needs $HELM (tools/tools.sh env) and PyYAML.
 """
 import difflib
 import os
