@@ -58,7 +58,17 @@ export async function createGateway (config, logger) {
   const ws = new WsServer({
     config,
     sessions,
-    ctx: { metrics, limits: config, messageRate: new RateLimit(config.ratePerSec, config.rateBurst), latest: (symbol) => hub.latest(symbol) },
+    ctx: {
+      metrics,
+      sendMax: config.sendMax,
+      messageRate: new RateLimit(config.ratePerSec, config.rateBurst),
+      outbox: {
+        metrics,
+        sendHighWater: config.sendHighWater,
+        slowCloseMs: config.slowCloseMs,
+        latest: (symbol, delivery) => hub.latest(symbol, delivery)
+      }
+    },
     metrics,
     authenticate,
     logger
