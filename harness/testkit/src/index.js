@@ -272,3 +272,4 @@ export function parseMetrics (text) {
 }
 
 export { TestClient } from './test-client.js'
+export { SseStream } from './sse-stream.js'

@@ -11,6 +11,7 @@ import { Hub } from './hub.js'
 import { RateLimit } from './rate-limit.js'
 import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
+import { SseServer } from './sse-server.js'
 import { WsServer } from './ws-server.js'
 
 /** Upgrade and request headers must arrive within this (slowloris). */
@@ -55,14 +56,10 @@ export async function createGateway (config, logger) {
     },
     logger
   })
-  const ws = new WsServer({
-    config,
-    sessions,
-    ctx: { metrics, limits: config, messageRate: new RateLimit(config.ratePerSec, config.rateBurst), latest: (symbol) => hub.latest(symbol) },
-    metrics,
-    authenticate,
-    logger
-  })
+  /** @type {import('./client.js').ClientContext} */
+  const ctx = { metrics, limits: config, messageRate: new RateLimit(config.ratePerSec, config.rateBurst), latest: (symbol) => hub.latest(symbol) }
+  const ws = new WsServer({ config, sessions, ctx, metrics, authenticate, logger })
+  const sse = new SseServer({ config, sessions, connections: ws, ctx, metrics, authenticate })
 
   const app = createHttpApp(logger, (handler) => {
     // Node checks the headers/request timeouts only every
@@ -78,6 +75,7 @@ export async function createGateway (config, logger) {
   await registerHttpRoutes(app, { readiness, registry: separateMetrics ? null : metrics.registry, staticDir: config.staticDir })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, metrics.registry)
+  sse.register(app)
   ws.attach(app.server)
   hub.start()
 
