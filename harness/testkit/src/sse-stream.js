@@ -43,12 +43,13 @@ export class SseStream {
 
   /** @param {ReadableStream<Uint8Array>} body */
   async #pump (body) {
-    const reader = body.pipeThrough(new TextDecoderStream()).getReader()
+    const reader = body.getReader()
+    const decoder = new TextDecoder()
     try {
       for (;;) {
         const { value, done } = await reader.read()
         if (done) break
-        this.#parser.push(value, (ev) => {
+        this.#parser.push(decoder.decode(value, { stream: true }), (ev) => {
           if (ev === null) this.comments++
           else if (ev.event === 'close') this.closed = JSON.parse(ev.data)
           else this.events.push({ id: this.#parser.lastEventId, event: ev.event, data: JSON.parse(ev.data) })
