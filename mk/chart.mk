@@ -8,9 +8,10 @@ chart-tools: ## Install the pinned chart tools into $WSPS_CACHE (helm, kustomize
 	@charts/scripts/tools.sh
 
 .PHONY: chart-generate
-chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6 copy of loadtest/, schema descriptions, chart README, kustomize/**/generated
+chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6 copy of loadtest/, config settings + descriptions in the schema, chart README, kustomize/**/generated
 	@eval "$$(charts/scripts/tools.sh env)"
 	"$$WSPS_PY" charts/scripts/sync-loadtest.py
+	node tools/config-schema.js
 	"$$WSPS_PY" charts/scripts/check-values-docs.py --fix
 	"$$HELM_DOCS" --chart-search-root charts/wsps --template-files README.md.gotmpl --sort-values-order file --log-level warning
 	"$$WSPS_PY" charts/scripts/render-kustomize.py

@@ -90,9 +90,26 @@ templates_tested () {
   return $missing
 }
 
+# values.schema.json (tools/config-schema.js) refuses a setting the gateway
+# does not know, before anything reaches a cluster.
+typo_refused () {
+  local out
+  if out=$("$HELM" template wsps "$CHART" --set gateway.config.WSPS_HEARTBEAT_MSS=1 2>&1); then
+    echo "helm template accepted gateway.config.WSPS_HEARTBEAT_MSS"; return 1
+  fi
+  echo "$out"
+  grep -q "additional properties 'WSPS_HEARTBEAT_MSS' not allowed" <<<"$out"
+}
+
 start_all=$SECONDS
 section "chart: values, lint, render"
 run "values documented + in schema" "$WSPS_PY" charts/scripts/check-values-docs.py
+if command -v node >/dev/null && [[ -d node_modules/@wsps/shared ]]; then
+  run "schema: gateway.config / fetcher.config == services' settings" node tools/config-schema.js --check
+else
+  skip "schema: gateway.config / fetcher.config == services' settings" "(npm workspaces not installed: make deps)"
+fi
+run "a misspelt gateway.config setting fails helm template" typo_refused
 run "README.md up to date (helm-docs)" readme_fresh
 run "loadtest copy == loadtest/ (files/k6)" "$WSPS_PY" charts/scripts/sync-loadtest.py --check
 run "helm lint --strict (defaults)" "$HELM" lint --strict "$CHART"

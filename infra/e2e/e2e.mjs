@@ -1,20 +1,29 @@
 // End-to-end test of the wsps chart on a running cluster (infra/e2e/run.sh
-// starts and stops the local one). Steps 2-7 of issue #5: helm install,
-// helm test, clients through the ingress, the chart's k6 Job, a rolling
-// upgrade under load, scale 3 -> 4, Redis pod deletion. Every wait is bounded;
-// on failure it prints pods, events and logs and exits 1.
-// Env: HELM, KUBECONFIG, WSPS_NODE_IP, TRAEFIK_NODEPORT (30080), E2E_CLIENTS
-// (300), E2E_K6_TARGET (3000), E2E_K6_RAMP (45s), E2E_K6_HOLD (30s).
+// starts and stops the local one). Issues #5 and #14: helm install, helm
+// test, host clients through Traefik's Gateway API (HTTPRoute), the chart's
+// k6 Job with KEDA scaling the gateways 2 -> 4 -> 2 on connections per pod,
+// a rolling upgrade under load, the chart's dashboard queries against the
+// cluster's Prometheus, Redis pod deletion firing and resolving the chart's
+// Redis alert, and the switch to the Ingress. Host-side traffic goes to
+// 127.0.0.1 only (NodePorts on loopback). Every wait is bounded; on failure it
+// prints pods, events and logs and exits 1.
+// Env: HELM, KUBECONFIG, TRAEFIK_NODEPORT (30080), PROMETHEUS_NODEPORT (30090),
+// E2E_CLIENTS (300), E2E_LATE_CLIENTS (200), E2E_K6_TARGET (3000),
+// E2E_K6_RAMP (45s), E2E_K6_HOLD (30s).
 import { spawn } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { Fleet, pct } from './fleet.mjs'
+import { Prometheus, dashboardPanels } from './prometheus.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
 const REL = 'wsps'
 const HELM = process.env.HELM || 'helm'
-const HOST = 'wsps.localtest.me' // the Ingress host in charts/wsps/ci/11-e2e-like-values.yaml
-const NODE_IP = process.env.WSPS_NODE_IP || '10.255.255.1'
+const HOST = 'wsps.localtest.me' // the route's host in charts/wsps/ci/11-e2e-like-values.yaml and infra/e2e/values.yaml
+// NodePorts answer on loopback only (infra/local-cluster/config/kube-proxy.yaml).
 const PORT = process.env.TRAEFIK_NODEPORT || '30080'
+const prom = new Prometheus(`http://127.0.0.1:${process.env.PROMETHEUS_NODEPORT || '30090'}`)
 const CLIENTS = Number(process.env.E2E_CLIENTS || 300)
+const LATE_CLIENTS = Number(process.env.E2E_LATE_CLIENTS || 200)
 const K6_TARGET = Number(process.env.E2E_K6_TARGET || 3000)
 const K6_RAMP = process.env.E2E_K6_RAMP || '45s'
 const K6_HOLD = process.env.E2E_K6_HOLD || '30s'
@@ -87,31 +96,100 @@ const helmUpgrade = (sets, timeout = '5m') =>
 
 let rollStamp = '' // kept on later upgrades so they do not roll again
 
+/** The gateway Deployment's wanted and ready replicas, sampled until stopped: the autoscaler's path. */
+class ReplicaWatch {
+  constructor () {
+    /** @type {{replicas: number, at: number}[]} */
+    this.changes = []
+    this.ready = 0
+    this.stopped = false
+    this.done = this.#poll()
+  }
+
+  async #poll () {
+    while (!this.stopped) {
+      const r = await kubectl(['get', 'deployment', `${REL}-gateway`, '-o', 'json'], { allowFail: true })
+      if (r.code === 0) {
+        const d = JSON.parse(r.out)
+        const want = d.spec.replicas
+        this.ready = d.status.readyReplicas || 0
+        if (this.changes.at(-1)?.replicas !== want) {
+          this.changes.push({ replicas: want, at: Date.now() })
+          log(`  autoscaler: gateway replicas ${this.changes.map((c) => c.replicas).join(' -> ')}`)
+        }
+      }
+      await sleep(1000)
+    }
+  }
+
+  get replicas () { return this.changes.at(-1)?.replicas ?? 0 }
+  get path () { return this.changes.map((c) => c.replicas).join(' -> ') }
+
+  async stop () { this.stopped = true; await this.done }
+}
+
+/**
+ * The chart's PrometheusRule, rendered with the e2e's values, into the
+ * ConfigMap the cluster's Prometheus reads its rules from (what
+ * prometheus-operator would do); reloads until Prometheus has the group.
+ */
+async function loadChartRules () {
+  const r = await helm(['template', REL, 'charts/wsps', ...VALUES, '--set', 'prometheusRule.enabled=true', '--show-only', 'templates/common-prometheusrule.yaml'])
+  // spec: is a Prometheus rules file (groups: ...) indented by two spaces.
+  const lines = r.out.split('\n')
+  const at = lines.indexOf('spec:')
+  if (at < 0) fail('the rendered PrometheusRule has no spec')
+  const file = '.run/e2e/wsps-rules.yaml'
+  writeFileSync(file, lines.slice(at + 1).map((l) => l.slice(2)).join('\n'))
+  const cm = await run('kubectl', ['-n', 'monitoring', 'create', 'configmap', 'prometheus-rules', `--from-file=wsps.yaml=${file}`, '--dry-run=client', '-o', 'yaml'])
+  writeFileSync('.run/e2e/prometheus-rules.yaml', cm.out)
+  await run('kubectl', ['apply', '-f', '.run/e2e/prometheus-rules.yaml'])
+  // The kubelet refreshes ConfigMap volumes on its sync period (about a minute).
+  await until('Prometheus to load the chart\'s rules', 240000, async () => {
+    await prom.reload().catch(() => {})
+    const groups = await prom.ruleGroups().catch((e) => [String(e)])
+    return groups.includes('wsps') || `rule groups ${JSON.stringify(groups)}`
+  }, 5000)
+}
+
 async function main () {
-  log(`release ${REL} in namespace ${NS}; ingress http://${NODE_IP}:${PORT} (Host: ${HOST})`)
+  log(`release ${REL} in namespace ${NS}; Traefik on http://127.0.0.1:${PORT} (Host: ${HOST}); Prometheus ${prom.url}`)
   await step('clean up a leftover release', async () => {
     const r = await helm(['status', REL], { allowFail: true })
     if (r.code === 0) await helm(['uninstall', REL, '--wait', '--timeout', '3m'], { timeoutMs: 200000 })
     await kubectl(['delete', 'jobs,pods', '-l', `app.kubernetes.io/instance=${REL}`, '--ignore-not-found', '--wait=true', '--timeout=90s'], { timeoutMs: 100000, allowFail: true })
   })
 
-  await step('helm install --wait (3 gateways, 2 fetchers, built-in Redis, Traefik ingress)', async () => {
+  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers, built-in Redis, HTTPRoute on Traefik\'s Gateway)', async () => {
     await helm(['install', REL, 'charts/wsps', ...VALUES, '--create-namespace', '--wait', '--timeout', '5m'], { timeoutMs: 330000 })
-    const g = await pods('gateway'); const f = await pods('fetcher'); const r = await pods('redis')
-    log(`  gateways ${g.filter(isReady).length}/3, fetchers ${f.filter(isReady).length}/2, redis ${r.filter(isReady).length}/1 ready`)
-    if (g.filter(isReady).length !== 3 || f.filter(isReady).length !== 2 || r.filter(isReady).length !== 1) fail('not every pod is ready after helm --wait')
+    // KEDA's HPA brings the Deployment (created with 1 replica) to minReplicas.
+    await until('KEDA to hold 2 ready gateways', 120000, async () => {
+      const g = (await pods('gateway')).filter(isReady).length
+      return g === 2 || `${g}/2 gateways ready`
+    })
+    const so = JSON.parse((await kubectl(['get', 'scaledobject', `${REL}-gateway`, '-o', 'json'])).out)
+    const ready = (so.status?.conditions || []).find((c) => c.type === 'Ready')
+    log(`  ScaledObject ${so.metadata.name}: Ready=${ready?.status} (${ready?.reason}); HPA ${so.status?.hpaName}`)
+    const f = await pods('fetcher'); const r = await pods('redis')
+    if (f.filter(isReady).length !== 2 || r.filter(isReady).length !== 1) fail('not every fetcher/redis pod is ready after helm --wait')
   })
+  const rulesLoaded = loadChartRules() // in the background: the kubelet takes its time with ConfigMap volumes
+  rulesLoaded.catch(() => {})
 
   await step('helm test', async () => {
     await helm(['test', REL, '--timeout', '3m', '--logs'], { timeoutMs: 200000, quiet: false })
   })
 
-  const fleet = new Fleet({ url: `ws://${NODE_IP}:${PORT}/ws`, host: HOST })
+  const fleet = new Fleet({ url: `ws://127.0.0.1:${PORT}/ws`, host: HOST })
   try {
-    await step(`${CLIENTS} host clients through the ingress: snapshots, updates, all 3 pods`, async () => {
-      const r = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-m', '10', '-H', `Host: ${HOST}`, `http://${NODE_IP}:${PORT}/metrics`], { allowFail: true })
-      log(`  GET /metrics through the ingress: HTTP ${r.out} (must not be 200: metrics live on the metrics port)`)
-      if (r.out === '200') fail('/metrics is reachable through the ingress')
+    await step(`${CLIENTS} host clients through the HTTPRoute (Traefik Gateway API): snapshots, updates, both pods`, async () => {
+      const route = JSON.parse((await kubectl(['get', 'httproute', `${REL}-gateway`, '-o', 'json'])).out)
+      const conds = (route.status?.parents || []).flatMap((p) => p.conditions || []).filter((c) => c.status === 'True').map((c) => c.type)
+      log(`  HTTPRoute ${route.metadata.name}: parent conditions ${conds.join(',') || '-'}`)
+      if (!conds.includes('Accepted')) fail(`the HTTPRoute is not accepted by Traefik's Gateway: ${JSON.stringify(route.status)}`)
+      const r = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-m', '10', '-H', `Host: ${HOST}`, `http://127.0.0.1:${PORT}/metrics`], { allowFail: true })
+      log(`  GET /metrics through the route: HTTP ${r.out} (must not be 200: metrics live on the metrics port)`)
+      if (r.out === '200') fail('/metrics is reachable through the route')
       const t = Date.now()
       fleet.add(CLIENTS, 3000)
       await until('every client to hold a snapshot and get an update', 120000, () => {
@@ -124,30 +202,42 @@ async function main () {
       const missingPods = gw.filter((n) => !per[n])
       if (missingPods.length) fail(`no connection landed on ${missingPods.join(', ')} (per pod: ${JSON.stringify(per)})`)
       const tot = fleet.totals()
-      if (tot.gaps) log(`  NOTE: ${tot.gaps} seq gaps seen by host clients (resubscribed per protocol rule 3): ${JSON.stringify(fleet.gapLog.slice(-3))}`)
       if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(0, 5))}`)
-      report.push(`ingress clients: ${CLIENTS}, per pod ${JSON.stringify(per)}, wrong 0, gaps 0`)
+      report.push(`route clients: ${CLIENTS} through the HTTPRoute on 127.0.0.1:${PORT}, per pod ${JSON.stringify(per)}, wrong ${tot.wrong}, gaps ${tot.gaps}`)
     })
 
-    await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD})`, async () => {
+    await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD}); KEDA scales 2 -> 4 -> 2`, async () => {
       const runId = `e2e${Date.now().toString(36)}`
       const gwBefore = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
+      const watch = new ReplicaWatch()
+      const gaps0 = fleet.totals().gaps
+      const tLoad = Date.now()
       await helmUpgrade([`loadtest.enabled=true`, `loadtest.runId=${runId}`, `loadtest.target=${K6_TARGET}`, `loadtest.ramp=${K6_RAMP}`, `loadtest.hold=${K6_HOLD}`, 'loadtest.scenario=ramp', 'loadtest.connsPerVu=50', `loadtest.subs=${process.env.E2E_K6_SUBS || 1}`,
-        // Twice the chart's latency thresholds (250/500 ms): k6, three gateways, Redis and Traefik share two
+        // Twice the chart's latency thresholds (250/500 ms): k6, the gateways, Redis and Traefik share two
         // cores here. Measured on a quiet machine: p95 74-85 ms, p99 144-188 ms.
         `loadtest.extraEnv[0].name=LAT_P95_MS`, `S:loadtest.extraEnv[0].value=${process.env.E2E_K6_P95_MS || 500}`,
         `loadtest.extraEnv[1].name=LAT_P99_MS`, `S:loadtest.extraEnv[1].value=${process.env.E2E_K6_P99_MS || 1000}`])
-      const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
+      const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).filter((n) => gwBefore.includes(n)).sort().join(',')
       if (gwAfter !== gwBefore) fail(`enabling the k6 Job changed the gateway pods (${gwBefore} -> ${gwAfter}): an upgrade that only adds the Job must not roll them`)
       const sel = `app.kubernetes.io/instance=${REL},app.kubernetes.io/component=loadtest`
+      /** @type {ReturnType<Fleet['add']>} */
+      let late = []
+      let tUp = 0
       const job = await until('the k6 Job to finish', 600000, async () => {
+        if (!tUp && watch.replicas >= 4 && watch.ready >= 4) {
+          tUp = Date.now()
+          // Clients that also land on the new pods: the scale-in must drain some of them.
+          late = fleet.add(LATE_CLIENTS, 3000)
+          log(`  4 gateways ready ${secs(tUp - tLoad)}s after the load started: ${LATE_CLIENTS} more host clients`)
+        }
         const r = await kubectl(['get', 'jobs', '-l', sel, '-o', 'json'])
         const j = JSON.parse(r.out).items[0]
         if (!j) return 'no Job yet'
         const conds = (j.status.conditions || []).filter((c) => c.status === 'True').map((c) => c.type)
         if (conds.includes('Complete') || conds.includes('Failed')) return { name: j.metadata.name, conds }
-        return `active ${j.status.active || 0}, conditions ${conds.join(',') || '-'}; ingress clients ${JSON.stringify(fleet.perNode())}`
+        return `active ${j.status.active || 0}, conditions ${conds.join(',') || '-'}; gateways ${watch.path} (${watch.ready} ready); host clients ${JSON.stringify(fleet.perNode())}`
       }, 3000)
+      const tEnd = Date.now()
       const logs = await kubectl(['logs', `job/${job.name}`, '--tail=400'], { allowFail: true })
       console.log('----- k6 summary (kubectl logs job/' + job.name + ') -----')
       console.log(logs.out.split('\n').filter((l) => !l.startsWith('WSPS_SUMMARY ') && !/level=(info|debug)/.test(l)).slice(-80).join('\n'))
@@ -159,15 +249,49 @@ async function main () {
       if (!s.ok) fail(`k6 thresholds failed: ${JSON.stringify(s.thresholds.filter((t) => !t.ok))}`)
       const per = Object.fromEntries(Object.entries(s.pods || {}).map(([k, v]) => [k, { conns: v.conns, gaps: v.gaps, wrong: v.wrong }]))
       report.push(`k6 Job: target ${K6_TARGET}, thresholds ok; per pod ${JSON.stringify(per)}; totals ${JSON.stringify(s.totals)}`)
+      if (!tUp) fail(`the gateways never reached 4 ready replicas under load (path ${watch.path})`)
+      const perLate = fleet.perNode(late)
+      log(`  ${LATE_CLIENTS} clients added at 4 gateways: per pod ${JSON.stringify(perLate)}`)
+
+      // Scale-in: the load is gone; KEDA's HPA waits out its stabilization window, then removes 2 pods.
+      const onAt = new Map(fleet.clients.map((c) => [c, { node: c.node, reconnects: c.reconnects }]))
+      const rc0 = fleet.reconnectMs.length
+      await until('KEDA to scale the gateways back to 2 and the drained pods to be gone', 300000, async () => {
+        const all = await pods('gateway')
+        return (watch.replicas === 2 && all.length === 2 && all.every(isReady)) || `gateways ${watch.path}, ${all.length} pods (${all.filter((p) => p.metadata.deletionTimestamp).length} terminating)`
+      }, 2000)
+      const tDown = Date.now()
+      await watch.stop()
+      const live = (await pods('gateway')).map((p) => p.metadata.name)
+      await until('every client on a remaining pod with its snapshot and a fresh update', 180000, () => {
+        const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || !live.includes(c.node) || c.lastUpdateAt <= c.snapAt)
+        return pending.length === 0 || `${pending.length}/${fleet.clients.length} clients not yet resubscribed on ${live.join(',')}`
+      })
+      const drained = fleet.clients.filter((c) => { const o = onAt.get(c); return o && o.node && !live.includes(o.node) })
+      const lost = drained.filter((c) => c.reconnects <= (onAt.get(c)?.reconnects ?? 0)).length
+      const gaps = fleet.totals().gaps - gaps0
+      const reconnects = fleet.reconnectMs.slice(rc0)
+      const peak = Math.max(...watch.changes.map((c) => c.replicas))
+      const line2 = `autoscale: ${watch.path} (KEDA, prometheus trigger, 600 connections per pod): ${peak} ready ${secs(tUp - tLoad)}s after the k6 ramp started; ` +
+        `back to ${watch.replicas} ${secs(tDown - tEnd)}s after the load ended; ${drained.length} clients drained by the scale-in reconnected and resubscribed ` +
+        `(reconnect-to-snapshot p50 ${pct(reconnects, 50)} ms, p99 ${pct(reconnects, 99)} ms); subscriptions lost ${lost}, seq gaps ${gaps}`
+      log('  ' + line2)
+      report.push(line2)
+      if (peak < 4) fail(`the gateways peaked at ${peak} replicas`)
+      if (watch.replicas !== 2) fail(`the gateways did not go back to 2 (${watch.path})`)
+      if (!drained.length) fail('the scale-in drained no host client: nothing shows that drained clients come back')
+      if (lost) fail(`${lost} drained clients never reconnected`)
+      if (gaps) fail(`${gaps} seq gaps at the host clients during the autoscale: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
       const tot = fleet.totals()
-      if (tot.gaps) log(`  NOTE: ${tot.gaps} seq gaps seen by host clients (resubscribed per protocol rule 3): ${JSON.stringify(fleet.gapLog.slice(-3))}`)
-      if (tot.wrong) fail(`ingress clients during k6: wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}`)
+      if (tot.wrong) fail(`host clients during k6: wrong-symbol ${tot.wrong}`)
     })
 
     await step('rolling upgrade under load: every client reconnects and resubscribes', async () => {
       const before = new Set((await pods('gateway')).map((p) => p.metadata.name))
       fleet.reconnectMs.length = 0
       const closes0 = { ...fleet.closes }
+      const onAt = new Map(fleet.clients.map((c) => [c, c.reconnects]))
+      const gaps0 = fleet.totals().gaps
       rollStamp = `r${Date.now()}`
       const t = Date.now()
       await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`])
@@ -179,42 +303,58 @@ async function main () {
         const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || !now.includes(c.node) || c.lastUpdateAt <= c.snapAt)
         return pending.length === 0 ? { now } : `${pending.length}/${fleet.clients.length} clients not yet resubscribed on a new pod`
       })
-      const lost = fleet.clients.filter((c) => c.reconnects === 0).length
+      const lost = fleet.clients.filter((c) => c.reconnects <= (onAt.get(c) ?? 0)).length
       const closes = Object.fromEntries(Object.entries(fleet.closes).map(([k, v]) => [k, v - (closes0[k] || 0)]).filter(([, v]) => v))
       const tot = fleet.totals()
-      const line = `rolling upgrade: ${secs(rolled - t)}s to roll 3 pods; ${fleet.reconnectMs.length} reconnects (closes ${JSON.stringify(closes)}), ` +
+      const gaps = tot.gaps - gaps0
+      const line = `rolling upgrade: ${secs(rolled - t)}s to roll ${before.size} pods; ${fleet.reconnectMs.length} reconnects (closes ${JSON.stringify(closes)}), ` +
         `reconnect-to-snapshot p50 ${pct(fleet.reconnectMs, 50)} ms, p99 ${pct(fleet.reconnectMs, 99)} ms, max ${pct(fleet.reconnectMs, 100)} ms; ` +
-        `per pod ${JSON.stringify(fleet.perNode())}; subscriptions lost ${lost}, wrong ${tot.wrong}, gaps ${tot.gaps}`
+        `per pod ${JSON.stringify(fleet.perNode())}; subscriptions lost ${lost}, wrong ${tot.wrong}, seq gaps ${gaps}`
       log('  ' + line)
       report.push(line)
       if (lost) fail(`${lost} clients never reconnected although every old pod is gone`)
-      if (tot.gaps) log(`  NOTE: ${tot.gaps} seq gaps seen by host clients (resubscribed per protocol rule 3): ${JSON.stringify(fleet.gapLog.slice(-3))}`)
+      if (gaps) log(`  NOTE: ${gaps} seq gaps seen by host clients (resubscribed per protocol rule 3): ${JSON.stringify(fleet.gapLog.slice(-3))}`)
       if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
       return res
     })
 
-    await step('scale gateways 3 -> 4: new connections reach the new pod', async () => {
-      const before = new Set((await pods('gateway')).map((p) => p.metadata.name))
-      await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`, 'gateway.replicaCount=4'])
-      const ready = (await pods('gateway')).filter(isReady).map((p) => p.metadata.name)
-      const fresh = ready.filter((n) => !before.has(n))
-      if (ready.length !== 4 || fresh.length !== 1) fail(`expected 4 ready gateways, 1 new; got ready ${ready.join(',')}`)
-      // Traefik picks the new endpoint up from its watch; give it a moment.
-      await sleep(3000)
-      const added = fleet.add(200, 2000)
-      await until('the 200 new clients to hold snapshots', 90000, () => {
-        const missing = added.filter((c) => !c.snapAt)
-        return missing.length === 0 || `${missing.length}/200 without a snapshot`
-      })
-      const per = fleet.perNode(added)
-      const line = `scale 3 -> 4: new pod ${fresh[0]}; 200 new clients per pod ${JSON.stringify(per)}`
+    await step('dashboard: every panel query of the chart\'s dashboard returns data from Prometheus', async () => {
+      const panels = dashboardPanels('charts/wsps/files/dashboards/wsps.json', { namespace: NS, release: REL, __rate_interval: '1m' })
+      /** @type {Map<string, string>} */
+      let missing = new Map()
+      await until('data for every panel', 120000, async () => {
+        missing = new Map()
+        for (const p of panels) {
+          for (const expr of p.exprs) {
+            const res = await prom.query(expr).catch((e) => String(e))
+            const ok = Array.isArray(res) && res.length > 0 && res.every((r) => Number.isFinite(Number(r.value[1])))
+            if (!ok) missing.set(p.title, `${expr} -> ${JSON.stringify(res).slice(0, 120)}`)
+          }
+        }
+        return missing.size === 0 || `${missing.size}/${panels.length} panels without data: ${[...missing.keys()].join(', ')}`
+      }, 5000).catch((e) => { for (const [k, v] of missing) log(`  no data: ${k}: ${v}`); throw e })
+      const line = `dashboard: ${panels.length}/${panels.length} panels with data (charts/wsps/files/dashboards/wsps.json, ${panels.reduce((n, p) => n + p.exprs.length, 0)} queries via ${prom.url}/api/v1/query)`
       log('  ' + line)
       report.push(line)
-      if (!per[fresh[0]]) fail(`no new connection reached the new pod ${fresh[0]}`)
     })
 
-    await step('delete the Redis pod: updates resume for every client when it returns', async () => {
+    await step('delete the Redis pod: updates resume for every client; the chart\'s Redis alert fires and resolves', async () => {
+      await rulesLoaded
       const [old] = await pods('redis')
+      if ((await prom.alerts('WspsRedisDown', NS)).length) fail('WspsRedisDown is active before Redis was touched')
+      /** @type {{state: string, at: number}[]} */
+      const seen = []
+      let watching = true
+      const alertWatch = (async () => {
+        while (watching) {
+          const a = await prom.alerts('WspsRedisDown', NS).catch(() => null)
+          if (a) {
+            const state = a.some((x) => x.state === 'firing') ? 'firing' : a.length ? 'pending' : 'inactive'
+            if (seen.at(-1)?.state !== state) { seen.push({ state, at: Date.now() }); log(`  alert WspsRedisDown: ${state}`) }
+          }
+          await sleep(500)
+        }
+      })()
       const t = Date.now()
       await kubectl(['delete', 'pod', old.metadata.name, '--wait=true', '--timeout=120s'], { timeoutMs: 130000 })
       await until('the new Redis pod to be ready', 180000, async () => {
@@ -222,19 +362,45 @@ async function main () {
         return (p && p.metadata.uid !== old.metadata.uid && isReady(p)) || `redis ${p ? p.status.phase : 'missing'}`
       })
       const back = Date.now()
-      const res = await until('every client to get an update after Redis returned', 180000, () => {
+      await until('every client to get an update after Redis returned', 180000, () => {
         const stale = fleet.clients.filter((c) => !c.ws || c.lastUpdateAt <= back)
         return stale.length === 0 || `${stale.length}/${fleet.clients.length} without an update since Redis returned`
       })
       const resumeMs = Math.max(...fleet.clients.map((c) => c.lastUpdateAt)) - back
-      void res
       const firsts = fleet.clients.map((c) => c.lastUpdateAt - back)
+      await until('WspsRedisDown to fire and then resolve', 120000, () => {
+        const fired = seen.find((x) => x.state === 'firing')
+        return (fired && seen.at(-1)?.state === 'inactive') || `alert states so far: ${seen.map((x) => x.state).join(' -> ') || 'none'}`
+      })
+      watching = false
+      await alertWatch
+      const fired = /** @type {{at: number}} */ (seen.find((x) => x.state === 'firing'))
+      const resolved = /** @type {{at: number}} */ (seen.at(-1))
       const tot = fleet.totals()
       const line = `redis pod deleted: back after ${secs(back - t)}s; all ${fleet.clients.length} clients updated again within ${secs(Math.min(resumeMs, Math.max(...firsts)))}s; ` +
         `per pod ${JSON.stringify(fleet.perNode())}; clients lost 0, wrong ${tot.wrong}, seq gaps over the whole run ${tot.gaps}`
       log('  ' + line)
       report.push(line)
+      const alertLine = `alerts: WspsRedisDown fired after ${secs(fired.at - t)}s (Redis pod deleted), resolved after ${secs(resolved.at - back)}s (Redis back)`
+      log('  ' + alertLine)
+      report.push(alertLine)
       if (tot.wrong) fail(`wrong-symbol ${tot.wrong}`)
+    })
+
+    await step('Ingress instead of the HTTPRoute (Traefik IngressClass): clients move over, new ones connect', async () => {
+      const gaps0 = fleet.totals().gaps
+      const onAt = new Map(fleet.clients.map((c) => [c, c.reconnects]))
+      await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`, 'gateway.httpRoute.enabled=false', 'gateway.ingress.enabled=true'])
+      const added = fleet.add(100, 2000)
+      await until('the 100 new clients and every earlier one to hold a snapshot and get updates', 120000, () => {
+        const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || c.lastUpdateAt <= c.snapAt)
+        return pending.length === 0 || `${pending.length}/${fleet.clients.length} without snapshot+update; closes ${JSON.stringify(fleet.closes)}`
+      })
+      const moved = fleet.clients.filter((c) => onAt.has(c) && c.reconnects > (onAt.get(c) ?? 0)).length
+      const line = `ingress: the release switched from the HTTPRoute to the Ingress; 100 new clients per pod ${JSON.stringify(fleet.perNode(added))}; ` +
+        `${moved} earlier clients reconnected; seq gaps ${fleet.totals().gaps - gaps0}`
+      log('  ' + line)
+      report.push(line)
     })
   } finally {
     fleet.stop()
@@ -243,7 +409,7 @@ async function main () {
 
 async function diagnose () {
   console.log('\n===== diagnostics =====')
-  for (const args of [['get', 'pods,jobs,svc,ingress', '-o', 'wide'], ['get', 'events', '--sort-by=.lastTimestamp']]) {
+  for (const args of [['get', 'pods,jobs,svc,ingress,httproute,scaledobject,hpa', '-o', 'wide'], ['get', 'events', '--sort-by=.lastTimestamp']]) {
     const r = await kubectl(args, { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
     console.log(`--- kubectl -n ${NS} ${args.join(' ')}\n${r.out}${r.err || ''}`.split('\n').slice(-60).join('\n'))
   }
@@ -251,8 +417,10 @@ async function diagnose () {
     const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
     console.log(`--- logs ${c}\n${`${r.out}${r.err || ''}`.split('\n').map((l) => l.slice(0, 400)).join('\n')}`)
   }
-  const r = await run('kubectl', ['-n', 'traefik', 'logs', '-l', 'app.kubernetes.io/name=traefik', '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
-  console.log(`--- logs traefik\n${r.out}${r.err || ''}`)
+  for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus']]) {
+    const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
+    console.log(`--- logs ${ns}/${sel}\n${r.out}${r.err || ''}`)
+  }
 }
 
 function printReport (ok) {

@@ -7,10 +7,11 @@ import WebSocket from 'ws'
 const SYMBOLS = ['AAPL', 'MSFT', 'GOOGL', 'AMZN', 'NVDA', 'META', 'TSLA', 'JPM', 'V', 'XOM', 'BRK.B', 'JNJ']
 
 class Client {
-  /** @param {Fleet} fleet @param {number} id */
-  constructor (fleet, id) {
+  /** @param {Fleet} fleet @param {number} id @param {string} host */
+  constructor (fleet, id, host) {
     this.fleet = fleet
     this.id = id
+    this.host = host
     this.symbols = [SYMBOLS[id % SYMBOLS.length], SYMBOLS[(id * 7 + 3) % SYMBOLS.length]]
     if (this.symbols[0] === this.symbols[1]) this.symbols.pop()
     /** @type {Map<string, number>} */
@@ -31,7 +32,7 @@ class Client {
   connect () {
     if (this.stopped) return
     const f = this.fleet
-    const ws = new WebSocket(f.url, { headers: { Host: f.host }, handshakeTimeout: 10000 })
+    const ws = new WebSocket(f.url, { headers: { Host: this.host }, handshakeTimeout: 10000 })
     this.ws = ws
     this.node = null
     this.snapAt = 0
@@ -123,11 +124,11 @@ export class Fleet {
     this.protoErrors = 0
   }
 
-  /** Open n more clients, spread over `spreadMs`. @returns {Client[]} */
-  add (n, spreadMs = 2000) {
+  /** Open n more clients, spread over `spreadMs`, with Host `host`. @returns {Client[]} */
+  add (n, spreadMs = 2000, host = this.host) {
     const added = []
     for (let i = 0; i < n; i++) {
-      const c = new Client(this, this.clients.length)
+      const c = new Client(this, this.clients.length, host)
       this.clients.push(c)
       added.push(c)
       setTimeout(() => c.connect(), Math.floor((i / n) * spreadMs))

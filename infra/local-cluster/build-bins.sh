@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the cluster's binaries from the Go module proxy into
 # $WSPS_CACHE/cluster/<name>-<version>/bin, skipping what is already there.
-#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause)
+#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause, prometheus, keda)
 #   build-bins.sh k6         the k6 binary too (make images)
-#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6)
+#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6 prometheus keda)
 . "$(dirname "$0")/lib.sh"
 
 # A k8s build peaks at ~2 GB and 2 cores: be nice to everything else.
@@ -19,6 +19,23 @@ expect_version() {
   out="$("$@" 2>&1)"
   echo "$out"
   [[ "$out" == *"$want"* ]] || { echo "expected version $want from $*"; return 1; }
+}
+
+# long_step LABEL LOGFILE CMD...: step, plus a line every 60 s while it runs
+# (packages compiled so far: the long builds run `go build -v`).
+long_step() {
+  local label="$1" logf="$2" t0=$SECONDS ticker; shift 2
+  mkdir -p "$(dirname "$logf")"; : >"$logf"
+  ( while sleep 60; do
+      printf '\n[cluster]   ... %s: %d min, %d packages built' "$label" $(( (SECONDS - t0) / 60 )) \
+        "$(grep -cv '^go: ' "$logf" 2>/dev/null || echo 0)" >&2
+    done ) &
+  ticker=$!
+  local rc=0
+  ( step "$label" "$logf" "$@" ) || rc=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  return "$rc"
 }
 
 # install_dir DEST: atomically move a fresh build into its versioned folder.
@@ -149,17 +166,63 @@ build_pause() {
   rm -rf "$work"
 }
 
+# Prometheus with only the kubernetes service discovery (build tags
+# remove_all_sd,enable_kubernetes_sd drop the cloud SDKs) and no UI assets
+# (without the builtinassets tag the UI is simply not served). promtool comes
+# from the same module: `make test` runs `promtool test rules` with it.
+build_prometheus() {
+  if [[ -x "$PROMETHEUS_BIN/prometheus" && -x "$PROMETHEUS_BIN/promtool" ]]; then skip "prometheus $PROMETHEUS_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-prometheus.XXXXXX")"
+  _prometheus() {
+    mkdir -p "$work/src" && cd "$work/src"
+    printf 'module wsps.local/cluster/prometheus\n\ngo 1.26\n\nrequire github.com/prometheus/prometheus %s\n' "$PROMETHEUS_VERSION" >go.mod
+    local v="${PROMETHEUS_VERSION#v0.}" ver; ver="3.$(( ${v%%.*} - 300 )).${v#*.}"   # module v0.316.0 is Prometheus 3.16.0
+    local cv=github.com/prometheus/common/version
+    "${NICE[@]}" go build -v -tags remove_all_sd,enable_kubernetes_sd \
+      -ldflags "-s -w -X $cv.Version=$ver -X $cv.Branch=wsps -X $cv.Revision=$PROMETHEUS_VERSION" \
+      -o "$work/out/bin/" github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+    expect_version "$ver" "$work/out/bin/prometheus" --version
+  }
+  long_step "build prometheus $PROMETHEUS_VERSION (5-15 min cold)" "$BUILD_LOGS/prometheus.log" _prometheus
+  finish "$work/out" "$CACHE_DIR/prometheus-$PROMETHEUS_VERSION"
+  rm -rf "$work"
+}
+
+# KEDA's operator and metrics API server (the admission webhooks are not
+# used). Its go.mod has replace/exclude lines: the wrapper copies them.
+build_keda() {
+  if [[ -x "$KEDA_BIN/keda" && -x "$KEDA_BIN/keda-adapter" ]]; then skip "keda $KEDA_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-keda.XXXXXX")"
+  _keda() {
+    mkdir -p "$work/src" && cd "$work/src"
+    local upstream
+    upstream="$(go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
+    [[ -f "$upstream" ]] || { echo "no go.mod for keda $KEDA_VERSION"; return 1; }
+    {
+      printf 'module wsps.local/cluster/keda\n\ngo 1.26\n\nrequire github.com/kedacore/keda/v2 %s\n\n' "$KEDA_VERSION"
+      awk '/^replace \(/{p=1} p{print} p&&/^\)/{p=0} /^replace [^(]/{print} /^exclude /{print}' "$upstream"
+    } >go.mod
+    local ld="-s -w -X github.com/kedacore/keda/v2/version.Version=$KEDA_VERSION -X github.com/kedacore/keda/v2/version.GitCommit=wsps"
+    "${NICE[@]}" go build -v -ldflags "$ld" -o "$work/out/bin/keda" github.com/kedacore/keda/v2/cmd/operator
+    "${NICE[@]}" go build -v -ldflags "$ld" -o "$work/out/bin/keda-adapter" github.com/kedacore/keda/v2/cmd/adapter
+    "$work/out/bin/keda" --help >/dev/null 2>&1 || true
+  }
+  long_step "build keda $KEDA_VERSION (10-30 min cold)" "$BUILD_LOGS/keda.log" _keda
+  finish "$work/out" "$CACHE_DIR/keda-$KEDA_VERSION"
+  rm -rf "$work"
+}
+
 main() {
   mkdir -p "$CACHE_DIR" "$BUILD_LOGS"
   # One build of each binary at a time (cluster-up and make images may overlap);
   # a build killed half-way left a .build-NAME.* folder: it goes.
   command -v go >/dev/null || die "go is not installed"
   local want=("$@")
-  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause)
+  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda)
   local w
   for w in "${want[@]}"; do
     case "$w" in
-      kubernetes|etcd|coredns|traefik|pause|k6)
+      kubernetes|etcd|coredns|traefik|pause|k6|prometheus|keda)
         exec 8>"$CACHE_DIR/.lock-$w"
         flock 8
         rm -rf "$CACHE_DIR/.build-$w".*

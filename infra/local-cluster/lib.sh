@@ -17,6 +17,8 @@ COREDNS_BIN="$CACHE_DIR/coredns-$COREDNS_VERSION-slim/bin"   # gomod/coredns: on
 TRAEFIK_BIN="$CACHE_DIR/traefik-$TRAEFIK_VERSION/bin"
 K6_BIN="$CACHE_DIR/k6-$K6_VERSION/bin"
 PAUSE_BIN="$CACHE_DIR/pause-$PAUSE_VERSION/bin"
+PROMETHEUS_BIN="$CACHE_DIR/prometheus-$PROMETHEUS_VERSION/bin"   # prometheus + promtool
+KEDA_BIN="$CACHE_DIR/keda-$KEDA_VERSION/bin"                     # keda (operator) + keda-adapter (metrics API server)
 IMAGE_DIR="$CACHE_DIR/images"              # image archives (docker-archive), one per image
 # containerd's root (content store + unpacked snapshots) is a cache too: images
 # imported once stay across cluster-down/up. No mounts live there while stopped.

@@ -5,7 +5,7 @@
 
 _key() { openssl ecparam -name prime256v1 -genkey -noout -out "$PKI_DIR/$1.key" 2>/dev/null; chmod 600 "$PKI_DIR/$1.key"; }
 
-# _cert NAME SUBJECT server|client [SANS]
+# _cert NAME SUBJECT server|client|both [SANS]
 _cert() {
   local name="$1" subj="$2" kind="$3" sans="${4:-}" ext
   _key "$name"
@@ -13,7 +13,11 @@ _cert() {
   {
     echo "basicConstraints=critical,CA:FALSE"
     echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    if [[ "$kind" == server ]]; then echo "extendedKeyUsage=serverAuth"; else echo "extendedKeyUsage=clientAuth"; fi
+    case "$kind" in
+      server) echo "extendedKeyUsage=serverAuth" ;;
+      client) echo "extendedKeyUsage=clientAuth" ;;
+      both) echo "extendedKeyUsage=serverAuth,clientAuth" ;;
+    esac
     [[ -z "$sans" ]] || echo "subjectAltName=$sans"
   } >"$ext"
   openssl req -new -key "$PKI_DIR/$name.key" -subj "$subj" -out "$PKI_DIR/$name.csr"
@@ -62,6 +66,16 @@ make_pki() {
   _cert kubelet "/CN=$NODE_NAME" server "DNS:$NODE_NAME,IP:$NODE_IP"
   _cert kube-proxy "/CN=system:kube-proxy" client
   _cert coredns "/CN=wsps:coredns" client
+  # The aggregation layer: the apiserver proxies external.metrics.k8s.io to
+  # KEDA's metrics API server with this client certificate.
+  _cert front-proxy-client "/CN=front-proxy-client" client
+  # KEDA: the operator's gRPC metrics service and the metrics API server
+  # (served to the apiserver), mutual TLS between the two: one certificate.
+  local keda_sans="" svc
+  for svc in keda-operator keda-metrics-apiserver; do
+    keda_sans+="DNS:$svc,DNS:$svc.keda,DNS:$svc.keda.svc,DNS:$svc.keda.svc.$CLUSTER_DOMAIN,"
+  done
+  _cert keda "/CN=keda-operator.keda.svc" both "${keda_sans%,}"
   openssl genrsa -out "$PKI_DIR/sa.key" 2048 2>/dev/null
   openssl rsa -in "$PKI_DIR/sa.key" -pubout -out "$PKI_DIR/sa.pub" 2>/dev/null
   chmod 600 "$PKI_DIR/sa.key"

@@ -139,7 +139,7 @@ else
   fail "DNS pod failed" bash -c "'${K[0]}' -n $NS logs dns; '${K[0]}' -n $NS describe pod dns | tail -20"
 fi
 
-url="http://$NODE_IP:$TRAEFIK_NODEPORT/wsps-smoke"
+url="http://127.0.0.1:$TRAEFIK_NODEPORT/wsps-smoke"
 body=""
 for _ in $(seq 1 40); do
   body="$(curl -s --max-time 2 "$url" || true)"

@@ -23,12 +23,16 @@ render() {
   local src="$1" out="$2" v
   local sedargs=()
   for v in STATE_DIR RUN_DIR PKI_DIR CONTAINERD_ROOT NODE_IP NODE_NAME POD_CIDR POD_GW SERVICE_CIDR DNS_SVC_IP \
-           CLUSTER_DOMAIN CNI_BRIDGE PAUSE_IMAGE TRAEFIK_IMAGE TRAEFIK_VERSION TRAEFIK_NODEPORT; do
+           CLUSTER_DOMAIN CNI_BRIDGE PAUSE_IMAGE TRAEFIK_IMAGE TRAEFIK_VERSION TRAEFIK_NODEPORT \
+           PROMETHEUS_IMAGE PROMETHEUS_VERSION PROMETHEUS_NODEPORT KEDA_IMAGE KEDA_VERSION CA_BUNDLE; do
     sedargs+=(-e "s|@$v@|${!v}|g")
   done
   sed "${sedargs[@]}" "$src" >"$out"
   if grep -q '@[A-Z_]*@' "$out"; then die "unrendered placeholder in $out: $(grep -o '@[A-Z_]*@' "$out" | head -1)"; fi
 }
+
+# The cluster CA, base64 (KEDA's APIService); set once the PKI exists.
+CA_BUNDLE=""
 
 # start NAME BINARY ARGS...: a detached daemon, logged, with a PID file.
 start() {
@@ -178,6 +182,11 @@ start_apiserver() {
     --kubelet-certificate-authority="$PKI_DIR/ca.crt" --kubelet-preferred-address-types=InternalIP \
     --service-account-issuer="https://kubernetes.default.svc.$CLUSTER_DOMAIN" \
     --service-account-key-file="$PKI_DIR/sa.pub" --service-account-signing-key-file="$PKI_DIR/sa.key" \
+    --requestheader-client-ca-file="$PKI_DIR/ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI_DIR/front-proxy-client.crt" --proxy-client-key-file="$PKI_DIR/front-proxy-client.key" \
+    --enable-aggregator-routing=true \
     --profiling=false --event-ttl=1h --v=1
   wait_up kube-apiserver 90 https_ok "https://$NODE_IP:$APISERVER_PORT/readyz"
 }
@@ -200,7 +209,8 @@ start_controllers() {
     --client-ca-file="$PKI_DIR/ca.crt" --root-ca-file="$PKI_DIR/ca.crt" \
     --cluster-signing-cert-file="$PKI_DIR/ca.crt" --cluster-signing-key-file="$PKI_DIR/ca.key" \
     --service-account-private-key-file="$PKI_DIR/sa.key" --use-service-account-credentials=true \
-    --service-cluster-ip-range="$SERVICE_CIDR" --allocate-node-cidrs=false --v=1
+    --service-cluster-ip-range="$SERVICE_CIDR" --allocate-node-cidrs=false \
+    --horizontal-pod-autoscaler-sync-period=5s --v=1
   start kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
     --authentication-kubeconfig="$STATE_DIR/scheduler.kubeconfig" \
@@ -230,15 +240,84 @@ start_dns() {
   wait_up coredns 30 curl -sf --max-time 2 http://127.0.0.1:18181/ready
 }
 
+# module_dir MODULE@VERSION: the module's source in the Go module cache
+# (downloaded from the proxy if missing): CRDs and RBAC come from there.
+module_dir() {
+  local d
+  d="$(GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+  [[ -d "$d" ]] || die "go mod download $1 gave no source folder"
+  echo "$d"
+}
+
+# apply_crds LABEL FILE...: server-side apply (the CRDs are too large for the
+# last-applied annotation), then wait until the API serves them.
+apply_crds() {
+  local label="$1"; shift
+  local args=() f
+  for f in "$@"; do args+=(-f "$f"); done
+  _crds() {
+    "${KUBECTL[@]}" apply --server-side --force-conflicts "${args[@]}"
+    "${KUBECTL[@]}" wait --for condition=established --timeout=60s "${args[@]}"
+  }
+  step "$label" "$LOG_DIR/manifests.log" _crds
+}
+
+# Gateway API: the standard-channel CRDs of the version Traefik is built with.
+GATEWAY_API_VERSION=""
+gateway_api_version() {
+  local gomod
+  gomod="$(GOFLAGS=-mod=mod go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
+  GATEWAY_API_VERSION="$(awk '$1 == "sigs.k8s.io/gateway-api" { print $2; exit }' "$gomod")"
+  [[ -n "$GATEWAY_API_VERSION" ]] || die "traefik $TRAEFIK_VERSION's go.mod names no sigs.k8s.io/gateway-api"
+}
+
 start_traefik() {
+  gateway_api_version
+  local gw; gw="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
+  apply_crds "gateway API $GATEWAY_API_VERSION CRDs (standard)" "$gw"/config/crd/standard/*.yaml
   render "$LC_DIR/manifests/traefik.yaml" "$STATE_DIR/traefik.yaml"
   _apply() { "${KUBECTL[@]}" apply -f "$STATE_DIR/traefik.yaml"; }
   step "apply traefik manifests" "$LOG_DIR/manifests.log" _apply
   wait_for "traefik ready" 120 "$LOG_DIR/manifests.log" traefik_ready
   # Traefik answers 404 for a host no Ingress names: the NodePort path works.
-  wait_for "traefik via NodePort $NODE_IP:$TRAEFIK_NODEPORT" 30 "" \
-    bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://$NODE_IP:$TRAEFIK_NODEPORT/) == 404 ]]"
+  wait_for "traefik via NodePort 127.0.0.1:$TRAEFIK_NODEPORT" 30 "" \
+    bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://127.0.0.1:$TRAEFIK_NODEPORT/) == 404 ]]"
 }
+
+# Prometheus (manifests/prometheus.yaml): kubernetes_sd scraping, API on
+# NodePort $PROMETHEUS_NODEPORT at 127.0.0.1.
+start_prometheus() {
+  render "$LC_DIR/manifests/prometheus.yaml" "$STATE_DIR/prometheus.yaml"
+  _apply() { "${KUBECTL[@]}" apply -f "$STATE_DIR/prometheus.yaml"; }
+  step "apply prometheus manifests" "$LOG_DIR/manifests.log" _apply
+  wait_for "prometheus ready via NodePort 127.0.0.1:$PROMETHEUS_NODEPORT" 120 "$LOG_DIR/manifests.log" \
+    curl -sf --max-time 2 "http://127.0.0.1:$PROMETHEUS_NODEPORT/-/ready"
+}
+
+# KEDA (manifests/keda.yaml + CRDs and the operator's ClusterRole from the
+# module source); ready when the external metrics API answers.
+start_keda() {
+  local src; src="$(module_dir "github.com/kedacore/keda/v2@$KEDA_VERSION")"
+  apply_crds "keda $KEDA_VERSION CRDs" "$src"/config/crd/bases/*.yaml
+  _secret() {
+    "${KUBECTL[@]}" create namespace keda --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f -
+    "${KUBECTL[@]}" -n keda create secret generic kedaorg-certs --dry-run=client -o yaml \
+      --from-file=ca.crt="$PKI_DIR/ca.crt" --from-file=tls.crt="$PKI_DIR/keda.crt" --from-file=tls.key="$PKI_DIR/keda.key" |
+      "${KUBECTL[@]}" apply -f -
+    "${KUBECTL[@]}" apply -f "$src/config/rbac/role.yaml"
+  }
+  step "keda certificates and RBAC" "$LOG_DIR/manifests.log" _secret
+  CA_BUNDLE="$(base64 -w0 "$PKI_DIR/ca.crt")"
+  render "$LC_DIR/manifests/keda.yaml" "$STATE_DIR/keda.yaml"
+  _apply() { "${KUBECTL[@]}" apply -f "$STATE_DIR/keda.yaml"; }
+  step "apply keda manifests" "$LOG_DIR/manifests.log" _apply
+  wait_for "keda operator and external metrics API ready" 180 "$LOG_DIR/manifests.log" keda_ready
+}
+keda_ready() {
+  [[ "$("${KUBECTL[@]}" -n keda get deploy keda-operator -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" == 1 ]] &&
+    "${KUBECTL[@]}" get --raw /apis/external.metrics.k8s.io/v1beta1 >/dev/null
+}
+prometheus_ready() { curl -sf --max-time 2 "http://127.0.0.1:$PROMETHEUS_NODEPORT/-/ready" >/dev/null; }
 traefik_ready() {
   [[ "$("${KUBECTL[@]}" -n traefik get deploy traefik -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" == 1 ]]
 }
@@ -255,7 +334,8 @@ usage() {
 [cluster] up: Kubernetes $K8S_VERSION on node $NODE_NAME ($NODE_IP) in $(total_elapsed)
     export KUBECONFIG=$KUBECONFIG_OUT      # or: . infra/local-cluster/env.sh
     kubectl get nodes                            # kubectl is in \$WSPS_CACHE/bin ($K8S_BIN)
-    ingress (Traefik, class "traefik"): http://$NODE_IP:$TRAEFIK_NODEPORT/
+    ingress (Traefik: IngressClass "traefik", Gateway traefik/traefik): http://127.0.0.1:$TRAEFIK_NODEPORT/
+    prometheus: http://127.0.0.1:$PROMETHEUS_NODEPORT/ (monitoring/prometheus-operated:9090); keda in namespace keda
     images: $WSPS_IMAGE $REDIS_IMAGE $K6_IMAGE (make images; imagePullPolicy: Never)
     logs:   $LOG_DIR/   stop: make cluster-down
 EOF
@@ -263,20 +343,26 @@ EOF
 
 # WSPS_CLUSTER_INGRESS=0: no Traefik (neither built nor installed).
 INGRESS="${WSPS_CLUSTER_INGRESS:-1}"
+# WSPS_CLUSTER_MONITORING=0: no Prometheus and KEDA (neither built nor installed).
+MONITORING="${WSPS_CLUSTER_MONITORING:-1}"
+
+addons() {
+  if (( INGRESS )) && ! traefik_ready; then start_traefik; fi
+  if (( MONITORING )) && ! prometheus_ready; then start_prometheus; fi
+  if (( MONITORING )) && ! keda_ready 2>/dev/null; then start_keda; fi
+}
 
 main() {
   "$LC_DIR/deps.sh"
-  if (( INGRESS )); then
-    "$LC_DIR/build-bins.sh"
-    WSPS_IMAGES_QUIET_IMPORT=1 "$LC_DIR/images.sh" base pause traefik
-  else
-    "$LC_DIR/build-bins.sh" kubernetes etcd coredns pause
-    WSPS_IMAGES_QUIET_IMPORT=1 "$LC_DIR/images.sh" base pause
-  fi
+  local bins=(kubernetes etcd coredns pause) imgs=(base pause)
+  if (( INGRESS )); then bins+=(traefik); imgs+=(traefik); fi
+  if (( MONITORING )); then bins+=(prometheus keda); imgs+=(prometheus keda); fi
+  "$LC_DIR/build-bins.sh" "${bins[@]}"
+  WSPS_IMAGES_QUIET_IMPORT=1 "$LC_DIR/images.sh" "${imgs[@]}"
   if healthy; then
     skip "cluster" "already running"
     "$LC_DIR/images.sh" --import-only
-    if (( INGRESS )) && ! traefik_ready; then start_traefik; fi
+    addons
     write_kubeconfig
     usage
     return 0
@@ -301,7 +387,7 @@ main() {
   start_kube_proxy
   start_dns
   wait_for "default service account" 30 "$LOG_DIR/kube-controller-manager.log" default_sa
-  if (( INGRESS )); then start_traefik; fi
+  addons
   write_kubeconfig
   usage
 }

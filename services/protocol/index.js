@@ -15,6 +15,17 @@ export const ClientOp = Object.freeze({
   AUTH: 'auth'
 })
 
+/**
+ * Delivery modes of a subscription (`"mode"` of a `sub`). `merge` (the
+ * default) may merge several ticks of a symbol into one delta naming its
+ * `base`, and honours `maxRate`; `distinct` delivers every tick, in seq
+ * order, never merged.
+ */
+export const DeliveryMode = Object.freeze({
+  MERGE: 'merge',
+  DISTINCT: 'distinct'
+})
+
 /** Server -> client operations. */
 export const ServerOp = Object.freeze({
   HELLO: 'hello',
@@ -40,6 +51,10 @@ export const ErrorCode = Object.freeze({
   BAD_REQUEST: 'BAD_REQUEST',
   /** A symbol does not match SYMBOL_PATTERN; `symbols` lists the bad ones. */
   BAD_SYMBOL: 'BAD_SYMBOL',
+  /** `mode` is not one of DeliveryMode. */
+  BAD_MODE: 'BAD_MODE',
+  /** `maxRate` is not a number within Limits.MIN_RATE..MAX_RATE, or was given with `distinct`. */
+  BAD_RATE: 'BAD_RATE',
   /** The subscription would exceed `limits.maxSubscriptions`. */
   TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
   /** More messages than `limits.ratePerSec` (burst `limits.rateBurst`). */
@@ -106,7 +121,11 @@ export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, ...AUTH_CLOSE
 /** Limits every party must agree on; the gateway enforces them. */
 export const Limits = Object.freeze({
   /** Symbols in one `sub`/`unsub` request; clients split larger sets. */
-  MAX_SYMBOLS_PER_REQUEST: 100
+  MAX_SYMBOLS_PER_REQUEST: 100,
+  /** Lowest `maxRate` (updates per second per symbol) a `sub` may ask for. */
+  MIN_RATE: 0.1,
+  /** Highest `maxRate` a `sub` may ask for. */
+  MAX_RATE: 1000
 })
 
 /** A valid ticker: upper-case letters, digits and `. ^ = -`, 1-16 chars. */

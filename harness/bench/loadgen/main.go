@@ -4,6 +4,11 @@
 //
 // It stops by itself: when stdin closes (the orchestrator went away) or
 // after -max-seconds, whichever comes first.
+//
+// stdin takes JSON lines (commands.go): "cut" stops connecting (as the
+// ready timeout does), "hold" marks the start of a hold, "check" reports
+// exactly how many ready connections are still open and how many received
+// a quote since the hold mark.
 package main
 
 import (
@@ -17,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -67,6 +73,7 @@ type options struct {
 	waitSnap     bool
 	dialRetries  int
 	readyTimeout int
+	readBuffer   int
 }
 
 func main() {
@@ -87,7 +94,10 @@ func main() {
 	flag.BoolVar(&o.waitSnap, "wait-snap", true, "a connection is ready when it holds a snapshot of every symbol (else: on ack)")
 	flag.IntVar(&o.dialRetries, "dial-retries", 5, "retries of a failed handshake")
 	flag.IntVar(&o.readyTimeout, "ready-timeout", 0, "seconds: then report ready with the connections ready so far and close the others (0: wait for all)")
+	flag.IntVar(&o.readBuffer, "read-buffer", 2048, "read buffer per connection, bytes (smaller: less memory, more read calls)")
+	gogc := flag.Int("gogc", 100, "GC target percentage (lower: less memory per connection, more GC CPU)")
 	flag.Parse()
+	debug.SetGCPercent(*gogc)
 	o.src = strings.Split(src, ",")
 
 	adapter, err := newAdapter(o.adapter)
@@ -104,8 +114,9 @@ func main() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.maxSeconds)*time.Second)
 	defer cancel()
+	cmds := make(chan string, 16)
 	go func() { // stdin closed: the orchestrator is gone or done with us
-		_, _ = io.Copy(io.Discard, os.Stdin)
+		readCommands(os.Stdin, cmds)
 		cancel()
 	}()
 
@@ -114,6 +125,7 @@ func main() {
 	plans := make([][]string, o.conns)
 	planIdx := make([][]int, o.conns)
 	readyConn := make([]atomic.Bool, o.conns)
+	conns := make([]connState, o.conns)
 	for i := range plans {
 		rng := rand.New(rand.NewSource(o.seed*1_000_003 + int64(o.first+i)))
 		idx := sampler.distinct(rng, o.k)
@@ -151,8 +163,7 @@ func main() {
 			}
 			wg.Add(1)
 			go func(i int) {
-				defer wg.Done()
-				c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)]}
+				c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)], state: &conns[i]}
 				released := false
 				release := func() {
 					if !released {
@@ -160,41 +171,52 @@ func main() {
 						<-sem
 					}
 				}
-				defer release()
 				t0 := time.Now()
 				if err := c.dial(cutCtx); err != nil {
 					failed.Add(1)
 					st.errors.Add(1)
 					emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
 					checkReady()
+					release()
+					wg.Done()
 					return
 				}
 				connected.Add(1)
 				handshake.add(time.Since(t0))
-				ws := c.ws
-				stop := context.AfterFunc(cutCtx, func() {
-					if !readyConn[i].Load() {
-						_ = ws.Close()
-					}
-				})
-				defer stop()
-				c.onReady = func() {
-					readyConn[i].Store(true)
-					readyAt.add(time.Since(start))
-					ready.Add(1)
-					release()
-					checkReady()
-				}
-				if err := c.run(ctx); err != nil && ctx.Err() == nil {
-					st.errors.Add(1)
-					if !c.ready {
-						failed.Add(1)
+				// The connection lives on a goroutine of its own: the handshake
+				// grew this one's stack (HTTP parsing), which a fresh goroutine
+				// does not inherit, and with tens of thousands of idle
+				// connections stacks are most of the load generator's memory.
+				go func() {
+					defer wg.Done()
+					defer release()
+					ws := c.ws
+					stop := context.AfterFunc(cutCtx, func() {
+						if !readyConn[i].Load() {
+							_ = ws.Close()
+						}
+					})
+					defer stop()
+					c.onReady = func() {
+						readyConn[i].Store(true)
+						readyAt.add(time.Since(start))
+						ready.Add(1)
+						release()
 						checkReady()
 					}
-					if cutCtx.Err() == nil || c.ready {
-						emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+					err := c.run(ctx)
+					conns[i].closed.Store(true)
+					if err != nil && ctx.Err() == nil {
+						st.errors.Add(1)
+						if !c.ready {
+							failed.Add(1)
+							checkReady()
+						}
+						if cutCtx.Err() == nil || c.ready {
+							emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+						}
 					}
-				}
+				}()
 			}(i)
 		}
 	}()
@@ -203,11 +225,22 @@ func main() {
 	if o.readyTimeout > 0 {
 		timeout = time.After(time.Duration(o.readyTimeout) * time.Second)
 	}
-	select {
-	case <-allReady:
-	case <-ctx.Done():
-	case <-timeout:
-		cut()
+wait:
+	for {
+		select {
+		case <-allReady:
+			break wait
+		case <-ctx.Done():
+			break wait
+		case <-timeout:
+			cut()
+			break wait
+		case cmd := <-cmds:
+			if cmd == "cut" {
+				cut()
+				break wait
+			}
+		}
 	}
 	subsPerSymbol := make([]int, o.symbols)
 	for i := range planIdx {
@@ -241,6 +274,14 @@ func main() {
 			cur := snapshot(st)
 			emit(diff(now, prev, cur))
 			prev = cur
+		case cmd := <-cmds:
+			switch cmd {
+			case "hold":
+				holdMark.Store(time.Now().UnixMicro())
+				emit(map[string]any{"type": "hold", "t": time.Now().UnixMilli()})
+			case "check":
+				emit(check(o.first, readyConn, conns))
+			}
 		}
 	}
 }
@@ -278,6 +319,7 @@ func diff(now time.Time, a, b counters) map[string]any {
 }
 
 type client struct {
+	state   *connState
 	o       *options
 	a       Adapter
 	st      *stats
@@ -297,7 +339,7 @@ func (c *client) dial(ctx context.Context) error {
 	d := websocket.Dialer{
 		NetDialContext:   (&net.Dialer{LocalAddr: local, Timeout: 30 * time.Second}).DialContext,
 		HandshakeTimeout: 30 * time.Second,
-		ReadBufferSize:   2048,
+		ReadBufferSize:   c.o.readBuffer,
 		WriteBufferSize:  512,
 		WriteBufferPool:  writePool,
 	}
@@ -341,73 +383,92 @@ func (c *client) run(ctx context.Context) error {
 	if err := c.a.Subscribe(ws, c.syms); err != nil {
 		return err
 	}
-	buf := make([]byte, 0, 1024)
-	st := c.st
 	for {
 		mt, r, err := ws.NextReader()
 		if err != nil {
 			return err
 		}
-		buf = buf[:0]
-		for {
-			if len(buf) == cap(buf) {
-				buf = append(buf, 0)[:len(buf)]
-			}
-			n, err := r.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+n]
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if mt != websocket.TextMessage {
-			continue
-		}
-		kind, err := c.a.Classify(ws, buf)
+		// A frame buffer from the pool only while a frame is read: an idle
+		// connection (most of them, most of the time) holds none.
+		bp := framePool.Get().(*[]byte)
+		buf := (*bp)[:0]
+		err = c.frame(mt, r, &buf)
+		*bp = buf
+		framePool.Put(bp)
 		if err != nil {
 			return err
 		}
-		switch kind {
-		case FrameAck:
-			c.acked = true
-			c.checkReady()
-		case FrameSnap:
-			scanQuotes(buf, func(e *Entry) {
-				st.snaps.Add(1)
-				if h, ok := c.held[string(e.Symbol)]; !ok || e.Seq > h {
-					c.held[string(e.Symbol)] = e.Seq
-				}
-			})
-			c.checkReady()
-		case FrameQuotes:
-			nowUs := time.Now().UnixMicro()
-			st.frames.Add(1)
-			n := scanQuotes(buf, func(e *Entry) {
-				st.hist[bucketOf(nowUs-e.TsMilli*1000)].Add(1)
-				base := e.Base
-				if base < 0 {
-					base = e.Seq - 1
-				}
-				h, ok := c.held[string(e.Symbol)]
-				switch {
-				case !ok:
-					st.covered.Add(1)
-					c.held[string(e.Symbol)] = e.Seq
-				case e.Seq <= h:
-					st.dups.Add(1)
-				default:
-					st.covered.Add(e.Seq - h)
-					if base != h {
-						st.gaps.Add(1)
-					}
-					c.held[string(e.Symbol)] = e.Seq
-				}
-			})
-			st.entries.Add(int64(n))
+	}
+}
+
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// frame reads one frame into *bufp and accounts for it.
+func (c *client) frame(mt int, r io.Reader, bufp *[]byte) error {
+	ws := c.ws
+	st := c.st
+	buf := *bufp
+	defer func() { *bufp = buf }()
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
 		}
 	}
+	if mt != websocket.TextMessage {
+		return nil
+	}
+	kind, err := c.a.Classify(ws, buf)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case FrameAck:
+		c.acked = true
+		c.checkReady()
+	case FrameSnap:
+		scanQuotes(buf, func(e *Entry) {
+			st.snaps.Add(1)
+			if h, ok := c.held[string(e.Symbol)]; !ok || e.Seq > h {
+				c.held[string(e.Symbol)] = e.Seq
+			}
+		})
+		c.checkReady()
+	case FrameQuotes:
+		nowUs := time.Now().UnixMicro()
+		c.state.lastQuoteUs.Store(nowUs)
+		st.frames.Add(1)
+		n := scanQuotes(buf, func(e *Entry) {
+			st.hist[bucketOf(nowUs-e.TsMilli*1000)].Add(1)
+			base := e.Base
+			if base < 0 {
+				base = e.Seq - 1
+			}
+			h, ok := c.held[string(e.Symbol)]
+			switch {
+			case !ok:
+				st.covered.Add(1)
+				c.held[string(e.Symbol)] = e.Seq
+			case e.Seq <= h:
+				st.dups.Add(1)
+			default:
+				st.covered.Add(e.Seq - h)
+				if base != h {
+					st.gaps.Add(1)
+				}
+				c.held[string(e.Symbol)] = e.Seq
+			}
+		})
+		st.entries.Add(int64(n))
+	}
+	return nil
 }
 
 func (c *client) checkReady() {

@@ -3,7 +3,11 @@
 # under $WSPS_CACHE/bench: the Go load generator (rebuilt when its source
 # changes), redis-server, nginx and pushpin (Debian packages, as root), and a
 # venv with the pinned plotting stack.
+#
+#   setup.sh           everything
+#   setup.sh loadgen   only what `make capacity` needs: redis-server, Go, the load generator
 set -euo pipefail
+ONLY=${1:-all}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 CACHE=${WSPS_CACHE:-$HOME/.cache/wsps}/bench
 mkdir -p "$CACHE"
@@ -12,9 +16,11 @@ say() { printf '\033[36m==>\033[0m %s\n' "$*" >&2; }
 # Debian packages: the servers under test and their helpers.
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
-command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
-command -v pushpin >/dev/null || missing+=(pushpin)
-command -v taskset >/dev/null || missing+=(util-linux)
+if [[ $ONLY == all ]]; then
+  command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
+  command -v pushpin >/dev/null || missing+=(pushpin)
+  command -v taskset >/dev/null || missing+=(util-linux)
+fi
 command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]] || missing+=(golang-go)
 if ((${#missing[@]})); then
   [[ $(id -u) -eq 0 ]] || { echo "missing: ${missing[*]} (install them, e.g. sudo apt-get install -y ${missing[*]})" >&2; exit 1; }
@@ -33,6 +39,7 @@ if [[ ! -x $CACHE/loadgen-$sum ]]; then
   (cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$CACHE/loadgen-$sum" .)
 fi
 ln -sfn "loadgen-$sum" "$CACHE/loadgen"
+[[ $ONLY == all ]] || exit 0
 
 # Plotting: matplotlib pinned (with its dependencies) in a venv of its own.
 venv=$CACHE/venv-plot-1

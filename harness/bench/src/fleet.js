@@ -27,6 +27,8 @@ function freshIp () {
  * @property {string | null} core
  * @property {number} maxSeconds
  * @property {number} [readyTimeout] seconds; then go on with the connections ready so far (0: wait for all)
+ * @property {string[]} [extraArgs] more loadgen flags
+ * @property {AbortSignal} [signal] aborted: stop connecting now and go on with the connections ready so far
  */
 
 /** @param {FleetOptions} o */
@@ -40,9 +42,12 @@ export async function startFleet (o) {
       `-adapter=${o.adapter}`, `-url=${o.url}`, `-conns=${n}`, `-first=${(o.first ?? 0) + i * per}`,
       `-src=${freshIp()},${freshIp()}`, `-symbols=${o.symbols}`, `-k=${o.k}`, `-zipf=${o.zipf}`,
       `-seed=${o.seed ?? 1}`, `-concurrency=${o.concurrency ?? 64}`, `-wait-snap=${o.waitSnap ?? true}`,
-      `-max-seconds=${o.maxSeconds}`, `-ready-timeout=${o.readyTimeout ?? 0}`
+      `-max-seconds=${o.maxSeconds}`, `-ready-timeout=${o.readyTimeout ?? 0}`, ...(o.extraArgs ?? [])
     ], { core: o.core, name: `loadgen-${o.adapter}-${i}` }))
   }
+  const cutAll = () => { for (const k of kids) k.send({ cmd: 'cut' }) }
+  if (o.signal?.aborted) cutAll()
+  o.signal?.addEventListener('abort', cutAll, { once: true })
   const t0 = performance.now()
   const readies = await Promise.all(kids.map((k) => k.waitLine((l) => l.type === 'ready', o.maxSeconds * 1000)))
   const elapsedMs = performance.now() - t0
@@ -81,6 +86,22 @@ export async function startFleet (o) {
     /** Waits until every process has reported a tick at or after t. */
     async tickedAfter (/** @type {number} */ t, timeoutMs = 3000) {
       await Promise.all(kids.map((k) => k.waitLine((l) => l.type === 'tick' && l.t >= t, timeoutMs).catch(() => null)))
+    },
+    /**
+     * Sends a loadgen command to every process and waits for its answer:
+     * `hold` marks the start of the hold, `check` sums the exact
+     * per-connection counts (loadgen/commands.go).
+     *
+     * @param {'hold' | 'check'} cmd
+     * @param {number} [timeoutMs]
+     */
+    async command (cmd, timeoutMs = 30_000) {
+      const answers = await Promise.all(kids.map((k) => {
+        const from = k.lines.length
+        k.send({ cmd })
+        return k.waitLine((l) => l.type === cmd, timeoutMs, from)
+      }))
+      return answers
     },
     async stop () { await Promise.all(kids.map((k) => k.stop(8000))) }
   }

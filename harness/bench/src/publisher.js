@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // The one Redis publisher every server in the bench is fed from. Publishes
 // full quotes (the fetcher's shape: seq first, then symbol, ts = Date.now())
-// on wsps:{SYM}:q at a controlled rate, symbols drawn uniformly at random.
+// on wsps:{SYM}:q at a controlled rate, symbols drawn uniformly at random
+// (--order=cycle: in turn, so every symbol is published once per
+// symbols/rate seconds; `make capacity` relies on that to expect an update
+// on every connection within a bounded hold).
 //
 // stdin (JSON lines):  {"cmd":"rate","rate":R,"prefix":P}  quotes per second on P's channels (0: pause)
 //                      {"cmd":"setLast","prefix":P}         SET P:{SYM}:last of every symbol to its current quote
@@ -15,6 +18,9 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/
 const redisUrl = args.redis ?? 'redis://127.0.0.1:6379'
 const S = Number(args.symbols ?? 1000)
 const prefix = args.prefix ?? 'wsps'
+const CYCLE = args.order === 'cycle'
+if (args.order !== undefined && !CYCLE && args.order !== 'random') throw new Error(`--order: random or cycle, not ${args.order}`)
+let cursor = 0
 
 const redis = new Redis(redisUrl, { enableAutoPipelining: false, maxRetriesPerRequest: null })
 const symbols = Array.from({ length: S }, (_, i) => `S${String(i).padStart(4, '0')}`)
@@ -94,7 +100,7 @@ function pump () {
     if (n > 0) {
       const pipe = redis.pipeline()
       for (let j = 0; j < n; j++) {
-        const i = Math.floor(rand() * S)
+        const i = CYCLE ? cursor++ % S : Math.floor(rand() * S)
         pipe.publish(current.channels[i], next(i))
         perSymbol.set(i, (perSymbol.get(i) ?? 0) + 1)
       }

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 export const GATEWAY_MAIN = join(ROOT, 'services/gateway/src/main.js')
 export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/src/main.js')
+export const FAKE_VENDOR_MAIN = join(ROOT, 'harness/testkit/src/fake-vendor.js')
 
 /** Processes the tests started; any still running are killed when the test process exits. */
 /** @type {Set<import('node:child_process').ChildProcess>} */
@@ -254,6 +255,25 @@ export function startGateway (redisUrl, env = {}) {
  */
 export function startFetcher (redisUrl, env = {}) {
   return startService(FETCHER_MAIN, { WSPS_REDIS_URL: redisUrl, WSPS_FETCH_INTERVAL_MS: 200, WSPS_SCHEDULE_TICK_MS: 20, ...env }, { name: 'fetcher' })
+}
+
+/**
+ * The fake streaming vendor (fake-vendor.js) as its own process. `streamUrl`
+ * is what WSPS_STREAM_URL points at; `state()` is what it has seen.
+ * @param {{tickMs?: number, key?: string}} [options]
+ */
+export async function startFakeVendor ({ tickMs = 100, key = '' } = {}) {
+  const handle = await startService(FAKE_VENDOR_MAIN, { FAKE_VENDOR_TICK_MS: tickMs, FAKE_VENDOR_KEY: key }, { name: 'vendor' })
+  return {
+    ...handle,
+    streamUrl: `ws://127.0.0.1:${handle.port}/stream`,
+    /** @returns {Promise<{connections: number, subscribed: Record<string, number>, events: {conn: number, action: string, symbols: string[]}[]}>} */
+    async state () { return (await getJson(`${handle.url}/state`)).body },
+    /** @param {'drop' | 'garbage'} what */
+    async misbehave (what) { await fetch(`${handle.url}/${what}`, { method: 'POST' }) },
+    /** @param {string} raw one text frame to every connection */
+    async send (raw) { await fetch(`${handle.url}/send?raw=${encodeURIComponent(raw)}`, { method: 'POST' }) }
+  }
 }
 
 /**

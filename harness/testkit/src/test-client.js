@@ -124,13 +124,14 @@ export class TestClient {
 
   /**
    * @param {string[]} symbols
-   * @returns {Promise<any>} the ack
+   * @param {{mode?: string, maxRate?: number}} [delivery] the sub's delivery (docs/protocol.md)
+   * @returns {Promise<any>} the ack (or error)
    */
-  async sub (symbols) {
+  async sub (symbols, delivery = {}) {
     const id = this.nextId++
     for (const s of symbols) this.subscribed.add(s)
     const from = this.frames.length
-    this.send({ op: 'sub', symbols, id })
+    this.send({ op: 'sub', symbols, id, ...delivery })
     return this.next((m) => m.id === id && (m.op === 'ack' || m.op === 'error'), { from })
   }
 

@@ -114,6 +114,11 @@ export const Status = Object.freeze({
  *   onopen: any, onmessage: any, onclose: any, onerror: any}} SocketLike
  * @typedef {new (url: string) => SocketLike} SocketConstructor
  *
+ * @typedef {object} Delivery how the server delivers a symbol (docs/protocol.md, "Delivery modes")
+ * @property {'merge' | 'distinct'} [mode] merge (default): ticks meeting in one pass merge into one
+ *   update; distinct: every tick, in order, never merged
+ * @property {number} [maxRate] merge only: at most this many updates per second per symbol (0.1-1000)
+ *
  * @typedef {object} WspsClientOptions
  * @property {string | string[]} [url] gateway URL(s), tried in turn on each reconnect; default: same-origin `/ws`
  * @property {SocketConstructor} [WebSocket] default: globalThis.WebSocket
@@ -200,6 +205,8 @@ export class WspsClient {
   #resyncing = new Map()
   /** @type {Map<number, {op: string, symbols: string[]}>} requests awaiting ack/error, by id */
   #inflight = new Map()
+  /** @type {Map<string, Delivery>} delivery of the watched symbols that do not use the default (merge, every update) */
+  #delivery = new Map()
   /** @type {Map<number, number>} ping id -> sent at */
   #pings = new Map()
   /** @type {Set<{pending: Set<string>, resolve: (r: {ok: true} | {ok: false, error: ErrorInfo}) => void}>} */
@@ -324,15 +331,25 @@ export class WspsClient {
    * (re)connect. Resolves once the server holds all of them, or with the
    * error that made it refuse them; never rejects, so fire-and-forget is safe.
    *
+   * A symbol already watched with another delivery is asked for again with
+   * the new one (the server answers with a fresh snapshot).
+   *
    * @param {string[]} symbols upper-case tickers (the server validates them)
+   * @param {Delivery} [delivery] e.g. `{mode: 'distinct'}` for every tick, or
+   *   `{maxRate: 1}` for rows out of view (WebSocket only; SSE streams merge)
    * @returns {Promise<{ok: true} | {ok: false, error: ErrorInfo}>}
    */
-  subscribe (symbols) {
+  subscribe (symbols, delivery = {}) {
     const list = [...new Set(symbols)]
-    const fresh = list.filter((s) => !this.#wanted.has(s))
-    for (const s of fresh) this.#wanted.add(s)
+    const key = deliveryKey(delivery)
+    const send = list.filter((s) => !this.#wanted.has(s) || deliveryKey(this.#delivery.get(s)) !== key)
+    for (const s of list) {
+      this.#wanted.add(s)
+      if (key === '') this.#delivery.delete(s)
+      else this.#delivery.set(s, delivery)
+    }
     const result = this.#waitHeld(list)
-    if (this.#live) for (const chunk of chunks(fresh, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.SUB, chunk)
+    if (this.#live) for (const chunk of chunks(send, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.SUB, chunk)
     return result
   }
 
@@ -345,6 +362,7 @@ export class WspsClient {
   unsubscribe (symbols) {
     const removed = symbols.filter((s) => this.#wanted.delete(s))
     for (const s of removed) {
+      this.#delivery.delete(s)
       this.#quotes.delete(s)
       this.#resyncing.delete(s)
     }
@@ -801,12 +819,34 @@ export class WspsClient {
       this.#restartStream()
       return
     }
+    if (op === ClientOp.SUB && this.#delivery.size > 0) {
+      // One sub per delivery: each carries its symbols' mode and maxRate.
+      /** @type {Map<string, string[]>} */
+      const groups = new Map()
+      for (const s of symbols) {
+        const key = deliveryKey(this.#delivery.get(s))
+        const group = groups.get(key)
+        if (group) group.push(s)
+        else groups.set(key, [s])
+      }
+      for (const group of groups.values()) this.#sendRequest(op, group, this.#delivery.get(group[0]))
+      return
+    }
+    this.#sendRequest(op, symbols)
+  }
+
+  /**
+   * @param {string} op
+   * @param {string[]} symbols
+   * @param {Delivery} [delivery]
+   */
+  #sendRequest (op, symbols, delivery) {
     const id = this.#nextId++
     this.#inflight.set(id, { op, symbols })
     // Requests the rate limiter dropped are never answered; keep only the
     // newest so a long-lived connection does not collect them forever.
     if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
-    this.#send({ op, symbols, id })
+    this.#send(delivery === undefined ? { op, symbols, id } : { op, symbols, id, ...delivery })
   }
 
   /** @param {object} frame */
@@ -886,4 +926,15 @@ export class WspsClient {
       }
     }
   }
+}
+
+/**
+ * @param {Delivery | undefined} delivery
+ * @returns {string} '' for the default delivery; equal keys mean the same delivery
+ */
+function deliveryKey (delivery) {
+  if (delivery === undefined) return ''
+  const mode = delivery.mode ?? 'merge'
+  const rate = delivery.maxRate ?? 0
+  return mode === 'merge' && rate === 0 ? '' : `${mode}/${rate}`
 }

@@ -56,8 +56,18 @@ export async function createGateway (config, logger) {
     },
     logger
   })
-  /** @type {import('./client.js').ClientContext} */
-  const ctx = { metrics, limits: config, messageRate: new RateLimit(config.ratePerSec, config.rateBurst), latest: (symbol) => hub.latest(symbol) }
+  /** @type {import('./connection.js').ConnectionContext} */
+  const ctx = {
+    metrics,
+    sendMax: config.sendMax,
+    messageRate: new RateLimit(config.ratePerSec, config.rateBurst),
+    outbox: {
+      metrics,
+      sendHighWater: config.sendHighWater,
+      slowCloseMs: config.slowCloseMs,
+      latest: (symbol, delivery) => hub.latest(symbol, delivery)
+    }
+  }
   const ws = new WsServer({ config, sessions, ctx, metrics, authenticate, logger })
   const sse = new SseServer({ config, sessions, connections: ws, ctx, metrics, authenticate })
 

@@ -25,7 +25,7 @@ export function createGatewayMetrics (node) {
     staleIn: new client.Counter({ name: 'wsps_gateway_quotes_stale_total', help: 'Quotes received with a seq not above the held one (dropped).', ...reg }),
     messagesOut,
     /** Pre-bound children: the hot path must not hash label sets per frame. */
-    framesOut: /** @type {Record<import('./client.js').FrameOp, client.Counter.Internal>} */ (Object.fromEntries(
+    framesOut: /** @type {Record<import('./connection.js').FrameOp, client.Counter.Internal>} */ (Object.fromEntries(
       ['hello', 'ack', 'error', 'pong', 'snap', 'q'].map((op) => [op, messagesOut.labels({ op })])
     )),
     quotesOut: new client.Counter({ name: 'wsps_gateway_quotes_out_total', help: 'Quote entries delivered to clients (a frame carries several).', ...reg }),

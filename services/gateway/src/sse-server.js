@@ -13,7 +13,7 @@
 
 import { ErrorCode, SYMBOL_PATTERN } from '@wsps/protocol'
 import { bearerOf } from './auth.js'
-import { Client } from './client.js'
+import { Connection } from './connection.js'
 import { encodeAck, encodeError } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 
@@ -54,7 +54,7 @@ export class SseServer {
    * @param {import('./config.js').GatewayConfig} options.config
    * @param {import('./session.js').Sessions} options.sessions
    * @param {import('./ws-server.js').WsServer} options.connections the gate and the set every connection is held in
-   * @param {import('./client.js').ClientContext} options.ctx
+   * @param {import('./connection.js').ConnectionContext} options.ctx
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {import('./auth.js').Authenticator | null} options.authenticate
    */
@@ -148,12 +148,12 @@ export class SseServer {
     // Quote frames are small and latency matters more than packet count.
     res.socket?.setNoDelay(true)
     const transport = new SseTransport(res, firstEventId(reply.request.headers['last-event-id']))
-    const client = new Client(/** @type {any} */ (transport), this.ctx, { id: this.connections.nextConnectionId(), ip, grants, authed: false })
-    transport.onAlive = () => { client.alive = true }
+    const client = new Connection(transport, this.ctx, { id: this.connections.nextConnectionId(), ip, grants, authed: false })
+    transport.onAlive = () => client.markAlive()
     this.connections.adopt(client)
     res.on('close', () => this.connections.onClose(client, transport.closeCode ?? ABNORMAL))
     this.sessions.welcome(client, grants, expiresAt)
-    if (symbols.length) this.sessions.subscribe(client, symbols, undefined)
+    if (symbols.length) this.sessions.subscribe(client, { op: 'sub', symbols })
     else client.send(encodeAck(undefined, []), 'ack')
   }
 }

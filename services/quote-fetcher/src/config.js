@@ -2,12 +2,13 @@
 
 import { ConfigError, loadConfig } from '@wsps/shared/config'
 import { commonSettings } from '@wsps/shared/common-settings'
+import { authFrame, compileMapping, DEFAULT_MAPPING, subscribeFrames } from './providers/stream-mapping.js'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
 export const fetcherSettings = Object.freeze([
   ...commonSettings,
-  { env: 'WSPS_HTTP_PORT', key: 'port', type: 'int', min: 0, max: 65535, default: 9090, doc: 'HTTP port: `/healthz`, `/readyz`, `/metrics`.' },
-  { env: 'WSPS_PROVIDER', key: 'provider', type: 'enum', values: ['sim', 'http'], default: 'sim', doc: 'Quote source: `sim` (simulated market) or `http` (polls WSPS_UPSTREAM_URL).' },
+  { env: 'WSPS_HTTP_PORT', key: 'port', type: 'int', min: 0, max: 65535, default: 9090, doc: 'HTTP port: `/healthz`, `/readyz`, `/metrics`, and the publish API `POST /v1/quotes` when WSPS_PUBLISH_TOKEN is set.' },
+  { env: 'WSPS_PROVIDER', key: 'provider', type: 'enum', values: ['sim', 'http', 'ws-stream', 'push'], default: 'sim', doc: 'Quote source: `sim` (simulated market), `http` (polls WSPS_UPSTREAM_URL), `ws-stream` (one WebSocket to WSPS_STREAM_URL, subscribed to the demanded symbols) or `push` (never fetches: quotes arrive only through the publish API). See docs/feeding.md.' },
   { env: 'WSPS_FETCH_INTERVAL_MS', key: 'fetchIntervalMs', type: 'int', min: 50, max: 3600000, default: 1000, doc: 'How often each watched symbol is fetched (once per interval across all replicas).' },
   { env: 'WSPS_SCHEDULE_TICK_MS', key: 'scheduleTickMs', type: 'int', min: 10, max: 10000, default: 100, doc: 'How often each replica runs the scheduler that turns due symbols into jobs.' },
   { env: 'WSPS_JOB_BATCH_SIZE', key: 'jobBatchSize', type: 'int', min: 1, max: 1000, default: 50, doc: 'Symbols per job (one upstream request for `http`).' },
@@ -22,7 +23,22 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_UPSTREAM_BREAKER_THRESHOLD', key: 'breakerThreshold', type: 'int', min: 1, max: 1000, default: 5, doc: '`http`: consecutive failed requests that open the circuit breaker.' },
   { env: 'WSPS_UPSTREAM_BREAKER_COOLDOWN_MS', key: 'breakerCooldownMs', type: 'int', min: 100, max: 600000, default: 10000, doc: '`http`: how long an open breaker rejects requests before one trial request.' },
   { env: 'WSPS_UPSTREAM_MAX_INFLIGHT', key: 'upstreamMaxInflight', type: 'int', min: 1, max: 1000, default: 8, doc: '`http`: requests in flight at once per replica; jobs beyond wait, never pile up.' },
-  { env: 'WSPS_UPSTREAM_TOKEN', key: 'upstreamToken', type: 'string', default: '', secret: true, doc: '`http`: bearer token sent to the upstream.' }
+  { env: 'WSPS_UPSTREAM_TOKEN', key: 'upstreamToken', type: 'string', default: '', secret: true, doc: '`http`: bearer token sent to the upstream.' },
+  { env: 'WSPS_PUBLISH_TOKEN', key: 'publishToken', type: 'string', default: '', secret: true, doc: 'Bearer token of the publish API `POST /v1/quotes` (at least 16 characters). Empty: the API is off (404).' },
+  { env: 'WSPS_PUBLISH_MAX_BYTES', key: 'publishMaxBytes', type: 'int', min: 1024, max: 67108864, default: 1048576, doc: 'Largest publish request body; larger ones are refused whole (413).' },
+  { env: 'WSPS_PUBLISH_RATE', key: 'publishRate', type: 'int', min: 0, max: 10000000, default: 0, doc: 'Quotes per second one publish token may send, per fetcher replica (a request is admitted while the token is within one second of burst, then owes its quotes; over it: 429). 0: unlimited.' },
+  { env: 'WSPS_PUSH_LEASE_MS', key: 'pushLeaseMs', type: 'int', min: 100, max: 3600000, default: 5000, doc: 'After a quote of a symbol is published through the API, the provider neither fetches nor publishes that symbol for this long (push wins over polling).' },
+  { env: 'WSPS_STREAM_URL', key: 'streamUrl', type: 'string', default: '', doc: '`ws-stream`: `ws://` or `wss://` URL of the vendor\'s streaming API.' },
+  { env: 'WSPS_STREAM_TOKEN', key: 'streamToken', type: 'string', default: '', secret: true, doc: '`ws-stream`: vendor credential, substituted for `{token}` in WSPS_STREAM_AUTH.' },
+  { env: 'WSPS_STREAM_AUTH', key: 'streamAuth', type: 'string', default: '', doc: '`ws-stream`: message sent first on every connection, e.g. `{"action":"auth","key":{token}}` (`{token}` becomes the JSON string of WSPS_STREAM_TOKEN). Empty: none.' },
+  { env: 'WSPS_STREAM_SUBSCRIBE', key: 'streamSubscribe', type: 'string', default: '{"action":"subscribe","symbols":{symbols}}', doc: '`ws-stream`: subscribe message. `{symbols}` becomes a JSON array of symbols (one message per change), `{symbol}` a JSON string (one message per symbol).' },
+  { env: 'WSPS_STREAM_UNSUBSCRIBE', key: 'streamUnsubscribe', type: 'string', default: '{"action":"unsubscribe","symbols":{symbols}}', doc: '`ws-stream`: unsubscribe message, placeholders as in WSPS_STREAM_SUBSCRIBE.' },
+  { env: 'WSPS_STREAM_MAPPING', key: 'streamMapping', type: 'string', default: DEFAULT_MAPPING, doc: '`ws-stream`: JSON mapping of vendor messages to quote fields: `records` (dot path to the record array, empty: the message), `match` / `recordMatch` (field values a message / record must have), `fields` (quote field -> dot path in a record). Examples in docs/feeding.md.' },
+  { env: 'WSPS_STREAM_OWNER_LEASE_MS', key: 'streamLeaseMs', type: 'int', min: 500, max: 60000, default: 3000, doc: '`ws-stream`: how long a replica\'s claim on a symbol\'s upstream subscription lasts unless renewed; another replica takes the symbol over within this plus WSPS_STREAM_TICK_MS of the holder dying.' },
+  { env: 'WSPS_STREAM_TICK_MS', key: 'streamTickMs', type: 'int', min: 50, max: 30000, default: 1000, doc: '`ws-stream`: how often a replica renews its claims and follows demand (subscribes and unsubscribes upstream).' },
+  { env: 'WSPS_STREAM_MAX_SYMBOLS', key: 'streamMaxSymbols', type: 'int', min: 1, max: 1000000, default: 10000, doc: '`ws-stream`: most symbols one replica subscribes upstream (vendors cap subscriptions per connection); the rest go to other replicas.' },
+  { env: 'WSPS_STREAM_BACKOFF_MS', key: 'streamBackoffMs', type: 'int', min: 10, max: 60000, default: 250, doc: '`ws-stream`: first reconnect delay after the connection drops; doubles per failed attempt up to 30 s, with jitter.' },
+  { env: 'WSPS_STREAM_PING_MS', key: 'streamPingMs', type: 'int', min: 100, max: 300000, default: 15000, doc: '`ws-stream`: WebSocket ping interval; a connection without a pong for two intervals is dropped and reconnected.' }
 ])
 
 /**
@@ -37,7 +53,7 @@ export const fetcherSettings = Object.freeze([
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix
- * @property {'sim' | 'http'} provider
+ * @property {'sim' | 'http' | 'ws-stream' | 'push'} provider
  * @property {number} fetchIntervalMs
  * @property {number} scheduleTickMs
  * @property {number} jobBatchSize
@@ -53,6 +69,21 @@ export const fetcherSettings = Object.freeze([
  * @property {number} breakerCooldownMs
  * @property {number} upstreamMaxInflight
  * @property {string} upstreamToken
+ * @property {string} publishToken
+ * @property {number} publishMaxBytes
+ * @property {number} publishRate
+ * @property {number} pushLeaseMs
+ * @property {string} streamUrl
+ * @property {string} streamToken
+ * @property {string} streamAuth
+ * @property {string} streamSubscribe
+ * @property {string} streamUnsubscribe
+ * @property {string} streamMapping
+ * @property {number} streamLeaseMs
+ * @property {number} streamTickMs
+ * @property {number} streamMaxSymbols
+ * @property {number} streamBackoffMs
+ * @property {number} streamPingMs
  */
 
 /**
@@ -66,6 +97,20 @@ export function loadFetcherConfig (env, overrides = {}) {
   const problems = []
   if (config.provider === 'http' && !/^https?:\/\//.test(config.upstreamUrl)) problems.push('WSPS_UPSTREAM_URL must be an http(s) URL when WSPS_PROVIDER=http')
   if (config.scheduleTickMs > config.fetchIntervalMs) problems.push('WSPS_SCHEDULE_TICK_MS must not exceed WSPS_FETCH_INTERVAL_MS')
+  // A short token is guessable; an empty one means "API off".
+  if (config.publishToken && config.publishToken.length < 16) problems.push('WSPS_PUBLISH_TOKEN must be at least 16 characters')
+  if (config.provider === 'push' && !config.publishToken) problems.push('WSPS_PROVIDER=push needs WSPS_PUBLISH_TOKEN (the publish API is its only way in)')
+  if (config.provider === 'ws-stream') {
+    if (!/^wss?:\/\//.test(config.streamUrl)) problems.push('WSPS_STREAM_URL must be a ws(s) URL when WSPS_PROVIDER=ws-stream')
+    if (config.streamTickMs >= config.streamLeaseMs) problems.push('WSPS_STREAM_TICK_MS must be below WSPS_STREAM_OWNER_LEASE_MS (claims must be renewed before they lapse)')
+    if (config.streamAuth) {
+      try { authFrame(config.streamAuth, 'token') } catch (err) { problems.push(`WSPS_STREAM_AUTH ${/** @type {Error} */ (err).message}`) }
+    }
+    try { compileMapping(config.streamMapping) } catch (err) { problems.push(`WSPS_STREAM_MAPPING: ${/** @type {Error} */ (err).message}`) }
+    for (const [env, template] of /** @type {const} */ ([['WSPS_STREAM_SUBSCRIBE', config.streamSubscribe], ['WSPS_STREAM_UNSUBSCRIBE', config.streamUnsubscribe]])) {
+      try { subscribeFrames(template, ['A']) } catch (err) { problems.push(`${env} ${/** @type {Error} */ (err).message}`) }
+    }
+  }
   if (problems.length) throw new ConfigError(problems)
   return Object.freeze(config)
 }

@@ -1,5 +1,7 @@
-// Wires one quote-fetcher process: Redis connections, scheduler (push),
-// worker (pull), provider, publisher, and the HTTP health/metrics server.
+// Wires one quote-fetcher process: Redis connections, publisher, the HTTP
+// server (health, metrics, publish API), and the quote source: scheduler and
+// worker around a polled provider (`sim`, `http`), the stream feed
+// (`ws-stream`), or nothing (`push`: the publish API only).
 
 import { createHttpApp, registerProbes } from '@wsps/shared/http-app'
 import { connectRedis } from '@wsps/shared/redis'
@@ -8,12 +10,14 @@ import { registerScripts } from '@wsps/shared/scripts'
 import { createFetcherMetrics } from './metrics.js'
 import { createHttpProvider } from './providers/http.js'
 import { createSimProvider } from './providers/sim.js'
+import { WsStreamFeed } from './providers/ws-stream.js'
+import { registerPublishApi } from './publish-api.js'
 import { Publisher } from './publisher.js'
 import { Scheduler } from './scheduler.js'
 import { Worker } from './worker.js'
 
 /**
- * @param {import('./config.js').FetcherConfig} config
+ * @param {import('./config.js').FetcherConfig & {provider: 'sim' | 'http'}} config
  * @param {import('pino').Logger} logger
  * @param {import('./metrics.js').FetcherMetrics} metrics
  * @returns {import('./providers/provider.js').Provider}
@@ -52,42 +56,65 @@ export async function createFetcher (config, logger) {
     onError: (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
   })
   const redis = registerScripts(connectRedis(config, watch('cmd')))
-  const blocking = /** @type {import('ioredis').Redis} */ (connectRedis(config, watch('pop')))
-  for (const [conn, c] of /** @type {const} */ ([['cmd', redis], ['pop', blocking]])) {
+  /** @type {Map<string, import('@wsps/shared/redis').RedisClient>} */
+  const conns = new Map([['cmd', redis]])
+  const publisher = new Publisher({ redis, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster' })
+  /** @type {{start(): void, stop(): Promise<void>}[]} */
+  const sources = []
+  if (config.provider === 'sim' || config.provider === 'http') {
+    // BLPOP holds its connection: the worker gets one of its own.
+    const blocking = /** @type {import('ioredis').Redis} */ (connectRedis(config, watch('pop')))
+    conns.set('pop', blocking)
+    const provider = createProvider({ ...config, provider: config.provider }, logger, metrics)
+    const scheduler = new Scheduler({
+      redis, keys, intervalMs: config.fetchIntervalMs, tickMs: config.scheduleTickMs, batchSize: config.jobBatchSize, metrics, logger
+    })
+    const worker = new Worker({
+      blocking, redis, keys, provider, publisher, intervalMs: config.fetchIntervalMs, concurrency: config.concurrency, metrics, logger
+    })
+    sources.push(
+      { start: () => scheduler.start(), stop: async () => scheduler.stop() },
+      {
+        start: () => worker.start(),
+        async stop () {
+          // Jobs in hand finish and publish; the queue keeps the rest for
+          // the other replicas.
+          blocking.disconnect()
+          await worker.stop()
+          await provider.close?.()
+        }
+      })
+  } else if (config.provider === 'ws-stream') {
+    sources.push(new WsStreamFeed({ config, redis, keys, publisher, metrics, logger }))
+  }
+  for (const [conn, c] of conns) {
     c.on('ready', () => metrics.redisUp.set({ conn }, 1))
     c.on('close', () => metrics.redisUp.set({ conn }, 0))
   }
 
-  const provider = createProvider(config, logger, metrics)
-  const publisher = new Publisher({ redis, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster' })
-  const scheduler = new Scheduler({
-    redis, keys, intervalMs: config.fetchIntervalMs, tickMs: config.scheduleTickMs, batchSize: config.jobBatchSize, metrics, logger
-  })
-  const worker = new Worker({
-    blocking, redis, keys, provider, publisher, intervalMs: config.fetchIntervalMs, concurrency: config.concurrency, metrics, logger
-  })
-
   let stopping = false
   const app = createHttpApp(logger)
-  registerProbes(app, () => ({ redis: redis.status === 'ready' && blocking.status === 'ready', notStopping: !stopping }), metrics.registry)
+  registerProbes(app, () => ({ redis: [...conns.values()].every((c) => c.status === 'ready'), notStopping: !stopping }), metrics.registry)
+  registerPublishApi(app, {
+    token: config.publishToken,
+    maxBytes: config.publishMaxBytes,
+    rate: config.publishRate,
+    pushLeaseMs: config.pushLeaseMs,
+    publisher,
+    metrics
+  })
 
   return {
     app,
     metrics,
     async listen () {
       const address = await app.listen({ host: config.host, port: config.port })
-      scheduler.start()
-      worker.start()
+      for (const s of sources) s.start()
       return address
     },
     async stop () {
       stopping = true
-      scheduler.stop()
-      // Jobs in hand finish and publish; the queue keeps the rest for the
-      // other replicas.
-      blocking.disconnect()
-      await worker.stop()
-      await provider.close?.()
+      for (const s of sources) await s.stop()
       await app.close()
       await redis.quit().catch(() => {})
     }

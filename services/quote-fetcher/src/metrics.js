@@ -21,6 +21,14 @@ export function createFetcherMetrics (node) {
     activeJobs: new client.Gauge({ name: 'wsps_fetcher_active_jobs', help: 'Jobs this replica is working on.', ...reg }),
     upstreamRequests: new client.Counter({ name: 'wsps_fetcher_upstream_requests_total', help: 'http provider requests by result.', labelNames: ['result'], ...reg }),
     breaker: new client.Gauge({ name: 'wsps_fetcher_upstream_breaker_state', help: 'http provider circuit breaker: 0 closed, 1 half-open, 2 open.', ...reg }),
+    skippedPushed: new client.Counter({ name: 'wsps_fetcher_pushed_symbols_skipped_total', help: 'Due symbols the scheduler made no job for because their quotes are pushed.', ...reg }),
+    refusedPushed: new client.Counter({ name: 'wsps_fetcher_quotes_refused_pushed_total', help: 'Provider quotes not published because their symbol is pushed.', ...reg }),
+    publishRequests: new client.Counter({ name: 'wsps_fetcher_publish_requests_total', help: 'Publish API requests by outcome (accepted or the error code).', labelNames: ['outcome'], ...reg }),
+    publishQuotes: new client.Counter({ name: 'wsps_fetcher_publish_quotes_total', help: 'Quotes accepted and published through the publish API.', ...reg }),
+    streamMessages: new client.Counter({ name: 'wsps_fetcher_stream_messages_total', help: 'ws-stream messages from the vendor by result: data, ignored (not quote data), malformed (skipped whole or in part).', labelNames: ['result'], ...reg }),
+    streamConnected: new client.Gauge({ name: 'wsps_fetcher_stream_connected', help: 'ws-stream: 1 while the vendor connection is open.', ...reg }),
+    streamReconnects: new client.Counter({ name: 'wsps_fetcher_stream_reconnects_total', help: 'ws-stream: connection attempts after the first.', ...reg }),
+    streamSymbols: new client.Gauge({ name: 'wsps_fetcher_stream_symbols', help: 'ws-stream: symbols this replica holds and subscribes upstream.', ...reg }),
     redisUp: new client.Gauge({ name: 'wsps_fetcher_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg })
   }
 }

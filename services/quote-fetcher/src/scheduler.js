@@ -44,9 +44,10 @@ export class Scheduler {
   async tick () {
     if (this.redis.status !== 'ready') return
     const { keys } = this
-    const [symbols, jobs, expired] = await this.redis.wspsSchedule(
-      keys.demand, keys.due, keys.jobs, Date.now(), this.intervalMs, this.batchSize, MAX_PER_TICK)
+    const [symbols, jobs, expired, pushed] = await this.redis.wspsSchedule(
+      keys.demand, keys.due, keys.jobs, keys.push, Date.now(), this.intervalMs, this.batchSize, MAX_PER_TICK)
     if (symbols) this.metrics.scheduled.inc(symbols)
+    if (pushed) this.metrics.skippedPushed.inc(pushed)
     if (jobs) this.metrics.jobsPushed.inc(jobs)
     if (expired) {
       this.metrics.leasesExpired.inc(expired)

@@ -113,8 +113,9 @@ export class Worker {
       }
       const quotes = await this.provider.fetch(job.s, previous, deadline)
       this.metrics.fetchSeconds.observe((performance.now() - started) / 1000)
-      const n = await this.publisher.publish(quotes)
-      this.metrics.published.inc(n)
+      const { published, refused } = await this.publisher.publish(quotes)
+      this.metrics.published.inc(published)
+      if (refused) this.metrics.refusedPushed.inc(refused)
       this.metrics.jobs.inc({ result: 'done' })
     } catch (err) {
       const code = /** @type {{code?: string}} */ (err).code

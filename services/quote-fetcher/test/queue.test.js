@@ -29,14 +29,14 @@ test('a demanded symbol is scheduled exactly once per interval, however many sch
   await r.wspsDemand(k.demand, k.due, now + 60_000, now, 'AAPL', 'MSFT', 'IBM')
   const ticks = []
   // Three replicas tick at the same instant, then again 100 ms later.
-  for (const t of [now, now, now, now + 100, now + 100]) ticks.push(await r.wspsSchedule(k.demand, k.due, k.jobs, t, 1000, 2, 100))
+  for (const t of [now, now, now, now + 100, now + 100]) ticks.push(await r.wspsSchedule(k.demand, k.due, k.jobs, k.push, t, 1000, 2, 100))
   assert.deepEqual(ticks.map((x) => x[0]), [3, 0, 0, 0, 0])
   const jobs = (await r.lrange(k.jobs, 0, -1)).map((j) => JSON.parse(j))
   assert.deepEqual(jobs.map((j) => j.s.length), [2, 1], 'batched by batch size')
   assert.deepEqual(jobs.flatMap((j) => j.s).sort(), ['AAPL', 'IBM', 'MSFT'])
   // One interval later they are due again, once.
-  assert.equal((await r.wspsSchedule(k.demand, k.due, k.jobs, now + 1000, 1000, 50, 100))[0], 3)
-  assert.equal((await r.wspsSchedule(k.demand, k.due, k.jobs, now + 1000, 1000, 50, 100))[0], 0)
+  assert.equal((await r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100))[0], 3)
+  assert.equal((await r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100))[0], 0)
 })
 
 test('competing consumers: each job is popped by exactly one worker', async () => {
@@ -44,7 +44,7 @@ test('competing consumers: each job is popped by exactly one worker', async () =
   const now = Date.now()
   const symbols = Array.from({ length: 40 }, (_, i) => `S${i}`)
   await r.wspsDemand(k.demand, k.due, now + 60_000, now, ...symbols)
-  await r.wspsSchedule(k.demand, k.due, k.jobs, now, 1000, 1, 100)
+  await r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now, 1000, 1, 100)
   const workers = [new Redis(redis.url), new Redis(redis.url), new Redis(redis.url)]
   /** @type {string[][]} */
   const got = [[], [], []]
@@ -65,7 +65,7 @@ test('an expired lease stops scheduling; a renewed one keeps it; renewals never 
   await r.wspsDemand(k.demand, k.due, now + 500, now, 'OLD')
   await r.wspsDemand(k.demand, k.due, now + 5000, now, 'KEPT')
   await r.wspsDemand(k.demand, k.due, now + 100, now, 'KEPT') // another gateway, shorter: ignored
-  const [, , expired] = await r.wspsSchedule(k.demand, k.due, k.jobs, now + 1000, 1000, 50, 100)
+  const [, , expired] = await r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100)
   assert.equal(expired, 1)
   assert.deepEqual(await r.zrange(k.demand, 0, -1), ['KEPT'])
   assert.deepEqual(await r.zrange(k.due, 0, -1), ['KEPT'])
@@ -78,8 +78,8 @@ test('publish: seq rises by one, latest is stored with a TTL, subscribers get th
   const got = []
   sub.on('message', (_ch, msg) => got.push(msg))
   await sub.subscribe(k.channel('AAPL'))
-  const s1 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":1,"bid":1}', 60000, 0, 0)
-  const s2 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":2,"bid":2}', 60000, 0, 0)
+  const s1 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.pushed('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":1,"bid":1}', 60000, 0, 0, 0)
+  const s2 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.pushed('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":2,"bid":2}', 60000, 0, 0, 0)
   assert.deepEqual([s1, s2], [1, 2])
   assert.deepEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('AAPL')))), { seq: 2, symbol: 'AAPL', ts: 2, bid: 2 })
   assert.ok((await r.pttl(k.latest('AAPL'))) > 50000)
@@ -91,7 +91,52 @@ test('publish: seq rises by one, latest is stored with a TTL, subscribers get th
 test('publish: a floor from the fetcher keeps seq rising after Redis lost the counter', async () => {
   const k = freshKeys()
   await r.del(k.seq('X'))
-  const seq = await r.wspsPublish(k.seq('X'), k.latest('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0)
+  const seq = await r.wspsPublish(k.seq('X'), k.latest('X'), k.pushed('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0, 0)
   assert.equal(seq, 42)
-  assert.equal(await r.wspsPublish(k.seq('X'), k.latest('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0), 43)
+  assert.equal(await r.wspsPublish(k.seq('X'), k.latest('X'), k.pushed('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0, 0), 43)
+})
+
+test('push wins: a pushed symbol gets no job while its push lease lasts, and provider quotes of it are refused', async () => {
+  const k = freshKeys()
+  const now = 3_000_000
+  await r.wspsDemand(k.demand, k.due, now + 60_000, now, 'PUSHED', 'POLLED')
+  await r.zadd(k.push, now + 500, 'PUSHED')
+  const [scheduled, , , pushed] = await r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now, 1000, 50, 100)
+  assert.deepEqual([scheduled, pushed], [1, 1])
+  assert.deepEqual((await r.lrange(k.jobs, 0, -1)).flatMap((j) => JSON.parse(j).s), ['POLLED'])
+  // The lease ran out: the symbol is fetched again at its next due time.
+  const [again] = await r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100)
+  assert.equal(again, 2)
+  assert.equal(await r.zcard(k.push), 0, 'expired push leases are dropped')
+
+  const body = '{"symbol":"PUSHED","ts":1}'
+  const args = /** @type {const} */ ([k.seq('PUSHED'), k.latest('PUSHED'), k.pushed('PUSHED'), k.channel('PUSHED'), body, 60000, 0, 0])
+  assert.equal(await r.wspsPublish(...args, 0), 1, 'a provider quote before any push is published')
+  assert.equal(await r.wspsPublish(...args, 5000), 2, 'a pushed quote is published and takes the lease')
+  assert.ok((await r.pttl(k.pushed('PUSHED'))) > 4000)
+  assert.equal(await r.wspsPublish(...args, 0), 0, 'a provider quote under the lease is refused')
+  assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('PUSHED')))).seq, 2)
+})
+
+test('stream claims: each demanded symbol has one holder; a dead holder\'s symbols are taken over; undemanded ones are released', async () => {
+  const k = freshKeys()
+  const now = Date.now()
+  await r.wspsDemand(k.demand, k.due, now + 60_000, now, 'A', 'B', 'C')
+  const claim = (/** @type {string} */ me, /** @type {number} */ at, /** @type {number} */ max, /** @type {string[]} */ held = []) =>
+    r.wspsClaim(k.demand, k.streamOwner, k.streamLease, me, at, 3000, max, ...held)
+  const one = await claim('one', now, 2)
+  assert.equal(one.length, 2, 'capped at maxSymbols')
+  const two = await claim('two', now, 10)
+  assert.deepEqual([...one, ...two].sort(), ['A', 'B', 'C'], 'every symbol held once')
+  assert.deepEqual((await claim('one', now + 1000, 2, one)).sort(), [...one].sort(), 'renewal keeps what is held')
+  // "two" dies (stops renewing); after its lease "one" may take its symbol.
+  const later = await claim('one', now + 3500, 10, one)
+  assert.deepEqual(later.sort(), ['A', 'B', 'C'])
+  // Demand for A lapses: "one" releases it.
+  await r.zadd(k.demand, now + 3600, 'A')
+  const last = await claim('one', now + 4000, 10, later)
+  assert.deepEqual(last.sort(), ['B', 'C'])
+  assert.equal(await r.hget(k.streamOwner, 'A'), null)
+  assert.equal(await r.wspsRelease(k.streamOwner, k.streamLease, 'one', ...last), 2)
+  assert.equal(await r.hlen(k.streamOwner), 0)
 })

@@ -17,6 +17,12 @@ export function redisKeys (prefix) {
     latest: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:last`,
     /** Counter behind a symbol's seq. */
     seq: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:seq`,
+    /**
+     * Set (with TTL) while quotes of the symbol are pushed through the publish
+     * API: the publish script then refuses quotes of the symbol from a
+     * provider, so pushed and fetched quotes never interleave.
+     */
+    pushed: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:push`,
     /** Symbol out of a channel name, or null when it is not ours. */
     symbolOf: (/** @type {string} */ channel) => {
       const open = prefix.length + 2
@@ -28,7 +34,13 @@ export function redisKeys (prefix) {
     /** ZSET symbol -> next fetch time (ms) for demanded symbols. */
     due: `${prefix}:{sched}:due`,
     /** LIST of fetch jobs (JSON), pushed by the scheduler, popped by workers. */
-    jobs: `${prefix}:{sched}:jobs`
+    jobs: `${prefix}:{sched}:jobs`,
+    /** ZSET symbol -> push lease expiry (ms): the scheduler makes no jobs for these. */
+    push: `${prefix}:{sched}:push`,
+    /** HASH symbol -> fetcher node holding the symbol's upstream stream subscription. */
+    streamOwner: `${prefix}:{sched}:stream-owner`,
+    /** ZSET symbol -> expiry (ms) of that ownership; renewed by the holder every tick. */
+    streamLease: `${prefix}:{sched}:stream-lease`
   })
 }
 

@@ -24,9 +24,11 @@ return #ARGV - 2
 /**
  * The ventilator of the push/pull queue, run by every fetcher replica each
  * tick. Because it runs atomically, a due symbol is pushed exactly once per
- * interval no matter how many replicas tick.
- * KEYS: demand, due, jobs. ARGV: nowMs, intervalMs, batchSize, maxSymbols.
- * Returns {symbolsScheduled, jobsPushed, leasesExpired}.
+ * interval no matter how many replicas tick. A symbol under a live push
+ * lease (quotes arrive through the publish API) stays scheduled but gets no
+ * job: push wins over polling.
+ * KEYS: demand, due, jobs, push. ARGV: nowMs, intervalMs, batchSize, maxSymbols.
+ * Returns {symbolsScheduled, jobsPushed, leasesExpired, symbolsPushed}.
  */
 const SCHEDULE = `
 local now, interval, batch, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -35,36 +37,55 @@ for i = 1, #expired, 1000 do
   redis.call('ZREM', KEYS[2], unpack(expired, i, math.min(i + 999, #expired)))
 end
 if #expired > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
-local n = #due / 2
-if n == 0 then return {0, 0, #expired} end
-local nextDue, jobs, chunk = {}, 0, {}
+if #due == 0 then return {0, 0, #expired, 0} end
+local nextDue, jobs, chunk, n, pushed = {}, 0, {}, 0, 0
 for i = 1, #due, 2 do
   local sym, at = due[i], tonumber(due[i + 1])
   local nxt = at + interval
   if nxt <= now then nxt = now + interval end
   nextDue[#nextDue + 1] = nxt; nextDue[#nextDue + 1] = sym
-  chunk[#chunk + 1] = sym
-  if #chunk == batch or i + 1 == #due then
-    redis.call('RPUSH', KEYS[3], cjson.encode({s = chunk, t = now}))
-    jobs = jobs + 1
-    chunk = {}
+  if redis.call('ZSCORE', KEYS[4], sym) then
+    pushed = pushed + 1
+  else
+    n = n + 1
+    chunk[#chunk + 1] = sym
+    if #chunk == batch then
+      redis.call('RPUSH', KEYS[3], cjson.encode({s = chunk, t = now}))
+      jobs = jobs + 1
+      chunk = {}
+    end
   end
+end
+if #chunk > 0 then
+  redis.call('RPUSH', KEYS[3], cjson.encode({s = chunk, t = now}))
+  jobs = jobs + 1
 end
 for i = 1, #nextDue, 1000 do
   redis.call('ZADD', KEYS[2], unpack(nextDue, i, math.min(i + 999, #nextDue)))
 end
-return {n, jobs, #expired}
+return {n, jobs, #expired, pushed}
 `
 
 /**
- * Publishes one quote. KEYS: seq, latest. ARGV: channel, quote JSON without
- * seq (starts with '{"symbol"'), ttlMs, floorSeq, sharded (0/1).
+ * Publishes one quote. KEYS: seq, latest, pushed. ARGV: channel, quote JSON
+ * without seq (starts with '{"symbol"'), ttlMs, floorSeq, sharded (0/1),
+ * pushLeaseMs.
  * seq = INCR, but never at or below floorSeq: the fetcher passes the last seq
  * it knows, so a Redis restart that lost the counter does not rewind it.
- * Returns the seq.
+ * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
+ * 0 (a provider) publishes nothing while the symbol is pushed, so a job that
+ * was in flight when pushing began cannot interleave an older quote.
+ * Returns the seq, or 0 when the quote was refused for that reason.
  */
 const PUBLISH = `
+local pushMs = tonumber(ARGV[6])
+if pushMs > 0 then
+  redis.call('SET', KEYS[3], '1', 'PX', pushMs)
+elseif redis.call('EXISTS', KEYS[3]) == 1 then
+  return 0
+end
 local seq = redis.call('INCR', KEYS[1])
 local floor = tonumber(ARGV[4])
 if seq <= floor then
@@ -78,10 +99,73 @@ return seq
 `
 
 /**
+ * Upstream stream ownership, run by every ws-stream fetcher each tick.
+ * KEYS: demand, streamOwner, streamLease. ARGV: me, nowMs, leaseMs, maxSymbols.
+ * Drops ownerships nobody renewed (their holder died), keeps and renews the
+ * demanded symbols `me` holds, claims unowned demanded symbols up to
+ * maxSymbols, and releases what `me` holds that nobody demands any more.
+ * Atomic, so each demanded symbol has at most one owner across replicas.
+ * Returns the symbols `me` holds now.
+ */
+const CLAIM = `
+local me, now, lease, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+for i = 1, #dead, 1000 do
+  local part = {unpack(dead, i, math.min(i + 999, #dead))}
+  redis.call('HDEL', KEYS[2], unpack(part))
+  redis.call('ZREM', KEYS[3], unpack(part))
+end
+local demanded = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+local wanted, mine, free = {}, {}, {}
+for _, sym in ipairs(demanded) do
+  wanted[sym] = true
+  local owner = redis.call('HGET', KEYS[2], sym)
+  if owner == me then mine[#mine + 1] = sym elseif not owner then free[#free + 1] = sym end
+end
+for _, sym in ipairs(free) do
+  if #mine >= max then break end
+  redis.call('HSET', KEYS[2], sym, me)
+  mine[#mine + 1] = sym
+end
+local renew = {}
+for _, sym in ipairs(mine) do renew[#renew + 1] = now + lease; renew[#renew + 1] = sym end
+for i = 1, #renew, 1000 do
+  redis.call('ZADD', KEYS[3], unpack(renew, i, math.min(i + 999, #renew)))
+end
+for i = 5, #ARGV do
+  local sym = ARGV[i]
+  if not wanted[sym] and redis.call('HGET', KEYS[2], sym) == me then
+    redis.call('HDEL', KEYS[2], sym)
+    redis.call('ZREM', KEYS[3], sym)
+  end
+end
+return mine
+`
+
+/**
+ * Gives up stream ownerships (a fetcher stopping), so another replica takes
+ * them over at its next tick instead of after the lease.
+ * KEYS: streamOwner, streamLease. ARGV: me, symbols...
+ */
+const RELEASE = `
+local n = 0
+for i = 2, #ARGV do
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[1] then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    redis.call('ZREM', KEYS[2], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+`
+
+/**
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
- *   wspsSchedule(demand: string, due: string, jobs: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number]>,
- *   wspsPublish(seq: string, latest: string, channel: string, body: string, ttlMs: number, floor: number, sharded: 0 | 1): Promise<number>
+ *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
+ *   wspsPublish(seq: string, latest: string, pushed: string, channel: string, body: string, ttlMs: number, floor: number, sharded: 0 | 1, pushLeaseMs: number): Promise<number>,
+ *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
+ *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
  */
 
@@ -91,7 +175,9 @@ return seq
  */
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
-  client.defineCommand('wspsSchedule', { numberOfKeys: 3, lua: SCHEDULE })
-  client.defineCommand('wspsPublish', { numberOfKeys: 2, lua: PUBLISH })
+  client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
+  client.defineCommand('wspsPublish', { numberOfKeys: 3, lua: PUBLISH })
+  client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
+  client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)
 }

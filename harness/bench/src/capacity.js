@@ -1,0 +1,363 @@
+#!/usr/bin/env node
+// make capacity: as many connections as TARGET on this one machine, the
+// product's horizontal shape at full size. Redis, the bench publisher going
+// round the symbols at RATE, one gateway process per 18,000 connections and
+// one load generator per gateway (two fresh 127.0.x.y source addresses
+// each), connected in waves; then a hold of HOLD seconds, an exact check of
+// every connection, and the per-connection costs. Stops short where the
+// machine stops (memory, ports, fds, time) and says which.
+//
+//   node harness/bench/src/capacity.js --target=N --hold=S --rate=R [--symbols=1000 --k=3
+//     --heartbeat-ms=30000 --ramp-seconds=S --out=DIR --loadgen=BIN --pids=FILE]
+//   node harness/bench/src/capacity.js --kernel-needs --target=N   ("key value" lines for kernel.sh)
+//
+// harness/capacity/run.sh wraps it: kernel limits raised and restored, and
+// every pid written to --pids killed, whatever happens.
+
+import { execFileSync } from 'node:child_process'
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { startRedis } from '@wsps/testkit'
+import { log, round as roundTo } from './bench-run.js'
+import { LIMITS, extrapolate, parseMeminfo, parseSockstat, perConnection, plan, stopCause } from './capacity-plan.js'
+import { renderSummary } from './capacity-report.js'
+import { quantiles, startFleet } from './fleet.js'
+import { CpuMeter, cpuSeconds, rssBytes } from './proc.js'
+import { SERVERS } from './servers.js'
+import { sleep, start } from './spawn.js'
+
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
+/** @param {string} name @param {number} dflt */
+const num = (name, dflt) => {
+  const v = args[name] === undefined || args[name] === '' ? dflt : Number(args[name])
+  if (!Number.isFinite(v) || v < 0) throw new RangeError(`--${name}: a number >= 0, not ${args[name]}`)
+  return v
+}
+const TARGET = num('target', 1_000_000)
+const HOLD = num('hold', 120)
+const RATE = num('rate', 20)
+const SYMBOLS = num('symbols', 1000)
+const K = num('k', 3)
+/** Server ping interval for the run (documented in docs/capacity.md, "Heartbeat at scale"). */
+const HEARTBEAT_MS = num('heartbeat-ms', 30_000)
+/** The ramp's time budget: at least 400 connections a second, never under five minutes. */
+const RAMP_SECONDS = num('ramp-seconds', Math.max(300, Math.ceil(TARGET / 400)))
+/** Handshakes in flight per load generator: on a busy machine connecting is bound by scheduling delay, not by work. */
+const CONCURRENCY = num('concurrency', 200)
+/**
+ * Load generator flags that trade its speed for memory per connection
+ * (loadgen -read-buffer, -gogc): its memory, not the gateway's, is what
+ * bounds one machine (docs/capacity.md). Ticks every TICK_MS, not every
+ * second: the orchestrator keeps every tick line of every load generator
+ * (56 of them at 1M, each line a latency histogram), and only the hold's
+ * are needed.
+ */
+const TICK_MS = 10_000
+const LOADGEN_ARGS = ['-read-buffer=512', '-gogc=50', `-report-ms=${TICK_MS}`]
+const OUT = args.out ?? '.run/capacity'
+/** The committed result is the full run's only. */
+const FULL = TARGET === 1_000_000
+const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
+const PIDS = args.pids ?? null
+const MIB = 2 ** 20
+/** @param {number} x @param {number} [d] */
+const round = (x, d = 0) => roundTo(x, d)
+
+const portRange = /** @type {[number, number]} */ (readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number))
+const P = plan({ target: TARGET, holdSeconds: HOLD, rate: RATE, symbols: SYMBOLS, k: K, portRange })
+
+if ('kernel-needs' in args) {
+  for (const [k, v] of Object.entries(P.kernel)) console.log(`${k} ${v}`)
+  process.exit(0)
+}
+
+const meminfo = () => parseMeminfo(readFileSync('/proc/meminfo', 'utf8'))
+const sockstat = () => parseSockstat(readFileSync('/proc/net/sockstat', 'utf8'))
+const tcpMemMax = () => Number(readFileSync('/proc/sys/net/ipv4/tcp_mem', 'utf8').trim().split(/\s+/)[2])
+/** @param {number[]} pids */
+const remember = (pids) => { if (PIDS) appendFileSync(PIDS, pids.map((p) => `${p}\n`).join('')) }
+
+// Everything is bounded: the ramp by RAMP_SECONDS, the hold by HOLD, the
+// rest by this watchdog (exiting kills every child, spawn.js).
+const WATCHDOG_S = RAMP_SECONDS + HOLD + 600
+setTimeout(() => { log(`watchdog: still running after ${WATCHDOG_S} s, giving up`); process.exit(3) }, WATCHDOG_S * 1000).unref()
+
+const started = Date.now()
+const runDir = mkdtempSync(join(tmpdir(), 'wsps-capacity-'))
+mkdirSync(OUT, { recursive: true })
+/** @type {any} */
+const results = {
+  target: TARGET,
+  held: 0,
+  startedAt: new Date(started).toISOString(),
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: round(totalmem() / 2 ** 30, 1), kernel: release(), node: process.version, loadavgStart: loadavg() },
+  params: { holdSeconds: HOLD, rate: RATE, symbols: SYMBOLS, k: K, zipf: 0, heartbeatMs: HEARTBEAT_MS, rampSeconds: RAMP_SECONDS, concurrency: CONCURRENCY, loadgenArgs: LOADGEN_ARGS, perGateway: LIMITS.perGateway, portRange },
+  plan: { gateways: P.gateways, loadgens: P.loadgens, sourceIps: P.sourceIps, connsPerIp: P.connsPerIp, portsPerIp: P.portsPerIp, waves: P.waves.length, cycleSeconds: P.cycleSeconds, deliveriesPerSecond: P.deliveriesPerSecond, kernel: P.kernel }
+}
+log(`target ${TARGET}: ${P.gateways} gateways + ${P.loadgens} load generators (${P.connsPerGateway[0]} connections each, ${P.sourceIps} source addresses, ${P.connsPerIp} connections per address of ${P.portsPerIp} ports), ${P.waves.length} waves; publisher ${RATE}/s round ${SYMBOLS} symbols (every ${P.cycleSeconds} s), hold ${HOLD} s`)
+
+/** @type {import('./servers.js').ServerHandle[]} */
+const gws = []
+/** @type {import('./fleet.js').Fleet[]} */
+const fleets = []
+/** @type {ReturnType<typeof start> | null} */
+let publisher = null
+/** @type {Awaited<ReturnType<typeof startRedis>> | null} */
+let redis = null
+let redisPid = 0
+/** @type {NodeJS.Timeout | undefined} */
+let monitor
+try {
+  redis = await startRedis()
+  const redisUrl = redis.url
+  redisPid = Number(execFileSync('sh', ['-c', `pgrep -f "redis-server 127.0.0.1:${redis.port}" | head -1`]).toString().trim()) || 0
+  if (redisPid) remember([redisPid])
+  publisher = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${redis.url}`, `--symbols=${SYMBOLS}`, '--order=cycle'], { name: 'publisher' })
+  remember([publisher.pid])
+  await publisher.waitLine((l) => l.type === 'ready', 30_000)
+
+  // Gateways, a few at a time (each takes a second of CPU to start).
+  for (const batch of P.waves) {
+    const started = await Promise.all(batch.map(() => SERVERS.wsps.start({
+      redisUrl,
+      core: null,
+      runDir,
+      inspect: true,
+      env: { WSPS_MAX_CONNECTIONS: String(LIMITS.perGateway), WSPS_HEARTBEAT_MS: String(HEARTBEAT_MS) }
+    })))
+    for (const g of started) remember(g.roots())
+    gws.push(...started)
+  }
+  const gatewayPids = () => gws.flatMap((g) => g.roots())
+  await sleep(1000)
+  // Memory before any connection, after a full GC (as `make bench` reads idle memory).
+  const rssBase = []
+  for (const g of gws) {
+    await g.gc?.()
+    rssBase.push(rssBytes(g.roots()))
+  }
+  const memBefore = meminfo()
+  const sockBefore = sockstat()
+  log(`${gws.length} gateways up, ${round(rssBase.reduce((a, b) => a + b, 0) / gws.length / MIB, 1)} MiB each; machine: ${round(memBefore.MemAvailable / MIB)} MiB available`)
+  publisher.send({ cmd: 'rate', rate: RATE })
+
+  // Guards, checked every second from the ramp to the end of the hold: the
+  // first to trip stops the ramp (the loadgens stop connecting) and names the cause.
+  const reserve = Math.max(2 ** 30, 0.05 * memBefore.MemTotal)
+  const ac = new AbortController()
+  /** @type {string | null} */
+  let guard = null
+  let minAvailable = memBefore.MemAvailable
+  let maxTcpMem = 0
+  const trip = (/** @type {string} */ why) => {
+    if (guard) return
+    guard = why
+    log(`guard: ${why}`)
+    ac.abort()
+  }
+  monitor = setInterval(() => {
+    const m = meminfo()
+    minAvailable = Math.min(minAvailable, m.MemAvailable)
+    if (m.MemAvailable < reserve) trip(`memory: ${round(m.MemAvailable / MIB)} MiB available, under the ${round(reserve / MIB)} MiB reserve`)
+    const pages = sockstat()['TCP.mem'] ?? 0
+    maxTcpMem = Math.max(maxTcpMem, pages)
+    if (pages > 0.9 * tcpMemMax()) trip(`kernel-socket-memory: TCP buffers at ${pages} pages of the ${tcpMemMax()}-page tcp_mem limit`)
+    const dead = gws.find((g) => !isAlive(g.roots()[0]))
+    if (dead) trip(`gateway-exit: the gateway on port ${dead.port} exited`)
+  }, 1000)
+
+  // Ramp: one fleet per gateway, a wave of fleets at a time.
+  const rampStart = performance.now()
+  const rampDeadline = rampStart + RAMP_SECONDS * 1000
+  const rampCpu = meters(gatewayPids)
+  const waves = []
+  let rampTimedOut = false
+  for (const wave of P.waves) {
+    const left = Math.floor((rampDeadline - performance.now()) / 1000)
+    if (guard) break
+    if (left < 5) { rampTimedOut = true; break }
+    const t0 = performance.now()
+    const ws = await Promise.all(wave.map((g) => startFleet({
+      bin: LOADGEN,
+      adapter: 'wsps',
+      url: gws[g].url,
+      conns: P.connsPerGateway[g],
+      procs: 1,
+      first: P.connsPerGateway.slice(0, g).reduce((a, b) => a + b, 0),
+      symbols: SYMBOLS,
+      k: K,
+      zipf: 0,
+      seed: 1,
+      concurrency: CONCURRENCY,
+      waitSnap: true,
+      extraArgs: LOADGEN_ARGS,
+      core: null,
+      maxSeconds: left + HOLD + 300,
+      readyTimeout: left,
+      signal: ac.signal
+    })))
+    for (const f of ws) remember(f.pids())
+    fleets.push(...ws)
+    const n = ws.reduce((a, f) => a + f.conns, 0)
+    const seconds = (performance.now() - t0) / 1000
+    const failed = ws.reduce((a, f) => a + f.failed, 0)
+    waves.push({ gateways: wave.length, conns: n, failed, seconds: round(seconds, 1), perSecond: Math.round(n / seconds) })
+    const held = fleets.reduce((a, f) => a + f.conns, 0)
+    log(`wave ${waves.length}/${P.waves.length}: ${n} ready in ${seconds.toFixed(1)} s (${Math.round(n / seconds)}/s), ${failed} not; ${held} so far; ${round(meminfo().MemAvailable / MIB)} MiB available`)
+    if (failed > 0) { rampTimedOut = performance.now() >= rampDeadline - 1000; break }
+  }
+  const rampSeconds = (performance.now() - rampStart) / 1000
+  const ramped = fleets.reduce((a, f) => a + f.conns, 0)
+  const errors = fleets.flatMap((f) => f.errors)
+  // The load generators started during the ramp: all their CPU time is the ramp's.
+  const rampCpuRead = { ...rampCpu.read(), loadgens: round(cpuSeconds(fleets.flatMap((f) => f.pids())) / rampSeconds, 2) }
+  results.ramp = { seconds: round(rampSeconds, 1), ready: ramped, connectPerSecond: Math.round(ramped / rampSeconds), waves, cpu: rampCpuRead, errorsSample: errors.slice(0, 10), guard }
+  log(`ramp: ${ramped} connections subscribed (snapshot of all ${K} symbols) in ${rampSeconds.toFixed(1)} s = ${Math.round(ramped / rampSeconds)}/s`)
+
+  // Hold: quotes keep flowing; then the exact check of every connection.
+  const before = await gatewayCloses()
+  await Promise.all(fleets.map((f) => f.command('hold')))
+  const holdCpu = meters(gatewayPids)
+  const t0 = Date.now()
+  log(`hold ${HOLD} s`)
+  await sleep(HOLD * 1000)
+  const t1 = Date.now()
+  const cpuHold = holdCpu.read()
+  const checks = (await Promise.all(fleets.map((f) => f.command('check', 120_000)))).flat()
+  const sum = (/** @type {string} */ k) => checks.reduce((a, c) => a + c[k], 0)
+  const check = { ready: sum('ready'), open: sum('open'), quoted: sum('quoted'), lostSample: checks.flatMap((c) => c.lost).slice(0, 20), unquotedSample: checks.flatMap((c) => c.unquoted).slice(0, 20) }
+  await Promise.all(fleets.map((f) => f.tickedAfter(t1, TICK_MS + 5000)))
+  /** @type {Map<number, number>} */
+  const hist = new Map()
+  let delivered = 0
+  for (const f of fleets) {
+    const w = f.window(t0, t1)
+    delivered += w.entries
+    for (const [b, c] of w.hist) hist.set(b, (hist.get(b) ?? 0) + c)
+  }
+  const [p50, p99, p999] = quantiles(hist, [0.5, 0.99, 0.999])
+  const after = await gatewayCloses()
+  // Errors the load generators reported after their ready line: connections lost in the hold.
+  const holdErrors = fleets.flatMap((f) => f.kids.flatMap((k) => k.lines.slice(k.lines.findIndex((l) => l.type === 'ready') + 1).filter((l) => l.type === 'error').map((l) => `conn ${l.conn}: ${l.error}`)))
+  results.held = check.open
+  results.hold = {
+    seconds: round((t1 - t0) / 1000, 1),
+    check,
+    everyConnectionQuoted: check.quoted === check.ready && check.open === check.ready && check.ready === ramped,
+    delivered,
+    deliveredPerSecond: Math.round(delivered / ((t1 - t0) / 1000)),
+    // Every quote entry the load generators received during the hold, not a sample.
+    latencyMs: { n: [...hist.values()].reduce((a, b) => a + b, 0), p50: round(p50, 1), p99: round(p99, 1), p999: round(p999, 1) },
+    cpu: cpuHold,
+    gatewayClosesByCode: diffCounts(before, after),
+    loadgenErrors: { n: holdErrors.length, sample: holdErrors.slice(0, 10) }
+  }
+  log(`check: ${check.ready} ready, ${check.open} still open, ${check.quoted} quoted during the hold; latency p50 ${round(p50, 1)} p99 ${round(p99, 1)} ms over ${results.hold.latencyMs.n} deliveries`)
+
+  // Memory at the end of the hold, the gateways after a full GC.
+  const rssHeld = []
+  for (const g of gws) {
+    await g.gc?.()
+    rssHeld.push(rssBytes(g.roots()))
+  }
+  const memHeld = meminfo()
+  const sockHeld = sockstat()
+  const loadgenRss = rssBytes(fleets.flatMap((f) => f.pids()))
+  // The load generators' own account (Go runtime): stacks vs heap, per held connection.
+  const goMem = (/** @type {string} */ k) => Math.round(checks.reduce((acc, c) => acc + (c.mem?.[k] ?? 0), 0) / Math.max(1, check.open))
+  const per = perConnection({
+    held: check.open,
+    gatewayRssBase: rssBase.reduce((a, b) => a + b, 0),
+    gatewayRssHeld: rssHeld.reduce((a, b) => a + b, 0),
+    loadgenRssHeld: loadgenRss,
+    memBefore,
+    memHeld,
+    sockHeld
+  })
+  const gatewayBase = rssBase.reduce((a, b) => a + b, 0) / gws.length
+  results.memory = {
+    perConnectionBytes: Object.fromEntries(Object.entries(per).map(([k, v]) => [k, Math.round(v)])),
+    gateways: gws.map((g, j) => ({ port: g.port, conns: fleets[j]?.conns ?? 0, rssBaseMiB: round(rssBase[j] / MIB, 1), rssHeldMiB: round(rssHeld[j] / MIB, 1), perConnBytes: fleets[j]?.conns ? Math.round((rssHeld[j] - rssBase[j]) / fleets[j].conns) : null })),
+    gatewayBaseMiB: round(gatewayBase / MIB, 1),
+    loadgenRssMiB: round(loadgenRss / MIB, 1),
+    loadgenGoPerConnBytes: { stackInuse: goMem('stackInuse'), heapInuse: goMem('heapInuse'), heapAlloc: goMem('heapAlloc'), sys: goMem('sys') },
+    redisRssMiB: round(rssBytes(redisPid ? [redisPid] : []) / MIB, 1),
+    machine: { totalMiB: round(memHeld.MemTotal / MIB), availableBeforeMiB: round(memBefore.MemAvailable / MIB), availableHeldMiB: round(memHeld.MemAvailable / MIB), availableMinMiB: round(minAvailable / MIB), slabBeforeMiB: round(memBefore.Slab / MIB), slabHeldMiB: round(memHeld.Slab / MIB) },
+    sockstatBefore: sockBefore,
+    sockstatHeld: sockHeld,
+    tcpMemMaxPagesSeen: maxTcpMem
+  }
+  results.stop = stopCause({ held: check.open, target: TARGET, ramped, guard, errors, holdErrors, closes: results.hold.gatewayClosesByCode, rampTimedOut })
+  const base = { gatewayBase, loadgenBase: 0 }
+  results.extrapolated = [1_000_000, 10_000_000].map((t) => {
+    const e = extrapolate(per, base, t)
+    return { target: t, gatewayProcs: e.gatewayProcs, gatewaysGiB: round(e.gateways / 2 ** 30, 1), loadgensGiB: round(e.loadgens / 2 ** 30, 1), kernelGiB: round(e.kernel / 2 ** 30, 1), totalGiB: round(e.total / 2 ** 30, 1) }
+  })
+} finally {
+  clearInterval(monitor)
+  log('stopping')
+  await Promise.all(fleets.map((f) => f.stop()))
+  await Promise.all(gws.map((g) => g.stop()))
+  if (publisher) {
+    publisher.send({ cmd: 'rate', rate: 0 })
+    await publisher.stop()
+  }
+  await redis?.close()
+  rmSync(runDir, { recursive: true, force: true })
+  results.machine.loadavgEnd = loadavg()
+  results.durationSeconds = Math.round((Date.now() - started) / 1000)
+  const summary = renderSummary(results)
+  writeFileSync(join(OUT, 'capacity.json'), JSON.stringify(results, null, 2) + '\n')
+  writeFileSync(join(OUT, 'capacity.txt'), summary)
+  if (FULL && results.hold) writeFileSync('docs/benchmarks/capacity.json', JSON.stringify(results, null, 2) + '\n')
+  process.stdout.write(summary)
+  log(`wrote ${OUT}/capacity.json and capacity.txt${FULL ? ' and docs/benchmarks/capacity.json' : ''}`)
+}
+process.exit(results.stop ? 1 : 0)
+
+/** @param {number} pid */
+function isAlive (pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * CPU meters of everything in the run, in cores.
+ *
+ * @param {() => number[]} gatewayPids
+ */
+function meters (gatewayPids) {
+  const m = {
+    gateways: new CpuMeter(gatewayPids),
+    loadgens: new CpuMeter(() => fleets.flatMap((f) => f.pids())),
+    redis: new CpuMeter(() => (redisPid ? [redisPid] : [])),
+    publisher: new CpuMeter(() => (publisher ? [publisher.pid] : []))
+  }
+  return { read: () => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, round(v.read(), 2)])) }
+}
+
+/** Gateway closes by code, summed over the gateways. @returns {Promise<Record<string, number>>} */
+async function gatewayCloses () {
+  /** @type {Record<string, number>} */
+  const out = {}
+  for (const g of gws) {
+    try {
+      const m = (await g.metrics?.()) ?? {}
+      for (const [k, v] of Object.entries(m)) {
+        const c = /^wsps_gateway_closes_total\{code="(\d+)"\}$/.exec(k)
+        if (c) out[c[1]] = (out[c[1]] ?? 0) + Number(v)
+      }
+    } catch {}
+  }
+  return out
+}
+
+/** @param {Record<string, number>} a @param {Record<string, number>} b */
+function diffCounts (a, b) {
+  return Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v - (a[k] ?? 0)]).filter(([, v]) => Number(v) > 0))
+}

@@ -1,0 +1,192 @@
+// The ws-stream provider: quotes streamed by a vendor over one WebSocket per
+// replica, instead of polled. Each tick the replica claims its share of the
+// demanded symbols (StreamOwnership) and (un)subscribes upstream to match;
+// vendor messages are mapped to quote fields (WSPS_STREAM_MAPPING), merged
+// into the last known quote of the symbol (vendors send only what changed,
+// e.g. a trade without bid/ask) and published in batches per event-loop turn.
+
+import { getMany } from '@wsps/shared/redis'
+import { authFrame, compileMapping, subscribeFrames } from './stream-mapping.js'
+import { StreamOwnership } from './stream-ownership.js'
+import { VendorSocket } from './vendor-socket.js'
+
+export class WsStreamFeed {
+  /** Symbols subscribed on the current connection. @type {Set<string>} */
+  #subscribed = new Set()
+  /** Last known fields per held symbol. @type {Map<string, import('./provider.js').QuoteFields>} */
+  #last = new Map()
+  /** @type {import('./provider.js').QuoteFields[]} */
+  #pending = []
+  #flushQueued = false
+  /** @type {NodeJS.Timeout | null} */
+  #timer = null
+  #ticking = Promise.resolve()
+  #stopped = false
+  #config
+  #redis
+  #keys
+  #publisher
+  #metrics
+  #log
+  #map
+  #ownership
+  #socket
+
+  /**
+   * @param {object} options
+   * @param {import('../config.js').FetcherConfig} options.config
+   * @param {import('@wsps/shared/scripts').ScriptedRedis} options.redis
+   * @param {import('@wsps/shared/keys').RedisKeys} options.keys
+   * @param {import('../publisher.js').Publisher} options.publisher
+   * @param {import('../metrics.js').FetcherMetrics} options.metrics
+   * @param {import('pino').Logger} options.logger
+   */
+  constructor ({ config, redis, keys, publisher, metrics, logger }) {
+    this.#config = config
+    this.#redis = redis
+    this.#keys = keys
+    this.#publisher = publisher
+    this.#metrics = metrics
+    this.#log = logger.child({ component: 'ws-stream' })
+    this.#map = compileMapping(config.streamMapping)
+    this.#ownership = new StreamOwnership({
+      redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, maxSymbols: config.streamMaxSymbols
+    })
+    this.#socket = new VendorSocket({
+      url: config.streamUrl,
+      backoffMs: config.streamBackoffMs,
+      pingMs: config.streamPingMs,
+      logger: this.#log,
+      metrics,
+      onOpen: () => this.#onOpen(),
+      onMessage: (text) => this.#onMessage(text),
+      onClose: () => this.#onClose()
+    })
+  }
+
+  start () {
+    this.#socket.start()
+    this.#schedule(0)
+  }
+
+  /** @param {number} delay */
+  #schedule (delay) {
+    if (this.#stopped) return
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = setTimeout(() => {
+      this.#ticking = this.#tick().finally(() => this.#schedule(this.#config.streamTickMs))
+    }, delay)
+  }
+
+  /**
+   * Claims only while connected: a replica that cannot reach the vendor lets
+   * its claims lapse, so a replica that can takes the symbols over.
+   */
+  async #tick () {
+    if (!this.#socket.open || this.#redis.status !== 'ready') return
+    let held
+    try {
+      held = await this.#ownership.claim()
+    } catch (err) {
+      this.#log.warn({ err: /** @type {Error} */ (err).message }, 'stream claim failed')
+      return
+    }
+    if (!this.#socket.open) return
+    const add = [...held].filter((s) => !this.#subscribed.has(s))
+    const drop = [...this.#subscribed].filter((s) => !held.has(s))
+    if (drop.length) {
+      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop)) this.#socket.send(f)
+      for (const s of drop) {
+        this.#subscribed.delete(s)
+        this.#last.delete(s)
+      }
+      this.#log.info({ symbols: drop.length }, 'unsubscribed upstream')
+    }
+    if (add.length) {
+      await this.#seed(add)
+      for (const f of subscribeFrames(this.#config.streamSubscribe, add)) this.#socket.send(f)
+      for (const s of add) this.#subscribed.add(s)
+      this.#log.info({ symbols: add.length }, 'subscribed upstream')
+    }
+    this.#metrics.streamSymbols.set(this.#subscribed.size)
+  }
+
+  /**
+   * Starts a newly held symbol from its latest published quote, so fields the
+   * vendor sends rarely survive a takeover, and seq never goes back.
+   * @param {string[]} symbols
+   */
+  async #seed (symbols) {
+    try {
+      const raws = await getMany(this.#redis, symbols.map(this.#keys.latest))
+      raws.forEach((raw, i) => {
+        if (raw === null) return
+        const { seq, ...fields } = JSON.parse(raw)
+        this.#publisher.remember(symbols[i], seq)
+        this.#last.set(symbols[i], fields)
+      })
+    } catch (err) {
+      this.#log.warn({ err: /** @type {Error} */ (err).message }, 'could not read latest quotes of new symbols')
+    }
+  }
+
+  #onOpen () {
+    if (this.#config.streamAuth) this.#socket.send(authFrame(this.#config.streamAuth, this.#config.streamToken))
+    // Resubscribe at once instead of at the next tick.
+    this.#schedule(0)
+  }
+
+  #onClose () {
+    this.#subscribed.clear()
+    this.#last.clear()
+    this.#metrics.streamSymbols.set(0)
+    // Free the symbols now: a replica still connected takes them over at its
+    // next tick instead of after the lease.
+    this.#ownership.releaseAll().catch((err) => this.#log.warn({ err: err.message }, 'stream release failed'))
+  }
+
+  /** @param {string} text */
+  #onMessage (text) {
+    let message
+    try {
+      message = JSON.parse(text)
+    } catch {
+      this.#metrics.streamMessages.inc({ result: 'malformed' })
+      return
+    }
+    const { quotes, malformed, ignored } = this.#map(message, Date.now())
+    this.#metrics.streamMessages.inc({ result: malformed ? 'malformed' : ignored ? 'ignored' : 'data' })
+    for (const q of quotes) {
+      // Vendors may send symbols we never asked for (or no longer hold).
+      if (!this.#subscribed.has(q.symbol)) continue
+      const merged = { ...this.#last.get(q.symbol), ...q }
+      this.#last.set(q.symbol, merged)
+      this.#pending.push(merged)
+    }
+    if (this.#pending.length && !this.#flushQueued) {
+      this.#flushQueued = true
+      setImmediate(() => this.#flush())
+    }
+  }
+
+  async #flush () {
+    this.#flushQueued = false
+    const batch = this.#pending
+    this.#pending = []
+    try {
+      const { published, refused } = await this.#publisher.publish(batch)
+      this.#metrics.published.inc(published)
+      if (refused) this.#metrics.refusedPushed.inc(refused)
+    } catch (err) {
+      this.#log.warn({ err: /** @type {Error} */ (err).message, quotes: batch.length }, 'stream publish failed')
+    }
+  }
+
+  async stop () {
+    this.#stopped = true
+    if (this.#timer) clearTimeout(this.#timer)
+    await this.#ticking
+    await this.#socket.stop()
+    if (this.#pending.length) await this.#flush()
+  }
+}

@@ -1,0 +1,173 @@
+// The publish API: `POST /v1/quotes` on the fetcher's HTTP port, for teams
+// that have their own feed. A request is checked whole before anything is
+// published (all-or-nothing), then published in one pipelined round trip
+// through the same Lua script as fetched quotes, so seq, snapshots and
+// fan-out work exactly as for them. Errors are a documented contract
+// (docs/feeding.md): clients match on `code`, never on `message`.
+
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { SYMBOL_PATTERN } from '@wsps/protocol'
+import { RateLimit } from '@wsps/shared/rate-limit'
+import { NUMERIC_FIELDS } from './providers/stream-mapping.js'
+
+export const PUBLISH_PATH = '/v1/quotes'
+
+/** Every error the API answers, with its HTTP status. */
+export const PublishError = Object.freeze({
+  /** The API is off: WSPS_PUBLISH_TOKEN is not set on this fetcher. */
+  PUBLISH_DISABLED: 404,
+  /** No `Authorization: Bearer` header, or the wrong token. */
+  UNAUTHORIZED: 401,
+  /** The body is not JSON / NDJSON, or not `{"quotes":[...]}`. */
+  BAD_BODY: 400,
+  /** A quote breaks the rules; `index` says which (0-based). */
+  BAD_QUOTE: 400,
+  /** The body is larger than WSPS_PUBLISH_MAX_BYTES. */
+  BODY_TOO_LARGE: 413,
+  /** Content-Type is neither application/json nor application/x-ndjson. */
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The token is over WSPS_PUBLISH_RATE; retry after `Retry-After` seconds. */
+  RATE_LIMITED: 429,
+  /** Redis failed; some quotes of the request may have been published. */
+  UNAVAILABLE: 503
+})
+
+/** @typedef {keyof typeof PublishError} PublishErrorCode */
+
+class RequestError extends Error {
+  /**
+   * @param {PublishErrorCode} code
+   * @param {string} message
+   * @param {Record<string, unknown>} [extra] more fields of the answer
+   */
+  constructor (code, message, extra = {}) {
+    super(message)
+    this.code = code
+    this.extra = extra
+  }
+}
+
+const QUOTE_KEYS = new Set(['symbol', 'ts', ...NUMERIC_FIELDS])
+
+/**
+ * Checks one quote of a request; throws a BAD_QUOTE RequestError.
+ * @param {unknown} raw
+ * @param {number} index
+ * @param {number} now
+ * @returns {import('./providers/provider.js').QuoteFields}
+ */
+export function validQuote (raw, index, now) {
+  const bad = (/** @type {string} */ why) => new RequestError('BAD_QUOTE', `quote ${index}: ${why}`, { index })
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw bad('not an object')
+  const r = /** @type {Record<string, unknown>} */ (raw)
+  if (typeof r.symbol !== 'string' || !SYMBOL_PATTERN.test(r.symbol)) throw bad(`symbol must match ${SYMBOL_PATTERN}`)
+  /** @type {import('./providers/provider.js').QuoteFields} */
+  const q = { symbol: r.symbol, ts: now }
+  for (const [k, v] of Object.entries(r)) {
+    if (k === 'symbol') continue
+    if (!QUOTE_KEYS.has(k)) throw bad(`unknown field "${k}"`)
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(`${k} must be a finite number`)
+    if (k === 'ts' && v <= 0) throw bad('ts must be a positive epoch in ms')
+    q[/** @type {'bid'} */ (k)] = v
+  }
+  return q
+}
+
+/**
+ * The quotes of a body: `{"quotes":[...]}` as JSON, or one quote per line
+ * as NDJSON (blank lines skipped).
+ * @param {string} text
+ * @param {boolean} ndjson
+ * @returns {unknown[]}
+ */
+export function parseBody (text, ndjson) {
+  if (ndjson) {
+    const out = []
+    const lines = text.split('\n')
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i].trim()
+      if (line === '') continue
+      try { out.push(JSON.parse(line)) } catch { throw new RequestError('BAD_BODY', `line ${i + 1} is not JSON`, { line: i + 1 }) }
+    }
+    return out
+  }
+  let body
+  try { body = JSON.parse(text) } catch { throw new RequestError('BAD_BODY', 'body is not JSON') }
+  if (!body || !Array.isArray(body.quotes)) throw new RequestError('BAD_BODY', 'body must be {"quotes":[...]}')
+  return body.quotes
+}
+
+/** @param {string} token */
+const digest = (token) => createHash('sha256').update(token).digest()
+
+/**
+ * @param {import('fastify').FastifyInstance<any, any, any, any>} app
+ * @param {object} options
+ * @param {string} options.token WSPS_PUBLISH_TOKEN; empty: every request gets PUBLISH_DISABLED
+ * @param {number} options.maxBytes
+ * @param {number} options.rate quotes/s per token, 0: unlimited
+ * @param {number} options.pushLeaseMs
+ * @param {import('./publisher.js').Publisher} options.publisher
+ * @param {import('./metrics.js').FetcherMetrics} options.metrics
+ */
+export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, metrics }) {
+  // Comparing digests keeps the comparison constant-time whatever the
+  // length of the presented token.
+  const want = token ? digest(token) : null
+  const limit = rate > 0 ? new RateLimit(rate, rate) : null
+  /** Per token: the rate limiter's TAT (one token today, keyed for more). @type {Map<string, number>} */
+  const tats = new Map()
+
+  app.register(async (scope) => {
+    // Own parsers in this scope only: raw text in, our error codes out.
+    scope.removeAllContentTypeParsers()
+    for (const type of ['application/json', 'application/x-ndjson']) {
+      scope.addContentTypeParser(type, { parseAs: 'string', bodyLimit: maxBytes }, (_req, body, done) => done(null, body))
+    }
+
+    scope.setErrorHandler((/** @type {import('fastify').FastifyError} */ err, _req, reply) => {
+      /** @type {RequestError} */
+      let e
+      if (err instanceof RequestError) e = err
+      else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') e = new RequestError('BODY_TOO_LARGE', `body over ${maxBytes} bytes`, { maxBytes })
+      else if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') e = new RequestError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json or application/x-ndjson')
+      else if ((err.statusCode ?? 500) < 500) e = new RequestError('BAD_BODY', err.message)
+      else {
+        reply.log.warn({ err: err.message }, 'publish failed')
+        e = new RequestError('UNAVAILABLE', 'publishing failed; some quotes may have been published')
+      }
+      metrics.publishRequests.inc({ outcome: e.code })
+      reply.code(PublishError[e.code]).send({ code: e.code, message: e.message, ...e.extra })
+    })
+
+    scope.post(PUBLISH_PATH, {
+      bodyLimit: maxBytes,
+      // Refuse before reading the body: an unauthenticated client must not
+      // make us buffer megabytes.
+      onRequest: async (req) => {
+        if (!want) throw new RequestError('PUBLISH_DISABLED', 'the publish API is off (WSPS_PUBLISH_TOKEN is not set)')
+        const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')
+        if (!m || !timingSafeEqual(digest(m[1]), want)) throw new RequestError('UNAUTHORIZED', 'missing or wrong bearer token')
+      }
+    }, async (req, reply) => {
+      const ndjson = /^application\/x-ndjson/.test(req.headers['content-type'] ?? '')
+      const raw = parseBody(/** @type {string} */ (req.body), ndjson)
+      const now = Date.now()
+      const quotes = raw.map((q, i) => validQuote(q, i, now))
+      if (limit && quotes.length > 0) {
+        const tat = limit.take(tats.get(token) ?? 0, now, quotes.length)
+        if (tat < 0) {
+          const wait = Math.max(1, Math.ceil(((tats.get(token) ?? now) - now - limit.tolerance) / 1000))
+          reply.header('retry-after', String(wait))
+          throw new RequestError('RATE_LIMITED', `over ${rate} quotes/s`, { retryAfterS: wait })
+        }
+        tats.set(token, tat)
+      }
+      await publisher.publish(quotes, { pushLeaseMs })
+      metrics.publishRequests.inc({ outcome: 'accepted' })
+      metrics.publishQuotes.inc(quotes.length)
+      metrics.published.inc(quotes.length)
+      return { accepted: quotes.length }
+    })
+  })
+}
