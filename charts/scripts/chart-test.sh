@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make chart-test: every static check of charts/wsps and kustomize/, offline
-# once the tools are installed (charts/scripts/tools.sh, run by make first).
+# once the tools are installed (tools/tools.sh, run by make first).
 # Runs every check, prints one PASS/FAIL line each, and ends with the
 # "N passed, N failed" line; exits 1 when anything failed.
 # Rendered manifests are kept in artifacts/chart-test/ for inspection.
@@ -8,7 +8,7 @@ set -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-eval "$(charts/scripts/tools.sh env)"
+eval "$(tools/tools.sh env)"
 CHART=charts/wsps
 OUT=artifacts/chart-test
 rm -rf "$OUT"; mkdir -p "$OUT/render" "$OUT/kustomize" "$OUT/logs"
