@@ -55,7 +55,7 @@ test('connections are spread over both workers; each subscribes Redis for its ow
   const nodes = new Set(clients.map((c) => c.hello.node))
   assert.equal(nodes.size, 1, 'one pod name')
   for (const c of clients) await c.sub(['WORK'])
-  await waitFor(() => clients.every((c) => c.quotes.has('WORK')), { message: 'snapshots' })
+  await waitFor(() => clients.every((c) => c.quote('WORK')), { message: 'snapshots' })
   await waitFor(async () => {
     const conns = perWorker(await gw.metrics(), 'wsps_gateway_connections')
     return Object.keys(conns).length === 2 && Object.values(conns).every((n) => n > 0) && conns['1'] + conns['2'] === clients.length
@@ -69,7 +69,7 @@ test('connections are spread over both workers; each subscribes Redis for its ow
     pipe.publish(keys.channel('WORK'), q)
   }
   await pipe.exec()
-  await waitFor(() => clients.every((c) => c.quotes.get('WORK')?.seq === 21), { timeout: 10_000, message: 'seq 21 everywhere' })
+  await waitFor(() => clients.every((c) => c.quote('WORK')?.seq === 21), { timeout: 10_000, message: 'seq 21 everywhere' })
   for (const c of clients) assert.deepEqual(c.problems, [])
 })
 
