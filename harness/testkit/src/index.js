@@ -292,4 +292,4 @@ export function parseMetrics (text) {
   return out
 }
 
-export { TestClient } from './test-client.js'
+export { ClientPool, TestClient } from './test-client.js'
