@@ -8,7 +8,7 @@
 #
 # Build: `make release` (buildah, no Docker engine; tools/release.sh), or
 #   docker build -t wsps:dev --build-arg BASE_IMAGE=<base> .
-# The base is a build ARG: any image with node 24 (infra/node.env pins the
+# The base is a build ARG: any image with node 24 (tools/versions.env pins the
 # version) and /bin/sh. `make release` and the local cluster use a base built
 # here from Debian (debootstrap) and the pinned, integrity-checked Node
 # binary (infra/local-cluster/images.sh), so nothing is pulled. A base from a

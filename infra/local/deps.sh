@@ -5,9 +5,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-# Node: the pinned LTS (infra/node.env); an older node on PATH makes
+# Node: the pinned LTS (tools/versions.env); an older node on PATH makes
 # tools/node.sh fetch the pinned one into $WSPS_CACHE/bin (first on make's PATH).
-node_bin=$("$ROOT/tools/node.sh") || die "could not provide Node (infra/node.env)"
+node_bin=$("$ROOT/tools/node.sh") || die "could not provide Node (tools/versions.env)"
 export PATH="$node_bin$PATH"
 
 # npm ci when node_modules is missing or older than the lockfile.

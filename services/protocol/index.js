@@ -2,7 +2,8 @@
 //
 // This module is plain ESM with no Node-only or browser-only APIs, so the
 // gateway, the browser client, tests and k6 scripts all import the same
-// codes. docs/protocol.md is the prose version of this file; keep them equal.
+// codes and apply quotes by the same rules. docs/protocol.md is the prose
+// version of this file; keep them equal.
 
 export const PROTOCOL_VERSION = 1
 
@@ -137,16 +138,6 @@ export const QUOTE_FIELDS = Object.freeze([
   'volume', 'open', 'high', 'low', 'prevClose'
 ])
 
-/**
- * Checks a delta against the seq the receiver holds for its symbol. A delta
- * applies on top of seq `base` when present (the gateway merged several
- * updates for a slow reader), else on top of `seq - 1`.
- *
- * @param {{seq: number, base?: number}} delta
- * @param {number} heldSeq seq of the quote the receiver holds
- * @returns {boolean} true when the delta continues the held quote
- */
-export function continues (delta, heldSeq) {
-  const base = delta.base ?? delta.seq - 1
-  return base === heldSeq
-}
+// The receiver rules (continues(), QuoteReceiver) live in receiver.js, which
+// imports nothing, so a browser can load it beside this file.
+export { Outcome, QuoteReceiver, continues } from './receiver.js'

@@ -200,7 +200,7 @@ Settings the chart owns; `config:` may not set them (validated), because the
 chart wires them to Secrets, ports, probes and the shutdown timing.
 */}}
 {{- define "wsps.managedSettings" -}}
-WSPS_HOST WSPS_HTTP_PORT WSPS_METRICS_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_REDIS_MODE WSPS_REDIS_USERNAME WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE
+WSPS_HOST WSPS_HTTP_PORT WSPS_METRICS_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_REDIS_MODE WSPS_REDIS_USERNAME WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_WORKERS WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE
 {{- end -}}
 
 {{/* Env shared by the wsps containers: the pod name as node name. */}}
@@ -248,8 +248,8 @@ wsps.io/gateway-client: "true"
 {{- end -}}
 
 {{/*
-The k6 script tree shipped in files/k6 (a verbatim copy of loadtest/ plus the
-files it imports, made by `make chart-generate`). ConfigMap keys cannot hold
+The k6 script tree shipped in files/k6 (symlinks to loadtest/ and the files
+it imports, made by `make chart-generate`; helm reads their targets). ConfigMap keys cannot hold
 "/", so each path is flattened with "__" and the volume's items put the tree
 back together under /scripts.
 */}}

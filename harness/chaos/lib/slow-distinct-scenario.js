@@ -70,7 +70,7 @@ export async function runSlowDistinct (p, log) {
     const m = await TestClient.connect(gw.wsUrl)
     const dAck = await d.sub(['SLOWD'], { mode: 'distinct' })
     await m.sub(['SLOWM'])
-    await waitFor(() => d.quotes.has('SLOWD') && m.quotes.has('SLOWM'), { timeout: 10_000, message: 'snapshots' })
+    await waitFor(() => d.quote('SLOWD') && m.quote('SLOWM'), { timeout: 10_000, message: 'snapshots' })
     for (const c of [d, m]) socketOf(c).pause()
     log('both readers paused; publishing until the distinct one is cut')
     let published = 0
@@ -96,7 +96,7 @@ export async function runSlowDistinct (p, log) {
     const last = published + 2
     let caughtUp = true
     try {
-      await waitFor(() => m.quotes.get('SLOWM')?.seq === last, { timeout: 60_000, message: 'the merge reader to catch up' })
+      await waitFor(() => m.quote('SLOWM')?.seq === last, { timeout: 60_000, message: 'the merge reader to catch up' })
     } catch {
       caughtUp = false
     }
@@ -106,7 +106,7 @@ export async function runSlowDistinct (p, log) {
       closes4008: closes,
       connectionsAfterCut: metrics.wsps_gateway_connections,
       conflated: metrics.wsps_gateway_conflated_total,
-      merge: { caughtUp, open: m.closed === null, problems: m.problems, heldSeq: m.quotes.get('SLOWM')?.seq, last },
+      merge: { caughtUp, open: m.closed === null, problems: m.problems, heldSeq: m.quote('SLOWM')?.seq, last },
       distinctBases: d.frames.filter((f) => f.op === 'q').flatMap((f) => f.quotes).filter((q) => q.base !== undefined).length
     }
     d.ws.terminate()

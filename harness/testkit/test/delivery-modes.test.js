@@ -70,17 +70,17 @@ test('distinct: every tick of a burst arrives once, in seq order, never merged; 
   const ack = await d.sub(['DIST'], { mode: 'distinct' })
   assert.deepEqual(ack, { op: 'ack', id: 1, symbols: ['DIST'], mode: 'distinct' })
   await m.sub(['DIST'])
-  await waitFor(() => d.quotes.has('DIST') && m.quotes.has('DIST'), { message: 'snapshots' })
-  const from = /** @type {number} */ (d.quotes.get('DIST')?.seq)
+  await waitFor(() => d.quote('DIST') && m.quote('DIST'), { message: 'snapshots' })
+  const from = /** @type {number} */ (d.quote('DIST')?.seq)
   for (let i = 0; i < 10; i++) await publish(next, 'DIST', 50)
   const last = 1 + 500
-  await waitFor(() => d.quotes.get('DIST')?.seq === last && m.quotes.get('DIST')?.seq === last, { timeout: 30_000, message: `seq ${last} on both readers` })
+  await waitFor(() => d.quote('DIST')?.seq === last && m.quote('DIST')?.seq === last, { timeout: 30_000, message: `seq ${last} on both readers` })
   const seqs = deltas(d, 'DIST').map((q) => q.seq)
   assert.deepEqual(seqs, Array.from({ length: last - from }, (_, i) => from + 1 + i), 'every tick, once, in order')
   assert.equal(deltas(d, 'DIST').filter((q) => q.base !== undefined).length, 0, 'no merged delta (no base) in distinct mode')
   assert.deepEqual(d.problems, [])
   assert.deepEqual(m.problems, [])
-  assert.deepEqual(m.quotes.get('DIST'), d.quotes.get('DIST'), 'both end on the same full quote')
+  assert.deepEqual(m.quote('DIST'), d.quote('DIST'), 'both end on the same full quote')
 })
 
 test(`maxRate: a merge reader capped at 2/s gets at most 2 per second (+2 for pass timing) of a 40/s stream, ending on the latest quote`, async (t) => {
@@ -89,7 +89,7 @@ test(`maxRate: a merge reader capped at 2/s gets at most 2 per second (+2 for pa
   const c = await connect()
   const ack = await c.sub(['RATE'], { maxRate: 2 })
   assert.deepEqual(ack, { op: 'ack', id: 1, symbols: ['RATE'], mode: 'merge', maxRate: 2 })
-  await waitFor(() => c.quotes.has('RATE'), { message: 'snapshot' })
+  await waitFor(() => c.quote('RATE'), { message: 'snapshot' })
   const started = Date.now()
   let published = 1
   while (Date.now() - started < 3000) {
@@ -98,7 +98,7 @@ test(`maxRate: a merge reader capped at 2/s gets at most 2 per second (+2 for pa
     await sleep(25)
   }
   const seconds = (Date.now() - started) / 1000
-  await waitFor(() => c.quotes.get('RATE')?.seq === published, { timeout: 10_000, message: `the latest quote (${published})` })
+  await waitFor(() => c.quote('RATE')?.seq === published, { timeout: 10_000, message: `the latest quote (${published})` })
   const got = deltas(c, 'RATE').length
   t.diagnostic(`${published - 1} ticks in ${seconds.toFixed(1)} s -> ${got} updates`)
   // The lane hands out at most one update per 500 ms; a pass may write it
@@ -114,7 +114,7 @@ test('a sub naming a held symbol with another delivery moves it: a fresh snapsho
   await publish(next, 'MOVE', 1)
   const c = await connect()
   await c.sub(['MOVE'])
-  await waitFor(() => c.quotes.has('MOVE'), { message: 'snapshot' })
+  await waitFor(() => c.quote('MOVE'), { message: 'snapshot' })
   const snaps = () => c.frames.filter((f) => f.op === 'snap').length
   const before = snaps()
   const ack = await c.sub(['MOVE'], { mode: 'distinct' })
@@ -122,7 +122,7 @@ test('a sub naming a held symbol with another delivery moves it: a fresh snapsho
   await waitFor(() => snaps() > before, { message: 'a fresh snapshot' })
   const from = c.frames.length
   await publish(next, 'MOVE', 30)
-  await waitFor(() => c.quotes.get('MOVE')?.seq === 31, { timeout: 10_000, message: 'seq 31' })
+  await waitFor(() => c.quote('MOVE')?.seq === 31, { timeout: 10_000, message: 'seq 31' })
   const after = c.frames.slice(from).filter((f) => f.op === 'q').flatMap((f) => f.quotes)
   assert.ok(after.every((q) => q.base === undefined), 'distinct from then on')
   assert.deepEqual(c.problems, [])

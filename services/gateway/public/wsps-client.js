@@ -9,7 +9,7 @@
 //   new WspsClient({ url: 'ws://127.0.0.1:8081/ws', WebSocket })
 // See docs/client.md.
 
-import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, ServerOp, continues } from './protocol.js'
+import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ServerOp } from './protocol.js'
 import { SseSocket } from './sse-socket.js'
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */
@@ -199,10 +199,8 @@ export class WspsClient {
   #wanted
   /** @type {Set<string>} what the server holds, from the latest ack */
   #serverSubs = new Set()
-  /** @type {Map<string, Quote>} */
-  #quotes = new Map()
-  /** @type {Map<string, number>} symbol -> when a snapshot was asked for; deltas before it are expected gaps */
-  #resyncing = new Map()
+  /** Held quotes by the receiver rules; a resync's `since` is when its snapshot was asked for (deltas before it are expected gaps). */
+  #receiver = new QuoteReceiver()
   /** @type {Map<number, {op: string, symbols: string[]}>} requests awaiting ack/error, by id */
   #inflight = new Map()
   /** @type {Map<string, Delivery>} delivery of the watched symbols that do not use the default (merge, every update) */
@@ -281,7 +279,7 @@ export class WspsClient {
    * @param {string} symbol
    * @returns {Quote | undefined} the latest full quote held
    */
-  quote (symbol) { return this.#quotes.get(symbol) }
+  quote (symbol) { return /** @type {Quote | undefined} */ (this.#receiver.quote(symbol)) }
 
   /**
    * Listens to an event; returns a function that stops listening.
@@ -363,8 +361,7 @@ export class WspsClient {
     const removed = symbols.filter((s) => this.#wanted.delete(s))
     for (const s of removed) {
       this.#delivery.delete(s)
-      this.#quotes.delete(s)
-      this.#resyncing.delete(s)
+      this.#receiver.forget(s)
     }
     this.#settle(removed, { code: 'CANCELLED', message: 'unsubscribed before the server confirmed' })
     if (this.#live) for (const chunk of chunks(removed, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.UNSUB, chunk)
@@ -638,7 +635,7 @@ export class WspsClient {
     if (this.#status.transport === Transport.SSE) {
       // The stream was opened with the watch set: its ack and snap follow.
       const now = Date.now()
-      for (const s of all) this.#resyncing.set(s, now)
+      for (const s of all) this.#receiver.resync(s, now)
       return
     }
     const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
@@ -646,7 +643,7 @@ export class WspsClient {
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
     const keep = all.slice(0, max)
     const now = Date.now()
-    for (const s of keep) this.#resyncing.set(s, now)
+    for (const s of keep) this.#receiver.resync(s, now)
     for (const chunk of chunks(keep, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.SUB, chunk)
   }
 
@@ -655,10 +652,9 @@ export class WspsClient {
     const now = Date.now()
     for (const q of quotes) {
       if (!this.#wanted.has(q.symbol)) continue // a late answer for a symbol since removed
-      const previous = this.#quotes.get(q.symbol) ?? null
-      const quote = { ...q }
-      this.#quotes.set(q.symbol, quote)
-      this.#resyncing.delete(q.symbol)
+      const previous = this.quote(q.symbol) ?? null
+      this.#receiver.snap(q)
+      const quote = /** @type {Quote} */ (this.quote(q.symbol))
       this.#emit('quote', { symbol: q.symbol, quote, previous, snapshot: true, latencyMs: now - q.ts })
     }
   }
@@ -671,24 +667,23 @@ export class WspsClient {
     for (const d of deltas) {
       const symbol = d.symbol
       if (!this.#wanted.has(symbol)) continue
-      const held = this.#quotes.get(symbol)
-      if (held && continues(d, held.seq)) {
-        const { base: _base, ...fields } = d
-        const quote = /** @type {Quote} */ ({ ...held, ...fields })
-        this.#quotes.set(symbol, quote)
-        this.#resyncing.delete(symbol)
-        this.#emit('quote', { symbol, quote, previous: held, snapshot: false, latencyMs: now - d.ts })
+      const held = this.quote(symbol)
+      const outcome = this.#receiver.delta(d)
+      if (outcome === Outcome.APPLIED) {
+        const quote = /** @type {Quote} */ (this.quote(symbol))
+        this.#emit('quote', { symbol, quote, previous: held ?? null, snapshot: false, latencyMs: now - d.ts })
         continue
       }
-      // Not applicable. Right after a (re)subscribe that is expected until
-      // the snapshot arrives; otherwise it is a gap: drop it and ask again.
-      const since = this.#resyncing.get(symbol)
-      if (since !== undefined && now - since < this.#opts.resyncGraceMs) continue
+      // Not applicable (receiver rule 3). Right after a (re)subscribe that
+      // is expected until the snapshot arrives; otherwise it is a gap: drop
+      // it and ask again.
+      const since = this.#receiver.resyncingSince(symbol)
+      if (outcome === Outcome.RESYNCING && now - /** @type {number} */ (since) < this.#opts.resyncGraceMs) continue
       gaps.push(symbol)
       this.#emit('gap', { symbol, heldSeq: held?.seq ?? null, seq: d.seq, base: d.base ?? d.seq - 1 })
     }
     if (gaps.length === 0) return
-    for (const s of gaps) this.#resyncing.set(s, now)
+    for (const s of gaps) this.#receiver.resync(s, now)
     // unsub + sub: a plain sub of a held symbol is a no-op and sends no snapshot.
     this.#request(ClientOp.UNSUB, gaps)
     this.#request(ClientOp.SUB, gaps)
@@ -862,10 +857,7 @@ export class WspsClient {
    */
   #reject (symbols, error) {
     const dropped = symbols.filter((s) => this.#wanted.delete(s))
-    for (const s of dropped) {
-      this.#quotes.delete(s)
-      this.#resyncing.delete(s)
-    }
+    for (const s of dropped) this.#receiver.forget(s)
     this.#settle(symbols, error)
     if (dropped.length) this.#emit('rejected', { symbols: dropped, error })
   }
