@@ -65,7 +65,7 @@ for d in /proc/[0-9]*; do
   pid=${d#/proc/}
   [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
   cwd=$(readlink "$d/cwd" 2>/dev/null || true)
-  cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null || true)
+  cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline" || true)
   if [[ $cwd == "$CLONE"* || $cmd == *"$CLONE"* ]]; then left+=("$pid:$cmd"); fi
 done
 ((${#left[@]} == 0)) || fail "left behind after make down: ${left[*]}"
