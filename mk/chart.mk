@@ -8,7 +8,7 @@ chart-tools: ## Install the pinned chart tools into $WSPS_CACHE (helm, kustomize
 	@tools/tools.sh
 
 .PHONY: chart-generate
-chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6 copy of loadtest/, config settings + descriptions in the schema, chart README, kustomize/**/generated
+chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6 links to loadtest/, config settings + descriptions in the schema, chart README, kustomize/**/generated
 	@eval "$$(tools/tools.sh env)"
 	"$$WSPS_PY" charts/scripts/sync-loadtest.py
 	node tools/config-schema.js

@@ -248,8 +248,8 @@ wsps.io/gateway-client: "true"
 {{- end -}}
 
 {{/*
-The k6 script tree shipped in files/k6 (a verbatim copy of loadtest/ plus the
-files it imports, made by `make chart-generate`). ConfigMap keys cannot hold
+The k6 script tree shipped in files/k6 (symlinks to loadtest/ and the files
+it imports, made by `make chart-generate`; helm reads their targets). ConfigMap keys cannot hold
 "/", so each path is flattened with "__" and the volume's items put the tree
 back together under /scripts.
 */}}
