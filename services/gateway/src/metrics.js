@@ -3,10 +3,13 @@
 
 import client from 'prom-client'
 
-/** @param {string} node */
-export function createGatewayMetrics (node) {
+/**
+ * @param {string} node
+ * @param {Record<string, string>} [labels] more labels on every series (a worker's number)
+ */
+export function createGatewayMetrics (node, labels = {}) {
   const registry = new client.Registry()
-  registry.setDefaultLabels({ node })
+  registry.setDefaultLabels({ node, ...labels })
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 })
   const reg = { registers: [registry] }
   const messagesOut = new client.Counter({ name: 'wsps_gateway_messages_out_total', help: 'Frames sent to clients by op.', labelNames: ['op'], ...reg })
