@@ -75,7 +75,7 @@ export class Publisher {
       // A cluster call cannot span slots: one quote per call; ioredis
       // auto-pipelining batches them per shard.
       const leased = lease ? this.redis.call(...(/** @type {[string, ...string[]]} */ (lease))) : null
-      const results = await Promise.all(entries.map((e) => this.redis.wspsPublish(...publishArgs(keys, [e], options)).then(([seq]) => seq, (err) => err)))
+      const results = await Promise.all(entries.map((e) => this.redis.wspsPublishOne(...publishArgs(keys, [e], options).slice(1)).then(([seq]) => seq, (err) => err)))
       seqs.push(...results)
       if (leased) await leased
     } else {

@@ -171,6 +171,7 @@ return n
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
  *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>,
+ *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<number[]>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
  *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
@@ -204,8 +205,11 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs }) {
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
   client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
-  // Key count per call: 3 per quote.
+  // Key count per call: 3 per quote. On a Cluster, ioredis routes (and
+  // auto-pipelines) a command by its keys only when their count is declared:
+  // wspsPublishOne is the same script for exactly one quote.
   client.defineCommand('wspsPublish', { lua: PUBLISH })
+  client.defineCommand('wspsPublishOne', { numberOfKeys: 3, lua: PUBLISH })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)
