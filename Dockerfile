@@ -6,13 +6,21 @@
 #   quote-fetcher  node services/quote-fetcher/src/main.js    (:9090)
 #   helm test      node services/gateway/src/probe.js --url ws://... --symbol AAPL
 #
-# Build: docker build -t wsps:dev .       (or: buildah bud --layers -t wsps:dev .)
-# The base is a build ARG so it can be pinned by digest or swapped, e.g. for
-# a debootstrap-built base: --build-arg BASE_IMAGE=localhost/debian-node:20
-# Any base with node >= 20 and /bin/sh works. Only Dockerfile syntax that
-# buildah also understands is used (no RUN --mount, no heredocs, no
-# `# syntax=` line, which would make BuildKit pull a frontend image).
-ARG BASE_IMAGE=docker.io/library/node:20-bookworm-slim
+# Build: `make release` (buildah, no Docker engine; tools/release.sh), or
+#   docker build -t wsps:dev --build-arg BASE_IMAGE=<base> .
+# The base is a build ARG: any image with node 24 (tools/versions.env pins the
+# version) and /bin/sh. `make release` and the local cluster use a base built
+# here from Debian (debootstrap) and the pinned, integrity-checked Node
+# binary (infra/local-cluster/images.sh), so nothing is pulled. A base from a
+# registry must be pinned by digest, e.g.
+#   --build-arg BASE_IMAGE=docker.io/library/node:24-bookworm-slim@sha256:<digest>
+# (`skopeo inspect --format '{{.Digest}}' docker://docker.io/library/node:24-bookworm-slim`);
+# make release refuses a registry base without one. The default below is the
+# local base, so an unpinned registry image is never used by accident.
+# Only Dockerfile syntax that buildah also understands is used (no RUN
+# --mount, no heredocs, no `# syntax=` line, which would make BuildKit pull a
+# frontend image).
+ARG BASE_IMAGE=localhost/wsps-base:bookworm-node24
 
 # --- manifests: only the package.json files, so the npm layer below stays
 # cached until a dependency changes (a source edit does not re-run npm ci).

@@ -8,6 +8,9 @@ SHELL := /bin/bash
 export WSPS_CACHE ?= $(HOME)/.cache/wsps
 export PATH := $(WSPS_CACHE)/bin:$(PATH)
 
+# Every pinned tool version (K6_VERSION, HELM_VERSION, ...).
+include tools/versions.env
+
 # Each area adds its own targets and appends what `make test` runs to TEST_TARGETS.
 TEST_TARGETS := test-static test-unit test-integration
 include $(sort $(wildcard mk/*.mk))

@@ -326,7 +326,7 @@ class Conn {
       hist[Math.min(255, bucketOf(lat))]++
       if (r !== Delta.OK) {
         if (this.run.gapLogs++ < GAP_LOG_MAX) {
-          console.warn(`wsps seq gap (${GAP_KIND[r]}): node=${this.node} symbol=${q.symbol} held=${tr.held.get(q.symbol)} seq=${q.seq} base=${q.base} ` +
+          console.warn(`wsps seq gap (${GAP_KIND[r]}): node=${this.node} symbol=${q.symbol} held=${tr.held.seq(q.symbol)} seq=${q.seq} base=${q.base} ` +
             `deltas in frame=${quotes.length} age=${Math.round(at - q.ts)}ms connected ${Math.round(at - this.t0)}ms ago${this.from ? ` (reconnected from ${this.from.node})` : ''}`)
         }
         M.gaps.add(1, { node: this.node, kind: GAP_KIND[r] })

@@ -1,8 +1,9 @@
 # Alert rules (charts/wsps/files/prometheus/wsps-alerts.yaml, also rendered as
 # the chart's PrometheusRule): promtool from the pinned Prometheus module
-# (infra/local-cluster/build-bins.sh prometheus, cached in $(WSPS_CACHE)/cluster).
+# (infra/local-cluster/build-bins.sh prometheus, cached in $(WSPS_CACHE)/cluster;
+# PROMETHEUS_VERSION from tools/versions.env).
 TEST_TARGETS += test-alerts
-PROMTOOL = $(WSPS_CACHE)/cluster/prometheus-$(shell sed -n 's/^PROMETHEUS_VERSION=\([^ ]*\).*/\1/p' infra/local-cluster/versions.env)/bin/promtool
+PROMTOOL = $(WSPS_CACHE)/cluster/prometheus-$(PROMETHEUS_VERSION)/bin/promtool
 
 ##@ Alerts
 .PHONY: promtool

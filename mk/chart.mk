@@ -1,16 +1,17 @@
 # Helm chart (charts/wsps), kustomize/ and their checks. Tools are pinned in
-# charts/scripts/tools.sh and built once into $(WSPS_CACHE)/tools.
+# tools/versions.env, built once into $(WSPS_CACHE)/tools by tools/tools.sh.
 TEST_TARGETS += chart-test
 
 ##@ Chart
 .PHONY: chart-tools
 chart-tools: ## Install the pinned chart tools into $WSPS_CACHE (helm, kustomize, kubeconform, helm-unittest, kube-score, helm-docs, k8s schemas)
-	@charts/scripts/tools.sh
+	@tools/tools.sh
 
 .PHONY: chart-generate
-chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6 copy of loadtest/, schema descriptions, chart README, kustomize/**/generated
-	@eval "$$(charts/scripts/tools.sh env)"
+chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6 links to loadtest/, config settings + descriptions in the schema, chart README, kustomize/**/generated
+	@eval "$$(tools/tools.sh env)"
 	"$$WSPS_PY" charts/scripts/sync-loadtest.py
+	node tools/config-schema.js
 	"$$WSPS_PY" charts/scripts/check-values-docs.py --fix
 	"$$HELM_DOCS" --chart-search-root charts/wsps --template-files README.md.gotmpl --sort-values-order file --log-level warning
 	"$$WSPS_PY" charts/scripts/render-kustomize.py
@@ -21,5 +22,5 @@ chart-test: chart-tools ## Chart checks: lint, render ci/ scenarios, kubeconform
 
 .PHONY: chart-render
 chart-render: chart-tools ## Print the chart's manifests (VALUES=charts/wsps/ci/05-ingress-f5-nginx-values.yaml to pick a scenario)
-	@eval "$$(charts/scripts/tools.sh env)"
+	@eval "$$(tools/tools.sh env)"
 	"$$HELM" template wsps charts/wsps --namespace wsps $(if $(VALUES),-f $(VALUES))

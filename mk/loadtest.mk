@@ -2,9 +2,9 @@
 # sharded runner for more connections than one process can hold, and checks.
 # docs/loadtest.md explains the parameters and the report.
 
-K6_VERSION := v1.8.1
-K6_DIR := $(WSPS_CACHE)/tools/k6-$(K6_VERSION)
-K6 := $(K6_DIR)/k6
+# K6_VERSION comes from tools/versions.env (the Makefile includes it); the
+# one k6 binary serves these targets and the cluster's wsps-k6 image.
+K6 := $(WSPS_CACHE)/tools/k6-$(K6_VERSION)/k6
 # Where `make up` serves the WebSocket endpoint.
 LOADTEST_READY_URL ?= http://127.0.0.1:8080/readyz
 
@@ -12,23 +12,8 @@ TEST_TARGETS += test-loadtest
 
 ##@ Load test
 .PHONY: k6
-k6: $(K6) ## Install the pinned k6 (built with Go once, ~3-5 min; cached in $WSPS_CACHE)
-	@mkdir -p "$(WSPS_CACHE)/bin"
-	ln -sfn "$(K6)" "$(WSPS_CACHE)/bin/k6"
-
-# The build goes to a temp dir first so an interrupted one leaves nothing behind.
-$(K6):
-	@command -v go >/dev/null || { echo "error: go is required to build k6 $(K6_VERSION)" >&2; exit 1; }
-	mkdir -p "$(WSPS_CACHE)/tools"
-	tmp=$$(mktemp -d "$(WSPS_CACHE)/tools/.k6-build.XXXXXX")
-	trap 'rm -rf "$$tmp"' EXIT
-	echo "==> building k6 $(K6_VERSION) with go install (first time only; ~700 packages, a few minutes)"
-	start=$$SECONDS
-	GOBIN="$$tmp" GOFLAGS=-buildvcs=false go install -v -trimpath -ldflags '-s -w' go.k6.io/k6@$(K6_VERSION) 2>&1 \
-	  | awk '{ n++; if (n % 50 == 0) { printf "    ... %d packages compiled (%s)\n", n, $$0; fflush() } }'
-	rm -rf "$(K6_DIR)"
-	mv "$$tmp" "$(K6_DIR)"
-	echo "==> k6 $(K6_VERSION) built in $$((SECONDS - start))s: $(K6)"
+k6: ## Install the pinned k6 (built with Go once, ~3-5 min; cached in $WSPS_CACHE, linked into $WSPS_CACHE/bin)
+	@tools/tools.sh k6
 
 # Fails with a clear message instead of starting the stack behind your back.
 .PHONY: loadtest-stack-up

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make chart-test: every static check of charts/wsps and kustomize/, offline
-# once the tools are installed (charts/scripts/tools.sh, run by make first).
+# once the tools are installed (tools/tools.sh, run by make first).
 # Runs every check, prints one PASS/FAIL line each, and ends with the
 # "N passed, N failed" line; exits 1 when anything failed.
 # Rendered manifests are kept in artifacts/chart-test/ for inspection.
@@ -8,7 +8,7 @@ set -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-eval "$(charts/scripts/tools.sh env)"
+eval "$(tools/tools.sh env)"
 CHART=charts/wsps
 OUT=artifacts/chart-test
 rm -rf "$OUT"; mkdir -p "$OUT/render" "$OUT/kustomize" "$OUT/logs"
@@ -42,7 +42,7 @@ run () { # name command...
 skip () { skipped=$((skipped + 1)); printf '  \033[33mSKIP\033[0m %-58s %s\n' "$1" "$2"; }
 section () { printf '\033[1m%s\033[0m\n' "$*"; }
 
-has_scripts () { [[ -n $(find "$CHART/files/k6" -type f 2>/dev/null | head -n 1) ]]; }
+has_scripts () { [[ -n $(find -L "$CHART/files/k6" -type f 2>/dev/null | head -n 1) ]]; }
 wants_loadtest () { grep -Eq '^loadtest:' "$1" && grep -Eq '^  enabled: true' <(sed -n '/^loadtest:/,/^[a-z]/p' "$1"); }
 
 kubeconform_all () { # files...
@@ -90,11 +90,28 @@ templates_tested () {
   return $missing
 }
 
+# values.schema.json (tools/config-schema.js) refuses a setting the gateway
+# does not know, before anything reaches a cluster.
+typo_refused () {
+  local out
+  if out=$("$HELM" template wsps "$CHART" --set gateway.config.WSPS_HEARTBEAT_MSS=1 2>&1); then
+    echo "helm template accepted gateway.config.WSPS_HEARTBEAT_MSS"; return 1
+  fi
+  echo "$out"
+  grep -q "additional properties 'WSPS_HEARTBEAT_MSS' not allowed" <<<"$out"
+}
+
 start_all=$SECONDS
 section "chart: values, lint, render"
 run "values documented + in schema" "$WSPS_PY" charts/scripts/check-values-docs.py
+if command -v node >/dev/null && [[ -d node_modules/@wsps/shared ]]; then
+  run "schema: gateway.config / fetcher.config == services' settings" node tools/config-schema.js --check
+else
+  skip "schema: gateway.config / fetcher.config == services' settings" "(npm workspaces not installed: make deps)"
+fi
+run "a misspelt gateway.config setting fails helm template" typo_refused
 run "README.md up to date (helm-docs)" readme_fresh
-run "loadtest copy == loadtest/ (files/k6)" "$WSPS_PY" charts/scripts/sync-loadtest.py --check
+run "files/k6 links loadtest/ and its imports" "$WSPS_PY" charts/scripts/sync-loadtest.py --check
 run "helm lint --strict (defaults)" "$HELM" lint --strict "$CHART"
 
 scenarios=() rendered=()

@@ -15,7 +15,7 @@ So a hand-written patch that says something the chart cannot say, or a
 component whose settings are lost (ingress components dropping trustProxy,
 an external-redis placeholder beating the overlay's URL), fails here.
 
-Normalised before comparing: Helm-only labels and checksum annotations (and
+Normalised before comparing: Helm-only labels, checksum and hook annotations (and
 the version label of generated ConfigMaps), trailing newlines of ConfigMap data,
 kustomize's hash suffixes on generated ConfigMaps/Secrets, metadata.namespace,
 and the order of list items that are sets (env, envFrom, volumes by name).
@@ -25,7 +25,7 @@ them to the user: Namespaces and the Secret named by redis.auth.existingSecret.
   check-kustomize-equivalence.py            every overlay and test
   check-kustomize-equivalence.py DIR...     only these kustomization dirs
 
-Needs $HELM and $KUSTOMIZE (charts/scripts/tools.sh env) and PyYAML.
+Needs $HELM and $KUSTOMIZE (tools/tools.sh env) and PyYAML.
 """
 import difflib
 import os
@@ -152,7 +152,7 @@ def clean_meta(doc, generated=False):
     for meta in (doc.get('metadata', {}), doc.get('spec', {}).get('template', {}).get('metadata', {})):
         meta.pop('namespace', None)
         ann = meta.get('annotations') or {}
-        for k in [k for k in ann if k.startswith('checksum/')]:
+        for k in [k for k in ann if k.startswith(('checksum/', 'helm.sh/hook'))]:
             del ann[k]
         if 'annotations' in meta and not ann:
             del meta['annotations']

@@ -15,12 +15,14 @@ values in the same directory's values.yaml, post-processed for kustomize:
   anything else it changes in the base is a hand-written patch in its
   kustomization.yaml (check-kustomize-equivalence.py proves the patch and its
   equivalent-values.yaml agree);
-- Helm's own labels (helm.sh/chart, managed-by: Helm) are replaced.
+- Helm's own labels (helm.sh/chart, managed-by: Helm) are replaced, and its
+  hook annotations dropped: under kustomize the load-test Job is an object
+  you apply when you want a run.
 
   render-kustomize.py           write kustomize/**/generated (make chart-generate)
   render-kustomize.py --check   exit 1 when they differ from a fresh render (make chart-test)
 
-Needs $HELM (charts/scripts/tools.sh env) and PyYAML.
+Needs $HELM (tools/tools.sh env) and PyYAML.
 """
 import difflib
 import os
@@ -75,7 +77,7 @@ def clean(raw):
     for line in raw.splitlines():
         if re.match(r'^# Source: ', line):
             continue
-        if re.match(r'^\s+helm\.sh/chart: ', line) or re.match(r'^\s+checksum/[a-z-]+: ', line):
+        if re.match(r'^\s+helm\.sh/(chart|hook[a-z-]*): ', line) or re.match(r'^\s+checksum/[a-z-]+: ', line):
             continue
         if re.match(r'^\s+# A changed setting or secret changes these, so the pods roll\.$', line):
             continue

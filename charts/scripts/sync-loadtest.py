@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
-"""Copy the k6 load test into the chart, or check that the copy is current.
+"""Link the k6 load test into the chart, or check that the links are current.
 
-Helm's .Files only sees files inside the chart, so the chart carries a
-verbatim copy of loadtest/ (every file) plus every file outside it that those
-scripts import or open() by relative path (services/protocol/index.js),
-under charts/wsps/files/k6/<path in the repository>. Only files git tracks
-count (in a git checkout): local run results and scratch files stay out, and
-so do the node unit tests of the helpers (*.test.js), which k6 never loads. The tree is rebuilt in
-the k6 pods under /scripts, so the relative imports resolve unchanged.
+Helm's .Files only sees files inside the chart, so the chart holds one
+symlink per file of loadtest/ plus every file outside it that those scripts
+import or open() by relative path (services/protocol/*.js), under
+charts/wsps/files/k6/<path in the repository>, each pointing at its source:
+one copy of the code, and helm (template, install, package) reads the link's
+target. Only files git tracks count (in a git checkout): local run results
+and scratch files stay out, and so do the node unit tests of the helpers
+(*.test.js), which k6 never loads. The tree is rebuilt in the k6 pods under
+/scripts, so the relative imports resolve unchanged.
 
-  sync-loadtest.py          write the copy (make chart-generate)
-  sync-loadtest.py --check  exit 1 if the copy differs from the sources (make chart-test)
+  sync-loadtest.py          write the links (make chart-generate)
+  sync-loadtest.py --check  exit 1 if a link is missing, stale or not a link (make chart-test)
 """
-import filecmp
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -81,6 +81,16 @@ def chart_files():
     return sorted(out)
 
 
+def link_target(rel):
+    """The relative target of the chart's link for repository path `rel`."""
+    return os.path.relpath(os.path.join(ROOT, rel), os.path.dirname(os.path.join(DEST, rel)))
+
+
+def is_current(rel):
+    dst = os.path.join(DEST, rel)
+    return os.path.islink(dst) and os.readlink(dst) == link_target(rel)
+
+
 def main():
     check = '--check' in sys.argv[1:]
     want = source_files()
@@ -90,30 +100,34 @@ def main():
     have = chart_files()
     stale = sorted(set(have) - set(want))
     missing = sorted(set(want) - set(have))
-    changed = [p for p in want if p in have and not filecmp.cmp(os.path.join(ROOT, p), os.path.join(DEST, p), shallow=False)]
+    changed = [p for p in want if p in have and not is_current(p)]
     if check:
         if stale or missing or changed:
             for p in missing:
                 print(f'  missing in the chart: {p}')
             for p in changed:
-                print(f'  differs from the source: {p}')
+                print(f'  not a link to its source: {p}')
             for p in stale:
                 print(f'  in the chart but not in the sources: {p}')
-            print('charts/wsps/files/k6 is out of date: run `make chart-generate` and commit it')
+            print('charts/wsps/files/k6 is out of date: run `make chart-generate` and commit the links')
             return 1
-        print(f'charts/wsps/files/k6 matches the sources ({len(want)} files: loadtest/ and its imports)')
+        print(f'charts/wsps/files/k6 links the sources ({len(want)} files: loadtest/ and its imports)')
         return 0
     for p in stale:
         os.remove(os.path.join(DEST, p))
     for p in want:
+        if is_current(p):
+            continue
         dst = os.path.join(DEST, p)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copyfile(os.path.join(ROOT, p), dst)
+        if os.path.lexists(dst):
+            os.remove(dst)
+        os.symlink(link_target(p), dst)
     # drop directories emptied by removals
     for d, dirs, files in sorted(os.walk(DEST, topdown=False), reverse=False):
         if d != DEST and not os.listdir(d):
             os.rmdir(d)
-    print(f'charts/wsps/files/k6: {len(want)} files copied, {len(stale)} removed')
+    print(f'charts/wsps/files/k6: {len(want)} files linked, {len(stale)} removed')
     return 0
 
 

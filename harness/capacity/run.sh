@@ -12,6 +12,9 @@ CACHE=${WSPS_CACHE:-$HOME/.cache/wsps}
 STATE=$CACHE/capacity/kernel-saved.tsv
 OUT=$ROOT/.run/capacity
 mkdir -p "$OUT" "$CACHE/capacity"
+# One run at a time on the machine: the saved kernel state is shared.
+exec 9>/tmp/wsps-capacity.lock
+flock -n 9 || { echo "[capacity] another make capacity is running (/tmp/wsps-capacity.lock)" >&2; exit 1; }
 PIDS=$OUT/pids
 : >"$PIDS"
 JS=harness/bench/src/capacity.js
@@ -41,7 +44,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 "$ROOT/harness/capacity/kernel.sh" set "$STATE" "$needs"
-node "$JS" --pids="$PIDS" --out="$OUT" "$@" &
+node "$JS" --pids="$PIDS" --out="$OUT" "$@" 9>&- &
 node_pid=$!
 wait "$node_pid"
 rc=$?

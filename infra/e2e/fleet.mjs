@@ -3,6 +3,7 @@
 // reconnects on any close and resubscribes, and records how long a
 // reconnect took until the snapshot of all its symbols was back.
 import WebSocket from 'ws'
+import { Outcome, QuoteReceiver } from '../../services/protocol/index.js'
 
 const SYMBOLS = ['AAPL', 'MSFT', 'GOOGL', 'AMZN', 'NVDA', 'META', 'TSLA', 'JPM', 'V', 'XOM', 'BRK.B', 'JNJ']
 
@@ -14,8 +15,7 @@ class Client {
     this.host = host
     this.symbols = [SYMBOLS[id % SYMBOLS.length], SYMBOLS[(id * 7 + 3) % SYMBOLS.length]]
     if (this.symbols[0] === this.symbols[1]) this.symbols.pop()
-    /** @type {Map<string, number>} */
-    this.held = new Map()
+    this.held = new QuoteReceiver({ fields: false })
     this.node = null
     this.ws = null
     this.connects = 0
@@ -64,9 +64,9 @@ class Client {
     } else if (m.op === 'snap') {
       for (const q of m.quotes) {
         if (!this.symbols.includes(q.symbol)) { this.wrong++; continue }
-        this.held.set(q.symbol, q.seq)
+        this.held.snap(q)
       }
-      if (!this.snapAt && this.symbols.every((s) => this.held.has(s))) {
+      if (!this.snapAt && this.symbols.every((s) => this.held.current(s))) {
         this.snapAt = now
         if (this.closedAt) {
           this.fleet.reconnectMs.push(now - this.closedAt)
@@ -77,20 +77,18 @@ class Client {
     } else if (m.op === 'q') {
       for (const d of m.quotes) {
         if (!this.symbols.includes(d.symbol)) { this.wrong++; continue }
-        const held = this.held.get(d.symbol)
-        if (held === undefined) continue // before its snapshot
-        const base = d.base ?? d.seq - 1
-        if (d.seq <= held) continue // already have it
-        if (base !== held) {
+        const held = this.held.seq(d.symbol)
+        const outcome = this.held.delta(d)
+        if (outcome === Outcome.RESYNCING) continue // resubscribed, waiting for its snapshot
+        if (outcome !== Outcome.APPLIED) {
           // docs/protocol.md rule 3: drop it, resubscribe; the sub answers with a fresh snap.
           this.gaps++
-          this.fleet.gapLog.push({ at: now, symbol: d.symbol, held, base, seq: d.seq })
-          this.held.delete(d.symbol)
+          this.fleet.gapLog.push({ at: now, symbol: d.symbol, outcome, held, base: d.base ?? d.seq - 1, seq: d.seq })
+          this.held.resync(d.symbol)
           this.ws?.send(JSON.stringify({ op: 'unsub', symbols: [d.symbol] }))
           this.ws?.send(JSON.stringify({ op: 'sub', symbols: [d.symbol] }))
           continue
         }
-        this.held.set(d.symbol, d.seq)
         this.updates++
         this.lastUpdateAt = now
       }

@@ -134,17 +134,10 @@ build_traefik() {
   rm -rf "$work"
 }
 
+# The one k6 of the repository (tools/tools.sh), also what `make loadtest` runs.
 build_k6() {
   if [[ -x "$K6_BIN/k6" ]]; then skip "k6 $K6_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-k6.XXXXXX")"
-  _k6() {
-    cd "$work"
-    GOBIN="$work/out/bin" "${NICE[@]}" go install -ldflags "-s -w" "go.k6.io/k6@$K6_VERSION"
-    expect_version "${K6_VERSION#v}" "$work/out/bin/k6" version
-  }
-  step "build k6 $K6_VERSION (1-3 min)" "$BUILD_LOGS/k6.log" _k6
-  finish "$work/out" "$CACHE_DIR/k6-$K6_VERSION"
-  rm -rf "$work"
+  step "build k6 $K6_VERSION (1-3 min)" "$BUILD_LOGS/k6.log" "$REPO_ROOT/tools/tools.sh" k6
 }
 
 # The pause container: Kubernetes' own pause.c (in the k8s.io/kubernetes module

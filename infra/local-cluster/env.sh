@@ -9,8 +9,8 @@
 #   WSPS_CLUSTER_DOMAIN, WSPS_DNS_IP, WSPS_POD_CIDR, WSPS_SERVICE_CIDR
 # and puts kubectl (the cluster's version) first on PATH.
 _wsps_lc_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env
-. "$_wsps_lc_dir/versions.env"
+# shellcheck source=../../tools/versions.env
+. "$_wsps_lc_dir/../../tools/versions.env"
 set -a
 # shellcheck source=images.env
 . "$_wsps_lc_dir/images.env"

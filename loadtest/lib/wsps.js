@@ -1,9 +1,9 @@
 // The wsps client side of one connection, as the load test checks it:
-// requests, and the receiver rules of docs/protocol.md (what `continues()`
-// encodes). Plain ESM without k6 APIs; ramp.js turns the outcomes into
+// requests, and the receiver rules of docs/protocol.md (the protocol's
+// QuoteReceiver). Plain ESM without k6 APIs; ramp.js turns the outcomes into
 // metrics.
 
-import { ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, continues } from '../../services/protocol/index.js'
+import { ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, QuoteReceiver } from '../../services/protocol/index.js'
 
 /** Most symbols one sub/unsub request may carry (docs/protocol.md). */
 export const { MAX_SYMBOLS_PER_REQUEST } = Limits
@@ -25,6 +25,15 @@ export const Delta = Object.freeze({
 })
 
 export const DELTA_KIND = Object.freeze(['ok', 'gap', 'stale', 'no_snapshot', 'wrong_symbol', 'ignored'])
+
+/** The receiver's outcome as a Delta value. */
+const FROM_OUTCOME = Object.freeze({
+  [Outcome.APPLIED]: Delta.OK,
+  [Outcome.GAP]: Delta.GAP,
+  [Outcome.STALE]: Delta.STALE,
+  [Outcome.NO_SNAPSHOT]: Delta.NO_SNAPSHOT,
+  [Outcome.RESYNCING]: Delta.IGNORED
+})
 
 /**
  * Requests for `symbols`, split to the per-request limit.
@@ -123,10 +132,8 @@ export class QuoteTracker {
   constructor () {
     /** @type {Set<string>} symbols asked for (acked or not) */
     this.subscribed = new Set()
-    /** @type {Map<string, number>} symbol -> held seq */
-    this.held = new Map()
-    /** @type {Set<string>} symbols whose deltas are dropped until the next snapshot */
-    this.resyncing = new Set()
+    /** held seqs and resyncs (deltas dropped until the next snapshot) */
+    this.held = new QuoteReceiver({ fields: false })
     /** @type {Map<number | string, string[]>} unsub request id -> symbols, until acked */
     this.leaving = new Map()
     /** @type {Set<string>} union of the leaving lists */
@@ -148,8 +155,7 @@ export class QuoteTracker {
   unsubscribe (symbols, id) {
     for (const s of symbols) {
       this.subscribed.delete(s)
-      this.held.delete(s)
-      this.resyncing.delete(s)
+      this.held.forget(s)
       this.leavingSet.add(s)
     }
     this.leaving.set(id, symbols)
@@ -173,8 +179,7 @@ export class QuoteTracker {
    * @param {string} symbol
    */
   resync (symbol) {
-    this.resyncing.add(symbol)
-    this.held.delete(symbol)
+    this.held.resync(symbol)
   }
 
   /**
@@ -185,8 +190,7 @@ export class QuoteTracker {
    */
   onSnapQuote (q) {
     if (!this.subscribed.has(q.symbol)) return this.leavingSet.has(q.symbol)
-    this.held.set(q.symbol, q.seq)
-    this.resyncing.delete(q.symbol)
+    this.held.snap(q)
     return true
   }
 
@@ -199,20 +203,13 @@ export class QuoteTracker {
   onDelta (q) {
     const s = q.symbol
     if (!this.subscribed.has(s)) return this.leavingSet.has(s) ? Delta.IGNORED : Delta.WRONG_SYMBOL
-    if (this.resyncing.has(s)) return Delta.IGNORED
-    const held = this.held.get(s)
-    if (held === undefined) return Delta.NO_SNAPSHOT
-    if (continues(q, held)) {
-      this.held.set(s, q.seq)
-      return Delta.OK
-    }
-    return (q.base ?? q.seq - 1) > held ? Delta.GAP : Delta.STALE
+    return FROM_OUTCOME[this.held.delta(q)]
   }
 
   /** Subscribed symbols with no snapshot yet. */
   unsnapped () {
     let n = 0
-    for (const s of this.subscribed) if (!this.held.has(s) && !this.resyncing.has(s)) n++
+    for (const s of this.subscribed) if (this.held.seq(s) === undefined) n++
     return n
   }
 }

@@ -2,7 +2,8 @@
 //
 // This module is plain ESM with no Node-only or browser-only APIs, so the
 // gateway, the browser client, tests and k6 scripts all import the same
-// codes. docs/protocol.md is the prose version of this file; keep them equal.
+// codes and apply quotes by the same rules. docs/protocol.md is the prose
+// version of this file; keep them equal.
 
 export const PROTOCOL_VERSION = 1
 
@@ -13,6 +14,17 @@ export const ClientOp = Object.freeze({
   PING: 'ping',
   /** `{"op":"auth","token":"<jwt>"}`: the first frame when auth is on, or a token refresh later. */
   AUTH: 'auth'
+})
+
+/**
+ * Delivery modes of a subscription (`"mode"` of a `sub`). `merge` (the
+ * default) may merge several ticks of a symbol into one delta naming its
+ * `base`, and honours `maxRate`; `distinct` delivers every tick, in seq
+ * order, never merged.
+ */
+export const DeliveryMode = Object.freeze({
+  MERGE: 'merge',
+  DISTINCT: 'distinct'
 })
 
 /** Server -> client operations. */
@@ -40,6 +52,10 @@ export const ErrorCode = Object.freeze({
   BAD_REQUEST: 'BAD_REQUEST',
   /** A symbol does not match SYMBOL_PATTERN; `symbols` lists the bad ones. */
   BAD_SYMBOL: 'BAD_SYMBOL',
+  /** `mode` is not one of DeliveryMode. */
+  BAD_MODE: 'BAD_MODE',
+  /** `maxRate` is not a number within Limits.MIN_RATE..MAX_RATE, or was given with `distinct`. */
+  BAD_RATE: 'BAD_RATE',
   /** The subscription would exceed `limits.maxSubscriptions`. */
   TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
   /** More messages than `limits.ratePerSec` (burst `limits.rateBurst`). */
@@ -106,7 +122,11 @@ export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, ...AUTH_CLOSE
 /** Limits every party must agree on; the gateway enforces them. */
 export const Limits = Object.freeze({
   /** Symbols in one `sub`/`unsub` request; clients split larger sets. */
-  MAX_SYMBOLS_PER_REQUEST: 100
+  MAX_SYMBOLS_PER_REQUEST: 100,
+  /** Lowest `maxRate` (updates per second per symbol) a `sub` may ask for. */
+  MIN_RATE: 0.1,
+  /** Highest `maxRate` a `sub` may ask for. */
+  MAX_RATE: 1000
 })
 
 /** A valid ticker: upper-case letters, digits and `. ^ = -`, 1-16 chars. */
@@ -118,16 +138,6 @@ export const QUOTE_FIELDS = Object.freeze([
   'volume', 'open', 'high', 'low', 'prevClose'
 ])
 
-/**
- * Checks a delta against the seq the receiver holds for its symbol. A delta
- * applies on top of seq `base` when present (the gateway merged several
- * updates for a slow reader), else on top of `seq - 1`.
- *
- * @param {{seq: number, base?: number}} delta
- * @param {number} heldSeq seq of the quote the receiver holds
- * @returns {boolean} true when the delta continues the held quote
- */
-export function continues (delta, heldSeq) {
-  const base = delta.base ?? delta.seq - 1
-  return base === heldSeq
-}
+// The receiver rules (continues(), QuoteReceiver) live in receiver.js, which
+// imports nothing, so a browser can load it beside this file.
+export { Outcome, QuoteReceiver, continues } from './receiver.js'

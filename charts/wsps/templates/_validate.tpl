@@ -79,6 +79,13 @@ wsps: gateway.auth.jwksUrl
     gateway.auth.mode=jwks needs gateway.auth.jwksUrl (an http(s) URL).
 {{- end -}}
 {{- end -}}
+{{- if and .Values.networkPolicy.enabled (has $g.service.type (list "LoadBalancer" "NodePort")) (not $g.networkPolicy.externalClients) }}
+wsps: gateway.networkPolicy.externalClients
+    gateway.service.type={{ $g.service.type }} takes clients that are not pods, but
+    the NetworkPolicy admits only gateway.networkPolicy.from: set
+    gateway.networkPolicy.externalClients (e.g. ["0.0.0.0/0", "::/0"]), or
+    networkPolicy.enabled=false.
+{{- end -}}
 {{- if and $g.ingress.enabled $g.httpRoute.enabled }}
 wsps: gateway.ingress.enabled / gateway.httpRoute.enabled
     Both an Ingress and an HTTPRoute would expose the gateway: pick one.

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -63,8 +64,16 @@ func check(first int, ready []atomic.Bool, conns []connState) map[string]any {
 			unquoted = append(unquoted, first+i)
 		}
 	}
+	// Where the load generator's own memory goes (its RSS per connection
+	// is what bounds one machine): goroutine stacks vs heap.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	return map[string]any{
 		"type": "check", "ready": nReady, "open": open, "quoted": quoted,
 		"lost": lost, "unquoted": unquoted,
+		"mem": map[string]any{
+			"stackInuse": ms.StackInuse, "heapInuse": ms.HeapInuse, "heapAlloc": ms.HeapAlloc,
+			"sys": ms.Sys, "goroutines": runtime.NumGoroutine(),
+		},
 	}
 }

@@ -134,6 +134,8 @@ export function chunk (xs, size) {
  * messages are Go's net errors (errno text) and gorilla's handshake errors.
  */
 const ERROR_CAUSES = /** @type {const} */ ([
+  // Our own stop (the ramp's budget or a guard cut the connecting): not a cause.
+  [/context canceled|operation was canceled/i, 'cut'],
   [/cannot assign requested address/i, 'ports'],
   [/too many open files/i, 'fds'],
   [/HTTP 503/, 'gateway-full'],
@@ -174,9 +176,13 @@ export function stopCause ({ held, target, ramped, guard, errors, holdErrors = [
   }
   /** @type {Map<string, number>} */
   const counts = new Map()
-  for (const e of errors) counts.set(errorCause(e), (counts.get(errorCause(e)) ?? 0) + 1)
+  for (const e of errors) {
+    const c = errorCause(e)
+    if (c !== 'cut') counts.set(c, (counts.get(c) ?? 0) + 1)
+  }
   const top = [...counts].sort((a, b) => b[1] - a[1])[0]
   if (top) return { cause: top[0], detail: `${top[1]} of ${errors.length} connection errors read as ${top[0]}; e.g. ${errors.find((e) => errorCause(e) === top[0])}` }
+  // Only our own cuts (or nothing): the budget ran out before the machine refused anything.
   if (rampTimedOut) return { cause: 'cpu-or-time', detail: 'the ramp ran out of time with no connection errors: the machine connected too slowly' }
   return { cause: 'unknown', detail: 'fewer connections ready than planned, with no error reported' }
 }

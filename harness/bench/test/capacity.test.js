@@ -72,6 +72,7 @@ test('a connection error names the resource that ran out', () => {
   assert.equal(errorCause('read: connection reset by peer'), 'gateway-refused')
   assert.equal(errorCause('dial tcp 127.0.0.1:1: i/o timeout'), 'cpu-or-time')
   assert.equal(errorCause('something else'), 'other')
+  assert.equal(errorCause('dial tcp 127.0.1.21:0->127.0.0.1:4000: operation was canceled'), 'cut')
 })
 
 test('the stop cause: none at target, the guard that tripped first, losses in the hold, else the commonest error', () => {
@@ -81,6 +82,7 @@ test('the stop cause: none at target, the guard that tripped first, losses in th
   assert.equal(s?.cause, 'ports')
   assert.match(s?.detail ?? '', /^2 of 3 connection errors/)
   assert.equal(stopCause({ held: 5, target: 10, ramped: 5, guard: null, errors: [], rampTimedOut: true })?.cause, 'cpu-or-time')
+  assert.equal(stopCause({ held: 5, target: 10, ramped: 5, guard: null, errors: ['dial tcp 127.0.1.21:0->127.0.0.1:4000: operation was canceled', 'context canceled'], rampTimedOut: true })?.cause, 'cpu-or-time', 'our own cut is not the cause')
   assert.equal(stopCause({ held: 5, target: 10, ramped: 5, guard: null, errors: [], rampTimedOut: false })?.cause, 'unknown')
   const lost = stopCause({ held: 9, target: 10, ramped: 10, guard: null, errors: [], holdErrors: ['conn 7: EOF'], closes: { 1006: 1 }, rampTimedOut: false })
   assert.equal(lost?.cause, 'hold-loss')

@@ -1,11 +1,11 @@
 // A child process holding a share of a WebSocket client fleet (one process
 // cannot hold 10,000 sockets under a 20,000 open-files cap together with
 // everything else). Driven over IPC by fleet.js. Clients are lean: no frame
-// history, only the held seq per symbol (protocol check), counters and a
-// latency histogram per phase.
+// history, only the held seq per symbol (the protocol's QuoteReceiver),
+// counters and a latency histogram per phase.
 
 import WebSocket from 'ws'
-import { continues } from '@wsps/protocol'
+import { ClientOp, Outcome, QuoteReceiver } from '@wsps/protocol'
 import { Histogram } from './stats.js'
 
 /**
@@ -14,7 +14,7 @@ import { Histogram } from './stats.js'
  * @property {'live' | 'slow'} kind
  * @property {string} role live | waker | sleeper
  * @property {string[]} symbols
- * @property {Map<string, number>} held symbol -> seq
+ * @property {QuoteReceiver} held held seqs
  * @property {number} problems
  * @property {number} conflated catch-ups: snapshots skipping seqs, or deltas with base != seq - 1
  * @property {number} quotes
@@ -63,17 +63,23 @@ function onFrame (c, text) {
     if (msg.op === 'snap') {
       // A snapshot that skips seqs is how a reader that fell behind is
       // caught up (conflation: only the latest quote per symbol).
-      const before = c.held.get(d.symbol)
+      const before = c.held.seq(d.symbol)
       if (before !== undefined && d.seq > before + 1) c.conflated++
-      c.held.set(d.symbol, d.seq)
+      c.held.snap(d)
       continue
     }
-    const held = c.held.get(d.symbol)
-    if (held === undefined || !continues(d, held)) {
+    const held = c.held.seq(d.symbol)
+    const outcome = c.held.delta(d)
+    if (outcome === Outcome.RESYNCING) continue
+    if (outcome !== Outcome.APPLIED) {
       c.problems++
-      if (problems.length < 20) problems.push(`${c.role}: ${d.symbol} held ${held} got seq ${d.seq} base ${d.base}`)
+      if (problems.length < 20) problems.push(`${c.role}: ${outcome} on ${d.symbol}: held ${held} got seq ${d.seq} base ${d.base}`)
+      // Rule 3: drop it and resubscribe; the `sub` answers with a fresh snapshot.
+      c.held.resync(d.symbol)
+      c.ws.send(JSON.stringify({ op: ClientOp.UNSUB, symbols: [d.symbol] }))
+      c.ws.send(JSON.stringify({ op: ClientOp.SUB, symbols: [d.symbol] }))
+      continue
     }
-    c.held.set(d.symbol, d.seq)
     if (d.base !== undefined && d.base !== d.seq - 1) c.conflated++
     if (c.kind === 'live') histogram(phase).add(now - d.ts)
   }
@@ -93,7 +99,7 @@ function openOne (url, kind, role, symbols) {
   return new Promise((resolve) => {
     const ws = new WebSocket(url, { perMessageDeflate: false })
     /** @type {FleetClient} */
-    const c = { ws, kind, role, symbols, held: new Map(), problems: 0, conflated: 0, quotes: 0, phaseQuotes: 0, closeCode: null, onAck: null, onQuote: null }
+    const c = { ws, kind, role, symbols, held: new QuoteReceiver({ fields: false }), problems: 0, conflated: 0, quotes: 0, phaseQuotes: 0, closeCode: null, onAck: null, onQuote: null }
     const timer = setTimeout(() => { ws.terminate(); resolve(null) }, 60_000)
     let hello = false
     ws.on('message', (data) => {

@@ -1,13 +1,14 @@
 // A protocol-checking WebSocket client that keeps no frame history (chaos
-// runs last minutes): per symbol it holds the seq, when the last snapshot
-// and the last quote arrived, and counts; any gap or stray quote is a problem.
+// runs last minutes): per symbol it holds the seq (the protocol's
+// QuoteReceiver), when the last snapshot and the last quote arrived, and
+// counts; any gap or stray quote is a problem, and a gap is repaired the way
+// docs/protocol.md says (resubscribe).
 
 import WebSocket from 'ws'
-import { continues } from '@wsps/protocol'
+import { ClientOp, Outcome, QuoteReceiver } from '@wsps/protocol'
 
 /**
  * @typedef {object} SymbolState
- * @property {number} seq
  * @property {number} quotes
  * @property {number} snaps
  * @property {number} lastAt receive time of the last quote (snap or delta)
@@ -34,6 +35,7 @@ export class LeanClient {
     this.ws = new WebSocket(url, { perMessageDeflate: false, ...options })
     /** @type {Map<string, SymbolState>} */
     this.symbols = new Map()
+    this.receiver = new QuoteReceiver({ fields: false })
     /** @type {string[]} */
     this.problems = []
     /** @type {number | null} */
@@ -81,7 +83,7 @@ export class LeanClient {
           this.problem(`snap for unsubscribed ${q.symbol}`)
           continue
         }
-        s.seq = q.seq
+        this.receiver.snap(q)
         s.quotes++
         s.snaps++
         s.lastAt = s.lastSnapAt = now
@@ -93,9 +95,17 @@ export class LeanClient {
           this.problem(`delta for unsubscribed ${d.symbol}`)
           continue
         }
-        if (s.snaps === 0) this.problem(`delta for ${d.symbol} before a snapshot`)
-        else if (!continues(d, s.seq)) this.problem(`gap on ${d.symbol}: held ${s.seq}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
-        s.seq = d.seq
+        const held = this.receiver.seq(d.symbol)
+        const outcome = this.receiver.delta(d)
+        if (outcome === Outcome.RESYNCING) continue
+        if (outcome !== Outcome.APPLIED) {
+          this.problem(`${outcome} on ${d.symbol}: held ${held}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
+          // Rule 3: drop it and resubscribe; the `sub` answers with a fresh snapshot.
+          this.receiver.resync(d.symbol)
+          this.ws.send(JSON.stringify({ op: ClientOp.UNSUB, symbols: [d.symbol] }))
+          this.ws.send(JSON.stringify({ op: ClientOp.SUB, symbols: [d.symbol] }))
+          continue
+        }
         s.quotes++
         s.lastAt = now
       }
@@ -129,7 +139,7 @@ export class LeanClient {
 
   /** @param {string[]} symbols */
   async sub (symbols) {
-    for (const s of symbols) if (!this.symbols.has(s)) this.symbols.set(s, { seq: 0, quotes: 0, snaps: 0, lastAt: 0, lastSnapAt: 0 })
+    for (const s of symbols) if (!this.symbols.has(s)) this.symbols.set(s, { quotes: 0, snaps: 0, lastAt: 0, lastSnapAt: 0 })
     for (let i = 0; i < symbols.length; i += 100) {
       const reply = await this.request('sub', symbols.slice(i, i + 100))
       if (reply.op !== 'ack') throw new Error(`sub refused: ${JSON.stringify(reply)}`)

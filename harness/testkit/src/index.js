@@ -228,10 +228,11 @@ export async function startService (main, env, { ready = true, name = 'service' 
     }
   }
   try {
+    // Generous: on a busy 2-core machine a cold Node start can take many seconds.
     await waitFor(async () => {
       if (proc.exitCode !== null) throw new Error(`exited with ${proc.exitCode}`)
       return (await getJson(`${base}${ready ? '/readyz' : '/healthz'}`)).status === 200
-    }, { timeout: 15_000, message: `${name} on ${port}` })
+    }, { timeout: 60_000, message: `${name} on ${port}` })
   } catch (err) {
     proc.kill('SIGKILL')
     throw new Error(`${/** @type {Error} */ (err).message}\n--- ${name} output:\n${logs.join('\n')}`)

@@ -1,9 +1,10 @@
 // A WebSocket client for tests that checks the protocol as it reads: every
-// frame recorded, quote state per symbol, and any seq gap, duplicate or
-// quote for a symbol it did not subscribe to noted as a problem.
+// frame recorded, quote state per symbol (the protocol's QuoteReceiver), and
+// any seq gap, duplicate or quote for a symbol it did not subscribe to noted
+// as a problem.
 
 import WebSocket from 'ws'
-import { continues } from '@wsps/protocol'
+import { Outcome, QuoteReceiver } from '@wsps/protocol'
 import { waitFor } from './index.js'
 
 /**
@@ -37,8 +38,8 @@ export class TestClient {
     if (token !== undefined) this.ws.once('open', () => this.send({ op: 'auth', token }))
     /** @type {any[]} */
     this.frames = []
-    /** @type {Map<string, Record<string, any>>} */
-    this.quotes = new Map()
+    /** Held quotes, by the receiver rules. */
+    this.receiver = new QuoteReceiver()
     /** @type {Map<string, number[]>} seqs received per symbol, in order */
     this.seqs = new Map()
     /** @type {Set<string>} */
@@ -77,23 +78,32 @@ export class TestClient {
     if (msg.op === 'snap') {
       for (const q of msg.quotes) {
         if (!this.subscribed.has(q.symbol)) this.problems.push(`snap for unsubscribed ${q.symbol}`)
-        this.quotes.set(q.symbol, { ...q })
+        this.receiver.snap(q)
         this.track(q.symbol, q.seq)
       }
     } else if (msg.op === 'q') {
       for (const d of msg.quotes) {
         if (!this.subscribed.has(d.symbol)) this.problems.push(`delta for unsubscribed ${d.symbol}`)
-        const held = this.quotes.get(d.symbol)
-        if (!held) {
-          this.problems.push(`delta for ${d.symbol} seq ${d.seq} before any snapshot`)
-          continue
+        const held = this.receiver.seq(d.symbol)
+        const outcome = this.receiver.delta(d)
+        if (outcome === Outcome.APPLIED) {
+          this.track(d.symbol, d.seq)
+        } else if (outcome !== Outcome.RESYNCING) {
+          this.problems.push(`${outcome} on ${d.symbol}: held ${held}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
+          // Rule 3 drops it; the test has failed already, so no resubscribe:
+          // the next snapshot of the symbol (if any) continues the checks.
+          this.receiver.resync(d.symbol)
         }
-        if (!continues(d, held.seq)) this.problems.push(`gap on ${d.symbol}: held ${held.seq}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
-        const { base: _base, ...fields } = d
-        Object.assign(held, fields)
-        this.track(d.symbol, d.seq)
       }
     }
+  }
+
+  /**
+   * @param {string} symbol
+   * @returns {Record<string, any> | undefined} the held quote
+   */
+  quote (symbol) {
+    return this.receiver.quote(symbol)
   }
 
   /**
@@ -124,13 +134,14 @@ export class TestClient {
 
   /**
    * @param {string[]} symbols
-   * @returns {Promise<any>} the ack
+   * @param {{mode?: string, maxRate?: number}} [delivery] the sub's delivery (docs/protocol.md)
+   * @returns {Promise<any>} the ack (or error)
    */
-  async sub (symbols) {
+  async sub (symbols, delivery = {}) {
     const id = this.nextId++
     for (const s of symbols) this.subscribed.add(s)
     const from = this.frames.length
-    this.send({ op: 'sub', symbols, id })
+    this.send({ op: 'sub', symbols, id, ...delivery })
     return this.next((m) => m.id === id && (m.op === 'ack' || m.op === 'error'), { from })
   }
 

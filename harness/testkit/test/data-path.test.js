@@ -60,7 +60,7 @@ test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', 
   const subscribedAt = Date.now()
   const ack = await c.sub(['AAPL', 'MSFT'])
   assert.deepEqual(ack, { op: 'ack', id: 1, symbols: ['AAPL', 'MSFT'] })
-  await waitFor(() => c.quotes.has('AAPL') && c.quotes.has('MSFT'), { timeout: 2000, message: 'snapshots of AAPL and MSFT' })
+  await waitFor(() => c.quote('AAPL') && c.quote('MSFT'), { timeout: 2000, message: 'snapshots of AAPL and MSFT' })
   assert.ok(Date.now() - subscribedAt <= 2000)
   await c.waitQuotes('AAPL', 6)
   await c.waitQuotes('MSFT', 6)
@@ -68,7 +68,7 @@ test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', 
     const seqs = /** @type {number[]} */ (c.seqs.get(s))
     seqs.slice(1).forEach((seq, i) => assert.equal(seq, seqs[i] + 1, `${s} seqs ${seqs}`))
   }
-  const q = c.quotes.get('AAPL')
+  const q = c.quote('AAPL')
   for (const f of ['symbol', 'seq', 'ts', 'bid', 'ask', 'last', 'bidSize', 'askSize', 'volume', 'open', 'high', 'low', 'prevClose']) {
     assert.ok(f in /** @type {object} */ (q), `quote has ${f}`)
   }
@@ -89,8 +89,8 @@ test('clients on two gateways receive the same seq sequence with no gaps or dupl
   assert.ok(to - from >= 10)
   assert.deepEqual(sa.filter((s) => s >= from && s <= to), sb.filter((s) => s >= from && s <= to))
   // Same seq, same content on both gateways.
-  await waitFor(() => a.quotes.get('IBM')?.seq === b.quotes.get('IBM')?.seq, { message: 'both at the same seq' }).catch(() => {})
-  if (a.quotes.get('IBM')?.seq === b.quotes.get('IBM')?.seq) assert.deepEqual(a.quotes.get('IBM'), b.quotes.get('IBM'))
+  await waitFor(() => a.quote('IBM')?.seq === b.quote('IBM')?.seq, { message: 'both at the same seq' }).catch(() => {})
+  if (a.quote('IBM')?.seq === b.quote('IBM')?.seq) assert.deepEqual(a.quote('IBM'), b.quote('IBM'))
   assert.deepEqual([...a.problems, ...b.problems], [])
 })
 

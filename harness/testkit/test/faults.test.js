@@ -32,9 +32,9 @@ async function stack (t, { fetchers = 1, gateways = 1, gatewayEnv = {} } = {}) {
  * @param {number} timeout
  */
 async function allUpdate (c, symbols, timeout) {
-  const from = new Map(symbols.map((s) => [s, c.quotes.get(s)?.seq ?? 0]))
+  const from = new Map(symbols.map((s) => [s, c.quote(s)?.seq ?? 0]))
   const started = Date.now()
-  await waitFor(() => symbols.every((s) => (c.quotes.get(s)?.seq ?? 0) > (from.get(s) ?? 0)), { timeout, message: 'every symbol updating' })
+  await waitFor(() => symbols.every((s) => (c.quote(s)?.seq ?? 0) > (from.get(s) ?? 0)), { timeout, message: 'every symbol updating' })
   return Date.now() - started
 }
 

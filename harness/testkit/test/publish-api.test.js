@@ -73,8 +73,8 @@ test('a published quote reaches a subscribed client with its fields and a seq, a
   const res = await publish(pushFetcher, { quotes: [{ symbol: 'PUB1', bid: 10.5, ask: 10.6, last: 10.55, volume: 1200 }, { symbol: 'PUB1', bid: 10.7 }] })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
   // Published right after the ack, the two may arrive as one snapshot.
-  await waitFor(() => c.quotes.get('PUB1')?.bid === 10.7, { message: 'PUB1 at the client' })
-  const q = c.quotes.get('PUB1') ?? {}
+  await waitFor(() => c.quote('PUB1')?.bid === 10.7, { message: 'PUB1 at the client' })
+  const q = c.quote('PUB1') ?? {}
   assert.equal(q.bid, 10.7)
   assert.equal(typeof q.ts, 'number')
   const latest = JSON.parse(/** @type {string} */ (await r.get(pushKeys.latest('PUB1'))))
@@ -82,7 +82,7 @@ test('a published quote reaches a subscribed client with its fields and a seq, a
   // A new client gets it as its snapshot.
   const late = await connect(pushGateway.wsUrl)
   await late.sub(['PUB1'])
-  await waitFor(() => late.quotes.get('PUB1')?.bid === 10.7, { message: 'snapshot of PUB1' })
+  await waitFor(() => late.quote('PUB1')?.bid === 10.7, { message: 'snapshot of PUB1' })
   assert.deepEqual(c.problems, [])
 })
 
@@ -91,7 +91,7 @@ test('NDJSON bodies: one quote a line', async () => {
   await c.sub(['NDJ'])
   const res = await publish(pushFetcher, '{"symbol":"NDJ","last":1}\n\n{"symbol":"NDJ","last":2,"ts":1700000000000}\n', { type: 'application/x-ndjson' })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
-  await waitFor(() => c.quotes.get('NDJ')?.last === 2, { message: 'NDJ last 2' })
+  await waitFor(() => c.quote('NDJ')?.last === 2, { message: 'NDJ last 2' })
 })
 
 test('bad requests get coded errors and publish nothing of the request', async () => {
@@ -130,9 +130,9 @@ test('WSPS_PROVIDER=push never polls: a demanded symbol gets no job and no quote
   assert.equal(await r.llen(pushKeys.jobs), 0)
   const m = await pushFetcher.metrics()
   assert.equal(m.wsps_fetcher_jobs_pushed_total ?? 0, 0)
-  assert.equal(c.quotes.has('NOPOLL'), false)
+  assert.equal(c.quote('NOPOLL'), undefined)
   await publish(pushFetcher, { quotes: [{ symbol: 'NOPOLL', last: 3 }] })
-  await waitFor(() => c.quotes.get('NOPOLL')?.last === 3, { message: 'the pushed NOPOLL quote' })
+  await waitFor(() => c.quote('NOPOLL')?.last === 3, { message: 'the pushed NOPOLL quote' })
 })
 
 test('push wins over polling: while quotes are pushed the provider neither fetches nor publishes the symbol; after the lease it does again', async () => {
@@ -155,7 +155,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
     pushed++
     await new Promise((resolve) => setTimeout(resolve, PUSH_LEASE_MS / 5))
   }
-  await waitFor(() => c.quotes.get('PUSHWIN')?.bid === marker + pushed - 1, { message: 'the last pushed quote at the client' })
+  await waitFor(() => c.quote('PUSHWIN')?.bid === marker + pushed - 1, { message: 'the last pushed quote at the client' })
   const firstPushed = published.findIndex((q) => q.bid === marker)
   assert.ok(firstPushed >= 0, 'the first pushed quote was published')
   const lastPushed = published.findIndex((q) => q.bid === marker + pushed - 1)
@@ -165,7 +165,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
   assert.ok((m.wsps_fetcher_pushed_symbols_skipped_total ?? 0) > 0, 'the scheduler skipped the pushed symbol')
   // Pushing stops: polling resumes after the lease.
   await waitFor(() => {
-    const bid = c.quotes.get('PUSHWIN')?.bid
+    const bid = c.quote('PUSHWIN')?.bid
     return bid !== undefined && bid < marker
   }, { timeout: 15_000, message: 'sim quotes again after the push lease' })
   assert.deepEqual(c.problems, [])

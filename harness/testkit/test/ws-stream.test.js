@@ -72,7 +72,7 @@ test('both replicas connect and authenticate; demanded symbols are subscribed up
   await vendorSubscribed({ AAPL: 1, MSFT: 1 })
   await c.waitQuotes('AAPL', 3)
   await c.waitQuotes('MSFT', 3)
-  const q = c.quotes.get('AAPL') ?? {}
+  const q = c.quote('AAPL') ?? {}
   assert.ok(Math.abs(q.ask - q.bid - 0.02) < 1e-6, 'ask mapped from ap')
   assert.equal(q.bidSize, 1)
   assert.equal(q.askSize, 2)

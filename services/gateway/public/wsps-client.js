@@ -9,7 +9,7 @@
 //   new WspsClient({ url: 'ws://127.0.0.1:8081/ws', WebSocket })
 // See docs/client.md.
 
-import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, ServerOp, continues } from './protocol.js'
+import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ServerOp } from './protocol.js'
 import { SseSocket } from './sse-socket.js'
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */
@@ -114,6 +114,11 @@ export const Status = Object.freeze({
  *   onopen: any, onmessage: any, onclose: any, onerror: any}} SocketLike
  * @typedef {new (url: string) => SocketLike} SocketConstructor
  *
+ * @typedef {object} Delivery how the server delivers a symbol (docs/protocol.md, "Delivery modes")
+ * @property {'merge' | 'distinct'} [mode] merge (default): ticks meeting in one pass merge into one
+ *   update; distinct: every tick, in order, never merged
+ * @property {number} [maxRate] merge only: at most this many updates per second per symbol (0.1-1000)
+ *
  * @typedef {object} WspsClientOptions
  * @property {string | string[]} [url] gateway URL(s), tried in turn on each reconnect; default: same-origin `/ws`
  * @property {SocketConstructor} [WebSocket] default: globalThis.WebSocket
@@ -194,12 +199,12 @@ export class WspsClient {
   #wanted
   /** @type {Set<string>} what the server holds, from the latest ack */
   #serverSubs = new Set()
-  /** @type {Map<string, Quote>} */
-  #quotes = new Map()
-  /** @type {Map<string, number>} symbol -> when a snapshot was asked for; deltas before it are expected gaps */
-  #resyncing = new Map()
+  /** Held quotes by the receiver rules; a resync's `since` is when its snapshot was asked for (deltas before it are expected gaps). */
+  #receiver = new QuoteReceiver()
   /** @type {Map<number, {op: string, symbols: string[]}>} requests awaiting ack/error, by id */
   #inflight = new Map()
+  /** @type {Map<string, Delivery>} delivery of the watched symbols that do not use the default (merge, every update) */
+  #delivery = new Map()
   /** @type {Map<number, number>} ping id -> sent at */
   #pings = new Map()
   /** @type {Set<{pending: Set<string>, resolve: (r: {ok: true} | {ok: false, error: ErrorInfo}) => void}>} */
@@ -274,7 +279,7 @@ export class WspsClient {
    * @param {string} symbol
    * @returns {Quote | undefined} the latest full quote held
    */
-  quote (symbol) { return this.#quotes.get(symbol) }
+  quote (symbol) { return /** @type {Quote | undefined} */ (this.#receiver.quote(symbol)) }
 
   /**
    * Listens to an event; returns a function that stops listening.
@@ -324,15 +329,25 @@ export class WspsClient {
    * (re)connect. Resolves once the server holds all of them, or with the
    * error that made it refuse them; never rejects, so fire-and-forget is safe.
    *
+   * A symbol already watched with another delivery is asked for again with
+   * the new one (the server answers with a fresh snapshot).
+   *
    * @param {string[]} symbols upper-case tickers (the server validates them)
+   * @param {Delivery} [delivery] e.g. `{mode: 'distinct'}` for every tick, or
+   *   `{maxRate: 1}` for rows out of view (WebSocket only; SSE streams merge)
    * @returns {Promise<{ok: true} | {ok: false, error: ErrorInfo}>}
    */
-  subscribe (symbols) {
+  subscribe (symbols, delivery = {}) {
     const list = [...new Set(symbols)]
-    const fresh = list.filter((s) => !this.#wanted.has(s))
-    for (const s of fresh) this.#wanted.add(s)
+    const key = deliveryKey(delivery)
+    const send = list.filter((s) => !this.#wanted.has(s) || deliveryKey(this.#delivery.get(s)) !== key)
+    for (const s of list) {
+      this.#wanted.add(s)
+      if (key === '') this.#delivery.delete(s)
+      else this.#delivery.set(s, delivery)
+    }
     const result = this.#waitHeld(list)
-    if (this.#live) for (const chunk of chunks(fresh, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.SUB, chunk)
+    if (this.#live) for (const chunk of chunks(send, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.SUB, chunk)
     return result
   }
 
@@ -345,8 +360,8 @@ export class WspsClient {
   unsubscribe (symbols) {
     const removed = symbols.filter((s) => this.#wanted.delete(s))
     for (const s of removed) {
-      this.#quotes.delete(s)
-      this.#resyncing.delete(s)
+      this.#delivery.delete(s)
+      this.#receiver.forget(s)
     }
     this.#settle(removed, { code: 'CANCELLED', message: 'unsubscribed before the server confirmed' })
     if (this.#live) for (const chunk of chunks(removed, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.UNSUB, chunk)
@@ -620,7 +635,7 @@ export class WspsClient {
     if (this.#status.transport === Transport.SSE) {
       // The stream was opened with the watch set: its ack and snap follow.
       const now = Date.now()
-      for (const s of all) this.#resyncing.set(s, now)
+      for (const s of all) this.#receiver.resync(s, now)
       return
     }
     const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
@@ -628,7 +643,7 @@ export class WspsClient {
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
     const keep = all.slice(0, max)
     const now = Date.now()
-    for (const s of keep) this.#resyncing.set(s, now)
+    for (const s of keep) this.#receiver.resync(s, now)
     for (const chunk of chunks(keep, MAX_SYMBOLS_PER_REQUEST)) this.#request(ClientOp.SUB, chunk)
   }
 
@@ -637,10 +652,9 @@ export class WspsClient {
     const now = Date.now()
     for (const q of quotes) {
       if (!this.#wanted.has(q.symbol)) continue // a late answer for a symbol since removed
-      const previous = this.#quotes.get(q.symbol) ?? null
-      const quote = { ...q }
-      this.#quotes.set(q.symbol, quote)
-      this.#resyncing.delete(q.symbol)
+      const previous = this.quote(q.symbol) ?? null
+      this.#receiver.snap(q)
+      const quote = /** @type {Quote} */ (this.quote(q.symbol))
       this.#emit('quote', { symbol: q.symbol, quote, previous, snapshot: true, latencyMs: now - q.ts })
     }
   }
@@ -653,24 +667,23 @@ export class WspsClient {
     for (const d of deltas) {
       const symbol = d.symbol
       if (!this.#wanted.has(symbol)) continue
-      const held = this.#quotes.get(symbol)
-      if (held && continues(d, held.seq)) {
-        const { base: _base, ...fields } = d
-        const quote = /** @type {Quote} */ ({ ...held, ...fields })
-        this.#quotes.set(symbol, quote)
-        this.#resyncing.delete(symbol)
-        this.#emit('quote', { symbol, quote, previous: held, snapshot: false, latencyMs: now - d.ts })
+      const held = this.quote(symbol)
+      const outcome = this.#receiver.delta(d)
+      if (outcome === Outcome.APPLIED) {
+        const quote = /** @type {Quote} */ (this.quote(symbol))
+        this.#emit('quote', { symbol, quote, previous: held ?? null, snapshot: false, latencyMs: now - d.ts })
         continue
       }
-      // Not applicable. Right after a (re)subscribe that is expected until
-      // the snapshot arrives; otherwise it is a gap: drop it and ask again.
-      const since = this.#resyncing.get(symbol)
-      if (since !== undefined && now - since < this.#opts.resyncGraceMs) continue
+      // Not applicable (receiver rule 3). Right after a (re)subscribe that
+      // is expected until the snapshot arrives; otherwise it is a gap: drop
+      // it and ask again.
+      const since = this.#receiver.resyncingSince(symbol)
+      if (outcome === Outcome.RESYNCING && now - /** @type {number} */ (since) < this.#opts.resyncGraceMs) continue
       gaps.push(symbol)
       this.#emit('gap', { symbol, heldSeq: held?.seq ?? null, seq: d.seq, base: d.base ?? d.seq - 1 })
     }
     if (gaps.length === 0) return
-    for (const s of gaps) this.#resyncing.set(s, now)
+    for (const s of gaps) this.#receiver.resync(s, now)
     // unsub + sub: a plain sub of a held symbol is a no-op and sends no snapshot.
     this.#request(ClientOp.UNSUB, gaps)
     this.#request(ClientOp.SUB, gaps)
@@ -801,12 +814,34 @@ export class WspsClient {
       this.#restartStream()
       return
     }
+    if (op === ClientOp.SUB && this.#delivery.size > 0) {
+      // One sub per delivery: each carries its symbols' mode and maxRate.
+      /** @type {Map<string, string[]>} */
+      const groups = new Map()
+      for (const s of symbols) {
+        const key = deliveryKey(this.#delivery.get(s))
+        const group = groups.get(key)
+        if (group) group.push(s)
+        else groups.set(key, [s])
+      }
+      for (const group of groups.values()) this.#sendRequest(op, group, this.#delivery.get(group[0]))
+      return
+    }
+    this.#sendRequest(op, symbols)
+  }
+
+  /**
+   * @param {string} op
+   * @param {string[]} symbols
+   * @param {Delivery} [delivery]
+   */
+  #sendRequest (op, symbols, delivery) {
     const id = this.#nextId++
     this.#inflight.set(id, { op, symbols })
     // Requests the rate limiter dropped are never answered; keep only the
     // newest so a long-lived connection does not collect them forever.
     if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
-    this.#send({ op, symbols, id })
+    this.#send(delivery === undefined ? { op, symbols, id } : { op, symbols, id, ...delivery })
   }
 
   /** @param {object} frame */
@@ -822,10 +857,7 @@ export class WspsClient {
    */
   #reject (symbols, error) {
     const dropped = symbols.filter((s) => this.#wanted.delete(s))
-    for (const s of dropped) {
-      this.#quotes.delete(s)
-      this.#resyncing.delete(s)
-    }
+    for (const s of dropped) this.#receiver.forget(s)
     this.#settle(symbols, error)
     if (dropped.length) this.#emit('rejected', { symbols: dropped, error })
   }
@@ -886,4 +918,15 @@ export class WspsClient {
       }
     }
   }
+}
+
+/**
+ * @param {Delivery | undefined} delivery
+ * @returns {string} '' for the default delivery; equal keys mean the same delivery
+ */
+function deliveryKey (delivery) {
+  if (delivery === undefined) return ''
+  const mode = delivery.mode ?? 'merge'
+  const rate = delivery.maxRate ?? 0
+  return mode === 'merge' && rate === 0 ? '' : `${mode}/${rate}`
 }

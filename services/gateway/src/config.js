@@ -32,6 +32,7 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_AUTH_ISSUER', key: 'authIssuer', type: 'string', default: '', doc: 'Required `iss` claim (empty: not checked).' },
   { env: 'WSPS_AUTH_AUDIENCE', key: 'authAudience', type: 'string', default: '', doc: 'Required `aud` claim (empty: not checked).' },
   { env: 'WSPS_AUTH_SYMBOLS_CLAIM', key: 'authSymbolsClaim', type: 'string', default: 'symbols', doc: 'Claim listing the symbols a token grants (array of symbols or prefixes ending in `*`; absent: all).' },
+  { env: 'WSPS_WORKERS', key: 'workers', type: 'string', default: '1', doc: 'Gateway processes in this pod sharing WSPS_HTTP_PORT (1-64, or `auto`: the CPUs this process may use, a cgroup CPU limit included). Each has its own Redis subscriptions and its own limits (WSPS_MAX_CONNECTIONS is per process); `/readyz` is ready only when every one is; `/metrics` labels series with `worker`; SIGTERM drains them together.' },
   { env: 'WSPS_STATIC_DIR', key: 'staticDir', type: 'string', default: '', doc: 'Directory of the browser client (empty: the bundled one; `-` to serve none).' }
 ])
 
@@ -73,6 +74,7 @@ export const gatewaySettings = Object.freeze([
  * @property {string} authAudience
  * @property {string} authSymbolsClaim
  * @property {string} staticDir
+ * @property {string} workers a count or `auto` (workers.js)
  */
 
 /**
@@ -85,6 +87,7 @@ export function loadGatewayConfig (env, overrides = {}) {
   const config = { ...base, ...overrides }
   const problems = []
   if (config.metricsPort !== 0 && config.metricsPort === config.port) problems.push('WSPS_METRICS_PORT must differ from WSPS_HTTP_PORT (0 serves metrics on the HTTP port)')
+  if (!/^(auto|[1-9]|[1-5][0-9]|6[0-4])$/.test(config.workers)) problems.push('WSPS_WORKERS must be a number from 1 to 64 or auto')
   if (config.sendMax <= config.sendHighWater) problems.push('WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES')
   if (config.authMode === 'hs256' && Buffer.byteLength(config.authSecret) < 32) problems.push('WSPS_AUTH_HS256_SECRET must be at least 32 bytes when WSPS_AUTH_MODE=hs256')
   if (config.authMode === 'jwks' && !/^https?:\/\//.test(config.authJwksUrl)) problems.push('WSPS_AUTH_JWKS_URL must be an http(s) URL when WSPS_AUTH_MODE=jwks')

@@ -7,7 +7,11 @@
 //
 // A pass over many connections is written in chunks with an event-loop turn
 // between them, so Redis input and new clients are served while it runs.
-// An idle gateway runs no timers at all.
+// In adaptive mode (WSPS_BATCH_MS=0) a quote that arrives during a pass is
+// handed out before the next chunk: connections not yet written in this pass
+// get it in the same write, those already written get one more write at the
+// end of the pass. A quote then waits about one pass, not the rest of this
+// one plus its position in the next. An idle gateway runs no timers at all.
 
 /** Connections written per event-loop turn within one pass. */
 const CHUNK = 512
@@ -18,14 +22,14 @@ export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
 /**
  * @typedef {import('./delta.js').Update} Update
  *
- * @typedef {object} Fanned a symbol's fan-out state (held by the hub)
- * @property {Flushable[]} clients
- * @property {Update | null} update merged update since the last pass
- * @property {boolean} dirty queued for the next pass
- * @property {string | null} lastRaw the latest full quote held
- * @property {string | null} sentRaw the full quote subscribers hold once this
- *   pass is written: the base of the next update, so the only correct
- *   snapshot for a reader joining (or catching up) between passes
+ * @typedef {object} Fanned a symbol's fan-out state (a hub Feed or Lane)
+ * @property {readonly Flushable[]} clients its merge-mode subscribers
+ * @property {readonly Flushable[] | null} distinct its distinct-mode subscribers
+ * @property {() => Update | null} take hands over the update merged since the
+ *   last pass (null: none), which every merge subscriber holds once this
+ *   pass is written
+ * @property {() => Update[] | null} takeTicks (after take) hands over every
+ *   tick since the last pass, in seq order, for the distinct subscribers
  *
  * @typedef {object} PassStats filled by flushes during one chunk
  * @property {number} frames q frames written
@@ -36,113 +40,139 @@ export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
  * @property {number[]} batches frames per BATCH_BUCKETS bucket
  * @property {Update[]} sent distinct updates written (latency samples)
  *
- * @typedef {object} Flushable
- * @property {boolean} dirty
- * @property {(update: Update, stats: PassStats) => void} push queue an update for this pass
+ * @typedef {object} Flushable an Outbox
+ * @property {(update: Update, stats: PassStats) => boolean} push queues an
+ *   update for this pass; true when the outbox must be added to the pass's
+ *   list of outboxes to write (it was not in it)
  * @property {(now: number, tick: number, stats: PassStats) => boolean} flush
- *   writes what is pending; true to be tried again next pass (a slow reader)
+ *   writes what is pending; true when it stays listed, to be tried again next
+ *   pass (a slow reader)
  */
 
 export class Fanout {
+  #batchMs
+  #metrics
+  /** @type {Fanned[]} symbols updated since the last pass */
+  #symbols = []
+  /** @type {Flushable[]} outboxes to write next pass (slow readers retrying) */
+  #clients = []
+  /** @type {NodeJS.Timeout | NodeJS.Immediate | null} */
+  #timer = null
+  #passing = false
+  #tick = 0
+  /** @type {Flushable[]} outboxes this pass writes */
+  #batch = []
+  #pos = 0
+  #passStart = 0
+  #stats = newStats()
+
   /**
    * @param {object} options
    * @param {number} options.batchMs window length; 0 flushes on the next event-loop turn
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    */
   constructor ({ batchMs, metrics }) {
-    this.batchMs = batchMs
-    this.metrics = metrics
-    /** @type {Fanned[]} symbols updated since the last pass */
-    this.symbols = []
-    /** @type {Flushable[]} connections to write next pass (slow readers retrying) */
-    this.clients = []
-    /** @type {NodeJS.Timeout | NodeJS.Immediate | null} */
-    this.timer = null
-    this.passing = false
-    this.tick = 0
-    /** @type {Flushable[]} */
-    this.batch = []
-    this.pos = 0
-    this.passStart = 0
-    this.pass = this.pass.bind(this)
-    this.chunk = this.chunk.bind(this)
-    this.stats = newStats()
+    this.#batchMs = batchMs
+    this.#metrics = metrics
   }
 
-  /** @param {Fanned} fanned */
-  markSymbol (fanned) {
-    if (fanned.dirty) return
-    fanned.dirty = true
-    this.symbols.push(fanned)
-    this.schedule(this.batchMs)
+  /**
+   * Queues a symbol's update for the next pass. The hub calls it once per
+   * pass per symbol (its Feed remembers being queued).
+   *
+   * @param {Fanned} fanned
+   */
+  queue (fanned) {
+    this.#symbols.push(fanned)
+    this.#schedule(this.#batchMs)
+  }
+
+  /**
+   * Runs a pass now instead of on its timer (tests).
+   */
+  passNow () {
+    this.#clearTimer()
+    this.#pass()
   }
 
   /** @param {number} delayMs */
-  schedule (delayMs) {
-    if (this.timer !== null || this.passing) return
-    this.timer = delayMs > 0 ? setTimeout(this.pass, delayMs) : setImmediate(this.pass)
+  #schedule (delayMs) {
+    if (this.#timer !== null || this.#passing) return
+    this.#timer = delayMs > 0 ? setTimeout(this.#pass, delayMs) : setImmediate(this.#pass)
   }
 
   /** Starts a pass: distribute each dirty symbol's update, then write in chunks. */
-  pass () {
-    this.timer = null
-    this.passing = true
-    this.passStart = Date.now()
-    this.tick++
-    const symbols = this.symbols
-    this.symbols = []
-    const stats = this.stats
+  #pass = () => {
+    this.#timer = null
+    this.#passing = true
+    this.#passStart = Date.now()
+    this.#tick++
+    this.#distribute(this.#clients)
+    this.#batch = this.#clients
+    this.#clients = []
+    this.#pos = 0
+    this.#chunk()
+  }
+
+  /**
+   * Hands each queued symbol's update to its subscribers' outboxes; the
+   * outboxes not queued yet are appended to `into`.
+   *
+   * @param {Flushable[]} into
+   */
+  #distribute (into) {
+    const symbols = this.#symbols
+    this.#symbols = []
+    const stats = this.#stats
     for (const s of symbols) {
-      s.dirty = false
-      const u = s.update
-      s.update = null
-      if (u === null) continue
-      s.sentRaw = s.lastRaw
-      for (const c of s.clients) {
-        c.push(u, stats)
-        if (!c.dirty) {
-          c.dirty = true
-          this.clients.push(c)
+      const u = s.take()
+      if (u !== null) {
+        for (const c of s.clients) {
+          if (c.push(u, stats)) into.push(c)
+        }
+      }
+      const ticks = s.takeTicks()
+      if (ticks !== null && s.distinct !== null) {
+        for (const c of s.distinct) {
+          let queue = false
+          for (const t of ticks) queue = c.push(t, stats) || queue
+          if (queue) into.push(c)
         }
       }
     }
-    this.batch = this.clients
-    this.clients = []
-    this.pos = 0
-    this.chunk()
   }
 
-  chunk () {
-    const { batch, stats } = this
+  #chunk = () => {
+    const batch = this.#batch
+    // One-pass freshness (adaptive mode): what arrived since the last chunk
+    // joins this pass. A fixed window keeps it for the next pass instead.
+    if (this.#pos > 0 && this.#batchMs === 0 && this.#symbols.length) this.#distribute(batch)
+    const stats = this.#stats
     const now = Date.now()
-    const end = Math.min(batch.length, this.pos + CHUNK)
-    for (let i = this.pos; i < end; i++) {
+    const end = Math.min(batch.length, this.#pos + CHUNK)
+    for (let i = this.#pos; i < end; i++) {
       const c = batch[i]
-      c.dirty = false
-      if (c.flush(now, this.tick, stats)) {
-        c.dirty = true
-        this.clients.push(c)
-      }
+      if (c.flush(now, this.#tick, stats)) this.#clients.push(c)
     }
-    this.pos = end
-    this.record()
-    if (this.pos < batch.length) {
-      setImmediate(this.chunk)
+    this.#pos = end
+    this.#record()
+    if (this.#pos < batch.length) {
+      setImmediate(this.#chunk)
       return
     }
-    this.batch = []
-    this.passing = false
-    if (this.symbols.length || this.clients.length) {
+    this.#batch = []
+    this.#passing = false
+    if (this.#symbols.length || this.#clients.length) {
       // Keep the window's rhythm; a pass that took longer than the window
       // is followed at once (its backlog is already batched).
-      this.schedule(Math.max(0, this.passStart + this.batchMs - Date.now()))
+      this.#schedule(Math.max(0, this.#passStart + this.#batchMs - Date.now()))
     }
   }
 
   /** Applies the chunk's counts to the metrics: once per chunk, not per frame. */
-  record () {
-    const s = this.stats
-    const m = this.metrics
+  #record () {
+    const s = this.#stats
+    const m = this.#metrics
     if (s.sent.length) {
       // Taken after the chunk's last socket write: the worst case over the
       // update's subscribers in this chunk.
@@ -155,17 +185,21 @@ export class Fanout {
     if (s.bytes) m.bytesOut.inc(s.bytes)
     if (s.conflated) m.conflated.inc(s.conflated)
     s.batches.forEach((n, i) => { if (n) m.framesByBatch[i].inc(n) })
-    this.stats = newStats()
+    this.#stats = newStats()
+  }
+
+  #clearTimer () {
+    if (this.#timer) {
+      clearTimeout(/** @type {NodeJS.Timeout} */ (this.#timer))
+      clearImmediate(/** @type {NodeJS.Immediate} */ (this.#timer))
+    }
+    this.#timer = null
   }
 
   stop () {
-    if (this.timer) {
-      clearTimeout(/** @type {NodeJS.Timeout} */ (this.timer))
-      clearImmediate(/** @type {NodeJS.Immediate} */ (this.timer))
-    }
-    this.timer = null
-    this.symbols = []
-    this.clients = []
+    this.#clearTimer()
+    this.#symbols = []
+    this.#clients = []
   }
 }
 

@@ -1,7 +1,9 @@
 // Wires one gateway process: HTTP (fastify) and WebSocket (ws) on one
 // server, the Redis broker, the hub, fan-out and graceful shutdown.
 
+import cluster from 'node:cluster'
 import { createServer } from 'node:http'
+import client from 'prom-client'
 import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
 import { createAuthenticator } from './auth.js'
 import { createRedisBroker } from './broker-redis.js'
@@ -12,6 +14,7 @@ import { RateLimit } from './rate-limit.js'
 import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
 import { WsServer } from './ws-server.js'
+import { workerCount, workerPeer } from './workers.js'
 
 /** Upgrade and request headers must arrive within this (slowloris). */
 const HEADERS_TIMEOUT_MS = 10_000
@@ -23,7 +26,9 @@ const MAX_HEADER_BYTES = 8192
  * @param {import('pino').Logger} logger
  */
 export async function createGateway (config, logger) {
-  const metrics = createGatewayMetrics(config.nodeName)
+  // A worker of several (WSPS_WORKERS): probes and scrapes speak for all.
+  const peer = cluster.isWorker ? workerPeer({ ready: () => Object.values(readiness()).every(Boolean), metrics: () => metrics.registry.getMetricsAsJSON() }) : null
+  const metrics = createGatewayMetrics(config.nodeName, peer ? { worker: String(peer.id) } : {})
   let draining = false
 
   // The handlers run only after start-up, when `hub` below exists.
@@ -58,7 +63,17 @@ export async function createGateway (config, logger) {
   const ws = new WsServer({
     config,
     sessions,
-    ctx: { metrics, limits: config, messageRate: new RateLimit(config.ratePerSec, config.rateBurst), latest: (symbol) => hub.latest(symbol) },
+    ctx: {
+      metrics,
+      sendMax: config.sendMax,
+      messageRate: new RateLimit(config.ratePerSec, config.rateBurst),
+      outbox: {
+        metrics,
+        sendHighWater: config.sendHighWater,
+        slowCloseMs: config.slowCloseMs,
+        latest: (symbol, delivery) => hub.latest(symbol, delivery)
+      }
+    },
     metrics,
     authenticate,
     logger
@@ -74,10 +89,12 @@ export async function createGateway (config, logger) {
   })
 
   const readiness = () => ({ redis: broker.ready(), subscriptionsRestored: hub.synced(), notDraining: !draining })
+  const podReadiness = peer === null ? readiness : podReadinessOf(peer, readiness, workerCount(config.workers))
+  const registry = peer === null ? metrics.registry : podRegistryOf(peer, metrics.registry)
   const separateMetrics = config.metricsPort !== 0
-  await registerHttpRoutes(app, { readiness, registry: separateMetrics ? null : metrics.registry, staticDir: config.staticDir })
+  await registerHttpRoutes(app, { readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
-  if (metricsApp) registerMetrics(metricsApp, metrics.registry)
+  if (metricsApp) registerMetrics(metricsApp, registry)
   ws.attach(app.server)
   hub.start()
 
@@ -119,4 +136,37 @@ export async function createGateway (config, logger) {
       return stopping
     }
   }
+}
+
+/**
+ * Readiness of the whole pod, asked of every worker: ready only when all of
+ * them answer that they are.
+ *
+ * @param {import('./workers.js').WorkerPeer} peer
+ * @param {() => Record<string, boolean>} local this worker's checks
+ * @param {number} count workers there should be
+ */
+function podReadinessOf (peer, local, count) {
+  return async () => {
+    const all = await peer.ask('ready')
+    return { ...local(), everyWorker: all.length === count && all.every(Boolean) }
+  }
+}
+
+/**
+ * `/metrics` of the whole pod: every worker's series, each labelled with its
+ * `worker`, in one exposition.
+ *
+ * @param {import('./workers.js').WorkerPeer} peer
+ * @param {import('prom-client').Registry} own
+ * @returns {import('prom-client').Registry}
+ */
+function podRegistryOf (peer, own) {
+  return /** @type {import('prom-client').Registry} */ (/** @type {unknown} */ ({
+    contentType: own.contentType,
+    metrics: async () => {
+      const all = /** @type {import('prom-client').MetricObjectWithValues<import('prom-client').MetricValue<string>>[][]} */ (await peer.ask('metrics'))
+      return client.AggregatorRegistry.aggregate(all).metrics()
+    }
+  }))
 }

@@ -5,15 +5,13 @@
 // at once: a burst of 18,000 pings and pongs every 15 s was a latency spike
 // for every quote behind it.
 
-import WebSocket from 'ws'
-
 /** How often a sweep runs. */
 export const SWEEP_MS = 100
 
 /**
  * @typedef {object} Beating what the heartbeat needs of a connection
- * @property {boolean} alive answered (or sent anything) since its last ping
- * @property {{readyState: number, ping: () => void, terminate: () => void}} ws
+ * @property {() => void} beat a visit: drop the connection if it did not
+ *   answer the last probe, else probe it again (Connection.beat)
  */
 
 export class Heartbeat {
@@ -57,14 +55,7 @@ export class Heartbeat {
         if (next.done) break
       }
       visited++
-      const client = next.value
-      if (client.ws.readyState !== WebSocket.OPEN) continue
-      if (!client.alive) {
-        client.ws.terminate()
-        continue
-      }
-      client.alive = false
-      client.ws.ping()
+      next.value.beat()
     }
     return visited
   }

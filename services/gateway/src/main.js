@@ -1,8 +1,23 @@
 #!/usr/bin/env node
 // Gateway entry point: config once, logger once, then serve until SIGTERM.
+// With WSPS_WORKERS above 1 this process supervises that many workers
+// (workers.js), each of which runs this file again as a whole gateway.
 
+import cluster from 'node:cluster'
 import { runService } from '@wsps/shared/run-service'
 import { gatewaySettings, loadGatewayConfig } from './config.js'
 import { createGateway } from './gateway.js'
+import { runPrimary, workerCount } from './workers.js'
 
-await runService({ name: 'wsps-gateway', settings: gatewaySettings, load: loadGatewayConfig, create: createGateway })
+await runService({
+  name: 'wsps-gateway',
+  settings: gatewaySettings,
+  load: loadGatewayConfig,
+  create: createGateway,
+  supervise: (config, logger) => {
+    const workers = workerCount(config.workers)
+    if (workers <= 1 || !cluster.isPrimary) return false
+    runPrimary(workers, logger)
+    return true
+  }
+})

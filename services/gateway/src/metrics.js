@@ -3,10 +3,13 @@
 
 import client from 'prom-client'
 
-/** @param {string} node */
-export function createGatewayMetrics (node) {
+/**
+ * @param {string} node
+ * @param {Record<string, string>} [labels] more labels on every series (a worker's number)
+ */
+export function createGatewayMetrics (node, labels = {}) {
   const registry = new client.Registry()
-  registry.setDefaultLabels({ node })
+  registry.setDefaultLabels({ node, ...labels })
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 })
   const reg = { registers: [registry] }
   const messagesOut = new client.Counter({ name: 'wsps_gateway_messages_out_total', help: 'Frames sent to clients by op.', labelNames: ['op'], ...reg })
@@ -24,7 +27,7 @@ export function createGatewayMetrics (node) {
     staleIn: new client.Counter({ name: 'wsps_gateway_quotes_stale_total', help: 'Quotes received with a seq not above the held one (dropped).', ...reg }),
     messagesOut,
     /** Pre-bound children: the hot path must not hash label sets per frame. */
-    framesOut: /** @type {Record<import('./client.js').FrameOp, client.Counter.Internal>} */ (Object.fromEntries(
+    framesOut: /** @type {Record<import('./connection.js').FrameOp, client.Counter.Internal>} */ (Object.fromEntries(
       ['hello', 'ack', 'error', 'pong', 'snap', 'q'].map((op) => [op, messagesOut.labels({ op })])
     )),
     quotesOut: new client.Counter({ name: 'wsps_gateway_quotes_out_total', help: 'Quote entries delivered to clients (a frame carries several).', ...reg }),

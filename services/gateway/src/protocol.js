@@ -1,17 +1,20 @@
 // Server side of wire protocol v1: parsing and validating client frames, and
 // encoding the server's control frames. Quote frames are assembled from
-// pre-serialized parts in fanout (see client.js).
+// pre-serialized parts by each connection's outbox (see outbox.js).
 
-import { ClientOp, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
+import { ClientOp, DeliveryMode, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
 
 /** Symbols accepted in one sub/unsub request. */
-const { MAX_SYMBOLS_PER_REQUEST } = Limits
+const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE } = Limits
+/** @type {readonly string[]} */
+const MODES = Object.values(DeliveryMode)
 const MAX_ID_LENGTH = 64
 /** A JWT longer than this is not one we issue; refuse it before verifying. */
 const MAX_TOKEN_LENGTH = 8192
 
 /**
- * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string}} SymbolsRequest
+ * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number}} SymbolsRequest
+ *   mode and maxRate: a sub's delivery, when it named one (docs/protocol.md)
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
  * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
@@ -91,11 +94,41 @@ export function parseClientFrame (data, isBinary) {
       /** @type {SymbolsRequest} */
       const request = { op, symbols: [...new Set(/** @type {string[]} */ (symbols))] }
       if (id !== undefined) request.id = id
+      if (op === ClientOp.SUB) {
+        const bad = parseDelivery(msg, request)
+        if (bad) return fail(bad.code, bad.message, id)
+      }
       return { ok: true, request }
     }
     default:
       return fail(ErrorCode.BAD_OP, typeof op === 'string' ? `unknown op "${op.slice(0, 32)}"` : 'op is missing', id)
   }
+}
+
+/**
+ * Reads a sub's `mode` and `maxRate` into the request.
+ *
+ * @param {Record<string, unknown>} msg
+ * @param {SymbolsRequest} request
+ * @returns {{code: string, message: string} | null} what is wrong, if anything
+ */
+function parseDelivery ({ mode, maxRate }, request) {
+  if (mode !== undefined) {
+    if (typeof mode !== 'string' || !MODES.includes(mode)) {
+      return { code: ErrorCode.BAD_MODE, message: `mode must be one of ${MODES.join(', ')}` }
+    }
+    request.mode = /** @type {'merge' | 'distinct'} */ (mode)
+  }
+  if (maxRate !== undefined) {
+    if (mode === DeliveryMode.DISTINCT) {
+      return { code: ErrorCode.BAD_RATE, message: 'maxRate applies to mode "merge" only; distinct delivers every tick' }
+    }
+    if (typeof maxRate !== 'number' || !(maxRate >= MIN_RATE && maxRate <= MAX_RATE)) {
+      return { code: ErrorCode.BAD_RATE, message: `maxRate must be a number of updates per second from ${MIN_RATE} to ${MAX_RATE}` }
+    }
+    request.maxRate = maxRate
+  }
+  return null
 }
 
 /**
@@ -114,14 +147,13 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
 
 /**
  * @param {number | string | undefined} id
- * @param {string[]} symbols
- * @param {number | null} [expiresInMs] on the answer to a token refresh
+ * @param {readonly string[]} symbols
+ * @param {{mode?: string, maxRate?: number, expiresInMs?: number} | null} [extra] a sub's
+ *   delivery as it named it; expiresInMs on the answer to a token refresh
  */
-export function encodeAck (id, symbols, expiresInMs = null) {
-  /** @type {{op: 'ack', id?: number | string, symbols: string[], expiresInMs?: number}} */
+export function encodeAck (id, symbols, extra = null) {
   const ack = id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols }
-  if (expiresInMs !== null) ack.expiresInMs = expiresInMs
-  return JSON.stringify(ack)
+  return JSON.stringify(extra === null ? ack : { ...ack, ...extra })
 }
 
 /** @param {ProtocolError} error */

@@ -7,11 +7,12 @@
 // later replaces its grants, unsubscribing what they no longer cover. The
 // token's `exp` closes it with 4002 unless a refresh came first.
 
-import { ClientOp, CloseCode, ErrorCode } from '@wsps/protocol'
+import { ClientOp, CloseCode, DeliveryMode, ErrorCode } from '@wsps/protocol'
+import { DISTINCT, FULL_RATE } from './outbox.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
 
 /**
- * @typedef {import('./client.js').Client} Client
+ * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
  */
 
@@ -81,7 +82,7 @@ export class Sessions {
         client.send(encodePong(req.id), 'pong')
         return
       case 'sub':
-        this.subscribe(client, req.symbols, req.id)
+        this.subscribe(client, req)
         return
       case 'unsub':
         this.unsubscribe(client, req.symbols, req.id)
@@ -100,7 +101,7 @@ export class Sessions {
   async onAuth (client, token, id) {
     if (this.authenticate === null) {
       // Auth is off: every connection is authed already; nothing to replace.
-      client.send(encodeAck(id, client.subs), 'ack')
+      client.send(encodeAck(id, client.outbox.symbols), 'ack')
       return
     }
     const auth = await this.authenticate(token)
@@ -108,7 +109,7 @@ export class Sessions {
     if (!auth.ok) {
       this.metrics.clientErrors.inc({ code: ErrorCode.UNAUTHORIZED })
       client.send(encodeError({ code: ErrorCode.UNAUTHORIZED, message: `token rejected: ${auth.reason}`, ...(id === undefined ? {} : { id }) }), 'error')
-      client.closeWith(CloseCode.UNAUTHORIZED, 'token rejected')
+      client.close(CloseCode.UNAUTHORIZED, 'token rejected')
       return
     }
     if (!client.authed) {
@@ -118,14 +119,14 @@ export class Sessions {
     client.authorize(auth.grants, auth.expiresAt)
     const grants = auth.grants
     if (grants !== null) {
-      const revoked = client.subs.filter((s) => !grants(s))
+      const revoked = client.outbox.symbols.filter((s) => !grants(s))
       if (revoked.length) {
         this.removeSymbols(client, revoked)
         this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
         client.send(encodeError({ code: ErrorCode.GRANT_REVOKED, message: 'the new token does not grant these symbols; unsubscribed', symbols: revoked }), 'error')
       }
     }
-    client.send(encodeAck(id, client.subs, auth.expiresAt === null ? null : auth.expiresAt - Date.now()), 'ack')
+    client.send(encodeAck(id, client.outbox.symbols, auth.expiresAt === null ? null : { expiresInMs: auth.expiresAt - Date.now() }), 'ack')
   }
 
   /**
@@ -146,15 +147,12 @@ export class Sessions {
    * @param {Client} client
    */
   admit (client) {
-    client.alive = true
-    if (client.takeMessage()) {
-      client.limitedDrops = 0
-      return true
-    }
+    const dropped = client.admit()
+    if (dropped === 0) return true
     // Answer the first dropped message of a flood, then drop silently:
-    // replying to each would let a client amplify its own flood.
-    if (client.limitedDrops++ === 0) this.reject(client, { code: ErrorCode.RATE_LIMITED, message: 'too many messages; slow down' })
-    if (client.limitedDrops > 2 * client.ctx.messageRate.burst) client.closeWith(CloseCode.RATE_LIMIT_EXCEEDED, 'rate limit exceeded')
+    // replying to each would let a client amplify its own flood (and
+    // the connection closes itself when the flood goes on).
+    if (dropped === 1) this.reject(client, { code: ErrorCode.RATE_LIMITED, message: 'too many messages; slow down' })
     return false
   }
 
@@ -165,23 +163,26 @@ export class Sessions {
   reject (client, error) {
     this.metrics.clientErrors.inc({ code: error.code })
     client.send(encodeError(error), 'error')
-    if (error.code !== ErrorCode.RATE_LIMITED && !client.takeStrike()) {
-      client.closeWith(CloseCode.POLICY_VIOLATION, 'too many invalid messages')
-    }
+    if (error.code !== ErrorCode.RATE_LIMITED) client.strike()
   }
 
   /**
+   * Subscribes symbols with the request's delivery. Symbols already held
+   * with another delivery move to this one (with a fresh snapshot).
+   *
    * @param {Client} client
-   * @param {string[]} symbols
-   * @param {number | string | undefined} id
+   * @param {import('./protocol.js').SymbolsRequest} req
    */
-  subscribe (client, symbols, id) {
+  subscribe (client, { symbols, id, mode, maxRate }) {
     if (this.draining()) {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
       return
     }
-    const held = client.holds()
+    const out = client.outbox
+    const delivery = mode === DeliveryMode.DISTINCT ? DISTINCT : maxRate ?? FULL_RATE
+    const held = out.holds()
     const fresh = symbols.filter((s) => !held(s))
+    const moved = symbols.filter((s) => held(s) && out.deliveryOf(s) !== delivery)
     if (client.grants) {
       const denied = fresh.filter((s) => !client.grants?.(s))
       if (denied.length) {
@@ -189,30 +190,33 @@ export class Sessions {
         return
       }
     }
-    if (client.subs.length + fresh.length > this.maxSubscriptions) {
+    if (out.symbols.length + fresh.length > this.maxSubscriptions) {
       this.reject(client, {
         code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.subs.length})`,
+        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${out.symbols.length})`,
         id
       })
       return
     }
-    // concat allocates exactly what is held; push would leave slack in
-    // every idle connection's list.
-    if (fresh.length) client.subs = client.subs.concat(fresh)
+    out.subscribe(fresh, delivery)
+    for (const s of moved) {
+      this.hub.remove(s, out, out.deliveryOf(s))
+      out.redeliver(s, delivery)
+    }
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
     const quotes = []
-    for (const s of fresh) {
-      const raw = this.hub.add(s, client)
+    for (const s of fresh.concat(moved)) {
+      const raw = this.hub.add(s, out, delivery)
       if (raw !== null) {
         snapped.push(s)
         quotes.push(raw)
       }
     }
-    client.send(encodeAck(id, client.subs), 'ack')
-    if (quotes.length) client.sendSnap(snapped, encodeSnap(quotes))
+    const echo = mode === undefined && maxRate === undefined ? undefined : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
+    client.send(encodeAck(id, out.symbols, echo), 'ack')
+    if (quotes.length) out.sendSnap(snapped, encodeSnap(quotes))
   }
 
   /**
@@ -222,7 +226,7 @@ export class Sessions {
    */
   unsubscribe (client, symbols, id) {
     this.removeSymbols(client, symbols)
-    client.send(encodeAck(id, client.subs), 'ack')
+    client.send(encodeAck(id, client.outbox.symbols), 'ack')
   }
 
   /**
@@ -230,15 +234,8 @@ export class Sessions {
    * @param {string[]} symbols
    */
   removeSymbols (client, symbols) {
-    const gone = new Set(symbols)
-    /** @type {string[]} */
-    const kept = []
-    for (const s of client.subs) {
-      if (gone.has(s)) this.hub.remove(s, client)
-      else kept.push(s)
-    }
-    client.subs = kept
-    client.drop(symbols)
+    const out = client.outbox
+    out.unsubscribe(symbols, (s, delivery) => this.hub.remove(s, out, delivery))
   }
 
   /**
@@ -247,8 +244,8 @@ export class Sessions {
    * @param {Client} client
    */
   onClose (client) {
-    for (const s of client.subs) this.hub.remove(s, client)
-    client.subs = []
+    const out = client.outbox
+    for (const s of out.symbols) this.hub.remove(s, out, out.deliveryOf(s))
     client.dispose()
   }
 }

@@ -3,11 +3,12 @@
 // the broker only through Sessions.
 
 import { STATUS_CODES } from 'node:http'
-import { WebSocket, WebSocketServer } from 'ws'
+import { WebSocketServer } from 'ws'
 import { CloseCode } from '@wsps/protocol'
 import { bearerOf, hasQueryToken } from './auth.js'
-import { Client } from './client.js'
+import { Connection } from './connection.js'
 import { Heartbeat } from './heartbeat.js'
+import { WsTransport } from './ws-transport.js'
 
 export const WS_PATH = '/ws'
 
@@ -24,22 +25,12 @@ function refuse (socket, status, message, headers = {}) {
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`)
 }
 
-/**
- * A `ws` socket that knows its Client, so one set of event handlers per
- * server serves every connection: six closures per connection were a tenth
- * of an idle connection's heap.
- */
-class ClientSocket extends WebSocket {
-  /** @type {Client | null} */
-  client = null
-}
-
 export class WsServer {
   /**
    * @param {object} options
    * @param {import('./config.js').GatewayConfig} options.config
    * @param {import('./session.js').Sessions} options.sessions
-   * @param {import('./client.js').ClientContext} options.ctx
+   * @param {import('./connection.js').ConnectionContext} options.ctx
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {import('./auth.js').Authenticator | null} options.authenticate
    * @param {import('pino').Logger} options.logger
@@ -58,9 +49,9 @@ export class WsServer {
       clientTracking: false,
       // Pings are answered by Sessions.onPing, under the rate limit.
       autoPong: false,
-      WebSocket: ClientSocket
+      WebSocket: WsTransport
     })
-    /** @type {Set<Client>} */
+    /** @type {Set<Connection>} */
     this.clients = new Set()
     /** @type {Map<string, number>} open or opening sockets per client IP */
     this.perIp = new Map()
@@ -163,7 +154,7 @@ export class WsServer {
         return refuse(socket, 503, 'draining')
       }
       admitted = true
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(/** @type {ClientSocket} */ (ws), ip, authed, grants, expiresAt))
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(/** @type {WsTransport} */ (ws), ip, authed, grants, expiresAt))
       m.inc({ result: 'accepted' })
     } finally {
       this.opening--
@@ -179,15 +170,15 @@ export class WsServer {
   }
 
   /**
-   * @param {ClientSocket} ws
+   * @param {WsTransport} ws
    * @param {string} ip
    * @param {boolean} authed false: waits for {"op":"auth"}
    * @param {import('./auth.js').Grants | null} grants
    * @param {number | null} expiresAt
    */
   onConnection (ws, ip, authed, grants, expiresAt) {
-    const client = new Client(ws, this.ctx, { id: this.nextId++, ip, grants, authed: false })
-    ws.client = client
+    const client = new Connection(ws, this.ctx, { id: this.nextId++, ip, grants, authed: false })
+    ws.connection = client
     this.clients.add(client)
     this.metrics.connections.set(this.clients.size)
     const h = this.handlers
@@ -203,7 +194,7 @@ export class WsServer {
   /**
    * The socket closed: forget the client everywhere.
    *
-   * @param {Client} client
+   * @param {Connection} client
    * @param {number} code
    */
   onClose (client, code) {
@@ -237,14 +228,14 @@ export class WsServer {
         }
       }, 50)
       for (const client of clients) {
-        setTimeout(() => client.closeWith(CloseCode.SERVICE_RESTART, 'server restart'), Math.floor(Math.random() * windowMs))
+        setTimeout(() => client.close(CloseCode.SERVICE_RESTART, 'server restart'), Math.floor(Math.random() * windowMs))
       }
     })
   }
 
   close () {
     this.heartbeat.stop()
-    for (const client of this.clients) client.ws.terminate()
+    for (const client of this.clients) client.terminate()
     this.wss.close()
   }
 }
@@ -259,8 +250,8 @@ function destroySelf () {
   this.destroy()
 }
 
-/** @param {WebSocket} ws */
-const clientOf = (ws) => /** @type {ClientSocket} */ (ws).client
+/** @param {import('ws').WebSocket} ws */
+const clientOf = (ws) => /** @type {WsTransport} */ (ws).connection
 
 /**
  * The event handlers every connection of a server shares; `this` is the
@@ -271,7 +262,7 @@ const clientOf = (ws) => /** @type {ClientSocket} */ (ws).client
 function socketHandlers (server) {
   return {
     /**
-     * @this {WebSocket}
+     * @this {import('ws').WebSocket}
      * @param {import('ws').RawData} data
      * @param {boolean} isBinary
      */
@@ -280,33 +271,33 @@ function socketHandlers (server) {
       if (client) server.sessions.onMessage(client, data, isBinary)
     },
     /**
-     * @this {WebSocket}
+     * @this {import('ws').WebSocket}
      * @param {Buffer} data
      */
     ping (data) {
       const client = clientOf(this)
       if (client) server.sessions.onPing(client, data)
     },
-    /** @this {WebSocket} */
+    /** @this {import('ws').WebSocket} */
     pong () {
       const client = clientOf(this)
-      if (client) client.alive = true
+      if (client) client.markAlive()
     },
     /**
-     * @this {WebSocket}
+     * @this {import('ws').WebSocket}
      * @param {Error & {code?: string}} err
      */
     error (err) {
       server.log.debug({ client: clientOf(this)?.id, err: err.message, code: err.code }, 'client socket error')
     },
     /**
-     * @this {WebSocket}
+     * @this {import('ws').WebSocket}
      * @param {number} code
      */
     close (code) {
-      const socket = /** @type {ClientSocket} */ (this)
-      const client = socket.client
-      socket.client = null
+      const socket = /** @type {WsTransport} */ (this)
+      const client = socket.connection
+      socket.connection = null
       if (client) server.onClose(client, code)
     }
   }

@@ -1,16 +1,21 @@
-// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Client
+// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Outbox
 // over fake sockets; the wire view is checked with the protocol's own rules.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { CloseCode, continues } from '@wsps/protocol'
+import { diffQuotes } from '../src/delta.js'
+import { DISTINCT, FULL_RATE } from '../src/outbox.js'
 import { gatewayParts, limits, quote, tick } from './helper.js'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
-async function live (symbols = ['AAPL', 'MSFT'], n = 1) {
-  const parts = gatewayParts()
+async function live (symbols = ['AAPL', 'MSFT'], n = 1, batchMs = 1000) {
+  const parts = gatewayParts({ batchMs })
   for (const s of symbols) parts.broker.latestValues.set(s, quote(1, {}, s))
   const clients = Array.from({ length: n }, () => parts.client())
-  for (const { c } of clients) for (const s of symbols) parts.hub.add(s, c)
+  for (const { c } of clients) {
+    c.subscribe(symbols)
+    for (const s of symbols) parts.hub.add(s, c)
+  }
   await tick(); await tick()
   for (const { ws } of clients) ws.sent.length = 0 // the initial snapshots
   return { ...parts, clients }
@@ -102,16 +107,16 @@ test('a send buffer at the hard cap closes with 4008 at once', async () => {
 })
 
 test('an unsubscribed symbol queued in this window is not sent', async () => {
-  const { hub, clients: [a], pass, fanout } = await live()
-  hub.onQuote('AAPL', quote(2, {}, 'AAPL'))
-  hub.onQuote('MSFT', quote(2, {}, 'MSFT'))
-  // Distribute without writing, as a pass that was interrupted mid-way.
-  for (const s of fanout.symbols) for (const c of s.clients) c.push(/** @type {any} */ (s.update), fanout.stats)
-  fanout.symbols.length = 0
-  a.c.drop(['AAPL'])
-  a.c.flush(Date.now(), 99, fanout.stats)
+  const { clients: [a] } = await live()
+  const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
+  // Queued without writing, as by a pass that was interrupted mid-way.
+  const held = { seq: 1, ts: 0, bid: 1 }
+  assert.equal(a.c.push(diffQuotes({ symbol: 'AAPL', ...held }, { symbol: 'AAPL', ...held, seq: 2, bid: 2 }), stats), true, 'first update queues the outbox')
+  assert.equal(a.c.push(diffQuotes({ symbol: 'MSFT', ...held }, { symbol: 'MSFT', ...held, seq: 2, bid: 2 }), stats), false, 'queued once')
+  a.c.unsubscribe(['AAPL'], () => {})
+  assert.equal(a.c.flush(Date.now(), 99, stats), false)
   assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => q.symbol), ['MSFT'])
-  pass()
+  assert.deepEqual(a.c.symbols, ['MSFT'])
 })
 
 test('a reader joining between a quote and the next pass gets a snapshot the pending update continues', async () => {
@@ -145,4 +150,141 @@ test('a reader returning to a symbol nobody watched for a while starts from the 
   const held = new Map()
   assert.deepEqual(replay(b.ws.sent, held), [])
   assert.equal(held.get('AAPL').seq, 3)
+})
+
+/** Subscribes a client to symbols with a delivery, as Sessions does. */
+function subscribe (/** @type {any} */ parts, /** @type {any} */ client, /** @type {string[]} */ symbols, /** @type {number} */ delivery) {
+  client.c.subscribe(symbols, delivery)
+  for (const s of symbols) {
+    const raw = parts.hub.add(s, client.c, delivery)
+    if (raw !== null) client.ws.sent.push({ op: 'snap', quotes: [JSON.parse(raw)] })
+  }
+}
+
+test('distinct mode: every tick of a window, in seq order and without base; merge readers get one merged delta', async () => {
+  const parts = await live(['AAPL'])
+  const { hub, clients: [m], client, pass } = parts
+  const d = client()
+  subscribe(parts, d, ['AAPL'], DISTINCT)
+  for (let seq = 2; seq <= 6; seq++) hub.onQuote('AAPL', quote(seq, { bid: seq }, 'AAPL'))
+  pass()
+  const q = d.ws.sent.filter((f) => f.op === 'q')
+  assert.equal(q.length, 1, 'ticks of one pass share a frame')
+  assert.deepEqual(q[0].quotes.map((/** @type {any} */ x) => [x.seq, x.base, x.bid]), [[2, undefined, 2], [3, undefined, 3], [4, undefined, 4], [5, undefined, 5], [6, undefined, 6]])
+  assert.deepEqual(m.ws.sent[0].quotes.map((/** @type {any} */ x) => [x.seq, x.base]), [[6, 1]])
+  assert.deepEqual(replay(d.ws.sent, new Map()), [])
+})
+
+test('distinct mode: a reader joining mid-window starts from a snapshot the ticks continue', async () => {
+  const parts = await live(['AAPL'])
+  const { hub, client, pass } = parts
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  const d = client()
+  subscribe(parts, d, ['AAPL'], DISTINCT)
+  const e = client()
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  subscribe(parts, e, ['AAPL'], DISTINCT)
+  hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
+  pass()
+  hub.onQuote('AAPL', quote(5, { bid: 5 }, 'AAPL'))
+  pass()
+  for (const r of [d, e]) {
+    /** @type {Map<string, any>} */
+    const held = new Map()
+    assert.deepEqual(replay(r.ws.sent, held), [])
+    assert.equal(held.get('AAPL').seq, 5)
+  }
+})
+
+test('distinct mode: a slow reader is not conflated; it is written until the send cap closes it with 4008', async () => {
+  const parts = await live(['AAPL'])
+  const { hub, client, pass, metrics } = parts
+  const d = client()
+  subscribe(parts, d, ['AAPL'], DISTINCT)
+  d.ws.bufferedAmount = limits.sendHighWater + 1
+  hub.onQuote('AAPL', quote(2, {}, 'AAPL'))
+  hub.onQuote('AAPL', quote(3, {}, 'AAPL'))
+  pass()
+  assert.deepEqual(d.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [2, 3])
+  assert.equal((await metrics.registry.getSingleMetric('wsps_gateway_conflated_total')?.get())?.values[0]?.value ?? 0, 0)
+  d.ws.bufferedAmount = limits.sendMax
+  hub.onQuote('AAPL', quote(4, {}, 'AAPL'))
+  pass()
+  assert.equal(d.ws.closedWith?.code, CloseCode.SLOW_CONSUMER)
+})
+
+test('maxRate: updates between two deliveries merge into one, held back until the interval has passed', async () => {
+  const parts = await live(['AAPL'])
+  const { hub, client, pass } = parts
+  const r = client()
+  subscribe(parts, r, ['AAPL'], 20) // one update per 50 ms
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  await tick()
+  pass()
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
+  pass()
+  const q = () => r.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => [x.seq, x.base]))
+  assert.deepEqual(q(), [[2, undefined]], 'within the interval nothing more is written')
+  await new Promise((resolve) => setTimeout(resolve, 80))
+  pass()
+  assert.deepEqual(q(), [[2, undefined], [4, 2]], 'then one delta merging what waited')
+  /** @type {Map<string, any>} */
+  const held = new Map()
+  assert.deepEqual(replay(r.ws.sent, held), [])
+  assert.equal(held.get('AAPL').bid, 4)
+})
+
+test('maxRate: a reader joining a lane gets the lane\'s state, which its next update continues', async () => {
+  const parts = await live(['AAPL'])
+  const { hub, client, pass } = parts
+  const a = client()
+  subscribe(parts, a, ['AAPL'], 20)
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  pass()
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  const b = client()
+  subscribe(parts, b, ['AAPL'], 20)
+  await new Promise((resolve) => setTimeout(resolve, 80))
+  pass()
+  for (const r of [a, b]) {
+    /** @type {Map<string, any>} */
+    const held = new Map()
+    assert.deepEqual(replay(r.ws.sent, held), [])
+    assert.equal(held.get('AAPL').seq, 3)
+  }
+})
+
+test('a held symbol moved to another delivery gets a fresh snapshot and then that delivery only', async () => {
+  const parts = await live(['AAPL'])
+  const { hub, clients: [a], pass } = parts
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  hub.remove('AAPL', a.c, FULL_RATE)
+  a.c.redeliver('AAPL', DISTINCT)
+  a.ws.sent.push({ op: 'snap', quotes: [JSON.parse(/** @type {string} */ (hub.add('AAPL', a.c, DISTINCT)))] })
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
+  pass()
+  assert.equal(a.c.deliveryOf('AAPL'), DISTINCT)
+  /** @type {Map<string, any>} */
+  const held = new Map()
+  assert.deepEqual(replay(a.ws.sent, held), [])
+  assert.deepEqual(a.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [3, 4])
+})
+
+test('one-pass freshness: a quote arriving while a pass is written reaches the connections not yet written in the same write, and the others before the pass ends', async () => {
+  const n = 1100 // more than two chunks of 512
+  const { hub, clients, pass } = await live(['AAPL'], n, 0)
+  hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
+  pass() // writes the first chunk now, the rest on later event-loop turns
+  const written = clients.filter((c) => c.ws.sent.length > 0).length
+  assert.ok(written > 0 && written < n, `${written} of ${n} written in the first chunk`)
+  hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
+  for (let i = 0; i < 10; i++) await tick()
+  const seqs = (/** @type {any} */ c) => c.ws.sent.flatMap((/** @type {any} */ f) => f.quotes.map((/** @type {any} */ q) => q.seq))
+  const last = clients[n - 1]
+  assert.equal(last.ws.sent.length, 1, 'a connection not yet written gets both in one write')
+  assert.deepEqual(seqs(last), [2, 3])
+  assert.deepEqual(seqs(clients[0]), [2, 3], 'a connection written before it arrived gets it in the same pass')
+  for (const c of clients) assert.deepEqual(replay(c.ws.sent, new Map([['AAPL', { seq: 1 }]])), [])
 })

@@ -1,25 +1,26 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { Connection } from '../src/connection.js'
 import { Heartbeat, SWEEP_MS } from '../src/heartbeat.js'
 
-/** A connection whose peer answers pings (or not). */
+/** A connection whose peer answers pings (or not), on a fake transport. */
 function peer (answers = true) {
-  const c = {
-    alive: true,
-    pings: 0,
-    terminated: false,
-    ws: {
-      readyState: 1,
-      ping () {
-        c.pings++
-        if (answers) c.alive = true
-      },
-      terminate () {
-        c.terminated = true
-        c.ws.readyState = 3
-      }
+  const transport = {
+    readyState: 1,
+    bufferedAmount: 0,
+    send () {},
+    close () {},
+    ping () {
+      c.pings++
+      if (answers) c.conn.markAlive()
+    },
+    terminate () {
+      c.terminated = true
+      transport.readyState = 3
     }
   }
+  const conn = new Connection(transport, /** @type {any} */ ({}), { id: 0, ip: '', grants: null })
+  const c = { pings: 0, terminated: false, conn, beat: () => conn.beat() }
   return c
 }
 

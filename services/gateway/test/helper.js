@@ -2,7 +2,7 @@
 // processes (harness/testkit); these isolate one module's logic.
 
 import pino from 'pino'
-import { Client } from '../src/client.js'
+import { Connection } from '../src/connection.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
 import { createGatewayMetrics } from '../src/metrics.js'
@@ -36,7 +36,7 @@ export function memoryBroker () {
   }
 }
 
-/** A ws stand-in: records frames, lets the test set bufferedAmount. */
+/** A Transport stand-in: records frames, lets the test set bufferedAmount. */
 export function fakeSocket () {
   return {
     readyState: 1,
@@ -59,24 +59,28 @@ export const limits = { sendHighWater: 1000, sendMax: 5000, slowCloseMs: 100, ra
 /**
  * A hub with its fanout over an in-memory broker, and a factory of clients
  * on fake sockets. `pass()` runs a fan-out pass now instead of on its timer.
- * @param {{unsubscribeDelayMs?: number}} [options]
+ * @param {{unsubscribeDelayMs?: number, batchMs?: number}} [options] batchMs: the
+ *   fanout's window (default 1000: passes run only when the test calls pass())
  */
-export function gatewayParts ({ unsubscribeDelayMs = 0 } = {}) {
+export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000 } = {}) {
   const m = metrics()
   const broker = memoryBroker()
-  const fanout = new Fanout({ batchMs: 1000, metrics: m })
+  const fanout = new Fanout({ batchMs, metrics: m })
   const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000 })
-  const ctx = { metrics: m, limits, messageRate: new RateLimit(limits.ratePerSec, limits.rateBurst), latest: (/** @type {string} */ s) => hub.latest(s) }
+  const ctx = {
+    metrics: m,
+    sendMax: limits.sendMax,
+    messageRate: new RateLimit(limits.ratePerSec, limits.rateBurst),
+    outbox: { metrics: m, sendHighWater: limits.sendHighWater, slowCloseMs: limits.slowCloseMs, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
+  }
   let ids = 0
+  /** A connection on a fake socket; `c` is its outbox (what the hub holds). */
   const client = () => {
     const ws = fakeSocket()
-    return { ws, c: new Client(/** @type {any} */ (ws), ctx, { id: ++ids, ip: '', grants: null }) }
+    const conn = new Connection(ws, ctx, { id: ++ids, ip: '', grants: null })
+    return { ws, conn, c: conn.outbox }
   }
-  const pass = () => {
-    if (fanout.timer) clearTimeout(/** @type {NodeJS.Timeout} */ (fanout.timer))
-    fanout.timer = null
-    fanout.pass()
-  }
+  const pass = () => fanout.passNow()
   return { metrics: m, broker, fanout, hub, client, pass }
 }
 

@@ -14,6 +14,12 @@ test('sub, unsub and ping parse with their id', () => {
   assert.deepEqual(parse('{"op":"ping"}'), { ok: true, request: { op: 'ping' } })
 })
 
+test('a sub carries its mode and maxRate when given', () => {
+  assert.deepEqual(parse('{"op":"sub","symbols":["AAPL"],"mode":"distinct","id":1}'), { ok: true, request: { op: 'sub', symbols: ['AAPL'], id: 1, mode: 'distinct' } })
+  assert.deepEqual(parse('{"op":"sub","symbols":["AAPL"],"mode":"merge","maxRate":0.1}'), { ok: true, request: { op: 'sub', symbols: ['AAPL'], mode: 'merge', maxRate: 0.1 } })
+  assert.deepEqual(parse('{"op":"sub","symbols":["AAPL"],"maxRate":1000}'), { ok: true, request: { op: 'sub', symbols: ['AAPL'], maxRate: 1000 } })
+})
+
 test('duplicate symbols in one request collapse', () => {
   const r = parse('{"op":"sub","symbols":["AAPL","AAPL","BRK.B"]}')
   assert.deepEqual(r.ok && r.request, { op: 'sub', symbols: ['AAPL', 'BRK.B'] })
@@ -30,6 +36,12 @@ const cases = [
   ['lower-case symbol', '{"op":"sub","symbols":["aapl"]}', ErrorCode.BAD_SYMBOL],
   ['symbol too long', '{"op":"sub","symbols":["ABCDEFGHIJKLMNOPQ"]}', ErrorCode.BAD_SYMBOL],
   ['number as symbol', '{"op":"sub","symbols":[42]}', ErrorCode.BAD_SYMBOL],
+  ['unknown mode', '{"op":"sub","symbols":["AAPL"],"mode":"every"}', ErrorCode.BAD_MODE],
+  ['non-string mode', '{"op":"sub","symbols":["AAPL"],"mode":1}', ErrorCode.BAD_MODE],
+  ['maxRate below the minimum', '{"op":"sub","symbols":["AAPL"],"maxRate":0.05}', ErrorCode.BAD_RATE],
+  ['maxRate above the maximum', '{"op":"sub","symbols":["AAPL"],"maxRate":1001}', ErrorCode.BAD_RATE],
+  ['maxRate not a number', '{"op":"sub","symbols":["AAPL"],"maxRate":"5"}', ErrorCode.BAD_RATE],
+  ['maxRate with distinct', '{"op":"sub","symbols":["AAPL"],"mode":"distinct","maxRate":5}', ErrorCode.BAD_RATE],
   ['object id', '{"op":"ping","id":{}}', ErrorCode.BAD_REQUEST],
   ['long id', `{"op":"ping","id":"${'x'.repeat(65)}"}`, ErrorCode.BAD_REQUEST]
 ]

@@ -19,7 +19,7 @@ export function createHttpApp (logger, serverFactory) {
  * Adds `/healthz`, `/readyz` and, when a registry is given, `/metrics`.
  *
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
- * @param {() => Record<string, boolean>} checks readiness checks; ready when all are true
+ * @param {() => Record<string, boolean> | Promise<Record<string, boolean>>} checks readiness checks; ready when all are true
  * @param {import('prom-client').Registry | null} registry
  */
 export function registerProbes (app, checks, registry) {
@@ -27,7 +27,7 @@ export function registerProbes (app, checks, registry) {
   // must not get every pod restarted.
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/readyz', async (_req, reply) => {
-    const c = checks()
+    const c = await checks()
     const ready = Object.values(c).every(Boolean)
     reply.code(ready ? 200 : 503)
     return { status: ready ? 'ready' : 'not ready', checks: c }

@@ -12,8 +12,11 @@ import { createLogger } from './logger.js'
  * @param {readonly import('./config.js').Setting[]} options.settings for the redacted config log
  * @param {(env: Record<string, string | undefined>) => Readonly<C>} options.load
  * @param {(config: Readonly<C>, logger: import('pino').Logger) => Promise<{listen(): Promise<string>, stop(): Promise<void>}>} options.create
+ * @param {(config: Readonly<C>, logger: import('pino').Logger) => boolean} [options.supervise] called once
+ *   the config is read: true when this process only supervises worker
+ *   processes (it then neither creates the service nor listens)
  */
-export async function runService ({ name, settings, load, create }) {
+export async function runService ({ name, settings, load, create, supervise }) {
   let config
   try {
     config = load(process.env)
@@ -25,6 +28,7 @@ export async function runService ({ name, settings, load, create }) {
 
   const logger = createLogger({ level: config.logLevel, name, node: config.nodeName })
   logger.info({ config: redacted(settings, config) }, 'starting')
+  if (supervise?.(config, logger)) return
   const service = await create(config, logger)
   const address = await service.listen()
   logger.info({ address }, 'listening')

@@ -81,7 +81,7 @@ export async function ingest (run) {
       if (!res.ok) throw new Error(`final publish: HTTP ${res.status}`)
       const c = /** @type {TestClient} */ (client)
       const reached = Date.now()
-      await until(() => symbols.every((s) => c.quotes.get(s)?.bid === marker), 30_000, 'the client to hold every final quote')
+      await until(() => symbols.every((s) => c.quote(s)?.bid === marker), 30_000, 'the client to hold every final quote')
       const row = {
         batch,
         requests,

@@ -274,3 +274,45 @@ describe('errors', () => {
     assert.deepEqual(await c.subscribe(['IBM']), { ok: true })
   })
 })
+
+describe('delivery modes', () => {
+  test('subscribe sends each delivery in its own sub, moves a held symbol to a new one, and asks for them again after a reconnect', async () => {
+    /** @type {any[][]} */
+    const perConn = []
+    const f = await fake((ws, frames) => {
+      perConn.push(frames)
+      ws.send(hello('fake'))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        if (m.op !== 'sub') return
+        const { op: _op, id, symbols, ...delivery } = m
+        ws.send(JSON.stringify({ op: 'ack', id, symbols, ...delivery }))
+        ws.send(JSON.stringify({ op: 'snap', quotes: symbols.map((/** @type {string} */ s) => quote({ symbol: s, seq: 1 })) }))
+      })
+    })
+    const c = client({ url: f.url, initialBackoffMs: 10 })
+    c.connect()
+    await waitFor(() => c.status.state === 'live', { message: 'live' })
+    const subs = (/** @type {number} */ i) => perConn[i].filter((m) => m.op === 'sub').map(({ symbols, mode, maxRate }) => ({ symbols, mode, maxRate }))
+    assert.deepEqual(await c.subscribe(['AAPL'], { mode: 'distinct' }), { ok: true })
+    assert.deepEqual(await c.subscribe(['MSFT', 'IBM'], { maxRate: 2 }), { ok: true })
+    await c.subscribe(['TSLA'])
+    await c.subscribe(['AAPL'], { mode: 'distinct' })
+    await c.subscribe(['IBM'])
+    await waitFor(() => subs(0).length === 4, { message: 'four subs' })
+    assert.deepEqual(subs(0), [
+      { symbols: ['AAPL'], mode: 'distinct', maxRate: undefined },
+      { symbols: ['MSFT', 'IBM'], mode: undefined, maxRate: 2 },
+      { symbols: ['TSLA'], mode: undefined, maxRate: undefined },
+      // AAPL again with the same delivery: nothing to send; IBM back to the default: sent
+      { symbols: ['IBM'], mode: undefined, maxRate: undefined }
+    ])
+    for (const ws of f.sockets) ws.close(1012, 'server restart')
+    await waitFor(() => perConn[1]?.filter((m) => m.op === 'sub').length === 3, { message: 'three subs after the reconnect' })
+    assert.deepEqual(subs(1).sort((a, b) => a.symbols[0].localeCompare(b.symbols[0])), [
+      { symbols: ['AAPL'], mode: 'distinct', maxRate: undefined },
+      { symbols: ['MSFT'], mode: undefined, maxRate: 2 },
+      { symbols: ['TSLA', 'IBM'], mode: undefined, maxRate: undefined }
+    ])
+  })
+})

@@ -1,27 +1,21 @@
 #!/usr/bin/env bash
-# Installs the pinned chart tools under $WSPS_CACHE, each in a directory keyed
-# by its version, and links them into $WSPS_CACHE/bin. Idempotent: a tool whose
-# versioned binary exists is not rebuilt, so after the first run this is
+# Installs the pinned tools (the chart's checks, and k6) under $WSPS_CACHE,
+# each in a directory keyed by its version, and links them into
+# $WSPS_CACHE/bin. Versions come from tools/versions.env. Idempotent: a tool
+# whose versioned binary exists is not rebuilt, so after the first run this is
 # instant and offline.
 #
-#   charts/scripts/tools.sh            # install every tool that is missing
-#   charts/scripts/tools.sh env        # print `export X=...` lines for the checks
-#   charts/scripts/tools.sh helm kustomize   # only these
+#   tools/tools.sh            # install every chart tool that is missing
+#   tools/tools.sh env        # print `export X=...` lines for the checks
+#   tools/tools.sh helm k6    # only these
 #
 # Sources: the Go module proxy (Go tools) and PyPI (Kubernetes JSON schemas).
 set -o errexit -o nounset -o pipefail
 
-HELM_VERSION=v3.22.0
-KUSTOMIZE_VERSION=v5.8.2
-KUBECONFORM_VERSION=v0.8.0
-HELM_UNITTEST_VERSION=v1.1.2
-KUBE_SCORE_VERSION=v1.20.0
-HELM_DOCS_VERSION=v1.14.2
-# Python for the chart's own check scripts (values docs); PyYAML from PyPI.
-PYYAML_VERSION=6.0.2
-# PyPI kubernetes-validate ships JSON schemas for several Kubernetes minors;
-# 1.37.0 carries v1.25 ... v1.37. We validate against 1.30 ... 1.37.
-K8S_SCHEMAS_VERSION=1.37.0
+# shellcheck source=versions.env
+. "$(dirname "${BASH_SOURCE[0]}")/versions.env"
+# kubernetes-validate carries schemas for several Kubernetes minors; we
+# validate against 1.30 ... 1.37.
 K8S_SCHEMA_MINORS="30 31 32 33 34 35 36 37"
 # What the helm binary reports to templates as .Capabilities.KubeVersion
 # (a plain `go install` reports v1.20, which fails kubeVersion >=1.30).
@@ -39,6 +33,7 @@ kubescore_dir=$TOOLS/kube-score-$KUBE_SCORE_VERSION
 helmdocs_dir=$TOOLS/helm-docs-$HELM_DOCS_VERSION
 schemas_dir=$TOOLS/k8s-schemas-$K8S_SCHEMAS_VERSION-standalone
 py_dir=$TOOLS/python-pyyaml-$PYYAML_VERSION
+k6_dir=$TOOLS/k6-$K6_VERSION
 
 log () { printf '\033[36m[tools]\033[0m %s\n' "$*" >&2; }
 
@@ -74,6 +69,11 @@ install_helm () {
   [[ -x $helm_dir/helm ]] && return
   go_install "$helm_dir" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
     "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$HELM_K8S_MINOR"
+}
+
+install_k6 () {
+  [[ -x $k6_dir/k6 ]] && return
+  go_install "$k6_dir" "go.k6.io/k6@$K6_VERSION" "-s -w"
 }
 
 install_kustomize () {
@@ -116,7 +116,7 @@ install_helm_unittest () {
 name: "unittest"
 version: "${HELM_UNITTEST_VERSION#v}"
 usage: "unittest for helm charts"
-description: "helm-unittest built from source by charts/scripts/tools.sh (no install hooks)"
+description: "helm-unittest built from source by tools/tools.sh (no install hooks)"
 ignoreFlags: false
 command: "\$HELM_PLUGIN_DIR/untt"
 YAML
@@ -229,6 +229,7 @@ export KUBE_SCORE=$kubescore_dir/kube-score
 export HELM_DOCS=$helmdocs_dir/helm-docs
 export K8S_SCHEMAS=$schemas_dir
 export WSPS_PY=$py_dir/bin/python
+export K6=$k6_dir/k6
 export K8S_SCHEMA_MINORS="$K8S_SCHEMA_MINORS"
 export HELM_PLUGINS=$unittest_dir
 export HELM_CACHE_HOME=$CACHE/helm/cache
@@ -252,6 +253,7 @@ main () {
       helm-docs) install_helm_docs; link "$helmdocs_dir/helm-docs" ;;
       schemas) install_schemas ;;
       python) install_python ;;
+      k6) install_k6; link "$k6_dir/k6" ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac
   done
