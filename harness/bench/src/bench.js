@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --loadgen=BIN
-//   [--only=fanout,idle,nginx,sim] [--servers=wsps,naive,socketio,pushpin]
+//   [--only=fanout,idle,nginx,sim,ingest] [--servers=wsps,naive,socketio,pushpin]
 //
 // The parts are in sections/; what they share (the publisher, the measured
 // step) in bench-run.js; sizes in profiles.js.
@@ -20,6 +20,7 @@ import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
 import { fanoutAll } from './sections/fanout.js'
 import { idleAndStorm } from './sections/idle.js'
+import { ingest } from './sections/ingest.js'
 import { nginxVsDirect } from './sections/nginx.js'
 import { NICE, start } from './spawn.js'
 
@@ -27,7 +28,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
-const ONLY = new Set((args.only ?? 'fanout,idle,nginx,sim').split(','))
+const ONLY = new Set((args.only ?? 'fanout,idle,nginx,sim,ingest').split(','))
 const SERVER_NAMES = (args.servers ?? 'wsps,naive,socketio,pushpin').split(',')
 
 /** Server under test on core 1; load generator, Redis, publisher, nginx on core 0. */
@@ -49,7 +50,8 @@ const results = {
   fanout: {},
   idle: {},
   nginx: null,
-  sim: null
+  sim: null,
+  ingest: null
 }
 
 log(`profile ${PROFILE}; loadgen ${LOADGEN}; run dir ${runDir}`)
@@ -91,6 +93,7 @@ try {
   }
   if (ONLY.has('nginx')) results.nginx = await part('nginx', () => nginxVsDirect(run))
   if (ONLY.has('sim')) results.sim = await part('sim', () => capacitySim(run))
+  if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
   await publisher.stop()
