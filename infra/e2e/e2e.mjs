@@ -11,7 +11,7 @@
 // E2E_CLIENTS (300), E2E_LATE_CLIENTS (200), E2E_K6_TARGET (3000),
 // E2E_K6_RAMP (45s), E2E_K6_HOLD (30s).
 import { spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { Fleet, pct } from './fleet.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
 
@@ -405,6 +405,41 @@ async function main () {
   } finally {
     fleet.stop()
   }
+
+  if (existsSync('tools/release.sh')) {
+    await step('make release REGISTRY=127.0.0.1:5000: the chart installs from oci://, its pods pull the image from that registry', releaseFromRegistry)
+  } else {
+    report.push('registry: SKIPPED, no make release (tools/release.sh) on this branch yet')
+  }
+}
+
+/**
+ * Issue #17 item 6: the release artifacts through a real registry (Debian's
+ * docker-registry, started by cluster-up on 127.0.0.1:5000): `make release`
+ * pushes the image and the chart; a second release in its own namespace
+ * installs from oci://, the kubelet pulls the image from the registry, and
+ * `helm test` passes.
+ */
+async function releaseFromRegistry () {
+  const ns = `${NS}-oci`
+  const version = `0.0.0-e2e.${Date.now().toString(36)}`
+  await run('make', ['--no-print-directory', 'release', 'REGISTRY=127.0.0.1:5000', `VERSION=${version}`], { timeoutMs: 900000 })
+  const env = Object.fromEntries(readFileSync('artifacts/release/release.env', 'utf8').split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+  log(`  pushed ${env.IMAGE} (${env.IMAGE_DIGEST}) and ${env.CHART_REF}`)
+  if (!env.CHART_REF?.startsWith('oci://127.0.0.1:5000/')) fail(`release.env names no chart in the local registry: ${JSON.stringify(env)}`)
+  const h = (args, o) => run(HELM, [...args, '-n', ns], o)
+  await h(['install', `${REL}-oci`, env.CHART_REF, '--version', version, '--plain-http', '-f', 'infra/e2e/oci-values.yaml', '--create-namespace', '--wait', '--timeout', '5m'], { timeoutMs: 330000 })
+  const r = await run('kubectl', ['-n', ns, 'get', 'pods', '-l', `app.kubernetes.io/instance=${REL}-oci`, '-o', 'json'])
+  const podsOci = JSON.parse(r.out).items.filter((p) => p.metadata.labels['app.kubernetes.io/component'] !== 'redis')
+  const images = [...new Set(podsOci.flatMap((p) => (p.status.containerStatuses || []).map((c) => `${c.image} ${c.imageID}`)))]
+  log(`  ${podsOci.length} pods; images: ${images.join('; ')}`)
+  if (!podsOci.length || !podsOci.every((p) => (p.status.containerStatuses || []).every((c) => c.image.startsWith('127.0.0.1:5000/') && c.ready))) {
+    fail(`not every pod of the OCI release runs a ready image from 127.0.0.1:5000: ${images.join('; ')}`)
+  }
+  await h(['test', `${REL}-oci`, '--timeout', '3m'], { timeoutMs: 200000 })
+  await h(['uninstall', `${REL}-oci`, '--wait', '--timeout', '2m'], { timeoutMs: 150000 })
+  await run('kubectl', ['delete', 'namespace', ns, '--wait=false'], { allowFail: true })
+  report.push(`registry: make release pushed ${env.IMAGE} and ${env.CHART_REF}; helm install from oci:// ran ${podsOci.length} pods on that image (pulled from 127.0.0.1:5000), helm test passed`)
 }
 
 async function diagnose () {

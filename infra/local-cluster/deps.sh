@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 PKGS=(containerd runc containernetworking-plugins iptables conntrack ethtool socat kmod
-      buildah debootstrap openssl gcc libc6-dev jq curl procps iproute2 util-linux)
+      buildah debootstrap openssl gcc libc6-dev jq curl procps iproute2 util-linux docker-registry skopeo)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -35,6 +35,7 @@ stop() {
 }
 
 stop_control() {
+  stop registry 5
   stop coredns 5
   stop kube-controller-manager
   stop kube-scheduler

@@ -29,7 +29,7 @@ ls /run/netns 2>/dev/null | sort || true
 section "cgroups (top two levels)"
 for h in /sys/fs/cgroup/*/; do find "$h" -mindepth 1 -maxdepth 2 -type d 2>/dev/null; done | { grep -v process_api || true; } | sort
 section "processes (comm)"
-ps -e -o comm= | grep -E 'kube|etcd|containerd|coredns|traefik|pause|runc' | sort | uniq -c || true
+ps -e -o comm= | grep -E 'kube|etcd|containerd|coredns|traefik|pause|runc|prometheus|keda|docker-registry' | sort | uniq -c || true
 section "files"
 for f in /var/lib/wsps-cluster /run/wsps-cluster /var/lib/kubelet /var/lib/cni /etc/cni /var/log/pods /var/log/containers /run/containerd /var/lib/containerd; do
   [[ -e "$f" ]] && echo "exists $f"

@@ -15,7 +15,7 @@ exec 7>"$WSPS_CACHE/.cluster.lock"
 exec 6>&2
 flock 7
 
-COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+COMPONENTS=(etcd kube-apiserver registry containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
 KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$STATE_DIR/admin.kubeconfig" --request-timeout=10s)
 
 # render TEMPLATE OUT: replaces @NAME@ with the value of $NAME.
@@ -24,7 +24,7 @@ render() {
   local sedargs=()
   for v in STATE_DIR RUN_DIR PKI_DIR CONTAINERD_ROOT NODE_IP NODE_NAME POD_CIDR POD_GW SERVICE_CIDR DNS_SVC_IP \
            CLUSTER_DOMAIN CNI_BRIDGE PAUSE_IMAGE TRAEFIK_IMAGE TRAEFIK_VERSION TRAEFIK_NODEPORT \
-           PROMETHEUS_IMAGE PROMETHEUS_VERSION PROMETHEUS_NODEPORT KEDA_IMAGE KEDA_VERSION CA_BUNDLE; do
+           PROMETHEUS_IMAGE PROMETHEUS_VERSION PROMETHEUS_NODEPORT KEDA_IMAGE KEDA_VERSION CA_BUNDLE REGISTRY_PORT; do
     sedargs+=(-e "s|@$v@|${!v}|g")
   done
   sed "${sedargs[@]}" "$src" >"$out"
@@ -132,13 +132,15 @@ prepare_host() {
   render "$LC_DIR/config/kubelet.yaml" "$STATE_DIR/kubelet.yaml"
   render "$LC_DIR/config/kube-proxy.yaml" "$STATE_DIR/kube-proxy.yaml"
   render "$LC_DIR/config/Corefile" "$STATE_DIR/Corefile"
+  render "$LC_DIR/config/registry.yml" "$STATE_DIR/registry.yml"
+  mkdir -p "$STATE_DIR/registry"
 }
 
 preflight() {
   [[ -d /sys/fs/cgroup/memory && -d /sys/fs/cgroup/cpu ]] || \
     [[ -f /sys/fs/cgroup/cgroup.controllers ]] || die "no usable cgroup hierarchy under /sys/fs/cgroup"
   local p busy=()
-  for p in "$APISERVER_PORT" 2379 2380 10250 10248 10249 10256 10257 10259 18181 53; do
+  for p in "$APISERVER_PORT" 2379 2380 10250 10248 10249 10256 10257 10259 18181 53 "$REGISTRY_PORT"; do
     [[ -z "$(ss -Hltn "sport = :$p")" ]] || busy+=("tcp/$p")
   done
   [[ -z "$(ss -Hlun "sport = :53")" ]] || busy+=("udp/53")
@@ -189,6 +191,13 @@ start_apiserver() {
     --enable-aggregator-routing=true \
     --profiling=false --event-ttl=1h --v=1
   wait_up kube-apiserver 90 https_ok "https://$NODE_IP:$APISERVER_PORT/readyz"
+}
+
+# The registry `make release` pushes to (REGISTRY=127.0.0.1:5000) and the
+# kubelet pulls from (containerd mirror, plain HTTP).
+start_registry() {
+  start registry /usr/bin/docker-registry serve "$STATE_DIR/registry.yml"
+  wait_up registry 30 curl -sf --max-time 2 "http://127.0.0.1:$REGISTRY_PORT/v2/"
 }
 
 start_containerd() {
@@ -336,6 +345,7 @@ usage() {
     kubectl get nodes                            # kubectl is in \$WSPS_CACHE/bin ($K8S_BIN)
     ingress (Traefik: IngressClass "traefik", Gateway traefik/traefik): http://127.0.0.1:$TRAEFIK_NODEPORT/
     prometheus: http://127.0.0.1:$PROMETHEUS_NODEPORT/ (monitoring/prometheus-operated:9090); keda in namespace keda
+    registry: 127.0.0.1:$REGISTRY_PORT (plain HTTP; pods may pull from it)
     images: $WSPS_IMAGE $REDIS_IMAGE $K6_IMAGE (make images; imagePullPolicy: Never)
     logs:   $LOG_DIR/   stop: make cluster-down
 EOF
@@ -376,6 +386,7 @@ main() {
   step "certificates and kubeconfigs" "$LOG_DIR/pki.log" make_pki
   start_etcd
   start_apiserver
+  start_registry
   start_containerd
   # Sandboxes a crashed earlier run left in containerd's (cached) root.
   step "remove stale pods from an earlier run" "$LOG_DIR/stale-pods.log" \

@@ -293,3 +293,5 @@ export function parseMetrics (text) {
 }
 
 export { TestClient } from './test-client.js'
+export { SseStream } from './sse-stream.js'
+export { startNginx } from './nginx.js'

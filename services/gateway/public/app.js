@@ -5,6 +5,7 @@ import { ErrorCode } from './protocol.js'
 import { LatencyMeter } from './latency.js'
 import { QuoteTable } from './quote-table.js'
 import { StatusBar } from './status-bar.js'
+import { tokenProvider } from './token-provider.js'
 import { Watchlist, parseSymbols } from './watchlist.js'
 import { WspsClient } from './wsps-client.js'
 import { wsUrlsFromLocation } from './ws-urls.js'
@@ -37,10 +38,11 @@ const status = new StatusBar({
   detail: byId('conn-detail'),
   node: byId('conn-node'),
   latency: byId('conn-latency'),
+  transport: byId('conn-transport'),
   reconnect: /** @type {HTMLButtonElement} */ (byId('reconnect'))
 })
 const latency = new LatencyMeter()
-const client = new WspsClient({ url: wsUrlsFromLocation(location), symbols: watchlist.symbols })
+const client = new WspsClient({ url: wsUrlsFromLocation(location), symbols: watchlist.symbols, getToken: tokenProvider(document, /** @type {{wspsGetToken?: unknown}} */ (globalThis)) })
 
 table.addAll(watchlist.symbols)
 empty.hidden = table.size > 0

@@ -1,6 +1,7 @@
 // The connection line in the header: state word, retry countdown, serving
-// node and latency. Only the state word is a live region; the countdown
-// ticks every 100 ms and would flood a screen reader.
+// node, transport (WebSocket or the SSE fallback) and latency. Only the
+// state word is a live region; the countdown ticks every 100 ms and would
+// flood a screen reader.
 
 import { formatLatency } from './format.js'
 
@@ -13,6 +14,7 @@ import { formatLatency } from './format.js'
  * @property {HTMLElement} detail countdown / close reason
  * @property {HTMLElement} node
  * @property {HTMLElement} latency
+ * @property {HTMLElement} transport `websocket` or `sse`
  * @property {HTMLButtonElement} reconnect shown while offline
  */
 
@@ -36,6 +38,8 @@ export class StatusBar {
     if (state.textContent !== status.state) state.textContent = status.state
     node.textContent = status.node ?? '—'
     node.classList.toggle('muted', status.state !== 'live')
+    this.#els.transport.textContent = status.transport ?? '—'
+    this.#els.transport.classList.toggle('muted', status.state !== 'live')
     reconnect.hidden = status.state !== 'offline'
     clearInterval(this.#countdown)
     this.#countdown = undefined

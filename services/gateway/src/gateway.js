@@ -13,6 +13,7 @@ import { Hub } from './hub.js'
 import { RateLimit } from './rate-limit.js'
 import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
+import { SseServer } from './sse-server.js'
 import { WsServer } from './ws-server.js'
 import { workerCount, workerPeer } from './workers.js'
 
@@ -60,24 +61,20 @@ export async function createGateway (config, logger) {
     },
     logger
   })
-  const ws = new WsServer({
-    config,
-    sessions,
-    ctx: {
-      metrics,
-      sendMax: config.sendMax,
-      messageRate: new RateLimit(config.ratePerSec, config.rateBurst),
-      outbox: {
-        metrics,
-        sendHighWater: config.sendHighWater,
-        slowCloseMs: config.slowCloseMs,
-        latest: (symbol, delivery) => hub.latest(symbol, delivery)
-      }
-    },
+  /** @type {import('./connection.js').ConnectionContext} */
+  const ctx = {
     metrics,
-    authenticate,
-    logger
-  })
+    sendMax: config.sendMax,
+    messageRate: new RateLimit(config.ratePerSec, config.rateBurst),
+    outbox: {
+      metrics,
+      sendHighWater: config.sendHighWater,
+      slowCloseMs: config.slowCloseMs,
+      latest: (symbol, delivery) => hub.latest(symbol, delivery)
+    }
+  }
+  const ws = new WsServer({ config, sessions, ctx, metrics, authenticate, logger })
+  const sse = new SseServer({ config, sessions, connections: ws, ctx, metrics, authenticate })
 
   const app = createHttpApp(logger, (handler) => {
     // Node checks the headers/request timeouts only every
@@ -95,6 +92,7 @@ export async function createGateway (config, logger) {
   await registerHttpRoutes(app, { readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, registry)
+  sse.register(app)
   ws.attach(app.server)
   hub.start()
 

@@ -15,8 +15,9 @@ export function createGatewayMetrics (node, labels = {}) {
   const messagesOut = new client.Counter({ name: 'wsps_gateway_messages_out_total', help: 'Frames sent to clients by op.', labelNames: ['op'], ...reg })
   return {
     registry,
-    connections: new client.Gauge({ name: 'wsps_gateway_connections', help: 'Open WebSocket connections.', ...reg }),
+    connections: new client.Gauge({ name: 'wsps_gateway_connections', help: 'Open client connections (WebSocket and SSE).', ...reg }),
     upgrades: new client.Counter({ name: 'wsps_gateway_upgrades_total', help: 'WebSocket upgrade attempts by result.', labelNames: ['result'], ...reg }),
+    sseRequests: new client.Counter({ name: 'wsps_gateway_sse_requests_total', help: 'GET /sse requests by result (accepted streams and refusals).', labelNames: ['result'], ...reg }),
     closes: new client.Counter({ name: 'wsps_gateway_closes_total', help: 'Closed connections by close code.', labelNames: ['code'], ...reg }),
     subscriptions: new client.Gauge({ name: 'wsps_gateway_subscriptions', help: 'Connection-symbol subscriptions held.', ...reg }),
     symbols: new client.Gauge({ name: 'wsps_gateway_symbols', help: 'Symbols with at least one local subscriber.', ...reg }),

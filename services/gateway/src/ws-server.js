@@ -4,7 +4,7 @@
 
 import { STATUS_CODES } from 'node:http'
 import { WebSocketServer } from 'ws'
-import { CloseCode } from '@wsps/protocol'
+import { CloseCode, ErrorCode } from '@wsps/protocol'
 import { bearerOf, hasQueryToken } from './auth.js'
 import { Connection } from './connection.js'
 import { Heartbeat } from './heartbeat.js'
@@ -101,34 +101,18 @@ export class WsServer {
       m.inc({ result: 'not_found' })
       return refuse(socket, 404, `WebSocket endpoint is ${WS_PATH}`)
     }
-    if (this.draining) {
-      m.inc({ result: 'draining' })
-      return refuse(socket, 503, 'draining', { 'Retry-After': '1' })
-    }
-    // Upgrades waiting for the token check count too, or a burst that waits
-    // for the JWKS would all be admitted at once.
-    if (this.clients.size + this.opening >= this.config.maxConnections) {
-      m.inc({ result: 'full' })
-      return refuse(socket, 503, 'gateway full', { 'Retry-After': '5' })
-    }
-    if (!this.originAllowed(req.headers.origin)) {
-      m.inc({ result: 'bad_origin' })
-      return refuse(socket, 403, 'origin not allowed')
-    }
     // A query-string token would land in every proxy's access log; on a
     // WebSocket the first frame can carry it instead (docs/protocol.md).
     if (hasQueryToken(req.url)) {
       m.inc({ result: 'unauthorized' })
       return refuse(socket, 401, 'unauthorized: no ?token= on /ws; send {"op":"auth","token":...} as the first frame or an Authorization header')
     }
-    const ip = this.clientIp(req)
-    const held = this.perIp.get(ip) ?? 0
-    if (this.config.maxConnectionsPerIp > 0 && held >= this.config.maxConnectionsPerIp) {
-      m.inc({ result: 'ip_limit' })
-      return refuse(socket, 429, 'too many connections from this address', { 'Retry-After': '5' })
+    const gate = this.gate(req)
+    if (!gate.ok) {
+      m.inc({ result: gate.result })
+      return refuse(socket, gate.status, gate.message, gate.retryAfter ? { 'Retry-After': gate.retryAfter } : {})
     }
-    this.perIp.set(ip, held + 1)
-    this.opening++
+    const ip = gate.ip
     let admitted = false
     try {
       /** @type {import('./auth.js').Grants | null} */
@@ -157,9 +141,65 @@ export class WsServer {
       this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(/** @type {WsTransport} */ (ws), ip, authed, grants, expiresAt))
       m.inc({ result: 'accepted' })
     } finally {
-      this.opening--
-      if (!admitted) this.releaseIp(ip)
+      this.settle(ip, admitted)
     }
+  }
+
+  /**
+   * The admission checks every transport (WebSocket, SSE) shares: drain,
+   * capacity, Origin and connections per IP. When it admits, it holds a
+   * place for the IP and counts the connection as opening until settle().
+   *
+   * @param {import('node:http').IncomingMessage} req
+   * @returns {{ok: true, ip: string} | {ok: false, status: number, code: string, message: string, result: string, retryAfter?: string}}
+   */
+  gate (req) {
+    if (this.draining) return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: 'draining', retryAfter: '1' }
+    // Connections waiting for the token check count too, or a burst that
+    // waits for the JWKS would all be admitted at once.
+    if (this.clients.size + this.opening >= this.config.maxConnections) {
+      return { ok: false, status: 503, code: ErrorCode.GATEWAY_FULL, message: 'gateway full', result: 'full', retryAfter: '5' }
+    }
+    if (!this.originAllowed(req.headers.origin)) {
+      return { ok: false, status: 403, code: ErrorCode.BAD_ORIGIN, message: 'origin not allowed', result: 'bad_origin' }
+    }
+    const ip = this.clientIp(req)
+    const held = this.perIp.get(ip) ?? 0
+    if (this.config.maxConnectionsPerIp > 0 && held >= this.config.maxConnectionsPerIp) {
+      return { ok: false, status: 429, code: ErrorCode.TOO_MANY_CONNECTIONS, message: 'too many connections from this address', result: 'ip_limit', retryAfter: '5' }
+    }
+    this.perIp.set(ip, held + 1)
+    this.opening++
+    return { ok: true, ip }
+  }
+
+  /**
+   * Ends what gate() started: the connection opened (its IP place is kept
+   * until it closes) or not.
+   *
+   * @param {string} ip
+   * @param {boolean} admitted
+   */
+  settle (ip, admitted) {
+    this.opening--
+    if (!admitted) this.releaseIp(ip)
+  }
+
+  /**
+   * A connection another transport (SSE) opened after gate(): counted,
+   * heartbeated and drained with the WebSocket ones. The transport calls
+   * onClose() when it closes.
+   *
+   * @param {Connection} client
+   */
+  adopt (client) {
+    this.clients.add(client)
+    this.metrics.connections.set(this.clients.size)
+  }
+
+  /** @returns {number} an id for a new connection, unique in this process */
+  nextConnectionId () {
+    return this.nextId++
   }
 
   /** @param {string} ip */
@@ -177,10 +217,9 @@ export class WsServer {
    * @param {number | null} expiresAt
    */
   onConnection (ws, ip, authed, grants, expiresAt) {
-    const client = new Connection(ws, this.ctx, { id: this.nextId++, ip, grants, authed: false })
+    const client = new Connection(ws, this.ctx, { id: this.nextConnectionId(), ip, grants, authed: false })
     ws.connection = client
-    this.clients.add(client)
-    this.metrics.connections.set(this.clients.size)
+    this.adopt(client)
     const h = this.handlers
     ws.on('message', h.message)
     ws.on('pong', h.pong)

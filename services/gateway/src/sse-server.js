@@ -1,0 +1,171 @@
+// Server-Sent Events fallback: GET /sse?symbols=AAPL,MSFT streams the same
+// hello/ack/snap/q/error frames as a WebSocket, for clients behind proxies
+// that strip upgrades or without WebSocket at all (docs/protocol.md).
+//
+// The watch set is part of the request: a client changes it by opening a
+// new stream (the JS client does so by itself). A POST tied to a stream
+// would have to reach the very pod holding it, which a balancer spreading
+// requests over pods does not promise.
+//
+// The same gate as WebSocket upgrades (drain, capacity, Origin, per IP), the
+// same limits and the same auth; every refusal is a 4xx/503 whose JSON body
+// is a protocol error frame.
+
+import { ErrorCode, SYMBOL_PATTERN } from '@wsps/protocol'
+import { bearerOf } from './auth.js'
+import { Connection } from './connection.js'
+import { encodeAck, encodeError } from './protocol.js'
+import { SseTransport, firstEventId } from './sse-transport.js'
+
+export const SSE_PATH = '/sse'
+
+/** Close code of a stream that ended without close() (the peer went away). */
+const ABNORMAL = 1006
+
+/**
+ * @typedef {import('./protocol.js').ProtocolError} ProtocolError
+ * @typedef {{ok: true, symbols: string[]} | {ok: false, error: ProtocolError}} SymbolsResult
+ */
+
+/**
+ * The `symbols` parameter: comma-separated, at most `max` of them.
+ *
+ * @param {unknown} param
+ * @param {number} max
+ * @returns {SymbolsResult}
+ */
+export function parseSymbols (param, max) {
+  if (param === undefined || param === '') return { ok: true, symbols: [] }
+  if (typeof param !== 'string') return { ok: false, error: { code: ErrorCode.BAD_REQUEST, message: 'symbols must be given once, comma-separated' } }
+  const symbols = [...new Set(param.split(','))]
+  const bad = symbols.filter((s) => !SYMBOL_PATTERN.test(s))
+  if (bad.length) {
+    return { ok: false, error: { code: ErrorCode.BAD_SYMBOL, message: `invalid symbol(s): must match ${SYMBOL_PATTERN.source}`, symbols: bad.slice(0, 10).map((s) => s.slice(0, 32)) } }
+  }
+  if (symbols.length > max) {
+    return { ok: false, error: { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${max} symbols per stream`, symbols: symbols.slice(max) } }
+  }
+  return { ok: true, symbols }
+}
+
+export class SseServer {
+  /**
+   * @param {object} options
+   * @param {import('./config.js').GatewayConfig} options.config
+   * @param {import('./session.js').Sessions} options.sessions
+   * @param {import('./ws-server.js').WsServer} options.connections the gate and the set every connection is held in
+   * @param {import('./connection.js').ConnectionContext} options.ctx
+   * @param {import('./metrics.js').GatewayMetrics} options.metrics
+   * @param {import('./auth.js').Authenticator | null} options.authenticate
+   */
+  constructor ({ config, sessions, connections, ctx, metrics, authenticate }) {
+    this.config = config
+    this.sessions = sessions
+    this.connections = connections
+    this.ctx = ctx
+    this.metrics = metrics
+    this.authenticate = authenticate
+  }
+
+  /** @param {import('fastify').FastifyInstance<any, any, any, any>} app */
+  register (app) {
+    app.get(SSE_PATH, (request, reply) => this.open(request, reply))
+  }
+
+  /**
+   * @param {import('fastify').FastifyRequest} request
+   * @param {import('fastify').FastifyReply} reply
+   */
+  async open (request, reply) {
+    const m = this.metrics.sseRequests
+    const req = request.raw
+    const gate = this.connections.gate(req)
+    if (!gate.ok) {
+      m.inc({ result: gate.result })
+      if (gate.retryAfter) reply.header('Retry-After', gate.retryAfter)
+      return refuse(request, reply, gate.status, { code: gate.code, message: gate.message })
+    }
+    let admitted = false
+    try {
+      const query = /** @type {Record<string, unknown>} */ (request.query ?? {})
+      const parsed = parseSymbols(query.symbols, this.config.maxSubscriptions)
+      if (!parsed.ok) {
+        m.inc({ result: 'bad_request' })
+        return refuse(request, reply, 400, parsed.error)
+      }
+      const symbols = parsed.symbols
+      /** @type {import('./auth.js').Grants | null} */
+      let grants = null
+      let expiresAt = null
+      if (this.authenticate) {
+        // EventSource can send no header: ?token= is allowed here only, and
+        // masked in every log line (services/shared logger, nginx).
+        const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
+        const auth = await this.authenticate(token)
+        if (!auth.ok) {
+          m.inc({ result: 'unauthorized' })
+          return refuse(request, reply, 401, { code: ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}` })
+        }
+        grants = auth.grants
+        expiresAt = auth.expiresAt
+        const denied = grants === null ? [] : symbols.filter((s) => !grants?.(s))
+        if (denied.length) {
+          m.inc({ result: 'not_entitled' })
+          return refuse(request, reply, 403, { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', symbols: denied })
+        }
+      }
+      if (this.connections.draining || req.socket.destroyed) {
+        m.inc({ result: 'draining' })
+        return refuse(request, reply, 503, { code: ErrorCode.DRAINING, message: 'draining' })
+      }
+      admitted = true
+      this.stream(reply, gate.ip, symbols, grants, expiresAt)
+      m.inc({ result: 'accepted' })
+    } finally {
+      this.connections.settle(gate.ip, admitted)
+    }
+  }
+
+  /**
+   * Turns the response into the connection's event stream.
+   *
+   * @param {import('fastify').FastifyReply} reply
+   * @param {string} ip
+   * @param {string[]} symbols
+   * @param {import('./auth.js').Grants | null} grants
+   * @param {number | null} expiresAt
+   */
+  stream (reply, ip, symbols, grants, expiresAt) {
+    reply.hijack()
+    const res = reply.raw
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      // nginx (and ingress-nginx) buffer responses unless told not to.
+      'X-Accel-Buffering': 'no',
+      'X-Content-Type-Options': 'nosniff'
+    })
+    // Quote frames are small and latency matters more than packet count.
+    res.socket?.setNoDelay(true)
+    const transport = new SseTransport(res, firstEventId(reply.request.headers['last-event-id']))
+    const client = new Connection(transport, this.ctx, { id: this.connections.nextConnectionId(), ip, grants, authed: false })
+    transport.onAlive = () => client.markAlive()
+    this.connections.adopt(client)
+    res.on('close', () => this.connections.onClose(client, transport.closeCode ?? ABNORMAL))
+    this.sessions.welcome(client, grants, expiresAt)
+    if (symbols.length) this.sessions.subscribe(client, { op: 'sub', symbols })
+    else client.send(encodeAck(undefined, []), 'ack')
+  }
+}
+
+/**
+ * @param {import('fastify').FastifyRequest} request
+ * @param {import('fastify').FastifyReply} reply
+ * @param {number} status
+ * @param {ProtocolError} error
+ */
+function refuse (request, reply, status, error) {
+  // The request URL may hold ?token=: the logger's req serializer masks it.
+  request.log.debug({ req: request, status, code: error.code }, 'sse request refused')
+  return reply.code(status).type('application/json').send(encodeError(error))
+}

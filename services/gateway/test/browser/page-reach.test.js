@@ -1,0 +1,138 @@
+// The page in headless Chromium where WebSocket does not reach, and where
+// the gateway wants a token: with window.WebSocket removed it streams over
+// SSE and says so; with auth on, a token provider brings it live and a
+// refresh keeps it live past the first token's expiry.
+
+// The callbacks of addInitScript / evaluate run inside the page.
+/* global window */
+
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { SignJWT } from 'jose'
+import { waitFor } from '@wsps/testkit'
+import { launchChromium } from './chromium.js'
+import { startStack } from './stack.js'
+
+const SECRET = 'hs256-secret-for-the-page-reach-test-012'
+const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
+/** Lifetime of each token the page gets: short, so the test sees a refresh. */
+const TOKEN_SECONDS = 4
+
+/** @type {Awaited<ReturnType<typeof startStack>>} */
+let stack
+/** @type {import('@wsps/testkit').ServiceHandle} */
+let open
+/** @type {import('@wsps/testkit').ServiceHandle} */
+let authed
+/** @type {Awaited<ReturnType<typeof launchChromium>>[]} */
+const browsers = []
+
+before(async () => {
+  stack = await startStack({ gateways: 1 })
+  open = stack.gateways[0]
+  authed = await stack.addGateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET })
+})
+
+after(async () => {
+  for (const b of browsers) await b.close()
+  await stack?.stop()
+})
+
+/** A fresh browser (own profile, so no watchlist carried over). */
+async function newPage () {
+  const browser = await launchChromium()
+  browsers.push(browser)
+  const page = browser.context.pages()[0] ?? await browser.context.newPage()
+  /** @type {string[]} */
+  const errors = []
+  page.on('pageerror', (err) => errors.push(String(err)))
+  return { browser, page, errors }
+}
+
+/**
+ * @param {import('playwright-core').Page} page
+ * @param {string} symbol
+ * @param {number} count distinct last prices to see
+ */
+async function distinctPrices (page, symbol, count) {
+  const seen = new Set()
+  await waitFor(async () => {
+    const text = (await page.locator(`#rows tr[data-symbol="${symbol}"] .last`).textContent())?.trim() ?? ''
+    if (PRICE.test(text)) seen.add(text)
+    return seen.size >= count
+  }, { timeout: 20_000, interval: 50, message: `${count} different prices of ${symbol} (saw ${[...seen]})` })
+}
+
+/**
+ * @param {import('playwright-core').Page} page
+ * @param {string} symbol
+ */
+async function add (page, symbol) {
+  await page.focus('#add-input')
+  await page.keyboard.type(symbol)
+  await page.keyboard.press('Enter')
+}
+
+describe('the page where WebSocket does not reach, and with auth on', { timeout: 90_000 }, () => {
+  test('with window.WebSocket removed, the page streams over SSE and shows it', async () => {
+    const { browser, page, errors } = await newPage()
+    await browser.context.addInitScript(() => {
+      // As in a runtime without WebSocket (or where a proxy strips upgrades and the page is told so).
+      delete (/** @type {any} */ (window)).WebSocket
+    })
+    /** @type {string[]} */
+    const sockets = []
+    page.on('websocket', (ws) => sockets.push(ws.url()))
+    await page.goto(`${open.url}/`)
+    assert.equal(await page.evaluate(() => typeof (/** @type {any} */ (window)).WebSocket), 'undefined')
+    await add(page, 'AAPL')
+    await add(page, 'MSFT')
+    await distinctPrices(page, 'AAPL', 3)
+    await distinctPrices(page, 'MSFT', 2)
+    assert.equal(await page.textContent('#conn-state'), 'live')
+    assert.equal(await page.textContent('#conn-transport'), 'sse')
+    assert.deepEqual(sockets, [], 'no WebSocket was opened')
+    // Removing a symbol reopens the stream without it; the other keeps ticking.
+    await page.click('#rows tr[data-symbol="MSFT"] .remove')
+    await distinctPrices(page, 'AAPL', 5)
+    assert.deepEqual(errors, [])
+  })
+
+  test('with auth on, a token provider brings the page live and a refresh keeps it live past the first token\'s expiry', async () => {
+    const { browser, page, errors } = await newPage()
+    /** @type {number[]} */
+    const expiries = []
+    await browser.context.exposeFunction('mintToken', async () => {
+      const exp = Math.floor(Date.now() / 1000) + TOKEN_SECONDS
+      expiries.push(exp * 1000)
+      return new SignJWT({ sub: 'page' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime(exp).sign(new TextEncoder().encode(SECRET))
+    })
+    await browser.context.addInitScript(() => {
+      const w = /** @type {any} */ (window)
+      w.wspsGetToken = () => w.mintToken()
+      // Every state the status line shows, recorded as it changes.
+      w.__states = []
+      w.addEventListener('DOMContentLoaded', () => {
+        const state = /** @type {HTMLElement} */ (w.document.getElementById('conn-state'))
+        new w.MutationObserver(() => w.__states.push(state.textContent)).observe(state, { childList: true, characterData: true, subtree: true })
+      })
+    })
+    /** @type {any[]} */
+    const sent = []
+    page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => sent.push({ url: ws.url(), msg: JSON.parse(String(payload)) })))
+    await page.goto(`${authed.url}/`)
+    await add(page, 'AAPL')
+    await distinctPrices(page, 'AAPL', 2)
+    assert.equal(await page.textContent('#conn-state'), 'live')
+    assert.equal(await page.textContent('#conn-transport'), 'websocket')
+    const firstExpiry = expiries[0]
+    await waitFor(() => Date.now() > firstExpiry + 1500, { timeout: 20_000, interval: 200, message: 'past the first token\'s exp' })
+    await distinctPrices(page, 'AAPL', 3)
+    assert.equal(await page.textContent('#conn-state'), 'live')
+    const auths = sent.filter((f) => f.msg.op === 'auth')
+    assert.ok(auths.length >= 2, `the token was refreshed in-band (${auths.length} auth frames)`)
+    assert.equal(new Set(auths.map((f) => f.url)).size, 1, 'on the same socket')
+    assert.deepEqual(await page.evaluate(() => (/** @type {any} */ (window)).__states.filter((/** @type {string} */ s) => s !== 'live')), [], 'the page never left live')
+    assert.deepEqual(errors, [])
+  })
+})
