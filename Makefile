@@ -52,8 +52,11 @@ test-static: deps ## Lint, type check, generated docs up to date, npm audit
 	@node tools/audit.js
 
 .PHONY: test-unit
-test-unit: deps ## Unit tests (node:test)
+test-unit: deps ## Unit tests (node:test; go test of the load generator)
 	@node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
+	@# The load generator's WebSocket client (frame parser, epoll loop on loopback): a few seconds.
+	@export PATH=$$PATH:/usr/local/go/bin; if command -v go >/dev/null; then cd harness/bench/loadgen && go test -count=1 ./...; \
+	  else echo "test-unit: go not installed, the load generator's tests did not run (harness/bench/scripts/setup.sh loadgen installs it)" >&2; exit 1; fi
 
 .PHONY: test-integration
 test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes

@@ -74,6 +74,8 @@ type options struct {
 	dialRetries  int
 	readyTimeout int
 	readBuffer   int
+	mode         string
+	loops        int
 }
 
 func main() {
@@ -95,6 +97,8 @@ func main() {
 	flag.IntVar(&o.dialRetries, "dial-retries", 5, "retries of a failed handshake")
 	flag.IntVar(&o.readyTimeout, "ready-timeout", 0, "seconds: then report ready with the connections ready so far and close the others (0: wait for all)")
 	flag.IntVar(&o.readBuffer, "read-buffer", 2048, "read buffer per connection, bytes (smaller: less memory, more read calls)")
+	flag.StringVar(&o.mode, "mode", "goroutine", "goroutine: one goroutine and gorilla connection per connection (every adapter); epoll: event loops over non-blocking sockets, ~1% of the memory per connection (wsps, naive, pushpin)")
+	flag.IntVar(&o.loops, "loops", 1, "event loops with -mode=epoll (connections split between them)")
 	gogc := flag.Int("gogc", 100, "GC target percentage (lower: less memory per connection, more GC CPU)")
 	flag.Parse()
 	debug.SetGCPercent(*gogc)
@@ -126,14 +130,16 @@ func main() {
 	planIdx := make([][]int, o.conns)
 	readyConn := make([]atomic.Bool, o.conns)
 	conns := make([]connState, o.conns)
-	for i := range plans {
+	for i := range planIdx {
 		rng := rand.New(rand.NewSource(o.seed*1_000_003 + int64(o.first+i)))
 		idx := sampler.distinct(rng, o.k)
 		syms := make([]string, len(idx))
 		for j, r := range idx {
 			syms[j] = symbolName(r)
 		}
-		plans[i] = syms
+		if o.mode != "epoll" { // the epoll mode names them only to subscribe
+			plans[i] = syms
+		}
 		planIdx[i] = idx
 	}
 
@@ -154,72 +160,102 @@ func main() {
 	// close, so deliveries are counted only for known subscriptions.
 	cutCtx, cut := context.WithCancel(ctx)
 	defer cut()
-	go func() {
-		for i := 0; i < o.conns; i++ {
-			select {
-			case sem <- struct{}{}:
-			case <-cutCtx.Done():
-				return
-			}
-			wg.Add(1)
-			go func(i int) {
-				c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)], state: &conns[i]}
-				released := false
-				release := func() {
-					if !released {
-						released = true
-						<-sem
-					}
-				}
-				t0 := time.Now()
-				if err := c.dial(cutCtx); err != nil {
-					failed.Add(1)
-					st.errors.Add(1)
+	if o.mode == "epoll" {
+		hooks := epollHooks{
+			connected: func(i int, d time.Duration) {
+				connected.Add(1)
+				handshake.add(d)
+			},
+			ready: func(i int) {
+				readyConn[i].Store(true)
+				readyAt.add(time.Since(start))
+				ready.Add(1)
+				checkReady()
+			},
+			failed: func(i int, err error) {
+				failed.Add(1)
+				st.errors.Add(1)
+				if cutCtx.Err() == nil {
 					emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
-					checkReady()
-					release()
-					wg.Done()
+				}
+				checkReady()
+			},
+			lost: func(i int, err error) {
+				st.errors.Add(1)
+				emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+			},
+		}
+		if err := startEpoll(ctx, cutCtx, &o, adapter, st, conns, planIdx, hooks, &wg); err != nil {
+			fatal(err)
+		}
+	} else {
+		go func() {
+			for i := 0; i < o.conns; i++ {
+				select {
+				case sem <- struct{}{}:
+				case <-cutCtx.Done():
 					return
 				}
-				connected.Add(1)
-				handshake.add(time.Since(t0))
-				// The connection lives on a goroutine of its own: the handshake
-				// grew this one's stack (HTTP parsing), which a fresh goroutine
-				// does not inherit, and with tens of thousands of idle
-				// connections stacks are most of the load generator's memory.
-				go func() {
-					defer wg.Done()
-					defer release()
-					ws := c.ws
-					stop := context.AfterFunc(cutCtx, func() {
-						if !readyConn[i].Load() {
-							_ = ws.Close()
+				wg.Add(1)
+				go func(i int) {
+					c := &client{o: &o, a: adapter, st: st, syms: plans[i], src: o.src[i%len(o.src)], state: &conns[i], subs: newSubs(planIdx[i])}
+					released := false
+					release := func() {
+						if !released {
+							released = true
+							<-sem
 						}
-					})
-					defer stop()
-					c.onReady = func() {
-						readyConn[i].Store(true)
-						readyAt.add(time.Since(start))
-						ready.Add(1)
-						release()
-						checkReady()
 					}
-					err := c.run(ctx)
-					conns[i].closed.Store(true)
-					if err != nil && ctx.Err() == nil {
+					t0 := time.Now()
+					if err := c.dial(cutCtx); err != nil {
+						failed.Add(1)
 						st.errors.Add(1)
-						if !c.ready {
-							failed.Add(1)
+						emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+						checkReady()
+						release()
+						wg.Done()
+						return
+					}
+					connected.Add(1)
+					handshake.add(time.Since(t0))
+					// The connection lives on a goroutine of its own: the handshake
+					// grew this one's stack (HTTP parsing), which a fresh goroutine
+					// does not inherit, and with tens of thousands of idle
+					// connections stacks are most of the load generator's memory.
+					go func() {
+						defer wg.Done()
+						defer release()
+						ws := c.ws
+						stop := context.AfterFunc(cutCtx, func() {
+							if !readyConn[i].Load() {
+								_ = ws.Close()
+							}
+						})
+						defer stop()
+						c.onReady = func() {
+							readyConn[i].Store(true)
+							readyAt.add(time.Since(start))
+							ready.Add(1)
+							release()
 							checkReady()
 						}
-						if cutCtx.Err() == nil || c.ready {
-							emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+						err := c.run(ctx)
+						conns[i].closed.Store(true)
+						if err != nil && ctx.Err() == nil {
+							st.errors.Add(1)
+							if !c.subs.ready {
+								failed.Add(1)
+								checkReady()
+							}
+							if cutCtx.Err() == nil || c.subs.ready {
+								emit(map[string]any{"type": "error", "conn": o.first + i, "error": err.Error()})
+							}
 						}
-					}
-				}()
-			}(i)
-		}
-	}()
+					}()
+				}(i)
+			}
+		}()
+	}
 
 	var timeout <-chan time.Time
 	if o.readyTimeout > 0 {
@@ -326,9 +362,7 @@ type client struct {
 	syms    []string
 	src     string
 	ws      *websocket.Conn
-	held    map[string]int64
-	acked   bool
-	ready   bool
+	subs    subs
 	onReady func()
 }
 
@@ -379,7 +413,6 @@ func (c *client) run(ctx context.Context) error {
 	})
 	defer stop()
 	defer ws.Close()
-	c.held = make(map[string]int64, len(c.syms))
 	if err := c.a.Subscribe(ws, c.syms); err != nil {
 		return err
 	}
@@ -406,7 +439,6 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 // frame reads one frame into *bufp and accounts for it.
 func (c *client) frame(mt int, r io.Reader, bufp *[]byte) error {
 	ws := c.ws
-	st := c.st
 	buf := *bufp
 	defer func() { *bufp = buf }()
 	for {
@@ -429,57 +461,10 @@ func (c *client) frame(mt int, r io.Reader, bufp *[]byte) error {
 	if err != nil {
 		return err
 	}
-	switch kind {
-	case FrameAck:
-		c.acked = true
-		c.checkReady()
-	case FrameSnap:
-		scanQuotes(buf, func(e *Entry) {
-			st.snaps.Add(1)
-			if h, ok := c.held[string(e.Symbol)]; !ok || e.Seq > h {
-				c.held[string(e.Symbol)] = e.Seq
-			}
-		})
-		c.checkReady()
-	case FrameQuotes:
-		nowUs := time.Now().UnixMicro()
-		c.state.lastQuoteUs.Store(nowUs)
-		st.frames.Add(1)
-		n := scanQuotes(buf, func(e *Entry) {
-			st.hist[bucketOf(nowUs-e.TsMilli*1000)].Add(1)
-			base := e.Base
-			if base < 0 {
-				base = e.Seq - 1
-			}
-			h, ok := c.held[string(e.Symbol)]
-			switch {
-			case !ok:
-				st.covered.Add(1)
-				c.held[string(e.Symbol)] = e.Seq
-			case e.Seq <= h:
-				st.dups.Add(1)
-			default:
-				st.covered.Add(e.Seq - h)
-				if base != h {
-					st.gaps.Add(1)
-				}
-				c.held[string(e.Symbol)] = e.Seq
-			}
-		})
-		st.entries.Add(int64(n))
+	if c.subs.account(kind, buf, c.st, c.state, c.o.waitSnap) {
+		c.onReady()
 	}
 	return nil
-}
-
-func (c *client) checkReady() {
-	if c.ready || !c.acked {
-		return
-	}
-	if c.o.waitSnap && len(c.held) < len(c.syms) {
-		return
-	}
-	c.ready = true
-	c.onReady()
 }
 
 // Zipf-like popularity over ranks 0..n-1.

@@ -46,15 +46,16 @@ const RAMP_SECONDS = num('ramp-seconds', Math.max(300, Math.ceil(TARGET / 400)))
 /** Handshakes in flight per load generator: on a busy machine connecting is bound by scheduling delay, not by work. */
 const CONCURRENCY = num('concurrency', 200)
 /**
- * Load generator flags that trade its speed for memory per connection
- * (loadgen -read-buffer, -gogc): its memory, not the gateway's, is what
- * bounds one machine (docs/capacity.md). Ticks every TICK_MS, not every
+ * Load generator flags: its memory, not the gateway's, is what bounds one
+ * machine (docs/capacity.md), so it runs as event loops over non-blocking
+ * sockets (-mode=epoll: a few hundred bytes per connection, not a goroutine
+ * and its stack) with a low GC target. Ticks every TICK_MS, not every
  * second: the orchestrator keeps every tick line of every load generator
  * (56 of them at 1M, each line a latency histogram), and only the hold's
  * are needed.
  */
 const TICK_MS = 10_000
-const LOADGEN_ARGS = ['-read-buffer=512', '-gogc=50', `-report-ms=${TICK_MS}`]
+const LOADGEN_ARGS = ['-mode=epoll', '-gogc=50', `-report-ms=${TICK_MS}`]
 const OUT = args.out ?? '.run/capacity'
 /** The committed result is the full run's only. */
 const FULL = TARGET === 1_000_000

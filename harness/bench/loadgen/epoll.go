@@ -1,0 +1,534 @@
+//go:build linux
+
+package main
+
+// -mode=epoll: every connection of the process on one event loop (or
+// -loops of them), non-blocking sockets and one shared read buffer per loop.
+// A connection is a small struct (~150 bytes at K = 3) instead of a
+// goroutine with its stack, a gorilla Conn and the net poller's descriptor
+// (~10 KiB): the load generator's memory is what bounds how many connections
+// one machine holds with both ends on it (docs/capacity.md).
+//
+// It speaks the adapters whose client only subscribes (wsps, naive,
+// pushpin); Socket.IO's handshake and pings stay in the goroutine mode.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Connection states.
+const (
+	stIdle       = iota // not started
+	stConnecting        // TCP connect in progress (waiting for writable)
+	stUpgrading         // upgrade request sent, reading the answer
+	stOpen              // WebSocket open
+	stRetry             // a failed attempt, redialled at deadline
+	stDone              // closed for good
+)
+
+// econn is one connection's whole state in epoll mode.
+type econn struct {
+	fd       int32
+	state    uint8
+	attempts uint8
+	msgOp    byte   // opcode of the fragmented message being reassembled
+	subs     subs   // what it holds (account.go)
+	in       []byte // an incomplete frame or upgrade answer; nil when none
+	msg      []byte // a fragmented message so far; nil when none
+	out      []byte // bytes the socket did not take; nil when none
+	startUs  int64  // first dial (handshake time)
+	deadline int64  // unix µs: this attempt's timeout, or when to redial
+}
+
+// epollHooks tell main what happened to connection i (global index - first).
+type epollHooks struct {
+	connected func(i int, d time.Duration) // upgraded
+	ready     func(i int)                  // acked with its snapshots
+	failed    func(i int, err error)       // never became ready
+	lost      func(i int, err error)       // closed after it became ready
+}
+
+// epollLoop owns connections [lo, hi) of the process.
+type epollLoop struct {
+	o        *options
+	a        Adapter
+	st       *stats
+	states   []connState
+	hooks    epollHooks
+	lo, hi   int
+	next     int // next connection to start
+	maxDials int // handshakes in flight (started, not ready)
+	inflight map[int]struct{}
+	conns    []econn
+	ep       int
+	dst      syscall.SockaddrInet4
+	src      [][4]byte
+	host     string
+	path     string
+	buf      []byte // shared read buffer
+	wbuf     []byte // frame being written
+	rng      *rand.Rand
+	cut      *atomic.Bool // stop connecting; close what is not ready
+	stop     *atomic.Bool // close everything and return
+}
+
+const (
+	dialTimeout = 30 * time.Second
+	tickUs      = 100_000 // epoll_wait timeout: cut/stop/timeouts latency
+)
+
+func newEpollLoop(o *options, a Adapter, st *stats, states []connState, plan [][]int, lo, hi, maxDials int, hooks epollHooks, cut, stop *atomic.Bool) (*epollLoop, error) {
+	switch o.adapter {
+	case "wsps", "naive", "pushpin":
+	default:
+		return nil, fmt.Errorf("-mode=epoll does not speak -adapter=%s (use -mode=goroutine)", o.adapter)
+	}
+	u, err := url.Parse(o.url + a.Path())
+	if err != nil || u.Scheme != "ws" {
+		return nil, fmt.Errorf("-mode=epoll needs a ws:// URL, got %q", o.url)
+	}
+	addr, err := net.ResolveTCPAddr("tcp4", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	l := &epollLoop{
+		o: o, a: a, st: st, states: states, hooks: hooks, lo: lo, hi: hi, next: lo,
+		maxDials: max(1, maxDials), inflight: map[int]struct{}{}, conns: make([]econn, hi-lo),
+		dst: syscall.SockaddrInet4{Port: addr.Port}, host: u.Host, path: u.RequestURI(),
+		buf: make([]byte, 64<<10), rng: rand.New(rand.NewSource(int64(lo))), cut: cut, stop: stop,
+	}
+	copy(l.dst.Addr[:], addr.IP.To4())
+	for _, s := range o.src {
+		ip := net.ParseIP(s).To4()
+		if ip == nil {
+			return nil, fmt.Errorf("-src: %q is not an IPv4 address", s)
+		}
+		l.src = append(l.src, [4]byte(ip))
+	}
+	for i := range l.conns {
+		l.conns[i].fd = -1
+		l.conns[i].subs = newSubs(plan[lo+i])
+	}
+	if l.ep, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// run turns the loop until stop, then closes every connection with 1000.
+func (l *epollLoop) run() {
+	defer syscall.Close(l.ep)
+	events := make([]syscall.EpollEvent, 256)
+	lastSweep := int64(0)
+	cutDone := false
+	for !l.stop.Load() {
+		if l.cut.Load() && !cutDone {
+			cutDone = true
+			l.cutPending()
+		}
+		if !cutDone {
+			for l.next < l.hi && len(l.inflight) < l.maxDials {
+				i := l.next
+				l.next++
+				l.inflight[i] = struct{}{}
+				l.conns[i-l.lo].startUs = time.Now().UnixMicro()
+				l.dial(i)
+			}
+		}
+		n, err := syscall.EpollWait(l.ep, events, tickUs/1000)
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			fatal(fmt.Errorf("epoll_wait: %w", err))
+		}
+		for _, ev := range events[:max(n, 0)] {
+			l.event(int(ev.Fd), ev.Events)
+		}
+		if now := time.Now().UnixMicro(); now-lastSweep >= tickUs {
+			lastSweep = now
+			l.sweep(now)
+		}
+	}
+	for i := range l.conns {
+		c := &l.conns[i]
+		if c.state == stOpen {
+			l.write(i+l.lo, opClose, closePayload(1000, ""))
+		}
+		l.finish(i+l.lo, nil)
+	}
+}
+
+func (l *epollLoop) conn(i int) *econn { return &l.conns[i-l.lo] }
+
+// dial starts one attempt: a non-blocking connect from the connection's
+// source address (a port of that address per connection, as Go's dialer).
+func (l *epollLoop) dial(i int) {
+	c := l.conn(i)
+	c.attempts++
+	c.deadline = time.Now().Add(dialTimeout).UnixMicro()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		l.attemptFailed(i, fmt.Errorf("dial: socket: %w", err))
+		return
+	}
+	c.fd = int32(fd)
+	_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: l.src[i%len(l.src)]}); err != nil {
+		l.attemptFailed(i, fmt.Errorf("dial: bind: %w", err))
+		return
+	}
+	if err := syscall.Connect(fd, &l.dst); err != nil && !errors.Is(err, syscall.EINPROGRESS) {
+		l.attemptFailed(i, fmt.Errorf("dial: connect: %w", err))
+		return
+	}
+	c.state = stConnecting
+	if err := l.ctl(syscall.EPOLL_CTL_ADD, i, syscall.EPOLLOUT); err != nil {
+		l.attemptFailed(i, fmt.Errorf("dial: epoll: %w", err))
+	}
+}
+
+func (l *epollLoop) ctl(op, i int, events uint32) error {
+	return syscall.EpollCtl(l.ep, op, int(l.conn(i).fd), &syscall.EpollEvent{Events: events, Fd: int32(i)})
+}
+
+func (l *epollLoop) closeFd(c *econn) {
+	if c.fd >= 0 {
+		_ = syscall.Close(int(c.fd)) // also leaves the epoll set
+		c.fd = -1
+	}
+	c.in, c.msg, c.out = nil, nil, nil
+}
+
+// attemptFailed retries a dial or upgrade after 100 ms × attempts (as the
+// goroutine mode does), or gives the connection up.
+func (l *epollLoop) attemptFailed(i int, err error) {
+	c := l.conn(i)
+	l.closeFd(c)
+	if int(c.attempts) <= l.o.dialRetries && !l.cut.Load() {
+		c.state = stRetry
+		c.deadline = time.Now().UnixMicro() + int64(c.attempts)*100_000
+		return
+	}
+	l.finish(i, err)
+}
+
+// finish closes connection i for good and tells main why (err nil: our own stop).
+func (l *epollLoop) finish(i int, err error) {
+	c := l.conn(i)
+	if c.state == stDone {
+		return
+	}
+	wasStarted := c.state != stIdle
+	l.closeFd(c)
+	c.state = stDone
+	delete(l.inflight, i)
+	if !wasStarted {
+		return
+	}
+	l.states[i].closed.Store(true)
+	if err == nil {
+		return
+	}
+	if c.subs.ready {
+		l.hooks.lost(i, err)
+	} else {
+		l.hooks.failed(i, err)
+	}
+}
+
+// cutPending closes the connections that are not ready (the ready timeout
+// or "cut"): deliveries are then counted only for known subscriptions.
+func (l *epollLoop) cutPending() {
+	for i := range l.inflight {
+		l.finish(i, errors.New("context canceled"))
+	}
+}
+
+// sweep redials what waited its turn and times out slow handshakes.
+func (l *epollLoop) sweep(now int64) {
+	for i := range l.inflight {
+		c := l.conn(i)
+		if now < c.deadline {
+			continue
+		}
+		switch c.state {
+		case stRetry:
+			l.dial(i)
+		case stConnecting, stUpgrading:
+			l.attemptFailed(i, errors.New("dial: i/o timeout"))
+		}
+	}
+}
+
+func (l *epollLoop) event(i int, events uint32) {
+	if i < l.lo || i >= l.hi {
+		return
+	}
+	c := l.conn(i)
+	switch c.state {
+	case stConnecting:
+		l.connected(i)
+	case stUpgrading, stOpen:
+		if events&syscall.EPOLLOUT != 0 && len(c.out) > 0 {
+			l.flush(i)
+		}
+		if events&(syscall.EPOLLIN|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+			l.readable(i)
+		}
+	}
+}
+
+// connected: the TCP connect finished (or failed); send the upgrade.
+func (l *epollLoop) connected(i int) {
+	c := l.conn(i)
+	soErr, err := syscall.GetsockoptInt(int(c.fd), syscall.SOL_SOCKET, syscall.SO_ERROR)
+	if err == nil && soErr != 0 {
+		err = syscall.Errno(soErr)
+	}
+	if err != nil {
+		l.attemptFailed(i, fmt.Errorf("dial: connect: %w", err))
+		return
+	}
+	c.state = stUpgrading
+	if err := l.ctl(syscall.EPOLL_CTL_MOD, i, syscall.EPOLLIN); err != nil {
+		l.attemptFailed(i, err)
+		return
+	}
+	l.send(i, upgradeRequest(l.host, l.path, wsKey(l.o.first+i)))
+}
+
+// readable drains the socket through the shared buffer.
+func (l *epollLoop) readable(i int) {
+	c := l.conn(i)
+	for c.state == stUpgrading || c.state == stOpen {
+		n, err := syscall.Read(int(c.fd), l.buf)
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+			return
+		}
+		if err != nil || n == 0 {
+			if err == nil {
+				err = errors.New("unexpected EOF")
+			}
+			if c.state == stUpgrading {
+				l.attemptFailed(i, fmt.Errorf("websocket: handshake: %w", err))
+			} else {
+				l.finish(i, fmt.Errorf("read: %w", err))
+			}
+			return
+		}
+		l.consume(i, l.buf[:n])
+		if n < len(l.buf) {
+			return
+		}
+	}
+}
+
+// consume parses what a read returned, after what an earlier read left.
+func (l *epollLoop) consume(i int, b []byte) {
+	c := l.conn(i)
+	if len(c.in) > 0 {
+		c.in = append(c.in, b...)
+		b = c.in
+	}
+	off := 0
+	if c.state == stUpgrading {
+		n, err := upgradeResponse(b, wsKey(l.o.first+i))
+		if err != nil {
+			l.attemptFailed(i, err)
+			return
+		}
+		if n == 0 {
+			l.keep(c, b, 0)
+			return
+		}
+		off = n
+		c.state = stOpen
+		l.hooks.connected(i, time.Duration(time.Now().UnixMicro()-c.startUs)*time.Microsecond)
+		names := make([]string, len(c.subs.plan))
+		for j, r := range c.subs.plan {
+			names[j] = symbolName(r)
+		}
+		if !l.write(i, opText, subFrame(names)) {
+			return
+		}
+	}
+	for c.state == stOpen {
+		f, n, err := parseFrame(b[off:])
+		if err != nil {
+			l.finish(i, err)
+			return
+		}
+		if n == 0 {
+			break
+		}
+		off += n
+		if !l.onFrame(i, f) {
+			return
+		}
+	}
+	l.keep(c, b, off)
+}
+
+// keep holds the unparsed tail b[off:] for the next read (nil when none,
+// so an idle connection holds no buffer).
+func (l *epollLoop) keep(c *econn, b []byte, off int) {
+	rest := len(b) - off
+	switch {
+	case rest == 0:
+		c.in = nil
+	case len(c.in) > 0 && &b[0] == &c.in[0]:
+		c.in = c.in[:copy(c.in, b[off:])]
+	default:
+		c.in = append(make([]byte, 0, rest), b[off:]...)
+	}
+}
+
+// onFrame handles one frame; false when the connection closed.
+func (l *epollLoop) onFrame(i int, f frame) bool {
+	c := l.conn(i)
+	switch f.op {
+	case opPing:
+		return l.write(i, opPong, f.payload)
+	case opPong:
+		return true
+	case opClose:
+		code := 1005
+		if len(f.payload) >= 2 {
+			code = int(f.payload[0])<<8 | int(f.payload[1])
+		}
+		if code != 1005 {
+			l.write(i, opClose, closePayload(code, ""))
+		} else {
+			l.write(i, opClose, nil)
+		}
+		l.finish(i, closeError(f.payload))
+		return false
+	case opText, opBinary:
+		if c.msg != nil {
+			l.finish(i, errors.New("websocket: data frame inside a fragmented message"))
+			return false
+		}
+		if f.fin {
+			return l.message(i, f.op, f.payload)
+		}
+		c.msgOp = f.op
+		c.msg = append(make([]byte, 0, 2*len(f.payload)), f.payload...)
+		return true
+	case opContinuation:
+		if c.msg == nil {
+			l.finish(i, errors.New("websocket: continuation without a message"))
+			return false
+		}
+		if len(c.msg)+len(f.payload) > maxFrame {
+			l.finish(i, errFrameTooBig)
+			return false
+		}
+		c.msg = append(c.msg, f.payload...)
+		if !f.fin {
+			return true
+		}
+		msg := c.msg
+		c.msg = nil
+		return l.message(i, c.msgOp, msg)
+	}
+	l.finish(i, fmt.Errorf("websocket: unknown opcode %d", f.op))
+	return false
+}
+
+// message accounts for one whole text message; false when it closed the connection.
+func (l *epollLoop) message(i int, op byte, d []byte) bool {
+	if op != opText {
+		return true
+	}
+	c := l.conn(i)
+	kind, err := l.a.Classify(nil, d)
+	if err != nil {
+		l.finish(i, err)
+		return false
+	}
+	if c.subs.account(kind, d, l.st, &l.states[i], l.o.waitSnap) {
+		delete(l.inflight, i)
+		l.hooks.ready(i)
+	}
+	return true
+}
+
+// write sends one masked frame; false when the connection closed.
+func (l *epollLoop) write(i int, op byte, payload []byte) bool {
+	var mask [4]byte
+	l.rng.Read(mask[:])
+	l.wbuf = appendFrame(l.wbuf[:0], op, payload, mask)
+	return l.send(i, l.wbuf)
+}
+
+// send writes b, or queues what the socket did not take until it is
+// writable; false when the connection closed.
+func (l *epollLoop) send(i int, b []byte) bool {
+	c := l.conn(i)
+	if len(c.out) > 0 {
+		c.out = append(c.out, b...)
+		return true
+	}
+	n, err := syscall.Write(int(c.fd), b)
+	if err != nil && !errors.Is(err, syscall.EAGAIN) {
+		l.finish(i, fmt.Errorf("write: %w", err))
+		return false
+	}
+	if n = max(n, 0); n < len(b) {
+		c.out = append([]byte(nil), b[n:]...)
+		if err := l.ctl(syscall.EPOLL_CTL_MOD, i, syscall.EPOLLIN|syscall.EPOLLOUT); err != nil {
+			l.finish(i, err)
+			return false
+		}
+	}
+	return true
+}
+
+func (l *epollLoop) flush(i int) {
+	c := l.conn(i)
+	n, err := syscall.Write(int(c.fd), c.out)
+	if err != nil && !errors.Is(err, syscall.EAGAIN) {
+		l.finish(i, fmt.Errorf("write: %w", err))
+		return
+	}
+	if c.out = c.out[max(n, 0):]; len(c.out) == 0 {
+		c.out = nil
+		if err := l.ctl(syscall.EPOLL_CTL_MOD, i, syscall.EPOLLIN); err != nil {
+			l.finish(i, err)
+		}
+	}
+}
+
+// startEpoll splits the connections between o.loops event loops and runs
+// them: they stop connecting when cutCtx ends and close everything when
+// ctx ends (wg then returns).
+func startEpoll(ctx, cutCtx context.Context, o *options, a Adapter, st *stats, states []connState, plan [][]int, hooks epollHooks, wg *sync.WaitGroup) error {
+	var cut, stop atomic.Bool
+	context.AfterFunc(cutCtx, func() { cut.Store(true) })
+	context.AfterFunc(ctx, func() { stop.Store(true) })
+	n := max(1, min(o.loops, o.conns))
+	loops := make([]*epollLoop, 0, n)
+	for k := 0; k < n; k++ {
+		lo, hi := o.conns*k/n, o.conns*(k+1)/n
+		l, err := newEpollLoop(o, a, st, states, plan, lo, hi, o.concurrency/n, hooks, &cut, &stop)
+		if err != nil {
+			return err
+		}
+		loops = append(loops, l)
+	}
+	for _, l := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.run()
+		}()
+	}
+	return nil
+}

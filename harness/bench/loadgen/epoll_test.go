@@ -1,0 +1,139 @@
+//go:build linux
+
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// One connection of the epoll loop against a gorilla server on loopback:
+// the subscription, a snapshot in fragments, a ping, a quote, the server's close.
+func TestEpollLoopAgainstServer(t *testing.T) {
+	pong := make(chan string, 1)
+	sub := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A small write buffer makes gorilla send the snapshot in fragments.
+		ws, err := (&websocket.Upgrader{WriteBufferSize: 64}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		ws.SetPongHandler(func(d string) error { pong <- d; return nil })
+		_, d, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		sub <- string(d)
+		go func() { // the pong arrives through the reader
+			for {
+				if _, _, err := ws.NextReader(); err != nil {
+					return
+				}
+			}
+		}()
+		send := func(s string) { _ = ws.WriteMessage(websocket.TextMessage, []byte(s)) }
+		send(`{"op":"ack","id":1}`)
+		// NextWriter (not WriteMessage) goes through the 64-byte buffer: fragments.
+		if w, err := ws.NextWriter(websocket.TextMessage); err == nil {
+			_, _ = w.Write([]byte(`{"op":"snap","quotes":[{"symbol":"S0003","seq":1,"ts":1,"pad":"` + strings.Repeat("x", 300) + `"},{"symbol":"S0007","seq":4,"ts":1}]}`))
+			_ = w.Close()
+		}
+		_ = ws.WriteControl(websocket.PingMessage, []byte("beat"), time.Now().Add(time.Second))
+		select {
+		case <-time.After(30 * time.Second):
+		case d := <-pong:
+			pong <- d
+		}
+		send(`{"op":"q","quotes":[{"symbol":"S0007","seq":5,"ts":1}]}`)
+		time.Sleep(200 * time.Millisecond)
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(1001, "bye"), time.Now().Add(time.Second))
+		time.Sleep(200 * time.Millisecond)
+	}))
+	defer srv.Close()
+
+	o := &options{adapter: "wsps", url: "ws" + strings.TrimPrefix(srv.URL, "http"), conns: 1, src: []string{"127.0.0.1"}, waitSnap: true, dialRetries: 0}
+	st := &stats{}
+	states := make([]connState, 1)
+	var mu sync.Mutex
+	var events []string
+	note := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
+	lostErr := make(chan error, 1)
+	hooks := epollHooks{
+		connected: func(int, time.Duration) { note("connected") },
+		ready:     func(int) { note("ready") },
+		failed:    func(_ int, err error) { note("failed: " + err.Error()) },
+		lost:      func(_ int, err error) { lostErr <- err },
+	}
+	defer startLoop(t, o, st, states, [][]int{{3, 7}}, hooks)()
+
+	select {
+	case err := <-lostErr:
+		if !strings.Contains(err.Error(), "close 1001") {
+			t.Fatalf("lost with %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the server's close never reached the loop")
+	}
+	if s := <-sub; s != `{"id":1,"op":"sub","symbols":["S0003","S0007"]}` {
+		t.Fatalf("subscription %s", s)
+	}
+	select {
+	case d := <-pong:
+		if d != "beat" {
+			t.Fatalf("pong %q", d)
+		}
+	default:
+		t.Fatal("the ping got no pong")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(events, ",") != "connected,ready" {
+		t.Fatalf("events %v", events)
+	}
+	if st.snaps.Load() != 2 || st.entries.Load() != 1 || st.covered.Load() != 1 || st.gaps.Load() != 0 || !states[0].closed.Load() || states[0].lastQuoteUs.Load() == 0 {
+		t.Fatalf("snaps %d entries %d covered %d gaps %d closed %v", st.snaps.Load(), st.entries.Load(), st.covered.Load(), st.gaps.Load(), states[0].closed.Load())
+	}
+}
+
+// A refused upgrade is retried, then reported as the orchestrator reads it.
+func TestEpollLoopRefused(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "full", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	o := &options{adapter: "wsps", url: "ws" + strings.TrimPrefix(srv.URL, "http"), conns: 1, src: []string{"127.0.0.1"}, waitSnap: true, dialRetries: 2}
+	failed := make(chan error, 1)
+	hooks := epollHooks{connected: func(int, time.Duration) {}, ready: func(int) {}, failed: func(_ int, err error) { failed <- err }, lost: func(int, error) {}}
+	defer startLoop(t, o, &stats{}, make([]connState, 1), [][]int{{1}}, hooks)()
+	select {
+	case err := <-failed:
+		if !strings.Contains(err.Error(), "HTTP 503") || hits.Load() != 3 {
+			t.Fatalf("%v after %d attempts", err, hits.Load())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("never gave up")
+	}
+}
+
+// startLoop runs one epoll loop over o.conns connections; the returned func stops it.
+func startLoop(t *testing.T, o *options, st *stats, states []connState, plan [][]int, hooks epollHooks) func() {
+	t.Helper()
+	var cut, stop atomic.Bool
+	l, err := newEpollLoop(o, wspsAdapter{}, st, states, plan, 0, o.conns, 4, hooks, &cut, &stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { l.run(); close(done) }()
+	return func() { stop.Store(true); <-done }
+}
