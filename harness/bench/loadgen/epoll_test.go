@@ -3,6 +3,7 @@
 package main
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,7 +73,8 @@ func TestEpollLoopAgainstServer(t *testing.T) {
 		failed:    func(_ int, err error) { note("failed: " + err.Error()) },
 		lost:      func(_ int, err error) { lostErr <- err },
 	}
-	defer startLoop(t, o, st, states, [][]int{{3, 7}}, hooks)()
+	_, stopLoop := startLoop(t, o, st, states, [][]int{{3, 7}}, hooks)
+	defer stopLoop()
 
 	select {
 	case err := <-lostErr:
@@ -114,7 +116,8 @@ func TestEpollLoopRefused(t *testing.T) {
 	o := &options{adapter: "wsps", url: "ws" + strings.TrimPrefix(srv.URL, "http"), conns: 1, src: []string{"127.0.0.1"}, waitSnap: true, dialRetries: 2}
 	failed := make(chan error, 1)
 	hooks := epollHooks{connected: func(int, time.Duration) {}, ready: func(int) {}, failed: func(_ int, err error) { failed <- err }, lost: func(int, error) {}}
-	defer startLoop(t, o, &stats{}, make([]connState, 1), [][]int{{1}}, hooks)()
+	_, stopLoop := startLoop(t, o, &stats{}, make([]connState, 1), [][]int{{1}}, hooks)
+	defer stopLoop()
 	select {
 	case err := <-failed:
 		if !strings.Contains(err.Error(), "HTTP 503") || hits.Load() != 3 {
@@ -125,15 +128,65 @@ func TestEpollLoopRefused(t *testing.T) {
 	}
 }
 
-// startLoop runs one epoll loop over o.conns connections; the returned func stops it.
-func startLoop(t *testing.T, o *options, st *stats, states []connState, plan [][]int, hooks epollHooks) func() {
+// "cut" (or the ready timeout) closes the connections not ready yet and
+// says so; a connection stuck in its upgrade does not hold the loop.
+func TestEpollLoopCut(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 2)
+	go func() { // accepts and never answers the upgrade
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	o := &options{adapter: "wsps", url: "ws://" + ln.Addr().String(), conns: 2, src: []string{"127.0.0.1"}, waitSnap: true}
+	failed := make(chan error, 2)
+	hooks := epollHooks{connected: func(int, time.Duration) {}, ready: func(int) {}, failed: func(_ int, err error) { failed <- err }, lost: func(int, error) {}}
+	states := make([]connState, 2)
+	cut, stopLoop := startLoop(t, o, &stats{}, states, [][]int{{1}, {2}}, hooks)
+	defer stopLoop()
+	for range 2 {
+		select {
+		case c := <-accepted:
+			defer c.Close()
+		case <-time.After(60 * time.Second):
+			t.Fatal("the loop did not connect")
+		}
+	}
+	cut.Store(true)
+	for range 2 {
+		select {
+		case err := <-failed:
+			if !strings.Contains(err.Error(), "context canceled") {
+				t.Fatalf("cut reported as %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("cut did not close the pending connections")
+		}
+	}
+	if !states[0].closed.Load() || !states[1].closed.Load() {
+		t.Fatal("cut connections not marked closed")
+	}
+}
+
+// startLoop runs one epoll loop over o.conns connections: setting cut cuts
+// it, stopLoop stops it.
+func startLoop(t *testing.T, o *options, st *stats, states []connState, plan [][]int, hooks epollHooks) (cut *atomic.Bool, stopLoop func()) {
 	t.Helper()
-	var cut, stop atomic.Bool
-	l, err := newEpollLoop(o, wspsAdapter{}, st, states, plan, 0, o.conns, 4, hooks, &cut, &stop)
+	cut = &atomic.Bool{}
+	var stop atomic.Bool
+	l, err := newEpollLoop(o, wspsAdapter{}, st, states, plan, 0, o.conns, 4, hooks, cut, &stop)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { l.run(); close(done) }()
-	return func() { stop.Store(true); <-done }
+	return cut, func() { stop.Store(true); <-done }
 }
