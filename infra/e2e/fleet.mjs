@@ -153,9 +153,5 @@ export class Fleet {
   }
 }
 
-/** @param {number[]} xs @param {number} p */
-export function pct (xs, p) {
-  if (!xs.length) return null
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
-}
+// Percentiles of the reconnect times: the harness's one percentile helper.
+export { percentile as pct } from '../../harness/testkit/src/stats.js'

@@ -63,22 +63,9 @@ export function scenarios (cfg, plan) {
   }
 }
 
-/**
- * mulberry32: small seeded PRNG, values in [0, 1).
- *
- * @param {number} seed
- * @returns {() => number}
- */
-export function prng (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+// mulberry32, the seeded PRNG of the fetcher's simulated market (plain ESM,
+// no imports): one implementation for both.
+export { prng } from '../../services/quote-fetcher/src/providers/sim.js'
 
 /**
  * A Zipf-like picker over `symbols` in order: weight of rank r is 1 / r^skew,

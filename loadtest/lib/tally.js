@@ -11,6 +11,8 @@
 // passes * 2^bit back. Exact, cheap (log2 of the count per flush), and
 // independent of how many nodes there are.
 
+import { histogramPercentile } from '../../harness/testkit/src/stats.js'
+
 export const TALLY_PREFIX = 'wsps|'
 
 /**
@@ -43,16 +45,8 @@ export function bucketBounds (i) {
  * @returns {number | null}
  */
 export function histPercentile (hist, p) {
-  const keys = Object.keys(hist).map(Number).sort((a, b) => a - b)
-  const total = keys.reduce((t, k) => t + hist[k], 0)
-  if (total === 0) return null
-  const rank = Math.max(1, Math.ceil((p / 100) * total))
-  let seen = 0
-  for (const k of keys) {
-    seen += hist[k]
-    if (seen >= rank) return bucketBounds(k)[1]
-  }
-  return bucketBounds(keys[keys.length - 1])[1]
+  const v = histogramPercentile(Object.entries(hist), p, (k) => bucketBounds(k)[1])
+  return Number.isNaN(v) ? null : v
 }
 
 /**

@@ -1,6 +1,7 @@
 // A fleet of loadgen processes against one server: spread over processes
 // and fresh loopback source addresses, pinned to the load generator's core.
 
+import { histogramPercentile } from '../../testkit/src/stats.js'
 import { start } from './spawn.js'
 
 let nextIp = 20
@@ -115,21 +116,10 @@ export function bucketMs (b) {
 }
 
 /**
- * @param {Map<number, number>} hist
+ * @param {Map<number, number>} hist loadgen bucket -> count
  * @param {number[]} qs quantiles (0..1)
- * @returns {number[]} ms
+ * @returns {number[]} ms (upper bucket edges; NaN when empty)
  */
 export function quantiles (hist, qs) {
-  const keys = [...hist.keys()].sort((a, b) => a - b)
-  const total = keys.reduce((a, k) => a + /** @type {number} */ (hist.get(k)), 0)
-  return qs.map((q) => {
-    if (total === 0) return NaN
-    const want = q * total
-    let acc = 0
-    for (const k of keys) {
-      acc += /** @type {number} */ (hist.get(k))
-      if (acc >= want) return bucketMs(k)
-    }
-    return bucketMs(keys[keys.length - 1])
-  })
+  return qs.map((q) => histogramPercentile(hist, q * 100, bucketMs))
 }

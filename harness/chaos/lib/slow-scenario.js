@@ -8,7 +8,7 @@
 // (they must catch up through conflated updates, with no gap), the
 // "sleepers" stay paused until the gateway cuts them off.
 
-import { Histogram } from './stats.js'
+import { Histogram } from '../../testkit/src/stats.js'
 import { startFleet } from './fleet.js'
 import { sleep, startFetcher, startGateway, startRedis, waitFor } from '../../testkit/src/index.js'
 

@@ -9,7 +9,7 @@ import { runFuzz } from '../lib/fuzz.js'
 import { LeanClient } from '../lib/lean-client.js'
 import { upgradeHead } from '../lib/raw.js'
 import { Report } from '../lib/report.js'
-import { mb } from '../lib/stats.js'
+import { mb } from '../../testkit/src/stats.js'
 import { sleep, startFetcher, startGateway, startRedis } from '../../testkit/src/index.js'
 
 /** gateway.js: HEADERS_TIMEOUT_MS */

@@ -13,7 +13,7 @@
 import WebSocket from 'ws'
 import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
 import { Report } from '../lib/report.js'
-import { percentile } from '../lib/stats.js'
+import { percentile } from '../../testkit/src/stats.js'
 import { sleep, startFetcher, startGateway, startRedis, waitFor } from '../../testkit/src/index.js'
 
 /**

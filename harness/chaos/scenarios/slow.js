@@ -2,7 +2,7 @@
 // ones (lib/slow-scenario.js does the work; this turns it into figures).
 
 import { Report } from '../lib/report.js'
-import { mb } from '../lib/stats.js'
+import { mb } from '../../testkit/src/stats.js'
 import { runSlowConsumers } from '../lib/slow-scenario.js'
 
 /**

@@ -292,6 +292,6 @@ export function parseMetrics (text) {
   return out
 }
 
-export { TestClient } from './test-client.js'
+export { ClientPool, TestClient } from './test-client.js'
 export { SseStream } from './sse-stream.js'
 export { startNginx } from './nginx.js'

@@ -169,3 +169,27 @@ export class TestClient {
     return this.closedPromise
   }
 }
+
+/**
+ * The TestClients of one test file: connect() opens and remembers one,
+ * terminate() ends them all (the file's `after` hook).
+ */
+export class ClientPool {
+  /** @type {TestClient[]} */
+  #clients = []
+
+  /**
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   */
+  async connect (url, options) {
+    const c = await TestClient.connect(url, options)
+    this.#clients.push(c)
+    return c
+  }
+
+  terminate () {
+    for (const c of this.#clients) c.ws.terminate()
+    this.#clients = []
+  }
+}

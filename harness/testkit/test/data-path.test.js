@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { TestClient, sleep, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { ClientPool, sleep, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
 
 const LEASE_MS = 1500
 /** @type {Awaited<ReturnType<typeof startRedis>>} */
@@ -18,13 +18,8 @@ let gwB
 /** @type {Redis} */
 let r
 const keys = redisKeys('wsps')
-/** @type {TestClient[]} */
-const clients = []
-const connect = async (/** @type {string} */ url) => {
-  const c = await TestClient.connect(url)
-  clients.push(c)
-  return c
-}
+const clients = new ClientPool()
+const connect = (/** @type {string} */ url) => clients.connect(url)
 
 before(async () => {
   redis = await startRedis()
@@ -35,7 +30,7 @@ before(async () => {
 })
 
 after(async () => {
-  for (const c of clients) c.ws.terminate()
+  clients.terminate()
   await Promise.all(procs.map((p) => p.stop()))
   r.disconnect()
   await redis.close()

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { ErrorCode, Limits } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
-import { TestClient, sleep, startGateway, startRedis, waitFor } from '../src/index.js'
+import { ClientPool, sleep, startGateway, startRedis, waitFor } from '../src/index.js'
 import { runIsolated } from '../../chaos/lib/isolate.js'
 import { quoteStream } from '../../chaos/lib/slow-distinct-scenario.js'
 
@@ -20,13 +20,8 @@ let redis
 let gw
 /** @type {Redis} */
 let r
-/** @type {TestClient[]} */
-const clients = []
-const connect = async () => {
-  const c = await TestClient.connect(gw.wsUrl)
-  clients.push(c)
-  return c
-}
+const clients = new ClientPool()
+const connect = () => clients.connect(gw.wsUrl)
 
 before(async () => {
   redis = await startRedis()
@@ -35,7 +30,7 @@ before(async () => {
 })
 
 after(async () => {
-  for (const c of clients) c.ws.terminate()
+  clients.terminate()
   await gw.stop()
   r.disconnect()
   await redis.close()
@@ -59,7 +54,7 @@ async function publish (next, symbol, n) {
   await pipe.exec()
 }
 
-/** @param {TestClient} c @param {string} symbol */
+/** @param {import('../src/index.js').TestClient} c @param {string} symbol */
 const deltas = (c, symbol) => c.frames.filter((f) => f.op === 'q').flatMap((f) => f.quotes).filter((q) => q.symbol === symbol)
 
 test('distinct: every tick of a burst arrives once, in seq order, never merged; merge readers of the same burst hold the same state', async () => {

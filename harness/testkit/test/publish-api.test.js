@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { TestClient, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { ClientPool, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
 
 const TOKEN = 'test-publish-token-0123456789'
 const RATE = 10
@@ -26,13 +26,8 @@ let simGateway
 /** @type {Redis} */
 let r
 const pushKeys = redisKeys('pp')
-/** @type {TestClient[]} */
-const clients = []
-const connect = async (/** @type {string} */ url) => {
-  const c = await TestClient.connect(url)
-  clients.push(c)
-  return c
-}
+const clients = new ClientPool()
+const connect = (/** @type {string} */ url) => clients.connect(url)
 
 before(async () => {
   redis = await startRedis()
@@ -48,7 +43,7 @@ before(async () => {
 })
 
 after(async () => {
-  for (const c of clients) c.ws.terminate()
+  clients.terminate()
   await Promise.all(procs.map((p) => p.stop()))
   r.disconnect()
   await redis.close()

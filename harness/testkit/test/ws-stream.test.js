@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { TestClient, startFakeVendor, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { ClientPool, startFakeVendor, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
 
 // The Alpaca-style mapping and templates of docs/feeding.md.
 const STREAM = {
@@ -28,13 +28,8 @@ let fetchers = []
 /** @type {Redis} */
 let r
 const keys = redisKeys('wsps')
-/** @type {TestClient[]} */
-const clients = []
-const connect = async () => {
-  const c = await TestClient.connect(gateway.wsUrl)
-  clients.push(c)
-  return c
-}
+const clients = new ClientPool()
+const connect = () => clients.connect(gateway.wsUrl)
 
 before(async () => {
   redis = await startRedis()
@@ -46,7 +41,7 @@ before(async () => {
 })
 
 after(async () => {
-  for (const c of clients) c.ws.terminate()
+  clients.terminate()
   await Promise.all([...fetchers, gateway, vendor].map((p) => p.stop()))
   r.disconnect()
   await redis.close()

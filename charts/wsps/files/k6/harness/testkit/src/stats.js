@@ -1,0 +1,1 @@
+../../../../../../../harness/testkit/src/stats.js

@@ -1,0 +1,1 @@
+../../../../../../../../services/quote-fetcher/src/providers/provider.js

@@ -1,0 +1,1 @@
+../../../../../../../../services/quote-fetcher/src/providers/sim.js
