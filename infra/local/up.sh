@@ -30,9 +30,12 @@ fi
 unset_wsps=()
 for v in $(compgen -e | grep '^WSPS_' || true); do unset_wsps+=(-u "$v"); done
 common=(env "${unset_wsps[@]}" WSPS_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" WSPS_HOST=127.0.0.1 WSPS_LOG_LEVEL="${WSPS_LOG_LEVEL:-info}")
+# The publish API (docs/feeding.md) is on, with a token made once per .run/.
+TOKEN_FILE=$RUN_DIR/publish-token
+[[ -s $TOKEN_FILE ]] || (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(24).toString('hex'))" >"$TOKEN_FILE")
 for i in "${!FETCHER_PORTS[@]}"; do
   start "fetcher-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${FETCHER_PORTS[$i]}" WSPS_NODE_NAME="fetcher-$((i + 1))" \
-    node services/quote-fetcher/src/main.js
+    WSPS_PUBLISH_TOKEN_FILE="$TOKEN_FILE" node services/quote-fetcher/src/main.js
 done
 for i in "${!GATEWAY_PORTS[@]}"; do
   start "gateway-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${GATEWAY_PORTS[$i]}" WSPS_NODE_NAME="gateway-$((i + 1))" \
@@ -76,6 +79,7 @@ cat <<MSG
     WebSocket        ws://localhost:$NGINX_PORT/ws   (try: {"op":"sub","symbols":["AAPL","MSFT"],"id":1})
     Gateways         $(for p in "${GATEWAY_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)(/healthz /readyz /metrics)
     Quote-fetcher    $(for p in "${FETCHER_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)(/metrics)
+    Publish quotes   POST http://127.0.0.1:${FETCHER_PORTS[0]}/v1/quotes   (Bearer token in .run/publish-token; see docs/feeding.md)
     Redis            redis://127.0.0.1:$REDIS_PORT
     Logs             make logs   (files in .run/logs/)
     Stop             make down

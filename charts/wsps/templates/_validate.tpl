@@ -137,6 +137,20 @@ wsps: gateway.ingress.timeoutSeconds
 wsps: fetcher.upstreamUrl
     fetcher.provider=http needs fetcher.upstreamUrl (an http(s) URL).
 {{- end -}}
+{{- if and $f.publish.enabled (not $f.publish.existingSecret) }}
+wsps: fetcher.publish.existingSecret
+    fetcher.publish.enabled needs fetcher.publish.existingSecret: a Secret
+    with the publish token under fetcher.publish.existingSecretKey.
+{{- end -}}
+{{- if and (eq $f.provider "push") (not $f.publish.enabled) }}
+wsps: fetcher.provider
+    fetcher.provider=push takes quotes only through the publish API:
+    set fetcher.publish.enabled=true.
+{{- end -}}
+{{- if and (eq $f.provider "ws-stream") (not (regexMatch "^wss?://" (toString (index $f.config "WSPS_STREAM_URL")))) }}
+wsps: fetcher.config.WSPS_STREAM_URL
+    fetcher.provider=ws-stream needs fetcher.config.WSPS_STREAM_URL (a ws(s) URL).
+{{- end -}}
 {{- end -}}
 
 {{- define "wsps.validate.loadtest" -}}

@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --loadgen=BIN
-//   [--only=fanout,hot,idle,nginx,sim] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
+//   [--only=fanout,hot,idle,nginx,sim,ingest] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
 //
 // The parts are in sections/; what they share (the publisher, the measured
 // step) in bench-run.js; sizes in profiles.js.
@@ -21,6 +21,7 @@ import { capacitySim } from './sections/capacity-sim.js'
 import { fanoutAll } from './sections/fanout.js'
 import { hotSymbols } from './sections/hot.js'
 import { idleAndStorm } from './sections/idle.js'
+import { ingest } from './sections/ingest.js'
 import { nginxVsDirect } from './sections/nginx.js'
 import { NICE, start } from './spawn.js'
 
@@ -28,7 +29,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
-const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim').split(','))
+const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest').split(','))
 const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,socketio,pushpin').split(',')
 
 /** Server under test on core 1; load generator, Redis, publisher, nginx on core 0. */
@@ -51,7 +52,8 @@ const results = {
   hot: null,
   idle: {},
   nginx: null,
-  sim: null
+  sim: null,
+  ingest: null
 }
 
 log(`profile ${PROFILE}; loadgen ${LOADGEN}; run dir ${runDir}`)
@@ -94,6 +96,7 @@ try {
   }
   if (ONLY.has('nginx')) results.nginx = await part('nginx', () => nginxVsDirect(run))
   if (ONLY.has('sim')) results.sim = await part('sim', () => capacitySim(run))
+  if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
   await publisher.stop()

@@ -97,6 +97,16 @@ export function renderMarkdown (r) {
     for (const x of r.sim) out.push(`| ${x.processes} | ${f(x.redisChannelsPerProcess)} | ${f(x.redisEgressPerSec)} | ${f(x.gatewayQuotesInPerSecPerProcess)} | ${f(x.delivered)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${f(x.cpu.gateways, 2)} | ${f(x.cpu.redis, 2)} |`)
     out.push('')
   }
+  if (Array.isArray(r.ingest)) {
+    out.push('## Ingest: the publish API', '')
+    out.push(`One push-only quote-fetcher on the server core takes \`POST /v1/quotes\` (${p.ingestConcurrency} requests in flight) for ${p.ingestSymbols} symbols that one client watches at a gateway; after each run the client must hold the last quote of every symbol (docs/feeding.md). Target: ≥ 50,000 quotes/s per fetcher core with batches of 100 or more.`, '')
+    out.push('| quotes / request | requests | quotes/s accepted | fetcher CPU (cores) | quotes/s per core | client caught up (ms) |')
+    out.push('| ---: | ---: | ---: | ---: | ---: | ---: |')
+    for (const x of r.ingest) out.push(`| ${f(x.batch)} | ${f(x.requests)} | ${f(x.acceptedPerSec)} | ${f(x.fetcherCores, 2)} | ${f(x.acceptedPerSecPerCore)} | ${f(x.clientCaughtUpMs)} |`)
+    out.push('')
+  } else if (r.ingest?.error) {
+    out.push('## Ingest: the publish API', '', `failed: ${r.ingest.error}`, '')
+  }
   out.push(...targets(r))
   out.push('Raw numbers: [results.json](results.json). Method: [README.md](README.md). Profiles, causes and proposed gateway changes: [analysis.md](analysis.md). Scale model: [../capacity.md](../capacity.md).', '')
   return out.join('\n')

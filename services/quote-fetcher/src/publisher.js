@@ -1,8 +1,13 @@
-// Publishes quotes: one round trip per job or publish request, each quote
-// through the publish script (seq INCR, latest SET with TTL, PUBLISH)
-// atomically. On a Redis
+// Publishes quotes: one round trip per job or publish request, through the
+// publish script (per quote: seq INCR, latest SET with TTL, PUBLISH,
+// atomically), many quotes per script call on a single Redis. On a Redis
 // Cluster the script uses SPUBLISH (the channel shares the symbol's slot)
 // and ioredis batches the calls per shard.
+
+import { publishArgs } from '@wsps/shared/scripts'
+
+/** Quotes per publish script call: bounds how long one call holds Redis. */
+const CHUNK = 200
 
 /** Remembered seqs are dropped beyond this many symbols (oldest first). */
 const MAX_REMEMBERED = 200_000
@@ -56,47 +61,52 @@ export class Publisher {
   async publish (quotes, { pushLeaseMs = 0 } = {}) {
     if (quotes.length === 0) return { published: 0, refused: 0 }
     const { keys } = this
-    const flag = this.sharded ? 1 : 0
-    /** @param {any} target */
-    const call = (target, /** @type {import('./providers/provider.js').QuoteFields} */ q) => {
+    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs }
+    const entries = quotes.map((q) => {
       // symbol first: the script splices seq in front of the body.
       const { symbol, ...rest } = q
-      const body = JSON.stringify({ symbol, ...rest })
-      return target.wspsPublish(keys.seq(symbol), keys.latest(symbol), keys.pushed(symbol), keys.channel(symbol),
-        body, this.ttlMs, this.lastSeq.get(symbol) ?? 0, flag, pushLeaseMs)
-    }
+      return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0 }
+    })
     /** The scheduler's view of the push leases: one ZADD for the batch. */
     const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, Date.now() + pushLeaseMs)] : null
-    /** @type {[Error | null, unknown][]} */
-    let results
+    /** Seq per quote, or the error of the call that carried it. @type {(number | Error)[]} */
+    const seqs = []
     if (this.sharded) {
-      // A cluster pipeline cannot span shards; auto-pipelining batches per shard.
+      // A cluster call cannot span slots: one quote per call; ioredis
+      // auto-pipelining batches them per shard.
       const leased = lease ? this.redis.call(...(/** @type {[string, ...string[]]} */ (lease))) : null
-      results = await Promise.all(quotes.map((q) => call(this.redis, q).then((seq) => [null, seq], (err) => [err, null])))
+      const results = await Promise.all(entries.map((e) => this.redis.wspsPublishOne(...publishArgs(keys, [e], options).slice(1)).then(([seq]) => seq, (err) => err)))
+      seqs.push(...results)
       if (leased) await leased
     } else {
+      // One script call per chunk, all chunks in one pipeline: one round trip,
+      // and Redis is never blocked by one huge script run.
       const pipeline = this.redis.pipeline()
       if (lease) pipeline.call(...(/** @type {[string, ...string[]]} */ (lease)))
-      for (const q of quotes) call(pipeline, q)
-      results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec())
+      for (let i = 0; i < entries.length; i += CHUNK) /** @type {any} */ (pipeline).wspsPublish(...publishArgs(keys, entries.slice(i, i + CHUNK), options))
+      const results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec())
       if (lease) {
-        const [leaseResult] = results.splice(0, 1)
-        if (leaseResult[0]) throw leaseResult[0]
+        const [[err]] = results.splice(0, 1)
+        if (err) throw err
       }
+      results.forEach(([err, chunk], c) => {
+        const n = Math.min(CHUNK, entries.length - c * CHUNK)
+        for (let i = 0; i < n; i++) seqs.push(err ?? /** @type {number[]} */ (chunk)[i])
+      })
     }
     let published = 0
     let refused = 0
-    results.forEach(([err, seq], i) => {
-      if (err) return
-      if (seq === 0) {
-        refused++
-        return
+    /** @type {Error | null} */
+    let failed = null
+    seqs.forEach((seq, i) => {
+      if (seq instanceof Error) failed = seq
+      else if (seq === 0) refused++
+      else {
+        published++
+        this.remember(quotes[i].symbol, seq)
       }
-      published++
-      this.remember(quotes[i].symbol, /** @type {number} */ (seq))
     })
-    const failed = results.find(([err]) => err)
-    if (failed && (published === 0 || pushLeaseMs > 0)) throw failed[0]
+    if (failed && (published === 0 || pushLeaseMs > 0)) throw failed
     return { published, refused }
   }
 }

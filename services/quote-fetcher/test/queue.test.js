@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { registerScripts } from '@wsps/shared/scripts'
+import { publishArgs, registerScripts } from '@wsps/shared/scripts'
 import { startRedis } from '@wsps/testkit'
 
 /** @type {Awaited<ReturnType<typeof startRedis>>} */
@@ -22,6 +22,18 @@ after(async () => {
 
 let n = 0
 const freshKeys = () => redisKeys(`t${n++}`)
+
+/**
+ * One quote through the publish script; its seq (0: refused).
+ * @param {import('@wsps/shared/keys').RedisKeys} k
+ * @param {string} body
+ * @param {{ttlMs?: number, floor?: number, pushLeaseMs?: number}} [o]
+ */
+async function publishOne (k, body, { ttlMs = 60000, floor = 0, pushLeaseMs = 0 } = {}) {
+  const symbol = JSON.parse(body).symbol
+  const [seq] = await r.wspsPublish(...publishArgs(k, [{ symbol, body, floor }], { ttlMs, sharded: false, pushLeaseMs }))
+  return seq
+}
 
 test('a demanded symbol is scheduled exactly once per interval, however many schedulers tick', async () => {
   const k = freshKeys()
@@ -78,8 +90,8 @@ test('publish: seq rises by one, latest is stored with a TTL, subscribers get th
   const got = []
   sub.on('message', (_ch, msg) => got.push(msg))
   await sub.subscribe(k.channel('AAPL'))
-  const s1 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.pushed('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":1,"bid":1}', 60000, 0, 0, 0)
-  const s2 = await r.wspsPublish(k.seq('AAPL'), k.latest('AAPL'), k.pushed('AAPL'), k.channel('AAPL'), '{"symbol":"AAPL","ts":2,"bid":2}', 60000, 0, 0, 0)
+  const s1 = await publishOne(k, '{"symbol":"AAPL","ts":1,"bid":1}')
+  const s2 = await publishOne(k, '{"symbol":"AAPL","ts":2,"bid":2}')
   assert.deepEqual([s1, s2], [1, 2])
   assert.deepEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('AAPL')))), { seq: 2, symbol: 'AAPL', ts: 2, bid: 2 })
   assert.ok((await r.pttl(k.latest('AAPL'))) > 50000)
@@ -91,9 +103,17 @@ test('publish: seq rises by one, latest is stored with a TTL, subscribers get th
 test('publish: a floor from the fetcher keeps seq rising after Redis lost the counter', async () => {
   const k = freshKeys()
   await r.del(k.seq('X'))
-  const seq = await r.wspsPublish(k.seq('X'), k.latest('X'), k.pushed('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0, 0)
+  const seq = await publishOne(k, '{"symbol":"X","ts":1}', { ttlMs: 1000, floor: 41 })
   assert.equal(seq, 42)
-  assert.equal(await r.wspsPublish(k.seq('X'), k.latest('X'), k.pushed('X'), k.channel('X'), '{"symbol":"X","ts":1}', 1000, 41, 0, 0), 43)
+  assert.equal(await publishOne(k, '{"symbol":"X","ts":1}', { ttlMs: 1000, floor: 41 }), 43)
+})
+
+test('publish: many quotes in one call, in order; a pushed symbol among them is refused alone', async () => {
+  const k = freshKeys()
+  await publishOne(k, '{"symbol":"P","ts":1}', { pushLeaseMs: 5000 })
+  const quotes = ['A', 'B', 'A', 'P'].map((symbol, i) => ({ symbol, body: `{"symbol":"${symbol}","ts":${i}}`, floor: 0 }))
+  assert.deepEqual(await r.wspsPublish(...publishArgs(k, quotes, { ttlMs: 60000, sharded: false, pushLeaseMs: 0 })), [1, 1, 2, 0])
+  assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('A')))).ts, 2, 'the later quote of A is the latest')
 })
 
 test('push wins: a pushed symbol gets no job while its push lease lasts, and provider quotes of it are refused', async () => {
@@ -110,11 +130,10 @@ test('push wins: a pushed symbol gets no job while its push lease lasts, and pro
   assert.equal(await r.zcard(k.push), 0, 'expired push leases are dropped')
 
   const body = '{"symbol":"PUSHED","ts":1}'
-  const args = /** @type {const} */ ([k.seq('PUSHED'), k.latest('PUSHED'), k.pushed('PUSHED'), k.channel('PUSHED'), body, 60000, 0, 0])
-  assert.equal(await r.wspsPublish(...args, 0), 1, 'a provider quote before any push is published')
-  assert.equal(await r.wspsPublish(...args, 5000), 2, 'a pushed quote is published and takes the lease')
+  assert.equal(await publishOne(k, body), 1, 'a provider quote before any push is published')
+  assert.equal(await publishOne(k, body, { pushLeaseMs: 5000 }), 2, 'a pushed quote is published and takes the lease')
   assert.ok((await r.pttl(k.pushed('PUSHED'))) > 4000)
-  assert.equal(await r.wspsPublish(...args, 0), 0, 'a provider quote under the lease is refused')
+  assert.equal(await publishOne(k, body), 0, 'a provider quote under the lease is refused')
   assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('PUSHED')))).seq, 2)
 })
 

@@ -69,33 +69,40 @@ return {n, jobs, #expired, pushed}
 `
 
 /**
- * Publishes one quote. KEYS: seq, latest, pushed. ARGV: channel, quote JSON
- * without seq (starts with '{"symbol"'), ttlMs, floorSeq, sharded (0/1),
- * pushLeaseMs.
+ * Publishes quotes, in order. KEYS: per quote seq, latest, pushed (all of one
+ * symbol's slot on a Redis Cluster, so there the fetcher sends one quote per
+ * call). ARGV: ttlMs, sharded (0/1), pushLeaseMs, then per quote: channel,
+ * quote JSON without seq (starts with '{"symbol"'), floorSeq.
  * seq = INCR, but never at or below floorSeq: the fetcher passes the last seq
  * it knows, so a Redis restart that lost the counter does not rewind it.
  * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
  * 0 (a provider) publishes nothing while the symbol is pushed, so a job that
  * was in flight when pushing began cannot interleave an older quote.
- * Returns the seq, or 0 when the quote was refused for that reason.
+ * Returns the seq of each quote, 0 for one refused for that reason.
  */
 const PUBLISH = `
-local pushMs = tonumber(ARGV[6])
-if pushMs > 0 then
-  redis.call('SET', KEYS[3], '1', 'PX', pushMs)
-elseif redis.call('EXISTS', KEYS[3]) == 1 then
-  return 0
+local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
+local out = {}
+for i = 1, #KEYS / 3 do
+  local k, a = 3 * i - 2, 3 * i + 1
+  local seq = 0
+  if pushMs > 0 then
+    redis.call('SET', KEYS[k + 2], '1', 'PX', pushMs)
+  end
+  if pushMs > 0 or redis.call('EXISTS', KEYS[k + 2]) == 0 then
+    seq = redis.call('INCR', KEYS[k])
+    local floor = tonumber(ARGV[a + 2])
+    if seq <= floor then
+      seq = floor + 1
+      redis.call('SET', KEYS[k], seq)
+    end
+    local msg = '{"seq":' .. seq .. ',' .. string.sub(ARGV[a + 1], 2)
+    redis.call('SET', KEYS[k + 1], msg, 'PX', ttl)
+    if sharded then redis.call('SPUBLISH', ARGV[a], msg) else redis.call('PUBLISH', ARGV[a], msg) end
+  end
+  out[i] = seq
 end
-local seq = redis.call('INCR', KEYS[1])
-local floor = tonumber(ARGV[4])
-if seq <= floor then
-  seq = floor + 1
-  redis.call('SET', KEYS[1], seq)
-end
-local msg = '{"seq":' .. seq .. ',' .. string.sub(ARGV[2], 2)
-redis.call('SET', KEYS[2], msg, 'PX', ARGV[3])
-if ARGV[5] == '1' then redis.call('SPUBLISH', ARGV[1], msg) else redis.call('PUBLISH', ARGV[1], msg) end
-return seq
+return out
 `
 
 /**
@@ -163,11 +170,33 @@ return n
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
- *   wspsPublish(seq: string, latest: string, pushed: string, channel: string, body: string, ttlMs: number, floor: number, sharded: 0 | 1, pushLeaseMs: number): Promise<number>,
+ *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>,
+ *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<number[]>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
  *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
  */
+
+/**
+ * Arguments of one wspsPublish call: the script's key/argument layout is
+ * known here only.
+ *
+ * @param {import('./keys.js').RedisKeys} keys
+ * @param {{symbol: string, body: string, floor: number}[]} quotes body: the quote JSON without seq, starting with '{"symbol"'
+ * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number}} options
+ * @returns {[number, ...(string | number)[]]}
+ */
+export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs }) {
+  /** @type {string[]} */
+  const k = []
+  /** @type {(string | number)[]} */
+  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs]
+  for (const q of quotes) {
+    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol))
+    a.push(keys.channel(q.symbol), q.body, q.floor)
+  }
+  return [k.length, ...k, ...a]
+}
 
 /**
  * @param {import('./redis.js').RedisClient} client a single Redis or a Cluster (typed as the former)
@@ -176,7 +205,11 @@ return n
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
   client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
-  client.defineCommand('wspsPublish', { numberOfKeys: 3, lua: PUBLISH })
+  // Key count per call: 3 per quote. On a Cluster, ioredis routes (and
+  // auto-pipelines) a command by its keys only when their count is declared:
+  // wspsPublishOne is the same script for exactly one quote.
+  client.defineCommand('wspsPublish', { lua: PUBLISH })
+  client.defineCommand('wspsPublishOne', { numberOfKeys: 3, lua: PUBLISH })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)
