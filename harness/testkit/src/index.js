@@ -294,4 +294,4 @@ export function parseMetrics (text) {
 
 export { ClientPool, TestClient } from './test-client.js'
 export { SseStream } from './sse-stream.js'
-export { startNginx } from './nginx.js'
+export { startNginx, writeNginxConf } from './nginx.js'

@@ -1,10 +1,9 @@
-// nginx (the local ingress stand-in, same proxy settings as infra/local)
+// nginx (the local ingress stand-in, rendered from infra/local's template)
 // in front of one gateway, against the gateway direct.
 
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { freePort } from '@wsps/testkit'
+import { freePort, writeNginxConf } from '@wsps/testkit'
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
 import { start, sleep, until, httpOk } from '../spawn.js'
@@ -17,41 +16,11 @@ export async function nginxVsDirect (run) {
   const srv = await SERVERS.wsps.start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir })
   const nginxPort = await freePort()
   const dir = join(run.runDir, 'nginx')
-  mkdirSync(join(dir, 'tmp'), { recursive: true })
-  writeFileSync(join(dir, 'nginx.conf'), `worker_processes 1;
-worker_rlimit_nofile 20000;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-daemon off;
-events { worker_connections 19000; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
-  map $http_upgrade $connection_upgrade { default upgrade; '' close; }
-  upstream wsps_gateways { least_conn; server 127.0.0.1:${srv.port}; keepalive 16; }
-  server {
-    listen 127.0.0.1:${nginxPort} backlog=4096;
-    location / {
-      proxy_pass http://wsps_gateways;
-      proxy_http_version 1.1;
-      proxy_set_header Upgrade $http_upgrade;
-      proxy_set_header Connection $connection_upgrade;
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_read_timeout 3600s;
-      proxy_send_timeout 3600s;
-      proxy_buffering off;
-    }
-  }
-}
-`)
+  // The template `make up` renders: the bench measures the settings users get.
+  const conf = writeNginxConf(dir, [srv], nginxPort)
   const nginxBin = ['/usr/sbin/nginx', 'nginx'].find((b) => { try { execFileSync(b, ['-v'], { stdio: 'ignore' }); return true } catch { return false } })
   if (!nginxBin) throw new Error('nginx not installed (make deps)')
-  const nginx = start(nginxBin, ['-p', dir, '-c', join(dir, 'nginx.conf')], { core: run.loadCore, name: 'nginx', stdin: false })
+  const nginx = start(nginxBin, ['-p', join(dir, 'nginx'), '-c', conf], { core: run.loadCore, name: 'nginx', stdin: false })
   await until(() => httpOk(`http://127.0.0.1:${nginxPort}/healthz`), 10_000, 'nginx')
   const runs = []
   try {
