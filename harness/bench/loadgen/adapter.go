@@ -42,6 +42,8 @@ func newAdapter(name string) (Adapter, error) {
 	switch name {
 	case "wsps", "naive":
 		return wspsAdapter{}, nil
+	case "wsps-distinct":
+		return wspsAdapter{mode: "distinct"}, nil
 	case "socketio":
 		return socketioAdapter{}, nil
 	case "pushpin":
@@ -50,18 +52,23 @@ func newAdapter(name string) (Adapter, error) {
 	return nil, fmt.Errorf("unknown adapter %q", name)
 }
 
-func subFrame(symbols []string) []byte {
-	b, _ := json.Marshal(map[string]any{"op": "sub", "symbols": symbols, "id": 1})
+func subFrame(symbols []string, mode string) []byte {
+	frame := map[string]any{"op": "sub", "symbols": symbols, "id": 1}
+	if mode != "" {
+		frame["mode"] = mode
+	}
+	b, _ := json.Marshal(frame)
 	return b
 }
 
-// wsps protocol v1 (docs/protocol.md); the naive baseline speaks the same frames.
-type wspsAdapter struct{}
+// wsps protocol v1 (docs/protocol.md); the naive baseline speaks the same
+// frames. mode: the sub's delivery mode ("" for the default, merge).
+type wspsAdapter struct{ mode string }
 
 func (wspsAdapter) Path() string                 { return "/ws" }
 func (wspsAdapter) Open(c *websocket.Conn) error { return nil }
-func (wspsAdapter) Subscribe(c *websocket.Conn, symbols []string) error {
-	return c.WriteMessage(websocket.TextMessage, subFrame(symbols))
+func (a wspsAdapter) Subscribe(c *websocket.Conn, symbols []string) error {
+	return c.WriteMessage(websocket.TextMessage, subFrame(symbols, a.mode))
 }
 
 var (
@@ -148,7 +155,7 @@ type pushpinAdapter struct{}
 func (pushpinAdapter) Path() string                 { return "/ws" }
 func (pushpinAdapter) Open(c *websocket.Conn) error { return nil }
 func (pushpinAdapter) Subscribe(c *websocket.Conn, symbols []string) error {
-	return c.WriteMessage(websocket.TextMessage, subFrame(symbols))
+	return c.WriteMessage(websocket.TextMessage, subFrame(symbols, ""))
 }
 
 var rawQuote = []byte(`{"seq":`)

@@ -79,9 +79,13 @@ export class BenchRun {
   /**
    * One measured step at a publish rate.
    *
-   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string}} o
+   * strict: count deliveries tick by tick (frame entries, not the updates a
+   * merged delta carries) and pass only with no seq gap: for a server in
+   * distinct mode, which must deliver every tick.
+   *
+   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean}} o
    */
-  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps' }) {
+  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false }) {
     this.setRate(rate, prefix)
     await sleep(settleMs)
     const meters = {
@@ -100,7 +104,7 @@ export class BenchRun {
     const seconds = w.ticks / fleet.kids.length
     const pubPerSec = this.published(t0, t1)
     const expected = this.offered(t0, t1, fleet.subsPerSymbol)
-    const delivered = seconds > 0 ? w.covered / seconds : 0
+    const delivered = seconds > 0 ? (strict ? w.entries : w.covered) / seconds : 0
     const [p50, p99, p999] = quantiles(w.hist, [0.5, 0.99, 0.999])
     const publisherKeptUp = pubPerSec >= 0.9 * rate
     const keptUp = delivered >= KEEP_UP * expected
@@ -122,7 +126,8 @@ export class BenchRun {
       perCore: cpu.server > 0.05 ? Math.round(delivered / cpu.server) : null,
       publisherKeptUp,
       keptUp,
-      pass: p99 <= P99_LIMIT_MS && keptUp && publisherKeptUp
+      strict,
+      pass: p99 <= P99_LIMIT_MS && keptUp && publisherKeptUp && (!strict || w.gaps === 0)
     }
   }
 

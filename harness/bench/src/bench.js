@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --loadgen=BIN
-//   [--only=fanout,idle,nginx,sim,ingest] [--servers=wsps,naive,socketio,pushpin]
+//   [--only=fanout,hot,idle,nginx,sim,ingest] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
 //
 // The parts are in sections/; what they share (the publisher, the measured
 // step) in bench-run.js; sizes in profiles.js.
@@ -19,6 +19,7 @@ import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
 import { fanoutAll } from './sections/fanout.js'
+import { hotSymbols } from './sections/hot.js'
 import { idleAndStorm } from './sections/idle.js'
 import { ingest } from './sections/ingest.js'
 import { nginxVsDirect } from './sections/nginx.js'
@@ -28,8 +29,8 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
-const ONLY = new Set((args.only ?? 'fanout,idle,nginx,sim,ingest').split(','))
-const SERVER_NAMES = (args.servers ?? 'wsps,naive,socketio,pushpin').split(',')
+const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest').split(','))
+const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,socketio,pushpin').split(',')
 
 /** Server under test on core 1; load generator, Redis, publisher, nginx on core 0. */
 const SERVER_CORE = cpus().length > 1 ? '1' : null
@@ -48,6 +49,7 @@ const results = {
   params: P,
   placement: { serverCore: SERVER_CORE, loadCore: LOAD_CORE, nice: NICE },
   fanout: {},
+  hot: null,
   idle: {},
   nginx: null,
   sim: null,
@@ -84,10 +86,11 @@ try {
     results.fanout = await fanoutAll(run, SERVER_NAMES)
     save()
   }
+  if (ONLY.has('hot')) results.hot = await part('hot', () => hotSymbols(run))
   if (ONLY.has('idle')) {
     // The issue compares wsps with the baseline (and variants of wsps);
     // Pushpin cannot take the storm here (see analysis.md).
-    for (const name of SERVER_NAMES.filter((n) => n !== 'socketio' && n !== 'pushpin')) {
+    for (const name of SERVER_NAMES.filter((n) => n !== 'socketio' && n !== 'pushpin' && n !== 'wsps-distinct')) {
       results.idle[name] = await part(`idle ${name}`, () => idleAndStorm(run, name))
     }
   }

@@ -14,8 +14,9 @@ export function renderMarkdown (r) {
   const fan = r.fanout ?? {}
   const names = Object.keys(fan)
   if (names.length) {
-    out.push('## Fan-out: max quote updates delivered per second (one process)', '')
+    out.push('## Fan-out: latency-bounded max quote updates delivered per second (one process)', '')
     out.push(`${f(p.conns)} connections, each subscribed to ${p.k} of ${f(p.symbols)} symbols (Zipf ${p.zipf} popularity), one Redis publisher raising the rate until p99 publish→client latency > 100 ms or deliveries fall below 85% of what was published × subscribers.`, '')
+    out.push('How deliveries are counted: **merge** (wsps default) counts a merged delta for every tick it carries (the client ends in the same state as if it had got each tick: state-equivalent); **distinct** (wsps `mode: distinct`) counts tick by tick and a step fails on any seq gap; the other servers send every tick as its own message.', '')
     const naive = fan.naive?.max?.delivered
     out.push('| server | max deliveries/s (p99 ≤ 100 ms) | vs naive | quotes/frame | server CPU (cores) | server RSS | loadgen CPU | limit hit | p50 / p99 / p999 at 50% of max (ms) | saturated: deliveries/s | per server core-second | vs naive |')
     out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |')
@@ -44,6 +45,19 @@ export function renderMarkdown (r) {
       for (const s of fan[n].steps ?? []) {
         out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
+    }
+    out.push('')
+  }
+  const hot = r.hot?.servers
+  if (hot && Object.keys(hot).length) {
+    const sh = r.hot.shape
+    out.push('## Hot symbols: one process vs WSPS_WORKERS=2', '')
+    out.push(`${f(sh.conns)} connections each subscribed to 1 of ${sh.symbols} symbols (Zipf ${sh.zipf}: most on the first), the same ramp as the fan-out. Two workers run on cores ${sh.cores2w ?? '(unpinned)'}${sh.cores2w ? ', one of them shared with the load generator' : ''}.`, '')
+    out.push('| server | max deliveries/s (p99 ≤ 100 ms) | quotes/frame | server CPU (cores) | limit hit | p50 / p99 at 50% of max (ms) | saturated: deliveries/s |')
+    out.push('| --- | ---: | ---: | ---: | --- | --- | ---: |')
+    for (const [n, x] of Object.entries(hot)) {
+      if (x.error || !x.max) { out.push(`| ${x.label ?? n} | none passed | | | ${x.error ?? x.limit ?? ''} | | ${f(x.saturated?.delivered)} |`); continue }
+      out.push(`| ${x.label} | ${f(x.max.delivered)} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${x.limit} | ${x.at50 ? `${f(x.at50.p50, 1)} / ${f(x.at50.p99, 1)}` : 'n/a'} | ${f(x.saturated?.delivered)} |`)
     }
     out.push('')
   }

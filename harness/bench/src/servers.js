@@ -57,9 +57,13 @@ const gcVia = (p) => async () => {
  * @property {boolean} [inspect] Node servers: open the inspector so gc() works
  */
 
-/** @type {Record<string, {label: string, start: (o: StartOptions) => Promise<ServerHandle>}>} */
+/** @type {Record<string, {label: string, strict?: boolean, start: (o: StartOptions) => Promise<ServerHandle>}>} */
 export const SERVERS = {
-  wsps: gatewayServer('wsps', 'wsps gateway', join(ROOT, 'services/gateway/src/main.js')),
+  wsps: gatewayServer('wsps', 'wsps gateway (merge)', join(ROOT, 'services/gateway/src/main.js')),
+  // Every tick, counted tick by tick; seq gaps fail the step.
+  'wsps-distinct': gatewayServer('wsps-distinct', 'wsps gateway (distinct, every tick)', join(ROOT, 'services/gateway/src/main.js'), { adapter: 'wsps-distinct', strict: true }),
+  // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
+  'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/src/main.js'), { env: { WSPS_WORKERS: '2' } }),
   naive: {
     label: 'naive ws baseline',
     async start ({ redisUrl, core, prefix = 'wsps', inspect }) {
@@ -121,10 +125,12 @@ export const SERVERS = {
  * @param {string} name
  * @param {string} label
  * @param {string} main
+ * @param {{adapter?: string, strict?: boolean, env?: Record<string, string>}} [variant] loadgen adapter, strict counting, extra settings
  */
-function gatewayServer (name, label, main) {
+function gatewayServer (name, label, main, variant = {}) {
   return {
     label,
+    strict: variant.strict ?? false,
     async start (/** @type {StartOptions} */ { redisUrl, core, env = {}, prefix = 'wsps', inspect }) {
       const port = await freePort()
       const p = start(NODE, [...nodeArgs(name, inspect), main], {
@@ -144,6 +150,7 @@ function gatewayServer (name, label, main) {
           WSPS_UNSUBSCRIBE_DELAY_MS: '1000',
           WSPS_DRAIN_MS: '0',
           WSPS_REDIS_KEY_PREFIX: prefix,
+          ...variant.env,
           ...env
         }
       })
@@ -151,7 +158,7 @@ function gatewayServer (name, label, main) {
       if (!p.alive) throw new Error(`${name} gateway exited: ${p.errs.slice(-20).join('\n')}`)
       return {
         name,
-        adapter: 'wsps',
+        adapter: variant.adapter ?? 'wsps',
         url: `ws://127.0.0.1:${port}`,
         port,
         roots: () => [p.pid],

@@ -10,11 +10,10 @@
 // Subscriptions are part of the URL: a change of the watch set is a new
 // stream (WspsClient reopens it), so send() carries nothing.
 
-/** The gateway closes streams with these, as on a WebSocket. */
+import { CloseCode, ErrorCode } from './protocol.js'
+
+/** What a WebSocket reports for a connection lost without a close code. */
 const ABNORMAL = 1006
-const SERVICE_RESTART = 1012
-const TRY_AGAIN_LATER = 1013
-const UNAUTHORIZED = 4001
 
 /**
  * `ws://host/ws` -> `http://host/sse`: the SSE endpoint beside a gateway's
@@ -145,7 +144,10 @@ export class SseSocket {
         this.answered = true
         this.#deliver(text)
       }
-      const code = res.status === 401 ? UNAUTHORIZED : res.status === 503 ? (text.includes('"DRAINING"') ? SERVICE_RESTART : TRY_AGAIN_LATER) : ABNORMAL
+      // The close a WebSocket would have seen for the same refusal.
+      const code = res.status === 401
+        ? CloseCode.UNAUTHORIZED
+        : res.status === 503 ? (text.includes(`"${ErrorCode.DRAINING}"`) ? CloseCode.SERVICE_RESTART : CloseCode.TRY_AGAIN_LATER) : ABNORMAL
       this.#finish(code, `HTTP ${res.status}`)
       return
     }

@@ -17,8 +17,14 @@ import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
  *
  * @param {import('../bench-run.js').BenchRun} run
  * @param {string[]} names
+ * @param {{conns?: number, loadSymbols?: number, k?: number, zipf?: number, serverCores?: (name: string) => string | null}} [shape]
+ *   the clients (default: the profile's fan-out scenario; loadSymbols: how
+ *   many of the published symbols they pick from) and where each server runs
+ *   (default: the server core)
  */
-export async function fanoutAll (run, names) {
+export async function fanoutAll (run, names, shape = {}) {
+  const conns = shape.conns ?? run.P.conns
+  const coreOf = shape.serverCores ?? (() => run.serverCore)
   /** @type {Record<string, any>} */
   const out = {}
   /** @type {any[]} */
@@ -29,17 +35,17 @@ export async function fanoutAll (run, names) {
       log(`fanout: starting ${name}`)
       try {
         await run.setLast(prefix)
-        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix })
+        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: coreOf(name), runDir: run.runDir, prefix })
         const subject = { name, prefix, srv, fleet: /** @type {any} */ (null), steps: /** @type {any[]} */ ([]), lastPass: null, firstFail: null, done: false, rate: 0 }
         subjects.push(subject)
         await sleep(500)
         const rssStart = rssBytes(tree(srv.roots()))
         const fleet = subject.fleet = await startFleet({
-          bin: run.loadgen, adapter: srv.adapter, url: srv.url, conns: run.P.conns, procs: run.P.procs,
-          symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64,
+          bin: run.loadgen, adapter: srv.adapter, url: srv.url, conns, procs: run.P.procs,
+          symbols: shape.loadSymbols ?? run.P.symbols, k: shape.k ?? run.P.k, zipf: shape.zipf ?? run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64,
           readyTimeout: run.P.readyTimeout
         })
-        log(`  ${fleet.conns}/${run.P.conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)
+        log(`  ${fleet.conns}/${conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)
         await sleep(1000)
         subject.rate = run.P.startDeliveries / (fleet.totalSubs / run.P.symbols)
         out[name] = {
@@ -52,8 +58,8 @@ export async function fanoutAll (run, names) {
           rssStartMiB: round(rssStart / 2 ** 20, 1),
           rssIdleMiB: round(rssBytes(tree(srv.roots())) / 2 ** 20, 1)
         }
-        if (fleet.conns < run.P.conns * 0.99) {
-          out[name].partial = `only ${fleet.conns} of ${run.P.conns} clients connected and subscribed within ${run.P.readyTimeout} s: measured with those`
+        if (fleet.conns < conns * 0.99) {
+          out[name].partial = `only ${fleet.conns} of ${conns} clients connected and subscribed within ${run.P.readyTimeout} s: measured with those`
           log(`  ${name}: ${out[name].partial}`)
         }
         if (fleet.conns === 0) throw new Error(`no client connected: ${fleet.errors.slice(0, 3).join('; ')}`)
@@ -65,7 +71,7 @@ export async function fanoutAll (run, names) {
       }
     }
     const measure = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {number} */ measureMs) => {
-      const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix })
+      const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix, strict: SERVERS[x.name].strict })
       run.setRate(0, x.prefix)
       log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis} ${s.pass ? 'ok' : 'LIMIT'}`)
       await sleep(1000) // let it drain before the next one is measured
