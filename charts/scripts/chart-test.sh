@@ -167,7 +167,7 @@ section "infra: Kubernetes manifests validate"
 infra_manifests=()
 while IFS= read -r f; do infra_manifests+=("$f"); done < <(
   find infra -path infra/local -prune -o -path infra/local-cluster -prune -o -name '*.yaml' \
-    ! -name 'values*.yaml' ! -name 'kind-config.yaml' -print | sort)
+    ! -name 'values*.yaml' ! -name '*-values.yaml' ! -name 'kind-config.yaml' -print | sort)
 run "kubeconform infra (${#infra_manifests[@]} files) x ${#K8S_VERSIONS[@]} versions" kubeconform_all "${infra_manifests[@]}"
 for f in "${infra_manifests[@]}"; do
   run "kube-score ${f#infra/}" kube_score "$f" "$f"
