@@ -12,6 +12,7 @@
 // stdout (JSON lines): {"type":"ready"}, then {"type":"tick","t":ms,"published":n,"target":R,"perSymbol":{i:n}} every second
 // Exits when stdin closes.
 
+import { createInterface } from 'node:readline'
 import { Redis } from 'ioredis'
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
@@ -113,24 +114,17 @@ function pump () {
   setTimeout(pump, 1)
 }
 
-let buf = ''
-process.stdin.setEncoding('utf8')
-process.stdin.on('data', (chunk) => {
-  buf += chunk
-  let nl
-  while ((nl = buf.indexOf('\n')) >= 0) {
-    const line = buf.slice(0, nl)
-    buf = buf.slice(nl + 1)
-    if (!line.trim()) continue
-    const msg = JSON.parse(line)
-    if (msg.cmd === 'rate') {
-      rate = Number(msg.rate)
-      current = stream(msg.prefix ?? prefix)
-      sent = 0
-      rateStart = performance.now()
-    } else if (msg.cmd === 'setLast') {
-      setLast(msg.prefix ?? prefix).then(() => out({ type: 'setLast', prefix: msg.prefix ?? prefix }))
-    }
+// Commands, one JSON object per line on stdin.
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (!line.trim()) return
+  const msg = JSON.parse(line)
+  if (msg.cmd === 'rate') {
+    rate = Number(msg.rate)
+    current = stream(msg.prefix ?? prefix)
+    sent = 0
+    rateStart = performance.now()
+  } else if (msg.cmd === 'setLast') {
+    setLast(msg.prefix ?? prefix).then(() => out({ type: 'setLast', prefix: msg.prefix ?? prefix }))
   }
 })
 process.stdin.on('end', () => process.exit(0))
