@@ -355,7 +355,7 @@ func (l *epollLoop) consume(i int, b []byte) {
 		for j, r := range c.subs.plan {
 			names[j] = symbolName(r)
 		}
-		if !l.write(i, opText, subFrame(names)) {
+		if !l.write(i, opText, subFrame(names, "")) {
 			return
 		}
 	}
