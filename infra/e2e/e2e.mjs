@@ -220,6 +220,11 @@ async function main () {
       const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).filter((n) => gwBefore.includes(n)).sort().join(',')
       if (gwAfter !== gwBefore) fail(`enabling the k6 Job changed the gateway pods (${gwBefore} -> ${gwAfter}): an upgrade that only adds the Job must not roll them`)
       const sel = `app.kubernetes.io/instance=${REL},app.kubernetes.io/component=loadtest`
+      const early = JSON.parse((await kubectl(['get', 'jobs', '-l', sel, '-o', 'json'])).out).items
+      if (early.length) fail(`the upgrade started a load test (${early.map((j) => j.metadata.name).join(',')}): it must run only under helm test`)
+      // The load test is a `helm test` hook (#17): it runs, and blocks, until
+      // the Job finishes; the loop below watches the Job and the autoscaler meanwhile.
+      const hookTest = helm(['test', REL, '--filter', `name=${REL}-loadtest-${runId}`, '--timeout', '15m'], { timeoutMs: 960000, allowFail: true })
       /** @type {ReturnType<Fleet['add']>} */
       let late = []
       let tUp = 0
@@ -238,6 +243,8 @@ async function main () {
         return `active ${j.status.active || 0}, conditions ${conds.join(',') || '-'}; gateways ${watch.path} (${watch.ready} ready); host clients ${JSON.stringify(fleet.perNode())}`
       }, 3000)
       const tEnd = Date.now()
+      const ht = await hookTest
+      log(`  helm test --filter name=${REL}-loadtest-${runId}: exit ${ht.code}`)
       const logs = await kubectl(['logs', `job/${job.name}`, '--tail=400'], { allowFail: true })
       console.log('----- k6 summary (kubectl logs job/' + job.name + ') -----')
       console.log(logs.out.split('\n').filter((l) => !l.startsWith('WSPS_SUMMARY ') && !/level=(info|debug)/.test(l)).slice(-80).join('\n'))
