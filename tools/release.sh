@@ -92,7 +92,7 @@ say "image archive: $ARCHIVE"
 # when the release points the chart at its registry.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp -r charts/wsps "$work/wsps"
+cp -rL charts/wsps "$work/wsps"   # -L: files/k6 holds relative symlinks to loadtest/ and services/protocol
 if [[ -n $REGISTRY ]]; then
   sed -i "s#^  repository: ghcr.io/wsps/wsps\$#  repository: $REGISTRY/wsps#" "$work/wsps/values.yaml"
   grep -q "^  repository: $REGISTRY/wsps\$" "$work/wsps/values.yaml" || die "could not point image.repository at $REGISTRY"
