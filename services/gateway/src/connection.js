@@ -4,7 +4,7 @@
 
 import { CloseCode } from '@wsps/protocol'
 import { Outbox } from './outbox.js'
-import { RateLimit } from './rate-limit.js'
+import { RateLimit } from '@wsps/shared/rate-limit'
 
 /** @typedef {'hello' | 'ack' | 'error' | 'pong' | 'snap' | 'q'} FrameOp */
 
@@ -61,7 +61,7 @@ export class Connection {
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
-  /** Message rate limit state (see rate-limit.js). */
+  /** Message rate limit state (see services/shared/src/rate-limit.js). */
   #rateTat = 0
   /** Messages dropped since the last one the rate limit let through. */
   #limitedDrops = 0

@@ -6,7 +6,7 @@ import { Connection } from '../src/connection.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
 import { createGatewayMetrics } from '../src/metrics.js'
-import { RateLimit } from '../src/rate-limit.js'
+import { RateLimit } from '@wsps/shared/rate-limit'
 
 export const silent = pino({ level: 'silent' })
 
