@@ -3,8 +3,8 @@
 // every part of the run is built from.
 
 import { quantiles } from './fleet.js'
-import { CpuMeter, rssBytes, tree } from './proc.js'
-import { sleep } from './spawn.js'
+import { CpuMeter, rssBytes, tree } from '@wsps/testkit/proc'
+import { sleep } from '@wsps/testkit'
 import { KEEP_UP, P99_LIMIT_MS } from './profiles.js'
 
 export const log = (/** @type {string} */ msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`)

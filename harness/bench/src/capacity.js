@@ -14,18 +14,17 @@
 // harness/capacity/run.sh wraps it: kernel limits raised and restored, and
 // every pid written to --pids killed, whatever happens.
 
-import { execFileSync } from 'node:child_process'
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { startRedis } from '@wsps/testkit'
+import { sleep, startRedis } from '@wsps/testkit'
 import { log, round as roundTo } from './bench-run.js'
 import { LIMITS, extrapolate, parseMeminfo, parseSockstat, perConnection, plan, stopCause } from './capacity-plan.js'
 import { renderSummary } from './capacity-report.js'
 import { quantiles, startFleet } from './fleet.js'
-import { CpuMeter, cpuSeconds, rssBytes } from './proc.js'
+import { CpuMeter, cpuSeconds, rssBytes } from '@wsps/testkit/proc'
 import { SERVERS } from './servers.js'
-import { sleep, start } from './spawn.js'
+import { start } from './spawn.js'
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
 /** @param {string} name @param {number} dflt */
@@ -80,7 +79,7 @@ const tcpMemMax = () => Number(readFileSync('/proc/sys/net/ipv4/tcp_mem', 'utf8'
 const remember = (pids) => { if (PIDS) appendFileSync(PIDS, pids.map((p) => `${p}\n`).join('')) }
 
 // Everything is bounded: the ramp by RAMP_SECONDS, the hold by HOLD, the
-// rest by this watchdog (exiting kills every child, spawn.js).
+// rest by this watchdog (exiting kills every child: @wsps/testkit/process).
 const WATCHDOG_S = RAMP_SECONDS + HOLD + 600
 setTimeout(() => { log(`watchdog: still running after ${WATCHDOG_S} s, giving up`); process.exit(3) }, WATCHDOG_S * 1000).unref()
 
@@ -112,7 +111,7 @@ let monitor
 try {
   redis = await startRedis()
   const redisUrl = redis.url
-  redisPid = Number(execFileSync('sh', ['-c', `pgrep -f "redis-server 127.0.0.1:${redis.port}" | head -1`]).toString().trim()) || 0
+  redisPid = redis.pid
   if (redisPid) remember([redisPid])
   publisher = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${redis.url}`, `--symbols=${SYMBOLS}`, '--order=cycle'], { name: 'publisher' })
   remember([publisher.pid])
@@ -131,15 +130,18 @@ try {
     gws.push(...started)
   }
   const gatewayPids = () => gws.flatMap((g) => g.roots())
+  /** Each gateway's RSS after a full GC, and the machine's memory and sockets. */
+  const memoryNow = async () => {
+    const rss = []
+    for (const g of gws) {
+      await g.gc?.()
+      rss.push(rssBytes(g.roots()))
+    }
+    return { rss, mem: meminfo(), sock: sockstat() }
+  }
   await sleep(1000)
   // Memory before any connection, after a full GC (as `make bench` reads idle memory).
-  const rssBase = []
-  for (const g of gws) {
-    await g.gc?.()
-    rssBase.push(rssBytes(g.roots()))
-  }
-  const memBefore = meminfo()
-  const sockBefore = sockstat()
+  const { rss: rssBase, mem: memBefore, sock: sockBefore } = await memoryNow()
   log(`${gws.length} gateways up, ${round(rssBase.reduce((a, b) => a + b, 0) / gws.length / MIB, 1)} MiB each; machine: ${round(memBefore.MemAvailable / MIB)} MiB available`)
   publisher.send({ cmd: 'rate', rate: RATE })
 
@@ -257,13 +259,7 @@ try {
   log(`check: ${check.ready} ready, ${check.open} still open, ${check.quoted} quoted during the hold; latency p50 ${round(p50, 1)} p99 ${round(p99, 1)} ms over ${results.hold.latencyMs.n} deliveries`)
 
   // Memory at the end of the hold, the gateways after a full GC.
-  const rssHeld = []
-  for (const g of gws) {
-    await g.gc?.()
-    rssHeld.push(rssBytes(g.roots()))
-  }
-  const memHeld = meminfo()
-  const sockHeld = sockstat()
+  const { rss: rssHeld, mem: memHeld, sock: sockHeld } = await memoryNow()
   const loadgenRss = rssBytes(fleets.flatMap((f) => f.pids()))
   // The load generators' own account (Go runtime): stacks vs heap, per held connection.
   const goMem = (/** @type {string} */ k) => Math.round(checks.reduce((acc, c) => acc + (c.mem?.[k] ?? 0), 0) / Math.max(1, check.open))
@@ -302,7 +298,7 @@ try {
   await Promise.all(gws.map((g) => g.stop()))
   if (publisher) {
     publisher.send({ cmd: 'rate', rate: 0 })
-    await publisher.stop()
+    await publisher.stop('SIGTERM', { graceMs: 3000, killAfterMs: 3000 })
   }
   await redis?.close()
   rmSync(runDir, { recursive: true, force: true })

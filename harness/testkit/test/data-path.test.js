@@ -2,39 +2,29 @@
 // two gateways, WebSocket clients.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { ClientPool, sleep, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { Stack, sleep, waitFor } from '../src/index.js'
 
 const LEASE_MS = 1500
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
-/** @type {import('../src/index.js').ServiceHandle[]} */
-let procs = []
+const stack = new Stack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let gwA
 /** @type {import('../src/index.js').ServiceHandle} */
 let gwB
-/** @type {Redis} */
+/** @type {import('ioredis').Redis} */
 let r
 const keys = redisKeys('wsps')
-const clients = new ClientPool()
-const connect = (/** @type {string} */ url) => clients.connect(url)
+const connect = (/** @type {string} */ url) => stack.clients.connect(url)
 
 before(async () => {
-  redis = await startRedis()
-  r = new Redis(redis.url)
+  await stack.start()
+  r = stack.connect()
   const env = { WSPS_DEMAND_LEASE_MS: LEASE_MS, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
-  ;[gwA, gwB] = await Promise.all([startGateway(redis.url, env), startGateway(redis.url, env)])
-  procs = [gwA, gwB, await startFetcher(redis.url)]
+  ;[gwA, gwB] = await Promise.all([stack.gateway(env), stack.gateway(env)])
+  await stack.fetcher()
 })
 
-after(async () => {
-  clients.terminate()
-  await Promise.all(procs.map((p) => p.stop()))
-  r.disconnect()
-  await redis.close()
-})
+after(() => stack.close())
 
 /**
  * Subscriptions held by a gateway's Redis subscriber connection, from

@@ -3,18 +3,14 @@
 // (separate key prefixes), WebSocket clients.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { ClientPool, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { Stack, waitFor } from '../src/index.js'
 
 const TOKEN = 'test-publish-token-0123456789'
 const RATE = 10
 const MAX_BYTES = 4096
 const PUSH_LEASE_MS = 1500
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
-/** @type {import('../src/index.js').ServiceHandle[]} */
-const procs = []
+const stack = new Stack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let pushFetcher
 /** @type {import('../src/index.js').ServiceHandle} */
@@ -23,31 +19,25 @@ let pushGateway
 let simFetcher
 /** @type {import('../src/index.js').ServiceHandle} */
 let simGateway
-/** @type {Redis} */
+/** @type {import('ioredis').Redis} */
 let r
 const pushKeys = redisKeys('pp')
-const clients = new ClientPool()
-const connect = (/** @type {string} */ url) => clients.connect(url)
+const connect = (/** @type {string} */ url) => stack.clients.connect(url)
 
 before(async () => {
-  redis = await startRedis()
-  r = new Redis(redis.url)
+  await stack.start()
+  r = stack.connect()
   const gw = { WSPS_DEMAND_LEASE_MS: 1500, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
   // One after the other: a busy machine starts four at once too slowly.
-  procs.push(pushGateway = await startGateway(redis.url, { ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' }))
-  procs.push(pushFetcher = await startFetcher(redis.url, {
+  pushGateway = await stack.gateway({ ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' })
+  pushFetcher = await stack.fetcher({
     WSPS_REDIS_KEY_PREFIX: 'pp', WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUBLISH_RATE: RATE, WSPS_PUBLISH_MAX_BYTES: MAX_BYTES
-  }))
-  procs.push(simGateway = await startGateway(redis.url, gw))
-  procs.push(simFetcher = await startFetcher(redis.url, { WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS }))
+  })
+  simGateway = await stack.gateway(gw)
+  simFetcher = await stack.fetcher({ WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS })
 })
 
-after(async () => {
-  clients.terminate()
-  await Promise.all(procs.map((p) => p.stop()))
-  r.disconnect()
-  await redis.close()
-})
+after(() => stack.close())
 
 /**
  * @param {import('../src/index.js').ServiceHandle} fetcher
@@ -135,7 +125,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
   await c.sub(['PUSHWIN'])
   await c.waitQuotes('PUSHWIN', 3) // the sim market feeds it
   // Every publish of the symbol, in order, straight from its Redis channel.
-  const sub = new Redis(redis.url)
+  const sub = stack.connect()
   /** @type {{seq: number, bid: number}[]} */
   const published = []
   sub.on('message', (_ch, msg) => published.push(JSON.parse(msg)))
@@ -168,8 +158,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
 })
 
 test('the API is off without a token; a token over its rate gets 429 with Retry-After', async () => {
-  const off = await startFetcher(redis.url, { WSPS_REDIS_KEY_PREFIX: 'off' })
-  procs.push(off)
+  const off = await stack.fetcher({ WSPS_REDIS_KEY_PREFIX: 'off' })
   const res = await publish(off, { quotes: [{ symbol: 'OFF', bid: 1 }] })
   assert.deepEqual([res.status, res.body.code], [404, 'PUBLISH_DISABLED'])
 

@@ -4,8 +4,8 @@
 
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
-import { rssBytes, tree } from '../proc.js'
-import { sleep } from '../spawn.js'
+import { rssBytes, tree } from '@wsps/testkit/proc'
+import { sleep } from '@wsps/testkit'
 import { log, round } from '../bench-run.js'
 import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
 
