@@ -87,8 +87,8 @@ export class Child {
     this.pid = /** @type {number} */ (this.#proc.pid)
     live.add(this)
     this.#proc.stdin?.on('error', () => {})
-    this.#read(this.#proc.stdout, json)
-    this.#read(this.#proc.stderr, false)
+    this.#read(/** @type {import('node:stream').Readable} */ (this.#proc.stdout), json)
+    this.#read(/** @type {import('node:stream').Readable} */ (this.#proc.stderr), false)
     /** Resolves when it has exited. @type {Promise<{code: number | null, signal: NodeJS.Signals | null}>} */
     this.exited = once(this.#proc, 'exit').then(([code, signal]) => {
       live.delete(this)

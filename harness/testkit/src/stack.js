@@ -2,12 +2,26 @@
 // gateways, fetchers, Redis connections and test clients started on it,
 // all ended by one close() in the file's `after` hook.
 
+import { after, before } from 'node:test'
 import { Redis } from 'ioredis'
 import { startFetcher, startGateway, startService } from './index.js'
 import { startRedis } from './redis.js'
 import { ClientPool } from './test-client.js'
 
 /** @typedef {import('./index.js').ServiceHandle} ServiceHandle */
+
+/**
+ * The Stack of the test file that calls this at its top: started in a
+ * `before` hook (ahead of the file's own), closed in an `after` hook.
+ *
+ * @param {import('./redis.js').RedisOptions} [options]
+ */
+export function useStack (options) {
+  const stack = new Stack()
+  before(() => stack.start(options))
+  after(() => stack.close())
+  return stack
+}
 
 export class Stack {
   /** @type {import('./redis.js').RedisHandle | null} */
@@ -16,8 +30,7 @@ export class Stack {
   #services = []
   /** @type {Redis[]} */
   #connections = []
-  /** Test clients: `stack.clients.connect(url)`; terminated by close(). */
-  clients = new ClientPool()
+  #clients = new ClientPool()
 
   /**
    * Starts its Redis.
@@ -50,8 +63,16 @@ export class Stack {
    */
   async service (main, env, options) { return this.#own(await startService(main, env, options)) }
 
+  /**
+   * A TestClient, terminated by close().
+   *
+   * @param {string} url
+   * @param {import('ws').ClientOptions} [options]
+   */
+  client (url, options) { return this.#clients.connect(url, options) }
+
   /** An ioredis connection to its Redis, disconnected by close(). */
-  connect () {
+  redisClient () {
     const r = new Redis(this.redis.url)
     this.#connections.push(r)
     return r
@@ -65,7 +86,7 @@ export class Stack {
 
   /** Ends everything it started (services with SIGKILL: the tests are over). */
   async close () {
-    this.clients.terminate()
+    this.#clients.terminate()
     for (const r of this.#connections) r.disconnect()
     await Promise.all(this.#services.map((s) => s.kill()))
     await this.#redis?.close()

@@ -1,12 +1,12 @@
 // The core data path on real processes: redis-server, one quote-fetcher,
 // two gateways, WebSocket clients.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { before, test } from 'node:test'
 import { redisKeys } from '@wsps/shared/keys'
-import { Stack, sleep, waitFor } from '../src/index.js'
+import { sleep, useStack, waitFor } from '../src/index.js'
 
 const LEASE_MS = 1500
-const stack = new Stack()
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let gwA
 /** @type {import('../src/index.js').ServiceHandle} */
@@ -14,17 +14,13 @@ let gwB
 /** @type {import('ioredis').Redis} */
 let r
 const keys = redisKeys('wsps')
-const connect = (/** @type {string} */ url) => stack.clients.connect(url)
 
 before(async () => {
-  await stack.start()
-  r = stack.connect()
+  r = stack.redisClient()
   const env = { WSPS_DEMAND_LEASE_MS: LEASE_MS, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
   ;[gwA, gwB] = await Promise.all([stack.gateway(env), stack.gateway(env)])
   await stack.fetcher()
 })
-
-after(() => stack.close())
 
 /**
  * Subscriptions held by a gateway's Redis subscriber connection, from
@@ -38,7 +34,7 @@ async function channelsHeldBy (node) {
 }
 
 test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', async () => {
-  const c = await connect(gwA.wsUrl)
+  const c = await stack.client(gwA.wsUrl)
   assert.equal(c.hello.v, 1)
   assert.equal(c.hello.node, gwA.name)
   assert.equal(typeof c.hello.heartbeatMs, 'number')
@@ -61,8 +57,8 @@ test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', 
 })
 
 test('clients on two gateways receive the same seq sequence with no gaps or duplicates', async () => {
-  const a = await connect(gwA.wsUrl)
-  const b = await connect(gwB.wsUrl)
+  const a = await stack.client(gwA.wsUrl)
+  const b = await stack.client(gwB.wsUrl)
   await Promise.all([a.sub(['IBM']), b.sub(['IBM'])])
   await a.waitQuotes('IBM', 15)
   await b.waitQuotes('IBM', 15)
@@ -80,7 +76,7 @@ test('clients on two gateways receive the same seq sequence with no gaps or dupl
 })
 
 test('unsub stops updates of that symbol and only that one', async () => {
-  const c = await connect(gwA.wsUrl)
+  const c = await stack.client(gwA.wsUrl)
   await c.sub(['ORCL', 'SAP'])
   await c.waitQuotes('ORCL', 2)
   await c.waitQuotes('SAP', 2)
@@ -95,10 +91,10 @@ test('unsub stops updates of that symbol and only that one', async () => {
 
 test("a gateway's Redis channels follow its own clients' demand", async () => {
   const base = await channelsHeldBy(gwB.name)
-  const c = await connect(gwB.wsUrl)
+  const c = await stack.client(gwB.wsUrl)
   await c.sub(['CH1', 'CH2', 'CH3'])
   await waitFor(async () => (await channelsHeldBy(gwB.name)) === base + 3, { message: 'three more channels on gateway B' })
-  const other = await connect(gwB.wsUrl)
+  const other = await stack.client(gwB.wsUrl)
   await other.sub(['CH1'])
   await c.unsub(['CH1', 'CH2'])
   await waitFor(async () => (await channelsHeldBy(gwB.name)) === base + 2, { message: 'CH2 dropped, CH1 kept for the other client' })
@@ -111,7 +107,7 @@ test("a gateway's Redis channels follow its own clients' demand", async () => {
 })
 
 test('the fetcher fetches only watched symbols and stops within the lease after the last watcher leaves', async () => {
-  const c = await connect(gwA.wsUrl)
+  const c = await stack.client(gwA.wsUrl)
   await c.sub(['LEASE'])
   await c.waitQuotes('LEASE', 3)
   assert.equal(await r.exists(keys.seq('NEVERWATCHED')), 0)

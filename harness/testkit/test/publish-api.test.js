@@ -2,15 +2,15 @@
 // push-only fetcher and a polling (sim) fetcher, each with its own gateway
 // (separate key prefixes), WebSocket clients.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { before, test } from 'node:test'
 import { redisKeys } from '@wsps/shared/keys'
-import { Stack, waitFor } from '../src/index.js'
+import { useStack, waitFor } from '../src/index.js'
 
 const TOKEN = 'test-publish-token-0123456789'
 const RATE = 10
 const MAX_BYTES = 4096
 const PUSH_LEASE_MS = 1500
-const stack = new Stack()
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let pushFetcher
 /** @type {import('../src/index.js').ServiceHandle} */
@@ -22,11 +22,9 @@ let simGateway
 /** @type {import('ioredis').Redis} */
 let r
 const pushKeys = redisKeys('pp')
-const connect = (/** @type {string} */ url) => stack.clients.connect(url)
 
 before(async () => {
-  await stack.start()
-  r = stack.connect()
+  r = stack.redisClient()
   const gw = { WSPS_DEMAND_LEASE_MS: 1500, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
   // One after the other: a busy machine starts four at once too slowly.
   pushGateway = await stack.gateway({ ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' })
@@ -36,8 +34,6 @@ before(async () => {
   simGateway = await stack.gateway(gw)
   simFetcher = await stack.fetcher({ WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS })
 })
-
-after(() => stack.close())
 
 /**
  * @param {import('../src/index.js').ServiceHandle} fetcher
@@ -53,7 +49,7 @@ async function publish (fetcher, body, { token = TOKEN, type = 'application/json
 }
 
 test('a published quote reaches a subscribed client with its fields and a seq, and becomes the snapshot', async () => {
-  const c = await connect(pushGateway.wsUrl)
+  const c = await stack.client(pushGateway.wsUrl)
   await c.sub(['PUB1'])
   const res = await publish(pushFetcher, { quotes: [{ symbol: 'PUB1', bid: 10.5, ask: 10.6, last: 10.55, volume: 1200 }, { symbol: 'PUB1', bid: 10.7 }] })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
@@ -65,14 +61,14 @@ test('a published quote reaches a subscribed client with its fields and a seq, a
   const latest = JSON.parse(/** @type {string} */ (await r.get(pushKeys.latest('PUB1'))))
   assert.deepEqual({ bid: latest.bid, seq: latest.seq }, { bid: 10.7, seq: 2 })
   // A new client gets it as its snapshot.
-  const late = await connect(pushGateway.wsUrl)
+  const late = await stack.client(pushGateway.wsUrl)
   await late.sub(['PUB1'])
   await waitFor(() => late.quote('PUB1')?.bid === 10.7, { message: 'snapshot of PUB1' })
   assert.deepEqual(c.problems, [])
 })
 
 test('NDJSON bodies: one quote a line', async () => {
-  const c = await connect(pushGateway.wsUrl)
+  const c = await stack.client(pushGateway.wsUrl)
   await c.sub(['NDJ'])
   const res = await publish(pushFetcher, '{"symbol":"NDJ","last":1}\n\n{"symbol":"NDJ","last":2,"ts":1700000000000}\n', { type: 'application/x-ndjson' })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
@@ -109,7 +105,7 @@ test('bad requests get coded errors and publish nothing of the request', async (
 })
 
 test('WSPS_PROVIDER=push never polls: a demanded symbol gets no job and no quote until one is published', async () => {
-  const c = await connect(pushGateway.wsUrl)
+  const c = await stack.client(pushGateway.wsUrl)
   await c.sub(['NOPOLL'])
   await waitFor(async () => (await r.zscore(pushKeys.demand, 'NOPOLL')) !== null, { message: 'demand for NOPOLL' })
   assert.equal(await r.llen(pushKeys.jobs), 0)
@@ -121,11 +117,11 @@ test('WSPS_PROVIDER=push never polls: a demanded symbol gets no job and no quote
 })
 
 test('push wins over polling: while quotes are pushed the provider neither fetches nor publishes the symbol; after the lease it does again', async () => {
-  const c = await connect(simGateway.wsUrl)
+  const c = await stack.client(simGateway.wsUrl)
   await c.sub(['PUSHWIN'])
   await c.waitQuotes('PUSHWIN', 3) // the sim market feeds it
   // Every publish of the symbol, in order, straight from its Redis channel.
-  const sub = stack.connect()
+  const sub = stack.redisClient()
   /** @type {{seq: number, bid: number}[]} */
   const published = []
   sub.on('message', (_ch, msg) => published.push(JSON.parse(msg)))

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { SignJWT } from 'jose'
 import { CloseCode, ErrorCode, continues } from '@wsps/protocol'
-import { SseStream, Stack, TestClient, waitFor } from '../src/index.js'
+import { SseStream, TestClient, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-the-sse-tests-0123456789'
 const MAX_PER_IP = 3
 
-const stack = new Stack()
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let open
 /** @type {import('../src/index.js').ServiceHandle} */
@@ -20,7 +20,6 @@ let authed
 const streams = []
 
 before(async () => {
-  await stack.start()
   ;[open, authed] = await Promise.all([
     stack.gateway({ WSPS_HEARTBEAT_MS: 1000, WSPS_MAX_CONNECTIONS_PER_IP: MAX_PER_IP, WSPS_MAX_SUBSCRIPTIONS: 5 }),
     // debug: the most a gateway ever logs, and still no token in it.
@@ -29,10 +28,7 @@ before(async () => {
   ])
 })
 
-after(async () => {
-  for (const s of streams) s.close()
-  await stack.close()
-})
+after(() => { for (const s of streams) s.close() })
 
 /**
  * @param {string} url

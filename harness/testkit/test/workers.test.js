@@ -5,11 +5,11 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { CloseCode } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
-import { Stack, TestClient, getJson, waitFor } from '../src/index.js'
+import { TestClient, getJson, useStack, waitFor } from '../src/index.js'
 import { quoteStream } from '../../chaos/lib/slow-distinct-scenario.js'
 
 const keys = redisKeys('wsps')
-const stack = new Stack()
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let gw
 /** @type {import('ioredis').Redis} */
@@ -18,15 +18,11 @@ let r
 const clients = []
 
 before(async () => {
-  await stack.start()
-  r = stack.connect()
+  r = stack.redisClient()
   gw = await stack.gateway({ WSPS_WORKERS: 2, WSPS_DRAIN_MS: 300 })
 })
 
-after(async () => {
-  for (const c of clients) c.ws.terminate()
-  await stack.close()
-})
+after(() => { for (const c of clients) c.ws.terminate() })
 
 /**
  * @param {Record<string, number>} m parsed metrics
