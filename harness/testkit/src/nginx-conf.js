@@ -9,7 +9,7 @@
 // writes RUN_DIR/nginx/nginx.conf (nginx's files under RUN_DIR/nginx, logs
 // under RUN_DIR/logs) and prints its path.
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -56,7 +56,16 @@ export function writeNginxConf (dir, options) {
   return file
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+/** @returns {boolean} this file is the command being run (a symlinked checkout still counts) */
+function isMain () {
+  try {
+    return realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)
+  } catch {
+    return false
+  }
+}
+
+if (isMain()) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: { listen: { type: 'string', multiple: true, default: [] }, upstream: { type: 'string', multiple: true, default: [] }, daemon: { type: 'boolean', default: false } }
