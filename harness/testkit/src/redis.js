@@ -100,8 +100,8 @@ export async function startRedis ({ port, password, username, tls = false } = {}
     port: p,
     /** With TLS the certificate names localhost, so that is the host to dial. */
     url: certs ? `rediss://localhost:${p}` : `redis://127.0.0.1:${p}`,
-    /** The CA that signed its certificate (with `tls`). */
-    ca: certs?.ca,
+    /** The CA file that signed its certificate (with `tls`; '' without). */
+    ca: certs?.ca ?? '',
     /** Its scratch directory (removed by close()). */
     dir,
     /** The pid of the running redis-server (0 when stopped). */

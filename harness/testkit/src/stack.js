@@ -2,7 +2,7 @@
 // gateways, fetchers, Redis connections and test clients started on it,
 // all ended by one close() in the file's `after` hook.
 
-import { after, before } from 'node:test'
+import { after } from 'node:test'
 import { Redis } from 'ioredis'
 import { startFetcher, startGateway, startService } from './index.js'
 import { startRedis } from './redis.js'
@@ -11,48 +11,60 @@ import { ClientPool } from './test-client.js'
 /** @typedef {import('./index.js').ServiceHandle} ServiceHandle */
 
 /**
- * The Stack of the test file that calls this at its top: started in a
- * `before` hook (ahead of the file's own), closed in an `after` hook.
+ * The Stack of the test file that calls this at its top, closed in an
+ * `after` hook. It starts its Redis when first asked for something.
  *
  * @param {import('./redis.js').RedisOptions} [options]
  */
 export function useStack (options) {
-  const stack = new Stack()
-  before(() => stack.start(options))
+  const stack = new Stack(options)
   after(() => stack.close())
   return stack
 }
 
 export class Stack {
+  #options
   /** @type {import('./redis.js').RedisHandle | null} */
   #redis = null
+  /** @type {Promise<this> | null} */
+  #starting = null
   /** @type {ServiceHandle[]} */
   #services = []
   /** @type {Redis[]} */
   #connections = []
   #clients = new ClientPool()
 
-  /**
-   * Starts its Redis.
-   *
-   * @param {import('./redis.js').RedisOptions} [options]
-   */
-  async start (options) {
-    this.#redis = await startRedis(options)
-    return this
+  /** @param {import('./redis.js').RedisOptions} [options] its Redis */
+  constructor (options) {
+    this.#options = options
   }
 
-  /** Its Redis (after start()). */
+  /** Starts its Redis (once; everything below calls it). */
+  start () {
+    this.#starting ??= startRedis(this.#options).then((r) => {
+      this.#redis = r
+      return this
+    })
+    return this.#starting
+  }
+
+  /** Its Redis (once started). */
   get redis () {
     if (!this.#redis) throw new Error('Stack: start() first')
     return this.#redis
   }
 
   /** @param {Record<string, string | number>} [env] */
-  async gateway (env) { return this.#own(await startGateway(this.redis.url, env)) }
+  async gateway (env) {
+    await this.start()
+    return this.#own(await startGateway(this.redis.url, env))
+  }
 
   /** @param {Record<string, string | number>} [env] */
-  async fetcher (env) { return this.#own(await startFetcher(this.redis.url, env)) }
+  async fetcher (env) {
+    await this.start()
+    return this.#own(await startFetcher(this.redis.url, env))
+  }
 
   /**
    * Any other service process (its Redis is the caller's to name in `env`).
@@ -72,7 +84,8 @@ export class Stack {
   client (url, options) { return this.#clients.connect(url, options) }
 
   /** An ioredis connection to its Redis, disconnected by close(). */
-  redisClient () {
+  async redisClient () {
+    await this.start()
     const r = new Redis(this.redis.url)
     this.#connections.push(r)
     return r
@@ -86,6 +99,7 @@ export class Stack {
 
   /** Ends everything it started (services with SIGKILL: the tests are over). */
   async close () {
+    await this.#starting?.catch(() => {})
     this.#clients.terminate()
     for (const r of this.#connections) r.disconnect()
     await Promise.all(this.#services.map((s) => s.kill()))

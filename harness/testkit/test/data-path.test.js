@@ -16,7 +16,7 @@ let r
 const keys = redisKeys('wsps')
 
 before(async () => {
-  r = stack.redisClient()
+  r = await stack.redisClient()
   const env = { WSPS_DEMAND_LEASE_MS: LEASE_MS, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
   ;[gwA, gwB] = await Promise.all([stack.gateway(env), stack.gateway(env)])
   await stack.fetcher()

@@ -24,7 +24,7 @@ let r
 const pushKeys = redisKeys('pp')
 
 before(async () => {
-  r = stack.redisClient()
+  r = await stack.redisClient()
   const gw = { WSPS_DEMAND_LEASE_MS: 1500, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
   // One after the other: a busy machine starts four at once too slowly.
   pushGateway = await stack.gateway({ ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' })
@@ -121,7 +121,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
   await c.sub(['PUSHWIN'])
   await c.waitQuotes('PUSHWIN', 3) // the sim market feeds it
   // Every publish of the symbol, in order, straight from its Redis channel.
-  const sub = stack.redisClient()
+  const sub = await stack.redisClient()
   /** @type {{seq: number, bid: number}[]} */
   const published = []
   sub.on('message', (_ch, msg) => published.push(JSON.parse(msg)))

@@ -307,8 +307,8 @@ test('Redis AUTH: gateway and fetcher authenticate by WSPS_REDIS_PASSWORD or _FI
   /** Everything each process printed from here on (startService keeps only the tail). */
   const logs = new Map([gwFile, gwEnv, fetcher, gwWrong, gwNone].map((p) => {
     const all = [...p.logs]
-    p.proc.stdout.on('data', (d) => all.push(String(d)))
-    p.proc.stderr.on('data', (d) => all.push(String(d)))
+    p.proc.stdout?.on('data', (d) => all.push(String(d)))
+    p.proc.stderr?.on('data', (d) => all.push(String(d)))
     return [p, all]
   }))
 

@@ -18,7 +18,7 @@ let r
 const clients = []
 
 before(async () => {
-  r = stack.redisClient()
+  r = await stack.redisClient()
   gw = await stack.gateway({ WSPS_WORKERS: 2, WSPS_DRAIN_MS: 300 })
 })
 
