@@ -12,9 +12,9 @@
 const FIN_TEXT = 0x81
 
 export class TextFrame {
-  /** The whole WebSocket frame: header, then payload. */
+  /** @type {Buffer} the whole WebSocket frame: header, then payload */
   wire
-  /** The payload alone (a view into `wire`): what other transports write. */
+  /** @type {Buffer} the payload alone (a view into `wire`): what other transports write */
   payload
 
   /** @param {string} text the frame's JSON text */
