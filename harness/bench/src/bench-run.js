@@ -38,9 +38,13 @@ export class BenchRun {
     return this.redisPid ? [this.redisPid] : []
   }
 
-  /** @param {number} rate @param {string} [prefix] */
-  setRate (rate, prefix = 'wsps') {
-    this.publisher.send({ cmd: 'rate', rate: Math.round(rate), prefix })
+  /**
+   * @param {number} rate quotes per second
+   * @param {string} [prefix]
+   * @param {number} [symbols] spread over the first this many symbols (default: all)
+   */
+  setRate (rate, prefix = 'wsps', symbols = undefined) {
+    this.publisher.send({ cmd: 'rate', rate: Math.round(rate), prefix, symbols })
   }
 
   /** @param {string} [prefix] */
@@ -83,10 +87,12 @@ export class BenchRun {
    * merged delta carries) and pass only with no seq gap: for a server in
    * distinct mode, which must deliver every tick.
    *
-   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean}} o
+   * symbols: publish only the first this many symbols (default: all).
+   *
+   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean, symbols?: number}} o
    */
-  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false }) {
-    this.setRate(rate, prefix)
+  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false, symbols = undefined }) {
+    this.setRate(rate, prefix, symbols)
     await sleep(settleMs)
     const meters = {
       server: new CpuMeter(roots),

@@ -8,7 +8,7 @@ const full = {
   storm: 18_000, stormProcs: 4, idleExtra: 1500, readyTimeout: 100,
   nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
   simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000,
-  hotConns: 10_000, hotSymbols: 5, hotZipf: 2.0,
+  hotSweep: [2500, 5000, 10_000], hotPerConnRate: 4.2, hotSymbols: 5, hotZipf: 2.0,
   ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4
 }
 
@@ -22,7 +22,7 @@ export const PROFILES = {
     storm: 300, stormProcs: 1, idleExtra: 50, readyTimeout: 20,
     nginxConns: 100, nginxReps: 1, nginxDeliveries: 2000,
     simProcs: [1, 2], simConns: 200, simDeliveries: 2000, simMeasureMs: 2000,
-    hotConns: 200,
+    hotSweep: [100, 200],
     ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2
   },
   quick: {
@@ -32,7 +32,7 @@ export const PROFILES = {
     storm: 3000, stormProcs: 2, idleExtra: 0, readyTimeout: 20,
     nginxConns: 1000, nginxReps: 1, nginxDeliveries: 20_000,
     simProcs: [1, 2], simConns: 2000, simDeliveries: 20_000, simMeasureMs: 2000,
-    hotConns: 3000,
+    hotSweep: [750, 1500, 3000],
     ingestMeasureMs: 2500
   }
 }
