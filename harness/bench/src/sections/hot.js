@@ -8,7 +8,7 @@
 
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
-import { sleep } from '../spawn.js'
+import { sleep } from '@wsps/testkit'
 import { log } from '../bench-run.js'
 
 const NAMES = ['wsps', 'wsps-2w']
