@@ -122,7 +122,12 @@ export class WsServer {
         return refuse(socket, 503, 'draining')
       }
       admitted = true
-      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onConnection(/** @type {WsTransport} */ (ws), ip, authed, grants, expiresAt))
+      this.#wss.handleUpgrade(req, socket, head, (ws) => {
+        // `ws` handles the socket's errors from now on; a second listener
+        // would cost every connection an array in the socket's listener table.
+        socket.off('error', destroySelf)
+        this.#onConnection(/** @type {WsTransport} */ (ws), ip, authed, grants, expiresAt)
+      })
       m.inc({ result: 'accepted' })
     } finally {
       admission.settle(ip, admitted)
@@ -156,7 +161,7 @@ export class WsServer {
 
 /**
  * A socket error before (or while) the upgrade completes. Shared, not a
- * closure: it stays on every upgraded socket for its lifetime.
+ * closure; removed once `ws` owns the socket.
  *
  * @this {import('node:stream').Duplex}
  */
