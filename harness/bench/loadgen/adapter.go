@@ -71,25 +71,34 @@ func (a wspsAdapter) Subscribe(c *websocket.Conn, symbols []string) error {
 	return c.WriteMessage(websocket.TextMessage, subFrame(symbols, a.mode))
 }
 
+// framePrefixes are the starts of the frames whose kind the start tells.
+type framePrefixes []struct {
+	prefix []byte
+	kind   FrameKind
+}
+
+// kind is the kind of the first prefix d starts with, FrameOther if none.
+func (ps framePrefixes) kind(d []byte) FrameKind {
+	for _, p := range ps {
+		if bytes.HasPrefix(d, p.prefix) {
+			return p.kind
+		}
+	}
+	return FrameOther
+}
+
 var (
-	opQ     = []byte(`{"op":"q"`)
-	opSnap  = []byte(`{"op":"snap"`)
-	opAck   = []byte(`{"op":"ack"`)
-	opError = []byte(`{"op":"error"`)
+	opSnap     = []byte(`{"op":"snap"`)
+	opAck      = []byte(`{"op":"ack"`)
+	opError    = []byte(`{"op":"error"`)
+	wspsFrames = framePrefixes{{[]byte(`{"op":"q"`), FrameQuotes}, {opSnap, FrameSnap}, {opAck, FrameAck}}
 )
 
 func (wspsAdapter) Classify(c *websocket.Conn, d []byte) (FrameKind, error) {
-	switch {
-	case bytes.HasPrefix(d, opQ):
-		return FrameQuotes, nil
-	case bytes.HasPrefix(d, opSnap):
-		return FrameSnap, nil
-	case bytes.HasPrefix(d, opAck):
-		return FrameAck, nil
-	case bytes.HasPrefix(d, opError):
+	if bytes.HasPrefix(d, opError) {
 		return FrameOther, fmt.Errorf("server error: %s", d)
 	}
-	return FrameOther, nil
+	return wspsFrames.kind(d), nil
 }
 
 // Socket.IO 4 (Engine.IO v4) over a plain WebSocket: "0{...}" open,
@@ -126,24 +135,13 @@ func (socketioAdapter) Subscribe(c *websocket.Conn, symbols []string) error {
 	return c.WriteMessage(websocket.TextMessage, append([]byte("42"), b...))
 }
 
-var (
-	sioQ    = []byte(`42["q",`)
-	sioSnap = []byte(`42["snap",`)
-	sioAck  = []byte(`42["ack"`)
-)
+var socketioFrames = framePrefixes{{[]byte(`42["q",`), FrameQuotes}, {[]byte(`42["snap",`), FrameSnap}, {[]byte(`42["ack"`), FrameAck}}
 
 func (socketioAdapter) Classify(c *websocket.Conn, d []byte) (FrameKind, error) {
-	switch {
-	case bytes.HasPrefix(d, sioQ):
-		return FrameQuotes, nil
-	case bytes.HasPrefix(d, sioSnap):
-		return FrameSnap, nil
-	case bytes.HasPrefix(d, sioAck):
-		return FrameAck, nil
-	case len(d) == 1 && d[0] == '2':
+	if len(d) == 1 && d[0] == '2' { // an engine.io ping, answered with a pong
 		return FrameOther, c.WriteMessage(websocket.TextMessage, []byte("3"))
 	}
-	return FrameOther, nil
+	return socketioFrames.kind(d), nil
 }
 
 // Pushpin: the client speaks to the bench's GRIP backend through Pushpin
@@ -158,18 +156,11 @@ func (pushpinAdapter) Subscribe(c *websocket.Conn, symbols []string) error {
 	return c.WriteMessage(websocket.TextMessage, subFrame(symbols, ""))
 }
 
-var rawQuote = []byte(`{"seq":`)
+// A published item is the raw quote; ack and snapshot are wsps frames.
+var pushpinFrames = framePrefixes{{[]byte(`{"seq":`), FrameQuotes}, {opSnap, FrameSnap}, {opAck, FrameAck}}
 
 func (pushpinAdapter) Classify(c *websocket.Conn, d []byte) (FrameKind, error) {
-	switch {
-	case bytes.HasPrefix(d, rawQuote):
-		return FrameQuotes, nil
-	case bytes.HasPrefix(d, opSnap):
-		return FrameSnap, nil
-	case bytes.HasPrefix(d, opAck):
-		return FrameAck, nil
-	}
-	return FrameOther, nil
+	return pushpinFrames.kind(d), nil
 }
 
 // Entry is one quote (full or delta) found in a frame.

@@ -76,14 +76,7 @@ func TestEpollLoopAgainstServer(t *testing.T) {
 	_, stopLoop := startLoop(t, o, st, states, [][]int{{3, 7}}, hooks)
 	defer stopLoop()
 
-	select {
-	case err := <-lostErr:
-		if !strings.Contains(err.Error(), "close 1001") {
-			t.Fatalf("lost with %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the server's close never reached the loop")
-	}
+	awaitError(t, lostErr, "close 1001", "the server's close never reached the loop")
 	if s := <-sub; s != `{"id":1,"op":"sub","symbols":["S0003","S0007"]}` {
 		t.Fatalf("subscription %s", s)
 	}
@@ -115,16 +108,11 @@ func TestEpollLoopRefused(t *testing.T) {
 	defer srv.Close()
 	o := &options{adapter: "wsps", url: "ws" + strings.TrimPrefix(srv.URL, "http"), conns: 1, src: []string{"127.0.0.1"}, waitSnap: true, dialRetries: 2}
 	failed := make(chan error, 1)
-	hooks := epollHooks{connected: func(int, time.Duration) {}, ready: func(int) {}, failed: func(_ int, err error) { failed <- err }, lost: func(int, error) {}}
-	_, stopLoop := startLoop(t, o, &stats{}, make([]connState, 1), [][]int{{1}}, hooks)
+	_, stopLoop := startLoop(t, o, &stats{}, make([]connState, 1), [][]int{{1}}, failuresTo(failed))
 	defer stopLoop()
-	select {
-	case err := <-failed:
-		if !strings.Contains(err.Error(), "HTTP 503") || hits.Load() != 3 {
-			t.Fatalf("%v after %d attempts", err, hits.Load())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("never gave up")
+	awaitError(t, failed, "HTTP 503", "never gave up")
+	if hits.Load() != 3 {
+		t.Fatalf("gave up after %d attempts", hits.Load())
 	}
 }
 
@@ -148,9 +136,8 @@ func TestEpollLoopCut(t *testing.T) {
 	}()
 	o := &options{adapter: "wsps", url: "ws://" + ln.Addr().String(), conns: 2, src: []string{"127.0.0.1"}, waitSnap: true}
 	failed := make(chan error, 2)
-	hooks := epollHooks{connected: func(int, time.Duration) {}, ready: func(int) {}, failed: func(_ int, err error) { failed <- err }, lost: func(int, error) {}}
 	states := make([]connState, 2)
-	cut, stopLoop := startLoop(t, o, &stats{}, states, [][]int{{1}, {2}}, hooks)
+	cut, stopLoop := startLoop(t, o, &stats{}, states, [][]int{{1}, {2}}, failuresTo(failed))
 	defer stopLoop()
 	for range 2 {
 		select {
@@ -162,14 +149,7 @@ func TestEpollLoopCut(t *testing.T) {
 	}
 	cut.Store(true)
 	for range 2 {
-		select {
-		case err := <-failed:
-			if !strings.Contains(err.Error(), "context canceled") {
-				t.Fatalf("cut reported as %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatal("cut did not close the pending connections")
-		}
+		awaitError(t, failed, "context canceled", "cut did not close the pending connections")
 	}
 	if !states[0].closed.Load() || !states[1].closed.Load() {
 		t.Fatal("cut connections not marked closed")
@@ -189,4 +169,23 @@ func startLoop(t *testing.T, o *options, st *stats, states []connState, plan [][
 	done := make(chan struct{})
 	go func() { l.run(); close(done) }()
 	return cut, func() { stop.Store(true); <-done }
+}
+
+// failuresTo: hooks that send every failure to failed and ignore the rest.
+func failuresTo(failed chan<- error) epollHooks {
+	return epollHooks{connected: func(int, time.Duration) {}, ready: func(int) {}, failed: func(_ int, err error) { failed <- err }, lost: func(int, error) {}}
+}
+
+// awaitError fails the test unless errs gives, within a minute, an error
+// that says want; never says what did not happen otherwise.
+func awaitError(t *testing.T, errs <-chan error, want, never string) {
+	t.Helper()
+	select {
+	case err := <-errs:
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v, want an error saying %q", err, want)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal(never)
+	}
 }

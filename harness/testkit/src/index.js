@@ -173,7 +173,7 @@ export function parseMetrics (text) {
 
 export { ClientPool, TestClient } from './test-client.js'
 export { SseStream } from './sse-stream.js'
-export { Stack, useStack } from './stack.js'
+export { Stack, setUp, useStack } from './stack.js'
 export { startNginx } from './nginx.js'
 export { writeNginxConf } from './nginx-conf.js'
 export { startProcess } from './process.js'

@@ -2,7 +2,7 @@
 // gateways, fetchers, Redis connections and test clients started on it,
 // all ended by one close() in the file's `after` hook.
 
-import { after } from 'node:test'
+import { after, before } from 'node:test'
 import { Redis } from 'ioredis'
 import { startFetcher, startGateway, startService } from './index.js'
 import { startRedis } from './redis.js'
@@ -20,6 +20,22 @@ export function useStack (options) {
   const stack = new Stack(options)
   after(() => stack.close())
   return stack
+}
+
+/**
+ * What the `before` hook of the test file that calls this at its top starts,
+ * as one object typed by what `setup` returns: its fields are there once the
+ * hook has run, so the file declares no `let` per service.
+ *
+ * @template {object} T
+ * @param {() => Promise<T>} setup
+ * @returns {T}
+ */
+export function setUp (setup) {
+  /** @type {Partial<T>} */
+  const started = {}
+  before(async () => { Object.assign(started, await setup()) })
+  return /** @type {T} */ (started)
 }
 
 export class Stack {

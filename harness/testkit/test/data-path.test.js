@@ -1,25 +1,18 @@
 // The core data path on real processes: redis-server, one quote-fetcher,
 // two gateways, WebSocket clients.
 import assert from 'node:assert/strict'
-import { before, test } from 'node:test'
+import { test } from 'node:test'
 import { redisKeys } from '@wsps/shared/keys'
-import { sleep, useStack, waitFor } from '../src/index.js'
+import { setUp, sleep, useStack, waitFor } from '../src/index.js'
 
 const LEASE_MS = 1500
 const stack = useStack()
-/** @type {import('../src/index.js').ServiceHandle} */
-let gwA
-/** @type {import('../src/index.js').ServiceHandle} */
-let gwB
-/** @type {import('ioredis').Redis} */
-let r
 const keys = redisKeys('wsps')
-
-before(async () => {
-  r = await stack.redisClient()
+const on = setUp(async () => {
   const env = { WSPS_DEMAND_LEASE_MS: LEASE_MS, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
-  ;[gwA, gwB] = await Promise.all([stack.gateway(env), stack.gateway(env)])
+  const [gwA, gwB] = await Promise.all([stack.gateway(env), stack.gateway(env)])
   await stack.fetcher()
+  return { redis: await stack.redisClient(), gwA, gwB }
 })
 
 /**
@@ -28,15 +21,15 @@ before(async () => {
  * @param {string} node
  */
 async function channelsHeldBy (node) {
-  const list = /** @type {string} */ (await r.client('LIST'))
+  const list = /** @type {string} */ (await on.redis.client('LIST'))
   const line = list.split('\n').find((l) => l.includes(`name=wsps-gw-sub-${node} `))
   return Number(/ sub=(\d+)/.exec(line ?? '')?.[1] ?? -1)
 }
 
 test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', async () => {
-  const c = await stack.client(gwA.wsUrl)
+  const c = await stack.client(on.gwA.wsUrl)
   assert.equal(c.hello.v, 1)
-  assert.equal(c.hello.node, gwA.name)
+  assert.equal(c.hello.node, on.gwA.name)
   assert.equal(typeof c.hello.heartbeatMs, 'number')
   const subscribedAt = Date.now()
   const ack = await c.sub(['AAPL', 'MSFT'])
@@ -57,8 +50,8 @@ test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', 
 })
 
 test('clients on two gateways receive the same seq sequence with no gaps or duplicates', async () => {
-  const a = await stack.client(gwA.wsUrl)
-  const b = await stack.client(gwB.wsUrl)
+  const a = await stack.client(on.gwA.wsUrl)
+  const b = await stack.client(on.gwB.wsUrl)
   await Promise.all([a.sub(['IBM']), b.sub(['IBM'])])
   await a.waitQuotes('IBM', 15)
   await b.waitQuotes('IBM', 15)
@@ -76,7 +69,7 @@ test('clients on two gateways receive the same seq sequence with no gaps or dupl
 })
 
 test('unsub stops updates of that symbol and only that one', async () => {
-  const c = await stack.client(gwA.wsUrl)
+  const c = await stack.client(on.gwA.wsUrl)
   await c.sub(['ORCL', 'SAP'])
   await c.waitQuotes('ORCL', 2)
   await c.waitQuotes('SAP', 2)
@@ -90,32 +83,32 @@ test('unsub stops updates of that symbol and only that one', async () => {
 })
 
 test("a gateway's Redis channels follow its own clients' demand", async () => {
-  const base = await channelsHeldBy(gwB.name)
-  const c = await stack.client(gwB.wsUrl)
+  const base = await channelsHeldBy(on.gwB.name)
+  const c = await stack.client(on.gwB.wsUrl)
   await c.sub(['CH1', 'CH2', 'CH3'])
-  await waitFor(async () => (await channelsHeldBy(gwB.name)) === base + 3, { message: 'three more channels on gateway B' })
-  const other = await stack.client(gwB.wsUrl)
+  await waitFor(async () => (await channelsHeldBy(on.gwB.name)) === base + 3, { message: 'three more channels on gateway B' })
+  const other = await stack.client(on.gwB.wsUrl)
   await other.sub(['CH1'])
   await c.unsub(['CH1', 'CH2'])
-  await waitFor(async () => (await channelsHeldBy(gwB.name)) === base + 2, { message: 'CH2 dropped, CH1 kept for the other client' })
+  await waitFor(async () => (await channelsHeldBy(on.gwB.name)) === base + 2, { message: 'CH2 dropped, CH1 kept for the other client' })
   await other.close()
-  await waitFor(async () => (await channelsHeldBy(gwB.name)) === base + 1, { message: 'CH1 dropped when its last client left' })
-  assert.equal((await gwB.metrics()).wsps_gateway_redis_channels, base + 1)
+  await waitFor(async () => (await channelsHeldBy(on.gwB.name)) === base + 1, { message: 'CH1 dropped when its last client left' })
+  assert.equal((await on.gwB.metrics()).wsps_gateway_redis_channels, base + 1)
   // Gateway A never watched these.
-  const held = /** @type {string[]} */ (await r.pubsub('CHANNELS', 'wsps:{CH*'))
+  const held = /** @type {string[]} */ (await on.redis.pubsub('CHANNELS', 'wsps:{CH*'))
   assert.deepEqual(held, [keys.channel('CH3')])
 })
 
 test('the fetcher fetches only watched symbols and stops within the lease after the last watcher leaves', async () => {
-  const c = await stack.client(gwA.wsUrl)
+  const c = await stack.client(on.gwA.wsUrl)
   await c.sub(['LEASE'])
   await c.waitQuotes('LEASE', 3)
-  assert.equal(await r.exists(keys.seq('NEVERWATCHED')), 0)
+  assert.equal(await on.redis.exists(keys.seq('NEVERWATCHED')), 0)
   await c.unsub(['LEASE'])
-  await waitFor(async () => (await r.zscore(keys.demand, 'LEASE')) === null, { timeout: LEASE_MS * 3, message: 'LEASE demand expired' })
-  const seq = Number(await r.get(keys.seq('LEASE')))
+  await waitFor(async () => (await on.redis.zscore(keys.demand, 'LEASE')) === null, { timeout: LEASE_MS * 3, message: 'LEASE demand expired' })
+  const seq = Number(await on.redis.get(keys.seq('LEASE')))
   await sleep(1000)
-  assert.equal(Number(await r.get(keys.seq('LEASE'))), seq, 'no quote published after the lease expired')
-  const watched = /** @type {string[]} */ (await r.zrange(keys.demand, 0, -1))
+  assert.equal(Number(await on.redis.get(keys.seq('LEASE'))), seq, 'no quote published after the lease expired')
+  const watched = /** @type {string[]} */ (await on.redis.zrange(keys.demand, 0, -1))
   assert.ok(!watched.includes('LEASE'))
 })

@@ -2,37 +2,26 @@
 // push-only fetcher and a polling (sim) fetcher, each with its own gateway
 // (separate key prefixes), WebSocket clients.
 import assert from 'node:assert/strict'
-import { before, test } from 'node:test'
+import { test } from 'node:test'
 import { redisKeys } from '@wsps/shared/keys'
-import { useStack, waitFor } from '../src/index.js'
+import { setUp, useStack, waitFor } from '../src/index.js'
 
 const TOKEN = 'test-publish-token-0123456789'
 const RATE = 10
 const MAX_BYTES = 4096
 const PUSH_LEASE_MS = 1500
 const stack = useStack()
-/** @type {import('../src/index.js').ServiceHandle} */
-let pushFetcher
-/** @type {import('../src/index.js').ServiceHandle} */
-let pushGateway
-/** @type {import('../src/index.js').ServiceHandle} */
-let simFetcher
-/** @type {import('../src/index.js').ServiceHandle} */
-let simGateway
-/** @type {import('ioredis').Redis} */
-let r
 const pushKeys = redisKeys('pp')
-
-before(async () => {
-  r = await stack.redisClient()
+const on = setUp(async () => {
   const gw = { WSPS_DEMAND_LEASE_MS: 1500, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
   // One after the other: a busy machine starts four at once too slowly.
-  pushGateway = await stack.gateway({ ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' })
-  pushFetcher = await stack.fetcher({
+  const pushGateway = await stack.gateway({ ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' })
+  const pushFetcher = await stack.fetcher({
     WSPS_REDIS_KEY_PREFIX: 'pp', WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUBLISH_RATE: RATE, WSPS_PUBLISH_MAX_BYTES: MAX_BYTES
   })
-  simGateway = await stack.gateway(gw)
-  simFetcher = await stack.fetcher({ WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS })
+  const simGateway = await stack.gateway(gw)
+  const simFetcher = await stack.fetcher({ WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS })
+  return { redis: await stack.redisClient(), pushGateway, pushFetcher, simGateway, simFetcher }
 })
 
 /**
@@ -49,28 +38,28 @@ async function publish (fetcher, body, { token = TOKEN, type = 'application/json
 }
 
 test('a published quote reaches a subscribed client with its fields and a seq, and becomes the snapshot', async () => {
-  const c = await stack.client(pushGateway.wsUrl)
+  const c = await stack.client(on.pushGateway.wsUrl)
   await c.sub(['PUB1'])
-  const res = await publish(pushFetcher, { quotes: [{ symbol: 'PUB1', bid: 10.5, ask: 10.6, last: 10.55, volume: 1200 }, { symbol: 'PUB1', bid: 10.7 }] })
+  const res = await publish(on.pushFetcher, { quotes: [{ symbol: 'PUB1', bid: 10.5, ask: 10.6, last: 10.55, volume: 1200 }, { symbol: 'PUB1', bid: 10.7 }] })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
   // Published right after the ack, the two may arrive as one snapshot.
   await waitFor(() => c.quote('PUB1')?.bid === 10.7, { message: 'PUB1 at the client' })
   const q = c.quote('PUB1') ?? {}
   assert.equal(q.bid, 10.7)
   assert.equal(typeof q.ts, 'number')
-  const latest = JSON.parse(/** @type {string} */ (await r.get(pushKeys.latest('PUB1'))))
+  const latest = JSON.parse(/** @type {string} */ (await on.redis.get(pushKeys.latest('PUB1'))))
   assert.deepEqual({ bid: latest.bid, seq: latest.seq }, { bid: 10.7, seq: 2 })
   // A new client gets it as its snapshot.
-  const late = await stack.client(pushGateway.wsUrl)
+  const late = await stack.client(on.pushGateway.wsUrl)
   await late.sub(['PUB1'])
   await waitFor(() => late.quote('PUB1')?.bid === 10.7, { message: 'snapshot of PUB1' })
   assert.deepEqual(c.problems, [])
 })
 
 test('NDJSON bodies: one quote a line', async () => {
-  const c = await stack.client(pushGateway.wsUrl)
+  const c = await stack.client(on.pushGateway.wsUrl)
   await c.sub(['NDJ'])
-  const res = await publish(pushFetcher, '{"symbol":"NDJ","last":1}\n\n{"symbol":"NDJ","last":2,"ts":1700000000000}\n', { type: 'application/x-ndjson' })
+  const res = await publish(on.pushFetcher, '{"symbol":"NDJ","last":1}\n\n{"symbol":"NDJ","last":2,"ts":1700000000000}\n', { type: 'application/x-ndjson' })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
   await waitFor(() => c.quote('NDJ')?.last === 2, { message: 'NDJ last 2' })
 })
@@ -89,14 +78,14 @@ test('bad requests get coded errors and publish nothing of the request', async (
     { body: { quotes: Array.from({ length: 200 }, () => ({ symbol: 'BAD1', bid: 1.25 })) }, status: 413, code: 'BODY_TOO_LARGE' }
   ]
   for (const k of cases) {
-    const res = await publish(pushFetcher, k.body, { token: k.token, type: k.type })
+    const res = await publish(on.pushFetcher, k.body, { token: k.token, type: k.type })
     assert.equal(res.status, k.status, JSON.stringify(res.body))
     assert.equal(res.body.code, k.code)
     assert.equal(typeof res.body.message, 'string')
     if ('index' in k) assert.equal(res.body.index, k.index)
   }
-  assert.equal(await r.exists(pushKeys.seq('BAD1'), pushKeys.latest('BAD1')), 0, 'nothing of a refused request was published')
-  const m = await pushFetcher.metrics()
+  assert.equal(await on.redis.exists(pushKeys.seq('BAD1'), pushKeys.latest('BAD1')), 0, 'nothing of a refused request was published')
+  const m = await on.pushFetcher.metrics()
   assert.equal(m['wsps_fetcher_publish_requests_total{outcome="UNAUTHORIZED"}'], 2)
   assert.equal(m['wsps_fetcher_publish_requests_total{outcome="BAD_QUOTE"}'], 3)
   assert.equal(m['wsps_fetcher_publish_requests_total{outcome="BAD_BODY"}'], 3)
@@ -105,19 +94,19 @@ test('bad requests get coded errors and publish nothing of the request', async (
 })
 
 test('WSPS_PROVIDER=push never polls: a demanded symbol gets no job and no quote until one is published', async () => {
-  const c = await stack.client(pushGateway.wsUrl)
+  const c = await stack.client(on.pushGateway.wsUrl)
   await c.sub(['NOPOLL'])
-  await waitFor(async () => (await r.zscore(pushKeys.demand, 'NOPOLL')) !== null, { message: 'demand for NOPOLL' })
-  assert.equal(await r.llen(pushKeys.jobs), 0)
-  const m = await pushFetcher.metrics()
+  await waitFor(async () => (await on.redis.zscore(pushKeys.demand, 'NOPOLL')) !== null, { message: 'demand for NOPOLL' })
+  assert.equal(await on.redis.llen(pushKeys.jobs), 0)
+  const m = await on.pushFetcher.metrics()
   assert.equal(m.wsps_fetcher_jobs_pushed_total ?? 0, 0)
   assert.equal(c.quote('NOPOLL'), undefined)
-  await publish(pushFetcher, { quotes: [{ symbol: 'NOPOLL', last: 3 }] })
+  await publish(on.pushFetcher, { quotes: [{ symbol: 'NOPOLL', last: 3 }] })
   await waitFor(() => c.quote('NOPOLL')?.last === 3, { message: 'the pushed NOPOLL quote' })
 })
 
 test('push wins over polling: while quotes are pushed the provider neither fetches nor publishes the symbol; after the lease it does again', async () => {
-  const c = await stack.client(simGateway.wsUrl)
+  const c = await stack.client(on.simGateway.wsUrl)
   await c.sub(['PUSHWIN'])
   await c.waitQuotes('PUSHWIN', 3) // the sim market feeds it
   // Every publish of the symbol, in order, straight from its Redis channel.
@@ -131,7 +120,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
   // Push for several lease renewals; every quote after the first pushed one
   // must be ours.
   for (let i = 0; i < 8; i++) {
-    const res = await publish(simFetcher, { quotes: [{ symbol: 'PUSHWIN', bid: marker + i, ask: marker + i, last: marker + i }] })
+    const res = await publish(on.simFetcher, { quotes: [{ symbol: 'PUSHWIN', bid: marker + i, ask: marker + i, last: marker + i }] })
     assert.equal(res.status, 200)
     pushed++
     await new Promise((resolve) => setTimeout(resolve, PUSH_LEASE_MS / 5))
@@ -142,7 +131,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
   const lastPushed = published.findIndex((q) => q.bid === marker + pushed - 1)
   assert.deepEqual(published.slice(firstPushed, lastPushed + 1).map((q) => q.bid), Array.from({ length: pushed }, (_, i) => marker + i),
     'no polled quote between pushed ones')
-  const m = await simFetcher.metrics()
+  const m = await on.simFetcher.metrics()
   assert.ok((m.wsps_fetcher_pushed_symbols_skipped_total ?? 0) > 0, 'the scheduler skipped the pushed symbol')
   // Pushing stops: polling resumes after the lease.
   await waitFor(() => {
@@ -159,12 +148,12 @@ test('the API is off without a token; a token over its rate gets 429 with Retry-
   assert.deepEqual([res.status, res.body.code], [404, 'PUBLISH_DISABLED'])
 
   // RATE quotes/s: a batch of 12 s worth is admitted whole, the next request is not.
-  const big = await publish(pushFetcher, { quotes: Array.from({ length: RATE * 12 }, (_, i) => ({ symbol: `R${i % 10}`, bid: 1 })) })
+  const big = await publish(on.pushFetcher, { quotes: Array.from({ length: RATE * 12 }, (_, i) => ({ symbol: `R${i % 10}`, bid: 1 })) })
   assert.equal(big.status, 200)
-  const over = await publish(pushFetcher, { quotes: [{ symbol: 'R0', bid: 2 }] })
+  const over = await publish(on.pushFetcher, { quotes: [{ symbol: 'R0', bid: 2 }] })
   assert.deepEqual([over.status, over.body.code], [429, 'RATE_LIMITED'])
   assert.ok(Number(over.headers.get('retry-after')) >= 1)
-  assert.equal(JSON.parse(/** @type {string} */ (await r.get(pushKeys.latest('R0')))).bid, 1, 'the refused quote was not published')
-  const m = await pushFetcher.metrics()
+  assert.equal(JSON.parse(/** @type {string} */ (await on.redis.get(pushKeys.latest('R0')))).bid, 1, 'the refused quote was not published')
+  const m = await on.pushFetcher.metrics()
   assert.equal(m['wsps_fetcher_publish_requests_total{outcome="RATE_LIMITED"}'], 1)
 })

@@ -34,6 +34,14 @@ function replay (/** @type {any[]} */ frames, /** @type {Map<string, any>} */ he
   return problems
 }
 
+/** What a receiver holds after replaying frames that must all continue each other. */
+function heldAfter (/** @type {any[]} */ frames) {
+  /** @type {Map<string, any>} */
+  const held = new Map()
+  assert.deepEqual(replay(frames, held), [])
+  return held
+}
+
 test('updates of several symbols within one window reach a reader as one frame', async () => {
   const { hub, clients: [a], pass } = await live()
   hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
@@ -130,9 +138,7 @@ test('a reader joining between a quote and the next pass gets a snapshot the pen
   pass()
   hub.onQuote('AAPL', quote(5, { bid: 5 }, 'AAPL'))
   pass()
-  /** @type {Map<string, any>} */
-  const held = new Map()
-  assert.deepEqual(replay(late.ws.sent, held), [])
+  const held = heldAfter(late.ws.sent)
   assert.deepEqual([held.get('AAPL').seq, held.get('AAPL').bid], [5, 5])
 })
 
@@ -146,26 +152,29 @@ test('a reader returning to a symbol nobody watched for a while starts from the 
   b.ws.sent.push({ op: 'snap', quotes: [JSON.parse(raw)] })
   hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
   pass()
-  /** @type {Map<string, any>} */
-  const held = new Map()
-  assert.deepEqual(replay(b.ws.sent, held), [])
-  assert.equal(held.get('AAPL').seq, 3)
+  assert.equal(heldAfter(b.ws.sent).get('AAPL').seq, 3)
 })
 
-/** Subscribes a client to symbols with a delivery, as Sessions does. */
-function subscribe (/** @type {any} */ parts, /** @type {any} */ client, /** @type {string[]} */ symbols, /** @type {number} */ delivery) {
+/**
+ * A new client subscribed to symbols with a delivery, as Sessions does it.
+ * @param {ReturnType<typeof gatewayParts>} parts
+ * @param {string[]} symbols
+ * @param {number} delivery
+ */
+function subscribed (parts, symbols, delivery) {
+  const client = parts.client()
   client.c.subscribe(symbols, delivery)
   for (const s of symbols) {
     const raw = parts.hub.add(s, client.c, delivery)
     if (raw !== null) client.ws.sent.push({ op: 'snap', quotes: [JSON.parse(raw)] })
   }
+  return client
 }
 
 test('distinct mode: every tick of a window, in seq order and without base; merge readers get one merged delta', async () => {
   const parts = await live(['AAPL'])
-  const { hub, clients: [m], client, pass } = parts
-  const d = client()
-  subscribe(parts, d, ['AAPL'], DISTINCT)
+  const { hub, clients: [m], pass } = parts
+  const d = subscribed(parts, ['AAPL'], DISTINCT)
   for (let seq = 2; seq <= 6; seq++) hub.onQuote('AAPL', quote(seq, { bid: seq }, 'AAPL'))
   pass()
   const q = d.ws.sent.filter((f) => f.op === 'q')
@@ -177,30 +186,22 @@ test('distinct mode: every tick of a window, in seq order and without base; merg
 
 test('distinct mode: a reader joining mid-window starts from a snapshot the ticks continue', async () => {
   const parts = await live(['AAPL'])
-  const { hub, client, pass } = parts
+  const { hub, pass } = parts
   hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
-  const d = client()
-  subscribe(parts, d, ['AAPL'], DISTINCT)
-  const e = client()
+  const d = subscribed(parts, ['AAPL'], DISTINCT)
   hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
-  subscribe(parts, e, ['AAPL'], DISTINCT)
+  const e = subscribed(parts, ['AAPL'], DISTINCT)
   hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
   pass()
   hub.onQuote('AAPL', quote(5, { bid: 5 }, 'AAPL'))
   pass()
-  for (const r of [d, e]) {
-    /** @type {Map<string, any>} */
-    const held = new Map()
-    assert.deepEqual(replay(r.ws.sent, held), [])
-    assert.equal(held.get('AAPL').seq, 5)
-  }
+  for (const r of [d, e]) assert.equal(heldAfter(r.ws.sent).get('AAPL').seq, 5)
 })
 
 test('distinct mode: a slow reader is not conflated; it is written until the send cap closes it with 4008', async () => {
   const parts = await live(['AAPL'])
-  const { hub, client, pass, metrics } = parts
-  const d = client()
-  subscribe(parts, d, ['AAPL'], DISTINCT)
+  const { hub, pass, metrics } = parts
+  const d = subscribed(parts, ['AAPL'], DISTINCT)
   d.ws.bufferedAmount = limits.sendHighWater + 1
   hub.onQuote('AAPL', quote(2, {}, 'AAPL'))
   hub.onQuote('AAPL', quote(3, {}, 'AAPL'))
@@ -215,9 +216,8 @@ test('distinct mode: a slow reader is not conflated; it is written until the sen
 
 test('maxRate: updates between two deliveries merge into one, held back until the interval has passed', async () => {
   const parts = await live(['AAPL'])
-  const { hub, client, pass } = parts
-  const r = client()
-  subscribe(parts, r, ['AAPL'], 20) // one update per 50 ms
+  const { hub, pass } = parts
+  const r = subscribed(parts, ['AAPL'], 20) // one update per 50 ms
   hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
   await tick()
   pass()
@@ -229,30 +229,20 @@ test('maxRate: updates between two deliveries merge into one, held back until th
   await new Promise((resolve) => setTimeout(resolve, 80))
   pass()
   assert.deepEqual(q(), [[2, undefined], [4, 2]], 'then one delta merging what waited')
-  /** @type {Map<string, any>} */
-  const held = new Map()
-  assert.deepEqual(replay(r.ws.sent, held), [])
-  assert.equal(held.get('AAPL').bid, 4)
+  assert.equal(heldAfter(r.ws.sent).get('AAPL').bid, 4)
 })
 
 test('maxRate: a reader joining a lane gets the lane\'s state, which its next update continues', async () => {
   const parts = await live(['AAPL'])
-  const { hub, client, pass } = parts
-  const a = client()
-  subscribe(parts, a, ['AAPL'], 20)
+  const { hub, pass } = parts
+  const a = subscribed(parts, ['AAPL'], 20)
   hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
   pass()
   hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
-  const b = client()
-  subscribe(parts, b, ['AAPL'], 20)
+  const b = subscribed(parts, ['AAPL'], 20)
   await new Promise((resolve) => setTimeout(resolve, 80))
   pass()
-  for (const r of [a, b]) {
-    /** @type {Map<string, any>} */
-    const held = new Map()
-    assert.deepEqual(replay(r.ws.sent, held), [])
-    assert.equal(held.get('AAPL').seq, 3)
-  }
+  for (const r of [a, b]) assert.equal(heldAfter(r.ws.sent).get('AAPL').seq, 3)
 })
 
 test('a held symbol moved to another delivery gets a fresh snapshot and then that delivery only', async () => {
@@ -266,9 +256,7 @@ test('a held symbol moved to another delivery gets a fresh snapshot and then tha
   hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
   pass()
   assert.equal(a.c.deliveryOf('AAPL'), DISTINCT)
-  /** @type {Map<string, any>} */
-  const held = new Map()
-  assert.deepEqual(replay(a.ws.sent, held), [])
+  assert.deepEqual(replay(a.ws.sent, new Map()), [])
   assert.deepEqual(a.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [3, 4])
 })
 

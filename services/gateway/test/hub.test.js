@@ -76,12 +76,21 @@ test('a symbol with no stored quote sends its first quote as a snapshot', async 
   assert.equal(a.ws.sent[0].op, 'snap')
 })
 
-test('resync resubscribes everything and sends fresh snapshots; readiness waits for it', async () => {
-  const { broker, hub, client } = setup()
-  broker.latestValues.set('AAPL', quote(5))
-  const a = client()
-  hub.add('AAPL', a.c)
+/**
+ * A hub with one client live on AAPL, from a stored quote of `seq`.
+ * @param {number} seq
+ */
+async function liveOnAapl (seq) {
+  const parts = setup()
+  parts.broker.latestValues.set('AAPL', quote(seq))
+  const a = parts.client()
+  parts.hub.add('AAPL', a.c)
   await tick(); await tick()
+  return { ...parts, a }
+}
+
+test('resync resubscribes everything and sends fresh snapshots; readiness waits for it', async () => {
+  const { broker, hub, a } = await liveOnAapl(5)
   broker.channels.clear()
   broker.latestValues.set('AAPL', quote(9))
   hub.resync()
@@ -95,11 +104,7 @@ test('resync resubscribes everything and sends fresh snapshots; readiness waits 
 })
 
 test('resync accepts a rewound seq from a Redis that restarted empty', async () => {
-  const { broker, hub, client } = setup()
-  broker.latestValues.set('AAPL', quote(50))
-  const a = client()
-  hub.add('AAPL', a.c)
-  await tick(); await tick()
+  const { broker, hub, a } = await liveOnAapl(50)
   broker.latestValues.delete('AAPL')
   hub.resync()
   await tick(); await tick()

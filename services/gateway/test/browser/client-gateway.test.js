@@ -3,23 +3,22 @@
 // a drain, a frozen gateway, and a real stream with a frame taken out.
 
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { after, describe, test } from 'node:test'
 import WebSocket from 'ws'
-import { waitFor } from '@wsps/testkit'
+import { setUp, useStack, waitFor } from '@wsps/testkit'
 import { WspsClient } from '../../public/wsps-client.js'
-import { filteringProxy, recordingWebSocket, startStack } from './stack.js'
+import { filteringProxy, recordingWebSocket } from './stack.js'
 
-/** @type {Awaited<ReturnType<typeof startStack>>} */
-let stack
+/** Every gateway here: small enough for the test of the subscription limit. */
+const GATEWAY_ENV = { WSPS_MAX_SUBSCRIPTIONS: 4 }
 /** @type {(() => Promise<unknown> | void)[]} */
 const cleanups = []
-
-before(async () => {
-  stack = await startStack({ gateways: 1, gatewayEnv: { WSPS_MAX_SUBSCRIPTIONS: 4 } })
-})
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn()
-  await stack?.stop()
+// Registered before the stack's own hook, so clients and proxies close before the gateways.
+after(async () => { for (const fn of cleanups.reverse()) await fn() })
+const stack = useStack()
+const on = setUp(async () => {
+  await stack.fetcher()
+  return { gw: await stack.gateway(GATEWAY_ENV) }
 })
 
 /** @param {ConstructorParameters<typeof WspsClient>[0]} options */
@@ -61,7 +60,7 @@ function assertContinuous (events) {
 
 describe('WspsClient against a real gateway', () => {
   test('goes live with the serving node and streams quotes that keep changing', async () => {
-    const [gw] = stack.gateways
+    const { gw } = on
     const c = client({ url: gw.wsUrl })
     /** @type {string[]} */
     const states = []
@@ -84,7 +83,7 @@ describe('WspsClient against a real gateway', () => {
   })
 
   test('unsubscribe: the gateway stops sending that symbol while the others go on', async () => {
-    const [gw] = stack.gateways
+    const { gw } = on
     const rec = recordingWebSocket()
     const c = client({ url: gw.wsUrl, WebSocket: rec.WebSocket })
     c.connect()
@@ -102,7 +101,7 @@ describe('WspsClient against a real gateway', () => {
   })
 
   test('server errors arrive by code: BAD_SYMBOL and TOO_MANY_SUBSCRIPTIONS', async () => {
-    const [gw] = stack.gateways
+    const { gw } = on
     const c = client({ url: gw.wsUrl })
     /** @type {string[]} */
     const codes = []
@@ -123,7 +122,7 @@ describe('WspsClient against a real gateway', () => {
   })
 
   test('a real stream with a frame taken out: the gap is detected and resynced from a snapshot', async () => {
-    const [gw] = stack.gateways
+    const { gw } = on
     // Drop AAPL from the third `q` frame that carries it.
     let seen = 0
     /** @type {number | null} */
@@ -161,8 +160,8 @@ describe('WspsClient against a real gateway', () => {
   })
 
   test('failover: SIGTERM on the serving gateway (1012) -> the next URL, same symbols, quotes resume', async () => {
-    const a = await stack.addGateway()
-    const b = await stack.addGateway()
+    const a = await stack.gateway(GATEWAY_ENV)
+    const b = await stack.gateway(GATEWAY_ENV)
     const c = client({ url: [a.wsUrl, b.wsUrl] })
     /** @type {import('../../public/wsps-client.js').StatusInfo[]} */
     const statuses = []
@@ -188,8 +187,8 @@ describe('WspsClient against a real gateway', () => {
   })
 
   test('a frozen gateway (no frames at all) is declared dead after 2 x heartbeatMs and left for the next', async () => {
-    const a = await stack.addGateway({ WSPS_HEARTBEAT_MS: 1000 })
-    const b = await stack.addGateway({ WSPS_HEARTBEAT_MS: 1000 })
+    const a = await stack.gateway({ ...GATEWAY_ENV, WSPS_HEARTBEAT_MS: 1000 })
+    const b = await stack.gateway({ ...GATEWAY_ENV, WSPS_HEARTBEAT_MS: 1000 })
     const c = client({ url: [a.wsUrl, b.wsUrl], connectTimeoutMs: 1000 })
     /** @type {import('../../public/wsps-client.js').StatusInfo[]} */
     const statuses = []

@@ -4,34 +4,18 @@
 // both transports, and a refresh that revokes a grant.
 
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import { SignJWT } from 'jose'
+import { after, test } from 'node:test'
 import WebSocket from 'ws'
 import { ErrorCode } from '@wsps/protocol'
 import { waitFor } from '@wsps/testkit'
 import { WspsClient } from '../../public/wsps-client.js'
-import { startStack } from './stack.js'
+import { reachToken, useReachStack } from './stack.js'
 
-const SECRET = 'hs256-secret-for-the-client-reach-test-01'
-
-/** @type {Awaited<ReturnType<typeof startStack>>} */
-let stack
-/** @type {import('@wsps/testkit').ServiceHandle} */
-let open
-/** @type {import('@wsps/testkit').ServiceHandle} */
-let authed
 /** @type {WspsClient[]} */
 const clients = []
-
-before(async () => {
-  stack = await startStack({ gateways: 1 })
-  open = stack.gateways[0]
-  authed = await stack.addGateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET })
-})
-after(async () => {
-  for (const c of clients) c.close()
-  await stack?.stop()
-})
+// Registered before the stack's own hook, so the clients close before their gateways.
+after(() => { for (const c of clients) c.close() })
+const gw = useReachStack()
 
 /** @param {ConstructorParameters<typeof WspsClient>[0]} options */
 function client (options) {
@@ -45,8 +29,7 @@ function client (options) {
  * @param {number} seconds lifetime
  */
 function token (claims, seconds) {
-  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
-    .sign(new TextEncoder().encode(SECRET))
+  return reachToken(claims, Math.floor(Date.now() / 1000) + seconds)
 }
 
 /**
@@ -61,7 +44,7 @@ function counter (c) {
 }
 
 test('transport "sse": streams over GET /sse; subscribe and unsubscribe reopen the stream with the new set', async () => {
-  const c = client({ url: open.wsUrl, transport: 'sse', symbols: ['AAPL'] })
+  const c = client({ url: gw.open.wsUrl, transport: 'sse', symbols: ['AAPL'] })
   const count = counter(c)
   c.connect()
   await waitFor(() => count('AAPL') >= 3, { message: 'AAPL over SSE' })
@@ -77,7 +60,7 @@ test('transport "sse": streams over GET /sse; subscribe and unsubscribe reopen t
   await waitFor(() => c.status.state === 'live', { message: 'live again after the refusal' })
   const at = count('MSFT')
   await waitFor(() => count('MSFT') >= at + 2, { message: 'MSFT keeps coming' })
-  const m = await open.metrics()
+  const m = await gw.open.metrics()
   assert.ok(m['wsps_gateway_sse_requests_total{result="accepted"}'] >= 3, 'each change was a new stream')
   c.close()
 })
@@ -99,7 +82,7 @@ test('auto: a WebSocket upgrade that fails falls back to SSE by itself', async (
     send () {}
     close () {}
   }
-  const c = client({ url: open.wsUrl, WebSocket: StrippedWebSocket, symbols: ['AAPL'] })
+  const c = client({ url: gw.open.wsUrl, WebSocket: StrippedWebSocket, symbols: ['AAPL'] })
   const count = counter(c)
   c.connect()
   await waitFor(() => count('AAPL') >= 2, { message: 'quotes after the fallback' })
@@ -111,7 +94,7 @@ for (const transport of /** @type {const} */ (['websocket', 'sse'])) {
   test(`${transport}: getToken() authenticates, and a refresh before expiry keeps the client live past the first token's exp`, async () => {
     let minted = 0
     const c = client({
-      url: authed.wsUrl,
+      url: gw.authed.wsUrl,
       transport,
       symbols: ['AAPL'],
       getToken: async () => {
@@ -140,7 +123,7 @@ for (const transport of /** @type {const} */ (['websocket', 'sse'])) {
 
 test('a refresh that no longer grants a symbol: GRANT_REVOKED drops it from the watch set', async () => {
   let grants = ['AAPL', 'MSFT']
-  const c = client({ url: authed.wsUrl, symbols: ['AAPL', 'MSFT'], getToken: () => token({ sub: 'rev', symbols: grants }, 3) })
+  const c = client({ url: gw.authed.wsUrl, symbols: ['AAPL', 'MSFT'], getToken: () => token({ sub: 'rev', symbols: grants }, 3) })
   /** @type {{symbols: string[], error: {code: string}}[]} */
   const rejected = []
   c.on('rejected', (r) => rejected.push(r))
@@ -158,7 +141,7 @@ test('a refresh that no longer grants a symbol: GRANT_REVOKED drops it from the 
 
 test('without a token source an expired session goes offline with 4002; with one, a refused token is retried', async () => {
   const jwt = await token({ sub: 'once' }, 2)
-  const once = client({ url: authed.wsUrl, getToken: undefined, WebSocket: class extends WebSocket {
+  const once = client({ url: gw.authed.wsUrl, getToken: undefined, WebSocket: class extends WebSocket {
     /** @param {string} url */
     constructor (url) { super(url, { headers: { authorization: `Bearer ${jwt}` } }) }
   } })
@@ -167,7 +150,7 @@ test('without a token source an expired session goes offline with 4002; with one
   assert.equal(once.status.closeCode, 4002)
 
   let calls = 0
-  const retrying = client({ url: authed.wsUrl, getToken: async () => (++calls === 1 ? 'not.a.jwt' : token({ sub: 'ok' }, 60)) })
+  const retrying = client({ url: gw.authed.wsUrl, getToken: async () => (++calls === 1 ? 'not.a.jwt' : token({ sub: 'ok' }, 60)) })
   retrying.connect()
   await waitFor(() => retrying.status.state === 'live', { message: 'live with the second token' })
   assert.equal(calls, 2)

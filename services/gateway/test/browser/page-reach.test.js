@@ -7,36 +7,20 @@
 /* global window */
 
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { SignJWT } from 'jose'
+import { after, describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
 import { launchChromium } from './chromium.js'
-import { startStack } from './stack.js'
+import { reachToken, useReachStack } from './stack.js'
 
-const SECRET = 'hs256-secret-for-the-page-reach-test-012'
 const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
 /** Lifetime of each token the page gets: short, so the test sees a refresh. */
 const TOKEN_SECONDS = 4
 
-/** @type {Awaited<ReturnType<typeof startStack>>} */
-let stack
-/** @type {import('@wsps/testkit').ServiceHandle} */
-let open
-/** @type {import('@wsps/testkit').ServiceHandle} */
-let authed
 /** @type {Awaited<ReturnType<typeof launchChromium>>[]} */
 const browsers = []
-
-before(async () => {
-  stack = await startStack({ gateways: 1 })
-  open = stack.gateways[0]
-  authed = await stack.addGateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET })
-})
-
-after(async () => {
-  for (const b of browsers) await b.close()
-  await stack?.stop()
-})
+// Registered before the stack's own hook, so the pages close before their gateways.
+after(async () => { for (const b of browsers) await b.close() })
+const gw = useReachStack()
 
 /** A fresh browser (own profile, so no watchlist carried over). */
 async function newPage () {
@@ -83,7 +67,7 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     /** @type {string[]} */
     const sockets = []
     page.on('websocket', (ws) => sockets.push(ws.url()))
-    await page.goto(`${open.url}/`)
+    await page.goto(`${gw.open.url}/`)
     assert.equal(await page.evaluate(() => typeof (/** @type {any} */ (window)).WebSocket), 'undefined')
     await add(page, 'AAPL')
     await add(page, 'MSFT')
@@ -105,7 +89,7 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     await browser.context.exposeFunction('mintToken', async () => {
       const exp = Math.floor(Date.now() / 1000) + TOKEN_SECONDS
       expiries.push(exp * 1000)
-      return new SignJWT({ sub: 'page' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime(exp).sign(new TextEncoder().encode(SECRET))
+      return reachToken({ sub: 'page' }, exp)
     })
     await browser.context.addInitScript(() => {
       const w = /** @type {any} */ (window)
@@ -120,7 +104,7 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     /** @type {any[]} */
     const sent = []
     page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => sent.push({ url: ws.url(), msg: JSON.parse(String(payload)) })))
-    await page.goto(`${authed.url}/`)
+    await page.goto(`${gw.authed.url}/`)
     await add(page, 'AAPL')
     await distinctPrices(page, 'AAPL', 2)
     assert.equal(await page.textContent('#conn-state'), 'live')

@@ -9,17 +9,17 @@ import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { ROOT, waitFor } from '@wsps/testkit'
+import { ROOT, useStack, waitFor } from '@wsps/testkit'
 import { launchChromium } from './chromium.js'
-import { startStack } from './stack.js'
 
 const ARTIFACTS = join(ROOT, 'artifacts')
 const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
 
-/** @type {Awaited<ReturnType<typeof startStack>>} */
-let stack
 /** @type {Awaited<ReturnType<typeof launchChromium>> | undefined} */
 let browser
+// Registered before the stack's own hook, so the page closes before its gateways.
+after(async () => { await browser?.close() })
+const stack = useStack()
 /** @type {import('playwright-core').Page} */
 let page
 /** @type {import('@wsps/testkit').ServiceHandle} */
@@ -33,8 +33,9 @@ const frames = []
 const pageErrors = []
 
 before(async () => {
-  stack = await startStack({ gateways: 2 })
-  ;[a, b] = stack.gateways
+  await stack.fetcher()
+  a = await stack.gateway()
+  b = await stack.gateway()
   browser = await launchChromium()
   const { context } = browser
   // Every state the status line shows and every flash, recorded as the DOM
@@ -71,11 +72,6 @@ before(async () => {
     // A refused socket during failover is expected noise, not a page bug.
     if (m.type() === 'error' && !/WebSocket connection to/.test(m.text())) pageErrors.push(m.text())
   })
-})
-
-after(async () => {
-  await browser?.close()
-  await stack?.stop()
 })
 
 /** @returns {Promise<string[]>} symbols of the rows, in order */

@@ -1,51 +1,39 @@
-// Shared by the browser-client tests: a whole wsps stack of our own (redis,
-// a fetcher, gateways) on free loopback ports via the testkit, and small
-// WebSocket fakes for what a real gateway cannot be made to do on demand.
+// Shared by the browser-client tests, whose stacks (redis, a fetcher,
+// gateways on free loopback ports) are the testkit's useStack: the stack of
+// the reach tests, and small WebSocket fakes for what a real gateway cannot
+// be made to do on demand.
 
 import { once } from 'node:events'
+import { SignJWT } from 'jose'
 import WebSocket, { WebSocketServer } from 'ws'
-import { startFetcher, startGateway, startRedis } from '@wsps/testkit'
+import { setUp, useStack } from '@wsps/testkit'
 
-/** @typedef {import('@wsps/testkit').ServiceHandle} ServiceHandle */
+/** The HS256 secret of the `authed` gateway of useReachStack. */
+const REACH_SECRET = 'hs256-secret-for-the-browser-reach-tests'
 
 /**
- * Redis, one fetcher and `gateways` gateways. Quotes tick every 200 ms.
- *
- * @param {{gateways?: number, gatewayEnv?: Record<string, string | number>}} [options]
+ * The stack of a test of what reaches every client, on the testkit's stack
+ * (closed in the file's `after` hook): a fetcher, an `open` gateway and an
+ * `authed` one that wants HS256 tokens (reachToken signs them). The gateways
+ * are there once the file's `before` hooks have run.
  */
-export async function startStack ({ gateways = 2, gatewayEnv = {} } = {}) {
-  const redis = await startRedis()
-  /** @type {ServiceHandle[]} */
-  const started = []
-  const stack = {
-    redis,
-    /** @type {ServiceHandle | null} */
-    fetcher: null,
-    gateways: started,
-    /**
-     * One more gateway on the same redis (for tests that stop one).
-     * @param {Record<string, string | number>} [env]
-     */
-    async addGateway (env = {}) {
-      const gw = await startGateway(redis.url, { ...gatewayEnv, ...env })
-      started.push(gw)
-      return gw
-    },
-    async stop () {
-      // SIGCONT first: a gateway a test froze would ignore SIGTERM until then.
-      for (const gw of started) if (gw.proc.exitCode === null) gw.proc.kill('SIGCONT')
-      await Promise.allSettled([...started.map((gw) => gw.kill()), stack.fetcher?.kill()])
-      await redis.close()
-    }
-  }
-  try {
-    stack.fetcher = await startFetcher(redis.url)
-    for (let i = 0; i < gateways; i++) await stack.addGateway()
-  } catch (err) {
-    await stack.stop()
-    throw err
-  }
-  return stack
+export function useReachStack () {
+  const stack = useStack()
+  return setUp(async () => {
+    await stack.fetcher()
+    const open = await stack.gateway()
+    return { open, authed: await stack.gateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: REACH_SECRET }) }
+  })
+}
+
+/**
+ * A token the `authed` gateway of useReachStack accepts until `exp`.
+ *
+ * @param {import('jose').JWTPayload} claims
+ * @param {number} exp seconds since the epoch
+ */
+export function reachToken (claims, exp) {
+  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setExpirationTime(exp).sign(new TextEncoder().encode(REACH_SECRET))
 }
 
 /**
