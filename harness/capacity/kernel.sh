@@ -17,6 +17,17 @@ set -euo pipefail
 CHAIN=CAPACITY-NOTRACK
 say() { printf '[capacity kernel] %s\n' "$*" >&2; }
 
+# drop_chain: the NOTRACK chain and its jumps gone. The jumps are deleted by
+# the spec they were added with (-D matches the whole rule, interface
+# included); a jump left behind keeps the chain referenced and -X fails.
+drop_chain() {
+  while iptables -t raw -D PREROUTING -i lo -j "$CHAIN" 2>/dev/null; do :; done
+  while iptables -t raw -D OUTPUT -o lo -j "$CHAIN" 2>/dev/null; do :; done
+  iptables -t raw -S "$CHAIN" >/dev/null 2>&1 || return 0
+  iptables -t raw -F "$CHAIN"
+  if iptables -t raw -X "$CHAIN"; then say "removed raw table chain $CHAIN"; else say "could not remove raw table chain $CHAIN: see iptables -t raw -S"; fi
+}
+
 restore() {
   local state=$1 kind key val
   [[ -f $state ]] || return 0
@@ -25,11 +36,7 @@ restore() {
       sysctl)
         if sysctl -qw "$key=$val" 2>/dev/null; then say "restored $key = $val"; else say "could not restore $key = $val"; fi ;;
       iptables)
-        iptables -t raw -D PREROUTING -j "$CHAIN" 2>/dev/null || true
-        iptables -t raw -D OUTPUT -j "$CHAIN" 2>/dev/null || true
-        iptables -t raw -F "$CHAIN" 2>/dev/null || true
-        iptables -t raw -X "$CHAIN" 2>/dev/null || true
-        say "removed raw table chain $CHAIN" ;;
+        drop_chain ;;
     esac
   done <"$state"
   rm -f "$state"
@@ -80,6 +87,7 @@ conntrack() {
   ((max - count >= want - 65536)) && { say "conntrack: $count of $max in use, room for the run"; return 0; }
   if command -v iptables >/dev/null && ((EUID == 0)); then
     printf 'iptables\t%s\t-\n' "$CHAIN" >>"$state"
+    drop_chain # a run killed before it saved its state may have left one
     iptables -t raw -N "$CHAIN"
     iptables -t raw -A "$CHAIN" -s 127.0.0.0/8 -d 127.0.0.0/8 -p tcp -j CT --notrack
     iptables -t raw -I PREROUTING -i lo -j "$CHAIN"
