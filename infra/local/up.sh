@@ -4,7 +4,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-mkdir -p "$LOG_DIR" "$PID_DIR" "$RUN_DIR/nginx/tmp"
+mkdir -p "$LOG_DIR" "$PID_DIR"
 
 # start NAME CMD...: run in the background, log and pid under .run/.
 start() {
@@ -42,21 +42,15 @@ for i in "${!GATEWAY_PORTS[@]}"; do
     WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" node services/gateway/src/main.js
 done
 
-upstreams=""
-for p in "${GATEWAY_PORTS[@]}"; do upstreams+="    server 127.0.0.1:$p max_fails=1 fail_timeout=2s;"$'\n'; done
-listen="    listen 127.0.0.1:$NGINX_PORT;"
+# The one renderer of infra/local/nginx.conf.tmpl (the tests and the bench use it too).
+nginx_args=()
+for p in "${GATEWAY_PORTS[@]}"; do nginx_args+=(--upstream "127.0.0.1:$p"); done
+nginx_args+=(--listen "127.0.0.1:$NGINX_PORT")
 # Browsers and k6 may try ::1 first for "localhost".
 if [[ -f /proc/net/if_inet6 ]] && ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; then
-  listen+=$'\n'"    listen [::1]:$NGINX_PORT;"
+  nginx_args+=(--listen "[::1]:$NGINX_PORT")
 fi
-conf=$RUN_DIR/nginx/nginx.conf
-UPSTREAMS=$upstreams LISTEN=$listen RUN=$RUN_DIR python3 - "$ROOT/infra/local/nginx.conf.tmpl" "$conf" <<'PY'
-import os, sys
-t = open(sys.argv[1]).read()
-for k in ("UPSTREAMS", "LISTEN", "RUN"):
-    t = t.replace(f"__{k}__", os.environ[k].rstrip("\n"))
-open(sys.argv[2], "w").write(t)
-PY
+conf=$(node harness/testkit/src/nginx-conf.js "$RUN_DIR" --daemon "${nginx_args[@]}")
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 if [[ -f $RUN_DIR/nginx/nginx.pid ]] && kill -0 "$(cat "$RUN_DIR/nginx/nginx.pid")" 2>/dev/null; then
   say "nginx already running; reloading its config"

@@ -3,8 +3,8 @@
 // every part of the run is built from.
 
 import { quantiles } from './fleet.js'
-import { CpuMeter, rssBytes, tree } from './proc.js'
-import { sleep } from './spawn.js'
+import { CpuMeter, rssBytes, tree } from '@wsps/testkit/proc'
+import { sleep } from '@wsps/testkit'
 import { KEEP_UP, P99_LIMIT_MS } from './profiles.js'
 
 export const log = (/** @type {string} */ msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`)
@@ -38,9 +38,13 @@ export class BenchRun {
     return this.redisPid ? [this.redisPid] : []
   }
 
-  /** @param {number} rate @param {string} [prefix] */
-  setRate (rate, prefix = 'wsps') {
-    this.publisher.send({ cmd: 'rate', rate: Math.round(rate), prefix })
+  /**
+   * @param {number} rate quotes per second
+   * @param {string} [prefix]
+   * @param {number} [symbols] spread over the first this many symbols (default: all)
+   */
+  setRate (rate, prefix = 'wsps', symbols = undefined) {
+    this.publisher.send({ cmd: 'rate', rate: Math.round(rate), prefix, symbols })
   }
 
   /** @param {string} [prefix] */
@@ -83,10 +87,12 @@ export class BenchRun {
    * merged delta carries) and pass only with no seq gap: for a server in
    * distinct mode, which must deliver every tick.
    *
-   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean}} o
+   * symbols: publish only the first this many symbols (default: all).
+   *
+   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean, symbols?: number}} o
    */
-  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false }) {
-    this.setRate(rate, prefix)
+  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false, symbols = undefined }) {
+    this.setRate(rate, prefix, symbols)
     await sleep(settleMs)
     const meters = {
       server: new CpuMeter(roots),

@@ -58,7 +58,7 @@ const results = {
 
 log(`profile ${PROFILE}; loadgen ${LOADGEN}; run dir ${runDir}`)
 const redis = await startRedis()
-const redisPid = pinRedis(redis.port)
+const redisPid = pinRedis(redis.pid)
 results.placement.redisPid = redisPid
 const publisher = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${redis.url}`, `--symbols=${P.symbols}`], { core: LOAD_CORE, name: 'publisher' })
 await publisher.waitLine((l) => l.type === 'ready', 20_000)
@@ -99,7 +99,7 @@ try {
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
-  await publisher.stop()
+  await publisher.stop('SIGTERM', { graceMs: 3000, killAfterMs: 3000 })
   await redis.close()
   rmSync(runDir, { recursive: true, force: true })
 }
@@ -118,13 +118,12 @@ function save () {
 /**
  * startRedis spawns redis-server directly; pin it with the load generator.
  *
- * @param {number} port
+ * @param {number} pid
  * @returns {number | null} its pid, when pinned
  */
-function pinRedis (port) {
+function pinRedis (pid) {
   if (LOAD_CORE === null) return null
-  const pid = execFileSync('sh', ['-c', `pgrep -f "redis-server 127.0.0.1:${port}" | head -1`]).toString().trim()
-  if (pid) execFileSync('taskset', ['-pc', LOAD_CORE, pid], { stdio: 'ignore' })
-  if (pid && NICE !== 0) execFileSync('renice', ['-n', String(NICE), '-p', pid], { stdio: 'ignore' })
-  return pid ? Number(pid) : null
+  execFileSync('taskset', ['-pc', LOAD_CORE, String(pid)], { stdio: 'ignore' })
+  if (NICE !== 0) execFileSync('renice', ['-n', String(NICE), '-p', String(pid)], { stdio: 'ignore' })
+  return pid
 }

@@ -32,6 +32,7 @@ export function renderSummary (r) {
     const pc = m.perConnectionBytes
     out.push('  memory per held connection:')
     out.push(`    gateway RSS ${kib(pc.gatewayRss)} (after a full GC; base ${f(m.gatewayBaseMiB, 1)} MiB per process; per gateway ${m.gateways.map((/** @type {any} */ g) => f(g.perConnBytes)).join(' / ')} B)`)
+    if (m.gatewaysWithoutGc?.length) out.push(`    (no full GC, RSS as read: the gateways on ports ${m.gatewaysWithoutGc.join(', ')})`)
     const go = m.loadgenGoPerConnBytes
     if (go) out.push(`    load generator (Go runtime): stacks ${kib(go.stackInuse)}, heap in use ${kib(go.heapInuse)} (live ${kib(go.heapAlloc)})`)
     out.push(`    load generator RSS ${kib(pc.loadgenRss)}; kernel slab ${kib(pc.kernelSlab)} (both sockets), socket buffers ${kib(pc.socketBuffers)} (sockstat TCP mem ${f(m.sockstatHeld['TCP.mem'])} pages, ${f(m.sockstatHeld['TCP.inuse'])} TCP sockets in use)`)

@@ -8,24 +8,24 @@
 // machine stops (memory, ports, fds, time) and says which.
 //
 //   node harness/bench/src/capacity.js --target=N --hold=S --rate=R [--symbols=1000 --k=3
-//     --heartbeat-ms=30000 --ramp-seconds=S --out=DIR --loadgen=BIN --pids=FILE]
+//     --heartbeat-ms=MS --ramp-seconds=S --out=DIR --loadgen=BIN --pids=FILE]
 //   node harness/bench/src/capacity.js --kernel-needs --target=N   ("key value" lines for kernel.sh)
 //
 // harness/capacity/run.sh wraps it: kernel limits raised and restored, and
 // every pid written to --pids killed, whatever happens.
 
-import { execFileSync } from 'node:child_process'
+import { setMaxListeners } from 'node:events'
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { startRedis } from '@wsps/testkit'
+import { sleep, startRedis } from '@wsps/testkit'
 import { log, round as roundTo } from './bench-run.js'
 import { LIMITS, extrapolate, parseMeminfo, parseSockstat, perConnection, plan, stopCause } from './capacity-plan.js'
 import { renderSummary } from './capacity-report.js'
 import { quantiles, startFleet } from './fleet.js'
-import { CpuMeter, cpuSeconds, rssBytes } from './proc.js'
+import { CpuMeter, cpuSeconds, rssBytes } from '@wsps/testkit/proc'
 import { SERVERS } from './servers.js'
-import { sleep, start } from './spawn.js'
+import { start } from './spawn.js'
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
 /** @param {string} name @param {number} dflt */
@@ -35,12 +35,15 @@ const num = (name, dflt) => {
   return v
 }
 const TARGET = num('target', 1_000_000)
-const HOLD = num('hold', 120)
-const RATE = num('rate', 20)
+/** The committed result is the full run's only. */
+const FULL = TARGET === 1_000_000
+// The full run's defaults are the settings it held with (mk/capacity.mk, docs/capacity.md).
+const HOLD = num('hold', FULL ? 400 : 120)
+const RATE = num('rate', FULL ? 5 : 20)
 const SYMBOLS = num('symbols', 1000)
 const K = num('k', 3)
 /** Server ping interval for the run (documented in docs/capacity.md, "Heartbeat at scale"). */
-const HEARTBEAT_MS = num('heartbeat-ms', 30_000)
+const HEARTBEAT_MS = num('heartbeat-ms', FULL ? 120_000 : 30_000)
 /** The ramp's time budget: at least 400 connections a second, never under five minutes. */
 const RAMP_SECONDS = num('ramp-seconds', Math.max(300, Math.ceil(TARGET / 400)))
 /** Handshakes in flight per load generator: on a busy machine connecting is bound by scheduling delay, not by work. */
@@ -57,8 +60,6 @@ const CONCURRENCY = num('concurrency', 200)
 const TICK_MS = 10_000
 const LOADGEN_ARGS = ['-mode=epoll', '-gogc=50', `-report-ms=${TICK_MS}`]
 const OUT = args.out ?? '.run/capacity'
-/** The committed result is the full run's only. */
-const FULL = TARGET === 1_000_000
 const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
 const PIDS = args.pids ?? null
 const MIB = 2 ** 20
@@ -80,7 +81,7 @@ const tcpMemMax = () => Number(readFileSync('/proc/sys/net/ipv4/tcp_mem', 'utf8'
 const remember = (pids) => { if (PIDS) appendFileSync(PIDS, pids.map((p) => `${p}\n`).join('')) }
 
 // Everything is bounded: the ramp by RAMP_SECONDS, the hold by HOLD, the
-// rest by this watchdog (exiting kills every child, spawn.js).
+// rest by this watchdog (exiting kills every child: @wsps/testkit/process).
 const WATCHDOG_S = RAMP_SECONDS + HOLD + 600
 setTimeout(() => { log(`watchdog: still running after ${WATCHDOG_S} s, giving up`); process.exit(3) }, WATCHDOG_S * 1000).unref()
 
@@ -112,7 +113,7 @@ let monitor
 try {
   redis = await startRedis()
   const redisUrl = redis.url
-  redisPid = Number(execFileSync('sh', ['-c', `pgrep -f "redis-server 127.0.0.1:${redis.port}" | head -1`]).toString().trim()) || 0
+  redisPid = redis.pid
   if (redisPid) remember([redisPid])
   publisher = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${redis.url}`, `--symbols=${SYMBOLS}`, '--order=cycle'], { name: 'publisher' })
   remember([publisher.pid])
@@ -147,6 +148,8 @@ try {
   // first to trip stops the ramp (the loadgens stop connecting) and names the cause.
   const reserve = Math.max(2 ** 30, 0.05 * memBefore.MemTotal)
   const ac = new AbortController()
+  // Every fleet (one per gateway: 56 at 1M) listens for the stop.
+  setMaxListeners(P.loadgens + 1, ac.signal)
   /** @type {string | null} */
   let guard = null
   let minAvailable = memBefore.MemAvailable
@@ -245,7 +248,10 @@ try {
   results.hold = {
     seconds: round((t1 - t0) / 1000, 1),
     check,
-    everyConnectionQuoted: check.quoted === check.ready && check.open === check.ready && check.ready === ramped,
+    // Against the load generators' own count of ready connections: a
+    // handshake in flight when the ramp was cut can still complete (the 1M
+    // run: 4 more than the ramp's count), and those are held and checked too.
+    everyConnectionQuoted: check.quoted === check.ready && check.open === check.ready && check.ready >= ramped,
     delivered,
     deliveredPerSecond: Math.round(delivered / ((t1 - t0) / 1000)),
     // Every quote entry the load generators received during the hold, not a sample.
@@ -256,14 +262,26 @@ try {
   }
   log(`check: ${check.ready} ready, ${check.open} still open, ${check.quoted} quoted during the hold; latency p50 ${round(p50, 1)} p99 ${round(p99, 1)} ms over ${results.hold.latencyMs.n} deliveries`)
 
-  // Memory at the end of the hold, the gateways after a full GC.
-  const rssHeld = []
-  for (const g of gws) {
-    await g.gc?.()
-    rssHeld.push(rssBytes(g.roots()))
-  }
+  // The verdict first: what follows (a full GC of every gateway) may fail
+  // on an overloaded machine, and must not take the run's result with it.
+  results.stop = stopCause({ held: check.open, target: TARGET, ramped, guard, errors, holdErrors, closes: results.hold.gatewayClosesByCode, rampTimedOut })
+  // Memory at the end of the hold: the kernel's now, the gateways after a
+  // full GC. A GC the inspector does not answer (the 1M run: at load 121,
+  // past its 60 s) leaves that gateway's RSS as read without one, named.
   const memHeld = meminfo()
   const sockHeld = sockstat()
+  const rssHeld = []
+  /** @type {number[]} */
+  const gcFailed = []
+  for (const g of gws) {
+    try {
+      await g.gc?.()
+    } catch (err) {
+      gcFailed.push(g.port)
+      log(`gateway on port ${g.port}: no full GC (${/** @type {Error} */ (err).message}); its RSS is read as is`)
+    }
+    rssHeld.push(rssBytes(g.roots()))
+  }
   const loadgenRss = rssBytes(fleets.flatMap((f) => f.pids()))
   // The load generators' own account (Go runtime): stacks vs heap, per held connection.
   const goMem = (/** @type {string} */ k) => Math.round(checks.reduce((acc, c) => acc + (c.mem?.[k] ?? 0), 0) / Math.max(1, check.open))
@@ -281,6 +299,7 @@ try {
     perConnectionBytes: Object.fromEntries(Object.entries(per).map(([k, v]) => [k, Math.round(v)])),
     gateways: gws.map((g, j) => ({ port: g.port, conns: fleets[j]?.conns ?? 0, rssBaseMiB: round(rssBase[j] / MIB, 1), rssHeldMiB: round(rssHeld[j] / MIB, 1), perConnBytes: fleets[j]?.conns ? Math.round((rssHeld[j] - rssBase[j]) / fleets[j].conns) : null })),
     gatewayBaseMiB: round(gatewayBase / MIB, 1),
+    gatewaysWithoutGc: gcFailed,
     loadgenRssMiB: round(loadgenRss / MIB, 1),
     loadgenGoPerConnBytes: { stackInuse: goMem('stackInuse'), heapInuse: goMem('heapInuse'), heapAlloc: goMem('heapAlloc'), sys: goMem('sys') },
     redisRssMiB: round(rssBytes(redisPid ? [redisPid] : []) / MIB, 1),
@@ -289,7 +308,6 @@ try {
     sockstatHeld: sockHeld,
     tcpMemMaxPagesSeen: maxTcpMem
   }
-  results.stop = stopCause({ held: check.open, target: TARGET, ramped, guard, errors, holdErrors, closes: results.hold.gatewayClosesByCode, rampTimedOut })
   const base = { gatewayBase, loadgenBase: 0 }
   results.extrapolated = [1_000_000, 10_000_000].map((t) => {
     const e = extrapolate(per, base, t)

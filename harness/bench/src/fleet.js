@@ -104,7 +104,7 @@ export async function startFleet (o) {
       }))
       return answers
     },
-    async stop () { await Promise.all(kids.map((k) => k.stop(8000))) }
+    async stop () { await Promise.all(kids.map((k) => k.stop('SIGTERM', { graceMs: 8000, killAfterMs: 3000 }))) }
   }
 }
 

@@ -9,11 +9,11 @@
 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startRedis } from '@wsps/testkit'
+import { sleep, startRedis } from '@wsps/testkit'
 import { SERVERS } from './servers.js'
-import { start, sleep } from './spawn.js'
+import { start } from './spawn.js'
 import { startFleet, quantiles } from './fleet.js'
-import { CpuMeter } from './proc.js'
+import { CpuMeter } from '@wsps/testkit/proc'
 const LOADGEN = process.env.WSPS_BENCH_LOADGEN ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
 const names = (process.argv[2] ?? 'wsps,naive').split(',')
 const conns = Number(process.argv[3] ?? 10000)
@@ -45,7 +45,7 @@ for (let round = 0; round < 5; round++) {
   }
 }
 for (const x of subjects) { await x.fleet.stop(); await x.srv.stop() }
-await pub.stop(); await r.close()
+await pub.stop('SIGTERM', { graceMs: 3000, killAfterMs: 3000 }); await r.close()
 const med = (/** @type {number[]} */ a) => a.sort((p, q) => p - q)[Math.floor(a.length / 2)]
 for (const n of names) console.log('median', n, 'p50', med(res[n].map((x) => x.p50)).toFixed(1), 'p99', med(res[n].map((x) => x.p99)).toFixed(1), 'cpu', med(res[n].map((x) => x.cpu)))
 process.exit(0)

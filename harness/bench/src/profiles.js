@@ -2,33 +2,38 @@
 // `full` is the committed run; `quick` is for iterating; `smoke` checks the
 // harness end to end in seconds.
 
+const full = {
+  conns: 10_000, procs: 4, symbols: 2000, k: 20, zipf: 1.0,
+  startDeliveries: 3000, factor: 1.6, saturationDeliveries: 400_000, maxPublish: 5000, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000, drainMs: 20_000,
+  storm: 18_000, stormProcs: 4, idleExtra: 1500, readyTimeout: 100,
+  nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
+  simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000,
+  hotSweep: [2500, 5000, 10_000], hotPerConnRate: 4.2, hotSymbols: 5, hotZipf: 2.0,
+  ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4
+}
+
+/** `smoke` and `quick` say only where they differ from `full`. */
 export const PROFILES = {
-  full: {
-    conns: 10_000, procs: 4, symbols: 2000, k: 20, zipf: 1.0,
-    startDeliveries: 3000, factor: 1.6, saturationDeliveries: 400_000, maxPublish: 5000, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000, drainMs: 20_000,
-    storm: 18_000, stormProcs: 4, idleExtra: 1500, readyTimeout: 100,
-    nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
-    simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000,
-    hotConns: 10_000, hotSymbols: 5, hotZipf: 2.0,
-    ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4
-  },
+  full,
   smoke: {
-    conns: 200, procs: 1, symbols: 100, k: 5, zipf: 1.0,
+    ...full,
+    conns: 200, procs: 1, symbols: 100, k: 5,
     startDeliveries: 2000, factor: 2, saturationDeliveries: 10_000, maxPublish: 2000, settleMs: 1000, measureMs: 2000, maxSteps: 2, latMeasureMs: 2000, drainMs: 3000,
     storm: 300, stormProcs: 1, idleExtra: 50, readyTimeout: 20,
     nginxConns: 100, nginxReps: 1, nginxDeliveries: 2000,
     simProcs: [1, 2], simConns: 200, simDeliveries: 2000, simMeasureMs: 2000,
-    hotConns: 200, hotSymbols: 5, hotZipf: 2.0,
-    ingestBatches: [1, 100, 1000], ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2
+    hotSweep: [100, 200],
+    ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2
   },
   quick: {
-    conns: 2000, procs: 2, symbols: 1000, k: 20, zipf: 1.0,
-    startDeliveries: 3000, factor: 2, saturationDeliveries: 200_000, maxPublish: 5000, settleMs: 1000, measureMs: 2500, maxSteps: 4, latMeasureMs: 3000, drainMs: 5000,
+    ...full,
+    conns: 2000, procs: 2, symbols: 1000,
+    factor: 2, saturationDeliveries: 200_000, settleMs: 1000, measureMs: 2500, maxSteps: 4, latMeasureMs: 3000, drainMs: 5000,
     storm: 3000, stormProcs: 2, idleExtra: 0, readyTimeout: 20,
     nginxConns: 1000, nginxReps: 1, nginxDeliveries: 20_000,
     simProcs: [1, 2], simConns: 2000, simDeliveries: 20_000, simMeasureMs: 2000,
-    hotConns: 3000, hotSymbols: 5, hotZipf: 2.0,
-    ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 2500, ingestConcurrency: 4
+    hotSweep: [750, 1500, 3000],
+    ingestMeasureMs: 2500
   }
 }
 

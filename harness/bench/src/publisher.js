@@ -6,7 +6,8 @@
 // symbols/rate seconds; `make capacity` relies on that to expect an update
 // on every connection within a bounded hold).
 //
-// stdin (JSON lines):  {"cmd":"rate","rate":R,"prefix":P}  quotes per second on P's channels (0: pause)
+// stdin (JSON lines):  {"cmd":"rate","rate":R,"prefix":P[,"symbols":N]}  quotes per second on P's
+//                                                      channels (0: pause), drawn from the first N symbols (default all)
 //                      {"cmd":"setLast","prefix":P}         SET P:{SYM}:last of every symbol to its current quote
 // Each prefix is an independent stream (own seq per symbol).
 // stdout (JSON lines): {"type":"ready"}, then {"type":"tick","t":ms,"published":n,"target":R,"perSymbol":{i:n}} every second
@@ -85,6 +86,8 @@ async function setLast (p) {
 }
 
 let rate = 0
+/** How many of the symbols (the first ones) the current rate is spread over. */
+let drawn = S
 let sent = 0
 let rateStart = performance.now()
 let published = 0
@@ -101,7 +104,7 @@ function pump () {
     if (n > 0) {
       const pipe = redis.pipeline()
       for (let j = 0; j < n; j++) {
-        const i = CYCLE ? cursor++ % S : Math.floor(rand() * S)
+        const i = CYCLE ? cursor++ % drawn : Math.floor(rand() * drawn)
         pipe.publish(current.channels[i], next(i))
         perSymbol.set(i, (perSymbol.get(i) ?? 0) + 1)
       }
@@ -120,6 +123,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   const msg = JSON.parse(line)
   if (msg.cmd === 'rate') {
     rate = Number(msg.rate)
+    drawn = Math.min(S, Math.max(1, Number(msg.symbols ?? S)))
     current = stream(msg.prefix ?? prefix)
     sent = 0
     rateStart = performance.now()

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Micro-benchmark behind analysis.md proposal 4: one core writing small
-// text frames to N loopback WebSocket clients, three ways, interleaved:
-//   ws.send(buffer)            what the gateway does (header + payload: cork, 2 writes, writev)
-//   socket.write(preframed)    the whole frame built once per update, one write per client
+// text frames to N loopback WebSocket clients, interleaved:
+//   ws.send(buffer)            a shared payload framed by ws per client (header + payload: cork, 2 writes, writev)
+//   socket.write(preframed)    the gateway's shared frames: built once per update (TextFrame), one write per client
+//   ws.send(string)            a per-client frame (several updates) framed by ws
+//   socket.write(frame(string)) the same string framed into one Buffer per client, one write
 //   ws.send(JSON.stringify())  the naive baseline's per-client serialization
 // The clients are raw sockets in a child process that only drain.
 //
@@ -11,6 +13,7 @@
 import { fork } from 'node:child_process'
 import { createConnection } from 'node:net'
 import * as wsModule from 'ws'
+import { TextFrame } from '../../../services/gateway/src/text-frame.js'
 
 if (process.argv[2] === 'drain') {
   // Child: open N raw WebSocket connections, discard whatever arrives.
@@ -36,11 +39,14 @@ if (process.argv[2] === 'drain') {
   await new Promise((resolve) => child.once('message', resolve))
   const clients = [...wss.clients]
   const quote = { symbol: 'S0001', seq: 1, ts: Date.now(), bid: 189.41, ask: 189.45, last: 189.43, volume: 1832200 }
-  const payload = Buffer.from(`{"op":"q","quotes":[${JSON.stringify(quote)}]}`)
-  const preframed = Buffer.concat(/** @type {any} */ (wsModule).Sender.frame(payload, { fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false }))
+  const text = `{"op":"q","quotes":[${JSON.stringify(quote)}]}`
+  const shared = new TextFrame(text)
+  const several = `{"op":"q","quotes":[${[1, 2, 3].map((seq) => JSON.stringify({ ...quote, seq })).join(',')}]}`
   const ways = {
-    'ws.send(buffer)': (/** @type {any} */ ws) => ws.send(payload, { binary: false }),
-    'socket.write(preframed)': (/** @type {any} */ ws) => ws._socket.write(preframed),
+    'ws.send(buffer)': (/** @type {any} */ ws) => ws.send(shared.payload, { binary: false }),
+    'socket.write(preframed)': (/** @type {any} */ ws) => ws._socket.write(shared.wire),
+    'ws.send(string)': (/** @type {any} */ ws) => ws.send(several),
+    'socket.write(frame(string))': (/** @type {any} */ ws) => ws._socket.write(new TextFrame(several).wire),
     'ws.send(JSON.stringify)': (/** @type {any} */ ws) => ws.send(JSON.stringify({ op: 'q', quotes: [quote] }))
   }
   /** @type {Record<string, number[]>} */
@@ -65,7 +71,7 @@ if (process.argv[2] === 'drain') {
   }
   for (const [name, xs] of Object.entries(rates)) {
     xs.sort((a, b) => a - b)
-    console.log(`${name.padEnd(26)} ${Math.round(xs[Math.floor(xs.length / 2)]).toLocaleString('en-US').padStart(9)} writes per CPU-second (median of ${xs.length})`)
+    console.log(`${name.padEnd(28)} ${Math.round(xs[Math.floor(xs.length / 2)]).toLocaleString('en-US').padStart(9)} writes per CPU-second (median of ${xs.length})`)
   }
   child.kill()
   wss.close()

@@ -7,10 +7,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, parseMetrics } from '@wsps/testkit'
+import { freePort, httpOk, parseMetrics, waitFor } from '@wsps/testkit'
 import { collectGarbage, inspectorUrl } from './inspect.js'
-import { start, until, httpOk } from './spawn.js'
-import { tree } from './proc.js'
+import { start } from './spawn.js'
+import { tree } from '@wsps/testkit/proc'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const HERE = fileURLToPath(new URL('.', import.meta.url))
@@ -29,10 +29,10 @@ const nodeArgs = (name, inspect = false) => [
 /**
  * gc() of a Node server started with the inspector.
  *
- * @param {{errs: string[]}} p
+ * @param {{logs: string[]}} p
  */
 const gcVia = (p) => async () => {
-  const url = inspectorUrl(p.errs)
+  const url = inspectorUrl(p.logs)
   if (!url) throw new Error('the server printed no inspector URL (started without inspect?)')
   return collectGarbage(url)
 }
@@ -64,24 +64,8 @@ export const SERVERS = {
   'wsps-distinct': gatewayServer('wsps-distinct', 'wsps gateway (distinct, every tick)', join(ROOT, 'services/gateway/src/main.js'), { adapter: 'wsps-distinct', strict: true }),
   // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
   'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/src/main.js'), { env: { WSPS_WORKERS: '2' } }),
-  naive: {
-    label: 'naive ws baseline',
-    async start ({ redisUrl, core, prefix = 'wsps', inspect }) {
-      const port = await freePort()
-      const p = start(NODE, [...nodeArgs('naive', inspect), join(HERE, 'servers/naive.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'naive', stdin: false })
-      await p.waitLine((l) => l.type === 'listening', 15_000)
-      return { name: 'naive', adapter: 'naive', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) }, gc: gcVia(p) }
-    }
-  },
-  socketio: {
-    label: 'Socket.IO 4 + redis-adapter',
-    async start ({ redisUrl, core, prefix = 'wsps', inspect }) {
-      const port = await freePort()
-      const p = start(NODE, [...nodeArgs('socketio', inspect), join(HERE, 'servers/socketio.js'), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name: 'socketio', stdin: false })
-      await p.waitLine((l) => l.type === 'listening', 15_000)
-      return { name: 'socketio', adapter: 'socketio', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop(0) }, gc: gcVia(p) }
-    }
-  },
+  naive: nodeServer('naive', 'naive ws baseline'),
+  socketio: nodeServer('socketio', 'Socket.IO 4 + redis-adapter'),
   pushpin: {
     label: 'Pushpin (GRIP) + bridge',
     async start ({ redisUrl, core, runDir, prefix = 'wsps' }) {
@@ -93,12 +77,12 @@ export const SERVERS = {
       const backend = start(NODE, [join(HERE, 'servers/pushpin-backend.js'), `--port=${backendPort}`, `--redis=${redisUrl}`, `--publish=http://127.0.0.1:${pubPort}/publish/`, `--prefix=${prefix}`], { core, name: 'pushpin-backend', stdin: false })
       await backend.waitLine((l) => l.type === 'listening', 15_000)
       const pp = start('pushpin', [`--config=${join(dir, 'pushpin.conf')}`, '--merge-output'], { core, name: 'pushpin', stdin: false })
-      await until(async () => {
-        if (!pp.alive) throw new Error(`pushpin exited: ${pp.errs.slice(-20).join('\n')}`)
+      await waitFor(async () => {
+        if (!pp.alive) throw new Error(`pushpin exited: ${pp.logs.slice(-20).join('\n')}`)
         const res = await fetch(`http://127.0.0.1:${pubPort}/publish/`, { method: 'POST', body: '{"items":[]}', headers: { 'Content-Type': 'application/json' }, signal: AbortSignal.timeout(1000) })
         await res.arrayBuffer()
         return res.status < 500
-      }, 30_000, 'pushpin publish API')
+      }, { timeout: 30_000, message: 'pushpin publish API' })
       return {
         name: 'pushpin',
         adapter: 'pushpin',
@@ -108,11 +92,31 @@ export const SERVERS = {
         async stop () {
           // The runner puts its services in process groups of their own: take the whole tree.
           const all = tree([pp.pid])
-          await pp.stop(0)
-          await backend.stop(0)
+          await pp.stop('SIGTERM', { killAfterMs: 3000 })
+          await backend.stop('SIGTERM', { killAfterMs: 3000 })
           for (const pid of all) { try { process.kill(pid, 'SIGKILL') } catch {} }
         }
       }
+    }
+  }
+}
+
+/**
+ * A competitor server of ours in Node (servers/<name>.js, its loadgen adapter
+ * of the same name): started with --port, --redis and --prefix, ready when
+ * it prints its `listening` line.
+ *
+ * @param {string} name
+ * @param {string} label
+ */
+function nodeServer (name, label) {
+  return {
+    label,
+    async start (/** @type {StartOptions} */ { redisUrl, core, prefix = 'wsps', inspect }) {
+      const port = await freePort()
+      const p = start(NODE, [...nodeArgs(name, inspect), join(HERE, `servers/${name}.js`), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name, stdin: false })
+      await p.waitLine((l) => l.type === 'listening', 15_000)
+      return { name, adapter: name, url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) }, gc: gcVia(p) }
     }
   }
 }
@@ -154,15 +158,15 @@ function gatewayServer (name, label, main, variant = {}) {
           ...env
         }
       })
-      await until(async () => !p.alive || httpOk(`http://127.0.0.1:${port}/readyz`), 60_000, `${name} gateway ready`)
-      if (!p.alive) throw new Error(`${name} gateway exited: ${p.errs.slice(-20).join('\n')}`)
+      await waitFor(async () => !p.alive || httpOk(`http://127.0.0.1:${port}/readyz`), { timeout: 60_000, message: `${name} gateway ready` })
+      if (!p.alive) throw new Error(`${name} gateway exited: ${p.logs.slice(-20).join('\n')}`)
       return {
         name,
         adapter: variant.adapter ?? 'wsps',
         url: `ws://127.0.0.1:${port}`,
         port,
         roots: () => [p.pid],
-        async stop () { await p.stop(PROF ? 20_000 : 5000) },
+        async stop () { await p.stop('SIGTERM', { killAfterMs: PROF ? 23_000 : 8000 }) },
         gc: gcVia(p),
         async metrics () {
           return parseMetrics(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())

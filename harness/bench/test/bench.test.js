@@ -67,3 +67,34 @@ test('merged per-process summaries weigh by count; median of an even list takes 
   assert.equal(median([4, 1, 3, 2]), 2)
   assert.ok(Number.isNaN(median([])))
 })
+
+test('the hot-symbol sweep renders p99 per connection count and worker count, and the targets judge the top count', () => {
+  const step = (/** @type {number} */ delivered, /** @type {number} */ p99) => ({ rate: 1, published: 1, expected: delivered, delivered, entries: delivered, frames: delivered, quotesPerFrame: 1, p50: 1, p99, p999: p99, gaps: 0, cpu: { server: 0.5, loadgen: 0.1, redis: 0.1, publisher: 0.1 }, rssMiB: 10, perCore: delivered * 2, pass: true })
+  const hotAt = (/** @type {number} */ conns, /** @type {number} */ p1, /** @type {number} */ p2) => ({
+    conns,
+    servers: { wsps: { workers: 1, connected: conns, ...step(conns * 4, p1) }, 'wsps-2w': { workers: 2, connected: conns, ...step(conns * 4, p2) } }
+  })
+  const md = renderMarkdown({
+    profile: 'test',
+    startedAt: 'now',
+    machine: { cpus: 2, model: 'x', memGiB: 1, node: 'v24', loadavgStart: [1, 1, 1] },
+    placement: { serverCore: '1', loadCore: '0' },
+    params: { conns: 10, k: 2, symbols: 5, zipf: 1, storm: 10, stormProcs: 1, saturationDeliveries: 1000 },
+    fanout: {
+      wsps: { label: 'wsps gateway', steps: [step(13_000, 20)], max: step(13_000, 20), limit: 'p99', at50: step(6500, 40), saturated: step(20_000, 500) },
+      'wsps-distinct': { label: 'wsps distinct', steps: [step(3000, 20)], max: step(3000, 20), limit: 'p99', at50: null, saturated: null },
+      naive: { label: 'naive', steps: [step(1000, 20)], max: step(1000, 20), limit: 'p99', at50: null, saturated: step(1200, 500) }
+    },
+    hot: { shape: { symbols: 5, zipf: 2, perConnRate: 4.2, cores2w: '1,0' }, levels: [hotAt(2500, 30, 20), hotAt(10_000, 90, 60)] },
+    idle: {},
+    nginx: null,
+    sim: null
+  })
+  assert.match(md, /\| 10,000 \| 1 \| 10,000 \| 40,000 \(40,000\) \| 1\.0 \| 1\.0 \/ 90\.0 \/ 90\.0 \|/)
+  assert.match(md, /\| 10,000 \| 2 \| 5,000 \|/)
+  assert.match(md, /\| merge mode ≥ 12× naive at p99 ≤ 100 ms \| .*13\.0× \| met \|/)
+  assert.match(md, /\| distinct mode ≥ 4× naive, every tick in order \| .*3\.0×; seq gaps over its ramp: 0 \| not met \|/)
+  assert.match(md, /\| hot symbols, one core: p99 ≤ 100 ms \| 10,000 connections, 40,000 deliveries\/s: p99 90\.0 ms \| met \|/)
+  assert.match(md, /\| hot symbols, 2 workers: about half of 1 worker's p99 \| .*\(0\.67×;.* \| not met \|/)
+  assert.match(md, /\| p99 ≤ 50 ms at 50% of the latency-bounded max \| 40\.0 ms/)
+})

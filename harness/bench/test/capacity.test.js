@@ -143,3 +143,25 @@ test('the summary says when the run fell short and why', () => {
   assert.match(text, /SHORT OF TARGET: memory: memory: 900 MiB available/)
   assert.match(text, /gateway closes during the hold: none/)
 })
+
+test('the summary names the gateways whose memory was read without a full GC', () => {
+  const r = {
+    target: 1000,
+    held: 1000,
+    startedAt: 'now',
+    machine: { cpus: 2, memGiB: 24, loadavgStart: [1, 2, 3] },
+    params: { perGateway: 18_000, k: 3, symbols: 1000, rate: 5, heartbeatMs: 120_000 },
+    plan: { gateways: 1, loadgens: 1, sourceIps: 2, connsPerIp: 500, portsPerIp: 22_585, cycleSeconds: 200 },
+    memory: {
+      perConnectionBytes: { gatewayRss: 4600, loadgenRss: 970, kernelSlab: 10_000, socketBuffers: 0, machine: 12_000 },
+      gateways: [{ perConnBytes: 4600 }],
+      gatewayBaseMiB: 79,
+      gatewaysWithoutGc: [40001],
+      sockstatHeld: { 'TCP.mem': 10, 'TCP.inuse': 2000 },
+      machine: { totalMiB: 24_000, availableBeforeMiB: 20_000, availableHeldMiB: 19_990, availableMinMiB: 19_980 }
+    },
+    stop: null
+  }
+  assert.match(renderSummary(r), /no full GC, RSS as read: the gateways on ports 40001/)
+  assert.doesNotMatch(renderSummary({ ...r, memory: { ...r.memory, gatewaysWithoutGc: [] } }), /no full GC/)
+})

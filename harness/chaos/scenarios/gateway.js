@@ -14,7 +14,7 @@ import WebSocket from 'ws'
 import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
 import { Report } from '../lib/report.js'
 import { percentile } from '../../testkit/src/stats.js'
-import { sleep, startFetcher, startGateway, startRedis, waitFor } from '../../testkit/src/index.js'
+import { Stack, sleep, waitFor } from '../../testkit/src/index.js'
 
 /**
  * @typedef {object} Tracked
@@ -36,20 +36,14 @@ import { sleep, startFetcher, startGateway, startRedis, waitFor } from '../../te
 export async function run (params, log) {
   const p = { clients: 1000, symbols: 200, perClient: 5, drainMs: 5000, heartbeatMs: 2000, ...params }
   const report = new Report()
-  const redis = await startRedis()
-  /** @type {import('../../testkit/src/index.js').ServiceHandle[]} */
-  const procs = []
+  const stack = await new Stack().start()
   /** @type {Tracked[]} */
   const tracked = []
   const gwEnv = { WSPS_DRAIN_MS: p.drainMs, WSPS_HEARTBEAT_MS: p.heartbeatMs, WSPS_UNSUBSCRIBE_DELAY_MS: 5000 }
   /** @param {number} [port] */
-  const gateway = async (port) => {
-    const g = await startGateway(redis.url, port ? { ...gwEnv, WSPS_HTTP_PORT: port } : gwEnv)
-    procs.push(g)
-    return g
-  }
+  const gateway = (port) => stack.gateway(port ? { ...gwEnv, WSPS_HTTP_PORT: port } : gwEnv)
   try {
-    procs.push(await startFetcher(redis.url, { WSPS_FETCH_INTERVAL_MS: 500, WSPS_SCHEDULE_TICK_MS: 50 }))
+    await stack.fetcher({ WSPS_FETCH_INTERVAL_MS: 500, WSPS_SCHEDULE_TICK_MS: 50 })
     let [a, b] = await Promise.all([gateway(), gateway()])
     const ports = [a.port, b.port]
     const symbols = Array.from({ length: p.symbols }, (_, i) => `GW${i}`)
@@ -165,8 +159,7 @@ export async function run (params, log) {
     return report.toJSON()
   } finally {
     for (const t of tracked) t.client.close()
-    await Promise.all(procs.map((x) => x.stop('SIGKILL')))
-    await redis.close()
+    await stack.close()
   }
 }
 

@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis'
 import { LeanClient } from '../lib/lean-client.js'
 import { Report } from '../lib/report.js'
-import { getJson, sleep, startFetcher, startGateway, startRedis, waitFor } from '../../testkit/src/index.js'
+import { Stack, getJson, sleep, waitFor } from '../../testkit/src/index.js'
 
 /**
  * @param {{cycles?: number, downMs?: number, clients?: number, symbols?: number, subsPerClient?: number}} params
@@ -15,15 +15,14 @@ import { getJson, sleep, startFetcher, startGateway, startRedis, waitFor } from 
 export async function run (params, log) {
   const p = { cycles: 3, downMs: 3000, clients: 300, symbols: 150, subsPerClient: 10, ...params }
   const report = new Report()
-  const redis = await startRedis()
-  /** @type {import('../../testkit/src/index.js').ServiceHandle[]} */
-  const procs = []
+  const stack = await new Stack().start()
+  const redis = stack.redis
   /** @type {LeanClient[]} */
   const clients = []
   try {
-    const gws = await Promise.all([0, 1].map(() => startGateway(redis.url, { WSPS_UNSUBSCRIBE_DELAY_MS: 5000 })))
-    const fetchers = await Promise.all([0, 1].map(() => startFetcher(redis.url, { WSPS_FETCH_INTERVAL_MS: 250, WSPS_SCHEDULE_TICK_MS: 25 })))
-    procs.push(...gws, ...fetchers)
+    const gws = await Promise.all([0, 1].map(() => stack.gateway({ WSPS_UNSUBSCRIBE_DELAY_MS: 5000 })))
+    const fetchers = await Promise.all([0, 1].map(() => stack.fetcher({ WSPS_FETCH_INTERVAL_MS: 250, WSPS_SCHEDULE_TICK_MS: 25 })))
+    const procs = [...gws, ...fetchers]
     const symbols = Array.from({ length: p.symbols }, (_, i) => `RD${i}`)
     /** @type {Set<string>[]} symbols watched per gateway */
     const watched = gws.map(() => new Set())
@@ -94,7 +93,6 @@ export async function run (params, log) {
     return report.toJSON()
   } finally {
     for (const c of clients) c.terminate()
-    await Promise.all(procs.map((x) => x.stop('SIGKILL')))
-    await redis.close()
+    await stack.close()
   }
 }

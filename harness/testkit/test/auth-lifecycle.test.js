@@ -6,33 +6,24 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { SignJWT } from 'jose'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
-import { TestClient, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { TestClient, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-auth-lifecycle-0123456789'
 const AUTH_TIMEOUT_MS = 1500
 
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let gw
-/** @type {import('../src/index.js').ServiceHandle} */
-let fetcher
 /** @type {TestClient[]} */
 const clients = []
 
 before(async () => {
-  redis = await startRedis()
-  ;[gw, fetcher] = await Promise.all([
-    startGateway(redis.url, { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET, WSPS_AUTH_TIMEOUT_MS: AUTH_TIMEOUT_MS }),
-    startFetcher(redis.url)
+  ;[gw] = await Promise.all([
+    stack.gateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET, WSPS_AUTH_TIMEOUT_MS: AUTH_TIMEOUT_MS }),
+    stack.fetcher()
   ])
 })
-
-after(async () => {
-  for (const c of clients) c.ws.terminate()
-  await Promise.all([gw?.kill(), fetcher?.kill()])
-  await redis?.close()
-})
+after(() => { for (const c of clients) c.ws.terminate() })
 
 /**
  * @param {Record<string, unknown>} claims

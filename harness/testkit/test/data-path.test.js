@@ -1,39 +1,25 @@
 // The core data path on real processes: redis-server, one quote-fetcher,
 // two gateways, WebSocket clients.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import { Redis } from 'ioredis'
+import { before, test } from 'node:test'
 import { redisKeys } from '@wsps/shared/keys'
-import { ClientPool, sleep, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { sleep, useStack, waitFor } from '../src/index.js'
 
 const LEASE_MS = 1500
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
-/** @type {import('../src/index.js').ServiceHandle[]} */
-let procs = []
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let gwA
 /** @type {import('../src/index.js').ServiceHandle} */
 let gwB
-/** @type {Redis} */
+/** @type {import('ioredis').Redis} */
 let r
 const keys = redisKeys('wsps')
-const clients = new ClientPool()
-const connect = (/** @type {string} */ url) => clients.connect(url)
 
 before(async () => {
-  redis = await startRedis()
-  r = new Redis(redis.url)
+  r = await stack.redisClient()
   const env = { WSPS_DEMAND_LEASE_MS: LEASE_MS, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
-  ;[gwA, gwB] = await Promise.all([startGateway(redis.url, env), startGateway(redis.url, env)])
-  procs = [gwA, gwB, await startFetcher(redis.url)]
-})
-
-after(async () => {
-  clients.terminate()
-  await Promise.all(procs.map((p) => p.stop()))
-  r.disconnect()
-  await redis.close()
+  ;[gwA, gwB] = await Promise.all([stack.gateway(env), stack.gateway(env)])
+  await stack.fetcher()
 })
 
 /**
@@ -48,7 +34,7 @@ async function channelsHeldBy (node) {
 }
 
 test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', async () => {
-  const c = await connect(gwA.wsUrl)
+  const c = await stack.client(gwA.wsUrl)
   assert.equal(c.hello.v, 1)
   assert.equal(c.hello.node, gwA.name)
   assert.equal(typeof c.hello.heartbeatMs, 'number')
@@ -71,8 +57,8 @@ test('hello, ack, then a snapshot within 2 s and updates with seq rising by 1', 
 })
 
 test('clients on two gateways receive the same seq sequence with no gaps or duplicates', async () => {
-  const a = await connect(gwA.wsUrl)
-  const b = await connect(gwB.wsUrl)
+  const a = await stack.client(gwA.wsUrl)
+  const b = await stack.client(gwB.wsUrl)
   await Promise.all([a.sub(['IBM']), b.sub(['IBM'])])
   await a.waitQuotes('IBM', 15)
   await b.waitQuotes('IBM', 15)
@@ -90,7 +76,7 @@ test('clients on two gateways receive the same seq sequence with no gaps or dupl
 })
 
 test('unsub stops updates of that symbol and only that one', async () => {
-  const c = await connect(gwA.wsUrl)
+  const c = await stack.client(gwA.wsUrl)
   await c.sub(['ORCL', 'SAP'])
   await c.waitQuotes('ORCL', 2)
   await c.waitQuotes('SAP', 2)
@@ -105,10 +91,10 @@ test('unsub stops updates of that symbol and only that one', async () => {
 
 test("a gateway's Redis channels follow its own clients' demand", async () => {
   const base = await channelsHeldBy(gwB.name)
-  const c = await connect(gwB.wsUrl)
+  const c = await stack.client(gwB.wsUrl)
   await c.sub(['CH1', 'CH2', 'CH3'])
   await waitFor(async () => (await channelsHeldBy(gwB.name)) === base + 3, { message: 'three more channels on gateway B' })
-  const other = await connect(gwB.wsUrl)
+  const other = await stack.client(gwB.wsUrl)
   await other.sub(['CH1'])
   await c.unsub(['CH1', 'CH2'])
   await waitFor(async () => (await channelsHeldBy(gwB.name)) === base + 2, { message: 'CH2 dropped, CH1 kept for the other client' })
@@ -121,7 +107,7 @@ test("a gateway's Redis channels follow its own clients' demand", async () => {
 })
 
 test('the fetcher fetches only watched symbols and stops within the lease after the last watcher leaves', async () => {
-  const c = await connect(gwA.wsUrl)
+  const c = await stack.client(gwA.wsUrl)
   await c.sub(['LEASE'])
   await c.waitQuotes('LEASE', 3)
   assert.equal(await r.exists(keys.seq('NEVERWATCHED')), 0)

@@ -82,26 +82,15 @@ async function assertAlive (g) {
 }
 
 test('malformed frames each get their coded error, and the connection keeps working', async () => {
-  const cases = /** @type {const} */ ([
-    ['{"op":"sub",', ErrorCode.BAD_JSON],
-    ['not json at all', ErrorCode.BAD_JSON],
-    ['', ErrorCode.BAD_JSON],
-    ['[1,2,3]', ErrorCode.BAD_REQUEST],
-    ['"sub"', ErrorCode.BAD_REQUEST],
-    ['null', ErrorCode.BAD_REQUEST],
-    ['{"symbols":["AAPL"]}', ErrorCode.BAD_OP],
-    ['{"op":"subscribe","symbols":["AAPL"]}', ErrorCode.BAD_OP],
-    ['{"op":42}', ErrorCode.BAD_OP],
-    ['{"op":"sub","symbols":"AAPL"}', ErrorCode.BAD_REQUEST],
-    ['{"op":"sub","symbols":[]}', ErrorCode.BAD_REQUEST],
-    ['{"op":"sub","symbols":{"0":"AAPL"}}', ErrorCode.BAD_REQUEST],
-    [JSON.stringify({ op: 'sub', symbols: Array.from({ length: 101 }, (_, i) => `S${i}`) }), ErrorCode.BAD_REQUEST],
-    ['{"op":"ping","id":{"x":1}}', ErrorCode.BAD_REQUEST],
-    [`{"op":"ping","id":"${'i'.repeat(65)}"}`, ErrorCode.BAD_REQUEST],
-    ['{"op":"sub","symbols":["aapl"]}', ErrorCode.BAD_SYMBOL],
-    ['{"op":"sub","symbols":["ABCDEFGHIJKLMNOPQ"]}', ErrorCode.BAD_SYMBOL],
-    ['{"op":"sub","symbols":["AAPL",null]}', ErrorCode.BAD_SYMBOL]
-  ])
+  /** Malformed frames, by the error code each earns. */
+  const byCode = {
+    [ErrorCode.BAD_JSON]: ['{"op":"sub",', 'not json at all', ''],
+    [ErrorCode.BAD_REQUEST]: ['[1,2,3]', '"sub"', 'null', '{"op":"sub","symbols":"AAPL"}', '{"op":"sub","symbols":[]}', '{"op":"sub","symbols":{"0":"AAPL"}}',
+      JSON.stringify({ op: 'sub', symbols: Array.from({ length: 101 }, (_, i) => `S${i}`) }), '{"op":"ping","id":{"x":1}}', `{"op":"ping","id":"${'i'.repeat(65)}"}`],
+    [ErrorCode.BAD_OP]: ['{"symbols":["AAPL"]}', '{"op":"subscribe","symbols":["AAPL"]}', '{"op":42}'],
+    [ErrorCode.BAD_SYMBOL]: ['{"op":"sub","symbols":["aapl"]}', '{"op":"sub","symbols":["ABCDEFGHIJKLMNOPQ"]}', '{"op":"sub","symbols":["AAPL",null]}']
+  }
+  const cases = Object.entries(byCode).flatMap(([code, frames]) => frames.map((frame) => [frame, code]))
   // 20 errors in a row earn a 4009 close (next test): stay under that.
   let c = await connectClient(gw.wsUrl)
   for (const [i, [frame, code]] of cases.entries()) {

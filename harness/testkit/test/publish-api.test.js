@@ -2,19 +2,15 @@
 // push-only fetcher and a polling (sim) fetcher, each with its own gateway
 // (separate key prefixes), WebSocket clients.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import { Redis } from 'ioredis'
+import { before, test } from 'node:test'
 import { redisKeys } from '@wsps/shared/keys'
-import { ClientPool, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { useStack, waitFor } from '../src/index.js'
 
 const TOKEN = 'test-publish-token-0123456789'
 const RATE = 10
 const MAX_BYTES = 4096
 const PUSH_LEASE_MS = 1500
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
-/** @type {import('../src/index.js').ServiceHandle[]} */
-const procs = []
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let pushFetcher
 /** @type {import('../src/index.js').ServiceHandle} */
@@ -23,30 +19,20 @@ let pushGateway
 let simFetcher
 /** @type {import('../src/index.js').ServiceHandle} */
 let simGateway
-/** @type {Redis} */
+/** @type {import('ioredis').Redis} */
 let r
 const pushKeys = redisKeys('pp')
-const clients = new ClientPool()
-const connect = (/** @type {string} */ url) => clients.connect(url)
 
 before(async () => {
-  redis = await startRedis()
-  r = new Redis(redis.url)
+  r = await stack.redisClient()
   const gw = { WSPS_DEMAND_LEASE_MS: 1500, WSPS_UNSUBSCRIBE_DELAY_MS: 100 }
   // One after the other: a busy machine starts four at once too slowly.
-  procs.push(pushGateway = await startGateway(redis.url, { ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' }))
-  procs.push(pushFetcher = await startFetcher(redis.url, {
+  pushGateway = await stack.gateway({ ...gw, WSPS_REDIS_KEY_PREFIX: 'pp' })
+  pushFetcher = await stack.fetcher({
     WSPS_REDIS_KEY_PREFIX: 'pp', WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUBLISH_RATE: RATE, WSPS_PUBLISH_MAX_BYTES: MAX_BYTES
-  }))
-  procs.push(simGateway = await startGateway(redis.url, gw))
-  procs.push(simFetcher = await startFetcher(redis.url, { WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS }))
-})
-
-after(async () => {
-  clients.terminate()
-  await Promise.all(procs.map((p) => p.stop()))
-  r.disconnect()
-  await redis.close()
+  })
+  simGateway = await stack.gateway(gw)
+  simFetcher = await stack.fetcher({ WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS })
 })
 
 /**
@@ -63,7 +49,7 @@ async function publish (fetcher, body, { token = TOKEN, type = 'application/json
 }
 
 test('a published quote reaches a subscribed client with its fields and a seq, and becomes the snapshot', async () => {
-  const c = await connect(pushGateway.wsUrl)
+  const c = await stack.client(pushGateway.wsUrl)
   await c.sub(['PUB1'])
   const res = await publish(pushFetcher, { quotes: [{ symbol: 'PUB1', bid: 10.5, ask: 10.6, last: 10.55, volume: 1200 }, { symbol: 'PUB1', bid: 10.7 }] })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
@@ -75,14 +61,14 @@ test('a published quote reaches a subscribed client with its fields and a seq, a
   const latest = JSON.parse(/** @type {string} */ (await r.get(pushKeys.latest('PUB1'))))
   assert.deepEqual({ bid: latest.bid, seq: latest.seq }, { bid: 10.7, seq: 2 })
   // A new client gets it as its snapshot.
-  const late = await connect(pushGateway.wsUrl)
+  const late = await stack.client(pushGateway.wsUrl)
   await late.sub(['PUB1'])
   await waitFor(() => late.quote('PUB1')?.bid === 10.7, { message: 'snapshot of PUB1' })
   assert.deepEqual(c.problems, [])
 })
 
 test('NDJSON bodies: one quote a line', async () => {
-  const c = await connect(pushGateway.wsUrl)
+  const c = await stack.client(pushGateway.wsUrl)
   await c.sub(['NDJ'])
   const res = await publish(pushFetcher, '{"symbol":"NDJ","last":1}\n\n{"symbol":"NDJ","last":2,"ts":1700000000000}\n', { type: 'application/x-ndjson' })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
@@ -119,7 +105,7 @@ test('bad requests get coded errors and publish nothing of the request', async (
 })
 
 test('WSPS_PROVIDER=push never polls: a demanded symbol gets no job and no quote until one is published', async () => {
-  const c = await connect(pushGateway.wsUrl)
+  const c = await stack.client(pushGateway.wsUrl)
   await c.sub(['NOPOLL'])
   await waitFor(async () => (await r.zscore(pushKeys.demand, 'NOPOLL')) !== null, { message: 'demand for NOPOLL' })
   assert.equal(await r.llen(pushKeys.jobs), 0)
@@ -131,11 +117,11 @@ test('WSPS_PROVIDER=push never polls: a demanded symbol gets no job and no quote
 })
 
 test('push wins over polling: while quotes are pushed the provider neither fetches nor publishes the symbol; after the lease it does again', async () => {
-  const c = await connect(simGateway.wsUrl)
+  const c = await stack.client(simGateway.wsUrl)
   await c.sub(['PUSHWIN'])
   await c.waitQuotes('PUSHWIN', 3) // the sim market feeds it
   // Every publish of the symbol, in order, straight from its Redis channel.
-  const sub = new Redis(redis.url)
+  const sub = await stack.redisClient()
   /** @type {{seq: number, bid: number}[]} */
   const published = []
   sub.on('message', (_ch, msg) => published.push(JSON.parse(msg)))
@@ -168,8 +154,7 @@ test('push wins over polling: while quotes are pushed the provider neither fetch
 })
 
 test('the API is off without a token; a token over its rate gets 429 with Retry-After', async () => {
-  const off = await startFetcher(redis.url, { WSPS_REDIS_KEY_PREFIX: 'off' })
-  procs.push(off)
+  const off = await stack.fetcher({ WSPS_REDIS_KEY_PREFIX: 'off' })
   const res = await publish(off, { quotes: [{ symbol: 'OFF', bid: 1 }] })
   assert.deepEqual([res.status, res.body.code], [404, 'PUBLISH_DISABLED'])
 

@@ -4,10 +4,10 @@
 // server's certificate stays alive, unready, and says why.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { TestClient, getJson, startFetcher, startGateway, startService, GATEWAY_MAIN, waitFor } from '../src/index.js'
-import { makeCerts, startRedisTls } from '../src/redis-tls.js'
+import { TestClient, getJson, startFetcher, startGateway, startRedis, startService, GATEWAY_MAIN, waitFor } from '../src/index.js'
+import { makeCerts } from '../src/redis.js'
 
-/** @type {Awaited<ReturnType<typeof startRedisTls>>} */
+/** @type {import('../src/redis.js').RedisHandle} */
 let redis
 /** @type {import('../src/index.js').ServiceHandle[]} */
 const procs = []
@@ -15,7 +15,7 @@ const procs = []
 const clients = []
 
 before(async () => {
-  redis = await startRedisTls()
+  redis = await startRedis({ tls: true })
 })
 
 after(async () => {

@@ -9,8 +9,7 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { SignJWT, UnsecuredJWT, exportJWK, generateKeyPair } from 'jose'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
-import { GATEWAY_MAIN, TestClient, getJson, sleep, startFetcher, startGateway, startRedis, startService, waitFor } from '../src/index.js'
-import { redisReply, startRedisWithPassword } from '../../chaos/lib/redis-auth.js'
+import { GATEWAY_MAIN, TestClient, getJson, redisCommand, sleep, startFetcher, startGateway, startRedis, startService, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-tests-0123456789-abcdef'
 const ISSUER = 'https://issuer.test'
@@ -21,7 +20,7 @@ const ORIGIN = 'https://app.example.com'
 
 /** @type {Awaited<ReturnType<typeof startRedis>>} */
 let redis
-/** @type {Awaited<ReturnType<typeof startRedisWithPassword>>} */
+/** @type {Awaited<ReturnType<typeof startRedis>>} */
 let authRedis
 /** @type {import('../src/index.js').ServiceHandle[]} */
 const procs = []
@@ -262,8 +261,8 @@ test('Origin allowlist: listed origins are admitted, others and a missing Origin
 })
 
 test('Redis AUTH: gateway and fetcher authenticate by WSPS_REDIS_PASSWORD or _FILE; a wrong password is not ready but alive; no secret in debug logs', async () => {
-  authRedis = await startRedisWithPassword({ password: REDIS_PASSWORD })
-  assert.match(await redisReply(authRedis.port, null), /NOAUTH/, 'the server requires AUTH')
+  authRedis = await startRedis({ password: REDIS_PASSWORD })
+  assert.match(await redisCommand(authRedis.port, 'PING'), /NOAUTH/, 'the server requires AUTH')
   const pwFile = join(dir, 'redis-password')
   writeFileSync(pwFile, `${REDIS_PASSWORD}\n`)
   const tokenFile = join(dir, 'upstream-token')
@@ -308,8 +307,8 @@ test('Redis AUTH: gateway and fetcher authenticate by WSPS_REDIS_PASSWORD or _FI
   /** Everything each process printed from here on (startService keeps only the tail). */
   const logs = new Map([gwFile, gwEnv, fetcher, gwWrong, gwNone].map((p) => {
     const all = [...p.logs]
-    p.proc.stdout.on('data', (d) => all.push(String(d)))
-    p.proc.stderr.on('data', (d) => all.push(String(d)))
+    p.proc.stdout?.on('data', (d) => all.push(String(d)))
+    p.proc.stderr?.on('data', (d) => all.push(String(d)))
     return [p, all]
   }))
 
@@ -354,4 +353,15 @@ test('Redis AUTH: gateway and fetcher authenticate by WSPS_REDIS_PASSWORD or _FI
   }
   assert.ok(lines > 20, `${lines} log lines searched`)
   assert.match([...logs.values()].flat().join(''), /"level":20/, 'debug lines were written (and searched)')
+})
+
+test('Redis ACL user: a gateway that logs in as WSPS_REDIS_USERNAME is ready; the default user is refused', async () => {
+  const aclRedis = await startRedis({ username: 'wsps-gw', password: REDIS_PASSWORD })
+  try {
+    assert.match(await redisCommand(aclRedis.port, `AUTH ${REDIS_PASSWORD}`), /WRONGPASS|invalid username-password/, 'the default user cannot log in')
+    const gw = await service(GATEWAY_MAIN, { WSPS_REDIS_URL: aclRedis.url, WSPS_REDIS_USERNAME: 'wsps-gw', WSPS_REDIS_PASSWORD: REDIS_PASSWORD }, { name: 'gw-acl' })
+    assert.equal((await getJson(`${gw.url}/readyz`)).status, 200)
+  } finally {
+    await aclRedis.close()
+  }
 })

@@ -6,37 +6,29 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { SignJWT } from 'jose'
 import { CloseCode, ErrorCode, continues } from '@wsps/protocol'
-import { SseStream, TestClient, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { SseStream, TestClient, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-the-sse-tests-0123456789'
 const MAX_PER_IP = 3
 
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let open
 /** @type {import('../src/index.js').ServiceHandle} */
 let authed
-/** @type {import('../src/index.js').ServiceHandle} */
-let fetcher
 /** @type {SseStream[]} */
 const streams = []
 
 before(async () => {
-  redis = await startRedis()
-  ;[open, authed, fetcher] = await Promise.all([
-    startGateway(redis.url, { WSPS_HEARTBEAT_MS: 1000, WSPS_MAX_CONNECTIONS_PER_IP: MAX_PER_IP, WSPS_MAX_SUBSCRIPTIONS: 5 }),
+  ;[open, authed] = await Promise.all([
+    stack.gateway({ WSPS_HEARTBEAT_MS: 1000, WSPS_MAX_CONNECTIONS_PER_IP: MAX_PER_IP, WSPS_MAX_SUBSCRIPTIONS: 5 }),
     // debug: the most a gateway ever logs, and still no token in it.
-    startGateway(redis.url, { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET, WSPS_LOG_LEVEL: 'debug' }),
-    startFetcher(redis.url)
+    stack.gateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET, WSPS_LOG_LEVEL: 'debug' }),
+    stack.fetcher()
   ])
 })
 
-after(async () => {
-  for (const s of streams) s.close()
-  await Promise.all([open?.kill(), authed?.kill(), fetcher?.kill()])
-  await redis?.close()
-})
+after(() => { for (const s of streams) s.close() })
 
 /**
  * @param {string} url

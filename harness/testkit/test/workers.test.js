@@ -3,34 +3,26 @@
 // both; SIGTERM drains every client of both and the pod process exits 0.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { Redis } from 'ioredis'
 import { CloseCode } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
-import { TestClient, getJson, startGateway, startRedis, waitFor } from '../src/index.js'
+import { TestClient, getJson, useStack, waitFor } from '../src/index.js'
 import { quoteStream } from '../../chaos/lib/slow-distinct-scenario.js'
 
 const keys = redisKeys('wsps')
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
+const stack = useStack()
 /** @type {import('../src/index.js').ServiceHandle} */
 let gw
-/** @type {Redis} */
+/** @type {import('ioredis').Redis} */
 let r
 /** @type {TestClient[]} */
 const clients = []
 
 before(async () => {
-  redis = await startRedis()
-  r = new Redis(redis.url)
-  gw = await startGateway(redis.url, { WSPS_WORKERS: 2, WSPS_DRAIN_MS: 300 })
+  r = await stack.redisClient()
+  gw = await stack.gateway({ WSPS_WORKERS: 2, WSPS_DRAIN_MS: 300 })
 })
 
-after(async () => {
-  for (const c of clients) c.ws.terminate()
-  await gw.stop('SIGKILL')
-  r.disconnect()
-  await redis.close()
-})
+after(() => { for (const c of clients) c.ws.terminate() })
 
 /**
  * @param {Record<string, number>} m parsed metrics

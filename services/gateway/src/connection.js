@@ -6,6 +6,8 @@ import { CloseCode } from '@wsps/protocol'
 import { Outbox } from './outbox.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
 
+/** @typedef {import('./text-frame.js').TextFrame} TextFrame */
+
 /** @typedef {'hello' | 'ack' | 'error' | 'pong' | 'snap' | 'q'} FrameOp */
 
 /**
@@ -25,6 +27,9 @@ import { RateLimit } from '@wsps/shared/rate-limit'
  *   Connection.markAlive() when the peer answers (or shows any sign of life)
  * @property {() => void} terminate drops the connection at once
  * @property {(data: Buffer) => void} [pong] answers a peer's ping (WebSocket only)
+ * @property {(frame: TextFrame) => void} [sendFrame] writes a frame framed
+ *   already, maybe shared by many connections (WebSocket only: its wire
+ *   bytes); without it the frame's payload goes to send()
  */
 
 /** The readyState values of a Transport (the WebSocket ones). */
@@ -228,10 +233,12 @@ export class Connection {
    * Writes a frame the fan-out counts itself (per pass, not per frame).
    * The caller checked writable() in the same turn.
    *
-   * @param {string | Buffer} frame
+   * @param {TextFrame} frame
    */
   write (frame) {
-    this.#transport.send(frame)
+    const t = this.#transport
+    if (t.sendFrame) t.sendFrame(frame)
+    else t.send(frame.payload)
   }
 
   /**

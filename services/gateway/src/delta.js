@@ -16,7 +16,8 @@ const DIFFED = QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !==
  * @property {number} ts producer timestamp (ms)
  * @property {Record<string, unknown>} fields the delta's fields (symbol, seq, ts and what changed)
  * @property {string | null} json the delta serialized once (null until needed for merged ones)
- * @property {Buffer | null} frame lazily built `q` frame holding only this update
+ * @property {import('./text-frame.js').TextFrame | null} frame lazily
+ *   built `q` frame holding only this update, shared by its subscribers
  * @property {number} tick fanout tick that last sent it (for latency metrics)
  */
 

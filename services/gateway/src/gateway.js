@@ -5,9 +5,11 @@ import cluster from 'node:cluster'
 import { createServer } from 'node:http'
 import client from 'prom-client'
 import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
+import { Admission } from './admission.js'
 import { createAuthenticator } from './auth.js'
 import { createRedisBroker } from './broker-redis.js'
 import { Fanout } from './fanout.js'
+import { Connections } from './connections.js'
 import { registerHttpRoutes } from './http-routes.js'
 import { Hub } from './hub.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
@@ -73,8 +75,17 @@ export async function createGateway (config, logger) {
       latest: (symbol, delivery) => hub.latest(symbol, delivery)
     }
   }
-  const ws = new WsServer({ config, sessions, ctx, metrics, authenticate, logger })
-  const sse = new SseServer({ config, sessions, connections: ws, ctx, metrics, authenticate })
+  const admission = new Admission({
+    maxConnections: config.maxConnections,
+    maxConnectionsPerIp: config.maxConnectionsPerIp,
+    allowedOrigins: config.allowedOrigins,
+    trustProxy: config.trustProxy,
+    authenticate,
+    connected: () => connections.size
+  })
+  const connections = new Connections({ ctx, admission, sessions, metrics, heartbeatMs: config.heartbeatMs, logger })
+  const ws = new WsServer({ admission, connections, sessions, metrics, maxPayload: config.maxPayload, authTimeoutMs: config.authTimeoutMs, logger })
+  const sse = new SseServer({ admission, connections, sessions, metrics, maxSubscriptions: config.maxSubscriptions })
 
   const app = createHttpApp(logger, (handler) => {
     // Node checks the headers/request timeouts only every
@@ -94,13 +105,13 @@ export async function createGateway (config, logger) {
   if (metricsApp) registerMetrics(metricsApp, registry)
   sse.register(app)
   ws.attach(app.server)
+  connections.start()
   hub.start()
 
   let stopping = null
   return {
     app,
     hub,
-    ws,
     metrics,
     readiness,
     /** @returns {Promise<string>} the address it listens on */
@@ -119,10 +130,11 @@ export async function createGateway (config, logger) {
         draining = true
         // New upgrades get 503 at once (an ingress retries another pod);
         // the sockets already open wait for the drain window.
-        ws.draining = true
+        admission.drain()
         logger.info({ shutdownDelayMs, drainMs }, 'shutting down: readiness is false')
         if (shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, shutdownDelayMs))
-        await ws.drain(drainMs)
+        await connections.drain(drainMs)
+        connections.close()
         ws.close()
         hub.stop()
         fanout.stop()

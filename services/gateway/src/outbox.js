@@ -5,6 +5,7 @@
 
 import { CloseCode } from '@wsps/protocol'
 import { encodeQuotes, encodeSnap } from './protocol.js'
+import { TextFrame } from './text-frame.js'
 
 /**
  * @typedef {import('./delta.js').Update} Update
@@ -234,15 +235,18 @@ export class Outbox {
     }
     if (pending === null || pending.length === 0) return slow
 
+    const n = pending.length
+    stats.frames++
+    stats.quotes += n
+    stats.batches[n === 1 ? 0 : n <= 4 ? 1 : n <= 16 ? 2 : n <= 64 ? 3 : 4]++
     let frame
-    if (pending.length === 1) {
+    if (n === 1) {
       // The common case (one symbol changed in the window): every subscriber
-      // of the update shares one frame buffer.
+      // of the update shares one frame, framed once (text-frame.js).
       const u = pending[0]
       if (u.json === null) u.json = JSON.stringify(u.fields)
-      frame = u.frame ??= Buffer.from(encodeQuotes([u.json]))
+      frame = u.frame ??= new TextFrame(encodeQuotes([u.json]))
       trackSent(u, tick, stats.sent)
-      stats.bytes += frame.length
     } else {
       const parts = []
       for (const u of pending) {
@@ -250,13 +254,9 @@ export class Outbox {
         parts.push(u.json)
         trackSent(u, tick, stats.sent)
       }
-      frame = encodeQuotes(parts)
-      stats.bytes += Buffer.byteLength(frame)
+      frame = new TextFrame(encodeQuotes(parts))
     }
-    const n = pending.length
-    stats.frames++
-    stats.quotes += n
-    stats.batches[n === 1 ? 0 : n <= 4 ? 1 : n <= 16 ? 2 : n <= 64 ? 3 : 4]++
+    stats.bytes += frame.payload.length
     pending.length = 0
     conn.write(frame)
     return slow
@@ -300,10 +300,10 @@ export class Outbox {
     }
     this.#stale = null
     if (quotes.length === 0) return
-    const frame = encodeSnap(quotes)
+    const frame = new TextFrame(encodeSnap(quotes))
     this.#conn.write(frame)
     stats.snaps++
-    stats.bytes += Buffer.byteLength(frame)
+    stats.bytes += frame.payload.length
   }
 
   #leaveSlow () {

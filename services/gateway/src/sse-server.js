@@ -7,13 +7,12 @@
 // would have to reach the very pod holding it, which a balancer spreading
 // requests over pods does not promise.
 //
-// The same gate as WebSocket upgrades (drain, capacity, Origin, per IP), the
-// same limits and the same auth; every refusal is a 4xx/503 whose JSON body
-// is a protocol error frame.
+// The same admission as WebSocket upgrades (admission.js: drain, capacity,
+// Origin, per IP, the token) and the same limits; every refusal is a
+// 4xx/503 whose JSON body is a protocol error frame.
 
 import { ErrorCode, SYMBOL_PATTERN } from '@wsps/protocol'
 import { bearerOf } from './auth.js'
-import { Connection } from './connection.js'
 import { encodeAck, encodeError } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 
@@ -49,37 +48,42 @@ export function parseSymbols (param, max) {
 }
 
 export class SseServer {
+  #admission
+  #connections
+  #sessions
+  #metrics
+  #maxSubscriptions
+
   /**
    * @param {object} options
-   * @param {import('./config.js').GatewayConfig} options.config
+   * @param {import('./admission.js').Admission} options.admission
+   * @param {import('./connections.js').Connections} options.connections
    * @param {import('./session.js').Sessions} options.sessions
-   * @param {import('./ws-server.js').WsServer} options.connections the gate and the set every connection is held in
-   * @param {import('./connection.js').ConnectionContext} options.ctx
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
-   * @param {import('./auth.js').Authenticator | null} options.authenticate
+   * @param {number} options.maxSubscriptions symbols one stream may ask for
    */
-  constructor ({ config, sessions, connections, ctx, metrics, authenticate }) {
-    this.config = config
-    this.sessions = sessions
-    this.connections = connections
-    this.ctx = ctx
-    this.metrics = metrics
-    this.authenticate = authenticate
+  constructor ({ admission, connections, sessions, metrics, maxSubscriptions }) {
+    this.#admission = admission
+    this.#connections = connections
+    this.#sessions = sessions
+    this.#metrics = metrics
+    this.#maxSubscriptions = maxSubscriptions
   }
 
   /** @param {import('fastify').FastifyInstance<any, any, any, any>} app */
   register (app) {
-    app.get(SSE_PATH, (request, reply) => this.open(request, reply))
+    app.get(SSE_PATH, (request, reply) => this.#open(request, reply))
   }
 
   /**
    * @param {import('fastify').FastifyRequest} request
    * @param {import('fastify').FastifyReply} reply
    */
-  async open (request, reply) {
-    const m = this.metrics.sseRequests
+  async #open (request, reply) {
+    const m = this.#metrics.sseRequests
     const req = request.raw
-    const gate = this.connections.gate(req)
+    const admission = this.#admission
+    const gate = admission.admit(req)
     if (!gate.ok) {
       m.inc({ result: gate.result })
       if (gate.retryAfter) reply.header('Retry-After', gate.retryAfter)
@@ -88,7 +92,7 @@ export class SseServer {
     let admitted = false
     try {
       const query = /** @type {Record<string, unknown>} */ (request.query ?? {})
-      const parsed = parseSymbols(query.symbols, this.config.maxSubscriptions)
+      const parsed = parseSymbols(query.symbols, this.#maxSubscriptions)
       if (!parsed.ok) {
         m.inc({ result: 'bad_request' })
         return refuse(request, reply, 400, parsed.error)
@@ -97,11 +101,11 @@ export class SseServer {
       /** @type {import('./auth.js').Grants | null} */
       let grants = null
       let expiresAt = null
-      if (this.authenticate) {
+      if (admission.authRequired) {
         // EventSource can send no header: ?token= is allowed here only, and
         // masked in every log line (services/shared logger, nginx).
         const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
-        const auth = await this.authenticate(token)
+        const auth = await admission.verify(token)
         if (!auth.ok) {
           m.inc({ result: 'unauthorized' })
           return refuse(request, reply, 401, { code: ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}` })
@@ -114,15 +118,15 @@ export class SseServer {
           return refuse(request, reply, 403, { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', symbols: denied })
         }
       }
-      if (this.connections.draining || req.socket.destroyed) {
+      if (admission.draining || req.socket.destroyed) {
         m.inc({ result: 'draining' })
         return refuse(request, reply, 503, { code: ErrorCode.DRAINING, message: 'draining' })
       }
       admitted = true
-      this.stream(reply, gate.ip, symbols, grants, expiresAt)
+      this.#stream(reply, gate.ip, symbols, grants, expiresAt)
       m.inc({ result: 'accepted' })
     } finally {
-      this.connections.settle(gate.ip, admitted)
+      admission.settle(gate.ip, admitted)
     }
   }
 
@@ -135,7 +139,7 @@ export class SseServer {
    * @param {import('./auth.js').Grants | null} grants
    * @param {number | null} expiresAt
    */
-  stream (reply, ip, symbols, grants, expiresAt) {
+  #stream (reply, ip, symbols, grants, expiresAt) {
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {
@@ -148,12 +152,11 @@ export class SseServer {
     // Quote frames are small and latency matters more than packet count.
     res.socket?.setNoDelay(true)
     const transport = new SseTransport(res, firstEventId(reply.request.headers['last-event-id']))
-    const client = new Connection(transport, this.ctx, { id: this.connections.nextConnectionId(), ip, grants, authed: false })
+    const client = this.#connections.open(transport, ip, grants)
     transport.onAlive = () => client.markAlive()
-    this.connections.adopt(client)
-    res.on('close', () => this.connections.onClose(client, transport.closeCode ?? ABNORMAL))
-    this.sessions.welcome(client, grants, expiresAt)
-    if (symbols.length) this.sessions.subscribe(client, { op: 'sub', symbols })
+    res.on('close', () => this.#connections.onClose(client, transport.closeCode ?? ABNORMAL))
+    this.#sessions.welcome(client, grants, expiresAt)
+    if (symbols.length) this.#sessions.subscribe(client, { op: 'sub', symbols })
     else client.send(encodeAck(undefined, []), 'ack')
   }
 }

@@ -7,6 +7,20 @@ import { WebSocket } from 'ws'
 
 const TEXT = Object.freeze({ binary: false })
 
+/** `ws`'s Sender state while it sends at once (sender.js: DEFAULT). */
+const SENDER_IDLE = 0
+
+/**
+ * The `ws` internals sendFrame() checks before it writes to the socket
+ * itself (ws 8, lib/websocket.js and lib/sender.js). The unit tests
+ * (ws-transport.test.js) fail if a `ws` upgrade changes them.
+ *
+ * @typedef {object} WsInternals
+ * @property {import('node:net').Socket} _socket
+ * @property {Record<string, unknown>} _extensions negotiated extensions by name
+ * @property {{_state: number, _queue: unknown[], _firstFragment: boolean}} _sender
+ */
+
 export class WsTransport extends WebSocket {
   /** @type {import('./connection.js').Connection | null} */
   connection = null
@@ -19,5 +33,28 @@ export class WsTransport extends WebSocket {
    */
   send (data) {
     super.send(data, TEXT)
+  }
+
+  /**
+   * Writes a frame built once for every recipient with one socket write,
+   * when that cannot interleave with what `ws` sends itself: the socket is
+   * open, it negotiated no per-message compression (the frame would need
+   * RSV1 and a compressed payload), and `ws`'s sender is idle with nothing
+   * queued and no fragmented message open (a compression or a Blob read in
+   * flight queues later sends; a frame written past them would overtake
+   * them). Otherwise `ws` frames the payload as send() does. Either way the
+   * bytes land in the socket's write buffer, which bufferedAmount counts.
+   *
+   * @param {import('./text-frame.js').TextFrame} frame
+   */
+  sendFrame (frame) {
+    const ws = /** @type {WsInternals} */ (/** @type {unknown} */ (this))
+    const sender = ws._sender
+    if (this.readyState === WebSocket.OPEN && sender._state === SENDER_IDLE && sender._queue.length === 0 &&
+        sender._firstFragment && ws._extensions['permessage-deflate'] === undefined) {
+      ws._socket.write(frame.wire)
+    } else {
+      super.send(frame.payload, TEXT)
+    }
   }
 }

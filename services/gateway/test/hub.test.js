@@ -19,7 +19,7 @@ test('one channel per symbol however many local subscribers, dropped after the l
   hub.remove('AAPL', b.c)
   await new Promise((resolve) => setTimeout(resolve, 60))
   assert.deepEqual([...broker.channels], [])
-  assert.equal(hub.symbols.size, 0)
+  assert.equal(hub.symbolCount, 0)
 })
 
 test('a subscriber returning within the unsubscribe delay keeps the channel', async (t) => {

@@ -4,8 +4,8 @@
 
 import { SERVERS } from '../servers.js'
 import { startFleet, quantiles } from '../fleet.js'
-import { CpuMeter } from '../proc.js'
-import { sleep } from '../spawn.js'
+import { CpuMeter } from '@wsps/testkit/proc'
+import { sleep } from '@wsps/testkit'
 import { log, round } from '../bench-run.js'
 
 /**

@@ -4,8 +4,8 @@
 
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
-import { rssBytes, tree } from '../proc.js'
-import { sleep } from '../spawn.js'
+import { rssBytes, tree } from '@wsps/testkit/proc'
+import { sleep } from '@wsps/testkit'
 import { log, round } from '../bench-run.js'
 import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
 
@@ -17,14 +17,9 @@ import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
  *
  * @param {import('../bench-run.js').BenchRun} run
  * @param {string[]} names
- * @param {{conns?: number, loadSymbols?: number, k?: number, zipf?: number, serverCores?: (name: string) => string | null}} [shape]
- *   the clients (default: the profile's fan-out scenario; loadSymbols: how
- *   many of the published symbols they pick from) and where each server runs
- *   (default: the server core)
  */
-export async function fanoutAll (run, names, shape = {}) {
-  const conns = shape.conns ?? run.P.conns
-  const coreOf = shape.serverCores ?? (() => run.serverCore)
+export async function fanoutAll (run, names) {
+  const conns = run.P.conns
   /** @type {Record<string, any>} */
   const out = {}
   /** @type {any[]} */
@@ -35,14 +30,14 @@ export async function fanoutAll (run, names, shape = {}) {
       log(`fanout: starting ${name}`)
       try {
         await run.setLast(prefix)
-        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: coreOf(name), runDir: run.runDir, prefix })
+        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix })
         const subject = { name, prefix, srv, fleet: /** @type {any} */ (null), steps: /** @type {any[]} */ ([]), lastPass: null, firstFail: null, done: false, rate: 0 }
         subjects.push(subject)
         await sleep(500)
         const rssStart = rssBytes(tree(srv.roots()))
         const fleet = subject.fleet = await startFleet({
           bin: run.loadgen, adapter: srv.adapter, url: srv.url, conns, procs: run.P.procs,
-          symbols: shape.loadSymbols ?? run.P.symbols, k: shape.k ?? run.P.k, zipf: shape.zipf ?? run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64,
+          symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64,
           readyTimeout: run.P.readyTimeout
         })
         log(`  ${fleet.conns}/${conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)

@@ -1,25 +1,91 @@
 // Hot symbols: most connections watch the same few symbols (a market open,
 // one headline stock), so every quote of the hottest one fans out to most
-// of the process's connections at once. The same ramp as the fan-out
-// (latency-bounded max, p99 at 50% of it), for one gateway process and for
-// WSPS_WORKERS=2.
+// of the process's connections at once. p99 against connections at a fixed
+// per-connection load (hotPerConnRate deliveries/s per connection, the
+// load of issue #16's reference: 10,000 connections at ~42k deliveries/s),
+// for one gateway process and for WSPS_WORKERS=2, both held at once and
+// measured in turn at each count.
 
-import { fanoutAll } from './fanout.js'
+import { SERVERS } from '../servers.js'
+import { startFleet } from '../fleet.js'
+import { sleep } from '@wsps/testkit'
+import { log } from '../bench-run.js'
+
+const NAMES = ['wsps', 'wsps-2w']
 
 /**
  * @param {import('../bench-run.js').BenchRun} run
  */
 export async function hotSymbols (run) {
+  const P = run.P
   const both = run.serverCore !== null && run.loadCore !== null ? `${run.serverCore},${run.loadCore}` : null
-  const shape = {
-    conns: run.P.hotConns,
-    loadSymbols: run.P.hotSymbols,
-    k: 1,
-    zipf: run.P.hotZipf,
-    // One worker on the server core; two workers get both cores (on a
-    // 2-core machine they share one with the load generator: say so when
-    // reading the figures).
-    serverCores: (/** @type {string} */ name) => (name === 'wsps-2w' ? both : run.serverCore)
+  /** @type {{name: string, prefix: string, srv: import('../servers.js').ServerHandle}[]} */
+  const subjects = []
+  /** @type {any[]} */
+  const levels = []
+  try {
+    for (const name of NAMES) {
+      const prefix = `h${name}`
+      await run.setLast(prefix)
+      // One worker on the server core; two workers get both cores (on a
+      // 2-core machine they share one with the load generator: say so when
+      // reading the figures).
+      const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: name === 'wsps-2w' ? both : run.serverCore, runDir: run.runDir, prefix })
+      subjects.push({ name, prefix, srv })
+    }
+    for (const conns of P.hotSweep) {
+      /** @type {Record<string, any>} */
+      const servers = {}
+      for (const x of subjects) {
+        const workers = x.name === 'wsps-2w' ? 2 : 1
+        try {
+          servers[x.name] = { workers, perProcess: Math.round(conns / workers), ...await hotStep(run, x, conns) }
+        } catch (err) {
+          log(`hot ${x.name} at ${conns} connections failed: ${/** @type {Error} */ (err).stack}`)
+          servers[x.name] = { workers, error: String(/** @type {Error} */ (err).message) }
+        }
+      }
+      levels.push({ conns, servers })
+    }
+  } finally {
+    for (const x of subjects) {
+      run.setRate(0, x.prefix)
+      await x.srv.stop()
+    }
   }
-  return { shape: { conns: shape.conns, symbols: shape.loadSymbols, zipf: shape.zipf, cores2w: both }, servers: await fanoutAll(run, ['wsps', 'wsps-2w'], shape) }
+  return {
+    shape: { symbols: P.hotSymbols, zipf: P.hotZipf, perConnRate: P.hotPerConnRate, cores2w: both },
+    labels: Object.fromEntries(NAMES.map((n) => [n, SERVERS[n].label])),
+    levels
+  }
+}
+
+/**
+ * One count of connections against one server: connect them, publish the
+ * hot symbols at the fixed per-connection load, measure, disconnect.
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ * @param {{name: string, prefix: string, srv: import('../servers.js').ServerHandle}} x
+ * @param {number} conns
+ */
+async function hotStep (run, x, conns) {
+  const P = run.P
+  const fleet = await startFleet({
+    bin: run.loadgen, adapter: x.srv.adapter, url: x.srv.url, conns, procs: P.procs,
+    symbols: P.hotSymbols, k: 1, zipf: P.hotZipf, core: run.loadCore, maxSeconds: 600, concurrency: 64, readyTimeout: P.readyTimeout
+  })
+  try {
+    if (fleet.conns === 0) throw new Error(`no client connected: ${fleet.errors.slice(0, 3).join('; ')}`)
+    await sleep(1000)
+    // Each of the hot symbols is published at the same rate, so every
+    // connection (one symbol each) gets hotPerConnRate quotes per second.
+    const rate = P.hotPerConnRate * P.hotSymbols
+    const s = await run.step({ fleet, roots: x.srv.roots, rate, settleMs: P.settleMs, measureMs: P.latMeasureMs, prefix: x.prefix, symbols: P.hotSymbols })
+    run.setRate(0, x.prefix)
+    log(`  hot ${x.name.padEnd(8)} ${fleet.conns} conns: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} ${s.pass ? 'ok' : 'LIMIT'}`)
+    return { connected: fleet.conns, ...s }
+  } finally {
+    await fleet.stop()
+    await sleep(1500) // unsubscribes settle before the next count
+  }
 }

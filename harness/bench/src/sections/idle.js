@@ -3,8 +3,8 @@
 
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
-import { CpuMeter, rssBytes, tree } from '../proc.js'
-import { sleep } from '../spawn.js'
+import { CpuMeter, rssBytes, tree } from '@wsps/testkit/proc'
+import { sleep } from '@wsps/testkit'
 import { log, mergeSummaries, round } from '../bench-run.js'
 
 /**

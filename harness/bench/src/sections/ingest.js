@@ -2,10 +2,10 @@
 // fetcher accepts per core of its own, with batches of 1, 100 and 1000
 // quotes per request, through to a client subscribed at a gateway.
 
-import { FETCHER_MAIN, TestClient, freePort } from '@wsps/testkit'
+import { FETCHER_MAIN, TestClient, freePort, httpOk, sleep, waitFor } from '@wsps/testkit'
 import { SERVERS } from '../servers.js'
-import { CpuMeter } from '../proc.js'
-import { httpOk, sleep, start, until } from '../spawn.js'
+import { CpuMeter } from '@wsps/testkit/proc'
+import { start } from '../spawn.js'
 import { log, round } from '../bench-run.js'
 
 const TOKEN = 'bench-publish-token-0123456789abcdef'
@@ -47,7 +47,7 @@ export async function ingest (run) {
   let client = null
   const out = []
   try {
-    await until(() => httpOk(`${url}/readyz`), 20_000, 'the ingest fetcher')
+    await waitFor(() => httpOk(`${url}/readyz`), { timeout: 20_000, message: 'the ingest fetcher' })
     // One client holds them all: at most Limits.MAX_SYMBOLS_PER_REQUEST.
     const symbols = Array.from({ length: run.P.ingestSymbols }, (_, i) => `IN${i}`)
     client = await TestClient.connect(`${gateway.url}/ws`)
@@ -81,7 +81,7 @@ export async function ingest (run) {
       if (!res.ok) throw new Error(`final publish: HTTP ${res.status}`)
       const c = /** @type {TestClient} */ (client)
       const reached = Date.now()
-      await until(() => symbols.every((s) => c.quote(s)?.bid === marker), 30_000, 'the client to hold every final quote')
+      await waitFor(() => symbols.every((s) => c.quote(s)?.bid === marker), { timeout: 30_000, message: 'the client to hold every final quote' })
       const row = {
         batch,
         requests,
@@ -98,7 +98,7 @@ export async function ingest (run) {
   } finally {
     client?.ws.terminate()
     await gateway.stop()
-    await fetcher.stop(0)
+    await fetcher.stop('SIGTERM', { killAfterMs: 3000 })
   }
   return out
 }

@@ -3,10 +3,10 @@
 
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
-import { freePort, writeNginxConf } from '@wsps/testkit'
+import { freePort, httpOk, sleep, waitFor, writeNginxConf } from '@wsps/testkit'
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
-import { start, sleep, until, httpOk } from '../spawn.js'
+import { start } from '../spawn.js'
 import { log, median, mergeSummaries, round } from '../bench-run.js'
 
 /** @param {import('../bench-run.js').BenchRun} run */
@@ -17,11 +17,11 @@ export async function nginxVsDirect (run) {
   const nginxPort = await freePort()
   const dir = join(run.runDir, 'nginx')
   // The template `make up` renders: the bench measures the settings users get.
-  const conf = writeNginxConf(dir, [srv], nginxPort)
+  const conf = writeNginxConf(dir, { listen: [`127.0.0.1:${nginxPort}`], upstreams: [`127.0.0.1:${srv.port}`] })
   const nginxBin = ['/usr/sbin/nginx', 'nginx'].find((b) => { try { execFileSync(b, ['-v'], { stdio: 'ignore' }); return true } catch { return false } })
   if (!nginxBin) throw new Error('nginx not installed (make deps)')
   const nginx = start(nginxBin, ['-p', join(dir, 'nginx'), '-c', conf], { core: run.loadCore, name: 'nginx', stdin: false })
-  await until(() => httpOk(`http://127.0.0.1:${nginxPort}/healthz`), 10_000, 'nginx')
+  await waitFor(() => httpOk(`http://127.0.0.1:${nginxPort}/healthz`), { timeout: 10_000, message: 'nginx' })
   const runs = []
   try {
     for (let rep = 0; rep < run.P.nginxReps; rep++) {
@@ -43,7 +43,7 @@ export async function nginxVsDirect (run) {
       }
     }
   } finally {
-    await nginx.stop(0)
+    await nginx.stop('SIGTERM', { killAfterMs: 3000 })
     await srv.stop()
   }
   const med = (/** @type {string} */ via, /** @type {(r: any) => number} */ f) => median(runs.filter((r) => r.via === via).map(f))

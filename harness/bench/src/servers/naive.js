@@ -9,17 +9,14 @@
 
 import { WebSocketServer } from 'ws'
 import { Redis } from 'ioredis'
+import { announce, serverOptions } from './options.js'
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
-const port = Number(args.port ?? 8090)
-const redisUrl = args.redis ?? 'redis://127.0.0.1:6379'
-const prefix = args.prefix ?? 'wsps'
+const { port, redisUrl, prefix, keys } = serverOptions(8090)
 
 const sub = new Redis(redisUrl)
 const cmd = new Redis(redisUrl)
 /** @type {Map<string, Set<import('ws').WebSocket>>} */
 const bySymbol = new Map()
-const channelOf = (/** @type {string} */ s) => `${prefix}:{${s}}:q`
 
 const wss = new WebSocketServer({ host: '127.0.0.1', port, path: '/ws', perMessageDeflate: false, clientTracking: false })
 wss.on('connection', (ws) => {
@@ -39,9 +36,9 @@ wss.on('connection', (ws) => {
       }
       set.add(ws)
     }
-    if (fresh.length) await sub.subscribe(...fresh.map(channelOf))
+    if (fresh.length) await sub.subscribe(...fresh.map(keys.channel))
     ws.send(JSON.stringify({ op: 'ack', id: msg.id, symbols: [...mine] }))
-    const lasts = await cmd.mget(...msg.symbols.map((/** @type {string} */ s) => `${prefix}:{${s}}:last`))
+    const lasts = await cmd.mget(...msg.symbols.map(keys.latest))
     const quotes = lasts.filter((x) => x !== null).map((x) => JSON.parse(/** @type {string} */ (x)))
     if (quotes.length) ws.send(JSON.stringify({ op: 'snap', quotes }))
   })
@@ -61,5 +58,4 @@ sub.on('message', (channel, message) => {
   }
 })
 
-wss.on('listening', () => process.stdout.write(JSON.stringify({ type: 'listening', port }) + '\n'))
-process.on('SIGTERM', () => process.exit(0))
+wss.on('listening', () => announce(port))

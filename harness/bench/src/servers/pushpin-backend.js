@@ -10,18 +10,15 @@
 
 import { createServer, request, Agent } from 'node:http'
 import { Redis } from 'ioredis'
+import { announce, serverOptions } from './options.js'
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
-const port = Number(args.port ?? 8092)
+const { args, port, redisUrl, prefix, keys } = serverOptions(8092)
 const publishUrl = new URL(args.publish ?? 'http://127.0.0.1:5561/publish/')
-const redisUrl = args.redis ?? 'redis://127.0.0.1:6379'
-const prefix = args.prefix ?? 'wsps'
 
 const quotes = new Redis(redisUrl)
 const cmd = new Redis(redisUrl)
 /** @type {Set<string>} */
 const subscribed = new Set()
-const channelOf = (/** @type {string} */ s) => `${prefix}:{${s}}:q`
 
 /** @param {string} content */
 const textEvent = (content) => `TEXT ${Buffer.byteLength(content).toString(16)}\r\n${content}\r\n`
@@ -59,9 +56,9 @@ async function onText (content) {
   for (const s of symbols) body += textEvent(`c:${JSON.stringify({ type: 'subscribe', channel: s })}`)
   const fresh = symbols.filter((s) => !subscribed.has(s))
   for (const s of fresh) subscribed.add(s)
-  if (fresh.length) await quotes.subscribe(...fresh.map(channelOf))
+  if (fresh.length) await quotes.subscribe(...fresh.map(keys.channel))
   body += textEvent(JSON.stringify({ op: 'ack', id: msg.id, symbols }))
-  const lasts = await cmd.mget(...symbols.map((s) => `${prefix}:{${s}}:last`))
+  const lasts = await cmd.mget(...symbols.map(keys.latest))
   const snap = lasts.filter((x) => x !== null)
   if (snap.length) body += textEvent(`{"op":"snap","quotes":[${snap.join(',')}]}`)
   return body
@@ -124,5 +121,4 @@ function flush () {
   req.end(body)
 }
 
-server.listen(port, '127.0.0.1', () => process.stdout.write(JSON.stringify({ type: 'listening', port }) + '\n'))
-process.on('SIGTERM', () => process.exit(0))
+server.listen(port, '127.0.0.1', () => announce(port))

@@ -11,17 +11,14 @@ import { createServer } from 'node:http'
 import { Server } from 'socket.io'
 import { createAdapter } from '@socket.io/redis-adapter'
 import { Redis } from 'ioredis'
+import { announce, serverOptions } from './options.js'
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
-const port = Number(args.port ?? 8091)
-const redisUrl = args.redis ?? 'redis://127.0.0.1:6379'
-const prefix = args.prefix ?? 'wsps'
+const { port, redisUrl, prefix, keys } = serverOptions(8091)
 
 const pubClient = new Redis(redisUrl)
 const subClient = pubClient.duplicate()
 const quotes = new Redis(redisUrl)
 const cmd = new Redis(redisUrl)
-const channelOf = (/** @type {string} */ s) => `${prefix}:{${s}}:q`
 /** @type {Set<string>} */
 const subscribed = new Set()
 
@@ -40,9 +37,9 @@ io.on('connection', (socket) => {
     socket.join(symbols)
     const fresh = symbols.filter((s) => !subscribed.has(s))
     for (const s of fresh) subscribed.add(s)
-    if (fresh.length) await quotes.subscribe(...fresh.map(channelOf))
+    if (fresh.length) await quotes.subscribe(...fresh.map(keys.channel))
     socket.emit('ack', { symbols })
-    const lasts = await cmd.mget(...symbols.map((s) => `${prefix}:{${s}}:last`))
+    const lasts = await cmd.mget(...symbols.map(keys.latest))
     const snap = lasts.filter((x) => x !== null).map((x) => JSON.parse(/** @type {string} */ (x)))
     if (snap.length) socket.emit('snap', { quotes: snap })
   })
@@ -52,5 +49,4 @@ quotes.on('message', (channel, message) => {
   io.local.to(channel.slice(prefix.length + 2, -3)).emit('q', JSON.parse(message))
 })
 
-httpServer.listen(port, '127.0.0.1', () => process.stdout.write(JSON.stringify({ type: 'listening', port }) + '\n'))
-process.on('SIGTERM', () => process.exit(0))
+httpServer.listen(port, '127.0.0.1', () => announce(port))

@@ -1,0 +1,116 @@
+// The client's public vocabulary: the states and transports the page shows,
+// and the shapes of its options, events and frames. wsps-client.js
+// re-exports all of it.
+
+/** The transports, in the words the page shows. */
+export const Transport = Object.freeze({
+  WEBSOCKET: 'websocket',
+  SSE: 'sse'
+})
+
+/** Connection states, in the words the page shows. */
+export const Status = Object.freeze({
+  /** Created, connect() not called yet. */
+  IDLE: 'idle',
+  /** First connection attempt. */
+  CONNECTING: 'connecting',
+  /** `hello` received: subscriptions are (being) restored and quotes flow. */
+  LIVE: 'live',
+  /** Lost or never got a connection; retrying (see `retryAt`). */
+  RECONNECTING: 'reconnecting',
+  /** Not connected and not retrying: close() was called or the server said not to. */
+  OFFLINE: 'offline'
+})
+
+/**
+ * @typedef {typeof Status[keyof typeof Status]} StatusState
+ *
+ * @typedef {object} Quote a full quote (see docs/protocol.md)
+ * @property {string} symbol
+ * @property {number} seq
+ * @property {number} ts ms since the epoch, when the fetcher produced it
+ * @property {number} bid
+ * @property {number} ask
+ * @property {number} last
+ * @property {number} bidSize
+ * @property {number} askSize
+ * @property {number} volume
+ * @property {number} open
+ * @property {number} high
+ * @property {number} low
+ * @property {number} prevClose
+ *
+ * @typedef {{symbol: string, seq: number, ts: number, base?: number} & Partial<Quote>} Delta
+ *
+ * @typedef {object} Hello
+ * @property {'hello'} op
+ * @property {number} v
+ * @property {string} node
+ * @property {number} heartbeatMs
+ * @property {{maxSubscriptions: number, maxPayload: number, ratePerSec: number, rateBurst: number, batchMs: number}} limits
+ * @property {number} [expiresInMs] auth on and the token has `exp`: ms until the connection closes with 4002 unless the token is refreshed
+ *
+ * @typedef {object} StatusInfo
+ * @property {StatusState} state
+ * @property {string | null} url the URL in use, or tried next
+ * @property {string | null} node `hello.node` of the current (or last) connection
+ * @property {number} attempt failed connection attempts in a row
+ * @property {number | null} retryAt when the next attempt starts (ms since the epoch), while waiting for it
+ * @property {number | null} retryInMs the delay chosen for it (backoff, or the 1012 jitter)
+ * @property {number | null} closeCode close code of the last connection
+ * @property {string} closeReason
+ * @property {'websocket' | 'sse' | null} transport of the current (or last) connection
+ *
+ * @typedef {object} ErrorInfo
+ * @property {string} code an ErrorCode, or CLOSED / CANCELLED / BAD_SERVER_FRAME from the client itself
+ * @property {string} message
+ * @property {string[]} [symbols]
+ * @property {number | string} [id]
+ *
+ * @typedef {object} QuoteEvent
+ * @property {string} symbol
+ * @property {Quote} quote the full quote after this update (a new object per update)
+ * @property {Quote | null} previous the one before, if any
+ * @property {boolean} snapshot true when it came from a `snap` (a (re)subscription), not a tick
+ * @property {number} latencyMs receive time minus `quote.ts` (includes clock skew)
+ *
+ * @typedef {object} GapEvent
+ * @property {string} symbol
+ * @property {number | null} heldSeq
+ * @property {number} seq
+ * @property {number} base
+ *
+ * @typedef {object} WspsEvents
+ * @property {StatusInfo} status the connection state changed
+ * @property {Hello} hello a connection was established
+ * @property {QuoteEvent} quote a symbol's quote changed
+ * @property {ErrorInfo} error the server rejected something (or the client gave up on it)
+ * @property {{symbols: string[], error: ErrorInfo}} rejected symbols dropped from the watch set because the server refused them
+ * @property {GapEvent} gap a delta did not continue the held quote; the symbol is being resubscribed
+ *
+ * @typedef {{readyState: number, send (data: string): void, close (code?: number, reason?: string): void, terminate? (): void,
+ *   onopen: any, onmessage: any, onclose: any, onerror: any}} SocketLike
+ * @typedef {new (url: string) => SocketLike} SocketConstructor
+ *
+ * @typedef {object} Delivery how the server delivers a symbol (docs/protocol.md, "Delivery modes")
+ * @property {'merge' | 'distinct'} [mode] merge (default): ticks meeting in one pass merge into one
+ *   update; distinct: every tick, in order, never merged
+ * @property {number} [maxRate] merge only: at most this many updates per second per symbol (0.1-1000)
+ *
+ * @typedef {object} WspsClientOptions
+ * @property {string | string[]} [url] gateway URL(s), tried in turn on each reconnect; default: same-origin `/ws`
+ * @property {SocketConstructor} [WebSocket] default: globalThis.WebSocket
+ * @property {Iterable<string>} [symbols] initial watch set
+ * @property {number} [initialBackoffMs] first retry delay ceiling (default 500)
+ * @property {number} [maxBackoffMs] retry delay cap (default 30000)
+ * @property {number} [restartJitterMs] retry delay after a 1012 drain is random in [0, this) (default 500)
+ * @property {number} [stableMs] a connection live this long resets the backoff (default 5000)
+ * @property {number} [connectTimeoutMs] no `hello` within this: try again (default 10000)
+ * @property {number} [heartbeatMs] used until `hello` says otherwise (default 15000)
+ * @property {number} [resyncGraceMs] how long to wait for the snapshot of a resubscribed symbol before resubscribing again (default 5000)
+ * @property {number} [retryRejectedMs] delay before re-sending subscriptions after RATE_LIMITED or INTERNAL (default 1000)
+ * @property {() => number} [random] for tests; default Math.random
+ * @property {() => Promise<string> | string} [getToken] a JWT for the gateway, asked for before every connection and before the current token expires
+ * @property {'auto' | 'websocket' | 'sse'} [transport] auto (default): WebSocket, SSE when there is none or its upgrade fails
+ * @property {typeof fetch} [fetch] for the SSE transport; default globalThis.fetch
+ */

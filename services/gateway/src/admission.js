@@ -1,0 +1,135 @@
+// Who may open a connection, on any transport (WebSocket, SSE): the gate
+// (drain, capacity, Origin, connections per IP) and the token check. Holds
+// the per-IP places and the count of connections still being opened; knows
+// nothing of sockets or responses: each server words its own refusals.
+
+import { ErrorCode } from '@wsps/protocol'
+
+/**
+ * @typedef {{ok: true, ip: string}} Admitted
+ * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string}} Refused
+ *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label
+ */
+
+export class Admission {
+  #maxConnections
+  #maxConnectionsPerIp
+  #trustProxy
+  /** @type {(origin: string | undefined) => boolean} */
+  #originAllowed
+  #authenticate
+  #connected
+  /** @type {Map<string, number>} open or opening connections per client IP */
+  #perIp = new Map()
+  /** Admitted by the gate but still waiting for the token check. */
+  #opening = 0
+  #draining = false
+
+  /**
+   * @param {object} options
+   * @param {number} options.maxConnections open (and opening) connections per process
+   * @param {number} options.maxConnectionsPerIp 0: no limit
+   * @param {readonly string[]} options.allowedOrigins empty or `*`: any
+   * @param {boolean} options.trustProxy take the client IP from X-Forwarded-For
+   * @param {import('./auth.js').Authenticator | null} options.authenticate null: auth is off
+   * @param {() => number} options.connected connections open now
+   */
+  constructor ({ maxConnections, maxConnectionsPerIp, allowedOrigins, trustProxy, authenticate, connected }) {
+    this.#maxConnections = maxConnections
+    this.#maxConnectionsPerIp = maxConnectionsPerIp
+    this.#trustProxy = trustProxy
+    this.#originAllowed = allowedOrigins.length === 0 || allowedOrigins.includes('*')
+      ? () => true
+      : (o) => o !== undefined && allowedOrigins.includes(o)
+    this.#authenticate = authenticate
+    this.#connected = connected
+  }
+
+  /** Whether connections must present a token. */
+  get authRequired () {
+    return this.#authenticate !== null
+  }
+
+  /** True once drain() was called: nothing is admitted any more. */
+  get draining () {
+    return this.#draining
+  }
+
+  /** New connections are refused from now on (503, DRAINING). */
+  drain () {
+    this.#draining = true
+  }
+
+  /**
+   * The checks every transport shares: drain, capacity, Origin and
+   * connections per IP. When it admits, it holds a place for the IP and
+   * counts the connection as opening until settle().
+   *
+   * @param {import('node:http').IncomingMessage} req
+   * @returns {Admitted | Refused}
+   */
+  admit (req) {
+    if (this.#draining) return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: 'draining', retryAfter: '1' }
+    // Connections waiting for the token check count too, or a burst that
+    // waits for the JWKS would all be admitted at once.
+    if (this.#connected() + this.#opening >= this.#maxConnections) {
+      return { ok: false, status: 503, code: ErrorCode.GATEWAY_FULL, message: 'gateway full', result: 'full', retryAfter: '5' }
+    }
+    if (!this.#originAllowed(req.headers.origin)) {
+      return { ok: false, status: 403, code: ErrorCode.BAD_ORIGIN, message: 'origin not allowed', result: 'bad_origin' }
+    }
+    const ip = this.#clientIp(req)
+    const held = this.#perIp.get(ip) ?? 0
+    if (this.#maxConnectionsPerIp > 0 && held >= this.#maxConnectionsPerIp) {
+      return { ok: false, status: 429, code: ErrorCode.TOO_MANY_CONNECTIONS, message: 'too many connections from this address', result: 'ip_limit', retryAfter: '5' }
+    }
+    this.#perIp.set(ip, held + 1)
+    this.#opening++
+    return { ok: true, ip }
+  }
+
+  /**
+   * The token check after admit(); only when authRequired (with auth off
+   * nothing is awaited: a connection opens in the turn it was admitted).
+   *
+   * @param {string | null} token
+   * @returns {Promise<import('./auth.js').AuthResult>}
+   */
+  verify (token) {
+    if (this.#authenticate === null) throw new Error('verify() with auth off')
+    return this.#authenticate(token)
+  }
+
+  /**
+   * Ends what admit() started: the connection opened (its IP place is kept
+   * until release()) or not.
+   *
+   * @param {string} ip
+   * @param {boolean} opened
+   */
+  settle (ip, opened) {
+    this.#opening--
+    if (!opened) this.release(ip)
+  }
+
+  /**
+   * A connection of `ip` closed: its place is free again.
+   *
+   * @param {string} ip
+   */
+  release (ip) {
+    const n = (this.#perIp.get(ip) ?? 1) - 1
+    if (n <= 0) this.#perIp.delete(ip)
+    else this.#perIp.set(ip, n)
+  }
+
+  /** @param {import('node:http').IncomingMessage} req */
+  #clientIp (req) {
+    if (this.#trustProxy) {
+      const fwd = req.headers['x-forwarded-for']
+      const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim()
+      if (first) return first
+    }
+    return req.socket.remoteAddress ?? 'unknown'
+  }
+}

@@ -1,0 +1,85 @@
+// The admission every transport shares: drain, capacity (opening ones
+// included), Origin, connections per IP, and the places it holds.
+
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { ErrorCode } from '@wsps/protocol'
+import { Admission } from '../src/admission.js'
+
+/**
+ * @param {{origin?: string, ip?: string, forwardedFor?: string}} [r]
+ * @returns {import('node:http').IncomingMessage}
+ */
+const request = ({ origin, ip = '10.0.0.1', forwardedFor } = {}) => /** @type {any} */ ({
+  headers: { origin, 'x-forwarded-for': forwardedFor },
+  socket: { remoteAddress: ip }
+})
+
+/** @param {Partial<ConstructorParameters<typeof Admission>[0]>} [o] */
+const admission = (o = {}) => {
+  let open = 0
+  const a = new Admission({ maxConnections: 3, maxConnectionsPerIp: 0, allowedOrigins: [], trustProxy: false, authenticate: null, connected: () => open, ...o })
+  return { a, setOpen: (/** @type {number} */ n) => { open = n } }
+}
+
+test('capacity counts open connections and those still opening', () => {
+  const { a, setOpen } = admission()
+  setOpen(1)
+  const first = a.admit(request())
+  const second = a.admit(request())
+  assert.ok(first.ok && second.ok)
+  const full = a.admit(request())
+  assert.equal(!full.ok && full.code, ErrorCode.GATEWAY_FULL)
+  assert.equal(!full.ok && full.status, 503)
+  a.settle('10.0.0.1', false)
+  assert.ok(a.admit(request()).ok, 'a settled attempt frees its place')
+})
+
+test('Origin allowlist: listed origins only; empty or * allows any', () => {
+  const { a } = admission({ allowedOrigins: ['https://ok.example'] })
+  const bad = a.admit(request({ origin: 'https://evil.example' }))
+  assert.equal(!bad.ok && bad.code, ErrorCode.BAD_ORIGIN)
+  assert.equal(!bad.ok && bad.status, 403)
+  assert.equal(a.admit(request()).ok, false, 'no Origin is not a listed one')
+  assert.ok(a.admit(request({ origin: 'https://ok.example' })).ok)
+  assert.ok(admission({ allowedOrigins: ['*'] }).a.admit(request({ origin: 'https://any.example' })).ok)
+})
+
+test('per-IP limit: places are held until released; X-Forwarded-For only when trusted', () => {
+  const { a } = admission({ maxConnections: 100, maxConnectionsPerIp: 2 })
+  const r = request({ forwardedFor: '203.0.113.9' })
+  assert.ok(a.admit(r).ok)
+  a.settle('10.0.0.1', true)
+  assert.ok(a.admit(r).ok)
+  a.settle('10.0.0.1', true)
+  const over = a.admit(r)
+  assert.equal(!over.ok && over.code, ErrorCode.TOO_MANY_CONNECTIONS)
+  assert.equal(!over.ok && over.status, 429)
+  assert.ok(a.admit(request({ ip: '10.0.0.2' })).ok, 'another address is not held back')
+  a.release('10.0.0.1')
+  const again = a.admit(r)
+  assert.ok(again.ok && again.ip === '10.0.0.1', 'a closed connection frees its place; the header is not trusted')
+
+  const trusting = admission({ maxConnections: 100, maxConnectionsPerIp: 1, trustProxy: true }).a
+  const forwarded = trusting.admit(request({ forwardedFor: '203.0.113.9, 10.0.0.1' }))
+  assert.ok(forwarded.ok && forwarded.ip === '203.0.113.9')
+  assert.ok(trusting.admit(request({ forwardedFor: '203.0.113.10' })).ok, 'clients behind one proxy are told apart')
+})
+
+test('drain: everything is refused from then on, with Retry-After', () => {
+  const { a } = admission()
+  assert.equal(a.draining, false)
+  a.drain()
+  assert.equal(a.draining, true)
+  const r = a.admit(request())
+  assert.equal(!r.ok && r.code, ErrorCode.DRAINING)
+  assert.equal(!r.ok && r.retryAfter, '1')
+})
+
+test('verify: the token check of the authenticator; auth off needs none', async () => {
+  assert.equal(admission().a.authRequired, false)
+  const { a } = admission({ authenticate: async (token) => token === 'good' ? { ok: true, grants: null, expiresAt: 7 } : { ok: false, reason: 'bad' } })
+  assert.equal(a.authRequired, true)
+  assert.deepEqual(await a.verify('good'), { ok: true, grants: null, expiresAt: 7 })
+  assert.deepEqual(await a.verify(null), { ok: false, reason: 'bad' })
+})

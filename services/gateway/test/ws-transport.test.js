@@ -1,0 +1,140 @@
+// Frames built once for many connections (text-frame.js) and written by
+// the WebSocket transport with one socket write: the bytes are ws's own,
+// ws's own queued sends are never overtaken, compression falls back to ws,
+// and a reader that stops reading is still cut with 4008. Real sockets.
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { test } from 'node:test'
+import * as wsModule from 'ws'
+import { WebSocket, WebSocketServer } from 'ws'
+import { CloseCode } from '@wsps/protocol'
+import { waitFor } from '@wsps/testkit'
+import { Connection } from '../src/connection.js'
+import { TextFrame } from '../src/text-frame.js'
+import { WsTransport } from '../src/ws-transport.js'
+import { RateLimit } from '@wsps/shared/rate-limit'
+import { gatewayParts, tick } from './helper.js'
+
+/**
+ * A server whose sockets are WsTransports, one client connected to it.
+ *
+ * @param {{deflate?: boolean}} [o] negotiate permessage-deflate
+ */
+async function pair ({ deflate = false } = {}) {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: deflate ? { threshold: 0 } : false, WebSocket: WsTransport })
+  await once(wss, 'listening')
+  const port = /** @type {import('node:net').AddressInfo} */ (wss.address()).port
+  const accepted = once(wss, 'connection')
+  const client = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: deflate })
+  /** @type {{data: string, binary: boolean}[]} */
+  const got = []
+  client.on('message', (data, binary) => got.push({ data: String(data), binary }))
+  await once(client, 'open')
+  const [server] = /** @type {[WsTransport]} */ (await accepted)
+  const close = async () => {
+    client.terminate()
+    for (const s of wss.clients) s.terminate()
+    await new Promise((resolve) => wss.close(resolve))
+  }
+  return { server, client, got, close }
+}
+
+/**
+ * Counts the socket writes of a transport, and which of them were a frame's wire bytes.
+ *
+ * @param {WsTransport} ws
+ */
+function spyWrites (ws) {
+  const socket = /** @type {import('node:net').Socket} */ (/** @type {any} */ (ws)._socket)
+  /** @type {unknown[]} */
+  const writes = []
+  const write = socket.write.bind(socket)
+  socket.write = /** @type {any} */ ((/** @type {any} */ chunk, /** @type {any[]} */ ...rest) => { writes.push(chunk); return write(chunk, ...rest) })
+  return writes
+}
+
+test('a shared frame is byte for byte the frame ws builds, at every header size', () => {
+  const sender = /** @type {any} */ (wsModule).Sender
+  for (const n of [0, 1, 125, 126, 127, 65535, 65536, 70_000]) {
+    for (const text of ['x'.repeat(n), 'é'.repeat(Math.ceil(n / 2))]) {
+      const own = new TextFrame(text)
+      const ws = Buffer.concat(sender.frame(Buffer.from(text), { fin: true, opcode: 1, mask: false, readOnly: true, rsv1: false }))
+      assert.ok(own.wire.equals(ws), `payload of ${Buffer.byteLength(text)} bytes`)
+      assert.equal(own.payload.toString(), text)
+    }
+  }
+})
+
+test('a shared frame is written with one socket write and arrives as the same text message', async (t) => {
+  const { server, got, close } = await pair()
+  t.after(close)
+  const writes = spyWrites(server)
+  const frames = ['{"op":"q","quotes":[{"symbol":"AAPL","seq":2}]}', `{"op":"q","quotes":[{"symbol":"MSFT","seq":9,"x":"${'y'.repeat(300)}"}]}`].map((s) => new TextFrame(s))
+  for (const f of frames) server.sendFrame(f)
+  assert.equal(writes.length, 2, 'one write per frame')
+  assert.ok(writes.every((w, i) => w === frames[i].wire), 'the shared Buffer itself, not a copy')
+  await waitFor(() => got.length === 2, { timeout: 20_000, message: 'both messages' })
+  assert.deepEqual(got, frames.map((f) => ({ data: f.payload.toString(), binary: false })))
+})
+
+test('with permessage-deflate negotiated, ws frames and compresses the payload instead', async (t) => {
+  const { server, client, got, close } = await pair({ deflate: true })
+  t.after(close)
+  assert.equal(client.extensions, 'permessage-deflate', 'deflate negotiated')
+  const writes = spyWrites(server)
+  const frame = new TextFrame(`{"op":"q","quotes":[{"symbol":"AAPL","seq":2,"x":"${'z'.repeat(500)}"}]}`)
+  server.sendFrame(frame)
+  await waitFor(() => got.length === 1, { timeout: 20_000, message: 'the message' })
+  assert.ok(!writes.includes(frame.wire), 'the uncompressed wire bytes were not written')
+  assert.deepEqual(got, [{ data: frame.payload.toString(), binary: false }])
+})
+
+test('a shared frame waits behind what ws has queued (never overtakes it)', async (t) => {
+  const { server, got, close } = await pair()
+  t.after(close)
+  const writes = spyWrites(server)
+  // A Blob is read asynchronously: ws queues every send behind it meanwhile.
+  server.send(/** @type {any} */ (new Blob(['{"op":"first"}'])))
+  server.send('{"op":"second"}')
+  const frame = new TextFrame('{"op":"third"}')
+  server.sendFrame(frame)
+  await waitFor(() => got.length === 3, { timeout: 20_000, message: 'three messages' })
+  assert.deepEqual(got.map((m) => m.data), ['{"op":"first"}', '{"op":"second"}', '{"op":"third"}'])
+  assert.ok(!writes.includes(frame.wire), 'framed by ws through its queue')
+})
+
+test('a reader that stops reading is cut with 4008 while shared frames pile up, counted in bufferedAmount', async (t) => {
+  const { server, client, close } = await pair()
+  t.after(close)
+  const clientSocket = /** @type {import('node:net').Socket} */ (/** @type {any} */ (client)._socket)
+  clientSocket.pause()
+  const { metrics } = gatewayParts()
+  const sendHighWater = 64 * 1024
+  const conn = new Connection(server, {
+    metrics,
+    sendMax: 64 * 1024 * 1024,
+    messageRate: new RateLimit(1, 1),
+    outbox: { metrics, sendHighWater, slowCloseMs: 200, latest: () => null }
+  }, { id: 1, ip: '', grants: null })
+  const writes = spyWrites(server)
+  const out = conn.outbox
+  out.subscribe(['AAPL'])
+  const x = 'y'.repeat(32 * 1024)
+  /** @type {import('../src/delta.js').Update} */
+  const update = { symbol: 'AAPL', seq: 2, base: 1, ts: Date.now(), fields: {}, json: `{"symbol":"AAPL","seq":2,"x":"${x}"}`, frame: null, tick: -1 }
+  const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
+  let maxBuffered = 0
+  // Kernel buffers take some megabytes first; then the socket's own buffer
+  // grows past the high-water mark, and the reader stays slow until cut.
+  for (let pass = 1; conn.closeCode === null; pass++) {
+    assert.ok(pass < 1_000_000, 'never cut')
+    out.push(update, stats)
+    out.flush(Date.now(), pass, stats)
+    maxBuffered = Math.max(maxBuffered, server.bufferedAmount)
+    await tick()
+  }
+  assert.equal(conn.closeCode, CloseCode.SLOW_CONSUMER)
+  assert.ok(maxBuffered > sendHighWater, `bufferedAmount (${maxBuffered}) counted the frames written`)
+  assert.ok(stats.conflated > 0, 'skipped while slow, before the cut')
+  assert.ok(update.frame !== null && writes.filter((w) => w === update.frame?.wire).length === stats.frames, 'every frame was the one shared write')
+})
