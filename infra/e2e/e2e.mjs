@@ -4,14 +4,20 @@
 // k6 Job with KEDA scaling the gateways 2 -> 4 -> 2 on connections per pod,
 // a rolling upgrade under load, the chart's dashboard queries against the
 // cluster's Prometheus, Redis pod deletion firing and resolving the chart's
-// Redis alert, and the switch to the Ingress. Host-side traffic goes to
-// 127.0.0.1 only (NodePorts on loopback). Every wait is bounded; on failure it
+// Redis alert, and the switch to the Ingress; SSE through the HTTPRoute and
+// the Ingress (issue #13) and a quote published by a pod through the
+// fetcher's publish Service reaching an ingress client (issue #12).
+// Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
+// apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
 // Env: HELM, KUBECONFIG, TRAEFIK_NODEPORT (30080), PROMETHEUS_NODEPORT (30090),
 // E2E_CLIENTS (300), E2E_LATE_CLIENTS (200), E2E_K6_TARGET (3000),
 // E2E_K6_RAMP (45s), E2E_K6_HOLD (30s).
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
+import { SseStream } from '../../harness/testkit/src/sse-stream.js'
+import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { Fleet, pct } from './fleet.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
 
@@ -28,6 +34,9 @@ const K6_TARGET = Number(process.env.E2E_K6_TARGET || 3000)
 const K6_RAMP = process.env.E2E_K6_RAMP || '45s'
 const K6_HOLD = process.env.E2E_K6_HOLD || '30s'
 const VALUES = ['-f', 'charts/wsps/ci/11-e2e-like-values.yaml', '-f', 'infra/e2e/values.yaml']
+// fetcher.publish.existingSecret and .from in infra/e2e/values.yaml.
+const PUBLISH_SECRET = 'wsps-publish'
+const PUBLISHER_LABEL = { 'app.kubernetes.io/name': 'e2e-publisher' }
 const T0 = Date.now()
 /** @type {{step: string, seconds: number}[]} */
 const timings = []
@@ -152,15 +161,179 @@ async function loadChartRules () {
   }, 5000)
 }
 
+/**
+ * Issue #14 item 6: kubectl and helm talk to the apiserver on 127.0.0.0/8
+ * like every other host-side client here (infra/local-cluster/README.md).
+ */
+async function checkLoopbackKubeconfig () {
+  const server = (await run('kubectl', ['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])).out.trim()
+  let host = ''
+  try { host = new URL(server).hostname } catch {}
+  if (!/^127\.\d+\.\d+\.\d+$/.test(host)) fail(`the host kubeconfig (${process.env.KUBECONFIG}) names the apiserver ${server || '(none)'}: host-side traffic must go to 127.0.0.0/8 only`)
+  await run('kubectl', ['get', '--raw', '/readyz'])
+  report.push(`loopback: kubectl and helm -> ${server}, ingress http://127.0.0.1:${PORT}, Prometheus ${prom.url}, registry 127.0.0.1:5000`)
+}
+
+/** The publish token Secret the chart mounts into the fetchers (fetcher.publish.existingSecret), created before the install. */
+async function createPublishSecret () {
+  const ns = await kubectl(['get', 'namespace', NS], { allowFail: true })
+  if (ns.code !== 0) await run('kubectl', ['create', 'namespace', NS])
+  const file = '.run/e2e/publish-token'
+  writeFileSync(file, randomBytes(24).toString('hex'), { mode: 0o600 })
+  const secret = await kubectl(['create', 'secret', 'generic', PUBLISH_SECRET, `--from-file=publish-token=${file}`, '--dry-run=client', '-o', 'yaml'])
+  writeFileSync('.run/e2e/publish-secret.yaml', secret.out, { mode: 0o600 })
+  await kubectl(['apply', '-f', '.run/e2e/publish-secret.yaml'])
+}
+
+/**
+ * GET /sse through Traefik (the HTTPRoute or the Ingress, whichever the
+ * release has): an unbuffered event stream (hello, snap, then q events with
+ * ids), and the documented 400s with the protocol's codes.
+ * @param {string} via
+ * @returns {Promise<string>} the report fragment
+ */
+async function checkSse (via) {
+  const url = (symbols) => `http://127.0.0.1:${PORT}/sse?symbols=${symbols.map(encodeURIComponent).join(',')}`
+  const t = Date.now()
+  const s = await SseStream.open(url(['AAPL', 'MSFT']), { host: HOST })
+  let hello
+  let firstQ
+  try {
+    if (s.status !== 200) fail(`GET /sse through the ${via}: HTTP ${s.status} ${s.body}`)
+    const type = s.headers?.get('content-type') ?? ''
+    const buffering = s.headers?.get('x-accel-buffering')
+    log(`  ${via}: GET /sse HTTP ${s.status}, content-type ${type}, x-accel-buffering ${buffering}`)
+    if (!type.startsWith('text/event-stream')) fail(`GET /sse through the ${via}: content-type ${type}`)
+    if (buffering !== 'no') fail(`GET /sse through the ${via}: X-Accel-Buffering ${buffering} (the gateway sends "no")`)
+    // Events arriving while the stream is open show the proxy does not
+    // buffer it (a buffering proxy would hold them until the stream ends).
+    firstQ = await until(`hello, snap and a q event through the ${via}`, 60000, () => {
+      const q = s.events.find((e) => e.event === 'q')
+      return q || `events so far: ${s.events.map((e) => e.event).join(',') || 'none'}${s.ended ? ' (stream ended)' : ''}`
+    }, 200)
+    const order = s.events.slice(0, s.events.indexOf(firstQ) + 1).map((e) => e.event)
+    hello = s.events[0]
+    if (hello?.event !== 'hello' || !order.includes('snap')) fail(`SSE through the ${via}: events ${order.join(',')} (want hello, ack, snap, then q)`)
+    const noId = s.events.filter((e) => !/^\d+$/.test(e.id))
+    if (noId.length) fail(`SSE through the ${via}: events without a numeric id: ${noId.map((e) => e.event).join(',')}`)
+    if (s.ended) fail(`SSE through the ${via}: the stream ended (${JSON.stringify(s.closed)})`)
+  } finally {
+    s.close()
+  }
+  const max = hello.data.limits?.maxSubscriptions
+  if (!Number.isInteger(max)) fail(`SSE hello without limits.maxSubscriptions: ${JSON.stringify(hello.data)}`)
+  const refusals = []
+  for (const [what, symbols, code] of [['a bad symbol', ['AAPL', 'BAD!SYM'], 'BAD_SYMBOL'], [`${max + 1} symbols`, Array.from({ length: max + 1 }, (_, i) => `E2E${i}`), 'TOO_MANY_SUBSCRIPTIONS']]) {
+    const r = await SseStream.open(url(symbols), { host: HOST })
+    let body = {}
+    try { body = JSON.parse(r.body) } catch {}
+    if (r.status !== 400 || body.code !== code) fail(`SSE through the ${via} with ${what}: HTTP ${r.status} ${r.body.slice(0, 200)} (want 400 ${code})`)
+    refusals.push(`${what}: 400 ${code}`)
+  }
+  return `${via} ok (first q after ${secs(firstQ.at - t)}s, id ${firstQ.id}; ${refusals.join(', ')})`
+}
+
+/**
+ * Issue #12: one quote POSTed by a pod (labelled as the NetworkPolicy's
+ * named publisher) to the fetcher Service's publish port reaches a host
+ * client connected through the ingress on 127.0.0.1, fields unchanged.
+ */
+async function checkPublish () {
+  const svc = JSON.parse((await kubectl(['get', 'service', `${REL}-fetcher`, '-o', 'json'])).out)
+  const port = svc.spec.ports.find((p) => p.name === 'publish')?.port
+  if (!port) fail(`Service ${REL}-fetcher has no publish port: ${JSON.stringify(svc.spec.ports)}`)
+  const np = JSON.parse((await kubectl(['get', 'networkpolicy', `${REL}-fetcher`, '-o', 'json'])).out)
+  const allowed = JSON.stringify(np.spec.ingress || []).includes(JSON.stringify(PUBLISHER_LABEL).slice(1, -1))
+  if (!allowed) fail(`NetworkPolicy ${REL}-fetcher does not let ${JSON.stringify(PUBLISHER_LABEL)} in: ${JSON.stringify(np.spec.ingress)}`)
+  // Not routed by the ingress: the gateways answer the path, not the fetcher.
+  const routed = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-m', '10', '-X', 'POST', '-H', `Host: ${HOST}`, '-H', 'Content-Type: application/json', '-d', '{"quotes":[]}', `http://127.0.0.1:${PORT}/v1/quotes`], { allowFail: true })
+  if (routed.out === '200') fail('POST /v1/quotes is routed by the ingress')
+
+  // A price no simulated quote has: the one the client must see.
+  const last = Number((4000 + Math.random() * 1000).toFixed(4))
+  const quote = { symbol: 'E2EPUB', bid: Number((last - 0.0101).toFixed(4)), ask: Number((last + 0.0101).toFixed(4)), last, volume: 4242 }
+  const client = await TestClient.connect(`ws://127.0.0.1:${PORT}/ws`, { headers: { host: HOST }, handshakeTimeout: 10000 })
+  try {
+    const ack = await client.sub([quote.symbol])
+    if (ack.op !== 'ack') fail(`sub ${quote.symbol}: ${JSON.stringify(ack)}`)
+    const ours = (q) => q.symbol === quote.symbol && q.last === last
+    const arrived = client.next((m) => (m.op === 'q' || m.op === 'snap') && m.quotes.some(ours), { timeout: 120000 })
+      .then((m) => ({ entry: m.quotes.find(ours), at: Date.now() }))
+    arrived.catch(() => {})
+
+    const image = (await pods('fetcher'))[0].spec.containers[0].image
+    const name = `e2e-publisher-${Date.now().toString(36)}`
+    // Runs in the pod: a POST without the token (401), then with it.
+    const script = `
+      const url = process.env.PUBLISH_URL
+      const body = process.env.BODY
+      const headers = { 'content-type': 'application/json' }
+      const anon = await fetch(url, { method: 'POST', headers, body })
+      const anonCode = (await anon.json()).code
+      const postedAt = Date.now()
+      const res = await fetch(url, { method: 'POST', headers: { ...headers, authorization: 'Bearer ' + process.env.TOKEN }, body })
+      console.log(JSON.stringify({ anon: [anon.status, anonCode], status: res.status, body: await res.json(), postedAt, answeredAt: Date.now() }))
+      process.exit(res.status === 200 ? 0 : 1)`
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NS, labels: PUBLISHER_LABEL },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [{
+          name: 'publish',
+          image,
+          imagePullPolicy: 'Never',
+          command: ['node', '--input-type=module', '-e', script],
+          env: [
+            { name: 'PUBLISH_URL', value: `http://${REL}-fetcher:${port}/v1/quotes` },
+            { name: 'BODY', value: JSON.stringify({ quotes: [quote] }) },
+            { name: 'TOKEN', valueFrom: { secretKeyRef: { name: PUBLISH_SECRET, key: 'publish-token' } } }
+          ],
+          resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '128Mi' } },
+          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } }
+        }]
+      }
+    }
+    writeFileSync('.run/e2e/publisher-pod.json', JSON.stringify(pod))
+    await kubectl(['apply', '-f', '.run/e2e/publisher-pod.json'])
+    const phase = await until(`publisher pod ${name} to finish`, 120000, async () => {
+      const p = JSON.parse((await kubectl(['get', 'pod', name, '-o', 'json'])).out)
+      return ['Succeeded', 'Failed'].includes(p.status.phase) ? { phase: p.status.phase } : `phase ${p.status.phase}`
+    }, 1000)
+    const logs = (await kubectl(['logs', name], { allowFail: true })).out.trim()
+    await kubectl(['delete', 'pod', name, '--wait=false'], { allowFail: true })
+    log(`  publisher ${name} (${JSON.stringify(PUBLISHER_LABEL)}): ${phase.phase}: ${logs}`)
+    let out
+    try { out = JSON.parse(logs.split('\n').at(-1) ?? '') } catch { fail(`publisher pod ${phase.phase}: ${logs}`) }
+    if (out.status !== 200 || out.body?.accepted !== 1) fail(`POST /v1/quotes from the pod: HTTP ${out.status} ${JSON.stringify(out.body)}`)
+    if (out.anon[0] !== 401 || out.anon[1] !== 'UNAUTHORIZED') fail(`POST /v1/quotes without the token: ${JSON.stringify(out.anon)} (want 401 UNAUTHORIZED)`)
+    const { entry, at } = await arrived
+    // A delta carries the fields that changed: all three prices did.
+    const wrong = ['bid', 'ask', 'last'].filter((k) => entry[k] !== quote[k])
+    if (wrong.length) fail(`the client got ${JSON.stringify(entry)}, not the published ${JSON.stringify(quote)}`)
+    if (client.problems.length) fail(`client problems (seq gaps, wrong symbols): ${client.problems.join('; ')}`)
+    return `publish: POST /v1/quotes in-cluster -> ingress client in ${secs(at - out.postedAt)}s (pod labelled ${Object.values(PUBLISHER_LABEL)[0]} -> Service ${REL}-fetcher:${port}, ` +
+      `{"accepted":1}, without the token 401 UNAUTHORIZED; quote ${quote.symbol} bid/ask/last ${quote.bid}/${quote.ask}/${last} as published, seq ${entry.seq}; POST through the ingress: HTTP ${routed.out}); ` +
+      'an unlabelled pod is not refused: this cluster\'s CNI (bridge) does not enforce NetworkPolicies'
+  } finally {
+    await client.close()
+  }
+}
+
 async function main () {
   log(`release ${REL} in namespace ${NS}; Traefik on http://127.0.0.1:${PORT} (Host: ${HOST}); Prometheus ${prom.url}`)
+  await step('host-side traffic on loopback: the kubeconfig names the apiserver on 127.0.0.0/8', checkLoopbackKubeconfig)
   await step('clean up a leftover release', async () => {
     const r = await helm(['status', REL], { allowFail: true })
     if (r.code === 0) await helm(['uninstall', REL, '--wait', '--timeout', '3m'], { timeoutMs: 200000 })
     await kubectl(['delete', 'jobs,pods', '-l', `app.kubernetes.io/instance=${REL}`, '--ignore-not-found', '--wait=true', '--timeout=90s'], { timeoutMs: 100000, allowFail: true })
   })
 
-  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers, built-in Redis, HTTPRoute on Traefik\'s Gateway)', async () => {
+  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers with the publish API, built-in Redis, HTTPRoute on Traefik\'s Gateway)', async () => {
+    await createPublishSecret()
     await helm(['install', REL, 'charts/wsps', ...VALUES, '--create-namespace', '--wait', '--timeout', '5m'], { timeoutMs: 330000 })
     // KEDA's HPA brings the Deployment (created with 1 replica) to minReplicas.
     await until('KEDA to hold 2 ready gateways', 120000, async () => {
@@ -205,6 +378,8 @@ async function main () {
       if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(0, 5))}`)
       report.push(`route clients: ${CLIENTS} through the HTTPRoute on 127.0.0.1:${PORT}, per pod ${JSON.stringify(per)}, wrong ${tot.wrong}, gaps ${tot.gaps}`)
     })
+
+    const sseRoute = await step('SSE through the HTTPRoute: GET /sse streams hello, snap, then q events with ids; bad requests get 400 with the protocol\'s codes', () => checkSse('httproute'))
 
     await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD}); KEDA scales 2 -> 4 -> 2`, async () => {
       const runId = `e2e${Date.now().toString(36)}`
@@ -406,6 +581,18 @@ async function main () {
       const moved = fleet.clients.filter((c) => onAt.has(c) && c.reconnects > (onAt.get(c) ?? 0)).length
       const line = `ingress: the release switched from the HTTPRoute to the Ingress; 100 new clients per pod ${JSON.stringify(fleet.perNode(added))}; ` +
         `${moved} earlier clients reconnected; seq gaps ${fleet.totals().gaps - gaps0}`
+      log('  ' + line)
+      report.push(line)
+    })
+
+    await step('SSE through the Ingress: GET /sse streams hello, snap, then q events with ids; bad requests get 400 with the protocol\'s codes', async () => {
+      const line = `sse: ${await checkSse('ingress')}, ${sseRoute}`
+      log('  ' + line)
+      report.push(line)
+    })
+
+    await step('publish: a pod POSTs one quote to the fetcher Service\'s publish port; a host client through the Ingress gets it', async () => {
+      const line = await checkPublish()
       log('  ' + line)
       report.push(line)
     })

@@ -2,7 +2,8 @@
 # Source me (bash): . infra/local-cluster/env.sh
 # Exports what scripts need to use the local cluster started by `make cluster-up`:
 #   KUBECONFIG        admin kubeconfig (.run/cluster/kubeconfig in this work tree)
-#   WSPS_NODE_IP      the node address (NodePorts, apiserver, DNS answer there)
+#   WSPS_NODE_IP      the node address (pods reach the apiserver, DNS and the kubelet there;
+#                     the host uses 127.0.0.1: apiserver, NodePorts, registry)
 #   WSPS_INGRESS_URL  Traefik's NodePort on loopback: http://127.0.0.1:30080
 #   WSPS_PROMETHEUS_URL  Prometheus' NodePort on loopback: http://127.0.0.1:30090
 #   WSPS_IMAGE, K6_IMAGE, TRAEFIK_IMAGE, PAUSE_IMAGE, BASE_IMAGE  local image names

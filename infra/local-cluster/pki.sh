@@ -27,6 +27,9 @@ _cert() {
 }
 
 # _kubeconfig FILE USER CERTNAME: a self-contained kubeconfig (data inlined).
+# Every kubeconfig is for a host process (kubectl, helm, the control plane,
+# kubelet, kube-proxy, CoreDNS): host-side traffic goes to 127.0.0.1 only, so
+# they name the apiserver's loopback address, never the node address.
 _kubeconfig() {
   local file="$1" user="$2" cert="$3"
   cat >"$file" <<EOF
@@ -35,7 +38,7 @@ kind: Config
 clusters:
   - name: wsps-local
     cluster:
-      server: https://$NODE_IP:$APISERVER_PORT
+      server: https://127.0.0.1:$APISERVER_PORT
       certificate-authority-data: $(base64 -w0 "$PKI_DIR/ca.crt")
 users:
   - name: $user

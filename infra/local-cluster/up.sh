@@ -80,7 +80,7 @@ default_sa() { "${KUBECTL[@]}" -n default get serviceaccount default >/dev/null 
 healthy() {
   local c
   for c in "${COMPONENTS[@]}"; do pid_alive "$c" || return 1; done
-  https_ok "https://$NODE_IP:$APISERVER_PORT/readyz" && node_ready
+  https_ok "https://127.0.0.1:$APISERVER_PORT/readyz" && node_ready
 }
 
 partial() {
@@ -145,6 +145,12 @@ preflight() {
   done
   [[ -z "$(ss -Hlun "sport = :53")" ]] || busy+=("udp/53")
   (( ${#busy[@]} == 0 )) || die "ports in use by something else: ${busy[*]} (ss -ltnup shows who)"
+  # Localhost NodePorts (Traefik, Prometheus) are DNATs, which need
+  # conntrack: with loopback TCP exempted from it (a raw-table NOTRACK, like
+  # the CAPACITY-NOTRACK chain of a capacity run) every one refuses connections.
+  if iptables -t raw -S 2>/dev/null | grep -qE -- '-d 127\.0\.0\.0/8 .*--notrack'; then
+    die "loopback TCP is exempted from conntrack (iptables -t raw -S: $(iptables -t raw -S | grep -m1 -- '--notrack')): NodePorts on 127.0.0.1 cannot work; a capacity run is active or left it (make capacity-restore)"
+  fi
 }
 
 # --- iptables: pods get no route off the machine --------------------------------
@@ -159,6 +165,24 @@ egress_guard() {
     iptables -t mangle -I FORWARD 1 -i "$CNI_BRIDGE" -j WSPS-EGRESS
 }
 
+# Pods reach the apiserver at the kubernetes Service ($KUBERNETES_SVC_IP:443)
+# or at its endpoint ($NODE_IP:$APISERVER_PORT), but it listens on
+# 127.0.0.1 only: both are DNATed to 127.0.0.1 as they arrive from the pod
+# bridge (route_localnet=1 lets the kernel route them, as for kube-proxy's
+# localhost NodePorts). First in nat PREROUTING, ahead of kube-proxy's
+# KUBE-SERVICES (a DNAT ends the chain, and kube-proxy would send them to the
+# node address); kube-proxy only checks that its own jump exists, so it
+# stays second. Runs after kube-proxy started, which put its jump first.
+apiserver_for_pods() {
+  sysctl -qw net.ipv4.conf.all.route_localnet=1
+  iptables -t nat -N WSPS-APISERVER 2>/dev/null || iptables -t nat -F WSPS-APISERVER
+  iptables -t nat -A WSPS-APISERVER -d "$KUBERNETES_SVC_IP/32" -p tcp --dport 443 -j DNAT --to-destination "127.0.0.1:$APISERVER_PORT"
+  iptables -t nat -A WSPS-APISERVER -d "$NODE_IP/32" -p tcp --dport "$APISERVER_PORT" -j DNAT --to-destination "127.0.0.1:$APISERVER_PORT"
+  iptables -t nat -D PREROUTING -i "$CNI_BRIDGE" -j WSPS-APISERVER 2>/dev/null || true
+  iptables -t nat -I PREROUTING 1 -i "$CNI_BRIDGE" -j WSPS-APISERVER
+  iptables -t nat -S PREROUTING
+}
+
 # --- components -----------------------------------------------------------------
 
 start_etcd() {
@@ -171,9 +195,13 @@ start_etcd() {
   wait_up etcd 30 curl -sf --max-time 2 http://127.0.0.1:2379/readyz
 }
 
+# The apiserver listens on 127.0.0.1 only: every host-side client (kubectl,
+# helm, the control plane) talks to loopback. It still advertises the node
+# address for the kubernetes Service (it refuses a loopback one); pods reach
+# it through apiserver_for_pods.
 start_apiserver() {
   start kube-apiserver "$K8S_BIN/kube-apiserver" \
-    --advertise-address="$NODE_IP" --bind-address="$NODE_IP" --secure-port="$APISERVER_PORT" \
+    --advertise-address="$NODE_IP" --bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --etcd-servers=http://127.0.0.1:2379 \
     --service-cluster-ip-range="$SERVICE_CIDR" --service-node-port-range="$NODEPORT_RANGE" \
     --allow-privileged=true --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
@@ -190,7 +218,7 @@ start_apiserver() {
     --proxy-client-cert-file="$PKI_DIR/front-proxy-client.crt" --proxy-client-key-file="$PKI_DIR/front-proxy-client.key" \
     --enable-aggregator-routing=true \
     --profiling=false --event-ttl=1h --v=1
-  wait_up kube-apiserver 90 https_ok "https://$NODE_IP:$APISERVER_PORT/readyz"
+  wait_up kube-apiserver 90 https_ok "https://127.0.0.1:$APISERVER_PORT/readyz"
 }
 
 # The registry `make release` pushes to (REGISTRY=127.0.0.1:5000) and the
@@ -341,7 +369,7 @@ write_kubeconfig() {
 usage() {
   cat >&2 <<EOF
 [cluster] up: Kubernetes $K8S_VERSION on node $NODE_NAME ($NODE_IP) in $(total_elapsed)
-    export KUBECONFIG=$KUBECONFIG_OUT      # or: . infra/local-cluster/env.sh
+    export KUBECONFIG=$KUBECONFIG_OUT      # or: . infra/local-cluster/env.sh (apiserver https://127.0.0.1:$APISERVER_PORT)
     kubectl get nodes                            # kubectl is in \$WSPS_CACHE/bin ($K8S_BIN)
     ingress (Traefik: IngressClass "traefik", Gateway traefik/traefik): http://127.0.0.1:$TRAEFIK_NODEPORT/
     prometheus: http://127.0.0.1:$PROMETHEUS_NODEPORT/ (monitoring/prometheus-operated:9090); keda in namespace keda
@@ -396,6 +424,7 @@ main() {
   start_controllers
   start_kubelet
   start_kube_proxy
+  step "apiserver for pods (iptables nat WSPS-APISERVER)" "$LOG_DIR/iptables-apiserver.log" apiserver_for_pods
   start_dns
   wait_for "default service account" 30 "$LOG_DIR/kube-controller-manager.log" default_sa
   addons

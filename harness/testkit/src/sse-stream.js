@@ -1,8 +1,11 @@
 // A GET /sse stream for tests: every event recorded as sent (id, event name,
 // parsed data), heartbeat comments counted, the final `close` event kept.
 // It parses with the browser client's own SseParser, so the tests read the
-// stream the way the client does.
+// stream the way the client does. node:http, not fetch: fetch drops a `Host`
+// header, and the e2e reaches the chart's Ingress and HTTPRoute by host name
+// on 127.0.0.1.
 
+import { request } from 'node:http'
 import { SseParser } from '../../../services/gateway/public/sse-socket.js'
 import { waitFor } from './index.js'
 
@@ -10,20 +13,26 @@ export class SseStream {
   /**
    * Opens a stream; resolves once the response headers arrived (any status).
    *
-   * @param {string} url full URL, query included
-   * @param {Record<string, string>} [headers]
+   * @param {string} url full URL, query included (http:)
+   * @param {Record<string, string>} [headers] `Host` included
    */
   static async open (url, headers = {}) {
     const s = new SseStream()
-    const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: s.#abort.signal })
-    s.status = res.status
-    s.headers = res.headers
-    if (!res.ok || !res.body) {
-      s.body = await res.text()
+    const res = await new Promise((resolve, reject) => {
+      const req = request(url, { headers: { accept: 'text/event-stream', ...headers }, signal: s.#abort.signal }, resolve)
+      req.on('error', reject)
+      req.end()
+    })
+    s.status = res.statusCode ?? 0
+    s.headers = new Headers()
+    for (const [k, v] of Object.entries(res.headers)) for (const x of [v ?? ''].flat()) s.headers.append(k, x)
+    res.setEncoding('utf8')
+    if (s.status < 200 || s.status > 299) {
+      for await (const chunk of res) s.body += chunk
       s.ended = true
       return s
     }
-    s.#pump(res.body)
+    s.#pump(res)
     return s
   }
 
@@ -34,25 +43,21 @@ export class SseStream {
   headers = null
   /** The body of a refused request. */
   body = ''
-  /** @type {{id: string, event: string, data: any}[]} */
+  /** @type {{id: string, event: string, data: any, at: number}[]} at: Date.now() when it was parsed */
   events = []
   comments = 0
   /** @type {{code: number, reason: string} | null} the `close` event, if one came */
   closed = null
   ended = false
 
-  /** @param {ReadableStream<Uint8Array>} body */
-  async #pump (body) {
-    const reader = body.getReader()
-    const decoder = new TextDecoder()
+  /** @param {import('node:http').IncomingMessage} res the body, utf8 */
+  async #pump (res) {
     try {
-      for (;;) {
-        const { value, done } = await reader.read()
-        if (done) break
-        this.#parser.push(decoder.decode(value, { stream: true }), (ev) => {
+      for await (const chunk of res) {
+        this.#parser.push(chunk, (ev) => {
           if (ev === null) this.comments++
           else if (ev.event === 'close') this.closed = JSON.parse(ev.data)
-          else this.events.push({ id: this.#parser.lastEventId, event: ev.event, data: JSON.parse(ev.data) })
+          else this.events.push({ id: this.#parser.lastEventId, event: ev.event, data: JSON.parse(ev.data), at: Date.now() })
         })
       }
     } catch {
