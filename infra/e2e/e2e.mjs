@@ -388,10 +388,15 @@ async function main () {
       const gaps0 = fleet.totals().gaps
       const tLoad = Date.now()
       await helmUpgrade([`loadtest.enabled=true`, `loadtest.runId=${runId}`, `loadtest.target=${K6_TARGET}`, `loadtest.ramp=${K6_RAMP}`, `loadtest.hold=${K6_HOLD}`, 'loadtest.scenario=ramp', 'loadtest.connsPerVu=50', `loadtest.subs=${process.env.E2E_K6_SUBS || 1}`,
-        // Twice the chart's latency thresholds (250/500 ms): k6, the gateways, Redis and Traefik share two
-        // cores here. Measured on a quiet machine: p95 74-85 ms, p99 144-188 ms.
-        `loadtest.extraEnv[0].name=LAT_P95_MS`, `S:loadtest.extraEnv[0].value=${process.env.E2E_K6_P95_MS || 500}`,
-        `loadtest.extraEnv[1].name=LAT_P99_MS`, `S:loadtest.extraEnv[1].value=${process.env.E2E_K6_P99_MS || 1000}`])
+        // Latency is a benchmark figure (make bench), not a pass/fail of this
+        // test: k6, the gateways, Redis and Traefik share two cores here, and
+        // any other job on the machine moves the percentiles (quiet: p95
+        // 74-85 ms, p99 144-188 ms; beside a Go build: p95 657 ms). The
+        // thresholds only catch a stall (10 s / 20 s); the step fails on
+        // what is not timing: connects, gaps, wrong quotes, unexpected closes.
+        // The measured latency is printed in the report line.
+        `loadtest.extraEnv[0].name=LAT_P95_MS`, `S:loadtest.extraEnv[0].value=${process.env.E2E_K6_P95_MS || 10000}`,
+        `loadtest.extraEnv[1].name=LAT_P99_MS`, `S:loadtest.extraEnv[1].value=${process.env.E2E_K6_P99_MS || 20000}`])
       const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).filter((n) => gwBefore.includes(n)).sort().join(',')
       if (gwAfter !== gwBefore) fail(`enabling the k6 Job changed the gateway pods (${gwBefore} -> ${gwAfter}): an upgrade that only adds the Job must not roll them`)
       const sel = `app.kubernetes.io/instance=${REL},app.kubernetes.io/component=loadtest`
@@ -430,7 +435,8 @@ async function main () {
       if (!s) fail('no WSPS_SUMMARY line in the k6 logs')
       if (!s.ok) fail(`k6 thresholds failed: ${JSON.stringify(s.thresholds.filter((t) => !t.ok))}`)
       const per = Object.fromEntries(Object.entries(s.pods || {}).map(([k, v]) => [k, { conns: v.conns, gaps: v.gaps, wrong: v.wrong }]))
-      report.push(`k6 Job: target ${K6_TARGET}, thresholds ok; per pod ${JSON.stringify(per)}; totals ${JSON.stringify(s.totals)}`)
+      const lat = s.trends?.lat ?? {}
+      report.push(`k6 Job: target ${K6_TARGET}, thresholds ok; quote latency p95 ${lat.p95 ?? '?'} ms, p99 ${lat.p99 ?? '?'} ms (reported, not judged); per pod ${JSON.stringify(per)}; totals ${JSON.stringify(s.totals)}`)
       if (!tUp) fail(`the gateways never reached 4 ready replicas under load (path ${watch.path})`)
       const perLate = fleet.perNode(late)
       log(`  ${LATE_CLIENTS} clients added at 4 gateways: per pod ${JSON.stringify(perLate)}`)
