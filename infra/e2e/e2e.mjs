@@ -436,7 +436,7 @@ async function main () {
       if (!s.ok) fail(`k6 thresholds failed: ${JSON.stringify(s.thresholds.filter((t) => !t.ok))}`)
       const per = Object.fromEntries(Object.entries(s.pods || {}).map(([k, v]) => [k, { conns: v.conns, gaps: v.gaps, wrong: v.wrong }]))
       const lat = s.trends?.lat ?? {}
-      report.push(`k6 Job: target ${K6_TARGET}, thresholds ok; quote latency p95 ${lat.p95 ?? '?'} ms, p99 ${lat.p99 ?? '?'} ms (reported, not judged); per pod ${JSON.stringify(per)}; totals ${JSON.stringify(s.totals)}`)
+      report.push(`k6 Job: target ${K6_TARGET}, thresholds ok; quote latency p95 ${Math.round(lat.p95 ?? NaN)} ms, p99 ${Math.round(lat.p99 ?? NaN)} ms (reported, not judged); per pod ${JSON.stringify(per)}; totals ${JSON.stringify(s.totals)}`)
       if (!tUp) fail(`the gateways never reached 4 ready replicas under load (path ${watch.path})`)
       const perLate = fleet.perNode(late)
       log(`  ${LATE_CLIENTS} clients added at 4 gateways: per pod ${JSON.stringify(perLate)}`)
