@@ -66,7 +66,7 @@ LABEL org.opencontainers.image.title="wsps" \
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
            /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn /usr/local/bin/yarnpkg
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--enable-source-maps"
+    NODE_OPTIONS="--enable-source-maps --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=build --chown=0:0 /app /app
 # Numeric, non-root, and owning nothing in the image (code is root-owned and

@@ -5,6 +5,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 mkdir -p "$LOG_DIR" "$PID_DIR"
+# Node flags of both services, as in the image (harness/testkit NODE_FLAGS says why).
+NODE_FLAGS=--max-semi-space-size=8
 
 # start NAME CMD...: run in the background, log and pid under .run/.
 start() {
@@ -35,11 +37,11 @@ TOKEN_FILE=$RUN_DIR/publish-token
 [[ -s $TOKEN_FILE ]] || (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(24).toString('hex'))" >"$TOKEN_FILE")
 for i in "${!FETCHER_PORTS[@]}"; do
   start "fetcher-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${FETCHER_PORTS[$i]}" WSPS_NODE_NAME="fetcher-$((i + 1))" \
-    WSPS_PUBLISH_TOKEN_FILE="$TOKEN_FILE" node services/quote-fetcher/src/main.js
+    WSPS_PUBLISH_TOKEN_FILE="$TOKEN_FILE" node "$NODE_FLAGS" services/quote-fetcher/src/main.js
 done
 for i in "${!GATEWAY_PORTS[@]}"; do
   start "gateway-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${GATEWAY_PORTS[$i]}" WSPS_NODE_NAME="gateway-$((i + 1))" \
-    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" node services/gateway/src/main.js
+    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" node "$NODE_FLAGS" services/gateway/src/main.js
 done
 
 # The one renderer of infra/local/nginx.conf.tmpl (the tests and the bench use it too).

@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort, httpOk, parseMetrics, waitFor } from '@wsps/testkit'
+import { NODE_FLAGS, freePort, httpOk, parseMetrics, waitFor } from '@wsps/testkit'
 import { collectGarbage, inspectorUrl } from './inspect.js'
 import { start } from './spawn.js'
 import { tree } from '@wsps/testkit/proc'
@@ -137,7 +137,7 @@ function gatewayServer (name, label, main, variant = {}) {
     strict: variant.strict ?? false,
     async start (/** @type {StartOptions} */ { redisUrl, core, env = {}, prefix = 'wsps', inspect }) {
       const port = await freePort()
-      const p = start(NODE, [...nodeArgs(name, inspect), main], {
+      const p = start(NODE, [...NODE_FLAGS, ...nodeArgs(name, inspect), main], {
         core,
         name,
         stdin: false,

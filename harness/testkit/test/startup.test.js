@@ -1,8 +1,10 @@
 // Start-up contract of both services as processes.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
-import { FETCHER_MAIN, GATEWAY_MAIN } from '../src/index.js'
+import { FETCHER_MAIN, GATEWAY_MAIN, NODE_FLAGS, ROOT } from '../src/index.js'
 
 /** @param {string} main @param {Record<string, string>} env */
 const run = (main, env) => spawnSync(process.execPath, [main], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8', timeout: 10000 })
@@ -17,6 +19,16 @@ for (const [name, main] of [['gateway', GATEWAY_MAIN], ['quote-fetcher', FETCHER
     assert.doesNotMatch(r.stderr, /WSPS_REDIS_PORT/, 'Kubernetes service links are ignored')
   })
 }
+
+test('the image and make up run the services with the Node flags the tests and the bench use', () => {
+  const nodeOptions = /NODE_OPTIONS="([^"]*)"/.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1]
+  const upFlags = /^NODE_FLAGS=(.*)$/m.exec(readFileSync(join(ROOT, 'infra/local/up.sh'), 'utf8'))?.[1]
+  assert.ok(nodeOptions && upFlags, 'Dockerfile NODE_OPTIONS and up.sh NODE_FLAGS are found')
+  for (const flag of NODE_FLAGS) {
+    assert.ok(nodeOptions.split(' ').includes(flag), `Dockerfile NODE_OPTIONS has ${flag}`)
+    assert.ok(upFlags.split(' ').includes(flag), `infra/local/up.sh NODE_FLAGS has ${flag}`)
+  }
+})
 
 test('secrets never reach the start-up log', async () => {
   const { startRedis, startGateway } = await import('../src/index.js')

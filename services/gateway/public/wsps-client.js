@@ -65,6 +65,16 @@ function defaultUrls () {
   return [u.href]
 }
 
+/**
+ * @param {string[]} a
+ * @param {string[]} b
+ * @returns {boolean} the same symbols, in any order
+ */
+function sameSymbols (a, b) {
+  const set = new Set(a)
+  return set.size === b.length && b.every((s) => set.has(s))
+}
+
 export class WspsClient {
   /** @type {string[]} */
   urls
@@ -85,6 +95,8 @@ export class WspsClient {
   #socket = null
   /** The current socket opened (a WebSocket upgrade that never opens makes the next attempt SSE). */
   #opened = false
+  /** SSE: the watch set the current stream was asked for (it cannot change on the stream). */
+  #streamed = /** @type {string[]} */ ([])
   /** Bumped per socket: events of an abandoned socket are ignored. */
   #gen = 0
   #nextId = 1
@@ -260,8 +272,9 @@ export class WspsClient {
     let ws
     try {
       const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
+      this.#streamed = transport === Transport.SSE ? this.#subs.list.slice(0, max) : []
       ws = this.#transports.open(url, {
-        symbols: transport === Transport.SSE ? this.#subs.list.slice(0, max) : [],
+        symbols: this.#streamed,
         token,
         onheartbeat: () => { if (gen === this.#gen) this.#liveness.frame() }
       })
@@ -277,8 +290,12 @@ export class WspsClient {
     this.#status = { ...this.#status, transport }
     ws.onmessage = (/** @type {{data: unknown}} */ ev) => { if (gen === this.#gen) this.#onFrame(String(ev.data)) }
     ws.onclose = (/** @type {{code: number, reason: string}} */ ev) => {
+      // Even a stream dropped on purpose (reopened for a new watch set, or
+      // abandoned) has the event id the next one resumes from. Sockets are
+      // dropped before the next one opens, so this never goes backwards.
+      const answered = this.#transports.closed(ws)
       if (gen !== this.#gen) return
-      if (this.#transports.closed(ws)) this.#opened = true
+      if (answered) this.#opened = true
       this.#onClose(ev.code, String(ev.reason ?? ''))
     }
     // The close event that follows an error carries everything we act on; an
@@ -507,13 +524,18 @@ export class WspsClient {
   /** A new connection holds nothing: ask for the whole watch set again; its snapshots resync every quote. */
   #resubscribeAll () {
     const all = this.#subs.list
-    if (all.length === 0) return
     if (this.#status.transport === Transport.SSE) {
-      // The stream was opened with the watch set: its ack and snap follow.
+      // The stream was asked for with the watch set of the moment it was
+      // opened: its ack and snap follow. Symbols added or removed while it
+      // was opening (e.g. a retry after a stream the network cut) are not
+      // on it: reopen it with the current set.
       const now = Date.now()
       for (const s of all) this.#receiver.resync(s, now)
+      const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
+      if (!sameSymbols(all.slice(0, max), this.#streamed)) this.#restartStream()
       return
     }
+    if (all.length === 0) return
     const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
     const over = all.slice(max)
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })

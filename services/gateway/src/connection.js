@@ -216,7 +216,7 @@ export class Connection {
   }
 
   /**
-   * Sends a control or snapshot frame now, counted per frame.
+   * Sends a control frame now, counted per frame.
    *
    * @param {string | Buffer} data a text frame
    * @param {FrameOp} op for metrics
@@ -227,6 +227,22 @@ export class Connection {
     const m = this.#ctx.metrics
     m.framesOut[op].inc()
     m.bytesOut.inc(typeof data === 'string' ? Buffer.byteLength(data) : data.length)
+  }
+
+  /**
+   * Sends a frame built already (maybe shared by many connections) now,
+   * counted per frame: written with one socket write where the transport
+   * allows it (write()).
+   *
+   * @param {TextFrame} frame
+   * @param {FrameOp} op for metrics
+   */
+  sendFrame (frame, op) {
+    if (!this.writable()) return
+    this.write(frame)
+    const m = this.#ctx.metrics
+    m.framesOut[op].inc()
+    m.bytesOut.inc(frame.payload.length)
   }
 
   /**

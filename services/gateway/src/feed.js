@@ -12,6 +12,7 @@ import { diffQuotes, mergeUpdates } from './delta.js'
 import { Lane } from './lane.js'
 import { DISTINCT, FULL_RATE } from './outbox.js'
 import { encodeSnap } from './protocol.js'
+import { TextFrame } from './text-frame.js'
 import { removeFrom } from './unordered.js'
 
 /**
@@ -295,7 +296,8 @@ export class Feed {
     // Everyone now holds the latest: nothing older may follow.
     this.#settle()
     if (this.#count === 0 || this.#lastRaw === null) return
-    const frame = Buffer.from(encodeSnap([this.#lastRaw]))
+    // One frame for every subscriber, framed once (text-frame.js).
+    const frame = new TextFrame(encodeSnap([this.#lastRaw]))
     const symbols = [this.#symbol]
     // A copy: a send that closes a slow reader must not reorder the list
     // under the loop (removal swaps in the last element).

@@ -190,11 +190,11 @@ export class Outbox {
    * symbols.
    *
    * @param {string[]} symbols
-   * @param {string | Buffer} frame
+   * @param {TextFrame} frame maybe shared by other connections
    */
   sendSnap (symbols, frame) {
     this.drop(symbols)
-    this.#conn.send(frame, 'snap')
+    this.#conn.sendFrame(frame, 'snap')
   }
 
   /**

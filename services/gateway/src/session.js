@@ -10,6 +10,7 @@
 import { ClientOp, CloseCode, DeliveryMode, ErrorCode } from '@wsps/protocol'
 import { DISTINCT, FULL_RATE } from './outbox.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
+import { TextFrame } from './text-frame.js'
 
 /**
  * @typedef {import('./connection.js').Connection} Client
@@ -17,6 +18,15 @@ import { encodeAck, encodeError, encodeHello, encodePong, encodeSnap, parseClien
  */
 
 export class Sessions {
+  /**
+   * The last snapshot sent on subscribe: its quotes and its frame. A burst
+   * of clients subscribing to the same symbols between two quotes (a page
+   * load, a reconnect storm, a hot symbol) shares one frame, framed once;
+   * the quotes are the strings the feeds hold, so comparing them is cheap.
+   * @type {{quotes: string[], frame: TextFrame} | null}
+   */
+  #lastSnap = null
+
   /**
    * @param {object} options
    * @param {import('./hub.js').Hub} options.hub
@@ -216,7 +226,22 @@ export class Sessions {
     }
     const echo = mode === undefined && maxRate === undefined ? undefined : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
     client.send(encodeAck(id, out.symbols, echo), 'ack')
-    if (quotes.length) out.sendSnap(snapped, encodeSnap(quotes))
+    if (quotes.length) out.sendSnap(snapped, this.#snapFrame(quotes))
+  }
+
+  /**
+   * The snapshot frame of these full quotes: the last one sent when it
+   * holds the same quotes, else a new one (kept as the last).
+   *
+   * @param {string[]} quotes
+   * @returns {TextFrame}
+   */
+  #snapFrame (quotes) {
+    const last = this.#lastSnap
+    if (last !== null && last.quotes.length === quotes.length && last.quotes.every((q, i) => q === quotes[i])) return last.frame
+    const frame = new TextFrame(encodeSnap(quotes))
+    this.#lastSnap = { quotes, frame }
+    return frame
   }
 
   /**

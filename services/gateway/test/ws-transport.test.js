@@ -10,10 +10,11 @@ import { WebSocket, WebSocketServer } from 'ws'
 import { CloseCode } from '@wsps/protocol'
 import { waitFor } from '@wsps/testkit'
 import { Connection } from '../src/connection.js'
+import { Sessions } from '../src/session.js'
 import { TextFrame } from '../src/text-frame.js'
 import { WsTransport } from '../src/ws-transport.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
-import { gatewayParts, tick } from './helper.js'
+import { gatewayParts, quote, silent, tick } from './helper.js'
 
 /**
  * A server whose sockets are WsTransports, one client connected to it.
@@ -137,4 +138,64 @@ test('a reader that stops reading is cut with 4008 while shared frames pile up, 
   assert.ok(maxBuffered > sendHighWater, `bufferedAmount (${maxBuffered}) counted the frames written`)
   assert.ok(stats.conflated > 0, 'skipped while slow, before the cut')
   assert.ok(update.frame !== null && writes.filter((w) => w === update.frame?.wire).length === stats.frames, 'every frame was the one shared write')
+})
+
+/**
+ * @param {unknown} written what a socket write was given
+ * @param {string} text
+ * @returns {boolean} whether it was, whole, the text frame `ws` itself builds for the text
+ */
+function isFrame (written, text) {
+  const sender = /** @type {any} */ (wsModule).Sender
+  return Buffer.isBuffer(written) && written.equals(Buffer.concat(sender.frame(Buffer.from(text), { fin: true, opcode: 1, mask: false, readOnly: true, rsv1: false })))
+}
+
+test('snapshots are framed once and written with one socket write, the same bytes for every subscriber', async (t) => {
+  const { metrics, broker, hub } = gatewayParts()
+  hub.start()
+  t.after(() => hub.stop())
+  const ctx = {
+    metrics,
+    sendMax: 64 * 1024 * 1024,
+    messageRate: new RateLimit(100, 100),
+    outbox: { metrics, sendHighWater: 64 * 1024, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
+  }
+  const sessions = new Sessions({ hub, metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
+  const readers = []
+  for (let i = 0; i < 4; i++) {
+    const p = await pair()
+    t.after(p.close)
+    const conn = new Connection(p.server, ctx, { id: i + 1, ip: '', grants: null })
+    readers.push({ ...p, conn, writes: spyWrites(p.server) })
+  }
+  const aapl = quote(5, {}, 'AAPL')
+  const msft = quote(7, {}, 'MSFT')
+  broker.latestValues.set('AAPL', aapl)
+  broker.latestValues.set('MSFT', msft)
+  const [a, b, c, d] = readers
+  const last = (/** @type {typeof a} */ r) => r.writes[r.writes.length - 1]
+
+  // Subscribed before the symbols go live: each symbol's snapshot is one
+  // frame shared by its subscribers.
+  sessions.subscribe(a.conn, { op: 'sub', symbols: ['AAPL', 'MSFT'], id: 1 })
+  sessions.subscribe(b.conn, { op: 'sub', symbols: ['AAPL'], id: 1 })
+  await waitFor(() => a.got.length === 3 && b.got.length === 2, { timeout: 20_000, message: 'acks and go-live snapshots' })
+  const aaplSnap = `{"op":"snap","quotes":[${aapl}]}`
+  const aSnaps = a.writes.filter((w) => isFrame(w, aaplSnap))
+  assert.equal(aSnaps.length, 1, 'the AAPL snapshot: one write of the exact frame')
+  assert.ok(aSnaps[0] === last(b), 'the same Buffer written to both subscribers')
+  assert.deepEqual(b.got[1], { data: aaplSnap, binary: false })
+  assert.ok(a.writes.some((w) => isFrame(w, `{"op":"snap","quotes":[${msft}]}`)), 'the MSFT snapshot')
+
+  // Subscribed while live: the snapshot of a subscribe goes out at once,
+  // one frame for every subscriber of the same symbols.
+  sessions.subscribe(c.conn, { op: 'sub', symbols: ['AAPL', 'MSFT'], id: 2 })
+  sessions.subscribe(d.conn, { op: 'sub', symbols: ['AAPL', 'MSFT'], id: 3 })
+  const bothSnap = `{"op":"snap","quotes":[${aapl},${msft}]}`
+  assert.ok(isFrame(last(c), bothSnap), 'the exact frame, in one write')
+  assert.ok(last(c) === last(d), 'shared by both subscribers')
+  await waitFor(() => c.got.length === 2 && d.got.length === 2, { timeout: 20_000, message: 'acks and snapshots' })
+  for (const r of [c, d]) assert.deepEqual(r.got[1], { data: bothSnap, binary: false })
+  const snaps = (await metrics.messagesOut.get()).values.find((v) => v.labels.op === 'snap')
+  assert.equal(snaps?.value, 5, 'every snapshot counted once per connection')
 })

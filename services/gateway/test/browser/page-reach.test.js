@@ -82,6 +82,41 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     assert.deepEqual(errors, [])
   })
 
+  test('an SSE stream cut by a network change while a symbol is added still brings every symbol', async () => {
+    const { browser, page, errors } = await newPage()
+    await browser.context.addInitScript(() => {
+      delete (/** @type {any} */ (window)).WebSocket
+    })
+    // What Chromium does when network interfaces appear (a local cluster
+    // coming up): in-flight requests fail (net::ERR_NETWORK_CHANGED). The
+    // first stream for AAPL fails that way; its retry is held until MSFT has
+    // been added, so it was asked for without MSFT and goes live after the
+    // watch set grew.
+    /** @type {string[]} */
+    const streams = []
+    /** @type {() => void} */
+    let release = () => {}
+    const released = new Promise((resolve) => { release = () => resolve(undefined) })
+    await page.route('**/sse?*', async (route) => {
+      const symbols = new URL(route.request().url()).searchParams.get('symbols') ?? ''
+      streams.push(symbols)
+      const aaplOnly = streams.filter((s) => s === 'AAPL').length
+      if (symbols === 'AAPL' && aaplOnly === 1) return route.abort('internetdisconnected')
+      if (symbols === 'AAPL' && aaplOnly === 2) await released
+      return route.continue()
+    })
+    await page.goto(`${gw.open.url}/`)
+    await add(page, 'AAPL')
+    await waitFor(() => streams.filter((s) => s === 'AAPL').length === 2, { timeout: 20_000, interval: 50, message: `the retry of the AAPL stream (streams: ${streams.join(' | ')})` })
+    await add(page, 'MSFT')
+    await page.locator('#rows tr[data-symbol="MSFT"]').waitFor()
+    release()
+    await distinctPrices(page, 'AAPL', 2)
+    await distinctPrices(page, 'MSFT', 2)
+    assert.equal(await page.textContent('#conn-transport'), 'sse')
+    assert.deepEqual(errors, [])
+  })
+
   test('with auth on, a token provider brings the page live and a refresh keeps it live past the first token\'s expiry', async () => {
     const { browser, page, errors } = await newPage()
     /** @type {number[]} */
