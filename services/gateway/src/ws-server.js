@@ -143,13 +143,7 @@ export class WsServer {
    */
   #onConnection (ws, ip, authed, grants, expiresAt) {
     const client = this.#connections.open(ws, ip, grants)
-    ws.connection = client
-    const h = this.#handlers
-    ws.on('message', h.message)
-    ws.on('pong', h.pong)
-    ws.on('ping', h.ping)
-    ws.on('error', h.error)
-    ws.on('close', h.close)
+    ws.serve(client, this.#handlers)
     if (authed) this.#sessions.welcome(client, grants, expiresAt)
     else client.closeAt(Date.now() + this.#authTimeoutMs, CloseCode.AUTH_TIMEOUT, 'no auth frame in time')
   }

@@ -1,7 +1,9 @@
 // The WebSocket transport of a Connection: a `ws` socket that already has
 // the members a Transport needs (connection.js), plus the connection it
-// carries, so one set of event handlers per server serves every socket (six
-// closures per connection were a tenth of an idle connection's heap).
+// carries and its server's event handlers, so one set of handlers serves
+// every socket (six closures per connection were a tenth of an idle
+// connection's heap) and `ws`'s events reach them without a listener:
+// five listeners filled each socket's `_events` table (a dictionary).
 
 import { WebSocket } from 'ws'
 
@@ -21,9 +23,41 @@ const SENDER_IDLE = 0
  * @property {{_state: number, _queue: unknown[], _firstFragment: boolean}} _sender
  */
 
+/**
+ * Handlers by `ws` event name, shared by every socket of a server; `this`
+ * is the socket.
+ *
+ * @typedef {Readonly<Record<string, (this: WsTransport, ...args: any[]) => void>>} SocketEvents
+ */
+
 export class WsTransport extends WebSocket {
   /** @type {import('./connection.js').Connection | null} */
   connection = null
+  /** @type {SocketEvents | null} */
+  #events = null
+
+  /**
+   * From now on `ws`'s events on this socket go to `events` (those it has
+   * no handler for, to listeners as usual).
+   *
+   * @param {import('./connection.js').Connection} connection
+   * @param {SocketEvents} events
+   */
+  serve (connection, events) {
+    this.connection = connection
+    this.#events = events
+  }
+
+  /**
+   * @param {string | symbol} event
+   * @param {any[]} args
+   */
+  emit (event, ...args) {
+    const events = this.#events
+    if (events === null || typeof event !== 'string' || !Object.hasOwn(events, event)) return super.emit(event, ...args)
+    events[event].apply(this, args)
+    return true
+  }
 
   /**
    * Every frame the gateway writes is text; `ws` would send a Buffer as

@@ -199,3 +199,24 @@ test('snapshots are framed once and written with one socket write, the same byte
   const snaps = (await metrics.messagesOut.get()).values.find((v) => v.labels.op === 'snap')
   assert.equal(snaps?.value, 5, 'every snapshot counted once per connection')
 })
+
+test('a served socket hands ws events to its server\'s shared handlers, with no listener; others reach listeners', async (t) => {
+  const { server, client, close } = await pair()
+  t.after(close)
+  const conn = /** @type {import('../src/connection.js').Connection} */ (/** @type {unknown} */ ({ id: 1 }))
+  /** @type {unknown[][]} */
+  const seen = []
+  server.serve(conn, {
+    message (data, isBinary) { seen.push(['message', this, this.connection, String(data), isBinary]) },
+    error (err) { seen.push(['error', this, err.message]) }
+  })
+  client.send('hi')
+  await waitFor(() => seen.length === 1, { timeout: 20_000, message: 'the message reaches the handler' })
+  assert.deepEqual(seen[0], ['message', server, conn, 'hi', false])
+  assert.equal(server.listenerCount('message'), 0, 'no listener table entry per socket')
+  server.emit('error', new Error('boom'))
+  assert.deepEqual(seen[1], ['error', server, 'boom'], 'an error with a handler does not throw')
+  const pinged = once(server, 'ping')
+  client.ping('p')
+  assert.equal(String((await pinged)[0]), 'p', 'an event without a handler reaches listeners as usual')
+})
