@@ -32,6 +32,8 @@ export function renderSummary (r) {
     const pc = m.perConnectionBytes
     out.push('  memory per held connection:')
     out.push(`    gateway RSS ${kib(pc.gatewayRss)} (after a full GC; base ${f(m.gatewayBaseMiB, 1)} MiB per process; per gateway ${m.gateways.map((/** @type {any} */ g) => f(g.perConnBytes)).join(' / ')} B)`)
+    const heap = m.gateways.map((/** @type {any} */ g) => g.heapPerConnBytes).filter((/** @type {any} */ b) => b != null)
+    if (heap.length) out.push(`      of it V8 heap ${heap.map((/** @type {number} */ b) => f(b)).join(' / ')} B per gateway (exact; RSS adds allocator slack and native socket state)`)
     if (m.gatewaysWithoutGc?.length) out.push(`    (no full GC, RSS as read: the gateways on ports ${m.gatewaysWithoutGc.join(', ')})`)
     const go = m.loadgenGoPerConnBytes
     if (go) out.push(`    load generator (Go runtime): stacks ${kib(go.stackInuse)}, heap in use ${kib(go.heapInuse)} (live ${kib(go.heapAlloc)})`)

@@ -135,8 +135,10 @@ try {
   await sleep(1000)
   // Memory before any connection, after a full GC (as `make bench` reads idle memory).
   const rssBase = []
+  /** V8 heap after the GC: unlike RSS, no allocator slack or freed pages in it. */
+  const heapBase = []
   for (const g of gws) {
-    await g.gc?.()
+    heapBase.push((await g.gc?.())?.heapUsed ?? null)
     rssBase.push(rssBytes(g.roots()))
   }
   const memBefore = meminfo()
@@ -271,12 +273,14 @@ try {
   const memHeld = meminfo()
   const sockHeld = sockstat()
   const rssHeld = []
+  const heapHeld = []
   /** @type {number[]} */
   const gcFailed = []
   for (const g of gws) {
     try {
-      await g.gc?.()
+      heapHeld.push((await g.gc?.())?.heapUsed ?? null)
     } catch (err) {
+      heapHeld.push(null)
       gcFailed.push(g.port)
       log(`gateway on port ${g.port}: no full GC (${/** @type {Error} */ (err).message}); its RSS is read as is`)
     }
@@ -297,7 +301,7 @@ try {
   const gatewayBase = rssBase.reduce((a, b) => a + b, 0) / gws.length
   results.memory = {
     perConnectionBytes: Object.fromEntries(Object.entries(per).map(([k, v]) => [k, Math.round(v)])),
-    gateways: gws.map((g, j) => ({ port: g.port, conns: fleets[j]?.conns ?? 0, rssBaseMiB: round(rssBase[j] / MIB, 1), rssHeldMiB: round(rssHeld[j] / MIB, 1), perConnBytes: fleets[j]?.conns ? Math.round((rssHeld[j] - rssBase[j]) / fleets[j].conns) : null })),
+    gateways: gws.map((g, j) => ({ port: g.port, conns: fleets[j]?.conns ?? 0, rssBaseMiB: round(rssBase[j] / MIB, 1), rssHeldMiB: round(rssHeld[j] / MIB, 1), perConnBytes: fleets[j]?.conns ? Math.round((rssHeld[j] - rssBase[j]) / fleets[j].conns) : null, heapPerConnBytes: perConnHeap(heapBase[j], heapHeld[j], fleets[j]?.conns ?? 0) })),
     gatewayBaseMiB: round(gatewayBase / MIB, 1),
     gatewaysWithoutGc: gcFailed,
     loadgenRssMiB: round(loadgenRss / MIB, 1),
@@ -334,6 +338,17 @@ try {
   log(`wrote ${OUT}/capacity.json and capacity.txt${FULL ? ' and docs/benchmarks/capacity.json' : ''}`)
 }
 process.exit(results.stop ? 1 : 0)
+
+/**
+ * A gateway's V8 heap per connection, after full GCs; null without both GCs.
+ *
+ * @param {number | null} base
+ * @param {number | null} held
+ * @param {number} conns
+ */
+function perConnHeap (base, held, conns) {
+  return base === null || held === null || conns === 0 ? null : Math.round((held - base) / conns)
+}
 
 /** @param {number} pid */
 function isAlive (pid) {

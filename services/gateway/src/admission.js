@@ -6,10 +6,18 @@
 import { ErrorCode } from '@wsps/protocol'
 
 /**
- * @typedef {{ok: true, ip: string}} Admitted
+ * @typedef {{ok: true, ip: string}} Admitted ip: the client's place in the
+ *   per-IP count (NO_IP_LIMIT when there is no limit)
  * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string}} Refused
  *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label
  */
+
+/**
+ * The place of every connection while connections per IP are not limited:
+ * nothing is counted, and the peer address is never read (reading it keeps
+ * a {address, family, port} record and its string on every socket).
+ */
+export const NO_IP_LIMIT = ''
 
 export class Admission {
   #maxConnections
@@ -78,12 +86,15 @@ export class Admission {
     if (!this.#originAllowed(req.headers.origin)) {
       return { ok: false, status: 403, code: ErrorCode.BAD_ORIGIN, message: 'origin not allowed', result: 'bad_origin' }
     }
-    const ip = this.#clientIp(req)
-    const held = this.#perIp.get(ip) ?? 0
-    if (this.#maxConnectionsPerIp > 0 && held >= this.#maxConnectionsPerIp) {
-      return { ok: false, status: 429, code: ErrorCode.TOO_MANY_CONNECTIONS, message: 'too many connections from this address', result: 'ip_limit', retryAfter: '5' }
+    let ip = NO_IP_LIMIT
+    if (this.#maxConnectionsPerIp > 0) {
+      ip = this.#clientIp(req)
+      const held = this.#perIp.get(ip) ?? 0
+      if (held >= this.#maxConnectionsPerIp) {
+        return { ok: false, status: 429, code: ErrorCode.TOO_MANY_CONNECTIONS, message: 'too many connections from this address', result: 'ip_limit', retryAfter: '5' }
+      }
+      this.#perIp.set(ip, held + 1)
     }
-    this.#perIp.set(ip, held + 1)
     this.#opening++
     return { ok: true, ip }
   }
@@ -118,6 +129,7 @@ export class Admission {
    * @param {string} ip
    */
   release (ip) {
+    if (ip === NO_IP_LIMIT) return
     const n = (this.#perIp.get(ip) ?? 1) - 1
     if (n <= 0) this.#perIp.delete(ip)
     else this.#perIp.set(ip, n)

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ErrorCode } from '@wsps/protocol'
-import { Admission } from '../src/admission.js'
+import { Admission, NO_IP_LIMIT } from '../src/admission.js'
 
 /**
  * @param {{origin?: string, ip?: string, forwardedFor?: string}} [r]
@@ -64,6 +64,19 @@ test('per-IP limit: places are held until released; X-Forwarded-For only when tr
   const forwarded = trusting.admit(request({ forwardedFor: '203.0.113.9, 10.0.0.1' }))
   assert.ok(forwarded.ok && forwarded.ip === '203.0.113.9')
   assert.ok(trusting.admit(request({ forwardedFor: '203.0.113.10' })).ok, 'clients behind one proxy are told apart')
+})
+
+test('no per-IP limit: the peer address is not read (it would stay cached on every socket)', () => {
+  const { a } = admission({ maxConnections: 100 })
+  let reads = 0
+  const r = /** @type {any} */ ({ headers: {}, socket: { get remoteAddress () { reads++; return '10.0.0.1' } } })
+  const admitted = a.admit(r)
+  assert.ok(admitted.ok && admitted.ip === NO_IP_LIMIT)
+  a.settle(NO_IP_LIMIT, true)
+  a.release(NO_IP_LIMIT)
+  assert.equal(reads, 0)
+  assert.equal(admission({ maxConnections: 100, maxConnectionsPerIp: 5 }).a.admit(r).ok, true)
+  assert.equal(reads, 1, 'with a limit it is read')
 })
 
 test('drain: everything is refused from then on, with Retry-After', () => {
