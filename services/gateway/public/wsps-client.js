@@ -524,25 +524,21 @@ export class WspsClient {
   /** A new connection holds nothing: ask for the whole watch set again; its snapshots resync every quote. */
   #resubscribeAll () {
     const all = this.#subs.list
-    if (this.#status.transport === Transport.SSE) {
-      // The stream was asked for with the watch set of the moment it was
-      // opened: its ack and snap follow. Symbols added or removed while it
-      // was opening (e.g. a retry after a stream the network cut) are not
-      // on it: reopen it with the current set.
-      const now = Date.now()
-      for (const s of all) this.#receiver.resync(s, now)
-      const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
-      if (!sameSymbols(all.slice(0, max), this.#streamed)) this.#restartStream()
-      return
-    }
-    if (all.length === 0) return
     const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
     const over = all.slice(max)
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
     const keep = all.slice(0, max)
     const now = Date.now()
     for (const s of keep) this.#receiver.resync(s, now)
-    this.#requestAll(ClientOp.SUB, keep)
+    if (this.#status.transport === Transport.SSE) {
+      // The stream was asked for with the watch set of the moment it was
+      // opened: its ack and snap follow. Symbols added or removed while it
+      // was opening (e.g. a retry after a stream the network cut) are not
+      // on it: reopen it with the current set.
+      if (!sameSymbols(keep, this.#streamed)) this.#restartStream()
+      return
+    }
+    if (keep.length) this.#requestAll(ClientOp.SUB, keep)
   }
 
   // ---- token refresh ---------------------------------------------------------

@@ -65,6 +65,24 @@ test('transport "sse": streams over GET /sse; subscribe and unsubscribe reopen t
   c.close()
 })
 
+test('sse: symbols over the gateway\'s maxSubscriptions are refused with TOO_MANY_SUBSCRIPTIONS, as over WebSocket', { timeout: 60_000 }, async () => {
+  const c = client({ url: gw.small.wsUrl, transport: 'sse', symbols: ['AAPL', 'MSFT'] })
+  const count = counter(c)
+  /** @type {{symbols: string[], error: {code: string}}[]} */
+  const rejected = []
+  c.on('rejected', (e) => rejected.push(e))
+  c.connect()
+  await waitFor(() => count('AAPL') >= 1 && count('MSFT') >= 1, { message: 'the first two symbols over SSE' })
+  const refused = await c.subscribe(['NVDA'])
+  assert.equal(!refused.ok && refused.error.code, ErrorCode.TOO_MANY_SUBSCRIPTIONS)
+  assert.deepEqual(rejected.map((r) => [r.symbols, r.error.code]), [[['NVDA'], ErrorCode.TOO_MANY_SUBSCRIPTIONS]])
+  assert.deepEqual(c.symbols, ['AAPL', 'MSFT'], 'the refused symbol left the watch set')
+  const at = count('MSFT')
+  await waitFor(() => c.status.state === 'live' && count('MSFT') >= at + 1, { message: 'the kept symbols keep coming' })
+  assert.equal(count('NVDA'), 0)
+  c.close()
+})
+
 test('auto: a WebSocket upgrade that fails falls back to SSE by itself', async () => {
   let attempts = 0
   // What a proxy that strips upgrades looks like from the client: the socket closes without opening.

@@ -13,8 +13,9 @@ const REACH_SECRET = 'hs256-secret-for-the-browser-reach-tests'
 
 /**
  * The stack of a test of what reaches every client, on the testkit's stack
- * (closed in the file's `after` hook): a fetcher, an `open` gateway and an
- * `authed` one that wants HS256 tokens (reachToken signs them). The gateways
+ * (closed in the file's `after` hook): a fetcher, an `open` gateway, an
+ * `authed` one that wants HS256 tokens (reachToken signs them) and a `small`
+ * one that allows 2 subscriptions per client. The gateways
  * are there once the file's `before` hooks have run.
  */
 export function useReachStack () {
@@ -22,7 +23,11 @@ export function useReachStack () {
   return setUp(async () => {
     await stack.fetcher()
     const open = await stack.gateway()
-    return { open, authed: await stack.gateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: REACH_SECRET }) }
+    return {
+      open,
+      authed: await stack.gateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: REACH_SECRET }),
+      small: await stack.gateway({ WSPS_MAX_SUBSCRIPTIONS: '2' })
+    }
   })
 }
 
