@@ -3,7 +3,7 @@
 // every part of the run is built from.
 
 import { quantiles } from './fleet.js'
-import { CpuMeter, rssBytes, tree } from '@wsps/testkit/proc'
+import { CpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
 import { KEEP_UP, P99_LIMIT_MS } from './profiles.js'
 
@@ -100,10 +100,12 @@ export class BenchRun {
       redis: new CpuMeter(this.redisPids),
       publisher: new CpuMeter(() => [this.publisher.pid])
     }
+    const steal = new StealMeter()
     const t0 = Date.now()
     await sleep(measureMs)
     const t1 = Date.now()
     const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
+    const stolen = round(steal.read(), 3)
     const rss = rssBytes(tree(roots()))
     await fleet.tickedAfter(t1)
     const w = fleet.window(t0, t1)
@@ -128,6 +130,7 @@ export class BenchRun {
       p99: round(p99, 1),
       p999: round(p999, 1),
       cpu,
+      steal: stolen,
       rssMiB: round(rss / 2 ** 20, 1),
       perCore: cpu.server > 0.05 ? Math.round(delivered / cpu.server) : null,
       publisherKeptUp,

@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { startRedis } from '@wsps/testkit'
+import { StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log } from './bench-run.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
@@ -41,6 +42,7 @@ if (!P) throw new Error(`unknown profile ${PROFILE}`)
 
 const runDir = mkdtempSync(join(tmpdir(), 'wsps-bench-'))
 const started = Date.now()
+const steal = new StealMeter()
 /** @type {any} */
 const results = {
   profile: PROFILE,
@@ -104,6 +106,7 @@ try {
   rmSync(runDir, { recursive: true, force: true })
 }
 results.machine.loadavgEnd = loadavg()
+results.machine.steal = Math.round(steal.read() * 1000) / 1000
 results.durationSeconds = Math.round((Date.now() - started) / 1000)
 save()
 log(`done in ${results.durationSeconds} s: ${OUT}/results.json, ${OUT}/results.md`)

@@ -8,7 +8,7 @@ export function renderMarkdown (r) {
   const out = []
   out.push('# wsps benchmark results', '')
   out.push(`Profile \`${r.profile}\`, run ${r.startedAt}${r.durationSeconds ? ` (${Math.round(r.durationSeconds / 60)} min)` : ''} on ${r.machine.cpus} cores (${r.machine.model}), ${r.machine.memGiB} GiB, Node ${r.machine.node}.`)
-  out.push(`Servers pinned to core ${r.placement.serverCore ?? '-'}; load generator, Redis and publisher on core ${r.placement.loadCore ?? '-'}. Load average at start ${r.machine.loadavgStart.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}${r.machine.loadavgEnd ? `, at end ${r.machine.loadavgEnd.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}` : ''} (the machine is shared: compare ratios within this run, not absolute numbers across runs).`)
+  out.push(`Servers pinned to core ${r.placement.serverCore ?? '-'}; load generator, Redis and publisher on core ${r.placement.loadCore ?? '-'}. Load average at start ${r.machine.loadavgStart.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}${r.machine.loadavgEnd ? `, at end ${r.machine.loadavgEnd.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}` : ''} ${r.machine.steal !== undefined ? `; CPU steal ${(r.machine.steal * 100).toFixed(1)}% of the run (time this VM's CPUs waited for the host: it stalls every process at once; per step in the ramp tables)` : ''} (the machine is shared: compare ratios within this run, not absolute numbers across runs).`)
   out.push('')
   const p = r.params
   const fan = r.fanout ?? {}
@@ -39,11 +39,11 @@ export function renderMarkdown (r) {
     out.push('')
     for (const n of notes) out.push(`Note: ${n}`, '')
     out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries):', '')
-    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | per core-s | CPU loadgen | CPU redis | RSS MiB | ok |')
-    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | per core-s | CPU loadgen | CPU redis | steal % | RSS MiB | ok |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
     for (const n of names) {
       for (const s of fan[n].steps ?? []) {
-        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${s.steal === undefined ? '' : f(s.steal * 100, 1)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
     }
     out.push('')
@@ -53,13 +53,13 @@ export function renderMarkdown (r) {
     const sh = hot.shape
     out.push('## Hot symbols: p99 against connections, one process vs WSPS_WORKERS=2', '')
     out.push(`Each connection subscribed to 1 of ${sh.symbols} symbols (Zipf ${sh.zipf}: most on the first); each of them published ${f(sh.perConnRate, 1)} times a second, so every connection is offered ${f(sh.perConnRate, 1)} deliveries/s (issue #16's reference: 10,000 connections at ~42k deliveries/s). One worker runs on the server core; two workers on cores ${sh.cores2w ?? '(unpinned)'}${sh.cores2w ? ', one of them shared with the load generator' : ''}.`, '')
-    out.push('| connections | workers | per process | delivered/s (of offered) | q/frame | p50 / p99 / p999 (ms) | server CPU (cores) |')
-    out.push('| ---: | ---: | ---: | --- | ---: | --- | ---: |')
+    out.push('| connections | workers | per process | delivered/s (of offered) | q/frame | p50 / p99 / p999 (ms) | server CPU (cores) | steal % |')
+    out.push('| ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |')
     for (const l of hot.levels) {
       for (const x of Object.values(l.servers)) {
         const lead = `| ${f(l.conns)} | ${x.workers} |`
-        if (x.error) { out.push(`${lead} | failed: ${x.error} | | | |`); continue }
-        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} |`)
+        if (x.error) { out.push(`${lead} | failed: ${x.error} | | | | |`); continue }
+        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${x.steal === undefined ? '' : f(x.steal * 100, 1)} |`)
       }
     }
     out.push('')

@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { bucketMs, quantiles } from '../src/fleet.js'
 import { renderMarkdown } from '../src/report.js'
+import { StealMeter, machineTimes } from '@wsps/testkit/proc'
 
 test('bucketMs matches the Go load generator buckets (0.1 ms below 100 ms, 1 ms above)', () => {
   assert.equal(bucketMs(0), 0.1)
@@ -23,11 +24,11 @@ test('quantiles walk the histogram in bucket order', () => {
 })
 
 test('the report renders a headline row per server with the ratio to the naive baseline', () => {
-  const step = (delivered, cpu) => ({ rate: 1, published: 1, expected: delivered, delivered, entries: delivered, frames: delivered, quotesPerFrame: 1, p50: 1, p99: 2, p999: 3, cpu: { server: cpu, loadgen: 0.1, redis: 0.1, publisher: 0.1 }, rssMiB: 10, perCore: delivered / cpu, pass: true })
+  const step = (delivered, cpu) => ({ rate: 1, published: 1, expected: delivered, delivered, entries: delivered, frames: delivered, quotesPerFrame: 1, p50: 1, p99: 2, p999: 3, cpu: { server: cpu, loadgen: 0.1, redis: 0.1, publisher: 0.1 }, steal: 0.125, rssMiB: 10, perCore: delivered / cpu, pass: true })
   const md = renderMarkdown({
     profile: 'test',
     startedAt: 'now',
-    machine: { cpus: 2, model: 'x', memGiB: 1, node: 'v20', loadavgStart: [1, 1, 1] },
+    machine: { cpus: 2, model: 'x', memGiB: 1, node: 'v20', loadavgStart: [1, 1, 1], steal: 0.061 },
     placement: { serverCore: '1', loadCore: '0' },
     params: { conns: 10, k: 2, symbols: 5, zipf: 1, storm: 10, stormProcs: 1, nginxConns: 1, nginxReps: 1, simConns: 1 },
     fanout: {
@@ -40,6 +41,17 @@ test('the report renders a headline row per server with the ratio to the naive b
   })
   assert.match(md, /\| wsps gateway \| 5,000 \| 5\.0× \|/)
   assert.match(md, /\| naive \| 1,000 \| 1\.0× \|/)
+  assert.match(md, /CPU steal 6\.1% of the run/)
+  assert.match(md, /\| CPU redis \| steal % \| RSS MiB \| ok \|\n\| ---(?: \| ---:){14} \| --- \|/, 'the ramp table has a steal column, and its separator as many cells')
+  assert.match(md, /\| 0\.10 \| 12\.5 \| 10 \| yes \|/, 'each step shows its steal')
+})
+
+test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest time is not counted twice', () => {
+  const stat = 'cpu  100 5 50 800 10 1 2 32 7 0\ncpu0 50 2 25 400 5 0 1 16 0 0\nintr 1\n'
+  assert.deepEqual(machineTimes(stat), { steal: 32, total: 1000 })
+  assert.deepEqual(machineTimes('cpu  1 2 3 4\n'), { steal: 0, total: 10 }, 'an old kernel without the steal field')
+  const share = new StealMeter().read()
+  assert.ok(share >= 0 && share <= 1, `a share of the machine's time: ${share}`)
 })
 
 test('offered deliveries count each published quote times its symbol\'s subscribers; published is per tick', async () => {

@@ -1,4 +1,5 @@
-// /proc readers: CPU seconds and RSS of a process and its descendants.
+// /proc readers: CPU seconds and RSS of a process and its descendants, and
+// the machine's CPU steal (time a VM's CPUs waited for the hypervisor).
 
 import { readdirSync, readFileSync } from 'node:fs'
 
@@ -79,5 +80,33 @@ export class CpuMeter {
   read () {
     const dt = (performance.now() - this.t0) / 1000
     return dt > 0 ? (cpuSeconds(this.pids) - this.c0) / dt : 0
+  }
+}
+
+/**
+ * @param {string} [text] the contents of /proc/stat (read when not given)
+ * @returns {{steal: number, total: number}} the aggregate `cpu` line's steal and total, in ticks
+ */
+export function machineTimes (text = readFileSync('/proc/stat', 'utf8')) {
+  const f = (/^cpu\s+(.*)$/m.exec(text)?.[1] ?? '').trim().split(/\s+/).map(Number)
+  // user nice system idle iowait irq softirq steal [guest guest_nice]: guest
+  // time is already counted in user, so the first eight are the total.
+  const total = f.slice(0, 8).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0)
+  return { steal: Number.isFinite(f[7]) ? f[7] : 0, total }
+}
+
+/**
+ * The share of the machine's CPU time stolen by the hypervisor since it was
+ * made. On a shared VM, steal stalls every process at once: a latency step
+ * that fails while steal is high failed for the host, not the server.
+ */
+export class StealMeter {
+  #start = machineTimes()
+
+  /** @returns {number} 0..1 */
+  read () {
+    const now = machineTimes()
+    const total = now.total - this.#start.total
+    return total > 0 ? (now.steal - this.#start.steal) / total : 0
   }
 }
