@@ -8,7 +8,7 @@ export function renderMarkdown (r) {
   const out = []
   out.push('# wsps benchmark results', '')
   out.push(`Profile \`${r.profile}\`, run ${r.startedAt}${r.durationSeconds ? ` (${Math.round(r.durationSeconds / 60)} min)` : ''} on ${r.machine.cpus} cores (${r.machine.model}), ${r.machine.memGiB} GiB, Node ${r.machine.node}.`)
-  out.push(`Servers pinned to core ${r.placement.serverCore ?? '-'}; load generator, Redis and publisher on core ${r.placement.loadCore ?? '-'}. Load average at start ${r.machine.loadavgStart.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}${r.machine.loadavgEnd ? `, at end ${r.machine.loadavgEnd.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}` : ''} ${r.machine.steal !== undefined ? `; CPU steal ${(r.machine.steal * 100).toFixed(1)}% of the run (time this VM's CPUs waited for the host: it stalls every process at once; per step in the ramp tables)` : ''} (the machine is shared: compare ratios within this run, not absolute numbers across runs).`)
+  out.push(`Servers pinned to core ${r.placement.serverCore ?? '-'}; load generator, Redis and publisher on core ${r.placement.loadCore ?? '-'}. Load average at start ${r.machine.loadavgStart.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}${r.machine.loadavgEnd ? `, at end ${r.machine.loadavgEnd.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}` : ''}${r.machine.steal !== undefined ? `; CPU steal ${(r.machine.steal * 100).toFixed(1)}% of the run (time this VM's CPUs waited for the host: it stalls every process at once; per step in the ramp tables)` : ''} (the machine is shared: compare ratios within this run, not absolute numbers across runs).`)
   out.push('')
   const p = r.params
   const fan = r.fanout ?? {}
