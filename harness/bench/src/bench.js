@@ -15,7 +15,7 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { startRedis } from '@wsps/testkit'
 import { StealMeter } from '@wsps/testkit/proc'
-import { BenchRun, log } from './bench-run.js'
+import { BenchRun, log, round } from './bench-run.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
@@ -106,7 +106,7 @@ try {
   rmSync(runDir, { recursive: true, force: true })
 }
 results.machine.loadavgEnd = loadavg()
-results.machine.steal = Math.round(steal.read() * 1000) / 1000
+results.machine.steal = round(steal.read(), 3)
 results.durationSeconds = Math.round((Date.now() - started) / 1000)
 save()
 log(`done in ${results.durationSeconds} s: ${OUT}/results.json, ${OUT}/results.md`)

@@ -1,6 +1,8 @@
 // results.json -> results.md (the README headline table comes from here).
 
 const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
+/** A steal share (0..1) as a percentage cell; empty where a run did not measure it. */
+const stealCell = (/** @type {number | undefined} */ x) => (x === undefined ? '' : f(x * 100, 1))
 const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
 
 /** @param {any} r */
@@ -43,7 +45,7 @@ export function renderMarkdown (r) {
     out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
     for (const n of names) {
       for (const s of fan[n].steps ?? []) {
-        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${s.steal === undefined ? '' : f(s.steal * 100, 1)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${stealCell(s.steal)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
     }
     out.push('')
@@ -59,7 +61,7 @@ export function renderMarkdown (r) {
       for (const x of Object.values(l.servers)) {
         const lead = `| ${f(l.conns)} | ${x.workers} |`
         if (x.error) { out.push(`${lead} | failed: ${x.error} | | | | |`); continue }
-        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${x.steal === undefined ? '' : f(x.steal * 100, 1)} |`)
+        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${stealCell(x.steal)} |`)
       }
     }
     out.push('')

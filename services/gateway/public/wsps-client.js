@@ -271,8 +271,7 @@ export class WspsClient {
     /** @type {SocketLike} */
     let ws
     try {
-      const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
-      this.#streamed = transport === Transport.SSE ? this.#subs.list.slice(0, max) : []
+      this.#streamed = transport === Transport.SSE ? this.#subs.list.slice(0, this.#maxSubscriptions) : []
       ws = this.#transports.open(url, {
         symbols: this.#streamed,
         token,
@@ -521,10 +520,15 @@ export class WspsClient {
     }, this.#opts.retryRejectedMs)
   }
 
+  /** The gateway's limit on symbols per connection (none known before its hello). */
+  get #maxSubscriptions () {
+    return this.#hello?.limits?.maxSubscriptions ?? Infinity
+  }
+
   /** A new connection holds nothing: ask for the whole watch set again; its snapshots resync every quote. */
   #resubscribeAll () {
     const all = this.#subs.list
-    const max = this.#hello?.limits?.maxSubscriptions ?? Infinity
+    const max = this.#maxSubscriptions
     const over = all.slice(max)
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
     const keep = all.slice(0, max)

@@ -224,9 +224,7 @@ export class Connection {
   send (data, op) {
     if (!this.writable()) return
     this.#transport.send(data)
-    const m = this.#ctx.metrics
-    m.framesOut[op].inc()
-    m.bytesOut.inc(typeof data === 'string' ? Buffer.byteLength(data) : data.length)
+    this.#counted(op, typeof data === 'string' ? Buffer.byteLength(data) : data.length)
   }
 
   /**
@@ -240,9 +238,19 @@ export class Connection {
   sendFrame (frame, op) {
     if (!this.writable()) return
     this.write(frame)
+    this.#counted(op, frame.payload.length)
+  }
+
+  /**
+   * One frame sent now, in the per-frame metrics.
+   *
+   * @param {FrameOp} op
+   * @param {number} bytes its payload
+   */
+  #counted (op, bytes) {
     const m = this.#ctx.metrics
     m.framesOut[op].inc()
-    m.bytesOut.inc(frame.payload.length)
+    m.bytesOut.inc(bytes)
   }
 
   /**
