@@ -9,6 +9,9 @@
 // ready timeout does), "hold" marks the start of a hold, "check" reports
 // exactly how many ready connections are still open and how many received
 // a quote since the hold mark.
+//
+// `loadgen floor ...` is not a client: it runs the hot-symbol section's
+// floor server (floor.go), kept in this binary to share its frame code.
 package main
 
 import (
@@ -79,6 +82,10 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "floor" { // the hot section's floor server (floor.go)
+		floorMain(os.Args[2:])
+		return
+	}
 	var o options
 	var src string
 	flag.StringVar(&o.adapter, "adapter", "wsps", "server protocol: wsps, naive, socketio, pushpin")

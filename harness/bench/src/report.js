@@ -4,6 +4,8 @@ const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || 
 /** A steal share (0..1) as a percentage cell; empty where a run did not measure it. */
 const stealCell = (/** @type {number | undefined} */ x) => (x === undefined ? '' : f(x * 100, 1))
 const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
+/** Server CPU microseconds per item: cores busy / items per second. */
+const usPer = (/** @type {number} */ cores, /** @type {number} */ perSec) => (perSec > 0 ? f(cores * 1e6 / perSec, 1) : 'n/a')
 
 /** @param {any} r */
 export function renderMarkdown (r) {
@@ -53,15 +55,16 @@ export function renderMarkdown (r) {
   const hot = r.hot
   if (Array.isArray(hot?.levels) && hot.levels.length) {
     const sh = hot.shape
-    out.push('## Hot symbols: p99 against connections, one process vs WSPS_WORKERS=2', '')
+    out.push('## Hot symbols: p99 against connections, one process vs WSPS_WORKERS=2 vs the floor', '')
     out.push(`Each connection subscribed to 1 of ${sh.symbols} symbols (Zipf ${sh.zipf}: most on the first); each of them published ${f(sh.perConnRate, 1)} times a second, so every connection is offered ${f(sh.perConnRate, 1)} deliveries/s (issue #16's reference: 10,000 connections at ~42k deliveries/s). One worker runs on the server core; two workers on cores ${sh.cores2w ?? '(unpinned)'}${sh.cores2w ? ', one of them shared with the load generator' : ''}.`, '')
-    out.push('| connections | workers | per process | delivered/s (of offered) | q/frame | p50 / p99 / p999 (ms) | server CPU (cores) | steal % |')
-    out.push('| ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |')
+    if (hot.labels?.floor) out.push(`**floor**: ${hot.labels.floor}, on the server core, fed by the same publisher: one pre-built frame per quote, one write() per subscriber, nothing else. Its p99 is about the least this machine allows at that count; its µs per write is the kernel's price of one delivery.`, '')
+    out.push('| connections | server | workers | per process | delivered/s (of offered) | q/frame | p50 / p99 / p999 (ms) | server CPU (cores) | server µs per delivery / per frame | steal % |')
+    out.push('| ---: | --- | ---: | ---: | --- | ---: | --- | ---: | --- | ---: |')
     for (const l of hot.levels) {
-      for (const x of Object.values(l.servers)) {
-        const lead = `| ${f(l.conns)} | ${x.workers} |`
-        if (x.error) { out.push(`${lead} | failed: ${x.error} | | | | |`); continue }
-        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${stealCell(x.steal)} |`)
+      for (const [name, x] of Object.entries(l.servers)) {
+        const lead = `| ${f(l.conns)} | ${name} | ${x.workers} |`
+        if (x.error) { out.push(`${lead} | failed: ${x.error} | | | | | |`); continue }
+        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${usPer(x.cpu.server, x.delivered)} / ${usPer(x.cpu.server, x.frames)} | ${stealCell(x.steal)} |`)
       }
     }
     out.push('')
@@ -157,6 +160,8 @@ function targets (r) {
       rows.push(`| hot symbols, 2 workers: about half of 1 worker's p99 | ${f(top.conns)} connections: p99 ${f(two.p99, 1)} ms vs ${f(one.p99, 1)} ms (${half.toFixed(2)}×; the second core is shared with the load generator on a 2-core machine) | ${verdict(half <= 0.6)} |`)
     }
   }
+  const floor = top?.servers?.floor
+  if (floor && !floor.error) rows.push(`| (no target) the floor at the same load: one write() per delivery, nothing else | ${f(top.conns)} connections, ${f(floor.delivered)} deliveries/s: p99 ${f(floor.p99, 1)} ms, ${usPer(floor.cpu.server, floor.delivered)} µs server CPU per delivery${one && !one.error ? ` (wsps: ${usPer(one.cpu.server, one.delivered)})` : ''} | |`)
   const p99 = w.at50?.p99
   rows.push(`| p99 ≤ 50 ms at 50% of the latency-bounded max | ${p99 === undefined ? 'no passing step to take 50% of' : `${f(p99, 1)} ms (p50 ${f(w.at50.p50, 1)}, p999 ${f(w.at50.p999, 1)})`} | ${verdict(p99 === undefined ? null : p99 <= 50)} |`)
   const rss = r.idle?.wsps?.rssPerConnBytes

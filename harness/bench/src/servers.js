@@ -55,6 +55,7 @@ const gcVia = (p) => async () => {
  * @property {Record<string, string>} [env]
  * @property {string} [prefix] Redis key prefix of its quote stream (default wsps)
  * @property {boolean} [inspect] Node servers: open the inspector so gc() works
+ * @property {string} [loadgen] the Go load generator binary (the floor server is its `floor` command)
  */
 
 /** @type {Record<string, {label: string, strict?: boolean, start: (o: StartOptions) => Promise<ServerHandle>}>} */
@@ -65,6 +66,17 @@ export const SERVERS = {
   // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
   'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/src/main.js'), { env: { WSPS_WORKERS: '2' } }),
   naive: nodeServer('naive', 'naive ws baseline'),
+  // The least work any server can do: for the hot section (loadgen/floor.go).
+  floor: {
+    label: 'bare write loop (Go, 1 thread): the floor',
+    async start ({ redisUrl, core, prefix = 'wsps', loadgen }) {
+      if (!loadgen) throw new Error('the floor server is the load generator\'s `floor` command: start it with loadgen')
+      const port = await freePort()
+      const p = start(loadgen, ['floor', `-port=${port}`, `-redis=${redisUrl}`, `-prefix=${prefix}`], { core, name: 'floor', stdin: false })
+      await p.waitLine((l) => l.type === 'listening', 15_000)
+      return { name: 'floor', adapter: 'naive', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) } }
+    }
+  },
   socketio: nodeServer('socketio', 'Socket.IO 4 + redis-adapter'),
   pushpin: {
     label: 'Pushpin (GRIP) + bridge',

@@ -80,11 +80,15 @@ test('merged per-process summaries weigh by count; median of an even list takes 
   assert.ok(Number.isNaN(median([])))
 })
 
-test('the hot-symbol sweep renders p99 per connection count and worker count, and the targets judge the top count', () => {
+test('the hot-symbol sweep renders p99 per connection count, server and worker count (the floor among them), and the targets judge the top count', () => {
   const step = (/** @type {number} */ delivered, /** @type {number} */ p99) => ({ rate: 1, published: 1, expected: delivered, delivered, entries: delivered, frames: delivered, quotesPerFrame: 1, p50: 1, p99, p999: p99, gaps: 0, cpu: { server: 0.5, loadgen: 0.1, redis: 0.1, publisher: 0.1 }, rssMiB: 10, perCore: delivered * 2, pass: true })
   const hotAt = (/** @type {number} */ conns, /** @type {number} */ p1, /** @type {number} */ p2) => ({
     conns,
-    servers: { wsps: { workers: 1, connected: conns, ...step(conns * 4, p1) }, 'wsps-2w': { workers: 2, connected: conns, ...step(conns * 4, p2) } }
+    servers: {
+      wsps: { workers: 1, connected: conns, ...step(conns * 4, p1) },
+      'wsps-2w': { workers: 2, connected: conns, ...step(conns * 4, p2) },
+      floor: { workers: 1, connected: conns, ...step(conns * 4, 45), cpu: { server: 0.2, loadgen: 0.1, redis: 0.1, publisher: 0.1 } }
+    }
   })
   const md = renderMarkdown({
     profile: 'test',
@@ -97,13 +101,17 @@ test('the hot-symbol sweep renders p99 per connection count and worker count, an
       'wsps-distinct': { label: 'wsps distinct', steps: [step(3000, 20)], max: step(3000, 20), limit: 'p99', at50: null, saturated: null },
       naive: { label: 'naive', steps: [step(1000, 20)], max: step(1000, 20), limit: 'p99', at50: null, saturated: step(1200, 500) }
     },
-    hot: { shape: { symbols: 5, zipf: 2, perConnRate: 4.2, cores2w: '1,0' }, levels: [hotAt(2500, 30, 20), hotAt(10_000, 90, 60)] },
+    hot: { shape: { symbols: 5, zipf: 2, perConnRate: 4.2, cores2w: '1,0' }, labels: { floor: 'bare write loop (Go, 1 thread): the floor' }, levels: [hotAt(2500, 30, 20), hotAt(10_000, 90, 60)] },
     idle: {},
     nginx: null,
     sim: null
   })
-  assert.match(md, /\| 10,000 \| 1 \| 10,000 \| 40,000 \(40,000\) \| 1\.0 \| 1\.0 \/ 90\.0 \/ 90\.0 \|/)
-  assert.match(md, /\| 10,000 \| 2 \| 5,000 \|/)
+  // server µs per delivery / per frame: 0.5 cores over 40,000/s
+  assert.match(md, /\| 10,000 \| wsps \| 1 \| 10,000 \| 40,000 \(40,000\) \| 1\.0 \| 1\.0 \/ 90\.0 \/ 90\.0 \| 0\.50 \| 12\.5 \/ 12\.5 \|/)
+  assert.match(md, /\| 10,000 \| wsps-2w \| 2 \| 5,000 \|/)
+  assert.match(md, /\| 2,500 \| floor \| 1 \| 2,500 \| 10,000 \(10,000\) \| 1\.0 \| 1\.0 \/ 45\.0 \/ 45\.0 \| 0\.20 \| 20\.0 \/ 20\.0 \|/)
+  assert.match(md, /\*\*floor\*\*: bare write loop \(Go, 1 thread\): the floor/)
+  assert.match(md, /\| \(no target\) the floor at the same load: .* \| 10,000 connections, 40,000 deliveries\/s: p99 45\.0 ms, 5\.0 µs server CPU per delivery \(wsps: 12\.5\) \| \|/)
   assert.match(md, /\| merge mode ≥ 12× naive at p99 ≤ 100 ms \| .*13\.0× \| met \|/)
   assert.match(md, /\| distinct mode ≥ 4× naive, every tick in order \| .*3\.0×; seq gaps over its ramp: 0 \| not met \|/)
   assert.match(md, /\| hot symbols, one core: p99 ≤ 100 ms \| 10,000 connections, 40,000 deliveries\/s: p99 90\.0 ms \| met \|/)

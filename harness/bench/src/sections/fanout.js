@@ -30,7 +30,7 @@ export async function fanoutAll (run, names) {
       log(`fanout: starting ${name}`)
       try {
         await run.setLast(prefix)
-        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix })
+        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix, loadgen: run.loadgen })
         const subject = { name, prefix, srv, fleet: /** @type {any} */ (null), steps: /** @type {any[]} */ ([]), lastPass: null, firstFail: null, done: false, rate: 0 }
         subjects.push(subject)
         await sleep(500)

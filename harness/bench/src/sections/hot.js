@@ -3,15 +3,18 @@
 // of the process's connections at once. p99 against connections at a fixed
 // per-connection load (hotPerConnRate deliveries/s per connection, the
 // load of issue #16's reference: 10,000 connections at ~42k deliveries/s),
-// for one gateway process and for WSPS_WORKERS=2, both held at once and
-// measured in turn at each count.
+// for one gateway process, for WSPS_WORKERS=2 and for the floor (the
+// least work any server can do here: loadgen/floor.go writes one pre-built
+// frame per quote to each subscriber, one write() each, from one thread, fed
+// by the same publisher), all held at once and measured in turn at each
+// count: the floor's p99 at a count is what this machine's kernel allows.
 
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
 import { sleep } from '@wsps/testkit'
 import { log } from '../bench-run.js'
 
-const NAMES = ['wsps', 'wsps-2w']
+const NAMES = ['wsps', 'wsps-2w', 'floor']
 
 /**
  * @param {import('../bench-run.js').BenchRun} run
@@ -30,7 +33,7 @@ export async function hotSymbols (run) {
       // One worker on the server core; two workers get both cores (on a
       // 2-core machine they share one with the load generator: say so when
       // reading the figures).
-      const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: name === 'wsps-2w' ? both : run.serverCore, runDir: run.runDir, prefix })
+      const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: name === 'wsps-2w' ? both : run.serverCore, runDir: run.runDir, prefix, loadgen: run.loadgen })
       subjects.push({ name, prefix, srv })
     }
     for (const conns of P.hotSweep) {
