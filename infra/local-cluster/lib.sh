@@ -80,7 +80,9 @@ skip() { printf '[cluster] %-52s %s\n' "$1 ..." "$2" >&2; }
 
 total_elapsed() { _elapsed "$_T0"; }
 
-# wait_for LABEL TIMEOUT_S LOGFILE CMD...: polls CMD every 0.5s.
+# wait_for LABEL TIMEOUT_S LOG CMD...: polls CMD every 0.5s. On a timeout it
+# shows LOG: the last lines of a file, or what a shell function of that name
+# prints (the evidence of a failure must outlive cluster-down).
 wait_for() {
   local label="$1" timeout="$2" logf="$3"; shift 3
   local t0 deadline; t0="$(date +%s.%N)"; deadline=$(( $(date +%s) + timeout ))
@@ -88,7 +90,10 @@ wait_for() {
   until "$@" >/dev/null 2>&1; do
     if (( $(date +%s) > deadline )); then
       printf 'TIMEOUT (%s)\n' "$(_elapsed "$t0")" >&2
-      if [[ -n "$logf" && -f "$logf" ]]; then
+      if [[ -n "$logf" ]] && declare -F "$logf" >/dev/null; then
+        printf '[cluster] %s:\n' "$logf" >&2
+        "$logf" 2>&1 | sed 's/^/    /' >&2
+      elif [[ -n "$logf" && -f "$logf" ]]; then
         printf '[cluster] last 40 lines of %s:\n' "$logf" >&2
         tail -n 40 "$logf" | sed 's/^/    /' >&2
       fi

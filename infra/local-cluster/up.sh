@@ -169,10 +169,13 @@ egress_guard() {
 # or at its endpoint ($NODE_IP:$APISERVER_PORT), but it listens on
 # 127.0.0.1 only: both are DNATed to 127.0.0.1 as they arrive from the pod
 # bridge (route_localnet=1 lets the kernel route them, as for kube-proxy's
-# localhost NodePorts). First in nat PREROUTING, ahead of kube-proxy's
-# KUBE-SERVICES (a DNAT ends the chain, and kube-proxy would send them to the
-# node address); kube-proxy only checks that its own jump exists, so it
-# stays second. Runs after kube-proxy started, which put its jump first.
+# localhost NodePorts). Our jump must be first in nat PREROUTING, ahead of
+# kube-proxy's KUBE-SERVICES: the first DNAT ends the chain, and kube-proxy's
+# sends them to the node address, where nothing listens (pods then get
+# "connection refused" from 10.96.0.1:443). kube-proxy puts its jump first
+# (iptables -I) on its first sync, and later only checks that it exists, so
+# ours goes in after that sync (start_kube_proxy waits for it) and is then
+# checked to be first.
 apiserver_for_pods() {
   sysctl -qw net.ipv4.conf.all.route_localnet=1
   iptables -t nat -N WSPS-APISERVER 2>/dev/null || iptables -t nat -F WSPS-APISERVER
@@ -181,7 +184,13 @@ apiserver_for_pods() {
   iptables -t nat -D PREROUTING -i "$CNI_BRIDGE" -j WSPS-APISERVER 2>/dev/null || true
   iptables -t nat -I PREROUTING 1 -i "$CNI_BRIDGE" -j WSPS-APISERVER
   iptables -t nat -S PREROUTING
+  local first; first="$(nat_prerouting_rules | head -n 1)"
+  [[ "$first" == "-A PREROUTING -i $CNI_BRIDGE -j WSPS-APISERVER" ]] || die "WSPS-APISERVER is not first in nat PREROUTING (first: $first)"
 }
+# The nat PREROUTING rules, without iptables-nft's warning about legacy tables.
+nat_prerouting_rules() { iptables -t nat -S PREROUTING 2>/dev/null | grep '^-A'; }
+# kube-proxy has synced once: its KUBE-SERVICES jump is in nat PREROUTING.
+kube_proxy_synced() { nat_prerouting_rules | grep -q -- '-j KUBE-SERVICES$'; }
 
 # --- components -----------------------------------------------------------------
 
@@ -267,6 +276,9 @@ start_kubelet() {
 start_kube_proxy() {
   start kube-proxy "$K8S_BIN/kube-proxy" --config="$STATE_DIR/kube-proxy.yaml" --v=1
   wait_up kube-proxy 30 curl -sf --max-time 2 http://127.0.0.1:10256/healthz
+  # Its healthz answers before its first sync has written any rule (seen:
+  # the jump came 0.1-2 s later), and apiserver_for_pods must follow that sync.
+  wait_for "kube-proxy first sync (KUBE-SERVICES in nat PREROUTING)" 60 "$LOG_DIR/kube-proxy.log" kube_proxy_synced
 }
 
 start_dns() {
@@ -348,7 +360,18 @@ start_keda() {
   render "$LC_DIR/manifests/keda.yaml" "$STATE_DIR/keda.yaml"
   _apply() { "${KUBECTL[@]}" apply -f "$STATE_DIR/keda.yaml"; }
   step "apply keda manifests" "$LOG_DIR/manifests.log" _apply
-  wait_for "keda operator and external metrics API ready" 180 "$LOG_DIR/manifests.log" keda_ready
+  wait_for "keda operator and external metrics API ready" 180 keda_evidence keda_ready
+}
+# What a KEDA that does not come up says: its pods, the last lines of each
+# container's log, and the nat rules pods reach the apiserver through.
+keda_evidence() {
+  "${KUBECTL[@]}" -n keda get pods -o wide
+  local f
+  for f in /var/log/pods/keda_*/*/*.log; do
+    [[ -f "$f" ]] || continue
+    echo "--- $f"; tail -n 8 "$f" | cut -c1-400
+  done
+  nat_prerouting_rules
 }
 keda_ready() {
   [[ "$("${KUBECTL[@]}" -n keda get deploy keda-operator -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" == 1 ]] &&
