@@ -12,6 +12,7 @@
 //
 // `loadgen floor ...` is not a client: it runs the hot-symbol section's
 // floor server (floor.go), kept in this binary to share its frame code.
+// `loadgen hiccup ...` is the bench's host hiccup meter (hiccup.go).
 package main
 
 import (
@@ -84,6 +85,10 @@ type options struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "floor" { // the hot section's floor server (floor.go)
 		floorMain(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "hiccup" { // the bench's host hiccup meter (hiccup.go)
+		hiccupMain(os.Args[2:])
 		return
 	}
 	var o options

@@ -6,6 +6,14 @@ import { quantiles } from './fleet.js'
 import { CpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
 import { KEEP_UP, P99_LIMIT_MS } from './profiles.js'
+import { monoMs } from './hiccup.js'
+
+/**
+ * The fleet's tick (loadgen -report-ms default): a window's latencies are
+ * those of the ticks ending in it, so it reaches back up to one tick before
+ * its start, and so does the host stall that counts against it.
+ */
+const FLEET_TICK_MS = 1000
 
 export const log = (/** @type {string} */ msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`)
 
@@ -20,8 +28,9 @@ export class BenchRun {
    * @param {string} o.redisUrl
    * @param {number | null} o.redisPid
    * @param {ReturnType<typeof import('./spawn.js').start>} o.publisher
+   * @param {import('./hiccup.js').HiccupMeter | null} [o.hiccup] the host hiccup meter (none: steps report no hiccup)
    */
-  constructor ({ P, loadgen, serverCore, loadCore, runDir, redisUrl, redisPid, publisher }) {
+  constructor ({ P, loadgen, serverCore, loadCore, runDir, redisUrl, redisPid, publisher, hiccup = null }) {
     this.P = P
     this.loadgen = loadgen
     this.serverCore = serverCore
@@ -30,6 +39,7 @@ export class BenchRun {
     this.redisUrl = redisUrl
     this.redisPid = redisPid
     this.publisher = publisher
+    this.hiccup = hiccup
     this.redisPids = this.redisPids.bind(this)
   }
 
@@ -102,12 +112,17 @@ export class BenchRun {
     }
     const steal = new StealMeter()
     const t0 = Date.now()
+    const m0 = monoMs()
     await sleep(measureMs)
     const t1 = Date.now()
+    const m1 = monoMs()
     const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
     const stolen = round(steal.read(), 3)
     const rss = rssBytes(tree(roots()))
     await fleet.tickedAfter(t1)
+    await this.hiccup?.reportedAfter(m1)
+    const hiccup = this.hiccup ? this.hiccup.stalls(m0 - FLEET_TICK_MS, m1) : []
+    const known = hiccup.filter((x) => x !== null)
     const w = fleet.window(t0, t1)
     const seconds = w.ticks / fleet.kids.length
     const pubPerSec = this.published(t0, t1)
@@ -131,6 +146,8 @@ export class BenchRun {
       p999: round(p999, 1),
       cpu,
       steal: stolen,
+      hiccup: hiccup.map((x) => (x === null ? null : round(x, 1))),
+      hiccupMs: known.length ? round(Math.max(...known), 1) : null,
       rssMiB: round(rss / 2 ** 20, 1),
       perCore: cpu.server > 0.05 ? Math.round(delivered / cpu.server) : null,
       publisherKeptUp,

@@ -16,7 +16,8 @@ import { join } from 'node:path'
 import { startRedis } from '@wsps/testkit'
 import { StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log, round } from './bench-run.js'
-import { PROFILES } from './profiles.js'
+import { HiccupMeter } from './hiccup.js'
+import { HICCUP_LIMIT_MS, PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
 import { fanoutAll } from './sections/fanout.js'
@@ -64,7 +65,11 @@ const redisPid = pinRedis(redis.pid)
 results.placement.redisPid = redisPid
 const publisher = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${redis.url}`, `--symbols=${P.symbols}`], { core: LOAD_CORE, name: 'publisher' })
 await publisher.waitLine((l) => l.type === 'ready', 20_000)
-const run = new BenchRun({ P, loadgen: LOADGEN, serverCore: SERVER_CORE, loadCore: LOAD_CORE, runDir, redisUrl: redis.url, redisPid, publisher })
+// The host hiccup meter, one per core for the whole run: a window in which
+// the platform stalled is told apart from the server's latency.
+const hiccup = await HiccupMeter.start(LOADGEN)
+if (!hiccup.realtime) log(`hiccup meter at normal priority (real-time refused: ${hiccup.refusals.join('; ')}): it also sees the load on its core`)
+const run = new BenchRun({ P, loadgen: LOADGEN, serverCore: SERVER_CORE, loadCore: LOAD_CORE, runDir, redisUrl: redis.url, redisPid, publisher, hiccup })
 
 /**
  * Runs one part; a part that fails is recorded as its error and the run goes on.
@@ -101,6 +106,8 @@ try {
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
+  results.machine.hiccup = { ...hiccup.summary(), limitMs: HICCUP_LIMIT_MS }
+  await hiccup.stop()
   await publisher.stop('SIGTERM', { graceMs: 3000, killAfterMs: 3000 })
   await redis.close()
   rmSync(runDir, { recursive: true, force: true })

@@ -42,8 +42,8 @@ test('the report renders a headline row per server with the ratio to the naive b
   assert.match(md, /\| wsps gateway \| 5,000 \| 5\.0× \|/)
   assert.match(md, /\| naive \| 1,000 \| 1\.0× \|/)
   assert.match(md, /CPU steal 6\.1% of the run/)
-  assert.match(md, /\| CPU redis \| steal % \| RSS MiB \| ok \|\n\| ---(?: \| ---:){14} \| --- \|/, 'the ramp table has a steal column, and its separator as many cells')
-  assert.match(md, /\| 0\.10 \| 12\.5 \| 10 \| yes \|/, 'each step shows its steal')
+  assert.match(md, /\| CPU redis \| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){15} \| --- \|/, 'the ramp table has a steal column, and its separator as many cells')
+  assert.match(md, /\| 0\.10 \| 12\.5 \| {2}\| 10 \| yes \|/, 'each step shows its steal (and no hiccup: this run had no meter)')
 })
 
 test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest time is not counted twice', () => {
@@ -108,6 +108,7 @@ test('the hot-symbol sweep renders p99 per connection count, server and worker c
   })
   // server µs per delivery / per frame: 0.5 cores over 40,000/s
   assert.match(md, /\| 10,000 \| wsps \| 1 \| 10,000 \| 40,000 \(40,000\) \| 1\.0 \| 1\.0 \/ 90\.0 \/ 90\.0 \| 0\.50 \| 12\.5 \/ 12\.5 \|/)
+  assert.match(md, /\| steal % \| hiccup ms \|\n\| ---:(?: \| ---:| \| ---){10} \|/, 'the hot table has a hiccup column, and as many separator cells')
   assert.match(md, /\| 10,000 \| wsps-2w \| 2 \| 5,000 \|/)
   assert.match(md, /\| 2,500 \| floor \| 1 \| 2,500 \| 10,000 \(10,000\) \| 1\.0 \| 1\.0 \/ 45\.0 \/ 45\.0 \| 0\.20 \| 20\.0 \/ 20\.0 \|/)
   assert.match(md, /\*\*floor\*\*: bare write loop \(Go, 1 thread\): the floor/)
