@@ -146,7 +146,12 @@ func hiccupMain(args []string) {
 	buf := make([]byte, 0, 160)
 	before := int64(time.Since(origin))
 	for before < stopAt {
-		_ = syscall.Nanosleep(&req, nil)
+		// A raw syscall: the runtime does not hand this thread's P to
+		// another one at every sleep (that costs more than the sleep), and
+		// sysmon, seeing a goroutine that runs, backs off to polling every
+		// 10 ms. Its preemption signal ends a sleep early now and then
+		// (EINTR: a wake-up that is early counts as 0 late).
+		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&req)), 0, 0)
 		after := int64(time.Since(origin))
 		if c, ok := book.observe(base+after, after-before-sleepNs); ok {
 			buf = appendHiccupLine(buf[:0], *core, c)
