@@ -17,7 +17,7 @@ import { startRedis } from '@wsps/testkit'
 import { StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log, round } from './bench-run.js'
 import { HiccupMeter } from './hiccup.js'
-import { HICCUP_LIMIT_MS, PROFILES } from './profiles.js'
+import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
 import { fanoutAll } from './sections/fanout.js'
@@ -106,7 +106,7 @@ try {
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
-  results.machine.hiccup = { ...hiccup.summary(), limitMs: HICCUP_LIMIT_MS }
+  results.machine.hiccup = hiccup.summary()
   await hiccup.stop()
   await publisher.stop('SIGTERM', { graceMs: 3000, killAfterMs: 3000 })
   await redis.close()

@@ -41,16 +41,4 @@ export const PROFILES = {
 export const P99_LIMIT_MS = 100
 /** ...or when fewer than this share of the offered deliveries arrived. */
 export const KEEP_UP = 0.85
-/**
- * A window in which the host stalled a core this long (the hiccup meter's
- * longest late wake-up, loadgen/hiccup.go) is no measurement of the server:
- * it is measured again (verdict.js). A quarter of the latency bound: a
- * stall that long puts every quote published during it at least that far
- * behind, on every server alike, so a p99 near the bound says nothing of
- * the server; at idle this machine's meter shows 0.1-15 ms per second.
- */
-export const HICCUP_LIMIT_MS = 25
-/** Windows measured at most at one rate (host stalls and the latency retry together). */
-export const MAX_WINDOWS = 3
-
 /** @typedef {typeof PROFILES.full} Profile */

@@ -5,8 +5,6 @@ const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || 
 const stealCell = (/** @type {number | undefined} */ x) => (x === undefined ? '' : f(x * 100, 1))
 /** A step's longest host stall (ms) as a cell; empty where a run had no meter. */
 const hiccupCell = (/** @type {number | null | undefined} */ x) => (x === undefined ? '' : f(x, 1))
-/** A ramp step's outcome: passed, failed, or a window the host stalled in. */
-const okCell = (/** @type {any} */ s) => (s.notMeasurable ? `not measurable (host stalls ${s.notMeasurable.join(', ')} ms)` : s.discarded ? `discarded (${s.discarded})` : s.pass ? 'yes' : 'no')
 const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
 /** Server CPU microseconds per item: cores busy / items per second. */
 const usPer = (/** @type {number} */ cores, /** @type {number} */ perSec) => (perSec > 0 ? f(cores * 1e6 / perSec, 1) : 'n/a')
@@ -20,7 +18,7 @@ export function renderMarkdown (r) {
   const hic = r.machine.hiccup
   if (hic) {
     const cores = hic.cores.map((/** @type {any} */ c) => `core ${c.core}: max ${f(c.maxMs, 1)}, p99 ${f(c.p99Ms, 1)}`).join('; ')
-    out.push('', `Host hiccup meter (one thread per core sleeping 1 ms${hic.realtime ? ' at real-time priority, so it does not see the servers\' own load' : `, at NORMAL priority: real-time was refused (${hic.refusals.join('; ')}), so it also sees the load of its core`}): longest late wake-up per 100 ms interval over the run: ${cores} ms. A ramp window whose host stall reached ${f(hic.limitMs)} ms was measured again (README.md, method).`)
+    out.push('', `Host hiccup meter (one thread per core sleeping 1 ms${hic.realtime ? ' at real-time priority, so it does not see the servers\' own load' : `, at NORMAL priority: real-time was refused (${hic.refusals.join('; ')}), so it also sees the load of its core`}): longest late wake-up per 100 ms interval over the run: ${cores} ms. Each step's \`hiccup ms\` is the longest such stall on any core in its window: a failed window with a small one failed for the server or its neighbours on the machine, not for the platform (README.md, "Host stalls").`)
   }
   out.push('')
   const p = r.params
@@ -52,13 +50,11 @@ export function renderMarkdown (r) {
     out.push('')
     for (const n of notes) out.push(`Note: ${n}`, '')
     out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries):', '')
-    const discarded = names.filter((n) => fan[n].discarded !== undefined).map((n) => `${n} ${fan[n].discarded}`)
-    if (r.machine.hiccup && discarded.length) out.push(`Windows discarded because the host stalled in them (hiccup ≥ ${f(r.machine.hiccup.limitMs)} ms), per server: ${discarded.join(', ')}.`, '')
     out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | per core-s | CPU loadgen | CPU redis | steal % | hiccup ms | RSS MiB | ok |')
     out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
     for (const n of names) {
       for (const s of fan[n].steps ?? []) {
-        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${stealCell(s.steal)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${okCell(s)} |`)
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${stealCell(s.steal)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
     }
     out.push('')
@@ -145,29 +141,20 @@ function targets (r) {
   const verdict = (/** @type {boolean | null} */ ok) => (ok === null ? 'not measurable in this run' : ok ? 'met' : 'not met')
   const ratio = (/** @type {number | undefined} */ a, /** @type {number | undefined} */ b) => (a && b ? a / b : null)
   const times = (/** @type {number | null} */ x) => (x === null ? 'n/a (a server passed no step)' : `${x.toFixed(1)}×`)
-  // A ramp that ended on a step the host stalled in has no max of its own:
-  // no ratio that involves it is a pass.
-  const stalledNote = (/** @type {any[]} */ ...xs) => {
-    const names = xs.filter((x) => x?.notMeasurable).map((x) => x.label)
-    return names.length ? ` (not measurable: ${names.join(', ')} ended on a step the host stalled in)` : ''
-  }
   const maxRatio = ratio(w.max?.delivered, n?.max?.delivered)
-  const maxStall = stalledNote(w, n)
-  rows.push(`| merge mode ≥ 12× naive at p99 ≤ 100 ms | latency-bounded max ${f(w.max?.delivered)} vs ${f(n?.max?.delivered)} deliveries/s: ${times(maxRatio)}${maxStall} | ${verdict(maxRatio === null || maxStall ? null : maxRatio >= 12)} |`)
+  rows.push(`| merge mode ≥ 12× naive at p99 ≤ 100 ms | latency-bounded max ${f(w.max?.delivered)} vs ${f(n?.max?.delivered)} deliveries/s: ${times(maxRatio)} | ${verdict(maxRatio === null ? null : maxRatio >= 12)} |`)
   const d = fan['wsps-distinct']
   if (d) {
     const dRatio = ratio(d.max?.delivered, n?.max?.delivered)
     const gaps = (d.steps ?? []).filter((/** @type {any} */ s) => !s.saturation).reduce((/** @type {number} */ a, /** @type {any} */ s) => a + (s.gaps ?? 0), 0)
-    const dStall = stalledNote(d, n)
-    rows.push(`| distinct mode ≥ 4× naive, every tick in order | latency-bounded max ${f(d.max?.delivered)} deliveries/s (counted tick by tick): ${times(dRatio)}; seq gaps over its ramp: ${f(gaps)}${dStall} | ${verdict(dRatio === null || dStall ? null : dRatio >= 4 && d.max.gaps === 0)} |`)
+    rows.push(`| distinct mode ≥ 4× naive, every tick in order | latency-bounded max ${f(d.max?.delivered)} deliveries/s (counted tick by tick): ${times(dRatio)}; seq gaps over its ramp: ${f(gaps)} | ${verdict(dRatio === null ? null : dRatio >= 4 && d.max.gaps === 0)} |`)
   }
   for (const other of ['socketio', 'pushpin']) {
     const o = fan[other]
     if (!o) continue
     const lb = ratio(w.max?.delivered, o.max?.delivered)
     const rr = ratio(w.saturated?.perCore, o.saturated?.perCore)
-    const oStall = stalledNote(w, o)
-    rows.push(`| ahead of ${o.label} | latency-bounded max: ${times(lb)}; per core-second at saturation: ${rr === null ? 'n/a' : `${rr.toFixed(1)}×`}${oStall} | ${verdict(oStall ? null : lb === null ? (rr === null ? null : rr > 1) : lb > 1)} |`)
+    rows.push(`| ahead of ${o.label} | latency-bounded max: ${times(lb)}; per core-second at saturation: ${rr === null ? 'n/a' : `${rr.toFixed(1)}×`} | ${verdict(lb === null ? (rr === null ? null : rr > 1) : lb > 1)} |`)
   }
   const levels = Array.isArray(r.hot?.levels) ? r.hot.levels : []
   const top = levels[levels.length - 1]
