@@ -6,27 +6,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"strconv"
 )
 
 // appendServerFrame appends one final, unmasked server frame to dst.
 func appendServerFrame(dst []byte, op byte, payload []byte) []byte {
-	return append(appendHeader(dst, op, len(payload)), payload...)
-}
-
-// appendHeader appends a final, unmasked frame header for a payload of n bytes.
-func appendHeader(dst []byte, op byte, n int) []byte {
-	dst = append(dst, 0x80|op)
-	switch {
-	case n < 126:
-		return append(dst, byte(n))
-	case n <= 0xFFFF:
-		return append(dst, 126, byte(n>>8), byte(n))
-	}
-	dst = append(dst, 127)
-	return binary.BigEndian.AppendUint64(dst, uint64(n))
+	return append(appendHeader(dst, op, len(payload), 0), payload...)
 }
 
 var (
@@ -38,7 +24,7 @@ var (
 // quoteFrame is the text frame of one quote as the wsps protocol's `q`
 // (one entry: the publisher's JSON as is), built into dst[:0].
 func quoteFrame(dst, quote []byte) []byte {
-	dst = appendHeader(dst[:0], opText, len(quotesHead)+len(quote)+len(listTail))
+	dst = appendHeader(dst[:0], opText, len(quotesHead)+len(quote)+len(listTail), 0)
 	dst = append(dst, quotesHead...)
 	dst = append(dst, quote...)
 	return append(dst, listTail...)

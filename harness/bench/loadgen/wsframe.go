@@ -95,16 +95,7 @@ func parseFrame(b []byte) (f frame, n int, err error) {
 // appendFrame appends one final client frame (masked with mask, as RFC 6455
 // requires of clients) to dst.
 func appendFrame(dst []byte, op byte, payload []byte, mask [4]byte) []byte {
-	dst = append(dst, 0x80|op)
-	switch n := len(payload); {
-	case n < 126:
-		dst = append(dst, 0x80|byte(n))
-	case n <= 0xFFFF:
-		dst = append(dst, 0x80|126, byte(n>>8), byte(n))
-	default:
-		dst = append(dst, 0x80|127)
-		dst = binary.BigEndian.AppendUint64(dst, uint64(n))
-	}
+	dst = appendHeader(dst, op, len(payload), maskBit)
 	dst = append(dst, mask[:]...)
 	start := len(dst)
 	dst = append(dst, payload...)
@@ -112,6 +103,24 @@ func appendFrame(dst []byte, op byte, payload []byte, mask [4]byte) []byte {
 		dst[start+i] ^= mask[i&3]
 	}
 	return dst
+}
+
+// maskBit in a header's length byte says a masking key follows (client frames).
+const maskBit = 0x80
+
+// appendHeader appends a final frame header for a payload of n bytes: masked
+// is maskBit for a client's frame (its key is appended next), 0 for a
+// server's (loadgen floor).
+func appendHeader(dst []byte, op byte, n int, masked byte) []byte {
+	dst = append(dst, 0x80|op)
+	switch {
+	case n < 126:
+		return append(dst, masked|byte(n))
+	case n <= 0xFFFF:
+		return append(dst, masked|126, byte(n>>8), byte(n))
+	}
+	dst = append(dst, masked|127)
+	return binary.BigEndian.AppendUint64(dst, uint64(n))
 }
 
 // closePayload is a close frame's body: the code and an optional reason.
