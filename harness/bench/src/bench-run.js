@@ -17,6 +17,9 @@ const FLEET_TICK_MS = 1000
 
 export const log = (/** @type {string} */ msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`)
 
+/** What the machine did during a step, for the log lines: its CPU steal and longest host stall. */
+export const hostNote = (/** @type {{steal: number, hiccupMs: number | null}} */ s) => `steal ${round(s.steal * 100, 1)}% hiccup ${s.hiccupMs ?? 'n/a'} ms`
+
 export class BenchRun {
   /**
    * @param {object} o

@@ -3,6 +3,7 @@
 // bench reads of it: the longest stall of the platform in a window.
 
 import { cpus } from 'node:os'
+import { percentile } from '../../testkit/src/stats.js'
 import { start } from './spawn.js'
 
 /** CLOCK_MONOTONIC in ms: the meter's clock (libuv's hrtime reads the same one). */
@@ -43,9 +44,9 @@ export function stallIn (lines, m0, m1) {
  * @returns {{intervals: number, maxMs: number | null, p99Ms: number | null}}
  */
 export function hiccupSummary (lines) {
-  const xs = lines.filter((l) => l.type === 'hiccup').map((l) => l.maxUs / 1000).sort((a, b) => a - b)
+  const xs = lines.filter((l) => l.type === 'hiccup').map((l) => l.maxUs / 1000)
   if (xs.length === 0) return { intervals: 0, maxMs: null, p99Ms: null }
-  return { intervals: xs.length, maxMs: xs[xs.length - 1], p99Ms: xs[Math.min(xs.length - 1, Math.ceil(0.99 * xs.length) - 1)] }
+  return { intervals: xs.length, maxMs: Math.max(...xs), p99Ms: percentile(xs, 99) }
 }
 
 /** One meter process per core, started once per run. */

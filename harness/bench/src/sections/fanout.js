@@ -6,7 +6,7 @@ import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
 import { rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
-import { log, round } from '../bench-run.js'
+import { hostNote, log, round } from '../bench-run.js'
 import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
 
 /**
@@ -68,7 +68,7 @@ export async function fanoutAll (run, names) {
     const measure = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {number} */ measureMs) => {
       const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix, strict: SERVERS[x.name].strict })
       run.setRate(0, x.prefix)
-      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis} steal ${Math.round(s.steal * 1000) / 10}% hiccup ${s.hiccupMs ?? 'n/a'} ms ${s.pass ? 'ok' : 'LIMIT'}`)
+      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
       await sleep(1000) // let it drain before the next one is measured
       return s
     }

@@ -12,7 +12,7 @@
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
 import { sleep } from '@wsps/testkit'
-import { log } from '../bench-run.js'
+import { hostNote, log } from '../bench-run.js'
 
 const NAMES = ['wsps', 'wsps-2w', 'floor']
 
@@ -85,7 +85,7 @@ async function hotStep (run, x, conns) {
     const rate = P.hotPerConnRate * P.hotSymbols
     const s = await run.step({ fleet, roots: x.srv.roots, rate, settleMs: P.settleMs, measureMs: P.latMeasureMs, prefix: x.prefix, symbols: P.hotSymbols })
     run.setRate(0, x.prefix)
-    log(`  hot ${x.name.padEnd(8)} ${fleet.conns} conns: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} steal ${Math.round(s.steal * 1000) / 10}% hiccup ${s.hiccupMs ?? 'n/a'} ms ${s.pass ? 'ok' : 'LIMIT'}`)
+    log(`  hot ${x.name.padEnd(8)} ${fleet.conns} conns: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
     return { connected: fleet.conns, ...s }
   } finally {
     await fleet.stop()
