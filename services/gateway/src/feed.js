@@ -29,6 +29,16 @@ import { removeFrom } from './unordered.js'
  * @typedef {import('./outbox.js').Outbox} Outbox
  */
 
+/** What Feed#onQuote did with a quote. */
+export const Taken = Object.freeze({
+  /** Not newer than the held quote: dropped. */
+  STALE: 0,
+  /** Held (and handed on when live), or buffered while resuming. */
+  HELD: 1,
+  /** The first quote of a new epoch: every subscriber got it as a snapshot marked lost. */
+  NEW_EPOCH: 2
+})
+
 export class Feed {
   #symbol
   #fanout
@@ -332,33 +342,34 @@ export class Feed {
    *
    * @param {Quote} quote
    * @param {string} raw the same, serialized as published
-   * @returns {boolean} false when it was not newer than the held one
+   * @returns {number} a Taken value
    */
   onQuote (quote, raw) {
     if (this.#buffer !== null) {
       if (this.#buffer.length < this.#bufferMax) this.#buffer.push({ quote, raw })
       else this.#overflow = true
-      return true
+      return Taken.HELD
     }
     const prev = this.#last
-    if (!this.#hold(quote, raw)) return false
-    if (!this.#live) return true
+    if (!this.#hold(quote, raw)) return Taken.STALE
+    if (!this.#live) return Taken.HELD
     if (prev !== null && prev.epoch !== quote.epoch) {
       // A new history (Redis lost it: restarted empty, flushed, evicted):
       // nothing says the subscribers missed nothing. Everyone starts over
       // from this quote, told so when they held one of a known epoch.
-      this.#snapAll(typeof prev.epoch === 'string')
-      return true
+      const lost = typeof prev.epoch === 'string'
+      this.#snapAll(lost)
+      return lost ? Taken.NEW_EPOCH : Taken.HELD
     }
     if (this.#count === 0) {
       // Nobody holds anything: a reader returning before the channel is
       // dropped starts from the latest quote.
       this.#settle()
-      return true
+      return Taken.HELD
     }
     if (prev === null) {
       this.#snapAll()
-      return true
+      return Taken.HELD
     }
     // O(1) per quote: subscribers are touched once per fan-out pass, and
     // several quotes of a symbol within one window merge into one update
@@ -371,7 +382,7 @@ export class Feed {
       this.#queued = true
       this.#fanout.queue(this)
     }
-    return true
+    return Taken.HELD
   }
 
   /**

@@ -18,7 +18,7 @@
 // read comes after the SUBSCRIBE, so history and the buffered stream
 // overlap and nothing falls between them.
 
-import { Feed } from './feed.js'
+import { Feed, Taken } from './feed.js'
 import { FULL_RATE } from './outbox.js'
 
 /**
@@ -189,7 +189,12 @@ export class Hub {
     if (!feed) return
     this.#metrics.quotesIn.inc()
     const quote = this.#parse(raw)
-    if (quote === null || !feed.onQuote(quote, raw)) this.#metrics.staleIn.inc()
+    const taken = quote === null ? Taken.STALE : feed.onQuote(quote, raw)
+    if (taken === Taken.STALE) this.#metrics.staleIn.inc()
+    // Redis lost the symbol's history while this gateway was connected
+    // (FLUSHALL, eviction, a restart faster than the reconnect): a gap
+    // nothing could fill, counted like one.
+    else if (taken === Taken.NEW_EPOCH) this.#metrics.gapFills.inc({ result: 'snapshot' })
   }
 
   /**
