@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math/rand"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -104,23 +103,9 @@ func main() {
 	}()
 
 	st := &account.Stats{}
-	sampler := newZipf(o.symbols, o.zipf)
-	plans := make([][]string, o.conns)
-	planIdx := make([][]int, o.conns)
+	plans, planIdx := plan(&o)
 	readyConn := make([]atomic.Bool, o.conns)
 	conns := make([]account.ConnState, o.conns)
-	for i := range planIdx {
-		rng := rand.New(rand.NewSource(o.seed*1_000_003 + int64(o.first+i)))
-		idx := sampler.distinct(rng, o.k)
-		syms := make([]string, len(idx))
-		for j, r := range idx {
-			syms[j] = account.SymbolName(r)
-		}
-		if o.mode != "epoll" { // the epoll mode names them only to subscribe
-			plans[i] = syms
-		}
-		planIdx[i] = idx
-	}
 
 	var connected, ready, failed atomic.Int64
 	handshake := newSamples(o.conns)

@@ -6,7 +6,32 @@ package main
 import (
 	"math"
 	"math/rand"
+
+	"wsps/bench/loadgen/internal/account"
 )
+
+// plan draws each connection's symbols: their ranks (what it counts) and,
+// in the goroutine mode, their names (what it subscribes with; the epoll
+// mode names them only to subscribe). Connection i's draw is seeded by
+// -seed and its global index, so a fleet's processes draw as one.
+func plan(o *options) (names [][]string, ranks [][]int) {
+	sampler := newZipf(o.symbols, o.zipf)
+	names = make([][]string, o.conns)
+	ranks = make([][]int, o.conns)
+	for i := range ranks {
+		rng := rand.New(rand.NewSource(o.seed*1_000_003 + int64(o.first+i)))
+		idx := sampler.distinct(rng, o.k)
+		syms := make([]string, len(idx))
+		for j, r := range idx {
+			syms[j] = account.SymbolName(r)
+		}
+		if o.mode != "epoll" {
+			names[i] = syms
+		}
+		ranks[i] = idx
+	}
+	return names, ranks
+}
 
 // Zipf-like popularity over ranks 0..n-1.
 type zipf struct{ cdf []float64 }
