@@ -3,8 +3,11 @@
 // publisher, each pinned to its own core while the load generator, Redis
 // and the publisher share the other one. Writes results.json and results.md.
 //
-//   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --loadgen=BIN
+//   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
 //   [--only=fanout,hot,idle,nginx,sim,ingest] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
+//
+// --bin: the directory of the bench's Go programs (loadgen, floor, hiccup;
+// go-bin.js), by default the one scripts/setup.sh links in the cache.
 //
 // The parts are in sections/; what they share (the publisher, the measured
 // step) in bench-run.js; sizes in profiles.js.
@@ -16,6 +19,7 @@ import { join } from 'node:path'
 import { startRedis } from '@wsps/testkit'
 import { StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log, round } from './bench-run.js'
+import { goBin } from './go-bin.js'
 import { HiccupMeter } from './hiccup.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
@@ -30,7 +34,7 @@ import { NICE, start } from './spawn.js'
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
-const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
+const BIN = goBin(args.bin)
 const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest').split(','))
 const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,socketio,pushpin').split(',')
 
@@ -59,7 +63,7 @@ const results = {
   ingest: null
 }
 
-log(`profile ${PROFILE}; loadgen ${LOADGEN}; run dir ${runDir}`)
+log(`profile ${PROFILE}; loadgen ${BIN.loadgen}; run dir ${runDir}`)
 const redis = await startRedis()
 const redisPid = pinRedis(redis.pid)
 results.placement.redisPid = redisPid
@@ -67,9 +71,9 @@ const publisher = start(process.execPath, [new URL('./publisher.js', import.meta
 await publisher.waitLine((l) => l.type === 'ready', 20_000)
 // The host hiccup meter, one per core for the whole run: a window in which
 // the platform stalled is told apart from the server's latency.
-const hiccup = await HiccupMeter.start(LOADGEN)
+const hiccup = await HiccupMeter.start(BIN.hiccup)
 if (!hiccup.realtime) log(`hiccup meter at normal priority (real-time refused: ${hiccup.refusals.join('; ')}): it also sees the load on its core`)
-const run = new BenchRun({ P, loadgen: LOADGEN, serverCore: SERVER_CORE, loadCore: LOAD_CORE, runDir, redisUrl: redis.url, redisPid, publisher, hiccup })
+const run = new BenchRun({ P, bin: BIN, serverCore: SERVER_CORE, loadCore: LOAD_CORE, runDir, redisUrl: redis.url, redisPid, publisher, hiccup })
 
 /**
  * Runs one part; a part that fails is recorded as its error and the run goes on.

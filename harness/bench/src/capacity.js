@@ -23,6 +23,7 @@ import { log, round as roundTo } from './bench-run.js'
 import { LIMITS, extrapolate, parseMeminfo, parseSockstat, perConnection, plan, stopCause } from './capacity-plan.js'
 import { renderSummary } from './capacity-report.js'
 import { quantiles, startFleet } from './fleet.js'
+import { goBin } from './go-bin.js'
 import { CpuMeter, cpuSeconds, rssBytes } from '@wsps/testkit/proc'
 import { SERVERS } from './servers.js'
 import { start } from './spawn.js'
@@ -60,7 +61,7 @@ const CONCURRENCY = num('concurrency', 200)
 const TICK_MS = 10_000
 const LOADGEN_ARGS = ['-mode=epoll', '-gogc=50', `-report-ms=${TICK_MS}`]
 const OUT = args.out ?? '.run/capacity'
-const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
+const LOADGEN = args.loadgen ?? goBin().loadgen
 const PIDS = args.pids ?? null
 const MIB = 2 ** 20
 /** @param {number} x @param {number} [d] */
