@@ -19,7 +19,7 @@ after(() => { for (const c of clients) c.close() })
 // Its Redis keeps an append-only file: a restart may come back with everything.
 const stack = useStack({ persist: true })
 const on = setUp(async () => {
-  // 20 ticks a second per symbol; history (default 200) covers 10 s of each.
+  // 20 ticks a second per symbol; history (default 100) covers 5 s of each.
   const fetcher = await stack.fetcher({ WSPS_FETCH_INTERVAL_MS: 50 })
   const gws = [await stack.gateway({ WSPS_DRAIN_MS: 300 }), await stack.gateway({ WSPS_DRAIN_MS: 300 })]
   return { fetcher, gws }
