@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { runIsolated } from './lib/isolate.js'
+import { runIsolated } from '../testkit/src/isolate.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 

@@ -5,7 +5,7 @@
 
 import WebSocket from 'ws'
 import { Outcome, QuoteReceiver } from '@wsps/protocol'
-import { waitFor } from './index.js'
+import { waitFor } from './wait.js'
 
 /**
  * A protocol-checking test client. It records every frame, keeps the quote

@@ -6,7 +6,7 @@
 
 import WebSocket from 'ws'
 import { ClientOp, Outcome, QuoteReceiver } from '@wsps/protocol'
-import { Histogram } from '../../testkit/src/stats.js'
+import { Histogram } from './stats.js'
 
 /**
  * @typedef {object} FleetClient
