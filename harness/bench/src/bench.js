@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { startRedis } from '@wsps/testkit'
 import { StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log, round } from './bench-run.js'
+import { parseFlags } from './cli.js'
 import { HiccupMeter } from './hiccup.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
@@ -27,7 +28,7 @@ import { ingest } from './sections/ingest.js'
 import { nginxVsDirect } from './sections/nginx.js'
 import { NICE, start } from './spawn.js'
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
+const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, loadgen: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' } })
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
