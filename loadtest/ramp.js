@@ -185,7 +185,27 @@ class Conn {
     this.reconnectTimer = null
     /** @type {any} */
     this.helloTimer = null
-    this.resetCounters()
+    // The current socket's state, set again by every open().
+    /** @type {{at: number, node: string} | null} the close this socket replaces (reconnects) */
+    this.from = null
+    this.node = ''
+    /** @type {{node: string}} */
+    this.tags = { node: 'none' }
+    this.tracker = new QuoteTracker()
+    this.gotHello = false
+    this.snapped = false
+    this.byClient = false
+    /** @type {string | undefined} */
+    this.lastError = undefined
+    this.subAt = 0
+    this.noHello = false
+    this.t0 = 0
+    // Counters since the last flush (resetCounters()).
+    this.frames = 0
+    this.quotes = 0
+    this.quotesHold = 0
+    this.latSum = 0
+    this.snaps = 0
   }
 
   resetCounters () {
@@ -204,13 +224,11 @@ class Conn {
   open (from) {
     this.from = from
     this.node = ''
-    /** @type {{node: string}} */
     this.tags = { node: 'none' }
     this.tracker = new QuoteTracker()
     this.gotHello = false
     this.snapped = false
     this.byClient = false
-    /** @type {string | undefined} */
     this.lastError = undefined
     this.subAt = 0
     this.noHello = false

@@ -45,13 +45,27 @@ const timings = []
 /** @type {string[]} */
 const report = []
 
-const secs = (ms) => (ms / 1000).toFixed(1)
+const secs = (/** @type {number} */ ms) => (ms / 1000).toFixed(1)
+/** @param {string} msg */
 function log (msg) { console.log(`[e2e +${secs(Date.now() - T0).padStart(6)}s] ${msg}`) }
 
 class E2EError extends Error {}
+/**
+ * @param {string} msg
+ * @returns {never}
+ */
 function fail (msg) { throw new E2EError(msg) }
 
-/** Run a command without blocking the clients' event loop; bounded by timeoutMs. */
+/**
+ * Run a command without blocking the clients' event loop; bounded by timeoutMs.
+ * (Not testkit's process starter: that keeps only the last 200 lines of a
+ * child's output, and the e2e parses whole `kubectl -o json` answers.)
+ *
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {RunOptions} [options]
+ * @returns {Promise<{code: number | null, out: string, err: string}>}
+ */
 function run (cmd, args, { timeoutMs = 120000, allowFail = false, quiet = true } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -68,9 +82,17 @@ function run (cmd, args, { timeoutMs = 120000, allowFail = false, quiet = true }
     })
   })
 }
+/** @typedef {{timeoutMs?: number, allowFail?: boolean, quiet?: boolean}} RunOptions */
+/** @param {string[]} args @param {RunOptions} [o] */
 const kubectl = (args, o) => run('kubectl', ['-n', NS, ...args], o)
+/** @param {string[]} args @param {RunOptions} [o] */
 const helm = (args, o) => run(HELM, [...args, '-n', NS], o)
 
+/**
+ * @template T
+ * @param {string} name
+ * @param {() => Promise<T>} fn
+ */
 async function step (name, fn) {
   const t = Date.now()
   log(`== ${name}`)
@@ -86,12 +108,18 @@ async function step (name, fn) {
  * what is missing) until the deadline, through testkit's waitFor; what is
  * missing is printed every 10 s. Unlike waitFor, a check that throws ends
  * the wait at once (a kubectl that fails is not retried).
+ *
+ * @template T
+ * @param {string} what
+ * @param {number} timeoutMs
+ * @param {() => T | Promise<T>} check
+ * @param {number} [everyMs]
+ * @returns {Promise<Exclude<T, string | false | null | undefined>>}
  */
 async function until (what, timeoutMs, check, everyMs = 1000) {
   const end = Date.now() + timeoutMs
   let last = ''; let lastPrint = 0
-  /** @type {{error: unknown} | null} */
-  let thrown = null
+  let thrown = /** @type {{error: unknown} | null} */ (null)
   const done = await waitFor(async () => {
     let r
     try {
@@ -106,7 +134,7 @@ async function until (what, timeoutMs, check, everyMs = 1000) {
     return false
   }, { timeout: timeoutMs, interval: everyMs, message: what }).catch(() => fail(`timed out after ${secs(timeoutMs)}s waiting for ${what}: ${last}`))
   if (thrown) throw thrown.error
-  return done
+  return /** @type {Exclude<T, string | false | null | undefined>} */ (done)
 }
 
 async function pods (component) {
@@ -719,15 +747,15 @@ async function releaseFromRegistry () {
 async function diagnose () {
   console.log('\n===== diagnostics =====')
   for (const args of [['get', 'pods,jobs,svc,ingress,httproute,scaledobject,hpa', '-o', 'wide'], ['get', 'events', '--sort-by=.lastTimestamp']]) {
-    const r = await kubectl(args, { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
+    const r = await kubectl(args, { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- kubectl -n ${NS} ${args.join(' ')}\n${r.out}${r.err || ''}`.split('\n').slice(-60).join('\n'))
   }
   for (const c of ['gateway', 'fetcher', 'redis', 'loadtest']) {
-    const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
+    const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${c}\n${`${r.out}${r.err || ''}`.split('\n').map((l) => l.slice(0, 400)).join('\n')}`)
   }
   for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus']]) {
-    const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
+    const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${ns}/${sel}\n${r.out}${r.err || ''}`)
   }
 }
