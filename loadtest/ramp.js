@@ -185,27 +185,41 @@ class Conn {
     this.reconnectTimer = null
     /** @type {any} */
     this.helloTimer = null
-    // The current socket's state, set again by every open().
-    /** @type {{at: number, node: string} | null} the close this socket replaces (reconnects) */
-    this.from = null
-    this.node = ''
+    // Declared here for the type check (no value: open() sets them for each
+    // socket, resetCounters() after each flush).
+    /** @type {{at: number, node: string} | null} the close the current socket replaces (reconnects) */
+    this.from
+    /** @type {string} the pod of the current socket ('' before its hello) */
+    this.node
     /** @type {{node: string}} */
-    this.tags = { node: 'none' }
-    this.tracker = new QuoteTracker()
-    this.gotHello = false
-    this.snapped = false
-    this.byClient = false
+    this.tags
+    /** @type {QuoteTracker} */
+    this.tracker
+    /** @type {boolean} */
+    this.gotHello
+    /** @type {boolean} */
+    this.snapped
+    /** @type {boolean} */
+    this.byClient
     /** @type {string | undefined} */
-    this.lastError = undefined
-    this.subAt = 0
-    this.noHello = false
-    this.t0 = 0
-    // Counters since the last flush (resetCounters()).
-    this.frames = 0
-    this.quotes = 0
-    this.quotesHold = 0
-    this.latSum = 0
-    this.snaps = 0
+    this.lastError
+    /** @type {number} */
+    this.subAt
+    /** @type {boolean} */
+    this.noHello
+    /** @type {number} */
+    this.t0
+    /** @type {number} */
+    this.frames
+    /** @type {number} */
+    this.quotes
+    /** @type {number} */
+    this.quotesHold
+    /** @type {number} */
+    this.latSum
+    /** @type {number} */
+    this.snaps
+    this.resetCounters()
   }
 
   resetCounters () {
@@ -224,11 +238,13 @@ class Conn {
   open (from) {
     this.from = from
     this.node = ''
+    /** @type {{node: string}} */
     this.tags = { node: 'none' }
     this.tracker = new QuoteTracker()
     this.gotHello = false
     this.snapped = false
     this.byClient = false
+    /** @type {string | undefined} */
     this.lastError = undefined
     this.subAt = 0
     this.noHello = false
