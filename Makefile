@@ -52,9 +52,9 @@ test-static: deps ## Lint, type check, generated docs up to date, npm audit
 	@node tools/audit.js
 
 .PHONY: test-unit
-test-unit: deps ## Unit tests (node:test; go test of the load generator)
+test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
 	@node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
-	@# The load generator's WebSocket client (frame parser, epoll loop on loopback): a few seconds.
+	@# The bench's Go programs (harness/bench/loadgen: frames, epoll loop and floor on loopback, hiccup book): a few seconds.
 	@export PATH=$$PATH:/usr/local/go/bin; if command -v go >/dev/null; then cd harness/bench/loadgen && go test -count=1 ./...; \
 	  else echo "test-unit: go not installed, the load generator's tests did not run (harness/bench/scripts/setup.sh loadgen installs it)" >&2; exit 1; fi
 

@@ -7,17 +7,17 @@ BENCH_QUICK_OUT ?= .run/bench-quick
 
 ##@ Benchmarks
 .PHONY: bench-deps
-bench-deps: deps ## Install what the benchmarks need: load generator (Go), pushpin, nginx, plotting venv
+bench-deps: deps ## Install what the benchmarks need: the Go programs (loadgen, floor, hiccup), pushpin, nginx, plotting venv
 	@harness/bench/scripts/setup.sh
 
 .PHONY: bench
 bench: bench-deps ## Full side-by-side run (~10 min): wsps vs naive vs Socket.IO vs Pushpin; writes docs/benchmarks/
-	@node harness/bench/src/bench.js --profile=full --out=$(BENCH_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
+	@node harness/bench/src/bench.js --profile=full --out=$(BENCH_OUT) --bin=$(WSPS_CACHE)/bench/bin
 	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_OUT)
 
 .PHONY: bench-quick
 bench-quick: bench-deps ## Reduced run (~3 min on a busy machine) for iteration; writes .run/bench-quick/ (BENCH_QUICK_OUT)
-	@node harness/bench/src/bench.js --profile=quick --out=$(BENCH_QUICK_OUT) --loadgen=$(WSPS_CACHE)/bench/loadgen
+	@node harness/bench/src/bench.js --profile=quick --out=$(BENCH_QUICK_OUT) --bin=$(WSPS_CACHE)/bench/bin
 	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_QUICK_OUT)
 
 .PHONY: bench-plot

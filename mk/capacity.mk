@@ -16,7 +16,7 @@ HEARTBEAT_MS ?= $(if $(FULL_RUN),120000,30000)
 .PHONY: capacity
 capacity: deps ## Hold TARGET connections on this machine (HOLD s, RATE quotes/s); root raises kernel limits and restores them. TARGET=40000: a few minutes
 	@harness/bench/scripts/setup.sh loadgen
-	@harness/capacity/run.sh --target=$(TARGET) --hold=$(HOLD) --rate=$(RATE) --heartbeat-ms=$(HEARTBEAT_MS) --loadgen=$(WSPS_CACHE)/bench/loadgen
+	@harness/capacity/run.sh --target=$(TARGET) --hold=$(HOLD) --rate=$(RATE) --heartbeat-ms=$(HEARTBEAT_MS) --loadgen=$(WSPS_CACHE)/bench/bin/loadgen
 
 .PHONY: capacity-restore
 capacity-restore: ## Restore the kernel limits a killed `make capacity` left raised

@@ -56,6 +56,13 @@ export const ErrorCode = Object.freeze({
   BAD_MODE: 'BAD_MODE',
   /** `maxRate` is not a number within Limits.MIN_RATE..MAX_RATE, or was given with `distinct`. */
   BAD_RATE: 'BAD_RATE',
+  /**
+   * A `sub`'s `since` is malformed: not an object of `{seq, epoch}` per
+   * symbol, a symbol not in the same `sub`, a seq that is not a
+   * non-negative integer, or an epoch that is not 1-32 letters and digits.
+   * Nothing was subscribed; the connection stays.
+   */
+  BAD_SINCE: 'BAD_SINCE',
   /** The subscription would exceed `limits.maxSubscriptions`. */
   TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
   /** More messages than `limits.ratePerSec` (burst `limits.rateBurst`). */
@@ -129,13 +136,20 @@ export const Limits = Object.freeze({
   MAX_RATE: 1000
 })
 
+/** A valid epoch in a `sub`'s `since` (the server draws them; clients only echo them). */
+export const EPOCH_PATTERN = /^[0-9A-Za-z]{1,32}$/
+
 /** A valid ticker: upper-case letters, digits and `. ^ = -`, 1-16 chars. */
 export const SYMBOL_PATTERN = /^[A-Z0-9.^=-]{1,16}$/
 
-/** Every field of a full quote, in wire order. */
+/**
+ * Every field of a full quote, in wire order. `epoch` is there when the
+ * fetchers keep history (WSPS_HISTORY_SIZE > 0): it names the unbroken
+ * history `seq` counts in, and a client resuming with `since` sends it back.
+ */
 export const QUOTE_FIELDS = Object.freeze([
   'symbol', 'seq', 'ts', 'bid', 'ask', 'last', 'bidSize', 'askSize',
-  'volume', 'open', 'high', 'low', 'prevClose'
+  'volume', 'open', 'high', 'low', 'prevClose', 'epoch'
 ])
 
 // The receiver rules (continues(), QuoteReceiver) live in receiver.js, which

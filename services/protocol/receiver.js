@@ -57,6 +57,8 @@ export class QuoteReceiver {
   #quotes = new Map()
   /** @type {Map<string, number>} symbol -> held seq */
   #seqs = new Map()
+  /** @type {Map<string, string>} symbol -> epoch of the held seq (quotes from a gateway whose fetchers keep history) */
+  #epochs = new Map()
   /** @type {Map<string, number>} symbol -> when resync() was called (caller's clock) */
   #resyncing = new Map()
   #fields
@@ -73,6 +75,8 @@ export class QuoteReceiver {
   snap (quote) {
     const symbol = quote.symbol
     this.#seqs.set(symbol, quote.seq)
+    if (typeof quote.epoch === 'string') this.#epochs.set(symbol, quote.epoch)
+    else this.#epochs.delete(symbol)
     if (this.#fields) this.#quotes.set(symbol, { ...quote })
     this.#resyncing.delete(symbol)
   }
@@ -91,6 +95,7 @@ export class QuoteReceiver {
     if (held === undefined) return Outcome.NO_SNAPSHOT
     if (!continues(delta, held)) return (delta.base ?? delta.seq - 1) > held ? Outcome.GAP : Outcome.STALE
     this.#seqs.set(symbol, delta.seq)
+    if (typeof delta.epoch === 'string') this.#epochs.set(symbol, delta.epoch)
     if (this.#fields) {
       const { base: _base, ...fields } = delta
       // A new object per update: callers may keep the previous one.
@@ -124,6 +129,7 @@ export class QuoteReceiver {
    */
   forget (symbol) {
     this.#seqs.delete(symbol)
+    this.#epochs.delete(symbol)
     this.#quotes.delete(symbol)
     this.#resyncing.delete(symbol)
   }
@@ -131,6 +137,7 @@ export class QuoteReceiver {
   /** Forgets every symbol (a new connection that keeps nothing). */
   clear () {
     this.#seqs.clear()
+    this.#epochs.clear()
     this.#quotes.clear()
     this.#resyncing.clear()
   }
@@ -141,6 +148,22 @@ export class QuoteReceiver {
    */
   seq (symbol) {
     return this.#seqs.get(symbol)
+  }
+
+  /**
+   * Where a resumed subscription picks up (a `sub`'s `since`): the held seq
+   * and its epoch. Undefined when either is unknown (nothing held, or a
+   * gateway without history): such a symbol resumes with a fresh `snap`.
+   * A symbol awaiting a resync has one too: what it holds is exactly where
+   * the missed ticks start.
+   *
+   * @param {string} symbol
+   * @returns {{seq: number, epoch: string} | undefined}
+   */
+  cursor (symbol) {
+    const seq = this.#seqs.get(symbol)
+    const epoch = this.#epochs.get(symbol)
+    return seq === undefined || epoch === undefined ? undefined : { seq, epoch }
   }
 
   /**

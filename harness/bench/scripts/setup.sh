@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Everything `make bench` needs, installed only when missing and cached
-# under $WSPS_CACHE/bench: the Go load generator (rebuilt when its source
-# changes), redis-server, nginx and pushpin (Debian packages, as root), and a
+# under $WSPS_CACHE/bench: the bench's Go programs (loadgen, floor, hiccup;
+# rebuilt when their source changes), redis-server, nginx and pushpin (Debian packages, as root), and a
 # venv with the pinned plotting stack.
 #
 #   setup.sh           everything
-#   setup.sh loadgen   only what `make capacity` needs: redis-server, Go, the load generator
+#   setup.sh loadgen   only what `make capacity` needs: redis-server, Go, the Go programs
 set -euo pipefail
 ONLY=${1:-all}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -31,14 +31,22 @@ if ((${#missing[@]})); then
 fi
 export PATH=$PATH:/usr/local/go/bin
 
-# The load generator: rebuilt when any of its sources changed.
+# The Go programs (harness/bench/loadgen/cmd/{loadgen,floor,hiccup}) in one
+# directory named by a hash of the module's files, names and contents:
+# rebuilt when any of them changed, and linked as $CACHE/bin
+# (harness/bench/src/go-bin.js). Built aside and moved in whole, so a
+# directory that exists holds all three.
 src=$ROOT/harness/bench/loadgen
-sum=$(cat "$src"/go.mod "$src"/go.sum "$src"/*.go | sha256sum | cut -c1-16)
-if [[ ! -x $CACHE/loadgen-$sum ]]; then
-  say "building the load generator ($sum)"
-  (cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$CACHE/loadgen-$sum" .)
+sum=$(cd "$src" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+if [[ ! -d $CACHE/bin-$sum ]]; then
+  say "building the load generator, the floor and the hiccup meter ($sum)"
+  tmp=$(mktemp -d "$CACHE/bin-$sum.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT # a failed build leaves nothing behind
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$tmp/" ./cmd/...)
+  chmod 755 "$tmp"
+  mv -T "$tmp" "$CACHE/bin-$sum"
 fi
-ln -sfn "loadgen-$sum" "$CACHE/loadgen"
+ln -sfn "bin-$sum" "$CACHE/bin"
 [[ $ONLY == all ]] || exit 0
 
 # Plotting: matplotlib pinned (with its dependencies) in a venv of its own.

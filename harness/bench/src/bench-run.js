@@ -24,7 +24,7 @@ export class BenchRun {
   /**
    * @param {object} o
    * @param {import('./profiles.js').Profile} o.P
-   * @param {string} o.loadgen the Go load generator binary
+   * @param {import('./go-bin.js').GoBin} o.bin the bench's Go programs (load generator, floor)
    * @param {string | null} o.serverCore CPU list for servers under test
    * @param {string | null} o.loadCore CPU list for the load generator, Redis, publisher, nginx
    * @param {string} o.runDir scratch directory
@@ -33,9 +33,9 @@ export class BenchRun {
    * @param {ReturnType<typeof import('./spawn.js').start>} o.publisher
    * @param {import('./hiccup.js').HiccupMeter | null} [o.hiccup] the host hiccup meter (none: steps report no hiccup)
    */
-  constructor ({ P, loadgen, serverCore, loadCore, runDir, redisUrl, redisPid, publisher, hiccup = null }) {
+  constructor ({ P, bin, serverCore, loadCore, runDir, redisUrl, redisPid, publisher, hiccup = null }) {
     this.P = P
-    this.loadgen = loadgen
+    this.bin = bin
     this.serverCore = serverCore
     this.loadCore = loadCore
     this.runDir = runDir

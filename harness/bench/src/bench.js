@@ -3,8 +3,11 @@
 // publisher, each pinned to its own core while the load generator, Redis
 // and the publisher share the other one. Writes results.json and results.md.
 //
-//   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --loadgen=BIN
+//   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
 //   [--only=fanout,hot,idle,nginx,sim,ingest] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
+//
+// --bin: the directory of the bench's Go programs (loadgen, floor, hiccup;
+// go-bin.js), by default the one scripts/setup.sh links in the cache.
 //
 // The parts are in sections/; what they share (the publisher, the measured
 // step) in bench-run.js; sizes in profiles.js.
@@ -17,6 +20,7 @@ import { startRedis } from '@wsps/testkit'
 import { StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log, round } from './bench-run.js'
 import { parseFlags } from './cli.js'
+import { goBin } from './go-bin.js'
 import { HiccupMeter } from './hiccup.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
@@ -28,10 +32,10 @@ import { ingest } from './sections/ingest.js'
 import { nginxVsDirect } from './sections/nginx.js'
 import { NICE, start } from './spawn.js'
 
-const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, loadgen: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' } })
+const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' } })
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
-const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
+const BIN = goBin(args.bin)
 const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest').split(','))
 const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,socketio,pushpin').split(',')
 
@@ -60,7 +64,7 @@ const results = {
   ingest: null
 }
 
-log(`profile ${PROFILE}; loadgen ${LOADGEN}; run dir ${runDir}`)
+log(`profile ${PROFILE}; loadgen ${BIN.loadgen}; run dir ${runDir}`)
 const redis = await startRedis()
 const redisPid = pinRedis(redis.pid)
 results.placement.redisPid = redisPid
@@ -68,9 +72,9 @@ const publisher = start(process.execPath, [new URL('./publisher.js', import.meta
 await publisher.waitLine((l) => l.type === 'ready', 20_000)
 // The host hiccup meter, one per core for the whole run: a window in which
 // the platform stalled is told apart from the server's latency.
-const hiccup = await HiccupMeter.start(LOADGEN)
+const hiccup = await HiccupMeter.start(BIN.hiccup)
 if (!hiccup.realtime) log(`hiccup meter at normal priority (real-time refused: ${hiccup.refusals.join('; ')}): it also sees the load on its core`)
-const run = new BenchRun({ P, loadgen: LOADGEN, serverCore: SERVER_CORE, loadCore: LOAD_CORE, runDir, redisUrl: redis.url, redisPid, publisher, hiccup })
+const run = new BenchRun({ P, bin: BIN, serverCore: SERVER_CORE, loadCore: LOAD_CORE, runDir, redisUrl: redis.url, redisPid, publisher, hiccup })
 
 /**
  * Runs one part; a part that fails is recorded as its error and the run goes on.

@@ -28,6 +28,7 @@ import { LIMITS, extrapolate, parseMeminfo, parseSockstat, perConnection, plan, 
 import { renderSummary } from './capacity-report.js'
 import { parseFlags } from './cli.js'
 import { quantiles, startFleet } from './fleet.js'
+import { goBin } from './go-bin.js'
 import { CpuMeter, cpuSeconds, rssBytes } from '@wsps/testkit/proc'
 import { SERVERS } from './servers.js'
 import { start } from './spawn.js'
@@ -90,7 +91,7 @@ function settings (argv) {
   /** Handshakes in flight per load generator: on a busy machine connecting is bound by scheduling delay, not by work. */
   const CONCURRENCY = num('concurrency', 200)
   const OUT = args.out ?? '.run/capacity'
-  const LOADGEN = args.loadgen ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
+  const LOADGEN = args.loadgen ?? goBin().loadgen
   const PIDS = args.pids ?? null
   return { TARGET, FULL, HOLD, RATE, SYMBOLS, K, HEARTBEAT_MS, RAMP_SECONDS, CONCURRENCY, OUT, LOADGEN, PIDS, kernelNeeds: Boolean(args['kernel-needs']) }
 }

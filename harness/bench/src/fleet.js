@@ -13,7 +13,7 @@ function freshIp () {
 
 /**
  * @typedef {object} FleetOptions
- * @property {string} bin loadgen binary
+ * @property {string} bin the load generator program (loadgen/cmd/loadgen)
  * @property {string} adapter
  * @property {string} url
  * @property {number} conns total
@@ -91,7 +91,7 @@ export async function startFleet (o) {
     /**
      * Sends a loadgen command to every process and waits for its answer:
      * `hold` marks the start of the hold, `check` sums the exact
-     * per-connection counts (loadgen/commands.go).
+     * per-connection counts (loadgen/cmd/loadgen/commands.go).
      *
      * @param {'hold' | 'check'} cmd
      * @param {number} [timeoutMs]

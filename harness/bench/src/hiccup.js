@@ -1,5 +1,5 @@
-// The host hiccup meter: one `loadgen hiccup` per core, pinned there at
-// real-time priority for the whole run (loadgen/hiccup.go), and what the
+// The host hiccup meter: one `hiccup` program per core, pinned there at
+// real-time priority for the whole run (loadgen/cmd/hiccup), and what the
 // bench reads of it: the longest stall of the platform in a window.
 
 import { cpus } from 'node:os'
@@ -58,13 +58,13 @@ export class HiccupMeter {
    * Starts one meter per core (taskset) and waits for each to say whether
    * it got SCHED_FIFO.
    *
-   * @param {string} bin the loadgen binary
+   * @param {string} bin the hiccup program (loadgen/cmd/hiccup)
    * @param {string[]} [cores] default: every CPU
    */
   static async start (bin, cores = cpus().map((_, i) => String(i))) {
     const m = new HiccupMeter()
     for (const core of cores) {
-      const child = start(bin, ['hiccup', `-core=${core}`], { core, name: `hiccup-${core}` })
+      const child = start(bin, [`-core=${core}`], { core, name: `hiccup-${core}` })
       m.#cores.push({ core, child, ready: null })
     }
     for (const c of m.#cores) c.ready = await c.child.waitLine((l) => l.type === 'ready', 10_000)

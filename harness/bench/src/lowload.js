@@ -8,13 +8,13 @@
 //   (variants of the gateway through WSPS_BENCH_VARIANTS, see servers.js)
 
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { sleep, startRedis } from '@wsps/testkit'
 import { SERVERS } from './servers.js'
 import { start } from './spawn.js'
 import { startFleet, quantiles } from './fleet.js'
+import { goBin } from './go-bin.js'
 import { CpuMeter } from '@wsps/testkit/proc'
-const LOADGEN = process.env.WSPS_BENCH_LOADGEN ?? join(process.env.WSPS_CACHE ?? join(process.env.HOME ?? '/root', '.cache/wsps'), 'bench/loadgen')
+const LOADGEN = process.env.WSPS_BENCH_LOADGEN ?? goBin().loadgen
 const names = (process.argv[2] ?? 'wsps,naive').split(',')
 const conns = Number(process.argv[3] ?? 10000)
 const rate = Number(process.argv[4] ?? 30)

@@ -1,6 +1,6 @@
 // Server adapters: how to start each server under test and how it is fed
 // from the shared Redis publisher. The client side of each protocol lives in
-// loadgen/adapter.go. To add a server (e.g. Centrifugo: subscribe over its
+// loadgen/internal/adapter. To add a server (e.g. Centrifugo: subscribe over its
 // JSON protocol, fed by a bridge calling its publish API), add an entry here
 // with start() and a matching Go adapter; nothing else changes.
 
@@ -55,7 +55,7 @@ const gcVia = (p) => async () => {
  * @property {Record<string, string>} [env]
  * @property {string} [prefix] Redis key prefix of its quote stream (default wsps)
  * @property {boolean} [inspect] Node servers: open the inspector so gc() works
- * @property {string} [loadgen] the Go load generator binary (the floor server is its `floor` command)
+ * @property {import('./go-bin.js').GoBin} [bin] the bench's Go programs (the floor server is one of them)
  */
 
 /** @type {Record<string, {label: string, strict?: boolean, start: (o: StartOptions) => Promise<ServerHandle>}>} */
@@ -66,13 +66,13 @@ export const SERVERS = {
   // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
   'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/src/main.js'), { env: { WSPS_WORKERS: '2' } }),
   naive: nodeServer('naive', 'naive ws baseline'),
-  // The least work any server can do: for the hot section (loadgen/floor.go).
+  // The least work any server can do: for the hot section (loadgen/internal/floor).
   floor: {
     label: 'bare write loop (Go, 1 thread): the floor',
-    async start ({ redisUrl, core, prefix = 'wsps', loadgen }) {
-      if (!loadgen) throw new Error('the floor server is the load generator\'s `floor` command: start it with loadgen')
+    async start ({ redisUrl, core, prefix = 'wsps', bin }) {
+      if (!bin) throw new Error('the floor server is a Go program of the bench: start it with bin')
       const port = await freePort()
-      const p = start(loadgen, ['floor', `-port=${port}`, `-redis=${redisUrl}`, `-prefix=${prefix}`], { core, name: 'floor', stdin: false })
+      const p = start(bin.floor, [`-port=${port}`, `-redis=${redisUrl}`, `-prefix=${prefix}`], { core, name: 'floor', stdin: false })
       await p.waitLine((l) => l.type === 'listening', 15_000)
       return { name: 'floor', adapter: 'naive', url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) } }
     }

@@ -57,6 +57,7 @@ test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest ti
 test('offered deliveries count each published quote times its symbol\'s subscribers; published is per tick', async () => {
   const { BenchRun } = await import('../src/bench-run.js')
   const { PROFILES } = await import('../src/profiles.js')
+  const { goBin } = await import('../src/go-bin.js')
   const publisher = /** @type {any} */ ({
     lines: [
       { type: 'tick', t: 1000, published: 10, perSymbol: { 0: 6, 1: 4 } },
@@ -64,7 +65,7 @@ test('offered deliveries count each published quote times its symbol\'s subscrib
       { type: 'tick', t: 3000, published: 99, perSymbol: { 0: 99 } }
     ]
   })
-  const run = new BenchRun({ P: PROFILES.smoke, loadgen: '', serverCore: null, loadCore: null, runDir: '', redisUrl: '', redisPid: null, publisher })
+  const run = new BenchRun({ P: PROFILES.smoke, bin: goBin(), serverCore: null, loadCore: null, runDir: '', redisUrl: '', redisPid: null, publisher })
   const subsPerSymbol = [5, 1, 0]
   // Ticks in (500, 2000]: (6*5 + 4*1) and (10*5 + 10*0) -> 34 and 50 per tick.
   assert.equal(run.offered(500, 2000, subsPerSymbol), 42)

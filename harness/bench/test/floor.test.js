@@ -1,30 +1,26 @@
-// The hot section's floor server (loadgen/floor.go) on real processes: the
+// The hot section's floor server (loadgen/cmd/floor) on real processes: the
 // bench's own publisher, Redis, the floor and the load generator, measured
 // by the same step as every server. No timed assertion: it checks that the
 // quotes arrive, one per frame, none missing in sequence, none twice.
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startRedis } from '@wsps/testkit'
 import { BenchRun } from '../src/bench-run.js'
 import { startFleet } from '../src/fleet.js'
+import { buildGoBin } from '../src/go-bin.js'
 import { PROFILES } from '../src/profiles.js'
 import { SERVERS } from '../src/servers.js'
 import { start } from '../src/spawn.js'
 
-const LOADGEN_SRC = fileURLToPath(new URL('../loadgen/', import.meta.url))
-const GO = ['/usr/local/go/bin/go', 'go'].find((g) => g === 'go' || existsSync(g))
-
 test('the floor delivers every published quote of the hot symbols to the load generator, none missing or twice', { timeout: 300_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'wsps-floor-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
-  const loadgen = join(dir, 'loadgen')
-  execFileSync(/** @type {string} */ (GO), ['build', '-o', loadgen, '.'], { cwd: LOADGEN_SRC, env: { ...process.env, CGO_ENABLED: '0' }, stdio: 'inherit' })
+  const bin = buildGoBin(join(dir, 'bin'))
 
   const P = { ...PROFILES.smoke, hotSymbols: 3 }
   const redis = await startRedis()
@@ -32,12 +28,12 @@ test('the floor delivers every published quote of the hot symbols to the load ge
   const publisher = start(process.execPath, [fileURLToPath(new URL('../src/publisher.js', import.meta.url)), `--redis=${redis.url}`, `--symbols=${P.symbols}`], { name: 'publisher' })
   t.after(() => publisher.stop('SIGTERM', { graceMs: 3000, killAfterMs: 3000 }))
   await publisher.waitLine((l) => l.type === 'ready', 20_000)
-  const run = new BenchRun({ P, loadgen, serverCore: null, loadCore: null, runDir: dir, redisUrl: redis.url, redisPid: null, publisher })
+  const run = new BenchRun({ P, bin, serverCore: null, loadCore: null, runDir: dir, redisUrl: redis.url, redisPid: null, publisher })
   await run.setLast('hfloor')
 
-  const srv = await SERVERS.floor.start({ redisUrl: redis.url, core: null, runDir: dir, prefix: 'hfloor', loadgen })
+  const srv = await SERVERS.floor.start({ redisUrl: redis.url, core: null, runDir: dir, prefix: 'hfloor', bin })
   t.after(() => srv.stop())
-  const fleet = await startFleet({ bin: loadgen, adapter: srv.adapter, url: srv.url, conns: 50, procs: 1, symbols: P.hotSymbols, k: 1, zipf: P.hotZipf, core: null, maxSeconds: 200, readyTimeout: 60 })
+  const fleet = await startFleet({ bin: bin.loadgen, adapter: srv.adapter, url: srv.url, conns: 50, procs: 1, symbols: P.hotSymbols, k: 1, zipf: P.hotZipf, core: null, maxSeconds: 200, readyTimeout: 60 })
   t.after(() => fleet.stop())
   assert.equal(fleet.conns, 50, `all connected and snapshotted: ${fleet.errors.join('; ')}`)
 

@@ -39,6 +39,8 @@ export function makeCerts (dir, name) {
  * @property {string} [username] with `password`: an ACL user of that name holds the password and
  *   every permission; the default user is off
  * @property {boolean} [tls] TLS only (no plain port), with a fresh CA; clients are not asked for a certificate
+ * @property {boolean} [persist] keep the dataset across restarts: an append-only file, fsynced per
+ *   write (off by default: a restart comes back empty)
  */
 
 /**
@@ -83,7 +85,7 @@ function spawnRedis (config, name) {
  *
  * @param {RedisOptions} [options]
  */
-export async function startRedis ({ port, password, username, tls = false } = {}) {
+export async function startRedis ({ port, password, username, tls = false, persist = false } = {}) {
   const p = port ?? await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'wsps-redis-'))
   const certs = tls ? makeCerts(dir, 'redis') : null
@@ -93,6 +95,7 @@ export async function startRedis ({ port, password, username, tls = false } = {}
   } else {
     config.push(`port ${p}`)
   }
+  if (persist) config.push('appendonly yes', 'appendfsync always')
   if (password !== undefined && username) config.push('user default off', `user ${username} on >${password} ~* &* +@all`)
   else if (password !== undefined) config.push(`requirepass ${password}`)
   /** @type {import('./process.js').Child | null} */
@@ -117,6 +120,10 @@ export async function startRedis ({ port, password, username, tls = false } = {}
     },
     /** @param {NodeJS.Signals} [signal] */
     async stop (signal = 'SIGTERM') { await child?.stop(signal) },
+    /** Deletes what a persisting Redis would load on its next start (while stopped). */
+    forget () {
+      for (const f of ['dump.rdb', 'appendonlydir']) rmSync(join(dir, f), { recursive: true, force: true })
+    },
     kill () { return handle.stop('SIGKILL') },
     async close () {
       await handle.stop()

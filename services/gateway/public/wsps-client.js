@@ -47,6 +47,8 @@ export { Status, Transport } from './client/types.js'
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
 /** Unanswered requests remembered per connection. */
 const MAX_INFLIGHT = 256
+/** @type {ReadonlyMap<string, {seq: number, epoch: string}>} */
+const NO_CURSORS = new Map()
 /** WebSocket.OPEN, the same in browsers and `ws`. */
 const OPEN = 1
 
@@ -389,7 +391,7 @@ export class WspsClient {
     switch (msg?.op) {
       case ServerOp.HELLO: return this.#onHello(msg)
       case ServerOp.QUOTES: return this.#onDeltas(msg.quotes ?? [])
-      case ServerOp.SNAP: return this.#onSnap(msg.quotes ?? [])
+      case ServerOp.SNAP: return this.#onSnap(msg.quotes ?? [], msg.recovered === false)
       case ServerOp.ACK: return this.#onAck(msg)
       case ServerOp.ERROR: return this.#onError(msg)
       case ServerOp.PONG: return this.#liveness.pong(msg.id)
@@ -417,11 +419,16 @@ export class WspsClient {
     this.#resubscribeAll()
   }
 
-  /** @param {Quote[]} quotes */
-  #onSnap (quotes) {
+  /**
+   * @param {Quote[]} quotes
+   * @param {boolean} lost they replace ticks the gateway could not recover
+   *   (its history did not cover a hole): told as a `recovery` event
+   */
+  #onSnap (quotes, lost) {
     const now = Date.now()
     for (const q of quotes) {
       if (!this.#subs.wants(q.symbol)) continue // a late answer for a symbol since removed
+      if (lost) this.#events.emit('recovery', { symbol: q.symbol, recovered: false })
       const previous = this.quote(q.symbol) ?? null
       this.#receiver.snap(q)
       const quote = /** @type {Quote} */ (this.quote(q.symbol))
@@ -459,8 +466,14 @@ export class WspsClient {
     this.#request(ClientOp.SUB, gaps)
   }
 
-  /** @param {{id?: number, symbols?: string[], expiresInMs?: number}} ack */
+  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>}} ack */
   #onAck (ack) {
+    // The answer to a resumed sub: which symbols continued without a loss.
+    if (ack.recovered !== null && typeof ack.recovered === 'object') {
+      for (const [symbol, recovered] of Object.entries(ack.recovered)) {
+        if (this.#subs.wants(symbol)) this.#events.emit('recovery', { symbol, recovered: recovered === true })
+      }
+    }
     const req = typeof ack.id === 'number' ? this.#inflight.get(ack.id) : undefined
     if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
     if (req?.op === ClientOp.AUTH) this.#scheduleRefresh(ack.expiresInMs)
@@ -525,7 +538,13 @@ export class WspsClient {
     return this.#hello?.limits?.maxSubscriptions ?? Infinity
   }
 
-  /** A new connection holds nothing: ask for the whole watch set again; its snapshots resync every quote. */
+  /**
+   * A new connection holds nothing: ask for the whole watch set again.
+   * Symbols whose quote carries an epoch resume from it (`since`): the
+   * server replays the ticks missed meanwhile (distinct) or confirms the
+   * state continues (merge), else answers with a fresh snapshot; the
+   * others resync from their snapshots.
+   */
   #resubscribeAll () {
     const all = this.#subs.list
     const max = this.#maxSubscriptions
@@ -533,7 +552,15 @@ export class WspsClient {
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
     const keep = all.slice(0, max)
     const now = Date.now()
-    for (const s of keep) this.#receiver.resync(s, now)
+    /** @type {Map<string, {seq: number, epoch: string}>} */
+    const since = new Map()
+    for (const s of keep) {
+      const cursor = this.#status.transport === Transport.SSE ? undefined : this.#receiver.cursor(s)
+      // A resumed symbol's replay continues what is held: its deltas must
+      // apply, not wait for a snapshot.
+      if (cursor === undefined) this.#receiver.resync(s, now)
+      else since.set(s, cursor)
+    }
     if (this.#status.transport === Transport.SSE) {
       // The stream was asked for with the watch set of the moment it was
       // opened: its ack and snap follow. Symbols added or removed while it
@@ -542,7 +569,7 @@ export class WspsClient {
       if (!sameSymbols(keep, this.#streamed)) this.#restartStream()
       return
     }
-    if (keep.length) this.#requestAll(ClientOp.SUB, keep)
+    if (keep.length) this.#requestAll(ClientOp.SUB, keep, since)
   }
 
   // ---- token refresh ---------------------------------------------------------
@@ -619,35 +646,46 @@ export class WspsClient {
    * @param {string} op
    * @param {string[]} symbols
    */
-  #requestAll (op, symbols) {
-    for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) this.#request(op, symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST))
+  #requestAll (op, symbols, since = NO_CURSORS) {
+    for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) this.#request(op, symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST), since)
   }
 
   /**
    * @param {string} op
    * @param {string[]} symbols
+   * @param {ReadonlyMap<string, {seq: number, epoch: string}>} [since] cursors of symbols resumed
    */
-  #request (op, symbols) {
+  #request (op, symbols, since = NO_CURSORS) {
     if (this.#status.transport === Transport.SSE) {
       this.#restartStream()
       return
     }
     if (op !== ClientOp.SUB) return this.#sendRequest(op, symbols)
-    for (const [group, delivery] of this.#subs.byDelivery(symbols)) this.#sendRequest(op, group, delivery)
+    for (const [group, delivery] of this.#subs.byDelivery(symbols)) this.#sendRequest(op, group, delivery, since)
   }
 
   /**
    * @param {string} op
    * @param {string[]} symbols
    * @param {Delivery} [delivery]
+   * @param {ReadonlyMap<string, {seq: number, epoch: string}>} [since] cursors; those of `symbols` go with the request
    */
-  #sendRequest (op, symbols, delivery) {
+  #sendRequest (op, symbols, delivery, since = NO_CURSORS) {
     const id = this.#nextId++
     this.#inflight.set(id, { op, symbols })
     // Requests the rate limiter dropped are never answered; keep only the
     // newest so a long-lived connection does not collect them forever.
     if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
-    this.#send(delivery === undefined ? { op, symbols, id } : { op, symbols, id, ...delivery })
+    /** @type {Record<string, unknown>} */
+    const frame = delivery === undefined ? { op, symbols, id } : { op, symbols, id, ...delivery }
+    /** @type {Record<string, {seq: number, epoch: string}>} */
+    const cursors = {}
+    for (const s of symbols) {
+      const c = since.get(s)
+      if (c !== undefined) cursors[s] = c
+    }
+    if (Object.keys(cursors).length) frame.since = cursors
+    this.#send(frame)
   }
 
   /** @param {object} frame */

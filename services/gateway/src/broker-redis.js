@@ -97,6 +97,11 @@ export function createRedisBroker (config, handlers, logger) {
       for (const c of names) channels.delete(c)
     },
     latest: (symbols) => getMany(cmd, symbols.map(keys.latest)),
+    async history (symbol, fromSeq, toSeq, max) {
+      const entries = await cmd.xrange(keys.history(symbol), `${fromSeq}-0`, toSeq === null ? '+' : `${toSeq}-0`, 'COUNT', max)
+      // Each entry holds one field, `q`: the quote as it was published.
+      return entries.map(([, fields]) => fields[1])
+    },
     async renewDemand (symbols, leaseMs) {
       const now = Date.now()
       // The scheduling keys share one hash tag: one pipeline, even on a cluster.

@@ -3,9 +3,13 @@
 //
 // Guarantees an implementation must state: Redis PUB/SUB is at-most-once.
 // A quote published while the subscriber connection is down is lost, and
-// Redis may drop a subscriber whose output buffer overflows. The hub covers
-// both: after every reconnect it calls resync() (fresh snapshots), and a
-// quote whose seq skips ahead is sent as a delta with an explicit `base`.
+// Redis may drop a subscriber whose output buffer overflows. What covers
+// both is the history the publish script keeps beside each seq: after every
+// reconnect the hub resubscribes, reads what each symbol missed from
+// history(), and delivers it before live quotes (gap fill); only where the
+// history cannot cover the hole (off, trimmed, expired, a new epoch) does a
+// symbol get a fresh snapshot. A quote whose seq skips ahead is sent as a
+// delta with an explicit `base`.
 
 /**
  * @typedef {object} BrokerHandlers
@@ -17,6 +21,9 @@
  * @property {(symbols: string[]) => Promise<void>} subscribe
  * @property {(symbols: string[]) => Promise<void>} unsubscribe
  * @property {(symbols: string[]) => Promise<(string | null)[]>} latest latest full quote per symbol, null where none
+ * @property {(symbol: string, fromSeq: number, toSeq: number | null, max: number) => Promise<string[]>} history
+ *   the symbol's published quotes with seq from fromSeq to toSeq (null: the
+ *   newest), in seq order, at most max; [] when history is off or expired
  * @property {(symbols: string[], leaseMs: number) => Promise<void>} renewDemand ask the fetchers to keep fetching these
  * @property {() => boolean} ready both connections usable
  * @property {() => number} channelCount channels currently subscribed

@@ -7,6 +7,14 @@
 // the last pass (merge mode at full rate), `distinct` get every tick
 // (distinct mode), and each lane serves the merge subscribers of one
 // maxRate. Lists and lanes a symbol does not use stay null.
+//
+// Gap fill: when the broker connection comes back (restart()), a feed whose
+// quotes carry an epoch keeps what its subscribers hold and buffers what
+// arrives; goLive() then gets the ticks it missed, read from the symbol's
+// history, and hands history and buffer to its subscribers in seq order as
+// if they had never been missed. Only when they cannot continue the held
+// quote (history off, trimmed or expired, a new epoch) does every
+// subscriber get a fresh snapshot, marked `"recovered":false`.
 
 import { diffQuotes, mergeUpdates } from './delta.js'
 import { Lane } from './lane.js'
@@ -20,6 +28,16 @@ import { removeFrom } from './unordered.js'
  * @typedef {import('./delta.js').Update} Update
  * @typedef {import('./outbox.js').Outbox} Outbox
  */
+
+/** What Feed#onQuote did with a quote. */
+export const Taken = Object.freeze({
+  /** Not newer than the held quote: dropped. */
+  STALE: 0,
+  /** Held (and handed on when live), or buffered while resuming. */
+  HELD: 1,
+  /** The first quote of a new epoch: every subscriber got it as a snapshot marked lost. */
+  NEW_EPOCH: 2
+})
 
 export class Feed {
   #symbol
@@ -58,16 +76,30 @@ export class Feed {
   #resyncing = false
   /** When the last subscriber left (0: has subscribers). */
   #idleSince = 0
+  /**
+   * @type {{quote: Quote, raw: string}[] | null} while resuming after a
+   * broker reconnect: the quotes that arrived since, for goLive()
+   */
+  #buffer = null
+  /** More quotes arrived while resuming than may be buffered: the gap cannot be filled. */
+  #overflow = false
+  #bufferMax
 
   /**
    * @param {string} symbol
    * @param {number} gen generation of the subscribe pass that makes it live
    * @param {import('./fanout.js').Fanout} fanout
+   * @param {number} bufferMax quotes held while resuming after a broker
+   *   reconnect (WSPS_RECOVERY_MAX); more and the gap is not filled
+   * @param {boolean} [idle] created before its first subscriber (a client's
+   *   recovery waits for it to go live): dropped like an idle one if none comes
    */
-  constructor (symbol, gen, fanout) {
+  constructor (symbol, gen, fanout, bufferMax, idle = false) {
     this.#symbol = symbol
     this.#gen = gen
     this.#fanout = fanout
+    this.#bufferMax = bufferMax
+    if (idle) this.#idleSince = Date.now()
   }
 
   /** @returns {readonly Outbox[]} merge-mode subscribers at full rate (the fanout reads them) */
@@ -112,11 +144,9 @@ export class Feed {
    *   when the symbol goes live or quotes first
    */
   add (client, delivery) {
+    const base = this.peek(delivery)
     this.#idleSince = 0
     this.#count++
-    // Not lastRaw: quotes newer than sentRaw wait in #update (or a lane's,
-    // or the ticks), which the next pass hands to this client too.
-    let base = this.#sentRaw
     if (delivery === FULL_RATE) {
       this.#clients.push(client)
     } else if (delivery === DISTINCT) {
@@ -127,15 +157,30 @@ export class Feed {
         this.#ticksFrom = this.#lastRaw
       }
       this.#distinct.push(client)
-      base = this.#ticksFrom
     } else {
       const lanes = this.#lanes ??= new Map()
       let lane = lanes.get(delivery)
       if (lane === undefined) lanes.set(delivery, lane = new Lane(delivery, this.#fanout, this.#lastRaw))
       lane.add(client)
-      base = lane.sentRaw
     }
-    return this.#live ? base : null
+    return base
+  }
+
+  /**
+   * What add() would return now: the full quote a subscriber joining with
+   * this delivery starts from (the next pass hands it everything newer),
+   * when live.
+   *
+   * @param {number} delivery
+   * @returns {string | null}
+   */
+  peek (delivery) {
+    if (!this.#live) return null
+    // Not lastRaw: quotes newer than sentRaw wait in #update (or a lane's,
+    // or the ticks), which the next pass hands to a joiner too.
+    if (delivery === FULL_RATE) return this.#sentRaw
+    if (delivery === DISTINCT) return this.#distinct === null ? this.#lastRaw : this.#ticksFrom
+    return this.#lanes?.get(delivery)?.sentRaw ?? this.#lastRaw
   }
 
   /**
@@ -180,23 +225,93 @@ export class Feed {
   }
 
   /**
-   * The subscribe pass of this generation finished: live from now on, and
-   * every subscriber gets the held quote as its snapshot.
+   * The seq from which the subscribe pass must read history for goLive():
+   * the one after what the subscribers hold, while resuming after a broker
+   * reconnect; null when there is nothing to fill (a new feed, or quotes
+   * without history).
+   *
+   * @returns {number | null}
+   */
+  resumeFrom () {
+    return this.#buffer === null || this.#last === null ? null : this.#last.seq + 1
+  }
+
+  /**
+   * The subscribe pass of this generation finished: live from now on. A
+   * new feed gives every subscriber the held quote as its snapshot; a feed
+   * resuming after a broker reconnect continues from what its subscribers
+   * hold with the ticks it missed (`missed`, read from history from
+   * resumeFrom() on), or, where they cannot continue it, snapshots marked lost.
    *
    * @param {Quote | null} quote the latest quote read from the broker
    * @param {string | null} raw the same, serialized
+   * @param {{quote: Quote, raw: string}[] | null} [missed] history from
+   *   resumeFrom() to its newest entry, in seq order; null: not read, or
+   *   more than may be filled
+   * @returns {number | null} null: it was not resuming; else the ticks
+   *   filled in (0: none were missed), or -1: not fillable, snapshots sent
    */
-  goLive (quote, raw) {
+  goLive (quote, raw, missed = null) {
+    const buffer = this.#buffer
+    if (buffer !== null) {
+      this.#buffer = null
+      this.#live = true
+      return this.#resume(quote, raw, missed, buffer)
+    }
     if (quote !== null && raw !== null) this.#hold(quote, raw)
     this.#live = true
     if (this.#lastRaw !== null) this.#snapAll()
+    return null
+  }
+
+  /**
+   * @param {Quote | null} latest
+   * @param {string | null} latestRaw
+   * @param {{quote: Quote, raw: string}[] | null} missed
+   * @param {{quote: Quote, raw: string}[]} buffer
+   * @returns {number}
+   */
+  #resume (latest, latestRaw, missed, buffer) {
+    const held = /** @type {Quote} */ (this.#last)
+    const epoch = held.epoch
+    // History was read after the channel was subscribed, so history and
+    // buffer together hold every tick after the held one, unless history
+    // lost some: check that they continue it, tick by tick, in one epoch.
+    let next = held.seq + 1
+    let ok = missed !== null && !this.#overflow && (latest === null || latest.epoch === epoch)
+    /** @type {{quote: Quote, raw: string}[]} */
+    const fill = []
+    if (ok) {
+      for (const e of /** @type {{quote: Quote, raw: string}[]} */ (missed).concat(buffer)) {
+        if (e.quote.epoch !== epoch) { ok = false; break }
+        if (e.quote.seq < next) continue
+        if (e.quote.seq !== next) { ok = false; break }
+        fill.push(e)
+        next++
+      }
+    }
+    this.#overflow = false
+    if (ok) {
+      for (const e of fill) this.onQuote(e.quote, e.raw)
+      return fill.length
+    }
+    // Start over from the newest quote known: everyone's snapshot, marked lost.
+    const newest = buffer.at(-1) ?? missed?.at(-1) ?? (latest !== null && latestRaw !== null ? { quote: latest, raw: latestRaw } : null)
+    if (newest !== null) {
+      this.#last = newest.quote
+      this.#lastRaw = newest.raw
+    }
+    this.#snapAll(true)
+    return -1
   }
 
   /**
    * The broker reconnected: not live until the subscribe pass of `gen`
-   * finishes, and nothing held (Redis may have restarted empty, its seq
-   * counters rewound: the re-read value wins over what was held, whatever
-   * its seq).
+   * finishes. With history (its quotes carry an epoch) the held quote is
+   * kept, as what the subscribers hold, and quotes arriving meanwhile are
+   * buffered for goLive(). Without, nothing is held (Redis may have
+   * restarted empty, its seq counters rewound: the re-read value wins over
+   * what was held, whatever its seq).
    *
    * @param {number} gen
    */
@@ -204,6 +319,12 @@ export class Feed {
     this.#live = false
     this.#gen = gen
     this.#resyncing = true
+    this.#overflow = false
+    if (this.#last !== null && typeof this.#last.epoch === 'string') {
+      this.#buffer = []
+      return
+    }
+    this.#buffer = null
     this.#last = null
     this.#lastRaw = null
     this.#settle()
@@ -221,21 +342,34 @@ export class Feed {
    *
    * @param {Quote} quote
    * @param {string} raw the same, serialized as published
-   * @returns {boolean} false when it was not newer than the held one
+   * @returns {number} a Taken value
    */
   onQuote (quote, raw) {
+    if (this.#buffer !== null) {
+      if (this.#buffer.length < this.#bufferMax) this.#buffer.push({ quote, raw })
+      else this.#overflow = true
+      return Taken.HELD
+    }
     const prev = this.#last
-    if (!this.#hold(quote, raw)) return false
-    if (!this.#live) return true
+    if (!this.#hold(quote, raw)) return Taken.STALE
+    if (!this.#live) return Taken.HELD
+    if (prev !== null && prev.epoch !== quote.epoch) {
+      // A new history (Redis lost it: restarted empty, flushed, evicted):
+      // nothing says the subscribers missed nothing. Everyone starts over
+      // from this quote, told so when they held one of a known epoch.
+      const lost = typeof prev.epoch === 'string'
+      this.#snapAll(lost)
+      return lost ? Taken.NEW_EPOCH : Taken.HELD
+    }
     if (this.#count === 0) {
       // Nobody holds anything: a reader returning before the channel is
       // dropped starts from the latest quote.
       this.#settle()
-      return true
+      return Taken.HELD
     }
     if (prev === null) {
       this.#snapAll()
-      return true
+      return Taken.HELD
     }
     // O(1) per quote: subscribers are touched once per fan-out pass, and
     // several quotes of a symbol within one window merge into one update
@@ -248,7 +382,7 @@ export class Feed {
       this.#queued = true
       this.#fanout.queue(this)
     }
-    return true
+    return Taken.HELD
   }
 
   /**
@@ -286,18 +420,20 @@ export class Feed {
    * @returns {boolean} whether it was newer
    */
   #hold (quote, raw) {
-    if (this.#last !== null && quote.seq <= this.#last.seq) return false
+    // A quote of another epoch starts a new history: it wins whatever its seq.
+    if (this.#last !== null && quote.seq <= this.#last.seq && quote.epoch === this.#last.epoch) return false
     this.#last = quote
     this.#lastRaw = raw
     return true
   }
 
-  #snapAll () {
+  /** @param {boolean} [lost] it replaces ticks that could not be recovered */
+  #snapAll (lost = false) {
     // Everyone now holds the latest: nothing older may follow.
     this.#settle()
     if (this.#count === 0 || this.#lastRaw === null) return
     // One frame for every subscriber, framed once (text-frame.js).
-    const frame = new TextFrame(encodeSnap([this.#lastRaw]))
+    const frame = new TextFrame(encodeSnap([this.#lastRaw], lost))
     const symbols = [this.#symbol]
     // A copy: a send that closes a slow reader must not reorder the list
     // under the loop (removal swaps in the last element).

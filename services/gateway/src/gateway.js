@@ -8,6 +8,7 @@ import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
 import { Admission } from './admission.js'
 import { createAuthenticator } from './auth.js'
 import { createRedisBroker } from './broker-redis.js'
+import { Recovery } from './recovery.js'
 import { Fanout } from './fanout.js'
 import { Connections } from './connections.js'
 import { registerHttpRoutes } from './http-routes.js'
@@ -41,11 +42,13 @@ export async function createGateway (config, logger) {
     onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0)
   }, logger)
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
-  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs })
+  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax })
+  const recovery = new Recovery({ hub, broker, max: config.recoveryMax, logger })
 
   const authenticate = createAuthenticator(config)
   const sessions = new Sessions({
     hub,
+    recovery,
     metrics,
     maxSubscriptions: config.maxSubscriptions,
     draining: () => draining,

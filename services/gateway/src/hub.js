@@ -11,8 +11,14 @@
 // finished; quotes arriving meanwhile only update the held quote. Going live
 // sends every subscriber one snapshot. This ordering is what guarantees no
 // gap and no duplicate between snapshot and stream.
+//
+// After a broker reconnect every symbol is pending again; the subscribe pass
+// then also reads, from the symbol's history, what it missed since the
+// quote its subscribers hold (feed.js fills the gap with it). The history
+// read comes after the SUBSCRIBE, so history and the buffered stream
+// overlap and nothing falls between them.
 
-import { Feed } from './feed.js'
+import { Feed, Taken } from './feed.js'
 import { FULL_RATE } from './outbox.js'
 
 /**
@@ -39,6 +45,9 @@ export class Hub {
   #subscriptionCount = 0
   /** @type {NodeJS.Timeout[]} */
   #timers = []
+  #recoveryMax
+  /** @type {Set<{left: Set<string>, done: () => void}>} whenLive() calls waiting */
+  #liveWaiters = new Set()
 
   /**
    * @param {object} options
@@ -48,8 +57,10 @@ export class Hub {
    * @param {import('pino').Logger} options.logger
    * @param {number} options.unsubscribeDelayMs
    * @param {number} options.demandLeaseMs
+   * @param {number} [options.recoveryMax] most ticks a gap fill reads and buffers per symbol (WSPS_RECOVERY_MAX)
    */
-  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs }) {
+  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs, recoveryMax = 1000 }) {
+    this.#recoveryMax = recoveryMax
     this.#broker = broker
     this.#fanout = fanout
     this.#metrics = metrics
@@ -94,16 +105,65 @@ export class Hub {
    * @returns {string | null}
    */
   add (symbol, client, delivery = FULL_RATE) {
-    let feed = this.#feeds.get(symbol)
-    if (!feed) {
-      feed = new Feed(symbol, this.#gen, this.#fanout)
-      this.#feeds.set(symbol, feed)
-      this.#metrics.symbols.set(this.#feeds.size)
-      this.#queueSubscribe(symbol)
-    }
+    const feed = this.#feeds.get(symbol) ?? this.#open(symbol, false)
     this.#subscriptionCount++
     this.#metrics.subscriptions.set(this.#subscriptionCount)
     return feed.add(client, delivery)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {boolean} idle opened before its first subscriber
+   * @returns {Feed}
+   */
+  #open (symbol, idle) {
+    const feed = new Feed(symbol, this.#gen, this.#fanout, this.#recoveryMax, idle)
+    this.#feeds.set(symbol, feed)
+    this.#metrics.symbols.set(this.#feeds.size)
+    this.#queueSubscribe(symbol)
+    return feed
+  }
+
+  /**
+   * What add() would return now for a subscriber of this delivery: the
+   * full quote it would start from, when the symbol is live.
+   *
+   * @param {string} symbol
+   * @param {number} delivery
+   * @returns {string | null}
+   */
+  peek (symbol, delivery) {
+    return this.#feeds.get(symbol)?.peek(delivery) ?? null
+  }
+
+  /**
+   * Resolves once every symbol is live (subscribed and read), or after
+   * timeoutMs. Symbols nobody here watches yet are subscribed now, and
+   * dropped like idle ones if no subscriber follows.
+   *
+   * @param {string[]} symbols
+   * @param {number} timeoutMs
+   * @returns {Promise<void>}
+   */
+  whenLive (symbols, timeoutMs) {
+    const left = new Set()
+    for (const s of symbols) {
+      const feed = this.#feeds.get(s) ?? this.#open(s, true)
+      if (!feed.live) left.add(s)
+    }
+    if (left.size === 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      const waiter = {
+        left,
+        done: () => {
+          clearTimeout(timer)
+          this.#liveWaiters.delete(waiter)
+          resolve()
+        }
+      }
+      const timer = setTimeout(waiter.done, timeoutMs)
+      this.#liveWaiters.add(waiter)
+    })
   }
 
   /**
@@ -129,7 +189,12 @@ export class Hub {
     if (!feed) return
     this.#metrics.quotesIn.inc()
     const quote = this.#parse(raw)
-    if (quote === null || !feed.onQuote(quote, raw)) this.#metrics.staleIn.inc()
+    const taken = quote === null ? Taken.STALE : feed.onQuote(quote, raw)
+    if (taken === Taken.STALE) this.#metrics.staleIn.inc()
+    // Redis lost the symbol's history while this gateway was connected
+    // (FLUSHALL, eviction, a restart faster than the reconnect): a gap
+    // nothing could fill, counted like one.
+    else if (taken === Taken.NEW_EPOCH) this.#metrics.gapFills.inc({ result: 'snapshot' })
   }
 
   /**
@@ -207,20 +272,60 @@ export class Hub {
     await this.#broker.subscribe(symbols)
     this.#metrics.redisChannels.set(this.#broker.channelCount())
     this.#renew(symbols)
-    const raws = await this.#broker.latest(symbols)
-    for (let i = 0; i < symbols.length; i++) this.#goLive(symbols[i], raws[i], gen)
+    // After the SUBSCRIBE: what a resuming feed missed (feed.js, gap fill).
+    const [raws, missed] = await Promise.all([
+      this.#broker.latest(symbols),
+      Promise.all(symbols.map((s) => this.#readMissed(s)))
+    ])
+    for (let i = 0; i < symbols.length; i++) this.#goLive(symbols[i], raws[i], missed[i], gen)
+  }
+
+  /**
+   * The ticks a feed resuming after a broker reconnect missed, from its
+   * history: null when it is not resuming, when the read fails, or when
+   * more are missing than WSPS_RECOVERY_MAX (then it is not filled).
+   *
+   * @param {string} symbol
+   * @returns {Promise<{quote: Quote, raw: string}[] | null>}
+   */
+  async #readMissed (symbol) {
+    const from = this.#feeds.get(symbol)?.resumeFrom() ?? null
+    if (from === null) return null
+    try {
+      const raws = await this.#broker.history(symbol, from, null, this.#recoveryMax + 1)
+      if (raws.length > this.#recoveryMax) return null
+      const out = []
+      for (const raw of raws) {
+        const quote = this.#parse(raw)
+        if (quote === null) return null
+        out.push({ quote, raw })
+      }
+      return out
+    } catch (err) {
+      this.#log.warn({ err: /** @type {Error} */ (err).message, symbol }, 'history read failed; the gap gets a snapshot')
+      return null
+    }
   }
 
   /**
    * @param {string} symbol
    * @param {string | null} raw latest quote read from the broker
+   * @param {{quote: Quote, raw: string}[] | null} missed
    * @param {number} gen
    */
-  #goLive (symbol, raw, gen) {
+  #goLive (symbol, raw, missed, gen) {
     const feed = this.#feeds.get(symbol)
     if (!feed || feed.live || feed.gen !== gen) return
-    feed.goLive(raw === null ? null : this.#parse(raw), raw)
+    const filled = feed.goLive(raw === null ? null : this.#parse(raw), raw, missed)
+    if (filled !== null) {
+      this.#metrics.gapFills.inc({ result: filled < 0 ? 'snapshot' : 'filled' })
+      if (filled > 0) this.#metrics.gapTicks.inc(filled)
+    }
     this.#resynced(feed)
+    for (const w of this.#liveWaiters) {
+      w.left.delete(symbol)
+      if (w.left.size === 0) w.done()
+    }
   }
 
   /** @param {Feed} feed */

@@ -2,7 +2,7 @@
 // encoding the server's control frames. Quote frames are assembled from
 // pre-serialized parts by each connection's outbox (see outbox.js).
 
-import { ClientOp, DeliveryMode, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
+import { ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
 
 /** Symbols accepted in one sub/unsub request. */
 const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE } = Limits
@@ -13,8 +13,10 @@ const MAX_ID_LENGTH = 64
 const MAX_TOKEN_LENGTH = 8192
 
 /**
- * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number}} SymbolsRequest
- *   mode and maxRate: a sub's delivery, when it named one (docs/protocol.md)
+ * @typedef {{seq: number, epoch: string}} Cursor where a client's held quote of a symbol stands
+ * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>}} SymbolsRequest
+ *   mode and maxRate: a sub's delivery, when it named one; since: the
+ *   symbols it resumes (docs/protocol.md, Recovery)
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
  * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
@@ -95,8 +97,10 @@ export function parseClientFrame (data, isBinary) {
       const request = { op, symbols: [...new Set(/** @type {string[]} */ (symbols))] }
       if (id !== undefined) request.id = id
       if (op === ClientOp.SUB) {
-        const bad = parseDelivery(msg, request)
-        if (bad) return fail(bad.code, bad.message, id)
+        const bad = parseDelivery(msg, request) ?? parseSince(msg.since, request)
+        if (bad) return fail(bad.code, bad.message, id, bad.symbols)
+      } else if (msg.since !== undefined) {
+        return fail(ErrorCode.BAD_SINCE, 'since belongs to sub only', id)
       }
       return { ok: true, request }
     }
@@ -110,7 +114,7 @@ export function parseClientFrame (data, isBinary) {
  *
  * @param {Record<string, unknown>} msg
  * @param {SymbolsRequest} request
- * @returns {{code: string, message: string} | null} what is wrong, if anything
+ * @returns {{code: string, message: string, symbols?: string[]} | null} what is wrong, if anything
  */
 function parseDelivery ({ mode, maxRate }, request) {
   if (mode !== undefined) {
@@ -132,6 +136,41 @@ function parseDelivery ({ mode, maxRate }, request) {
 }
 
 /**
+ * Reads a sub's `since` (`{"AAPL":{"seq":1042,"epoch":"k3x9"}}`) into the
+ * request. Every mistake is one code, BAD_SINCE, and rejects the request
+ * whole: a client that sends a wrong cursor learns it at once instead of
+ * getting a silent snapshot.
+ *
+ * @param {unknown} since
+ * @param {SymbolsRequest} request
+ * @returns {{code: string, message: string, symbols?: string[]} | null}
+ */
+function parseSince (since, request) {
+  if (since === undefined) return null
+  if (since === null || typeof since !== 'object' || Array.isArray(since)) {
+    return { code: ErrorCode.BAD_SINCE, message: 'since must be an object: symbol -> {"seq":<integer>,"epoch":"<epoch>"}' }
+  }
+  const entries = Object.entries(since)
+  const asked = new Set(request.symbols)
+  const stray = entries.filter(([s]) => !asked.has(s)).map(([s]) => s.slice(0, 32))
+  if (stray.length) return { code: ErrorCode.BAD_SINCE, message: 'since names symbols this sub does not subscribe', symbols: stray.slice(0, 10) }
+  /** @type {Map<string, Cursor>} */
+  const cursors = new Map()
+  for (const [symbol, c] of entries) {
+    const { seq, epoch } = c !== null && typeof c === 'object' ? c : /** @type {{seq?: unknown, epoch?: unknown}} */ ({})
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
+      return { code: ErrorCode.BAD_SINCE, message: 'since: seq must be a non-negative integer', symbols: [symbol] }
+    }
+    if (typeof epoch !== 'string' || !EPOCH_PATTERN.test(epoch)) {
+      return { code: ErrorCode.BAD_SINCE, message: `since: epoch must match ${EPOCH_PATTERN.source}`, symbols: [symbol] }
+    }
+    cursors.set(symbol, { seq, epoch })
+  }
+  if (cursors.size) request.since = cursors
+  return null
+}
+
+/**
  * The `hello` frame. `expiresInMs` (auth on, the token has `exp`) tells the
  * client when to refresh; it is relative so client clock skew does not matter.
  *
@@ -148,8 +187,9 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
 /**
  * @param {number | string | undefined} id
  * @param {readonly string[]} symbols
- * @param {{mode?: string, maxRate?: number, expiresInMs?: number} | null} [extra] a sub's
- *   delivery as it named it; expiresInMs on the answer to a token refresh
+ * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>} | null} [extra] a sub's
+ *   delivery as it named it, and whether each symbol of its `since` was
+ *   recovered; expiresInMs on the answer to a token refresh
  */
 export function encodeAck (id, symbols, extra = null) {
   const ack = id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols }
@@ -166,9 +206,13 @@ export function encodePong (id) {
   return id === undefined ? '{"op":"pong"}' : JSON.stringify({ op: 'pong', id })
 }
 
-/** @param {string[]} fullQuotes serialized full quotes */
-export function encodeSnap (fullQuotes) {
-  return `{"op":"snap","quotes":[${fullQuotes.join(',')}]}`
+/**
+ * @param {string[]} fullQuotes serialized full quotes
+ * @param {boolean} [lost] they replace ticks that could not be recovered
+ *   (`"recovered":false`: history did not cover the hole)
+ */
+export function encodeSnap (fullQuotes, lost = false) {
+  return `{"op":"snap","quotes":[${fullQuotes.join(',')}]${lost ? ',"recovered":false' : ''}}`
 }
 
 /** @param {string[]} deltas serialized deltas */

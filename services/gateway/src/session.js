@@ -6,16 +6,24 @@
 // gets nothing until `{"op":"auth"}` is accepted (then `hello`); the same op
 // later replaces its grants, unsubscribing what they no longer cover. The
 // token's `exp` closes it with 4002 unless a refresh came first.
+//
+// A `sub` with `since` (recovery.js) waits for history reads before it is
+// applied; the connection's later frames wait for it, so requests still
+// take effect in the order they were sent.
 
 import { ClientOp, CloseCode, DeliveryMode, ErrorCode } from '@wsps/protocol'
 import { DISTINCT, FULL_RATE } from './outbox.js'
-import { encodeAck, encodeError, encodeHello, encodePong, encodeSnap, parseClientFrame } from './protocol.js'
+import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
+import { cursorOf } from './recovery.js'
 import { TextFrame } from './text-frame.js'
 
 /**
  * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
  */
+
+/** Quotes per replay frame. */
+const REPLAY_CHUNK = 100
 
 export class Sessions {
   /**
@@ -26,10 +34,17 @@ export class Sessions {
    * @type {{quotes: string[], frame: TextFrame} | null}
    */
   #lastSnap = null
+  /**
+   * Connections with a resuming `sub` in flight, and the frames they sent
+   * since (admitted by the rate limit, handled once it is applied).
+   * @type {WeakMap<Client, [import('ws').RawData, boolean][]>}
+   */
+  #waiting = new WeakMap()
 
   /**
    * @param {object} options
    * @param {import('./hub.js').Hub} options.hub
+   * @param {import('./recovery.js').Recovery} options.recovery
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
@@ -37,8 +52,9 @@ export class Sessions {
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ hub, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
+  constructor ({ hub, recovery, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
     this.hub = hub
+    this.recovery = recovery
     this.metrics = metrics
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
@@ -70,6 +86,17 @@ export class Sessions {
    */
   onMessage (client, data, isBinary) {
     if (!this.admit(client)) return
+    const waiting = this.#waiting.get(client)
+    if (waiting) waiting.push([data, isBinary])
+    else this.#handle(client, data, isBinary)
+  }
+
+  /**
+   * @param {Client} client
+   * @param {import('ws').RawData} data
+   * @param {boolean} isBinary
+   */
+  #handle (client, data, isBinary) {
     const parsed = parseClientFrame(data, isBinary)
     if (!parsed.ok) {
       this.reject(client, parsed.error)
@@ -91,11 +118,38 @@ export class Sessions {
       case 'ping':
         client.send(encodePong(req.id), 'pong')
         return
-      case 'sub':
-        this.subscribe(client, req)
+      case 'sub': {
+        const resuming = this.subscribe(client, req)
+        if (resuming === null) return
+        this.#waiting.set(client, [])
+        resuming.catch((err) => {
+          this.log.error({ err, client: client.id }, 'recovery failed')
+          this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id: req.id })
+        }).finally(() => this.#resume(client))
         return
+      }
       case 'unsub':
         this.unsubscribe(client, req.symbols, req.id)
+    }
+  }
+
+  /**
+   * A resuming `sub` was applied: handle what the connection sent meanwhile,
+   * in order, until another one waits.
+   *
+   * @param {Client} client
+   */
+  #resume (client) {
+    const queued = this.#waiting.get(client) ?? []
+    this.#waiting.delete(client)
+    while (queued.length && !client.closed) {
+      const [data, isBinary] = /** @type {[import('ws').RawData, boolean]} */ (queued.shift())
+      this.#handle(client, data, isBinary)
+      const again = this.#waiting.get(client)
+      if (again) {
+        again.push(...queued)
+        return
+      }
     }
   }
 
@@ -178,15 +232,19 @@ export class Sessions {
 
   /**
    * Subscribes symbols with the request's delivery. Symbols already held
-   * with another delivery move to this one (with a fresh snapshot).
+   * with another delivery move to this one (with a fresh snapshot). With
+   * `since`, the symbols it names resume (recovery.js): the request is
+   * applied once their history is read.
    *
    * @param {Client} client
    * @param {import('./protocol.js').SymbolsRequest} req
+   * @returns {Promise<void> | null} while a resuming request is read for; null: done
    */
-  subscribe (client, { symbols, id, mode, maxRate }) {
+  subscribe (client, req) {
+    const { symbols, id, mode, maxRate, since } = req
     if (this.draining()) {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
-      return
+      return null
     }
     const out = client.outbox
     const delivery = mode === DeliveryMode.DISTINCT ? DISTINCT : maxRate ?? FULL_RATE
@@ -197,7 +255,7 @@ export class Sessions {
       const denied = fresh.filter((s) => !client.grants?.(s))
       if (denied.length) {
         this.reject(client, { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', id, symbols: denied })
-        return
+        return null
       }
     }
     if (out.symbols.length + fresh.length > this.maxSubscriptions) {
@@ -206,8 +264,58 @@ export class Sessions {
         message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${out.symbols.length})`,
         id
       })
-      return
+      return null
     }
+    if (since === undefined) {
+      this.#apply(client, req, delivery, fresh, moved, null)
+      return null
+    }
+    // Symbols this connection holds already with this delivery lost nothing
+    // on it; the others resume from their cursor.
+    /** @type {Map<string, import('./protocol.js').Cursor>} */
+    const resumed = new Map()
+    for (const s of fresh.concat(moved)) {
+      const cursor = since.get(s)
+      if (cursor !== undefined) resumed.set(s, cursor)
+    }
+    if (resumed.size === 0) {
+      this.#apply(client, req, delivery, fresh, moved, new Map())
+      return null
+    }
+    return this.recovery.plan(resumed, delivery, delivery === DISTINCT).then((plan) => {
+      // The turn plan() resolved in (recovery.js): apply now, before any I/O.
+      if (client.closed) return
+      // A refresh meanwhile may have narrowed the grants.
+      if (client.grants && symbols.some((s) => !client.grants?.(s))) {
+        this.reject(client, { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', id, symbols: symbols.filter((s) => !client.grants?.(s)) })
+        return
+      }
+      const held = out.holds()
+      const nowFresh = symbols.filter((s) => !held(s))
+      const nowMoved = symbols.filter((s) => held(s) && out.deliveryOf(s) !== delivery)
+      if (out.symbols.length + nowFresh.length > this.maxSubscriptions) {
+        this.reject(client, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${out.symbols.length})`, id })
+        return
+      }
+      this.#apply(client, req, delivery, nowFresh, nowMoved, plan)
+    })
+  }
+
+  /**
+   * Applies a sub: the symbols join their feeds, the ack goes out, then the
+   * snapshots, or for resumed symbols their replay.
+   *
+   * @param {Client} client
+   * @param {import('./protocol.js').SymbolsRequest} req
+   * @param {number} delivery
+   * @param {string[]} fresh symbols the connection does not hold
+   * @param {string[]} moved symbols it holds with another delivery
+   * @param {Map<string, string[] | null> | null} plan resumed symbols: what
+   *   to replay (null: not recoverable); null when the sub has no `since`
+   */
+  #apply (client, req, delivery, fresh, moved, plan) {
+    const { id, mode, maxRate, since } = req
+    const out = client.outbox
     out.subscribe(fresh, delivery)
     for (const s of moved) {
       this.hub.remove(s, out, out.deliveryOf(s))
@@ -217,16 +325,64 @@ export class Sessions {
     const snapped = []
     /** @type {string[]} */
     const quotes = []
+    /** @type {Record<string, boolean>} */
+    const recovered = {}
+    /** @type {string[]} */
+    const replay = []
+    /** @type {string[]} */
+    const replayed = []
+    const modeName = delivery === DISTINCT ? 'distinct' : 'merge'
     for (const s of fresh.concat(moved)) {
       const raw = this.hub.add(s, out, delivery)
+      const cursor = since?.get(s)
+      const planned = plan?.get(s)
+      if (cursor !== undefined && planned !== undefined) {
+        const base = cursorOf(raw)
+        // Distinct: the replay reaches exactly the quote the live stream
+        // continues from (plan() made sure of it in this turn). Merge: the
+        // latest state is one snapshot; recovered says it continues the
+        // client's epoch (nothing it held was from another history).
+        const ok = planned !== null && base !== null && base.epoch === cursor.epoch &&
+          (delivery === DISTINCT ? base.seq === cursor.seq + planned.length : base.seq >= cursor.seq)
+        recovered[s] = ok
+        this.metrics.recoveries.inc({ mode: modeName, result: ok ? 'recovered' : 'not_recovered' })
+        if (ok && delivery === DISTINCT) {
+          replay.push(.../** @type {string[]} */ (planned))
+          replayed.push(s)
+          continue
+        }
+      }
       if (raw !== null) {
         snapped.push(s)
         quotes.push(raw)
       }
     }
-    const echo = mode === undefined && maxRate === undefined ? undefined : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
-    client.send(encodeAck(id, out.symbols, echo), 'ack')
-    if (quotes.length) out.sendSnap(snapped, this.#snapFrame(quotes))
+    // Resumed symbols the connection held already lost nothing on it.
+    if (since !== undefined) for (const s of since.keys()) if (!(s in recovered)) recovered[s] = true
+    /** @type {{mode?: string, maxRate?: number, recovered?: Record<string, boolean>}} */
+    const extra = mode === undefined && maxRate === undefined ? {} : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
+    if (since !== undefined) extra.recovered = recovered
+    client.send(encodeAck(id, out.symbols, Object.keys(extra).length ? extra : null), 'ack')
+    if (replay.length) {
+      this.metrics.recoveredTicks.inc(replay.length)
+      out.drop(replayed)
+      // Full quotes, each continuing the one before (base = seq - 1), in
+      // frames of a bounded size; the send buffer limits apply to them.
+      for (let i = 0; i < replay.length && !client.closed; i += REPLAY_CHUNK) {
+        client.sendFrame(new TextFrame(encodeQuotes(replay.slice(i, i + REPLAY_CHUNK))), 'q')
+      }
+    }
+    if (since === undefined || snapped.every((s) => recovered[s] !== false)) {
+      if (quotes.length) out.sendSnap(snapped, this.#snapFrame(quotes))
+      return
+    }
+    // Snapshots over a hole history could not fill come in their own frame,
+    // marked: the client learns which ticks it lost from the ack, and which
+    // quotes replace them from the frame.
+    for (const lost of [false, true]) {
+      const syms = snapped.filter((s) => (recovered[s] === false) === lost)
+      if (syms.length) out.sendSnap(syms, new TextFrame(encodeSnap(syms.map((s) => quotes[snapped.indexOf(s)]), lost)))
+    }
   }
 
   /**

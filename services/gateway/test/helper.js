@@ -15,17 +15,30 @@ export const metrics = () => createGatewayMetrics(`test-${metricsSeq++}`)
 
 /**
  * An in-memory Broker that records calls and lets the test publish.
- * @returns {import('../src/broker.js').Broker & {calls: string[][], channels: Set<string>, latestValues: Map<string, string>}}
+ * `histories` holds each symbol's published quotes (JSON, in seq order), as
+ * the publish script keeps them.
+ * @returns {import('../src/broker.js').Broker & {calls: string[][], channels: Set<string>, latestValues: Map<string, string>, histories: Map<string, string[]>}}
  */
 export function memoryBroker () {
   const channels = new Set()
   /** @type {string[][]} */
   const calls = []
   const latestValues = new Map()
+  /** @type {Map<string, string[]>} */
+  const histories = new Map()
   return {
     calls,
     channels,
     latestValues,
+    histories,
+    async history (symbol, fromSeq, toSeq, max) {
+      calls.push(['history', symbol, String(fromSeq), String(toSeq)])
+      const all = histories.get(symbol) ?? []
+      return all.filter((raw) => {
+        const { seq } = JSON.parse(raw)
+        return seq >= fromSeq && (toSeq === null || seq <= toSeq)
+      }).slice(0, max)
+    },
     async subscribe (symbols) { calls.push(['subscribe', ...symbols]); for (const s of symbols) channels.add(s) },
     async unsubscribe (symbols) { calls.push(['unsubscribe', ...symbols]); for (const s of symbols) channels.delete(s) },
     async latest (symbols) { return symbols.map((s) => latestValues.get(s) ?? null) },

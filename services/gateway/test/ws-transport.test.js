@@ -10,6 +10,7 @@ import { WebSocket, WebSocketServer } from 'ws'
 import { CloseCode } from '@wsps/protocol'
 import { waitFor } from '@wsps/testkit'
 import { Connection } from '../src/connection.js'
+import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
 import { TextFrame } from '../src/text-frame.js'
 import { WsTransport } from '../src/ws-transport.js'
@@ -160,7 +161,7 @@ test('snapshots are framed once and written with one socket write, the same byte
     messageRate: new RateLimit(100, 100),
     outbox: { metrics, sendHighWater: 64 * 1024, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
   }
-  const sessions = new Sessions({ hub, metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
+  const sessions = new Sessions({ hub, recovery: new Recovery({ hub, broker, max: 1000, logger: silent }), metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
   const readers = []
   for (let i = 0; i < 4; i++) {
     const p = await pair()

@@ -58,7 +58,7 @@ export async function createFetcher (config, logger) {
   const redis = registerScripts(connectRedis(config, watch('cmd')))
   /** @type {Map<string, import('@wsps/shared/redis').RedisClient>} */
   const conns = new Map([['cmd', redis]])
-  const publisher = new Publisher({ redis, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster' })
+  const publisher = new Publisher({ redis, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster', historySize: config.historySize, historyTtlMs: config.historyTtlMs })
   /** @type {{start(): void, stop(): Promise<void>}[]} */
   const sources = []
   if (config.provider === 'sim' || config.provider === 'http') {

@@ -1,6 +1,6 @@
 // Publishes quotes: one round trip per job or publish request, through the
 // publish script (per quote: seq INCR, latest SET with TTL, PUBLISH,
-// atomically), many quotes per script call on a single Redis. On a Redis
+// and history append, atomically), many quotes per script call on a single Redis. On a Redis
 // Cluster the script uses SPUBLISH (the channel shares the symbol's slot)
 // and ioredis batches the calls per shard.
 
@@ -19,12 +19,16 @@ export class Publisher {
    * @param {import('@wsps/shared/keys').RedisKeys} options.keys
    * @param {number} options.ttlMs
    * @param {boolean} options.sharded Redis Cluster: sharded pub/sub
+   * @param {number} [options.historySize] ticks kept per symbol (0: none)
+   * @param {number} [options.historyTtlMs]
    */
-  constructor ({ redis, keys, ttlMs, sharded }) {
+  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0 }) {
     this.redis = redis
     this.keys = keys
     this.ttlMs = ttlMs
     this.sharded = sharded
+    this.historySize = historySize
+    this.historyTtlMs = historyTtlMs
     /**
      * Last seq seen per symbol. Passed as the floor to the publish script so
      * that a Redis restart that lost the counters cannot rewind seq.
@@ -61,7 +65,7 @@ export class Publisher {
   async publish (quotes, { pushLeaseMs = 0 } = {}) {
     if (quotes.length === 0) return { published: 0, refused: 0 }
     const { keys } = this
-    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs }
+    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, historyTtlMs: this.historyTtlMs }
     const entries = quotes.map((q) => {
       // symbol first: the script splices seq in front of the body.
       const { symbol, ...rest } = q

@@ -116,6 +116,41 @@ test('publish: many quotes in one call, in order; a pushed symbol among them is 
   assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('A')))).ts, 2, 'the later quote of A is the latest')
 })
 
+test('history: each published quote is kept in the symbol\'s stream under its seq, capped, with one epoch while it continues', async () => {
+  const k = freshKeys()
+  const opts = { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 3, historyTtlMs: 5000 }
+  const quotes = [1, 2, 3, 4, 5].map((i) => ({ symbol: 'H', body: `{"symbol":"H","ts":${i}}`, floor: 0 }))
+  assert.deepEqual(await r.wspsPublish(...publishArgs(k, quotes, opts)), [1, 2, 3, 4, 5])
+  const entries = await r.xrange(k.history('H'), '-', '+')
+  assert.deepEqual(entries.map(([id]) => id), ['3-0', '4-0', '5-0'], 'capped at historySize, newest kept')
+  const msgs = entries.map(([, fields]) => JSON.parse(fields[1]))
+  const epoch = msgs[0].epoch
+  assert.match(epoch, /^[0-9a-z]{6,16}$/)
+  assert.deepEqual(msgs.map((m) => [m.seq, m.epoch, m.ts]), [[3, epoch, 3], [4, epoch, 4], [5, epoch, 5]])
+  assert.equal(await r.get(k.latest('H')), entries[2][1][1], 'the latest quote is the newest history entry, byte for byte')
+  assert.ok((await r.pttl(k.history('H'))) > 4000 && (await r.pttl(k.epoch('H'))) > 4000, 'history and epoch expire after historyTtlMs')
+
+  // The counter is lost (the history is not): the seq would not follow the
+  // newest entry, so the history restarts under a new epoch.
+  await r.del(k.seq('H'))
+  const [seq] = await r.wspsPublish(...publishArgs(k, [{ symbol: 'H', body: '{"symbol":"H","ts":6}', floor: 2 }], opts))
+  assert.equal(seq, 3)
+  const after = await r.xrange(k.history('H'), '-', '+')
+  assert.deepEqual(after.map(([id]) => id), ['3-0'])
+  const restarted = JSON.parse(after[0][1][1]).epoch
+  assert.notEqual(restarted, epoch, 'a new epoch: no client may take seq 3 for the old one')
+
+  // The history is flushed (eviction, FLUSHALL, a restart without persistence): a new epoch too.
+  await r.del(k.history('H'))
+  await publishOne(k, '{"symbol":"H","ts":7}')
+  assert.notEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('H')))).epoch, restarted)
+  // With history off: no stream, no epoch in the message.
+  const off = freshKeys()
+  await publishOne(off, '{"symbol":"N","ts":1}')
+  assert.equal(await r.exists(off.history('N')), 0)
+  assert.equal(JSON.parse(/** @type {string} */ (await r.get(off.latest('N')))).epoch, undefined)
+})
+
 test('push wins: a pushed symbol gets no job while its push lease lasts, and provider quotes of it are refused', async () => {
   const k = freshKeys()
   const now = 3_000_000

@@ -69,22 +69,48 @@ return {n, jobs, #expired, pushed}
 `
 
 /**
- * Publishes quotes, in order. KEYS: per quote seq, latest, pushed (all of one
- * symbol's slot on a Redis Cluster, so there the fetcher sends one quote per
- * call). ARGV: ttlMs, sharded (0/1), pushLeaseMs, then per quote: channel,
- * quote JSON without seq (starts with '{"symbol"'), floorSeq.
+ * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
+ * epoch (all of one symbol's slot on a Redis Cluster, so there the fetcher
+ * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
+ * historySize, historyTtlMs, then per quote: channel, quote JSON without seq
+ * (starts with '{"symbol"'), floorSeq.
  * seq = INCR, but never at or below floorSeq: the fetcher passes the last seq
  * it knows, so a Redis restart that lost the counter does not rewind it.
  * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
  * 0 (a provider) publishes nothing while the symbol is pushed, so a job that
  * was in flight when pushing began cannot interleave an older quote.
+ *
+ * History (historySize > 0): every published quote is also appended to the
+ * symbol's stream (entry ID `<seq>-0`, field `q`: the message as published),
+ * capped at historySize entries; stream and epoch expire historyTtlMs after
+ * the symbol's last quote. In the same script as the seq, so history and seq
+ * never disagree. The epoch names one unbroken history: a new one is drawn
+ * (from Redis' clock) whenever the history cannot be trusted to continue:
+ * the stream or the epoch key is gone (first quote, expiry, eviction, FLUSH,
+ * a restart without persistence), or the seq does not follow the stream's
+ * newest entry (the counter was lost). Every message then carries it:
+ * `{"seq":N,"epoch":"E",...}`.
  * Returns the seq of each quote, 0 for one refused for that reason.
  */
 const PUBLISH = `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
+local histSize, histTtl = tonumber(ARGV[4]), ARGV[5]
+local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
+local function newEpoch (key)
+  local t = redis.call('TIME')
+  local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local e = ''
+  while n > 0 do
+    local d = n % 36
+    e = string.sub(digits, d + 1, d + 1) .. e
+    n = (n - d) / 36
+  end
+  redis.call('SET', key, e)
+  return e
+end
 local out = {}
-for i = 1, #KEYS / 3 do
-  local k, a = 3 * i - 2, 3 * i + 1
+for i = 1, #KEYS / 5 do
+  local k, a = 5 * i - 4, 3 * i + 3
   local seq = 0
   if pushMs > 0 then
     redis.call('SET', KEYS[k + 2], '1', 'PX', pushMs)
@@ -96,7 +122,30 @@ for i = 1, #KEYS / 3 do
       seq = floor + 1
       redis.call('SET', KEYS[k], seq)
     end
-    local msg = '{"seq":' .. seq .. ',' .. string.sub(ARGV[a + 1], 2)
+    local body = string.sub(ARGV[a + 1], 2)
+    local msg
+    if histSize > 0 then
+      local hist, epochKey = KEYS[k + 3], KEYS[k + 4]
+      local epoch = redis.call('GET', epochKey)
+      if not epoch or redis.call('EXISTS', hist) == 0 then
+        redis.call('DEL', hist)
+        epoch = newEpoch(epochKey)
+      end
+      msg = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '",' .. body
+      local added = redis.pcall('XADD', hist, 'MAXLEN', histSize, seq .. '-0', 'q', msg)
+      if type(added) == 'table' and added.err then
+        -- seq is not above the newest entry: the counter was lost, history
+        -- cannot continue. A new epoch, and a history that starts here.
+        redis.call('DEL', hist)
+        epoch = newEpoch(epochKey)
+        msg = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '",' .. body
+        redis.call('XADD', hist, 'MAXLEN', histSize, seq .. '-0', 'q', msg)
+      end
+      redis.call('PEXPIRE', hist, histTtl)
+      redis.call('PEXPIRE', epochKey, histTtl)
+    else
+      msg = '{"seq":' .. seq .. ',' .. body
+    end
     redis.call('SET', KEYS[k + 1], msg, 'PX', ttl)
     if sharded then redis.call('SPUBLISH', ARGV[a], msg) else redis.call('PUBLISH', ARGV[a], msg) end
   end
@@ -183,16 +232,17 @@ return n
  *
  * @param {import('./keys.js').RedisKeys} keys
  * @param {{symbol: string, body: string, floor: number}[]} quotes body: the quote JSON without seq, starting with '{"symbol"'
- * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number}} options
+ * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, historyTtlMs?: number}} options
+ *   historySize 0 (the default): no history, no epoch
  * @returns {[number, ...(string | number)[]]}
  */
-export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs }) {
+export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, historyTtlMs = 0 }) {
   /** @type {string[]} */
   const k = []
   /** @type {(string | number)[]} */
-  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs]
+  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, historyTtlMs]
   for (const q of quotes) {
-    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol))
+    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol))
     a.push(keys.channel(q.symbol), q.body, q.floor)
   }
   return [k.length, ...k, ...a]
@@ -205,11 +255,11 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs }) {
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
   client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
-  // Key count per call: 3 per quote. On a Cluster, ioredis routes (and
+  // Key count per call: 5 per quote. On a Cluster, ioredis routes (and
   // auto-pipelines) a command by its keys only when their count is declared:
   // wspsPublishOne is the same script for exactly one quote.
   client.defineCommand('wspsPublish', { lua: PUBLISH })
-  client.defineCommand('wspsPublishOne', { numberOfKeys: 3, lua: PUBLISH })
+  client.defineCommand('wspsPublishOne', { numberOfKeys: 5, lua: PUBLISH })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)

@@ -29,7 +29,7 @@ export async function capacitySim (run) {
       const per = Math.floor(run.P.simConns / n)
       for (let i = 0; i < n; i++) {
         fleets.push(await startFleet({
-          bin: run.loadgen, adapter: 'wsps', url: gws[i].url, conns: per, procs: 1, first: i * per,
+          bin: run.bin.loadgen, adapter: 'wsps', url: gws[i].url, conns: per, procs: 1, first: i * per,
           symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 300, concurrency: 64, seed: 21
         }))
       }

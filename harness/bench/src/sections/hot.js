@@ -4,7 +4,7 @@
 // per-connection load (hotPerConnRate deliveries/s per connection, the
 // load of issue #16's reference: 10,000 connections at ~42k deliveries/s),
 // for one gateway process, for WSPS_WORKERS=2 and for the floor (the
-// least work any server can do here: loadgen/floor.go writes one pre-built
+// least work any server can do here: the floor program (loadgen/internal/floor) writes one pre-built
 // frame per quote to each subscriber, one write() each, from one thread, fed
 // by the same publisher), all held at once and measured in turn at each
 // count: the floor's p99 at a count is what this machine's kernel allows.
@@ -33,7 +33,7 @@ export async function hotSymbols (run) {
       // One worker on the server core; two workers get both cores (on a
       // 2-core machine they share one with the load generator: say so when
       // reading the figures).
-      const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: name === 'wsps-2w' ? both : run.serverCore, runDir: run.runDir, prefix, loadgen: run.loadgen })
+      const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: name === 'wsps-2w' ? both : run.serverCore, runDir: run.runDir, prefix, bin: run.bin })
       subjects.push({ name, prefix, srv })
     }
     for (const conns of P.hotSweep) {
@@ -74,7 +74,7 @@ export async function hotSymbols (run) {
 async function hotStep (run, x, conns) {
   const P = run.P
   const fleet = await startFleet({
-    bin: run.loadgen, adapter: x.srv.adapter, url: x.srv.url, conns, procs: P.procs,
+    bin: run.bin.loadgen, adapter: x.srv.adapter, url: x.srv.url, conns, procs: P.procs,
     symbols: P.hotSymbols, k: 1, zipf: P.hotZipf, core: run.loadCore, maxSeconds: 600, concurrency: 64, readyTimeout: P.readyTimeout
   })
   try {

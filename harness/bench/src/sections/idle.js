@@ -29,7 +29,7 @@ export async function idleAndStorm (run, name) {
     const rss0 = rssBytes(tree(srv.roots()))
     const cpu = new CpuMeter(srv.roots)
     const fleet = await startFleet({
-      bin: run.loadgen, adapter: srv.adapter, url: srv.url, conns: run.P.storm, procs: run.P.stormProcs,
+      bin: run.bin.loadgen, adapter: srv.adapter, url: srv.url, conns: run.P.storm, procs: run.P.stormProcs,
       symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 600, concurrency: 128, seed: 7
     })
     fleets.push(fleet)
@@ -49,7 +49,7 @@ export async function idleAndStorm (run, name) {
     let held = fleet.conns
     if (run.P.idleExtra > 0) {
       const more = await startFleet({
-        bin: run.loadgen, adapter: srv.adapter, url: srv.url, conns: run.P.idleExtra, procs: 1, first: run.P.storm,
+        bin: run.bin.loadgen, adapter: srv.adapter, url: srv.url, conns: run.P.idleExtra, procs: 1, first: run.P.storm,
         symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 600, concurrency: 64, seed: 7, waitSnap: true
       })
       fleets.push(more)

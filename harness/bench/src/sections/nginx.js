@@ -28,7 +28,7 @@ export async function nginxVsDirect (run) {
       for (const via of ['direct', 'nginx']) {
         const url = via === 'direct' ? srv.url : `ws://127.0.0.1:${nginxPort}`
         const fleet = await startFleet({
-          bin: run.loadgen, adapter: 'wsps', url, conns: run.P.nginxConns, procs: 2,
+          bin: run.bin.loadgen, adapter: 'wsps', url, conns: run.P.nginxConns, procs: 2,
           symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 300, concurrency: 64, seed: 11 + rep
         })
         const seconds = Math.max(...fleet.readies.map((r) => r.elapsedMs)) / 1000

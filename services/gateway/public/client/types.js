@@ -39,6 +39,8 @@ export const Status = Object.freeze({
  * @property {number} high
  * @property {number} low
  * @property {number} prevClose
+ * @property {string} [epoch] the history `seq` counts in (gateways whose fetchers keep history); a
+ *   reconnect resumes from seq and epoch
  *
  * @typedef {{symbol: string, seq: number, ts: number, base?: number} & Partial<Quote>} Delta
  *
@@ -87,6 +89,9 @@ export const Status = Object.freeze({
  * @property {ErrorInfo} error the server rejected something (or the client gave up on it)
  * @property {{symbols: string[], error: ErrorInfo}} rejected symbols dropped from the watch set because the server refused them
  * @property {GapEvent} gap a delta did not continue the held quote; the symbol is being resubscribed
+ * @property {{symbol: string, recovered: boolean}} recovery a reconnect resumed the symbol from the quote held:
+ *   recovered true, nothing was lost (distinct: the missed ticks were replayed as quote events); false, the
+ *   gateway's history did not cover the time away and a fresh snapshot replaced the quote (ticks were lost)
  *
  * @typedef {{readyState: number, send (data: string): void, close (code?: number, reason?: string): void, terminate? (): void,
  *   onopen: any, onmessage: any, onclose: any, onerror: any}} SocketLike

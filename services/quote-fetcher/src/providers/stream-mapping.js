@@ -7,7 +7,7 @@
 import { QUOTE_FIELDS, SYMBOL_PATTERN } from '@wsps/protocol'
 
 /** Numeric quote fields (everything but symbol, seq and ts). */
-export const NUMERIC_FIELDS = Object.freeze(QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !== 'ts'))
+export const NUMERIC_FIELDS = Object.freeze(QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !== 'ts' && f !== 'epoch'))
 
 /** Records already in wsps field names: `{"symbol":"AAPL","bid":1,...}`, alone or in an array. */
 export const DEFAULT_MAPPING = '{}'

@@ -1,16 +1,16 @@
 //go:build linux
 
-package main
-
-// -mode=epoll: every connection of the process on one event loop (or
-// -loops of them), non-blocking sockets and one shared read buffer per loop.
-// A connection is a small struct (~150 bytes at K = 3) instead of a
-// goroutine with its stack, a gorilla Conn and the net poller's descriptor
-// (~10 KiB): the load generator's memory is what bounds how many connections
-// one machine holds with both ends on it (docs/capacity.md).
+// Package epoll is the load generator's -mode=epoll: every connection of
+// the process on one event loop (or -loops of them), non-blocking sockets
+// and one shared read buffer per loop. A connection is a small struct (~150
+// bytes at K = 3) instead of a goroutine with its stack, a gorilla Conn and
+// the net poller's descriptor (~10 KiB): the load generator's memory is what
+// bounds how many connections one machine holds with both ends on it
+// (docs/capacity.md).
 //
 // It speaks the adapters whose client only subscribes (wsps, naive,
 // pushpin); Socket.IO's handshake and pings stay in the goroutine mode.
+package epoll
 
 import (
 	"context"
@@ -23,7 +23,46 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"wsps/bench/loadgen/internal/account"
+	"wsps/bench/loadgen/internal/adapter"
+	"wsps/bench/loadgen/internal/wsframe"
 )
+
+// Options are what every loop of one run shares. Nothing here changes them.
+type Options struct {
+	Adapter     string   // -adapter: wsps, naive or pushpin (a client that only subscribes)
+	URL         string   // -url: a ws:// base URL; the adapter adds its path
+	Src         []string // -src: IPv4 source addresses; connection i dials from Src[i%len(Src)]
+	First       int      // -first: global index of connection 0 (names its Sec-WebSocket-Key)
+	DialRetries int      // -dial-retries: retries of a failed connect or upgrade
+	WaitSnap    bool     // -wait-snap: ready only once a snapshot of every planned symbol is held
+	Loops       int      // -loops: event loops the connections are split between (Start)
+	Concurrency int      // -concurrency: handshakes in flight, split between the loops (Start)
+
+	Plan   [][]int             // each connection's symbol ranks: len(Plan) connections
+	Stats  *account.Stats      // the process's counters
+	States []account.ConnState // one per connection, for the per-connection check
+	Hooks  Hooks
+}
+
+// Hooks tell the caller what happened to connection i (its index in Plan).
+type Hooks struct {
+	Connected func(i int, d time.Duration) // upgraded, d after its first dial
+	Ready     func(i int)                  // acked with its snapshots
+	Failed    func(i int, err error)       // never became ready
+	Lost      func(i int, err error)       // closed after it became ready
+	Fatal     func(err error)              // a loop stopped (epoll_wait failed): the run cannot go on (Start)
+}
+
+// LoopOptions are one loop's share of a run (Start makes one per loop).
+type LoopOptions struct {
+	*Options
+	Lo, Hi   int          // its connections: [Lo, Hi) of Plan
+	MaxDials int          // handshakes in flight (started, not ready)
+	Cut      *atomic.Bool // set: stop connecting, close what is not ready
+	Stop     *atomic.Bool // set: close everything and return
+}
 
 // Connection states.
 const (
@@ -40,33 +79,20 @@ type econn struct {
 	fd       int32
 	state    uint8
 	attempts uint8
-	msgOp    byte   // opcode of the fragmented message being reassembled
-	subs     subs   // what it holds (account.go)
-	in       []byte // an incomplete frame or upgrade answer; nil when none
-	msg      []byte // a fragmented message so far; nil when none
-	out      []byte // bytes the socket did not take; nil when none
-	startUs  int64  // first dial (handshake time)
-	deadline int64  // unix µs: this attempt's timeout, or when to redial
+	msgOp    byte         // opcode of the fragmented message being reassembled
+	subs     account.Subs // what it holds
+	in       []byte       // an incomplete frame or upgrade answer; nil when none
+	msg      []byte       // a fragmented message so far; nil when none
+	out      []byte       // bytes the socket did not take; nil when none
+	startUs  int64        // first dial (handshake time)
+	deadline int64        // unix µs: this attempt's timeout, or when to redial
 }
 
-// epollHooks tell main what happened to connection i (global index - first).
-type epollHooks struct {
-	connected func(i int, d time.Duration) // upgraded
-	ready     func(i int)                  // acked with its snapshots
-	failed    func(i int, err error)       // never became ready
-	lost      func(i int, err error)       // closed after it became ready
-}
-
-// epollLoop owns connections [lo, hi) of the process.
-type epollLoop struct {
-	o        *options
-	a        Adapter
-	st       *stats
-	states   []connState
-	hooks    epollHooks
-	lo, hi   int
+// Loop owns connections [Lo, Hi) of the process.
+type Loop struct {
+	o        LoopOptions
+	a        adapter.Adapter
 	next     int // next connection to start
-	maxDials int // handshakes in flight (started, not ready)
 	inflight map[int]struct{}
 	conns    []econn
 	ep       int
@@ -77,8 +103,6 @@ type epollLoop struct {
 	buf      []byte // shared read buffer
 	wbuf     []byte // frame being written
 	rng      *rand.Rand
-	cut      *atomic.Bool // stop connecting; close what is not ready
-	stop     *atomic.Bool // close everything and return
 }
 
 const (
@@ -86,28 +110,33 @@ const (
 	tickUs      = 100_000 // epoll_wait timeout: cut/stop/timeouts latency
 )
 
-func newEpollLoop(o *options, a Adapter, st *stats, states []connState, plan [][]int, lo, hi, maxDials int, hooks epollHooks, cut, stop *atomic.Bool) (*epollLoop, error) {
-	switch o.adapter {
+// NewLoop makes one loop; Run turns it.
+func NewLoop(o LoopOptions) (*Loop, error) {
+	switch o.Adapter {
 	case "wsps", "naive", "pushpin":
 	default:
-		return nil, fmt.Errorf("-mode=epoll does not speak -adapter=%s (use -mode=goroutine)", o.adapter)
+		return nil, fmt.Errorf("-mode=epoll does not speak -adapter=%s (use -mode=goroutine)", o.Adapter)
 	}
-	u, err := url.Parse(o.url + a.Path())
+	a, err := adapter.New(o.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(o.URL + a.Path())
 	if err != nil || u.Scheme != "ws" {
-		return nil, fmt.Errorf("-mode=epoll needs a ws:// URL, got %q", o.url)
+		return nil, fmt.Errorf("-mode=epoll needs a ws:// URL, got %q", o.URL)
 	}
 	addr, err := net.ResolveTCPAddr("tcp4", u.Host)
 	if err != nil {
 		return nil, err
 	}
-	l := &epollLoop{
-		o: o, a: a, st: st, states: states, hooks: hooks, lo: lo, hi: hi, next: lo,
-		maxDials: max(1, maxDials), inflight: map[int]struct{}{}, conns: make([]econn, hi-lo),
+	o.MaxDials = max(1, o.MaxDials)
+	l := &Loop{
+		o: o, a: a, next: o.Lo, inflight: map[int]struct{}{}, conns: make([]econn, o.Hi-o.Lo),
 		dst: syscall.SockaddrInet4{Port: addr.Port}, host: u.Host, path: u.RequestURI(),
-		buf: make([]byte, 64<<10), rng: rand.New(rand.NewSource(int64(lo))), cut: cut, stop: stop,
+		buf: make([]byte, 64<<10), rng: rand.New(rand.NewSource(int64(o.Lo))),
 	}
 	copy(l.dst.Addr[:], addr.IP.To4())
-	for _, s := range o.src {
+	for _, s := range o.Src {
 		ip := net.ParseIP(s).To4()
 		if ip == nil {
 			return nil, fmt.Errorf("-src: %q is not an IPv4 address", s)
@@ -116,7 +145,7 @@ func newEpollLoop(o *options, a Adapter, st *stats, states []connState, plan [][
 	}
 	for i := range l.conns {
 		l.conns[i].fd = -1
-		l.conns[i].subs = newSubs(plan[lo+i])
+		l.conns[i].subs = account.NewSubs(o.Plan[o.Lo+i])
 	}
 	if l.ep, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err != nil {
 		return nil, err
@@ -124,29 +153,30 @@ func newEpollLoop(o *options, a Adapter, st *stats, states []connState, plan [][
 	return l, nil
 }
 
-// run turns the loop until stop, then closes every connection with 1000.
-func (l *epollLoop) run() {
+// Run turns the loop until Stop, then closes every connection with 1000.
+// An error is epoll_wait's: the loop stopped there, its connections as they were.
+func (l *Loop) Run() error {
 	defer syscall.Close(l.ep)
 	events := make([]syscall.EpollEvent, 256)
 	lastSweep := int64(0)
 	cutDone := false
-	for !l.stop.Load() {
-		if l.cut.Load() && !cutDone {
+	for !l.o.Stop.Load() {
+		if l.o.Cut.Load() && !cutDone {
 			cutDone = true
 			l.cutPending()
 		}
 		if !cutDone {
-			for l.next < l.hi && len(l.inflight) < l.maxDials {
+			for l.next < l.o.Hi && len(l.inflight) < l.o.MaxDials {
 				i := l.next
 				l.next++
 				l.inflight[i] = struct{}{}
-				l.conns[i-l.lo].startUs = time.Now().UnixMicro()
+				l.conns[i-l.o.Lo].startUs = time.Now().UnixMicro()
 				l.dial(i)
 			}
 		}
 		n, err := syscall.EpollWait(l.ep, events, tickUs/1000)
 		if err != nil && !errors.Is(err, syscall.EINTR) {
-			fatal(fmt.Errorf("epoll_wait: %w", err))
+			return fmt.Errorf("epoll_wait: %w", err)
 		}
 		for _, ev := range events[:max(n, 0)] {
 			l.event(int(ev.Fd), ev.Events)
@@ -159,17 +189,18 @@ func (l *epollLoop) run() {
 	for i := range l.conns {
 		c := &l.conns[i]
 		if c.state == stOpen {
-			l.write(i+l.lo, opClose, closePayload(1000, ""))
+			l.write(i+l.o.Lo, wsframe.OpClose, wsframe.ClosePayload(1000, ""))
 		}
-		l.finish(i+l.lo, nil)
+		l.finish(i+l.o.Lo, nil)
 	}
+	return nil
 }
 
-func (l *epollLoop) conn(i int) *econn { return &l.conns[i-l.lo] }
+func (l *Loop) conn(i int) *econn { return &l.conns[i-l.o.Lo] }
 
 // dial starts one attempt: a non-blocking connect from the connection's
 // source address (a port of that address per connection, as Go's dialer).
-func (l *epollLoop) dial(i int) {
+func (l *Loop) dial(i int) {
 	c := l.conn(i)
 	c.attempts++
 	c.deadline = time.Now().Add(dialTimeout).UnixMicro()
@@ -194,11 +225,11 @@ func (l *epollLoop) dial(i int) {
 	}
 }
 
-func (l *epollLoop) ctl(op, i int, events uint32) error {
+func (l *Loop) ctl(op, i int, events uint32) error {
 	return syscall.EpollCtl(l.ep, op, int(l.conn(i).fd), &syscall.EpollEvent{Events: events, Fd: int32(i)})
 }
 
-func (l *epollLoop) closeFd(c *econn) {
+func (l *Loop) closeFd(c *econn) {
 	if c.fd >= 0 {
 		_ = syscall.Close(int(c.fd)) // also leaves the epoll set
 		c.fd = -1
@@ -208,10 +239,10 @@ func (l *epollLoop) closeFd(c *econn) {
 
 // attemptFailed retries a dial or upgrade after 100 ms × attempts (as the
 // goroutine mode does), or gives the connection up.
-func (l *epollLoop) attemptFailed(i int, err error) {
+func (l *Loop) attemptFailed(i int, err error) {
 	c := l.conn(i)
 	l.closeFd(c)
-	if int(c.attempts) <= l.o.dialRetries && !l.cut.Load() {
+	if int(c.attempts) <= l.o.DialRetries && !l.o.Cut.Load() {
 		c.state = stRetry
 		c.deadline = time.Now().UnixMicro() + int64(c.attempts)*100_000
 		return
@@ -220,7 +251,7 @@ func (l *epollLoop) attemptFailed(i int, err error) {
 }
 
 // finish closes connection i for good and tells main why (err nil: our own stop).
-func (l *epollLoop) finish(i int, err error) {
+func (l *Loop) finish(i int, err error) {
 	c := l.conn(i)
 	if c.state == stDone {
 		return
@@ -232,27 +263,27 @@ func (l *epollLoop) finish(i int, err error) {
 	if !wasStarted {
 		return
 	}
-	l.states[i].closed.Store(true)
+	l.o.States[i].Closed.Store(true)
 	if err == nil {
 		return
 	}
-	if c.subs.ready {
-		l.hooks.lost(i, err)
+	if c.subs.Ready() {
+		l.o.Hooks.Lost(i, err)
 	} else {
-		l.hooks.failed(i, err)
+		l.o.Hooks.Failed(i, err)
 	}
 }
 
 // cutPending closes the connections that are not ready (the ready timeout
 // or "cut"): deliveries are then counted only for known subscriptions.
-func (l *epollLoop) cutPending() {
+func (l *Loop) cutPending() {
 	for i := range l.inflight {
 		l.finish(i, errors.New("context canceled"))
 	}
 }
 
 // sweep redials what waited its turn and times out slow handshakes.
-func (l *epollLoop) sweep(now int64) {
+func (l *Loop) sweep(now int64) {
 	for i := range l.inflight {
 		c := l.conn(i)
 		if now < c.deadline {
@@ -267,8 +298,8 @@ func (l *epollLoop) sweep(now int64) {
 	}
 }
 
-func (l *epollLoop) event(i int, events uint32) {
-	if i < l.lo || i >= l.hi {
+func (l *Loop) event(i int, events uint32) {
+	if i < l.o.Lo || i >= l.o.Hi {
 		return
 	}
 	c := l.conn(i)
@@ -286,7 +317,7 @@ func (l *epollLoop) event(i int, events uint32) {
 }
 
 // connected: the TCP connect finished (or failed); send the upgrade.
-func (l *epollLoop) connected(i int) {
+func (l *Loop) connected(i int) {
 	c := l.conn(i)
 	soErr, err := syscall.GetsockoptInt(int(c.fd), syscall.SOL_SOCKET, syscall.SO_ERROR)
 	if err == nil && soErr != 0 {
@@ -301,11 +332,11 @@ func (l *epollLoop) connected(i int) {
 		l.attemptFailed(i, err)
 		return
 	}
-	l.send(i, upgradeRequest(l.host, l.path, wsKey(l.o.first+i)))
+	l.send(i, wsframe.UpgradeRequest(l.host, l.path, wsframe.Key(l.o.First+i)))
 }
 
 // readable drains the socket through the shared buffer.
-func (l *epollLoop) readable(i int) {
+func (l *Loop) readable(i int) {
 	c := l.conn(i)
 	for c.state == stUpgrading || c.state == stOpen {
 		n, err := syscall.Read(int(c.fd), l.buf)
@@ -331,7 +362,7 @@ func (l *epollLoop) readable(i int) {
 }
 
 // consume parses what a read returned, after what an earlier read left.
-func (l *epollLoop) consume(i int, b []byte) {
+func (l *Loop) consume(i int, b []byte) {
 	c := l.conn(i)
 	if len(c.in) > 0 {
 		c.in = append(c.in, b...)
@@ -339,7 +370,7 @@ func (l *epollLoop) consume(i int, b []byte) {
 	}
 	off := 0
 	if c.state == stUpgrading {
-		n, err := upgradeResponse(b, wsKey(l.o.first+i))
+		n, err := wsframe.UpgradeResponse(b, wsframe.Key(l.o.First+i))
 		if err != nil {
 			l.attemptFailed(i, err)
 			return
@@ -350,17 +381,17 @@ func (l *epollLoop) consume(i int, b []byte) {
 		}
 		off = n
 		c.state = stOpen
-		l.hooks.connected(i, time.Duration(time.Now().UnixMicro()-c.startUs)*time.Microsecond)
-		names := make([]string, len(c.subs.plan))
-		for j, r := range c.subs.plan {
-			names[j] = symbolName(r)
+		l.o.Hooks.Connected(i, time.Duration(time.Now().UnixMicro()-c.startUs)*time.Microsecond)
+		names := make([]string, len(c.subs.Plan()))
+		for j, r := range c.subs.Plan() {
+			names[j] = account.SymbolName(r)
 		}
-		if !l.write(i, opText, subFrame(names, "")) {
+		if !l.write(i, wsframe.OpText, adapter.SubFrame(names, "")) {
 			return
 		}
 	}
 	for c.state == stOpen {
-		f, n, err := parseFrame(b[off:])
+		f, n, err := wsframe.Parse(b[off:])
 		if err != nil {
 			l.finish(i, err)
 			return
@@ -378,7 +409,7 @@ func (l *epollLoop) consume(i int, b []byte) {
 
 // keep holds the unparsed tail b[off:] for the next read (nil when none,
 // so an idle connection holds no buffer).
-func (l *epollLoop) keep(c *econn, b []byte, off int) {
+func (l *Loop) keep(c *econn, b []byte, off int) {
 	rest := len(b) - off
 	switch {
 	case rest == 0:
@@ -391,60 +422,60 @@ func (l *epollLoop) keep(c *econn, b []byte, off int) {
 }
 
 // onFrame handles one frame; false when the connection closed.
-func (l *epollLoop) onFrame(i int, f frame) bool {
+func (l *Loop) onFrame(i int, f wsframe.Frame) bool {
 	c := l.conn(i)
-	switch f.op {
-	case opPing:
-		return l.write(i, opPong, f.payload)
-	case opPong:
+	switch f.Op {
+	case wsframe.OpPing:
+		return l.write(i, wsframe.OpPong, f.Payload)
+	case wsframe.OpPong:
 		return true
-	case opClose:
+	case wsframe.OpClose:
 		code := 1005
-		if len(f.payload) >= 2 {
-			code = int(f.payload[0])<<8 | int(f.payload[1])
+		if len(f.Payload) >= 2 {
+			code = int(f.Payload[0])<<8 | int(f.Payload[1])
 		}
 		if code != 1005 {
-			l.write(i, opClose, closePayload(code, ""))
+			l.write(i, wsframe.OpClose, wsframe.ClosePayload(code, ""))
 		} else {
-			l.write(i, opClose, nil)
+			l.write(i, wsframe.OpClose, nil)
 		}
-		l.finish(i, closeError(f.payload))
+		l.finish(i, wsframe.CloseError(f.Payload))
 		return false
-	case opText, opBinary:
+	case wsframe.OpText, wsframe.OpBinary:
 		if c.msg != nil {
 			l.finish(i, errors.New("websocket: data frame inside a fragmented message"))
 			return false
 		}
-		if f.fin {
-			return l.message(i, f.op, f.payload)
+		if f.Fin {
+			return l.message(i, f.Op, f.Payload)
 		}
-		c.msgOp = f.op
-		c.msg = append(make([]byte, 0, 2*len(f.payload)), f.payload...)
+		c.msgOp = f.Op
+		c.msg = append(make([]byte, 0, 2*len(f.Payload)), f.Payload...)
 		return true
-	case opContinuation:
+	case wsframe.OpContinuation:
 		if c.msg == nil {
 			l.finish(i, errors.New("websocket: continuation without a message"))
 			return false
 		}
-		if len(c.msg)+len(f.payload) > maxFrame {
-			l.finish(i, errFrameTooBig)
+		if len(c.msg)+len(f.Payload) > wsframe.MaxFrame {
+			l.finish(i, wsframe.ErrFrameTooBig)
 			return false
 		}
-		c.msg = append(c.msg, f.payload...)
-		if !f.fin {
+		c.msg = append(c.msg, f.Payload...)
+		if !f.Fin {
 			return true
 		}
 		msg := c.msg
 		c.msg = nil
 		return l.message(i, c.msgOp, msg)
 	}
-	l.finish(i, fmt.Errorf("websocket: unknown opcode %d", f.op))
+	l.finish(i, fmt.Errorf("websocket: unknown opcode %d", f.Op))
 	return false
 }
 
 // message accounts for one whole text message; false when it closed the connection.
-func (l *epollLoop) message(i int, op byte, d []byte) bool {
-	if op != opText {
+func (l *Loop) message(i int, op byte, d []byte) bool {
+	if op != wsframe.OpText {
 		return true
 	}
 	c := l.conn(i)
@@ -453,24 +484,24 @@ func (l *epollLoop) message(i int, op byte, d []byte) bool {
 		l.finish(i, err)
 		return false
 	}
-	if c.subs.account(kind, d, l.st, &l.states[i], l.o.waitSnap) {
+	if c.subs.Apply(kind, d, l.o.Stats, &l.o.States[i], l.o.WaitSnap) {
 		delete(l.inflight, i)
-		l.hooks.ready(i)
+		l.o.Hooks.Ready(i)
 	}
 	return true
 }
 
 // write sends one masked frame; false when the connection closed.
-func (l *epollLoop) write(i int, op byte, payload []byte) bool {
+func (l *Loop) write(i int, op byte, payload []byte) bool {
 	var mask [4]byte
 	l.rng.Read(mask[:])
-	l.wbuf = appendFrame(l.wbuf[:0], op, payload, mask)
+	l.wbuf = wsframe.AppendClient(l.wbuf[:0], op, payload, mask)
 	return l.send(i, l.wbuf)
 }
 
 // send writes b, or queues what the socket did not take until it is
 // writable; false when the connection closed.
-func (l *epollLoop) send(i int, b []byte) bool {
+func (l *Loop) send(i int, b []byte) bool {
 	c := l.conn(i)
 	if len(c.out) > 0 {
 		c.out = append(c.out, b...)
@@ -491,7 +522,7 @@ func (l *epollLoop) send(i int, b []byte) bool {
 	return true
 }
 
-func (l *epollLoop) flush(i int) {
+func (l *Loop) flush(i int) {
 	c := l.conn(i)
 	n, err := syscall.Write(int(c.fd), c.out)
 	if err != nil && !errors.Is(err, syscall.EAGAIN) {
@@ -506,18 +537,18 @@ func (l *epollLoop) flush(i int) {
 	}
 }
 
-// startEpoll splits the connections between o.loops event loops and runs
-// them: they stop connecting when cutCtx ends and close everything when
-// ctx ends (wg then returns).
-func startEpoll(ctx, cutCtx context.Context, o *options, a Adapter, st *stats, states []connState, plan [][]int, hooks epollHooks, wg *sync.WaitGroup) error {
+// Start splits the connections of o.Plan between o.Loops event loops and
+// runs them: they stop connecting when cutCtx ends and close everything
+// when ctx ends (wg then returns).
+func Start(ctx, cutCtx context.Context, o *Options, wg *sync.WaitGroup) error {
 	var cut, stop atomic.Bool
 	context.AfterFunc(cutCtx, func() { cut.Store(true) })
 	context.AfterFunc(ctx, func() { stop.Store(true) })
-	n := max(1, min(o.loops, o.conns))
-	loops := make([]*epollLoop, 0, n)
+	conns := len(o.Plan)
+	n := max(1, min(o.Loops, conns))
+	loops := make([]*Loop, 0, n)
 	for k := 0; k < n; k++ {
-		lo, hi := o.conns*k/n, o.conns*(k+1)/n
-		l, err := newEpollLoop(o, a, st, states, plan, lo, hi, o.concurrency/n, hooks, &cut, &stop)
+		l, err := NewLoop(LoopOptions{Options: o, Lo: conns * k / n, Hi: conns * (k + 1) / n, MaxDials: o.Concurrency / n, Cut: &cut, Stop: &stop})
 		if err != nil {
 			return err
 		}
@@ -527,7 +558,9 @@ func startEpoll(ctx, cutCtx context.Context, o *options, a Adapter, st *stats, s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.run()
+			if err := l.Run(); err != nil {
+				o.Hooks.Fatal(err)
+			}
 		}()
 	}
 	return nil

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package floor
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"wsps/bench/loadgen/internal/resp"
+	"wsps/bench/loadgen/internal/wsframe"
 )
 
 // The quote frame is a final unmasked text frame whose payload is the
@@ -20,13 +23,13 @@ func TestQuoteFrame(t *testing.T) {
 	for _, size := range []int{10, 105, 106, 200, 65535, 70000} {
 		quote := []byte(`{"symbol":"S0000","x":"` + strings.Repeat("a", size) + `"}`)
 		b := quoteFrame(make([]byte, 3), quote) // built into dst[:0]: the 3 bytes are not kept
-		f, n, err := parseFrame(append([]byte(nil), b...))
-		if err != nil || n != len(b) || !f.fin || f.op != opText {
+		f, n, err := wsframe.Parse(append([]byte(nil), b...))
+		if err != nil || n != len(b) || !f.Fin || f.Op != wsframe.OpText {
 			t.Fatalf("size %d: frame %+v n %d of %d, err %v", size, f, n, len(b), err)
 		}
 		want := `{"op":"q","quotes":[` + string(quote) + `]}`
-		if string(f.payload) != want {
-			t.Fatalf("size %d: payload %.60q", size, f.payload)
+		if string(f.Payload) != want {
+			t.Fatalf("size %d: payload %.60q", size, f.Payload)
 		}
 		if b[1]&0x80 != 0 {
 			t.Fatalf("size %d: a server frame must not be masked", size)
@@ -35,50 +38,14 @@ func TestQuoteFrame(t *testing.T) {
 }
 
 func TestSnapFrame(t *testing.T) {
-	f, _, err := parseFrame(snapFrame([][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}))
-	if err != nil || string(f.payload) != `{"op":"snap","quotes":[{"a":1},{"b":2}]}` {
-		t.Fatalf("%q %v", f.payload, err)
+	f, _, err := wsframe.Parse(snapFrame([][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)}))
+	if err != nil || string(f.Payload) != `{"op":"snap","quotes":[{"a":1},{"b":2}]}` {
+		t.Fatalf("%q %v", f.Payload, err)
 	}
 }
 
-// RFC 6455's own example key; an incomplete request asks for more bytes.
-func TestUpgradeAnswer(t *testing.T) {
-	req := "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-	n, answer, err := upgradeAnswer([]byte(req + "\x81"))
-	if err != nil || n != len(req) || !bytes.Contains(answer, []byte("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n")) || !bytes.HasPrefix(answer, []byte("HTTP/1.1 101 ")) {
-		t.Fatalf("n %d answer %q err %v", n, answer, err)
-	}
-	if n, _, err := upgradeAnswer([]byte(req[:40])); n != 0 || err != nil {
-		t.Fatalf("partial: n %d err %v", n, err)
-	}
-	if _, _, err := upgradeAnswer([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err == nil {
-		t.Fatal("a request with no key must be refused")
-	}
-}
-
-// A pub/sub push split anywhere parses only once it is whole.
-func TestParseResp(t *testing.T) {
-	push := "*4\r\n$8\r\npmessage\r\n$9\r\nwsps:{*}:q\r\n$12\r\nwsps:{S1}:q\r\n$7\r\n{\"a\":1}\r\n"
-	push = strings.Replace(push, "$9\r\nwsps:{*}:q", "$10\r\nwsps:{*}:q", 1)
-	push = strings.Replace(push, "$12\r\nwsps:{S1}:q", "$11\r\nwsps:{S1}:q", 1)
-	for cut := 0; cut < len(push); cut++ {
-		if _, n, err := parseResp([]byte(push[:cut])); n != 0 || err != nil {
-			t.Fatalf("cut at %d: n %d err %v", cut, n, err)
-		}
-	}
-	vals, n, err := parseResp([]byte(push + "*3"))
-	if err != nil || n != len(push) || len(vals) != 4 || string(vals[2]) != "wsps:{S1}:q" || string(vals[3]) != `{"a":1}` {
-		t.Fatalf("vals %q n %d err %v", vals, n, err)
-	}
-	if vals, n, _ := parseResp([]byte("$-1\r\n")); n != 5 || len(vals) != 1 || vals[0] != nil {
-		t.Fatalf("nil GET: %q %d", vals, n)
-	}
-	if vals, _, _ := parseResp([]byte("*3\r\n$10\r\npsubscribe\r\n$10\r\nwsps:{*}:q\r\n:1\r\n")); len(vals) != 3 || string(vals[2]) != "1" {
-		t.Fatalf("confirmation: %q", vals)
-	}
-	if _, _, err := parseResp([]byte("-ERR no\r\n")); err == nil {
-		t.Fatal("an error reply must be an error")
-	}
+// The quote stream's channels name their symbol; another prefix's are not ours.
+func TestSymbolOfChannel(t *testing.T) {
 	if got := string(symbolOfChannel("wsps", []byte("wsps:{S0042}:q"))); got != "S0042" {
 		t.Fatalf("symbol %q", got)
 	}
@@ -126,7 +93,7 @@ func (r *fakeRedis) serve(c net.Conn) {
 		}
 		in = append(in, buf[:n]...)
 		for {
-			args, m, _ := parseResp(in)
+			args, m, _ := resp.Parse(in)
 			if m == 0 {
 				break
 			}
@@ -166,12 +133,12 @@ func TestFloorFansOutEveryQuote(t *testing.T) {
 	ln, _ := net.Listen("tcp4", "127.0.0.1:0")
 	wsPort := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	s, err := newFloor(wsPort, fmt.Sprintf("redis://127.0.0.1:%d", port), "wsps")
+	s, err := New(Options{Port: wsPort, Redis: fmt.Sprintf("redis://127.0.0.1:%d", port), Prefix: "wsps"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-r.got
-	go func() { _ = s.run() }()
+	go func() { _ = s.Run() }()
 
 	dial := func(sym string) *websocket.Conn {
 		c, _, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws://127.0.0.1:%d/ws", wsPort), nil)

@@ -1,8 +1,6 @@
 //go:build linux
 
-package main
-
-// `loadgen floor`: the floor of the bench's hot-symbol section, the least
+// Package floor is the floor of the bench's hot-symbol section, the least
 // work any server can do for it. One OS thread runs one epoll loop over
 // non-blocking sockets; for every quote it builds one WebSocket text frame
 // ({"op":"q","quotes":[<the published JSON as is>]}) and writes it to every
@@ -19,76 +17,67 @@ package main
 // ack and a snapshot (the latest quote seen on the stream, or the symbol's
 // Redis key before the first), then `q` frames.
 //
-//   loadgen floor -port=8090 -redis=redis://127.0.0.1:6379 -prefix=wsps
-//
-// Prints {"type":"listening","port":N} when it takes connections; ends on
-// SIGTERM (the default action: nothing to drain).
+// The program is cmd/floor.
+package floor
 
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/url"
-	"runtime"
 	"syscall"
 	"unsafe"
+
+	"wsps/bench/loadgen/internal/resp"
+	"wsps/bench/loadgen/internal/wsframe"
 )
 
 // maxOut bounds what one connection may owe (bytes the socket did not take):
 // a reader that far behind is closed, as every real server must.
 const maxOut = 1 << 20
 
-type floorConn struct {
-	fd     int
-	open   bool          // upgraded
-	dead   bool          // closed at the end of this batch of events
-	in     []byte        // an incomplete request or frame; nil when none
-	out    []byte        // bytes the socket did not take; nil when none
-	topics []*floorTopic // what it subscribed to
+// Options are the floor's flags.
+type Options struct {
+	Port   int    // -port: listen on 127.0.0.1:Port
+	Redis  string // -redis: the Redis the bench's publisher publishes on (redis://host:port)
+	Prefix string // -prefix: key prefix of the quote stream
 }
 
-type floorTopic struct {
+type conn struct {
+	fd     int
+	open   bool     // upgraded
+	dead   bool     // closed at the end of this batch of events
+	in     []byte   // an incomplete request or frame; nil when none
+	out    []byte   // bytes the socket did not take; nil when none
+	topics []*topic // what it subscribed to
+}
+
+type topic struct {
 	symbol string
-	conns  []*floorConn
+	conns  []*conn
 	last   []byte // the latest quote seen (the snapshot); nil before the first
 }
 
-type floorServer struct {
+// Server is the floor: New connects it to Redis and listens, Run serves.
+type Server struct {
 	prefix  string
 	ep, lfd int
 	sub     int    // the PSUBSCRIBE connection (non-blocking, in the loop)
 	cmd     int    // a blocking connection for GET (subscribes only)
 	subIn   []byte // pushes not parsed yet
-	conns   map[int]*floorConn
-	topics  map[string]*floorTopic
+	conns   map[int]*conn
+	topics  map[string]*topic
 	buf     []byte
 	frame   []byte
-	dead    []*floorConn
+	dead    []*conn
 }
 
-func floorMain(args []string) {
-	fs := flag.NewFlagSet("floor", flag.ExitOnError)
-	port := fs.Int("port", 8090, "listen on 127.0.0.1:port")
-	redisURL := fs.String("redis", "redis://127.0.0.1:6379", "Redis the bench's publisher publishes on")
-	prefix := fs.String("prefix", "wsps", "key prefix of the quote stream")
-	_ = fs.Parse(args)
-	// One thread does the work: the loop below never blocks in Go's
-	// scheduler, so with one P nothing else runs beside it but the runtime.
-	runtime.GOMAXPROCS(1)
-	runtime.LockOSThread()
-	s, err := newFloor(*port, *redisURL, *prefix)
-	if err != nil {
-		fatal(err)
-	}
-	fmt.Printf("{\"type\":\"listening\",\"port\":%d}\n", *port)
-	fatal(s.run())
-}
-
-func newFloor(port int, redisURL, prefix string) (*floorServer, error) {
-	s := &floorServer{prefix: prefix, conns: map[int]*floorConn{}, topics: map[string]*floorTopic{}, buf: make([]byte, 256<<10)}
-	u, err := url.Parse(redisURL)
+// New subscribes to the quote stream and listens on o.Port. The caller
+// runs it on one locked OS thread (cmd/floor: GOMAXPROCS 1).
+func New(o Options) (*Server, error) {
+	s := &Server{prefix: o.Prefix, conns: map[int]*conn{}, topics: map[string]*topic{}, buf: make([]byte, 256<<10)}
+	u, err := url.Parse(o.Redis)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +93,7 @@ func newFloor(port int, redisURL, prefix string) (*floorServer, error) {
 	}
 	// Subscribed before the first client can ask: no quote is missed
 	// between an ack and a subscription.
-	if _, err := s.request(s.sub, respCommand("PSUBSCRIBE", prefix+":{*}:q")); err != nil {
+	if _, err := s.request(s.sub, resp.Command("PSUBSCRIBE", o.Prefix+":{*}:q")); err != nil {
 		return nil, err
 	}
 	if err := syscall.SetNonblock(s.sub, true); err != nil {
@@ -114,7 +103,7 @@ func newFloor(port int, redisURL, prefix string) (*floorServer, error) {
 		return nil, err
 	}
 	_ = syscall.SetsockoptInt(s.lfd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
-	if err := syscall.Bind(s.lfd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	if err := syscall.Bind(s.lfd, &syscall.SockaddrInet4{Port: o.Port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		return nil, err
 	}
 	if err := syscall.Listen(s.lfd, 4096); err != nil {
@@ -149,7 +138,7 @@ func dialBlocking(addr *net.TCPAddr) (int, error) {
 }
 
 // request writes cmd on the blocking connection fd and reads one reply.
-func (s *floorServer) request(fd int, cmd []byte) ([][]byte, error) {
+func (s *Server) request(fd int, cmd []byte) ([][]byte, error) {
 	if err := writeAll(fd, cmd); err != nil {
 		return nil, err
 	}
@@ -163,9 +152,12 @@ func (s *floorServer) request(fd int, cmd []byte) ([][]byte, error) {
 			return nil, fmt.Errorf("floor: redis read: %v", err)
 		}
 		in = append(in, s.buf[:n]...)
-		vals, m, err := parseResp(in)
-		if err != nil || m > 0 {
-			return vals, err
+		vals, m, err := resp.Parse(in)
+		if err != nil {
+			return nil, fmt.Errorf("floor: %w", err)
+		}
+		if m > 0 {
+			return vals, nil
 		}
 	}
 }
@@ -184,7 +176,8 @@ func writeAll(fd int, b []byte) error {
 	return nil
 }
 
-func (s *floorServer) run() error {
+// Run serves until a socket of its own fails (it does not return otherwise).
+func (s *Server) Run() error {
 	events := make([]syscall.EpollEvent, 512)
 	for {
 		n, err := syscall.EpollWait(s.ep, events, -1)
@@ -222,7 +215,7 @@ func (s *floorServer) run() error {
 	}
 }
 
-func (s *floorServer) accept() {
+func (s *Server) accept() {
 	for {
 		fd, _, err := syscall.Accept4(s.lfd, syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
 		if err != nil {
@@ -233,12 +226,12 @@ func (s *floorServer) accept() {
 			syscall.Close(fd)
 			continue
 		}
-		s.conns[fd] = &floorConn{fd: fd}
+		s.conns[fd] = &conn{fd: fd}
 	}
 }
 
 // quotes reads the pub/sub stream and fans every complete quote out.
-func (s *floorServer) quotes() error {
+func (s *Server) quotes() error {
 	n, err := syscall.Read(s.sub, s.buf)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 		return nil
@@ -252,9 +245,9 @@ func (s *floorServer) quotes() error {
 	}
 	off := 0
 	for {
-		vals, m, err := parseResp(in[off:])
+		vals, m, err := resp.Parse(in[off:])
 		if err != nil {
-			return err
+			return fmt.Errorf("floor: %w", err)
 		}
 		if m == 0 {
 			break
@@ -270,7 +263,7 @@ func (s *floorServer) quotes() error {
 }
 
 // fanOut is the whole per-quote work: one frame, one write per subscriber.
-func (s *floorServer) fanOut(channel, quote []byte) {
+func (s *Server) fanOut(channel, quote []byte) {
 	sym := symbolOfChannel(s.prefix, channel)
 	if sym == nil {
 		return
@@ -288,7 +281,7 @@ func (s *floorServer) fanOut(channel, quote []byte) {
 
 // send writes b with one write(); what the socket does not take waits in
 // the connection's outbox (in order) until it is writable.
-func (s *floorServer) send(c *floorConn, b []byte) {
+func (s *Server) send(c *conn, b []byte) {
 	if c.dead {
 		return
 	}
@@ -314,7 +307,7 @@ func (s *floorServer) send(c *floorConn, b []byte) {
 	}
 }
 
-func (s *floorServer) flush(c *floorConn) {
+func (s *Server) flush(c *conn) {
 	n, err := write(c.fd, c.out)
 	if errors.Is(err, syscall.EAGAIN) {
 		return
@@ -331,7 +324,7 @@ func (s *floorServer) flush(c *floorConn) {
 	_ = syscall.EpollCtl(s.ep, syscall.EPOLL_CTL_MOD, c.fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)})
 }
 
-func (s *floorServer) readable(c *floorConn) {
+func (s *Server) readable(c *conn) {
 	n, err := syscall.Read(c.fd, s.buf)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 		return
@@ -343,7 +336,7 @@ func (s *floorServer) readable(c *floorConn) {
 	c.in = append(c.in, s.buf[:n]...)
 	off := 0
 	if !c.open {
-		m, answer, err := upgradeAnswer(c.in)
+		m, answer, err := wsframe.UpgradeAnswer(c.in)
 		if err != nil {
 			s.kill(c)
 			return
@@ -356,8 +349,8 @@ func (s *floorServer) readable(c *floorConn) {
 		s.send(c, answer)
 	}
 	for !c.dead {
-		f, m, err := parseFrame(c.in[off:])
-		if err != nil || (m > 0 && !f.fin) { // clients here send whole small frames
+		f, m, err := wsframe.Parse(c.in[off:])
+		if err != nil || (m > 0 && !f.Fin) { // clients here send whole small frames
 			s.kill(c)
 			return
 		}
@@ -365,13 +358,13 @@ func (s *floorServer) readable(c *floorConn) {
 			break
 		}
 		off += m
-		switch f.op {
-		case opText:
-			s.subscribe(c, f.payload)
-		case opPing:
-			s.send(c, appendServerFrame(nil, opPong, f.payload))
-		case opClose:
-			s.send(c, appendServerFrame(nil, opClose, f.payload))
+		switch f.Op {
+		case wsframe.OpText:
+			s.subscribe(c, f.Payload)
+		case wsframe.OpPing:
+			s.send(c, wsframe.AppendServer(nil, wsframe.OpPong, f.Payload))
+		case wsframe.OpClose:
+			s.send(c, wsframe.AppendServer(nil, wsframe.OpClose, f.Payload))
 			s.kill(c)
 		}
 	}
@@ -383,7 +376,7 @@ func (s *floorServer) readable(c *floorConn) {
 // subscribe answers {"op":"sub","symbols":[...],"id":N} with an ack and a
 // snapshot of the symbols' latest quotes. Anything else is ignored (the
 // naive baseline does the same).
-func (s *floorServer) subscribe(c *floorConn, d []byte) {
+func (s *Server) subscribe(c *conn, d []byte) {
 	var m struct {
 		Op      string          `json:"op"`
 		Symbols []string        `json:"symbols"`
@@ -396,10 +389,10 @@ func (s *floorServer) subscribe(c *floorConn, d []byte) {
 	for _, sym := range m.Symbols {
 		t := s.topics[sym]
 		if t == nil {
-			t = &floorTopic{symbol: sym}
+			t = &topic{symbol: sym}
 			s.topics[sym] = t
 			// Before its first quote on the stream: the publisher's key.
-			if v, err := s.request(s.cmd, respCommand("GET", s.prefix+":{"+sym+"}:last")); err == nil && len(v) == 1 && v[0] != nil {
+			if v, err := s.request(s.cmd, resp.Command("GET", s.prefix+":{"+sym+"}:last")); err == nil && len(v) == 1 && v[0] != nil {
 				t.last = append([]byte(nil), v[0]...)
 			}
 		}
@@ -416,13 +409,13 @@ func (s *floorServer) subscribe(c *floorConn, d []byte) {
 		id = json.RawMessage("null")
 	}
 	syms, _ := json.Marshal(m.Symbols)
-	s.send(c, appendServerFrame(nil, opText, []byte(`{"op":"ack","id":`+string(id)+`,"symbols":`+string(syms)+`}`)))
+	s.send(c, wsframe.AppendServer(nil, wsframe.OpText, []byte(`{"op":"ack","id":`+string(id)+`,"symbols":`+string(syms)+`}`)))
 	if len(quotes) > 0 {
 		s.send(c, snapFrame(quotes))
 	}
 }
 
-func (c *floorConn) subscribed(t *floorTopic) bool {
+func (c *conn) subscribed(t *topic) bool {
 	for _, x := range c.topics {
 		if x == t {
 			return true
@@ -432,14 +425,14 @@ func (c *floorConn) subscribed(t *floorTopic) bool {
 }
 
 // kill marks c closed; run removes it after the batch.
-func (s *floorServer) kill(c *floorConn) {
+func (s *Server) kill(c *conn) {
 	if !c.dead {
 		c.dead = true
 		s.dead = append(s.dead, c)
 	}
 }
 
-func (s *floorServer) remove(c *floorConn) {
+func (s *Server) remove(c *conn) {
 	for _, t := range c.topics {
 		for i, x := range t.conns {
 			if x == c {

@@ -9,14 +9,9 @@ import (
 	"io"
 	"runtime"
 	"sync/atomic"
-)
 
-// connState is what the check needs of one connection: 17 bytes, kept for
-// every planned connection whether it connected or not.
-type connState struct {
-	lastQuoteUs atomic.Int64 // receive time of its last quote frame (unix µs)
-	closed      atomic.Bool  // its read loop ended (server close, error or the end)
-}
+	"wsps/bench/loadgen/internal/account"
+)
 
 // holdMark is the start of the hold (unix µs); 0 until "hold".
 var holdMark atomic.Int64
@@ -41,7 +36,7 @@ const maxListed = 20
 // check counts, over the connections that became ready: those still open,
 // and those that received at least one quote frame since the hold mark.
 // Their snapshot was checked when they became ready (-wait-snap).
-func check(first int, ready []atomic.Bool, conns []connState) map[string]any {
+func check(first int, ready []atomic.Bool, conns []account.ConnState) map[string]any {
 	mark := holdMark.Load()
 	var nReady, open, quoted int64
 	lost := []int{}
@@ -51,14 +46,14 @@ func check(first int, ready []atomic.Bool, conns []connState) map[string]any {
 			continue
 		}
 		nReady++
-		if conns[i].closed.Load() {
+		if conns[i].Closed.Load() {
 			if len(lost) < maxListed {
 				lost = append(lost, first+i)
 			}
 		} else {
 			open++
 		}
-		if mark > 0 && conns[i].lastQuoteUs.Load() >= mark {
+		if mark > 0 && conns[i].LastQuoteUs.Load() >= mark {
 			quoted++
 		} else if len(unquoted) < maxListed {
 			unquoted = append(unquoted, first+i)

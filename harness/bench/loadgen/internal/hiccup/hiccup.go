@@ -1,46 +1,43 @@
 //go:build linux
 
-package main
-
-// `loadgen hiccup`: a host hiccup meter (the idea of jHiccup and
+// Package hiccup is a host hiccup meter (the idea of jHiccup and
 // cyclictest). One OS thread, pinned by the caller (taskset) and raised to
-// SCHED_FIFO here, sleeps 1 ms in a loop and measures how late each
+// SCHED_FIFO (SetFIFO), sleeps 1 ms in a loop and measures how late each
 // wake-up was. At real-time priority no ordinary (CFS) process can delay it,
 // the servers under test included: whatever lateness it sees is the
 // platform's (the hypervisor taking the CPU, interrupts, kernel sections
 // that do not preempt), and it stalls every process on that core alike.
 //
-//   loadgen hiccup -core=1 [-interval-ms=100] [-sleep-us=1000] [-rt=50] [-max-seconds=7200]
+// For every interval Run writes one line
 //
-// Prints {"type":"ready","core":N,"rt":true|false,"rtError":"..."} and then,
-// for every interval, one line
-//
-//   {"type":"hiccup","core":N,"tUs":T,"atUs":A,"maxUs":M,"n":W}
+//	{"type":"hiccup","core":N,"tUs":T,"atUs":A,"maxUs":M,"n":W}
 //
 // T is the interval's end, A the wake-up that was latest, M its lateness
 // (the stall covered [A-M, A]), W the wake-ups in the interval; times are
-// CLOCK_MONOTONIC in µs (Node's process.hrtime is the same clock). When
-// SCHED_FIFO is refused it runs at normal priority and says why in rtError:
-// then it also sees the load of whatever shares its core.
+// CLOCK_MONOTONIC in µs (Node's process.hrtime is the same clock).
 //
-// Ends when stdin closes or after -max-seconds.
+// The program is cmd/hiccup.
+package hiccup
 
 import (
-	"encoding/json"
-	"flag"
 	"io"
-	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
 )
 
-// hiccupBook keeps the max lateness of the current interval. Times are
+// Options are the meter's flags that Run reads.
+type Options struct {
+	Core       int // -core: the core it is pinned to (only reported)
+	IntervalMs int // -interval-ms: report the max lateness of each interval this long
+	SleepUs    int // -sleep-us: sleep this long between wake-ups
+	MaxSeconds int // -max-seconds: hard stop
+}
+
+// book keeps the max lateness of the current interval. Times are
 // monotonic ns. It allocates nothing.
-type hiccupBook struct {
+type book struct {
 	intervalNs int64
 	end        int64 // the current interval ends here (exclusive)
 	max        int64 // its latest wake-up's lateness
@@ -48,11 +45,11 @@ type hiccupBook struct {
 	n          int64 // wake-ups seen in it
 }
 
-// closedInterval is what one output line reports.
-type closedInterval struct{ end, at, max, n int64 }
+// interval is what one output line reports.
+type interval struct{ end, at, max, n int64 }
 
-func newHiccupBook(start, intervalNs int64) hiccupBook {
-	return hiccupBook{intervalNs: intervalNs, end: start + intervalNs, max: -1}
+func newBook(start, intervalNs int64) book {
+	return book{intervalNs: intervalNs, end: start + intervalNs, max: -1}
 }
 
 // observe records a wake-up at now that came late ns after its due time.
@@ -61,12 +58,12 @@ func newHiccupBook(start, intervalNs int64) hiccupBook {
 // whose end is the first boundary after now (a stall longer than an interval
 // leaves no empty intervals behind: the one wake-up that ends it reports it
 // whole, and A-M says where it began).
-func (b *hiccupBook) observe(now, late int64) (closed closedInterval, ok bool) {
+func (b *book) observe(now, late int64) (closed interval, ok bool) {
 	if late < 0 {
 		late = 0
 	}
 	if now >= b.end {
-		closed, ok = closedInterval{end: b.end, at: b.at, max: b.max, n: b.n}, b.n > 0
+		closed, ok = interval{end: b.end, at: b.at, max: b.max, n: b.n}, b.n > 0
 		b.end += ((now-b.end)/b.intervalNs + 1) * b.intervalNs
 		b.max, b.at, b.n = -1, 0, 0
 	}
@@ -77,8 +74,8 @@ func (b *hiccupBook) observe(now, late int64) (closed closedInterval, ok bool) {
 	return closed, ok
 }
 
-// appendHiccupLine appends the JSON line of a closed interval (µs) to buf.
-func appendHiccupLine(buf []byte, core int, c closedInterval) []byte {
+// appendLine appends the JSON line of a closed interval (µs) to buf.
+func appendLine(buf []byte, core int, c interval) []byte {
 	buf = append(buf, `{"type":"hiccup","core":`...)
 	buf = strconv.AppendInt(buf, int64(core), 10)
 	buf = append(buf, `,"tUs":`...)
@@ -101,8 +98,8 @@ func monotonicNs() int64 {
 	return ts.Nano()
 }
 
-// setFIFO puts the calling thread (the locked one) in SCHED_FIFO at prio.
-func setFIFO(prio int) error {
+// SetFIFO puts the calling thread (the locked one) in SCHED_FIFO at prio.
+func SetFIFO(prio int) error {
 	param := struct{ prio int32 }{int32(prio)}
 	const schedFIFO = 1
 	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedFIFO, uintptr(unsafe.Pointer(&param))); e != 0 {
@@ -111,37 +108,15 @@ func setFIFO(prio int) error {
 	return nil
 }
 
-func hiccupMain(args []string) {
-	fs := flag.NewFlagSet("hiccup", flag.ExitOnError)
-	core := fs.Int("core", -1, "the core it is pinned to (only reported: pin it with taskset)")
-	intervalMs := fs.Int("interval-ms", 100, "report the max lateness of each interval this long")
-	sleepUs := fs.Int("sleep-us", 1000, "sleep this long between wake-ups")
-	rt := fs.Int("rt", 50, "SCHED_FIFO priority (0: stay at normal priority)")
-	maxSeconds := fs.Int("max-seconds", 7200, "hard stop")
-	_ = fs.Parse(args)
-
-	runtime.GOMAXPROCS(1)
-	debug.SetGCPercent(-1) // the loop allocates nothing: no collector to wait for
-	runtime.LockOSThread()
-	rtError := "not asked (-rt=0)"
-	if *rt > 0 {
-		rtError = ""
-		if err := setFIFO(*rt); err != nil {
-			rtError = err.Error()
-		}
-	}
-	ready, _ := json.Marshal(map[string]any{"type": "ready", "core": *core, "rt": rtError == "", "rtError": rtError, "intervalMs": *intervalMs, "sleepUs": *sleepUs})
-	os.Stdout.Write(append(ready, '\n'))
-	go func() { // the orchestrator went away
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-
+// Run measures until o.MaxSeconds have passed, writing one line per
+// interval to w. Call it on the locked, pinned thread; the loop allocates
+// nothing (the caller may turn the collector off).
+func Run(o Options, w io.Writer) {
 	origin := time.Now()
 	base := monotonicNs()
-	sleepNs := int64(*sleepUs) * 1000
-	stopAt := int64(*maxSeconds) * 1e9
-	book := newHiccupBook(base, int64(*intervalMs)*1e6)
+	sleepNs := int64(o.SleepUs) * 1000
+	stopAt := int64(o.MaxSeconds) * 1e9
+	b := newBook(base, int64(o.IntervalMs)*1e6)
 	req := syscall.NsecToTimespec(sleepNs)
 	buf := make([]byte, 0, 160)
 	before := int64(time.Since(origin))
@@ -153,9 +128,9 @@ func hiccupMain(args []string) {
 		// (EINTR: a wake-up that is early counts as 0 late).
 		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&req)), 0, 0)
 		after := int64(time.Since(origin))
-		if c, ok := book.observe(base+after, after-before-sleepNs); ok {
-			buf = appendHiccupLine(buf[:0], *core, c)
-			_, _ = os.Stdout.Write(buf)
+		if c, ok := b.observe(base+after, after-before-sleepNs); ok {
+			buf = appendLine(buf[:0], o.Core, c)
+			_, _ = w.Write(buf)
 		}
 		before = int64(time.Since(origin))
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package epoll
 
 import (
 	"net"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"wsps/bench/loadgen/internal/account"
 )
 
 // One connection of the epoll loop against a gorilla server on loopback:
@@ -60,20 +62,21 @@ func TestEpollLoopAgainstServer(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	o := &options{adapter: "wsps", url: "ws" + strings.TrimPrefix(srv.URL, "http"), conns: 1, src: []string{"127.0.0.1"}, waitSnap: true, dialRetries: 0}
-	st := &stats{}
-	states := make([]connState, 1)
+	st := &account.Stats{}
+	states := make([]account.ConnState, 1)
 	var mu sync.Mutex
 	var events []string
 	note := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
 	lostErr := make(chan error, 1)
-	hooks := epollHooks{
-		connected: func(int, time.Duration) { note("connected") },
-		ready:     func(int) { note("ready") },
-		failed:    func(_ int, err error) { note("failed: " + err.Error()) },
-		lost:      func(_ int, err error) { lostErr <- err },
+	hooks := Hooks{
+		Connected: func(int, time.Duration) { note("connected") },
+		Ready:     func(int) { note("ready") },
+		Failed:    func(_ int, err error) { note("failed: " + err.Error()) },
+		Lost:      func(_ int, err error) { lostErr <- err },
 	}
-	_, stopLoop := startLoop(t, o, st, states, [][]int{{3, 7}}, hooks)
+	o := &Options{Adapter: "wsps", URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Src: []string{"127.0.0.1"}, WaitSnap: true, DialRetries: 0,
+		Plan: [][]int{{3, 7}}, Stats: st, States: states, Hooks: hooks}
+	_, stopLoop := startLoop(t, o)
 	defer stopLoop()
 
 	awaitError(t, lostErr, "close 1001", "the server's close never reached the loop")
@@ -93,8 +96,8 @@ func TestEpollLoopAgainstServer(t *testing.T) {
 	if strings.Join(events, ",") != "connected,ready" {
 		t.Fatalf("events %v", events)
 	}
-	if st.snaps.Load() != 2 || st.entries.Load() != 1 || st.covered.Load() != 1 || st.gaps.Load() != 0 || !states[0].closed.Load() || states[0].lastQuoteUs.Load() == 0 {
-		t.Fatalf("snaps %d entries %d covered %d gaps %d closed %v", st.snaps.Load(), st.entries.Load(), st.covered.Load(), st.gaps.Load(), states[0].closed.Load())
+	if st.Snaps.Load() != 2 || st.Entries.Load() != 1 || st.Covered.Load() != 1 || st.Gaps.Load() != 0 || !states[0].Closed.Load() || states[0].LastQuoteUs.Load() == 0 {
+		t.Fatalf("snaps %d entries %d covered %d gaps %d closed %v", st.Snaps.Load(), st.Entries.Load(), st.Covered.Load(), st.Gaps.Load(), states[0].Closed.Load())
 	}
 }
 
@@ -106,9 +109,10 @@ func TestEpollLoopRefused(t *testing.T) {
 		http.Error(w, "full", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	o := &options{adapter: "wsps", url: "ws" + strings.TrimPrefix(srv.URL, "http"), conns: 1, src: []string{"127.0.0.1"}, waitSnap: true, dialRetries: 2}
 	failed := make(chan error, 1)
-	_, stopLoop := startLoop(t, o, &stats{}, make([]connState, 1), [][]int{{1}}, failuresTo(failed))
+	o := &Options{Adapter: "wsps", URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Src: []string{"127.0.0.1"}, WaitSnap: true, DialRetries: 2,
+		Plan: [][]int{{1}}, Stats: &account.Stats{}, States: make([]account.ConnState, 1), Hooks: failuresTo(failed)}
+	_, stopLoop := startLoop(t, o)
 	defer stopLoop()
 	awaitError(t, failed, "HTTP 503", "never gave up")
 	if hits.Load() != 3 {
@@ -134,10 +138,11 @@ func TestEpollLoopCut(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	o := &options{adapter: "wsps", url: "ws://" + ln.Addr().String(), conns: 2, src: []string{"127.0.0.1"}, waitSnap: true}
 	failed := make(chan error, 2)
-	states := make([]connState, 2)
-	cut, stopLoop := startLoop(t, o, &stats{}, states, [][]int{{1}, {2}}, failuresTo(failed))
+	states := make([]account.ConnState, 2)
+	o := &Options{Adapter: "wsps", URL: "ws://" + ln.Addr().String(), Src: []string{"127.0.0.1"}, WaitSnap: true,
+		Plan: [][]int{{1}, {2}}, Stats: &account.Stats{}, States: states, Hooks: failuresTo(failed)}
+	cut, stopLoop := startLoop(t, o)
 	defer stopLoop()
 	for range 2 {
 		select {
@@ -151,29 +156,34 @@ func TestEpollLoopCut(t *testing.T) {
 	for range 2 {
 		awaitError(t, failed, "context canceled", "cut did not close the pending connections")
 	}
-	if !states[0].closed.Load() || !states[1].closed.Load() {
+	if !states[0].Closed.Load() || !states[1].Closed.Load() {
 		t.Fatal("cut connections not marked closed")
 	}
 }
 
-// startLoop runs one epoll loop over o.conns connections: setting cut cuts
-// it, stopLoop stops it.
-func startLoop(t *testing.T, o *options, st *stats, states []connState, plan [][]int, hooks epollHooks) (cut *atomic.Bool, stopLoop func()) {
+// startLoop runs one epoll loop over every connection of o.Plan: setting
+// cut cuts it, stopLoop stops it.
+func startLoop(t *testing.T, o *Options) (cut *atomic.Bool, stopLoop func()) {
 	t.Helper()
 	cut = &atomic.Bool{}
 	var stop atomic.Bool
-	l, err := newEpollLoop(o, wspsAdapter{}, st, states, plan, 0, o.conns, 4, hooks, cut, &stop)
+	l, err := NewLoop(LoopOptions{Options: o, Lo: 0, Hi: len(o.Plan), MaxDials: 4, Cut: cut, Stop: &stop})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { l.run(); close(done) }()
+	go func() {
+		if err := l.Run(); err != nil {
+			t.Error(err)
+		}
+		close(done)
+	}()
 	return cut, func() { stop.Store(true); <-done }
 }
 
 // failuresTo: hooks that send every failure to failed and ignore the rest.
-func failuresTo(failed chan<- error) epollHooks {
-	return epollHooks{connected: func(int, time.Duration) {}, ready: func(int) {}, failed: func(_ int, err error) { failed <- err }, lost: func(int, error) {}}
+func failuresTo(failed chan<- error) Hooks {
+	return Hooks{Connected: func(int, time.Duration) {}, Ready: func(int) {}, Failed: func(_ int, err error) { failed <- err }, Lost: func(int, error) {}}
 }
 
 // awaitError fails the test unless errs gives, within a minute, an error

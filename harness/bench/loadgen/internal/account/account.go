@@ -1,0 +1,129 @@
+// Package account is what a load client counts: what one connection's
+// inbound text messages mean for the counters (Subs), the counters of a
+// process (Stats) and what the per-connection check needs of each
+// connection (ConnState). Shared by both modes (goroutine per connection,
+// epoll).
+package account
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"wsps/bench/loadgen/internal/adapter"
+)
+
+// noSeq marks a planned symbol with no quote held yet.
+const noSeq = math.MinInt64
+
+// Subs is one connection's subscription state: the last seq held of each
+// planned symbol (plan order). A slice, not a map: K is small and a map
+// costs hundreds of bytes per connection.
+type Subs struct {
+	plan  []int // symbol ranks (shared with the plan, not copied)
+	held  []int64
+	acked bool
+	ready bool
+}
+
+// NewSubs is the state of a connection that will subscribe to plan
+// (symbol ranks, see SymbolName), holding nothing yet.
+func NewSubs(plan []int) Subs {
+	held := make([]int64, len(plan))
+	for i := range held {
+		held[i] = noSeq
+	}
+	return Subs{plan: plan, held: held}
+}
+
+// Plan is the symbol ranks the connection subscribes to (not a copy).
+func (s *Subs) Plan() []int { return s.plan }
+
+// Ready: acked and, with waitSnap, a snapshot of every planned symbol held.
+func (s *Subs) Ready() bool { return s.ready }
+
+// SymbolName is the name of the symbol of rank in the universe: S0000, S0001, ...
+func SymbolName(rank int) string { return fmt.Sprintf("S%04d", rank) }
+
+// slot is the index of symbol ("S0042") in the plan, -1 if not planned.
+func (s *Subs) slot(symbol []byte) int {
+	if len(symbol) < 2 || symbol[0] != 'S' {
+		return -1
+	}
+	rank := 0
+	for _, c := range symbol[1:] {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		rank = rank*10 + int(c-'0')
+	}
+	for i, r := range s.plan {
+		if r == rank {
+			return i
+		}
+	}
+	return -1
+}
+
+// Apply accounts for one classified text message d. It returns true when
+// the connection has just become ready: acked and, with waitSnap, a
+// snapshot of every planned symbol.
+func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnState, waitSnap bool) bool {
+	switch kind {
+	case adapter.FrameAck:
+		s.acked = true
+	case adapter.FrameSnap:
+		adapter.ScanQuotes(d, func(e *adapter.Entry) {
+			st.Snaps.Add(1)
+			if i := s.slot(e.Symbol); i >= 0 && e.Seq > s.held[i] {
+				s.held[i] = e.Seq
+			}
+		})
+	case adapter.FrameQuotes:
+		nowUs := time.Now().UnixMicro()
+		state.LastQuoteUs.Store(nowUs)
+		st.Frames.Add(1)
+		n := adapter.ScanQuotes(d, func(e *adapter.Entry) {
+			st.Hist[BucketOf(nowUs-e.TsMilli*1000)].Add(1)
+			base := e.Base
+			if base < 0 {
+				base = e.Seq - 1
+			}
+			i := s.slot(e.Symbol)
+			if i < 0 { // not subscribed: counted, not tracked
+				st.Covered.Add(1)
+				return
+			}
+			h := s.held[i]
+			switch {
+			case h == noSeq:
+				st.Covered.Add(1)
+				s.held[i] = e.Seq
+			case e.Seq <= h:
+				st.Dups.Add(1)
+			default:
+				st.Covered.Add(e.Seq - h)
+				if base != h {
+					st.Gaps.Add(1)
+				}
+				s.held[i] = e.Seq
+			}
+		})
+		st.Entries.Add(int64(n))
+		return false
+	default:
+		return false
+	}
+	if s.ready || !s.acked {
+		return false
+	}
+	if waitSnap {
+		for _, h := range s.held {
+			if h == noSeq {
+				return false
+			}
+		}
+	}
+	s.ready = true
+	return true
+}

@@ -1,0 +1,59 @@
+package account
+
+import "sync/atomic"
+
+// Latency histogram: 0.1 ms buckets below 100 ms, 1 ms buckets up to 10 s
+// (harness/bench/src/fleet.js reads the buckets back).
+const (
+	fineBuckets = 1000
+	NBuckets    = fineBuckets + 9900 + 1
+)
+
+// BucketOf is the histogram bucket of a latency of us microseconds.
+func BucketOf(us int64) int {
+	if us < 0 {
+		us = 0
+	}
+	if us < 100_000 {
+		return int(us / 100)
+	}
+	b := fineBuckets + int((us-100_000)/1000)
+	if b >= NBuckets {
+		b = NBuckets - 1
+	}
+	return b
+}
+
+// Stats are the counters of one load generator process, over all its
+// connections: frames and quote entries received, ticks covered, snapshot
+// entries, sequence gaps and duplicates, errors, and the latency histogram.
+type Stats struct {
+	Frames, Entries, Covered, Snaps, Gaps, Dups, Errors atomic.Int64
+	Hist                                                [NBuckets]atomic.Int64
+}
+
+// Counters are Stats read at one moment.
+type Counters struct {
+	Frames, Entries, Covered, Snaps, Gaps, Dups, Errors int64
+	Hist                                                []int64
+}
+
+// Snapshot reads every counter.
+func (st *Stats) Snapshot() Counters {
+	c := Counters{
+		Frames: st.Frames.Load(), Entries: st.Entries.Load(), Covered: st.Covered.Load(),
+		Snaps: st.Snaps.Load(), Gaps: st.Gaps.Load(), Dups: st.Dups.Load(), Errors: st.Errors.Load(),
+		Hist: make([]int64, NBuckets),
+	}
+	for i := range c.Hist {
+		c.Hist[i] = st.Hist[i].Load()
+	}
+	return c
+}
+
+// ConnState is what the per-connection check needs of one connection: 17
+// bytes, kept for every planned connection whether it connected or not.
+type ConnState struct {
+	LastQuoteUs atomic.Int64 // receive time of its last quote frame (unix µs)
+	Closed      atomic.Bool  // its read loop ended (server close, error or the end)
+}

@@ -1,0 +1,179 @@
+// Every tick through every fault (issue "Every tick"): distinct subscribers
+// on the real JS client, real gateways, a real fetcher and a real
+// redis-server, counting ticks (not subscriptions). Each fault must lose 0
+// ticks where the history covers the hole, and say so (`recovered: false`, a
+// new epoch) where it cannot. One lost tick fails the test.
+
+import assert from 'node:assert/strict'
+import { after, test } from 'node:test'
+import WebSocket from 'ws'
+import { setUp, useStack, waitFor } from '../src/index.js'
+import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
+
+const SYMBOLS = ['ET1', 'ET2', 'ET3', 'ET4']
+const CLIENTS = 6
+
+/** @type {WspsClient[]} */
+const clients = []
+after(() => { for (const c of clients) c.close() })
+// Its Redis keeps an append-only file: a restart may come back with everything.
+const stack = useStack({ persist: true })
+const on = setUp(async () => {
+  // 20 ticks a second per symbol; history (default 100) covers 5 s of each.
+  const fetcher = await stack.fetcher({ WSPS_FETCH_INTERVAL_MS: 50 })
+  const gws = [await stack.gateway({ WSPS_DRAIN_MS: 300 }), await stack.gateway({ WSPS_DRAIN_MS: 300 })]
+  return { fetcher, gws }
+})
+
+/**
+ * A distinct subscriber that records every seq it is given per symbol, and
+ * what the gateway said about each resumption.
+ *
+ * @param {string[]} urls
+ */
+function subscriber (urls) {
+  const c = new WspsClient({ url: urls, WebSocket, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
+  clients.push(c)
+  /** @type {Map<string, number[]>} */
+  const seqs = new Map()
+  /** @type {Map<string, Set<string>>} */
+  const epochs = new Map()
+  /** @type {{symbol: string, recovered: boolean}[]} */
+  const recoveries = []
+  const nodes = new Set()
+  c.on('quote', (e) => {
+    const list = seqs.get(e.symbol) ?? []
+    list.push(e.quote.seq)
+    seqs.set(e.symbol, list)
+    const es = epochs.get(e.symbol) ?? new Set()
+    es.add(String(e.quote.epoch))
+    epochs.set(e.symbol, es)
+  })
+  c.on('recovery', (r) => recoveries.push(r))
+  c.on('hello', (h) => nodes.add(h.node))
+  c.connect()
+  c.subscribe(SYMBOLS, { mode: 'distinct' })
+  return {
+    client: c,
+    recoveries,
+    nodes,
+    epochs,
+    /** Ticks between its first and its last quote of each symbol that it never got (seq counts every published quote). */
+    lost () {
+      let lost = 0
+      let got = 0
+      for (const list of seqs.values()) {
+        const seen = new Set(list)
+        lost += (list.at(-1) ?? 0) - list[0] + 1 - seen.size
+        got += seen.size
+      }
+      return { lost, got }
+    },
+    /** Quotes received twice or out of order. */
+    disorder () {
+      let n = 0
+      for (const list of seqs.values()) for (let i = 1; i < list.length; i++) if (list[i] <= list[i - 1]) n++
+      return n
+    },
+    /** @param {number} n the seq every symbol must have passed */
+    passed: (n) => SYMBOLS.every((s) => (seqs.get(s)?.at(-1) ?? 0) >= n),
+    newest: () => Math.max(0, ...[...seqs.values()].map((l) => l.at(-1) ?? 0))
+  }
+}
+
+/** @typedef {ReturnType<typeof subscriber>} Subscriber */
+
+/**
+ * Waits until every subscriber is past the newest seq any had when called
+ * plus `more`: the stream has gone on after the fault.
+ *
+ * @param {Subscriber[]} subs
+ * @param {number} [more]
+ */
+async function flowing (subs, more = 20) {
+  const target = Math.max(...subs.map((s) => s.newest())) + more
+  await waitFor(() => subs.every((s) => s.passed(target)), { timeout: 15_000, message: `every subscriber past seq ${target}` })
+}
+
+/** @param {Subscriber[]} subs */
+function tally (subs) {
+  const totals = subs.map((s) => s.lost())
+  return { lost: totals.reduce((a, t) => a + t.lost, 0), got: totals.reduce((a, t) => a + t.got, 0), disorder: subs.reduce((a, s) => a + s.disorder(), 0) }
+}
+
+test('a gateway drained (1012, rolling upgrade): its distinct subscribers resume on the other with every tick', async (t) => {
+  const [a, b] = on.gws
+  const subs = Array.from({ length: CLIENTS }, (_, i) => subscriber(i % 2 === 0 ? [a.wsUrl, b.wsUrl] : [b.wsUrl, a.wsUrl]))
+  await flowing(subs)
+  await a.stop('SIGTERM')
+  await flowing(subs, 40)
+  const { lost, got, disorder } = tally(subs)
+  const resumed = subs.flatMap((s) => s.recoveries)
+  t.diagnostic(`ticks lost ${lost} of ${got}; ${resumed.filter((r) => r.recovered).length} symbol resumptions recovered, ${resumed.filter((r) => !r.recovered).length} not`)
+  assert.ok(resumed.length >= SYMBOLS.length * (CLIENTS / 2), 'the drained clients resumed every symbol')
+  assert.deepEqual(resumed.filter((r) => !r.recovered), [])
+  assert.equal(lost, 0, 'ticks lost')
+  assert.equal(disorder, 0, 'duplicates or reordering')
+  for (const s of subs) s.client.close()
+  on.gws[0] = await stack.gateway({ WSPS_DRAIN_MS: 300 })
+})
+
+test('the gateways\' Redis pub/sub connections killed: the gap is filled from history, no snapshot, no lost tick', async (t) => {
+  const subs = on.gws.map((g) => subscriber([g.wsUrl]))
+  await flowing(subs)
+  const redis = await stack.redisClient()
+  const killed = Number(await redis.client('KILL', 'TYPE', 'pubsub'))
+  assert.ok(killed >= 2, `killed ${killed} pub/sub connections`)
+  await flowing(subs, 40)
+  const { lost, got, disorder } = tally(subs)
+  const filled = await Promise.all(on.gws.map((g) => metric(g.url, 'wsps_gateway_gap_fills_total{result="filled"')))
+  t.diagnostic(`ticks lost ${lost} of ${got}; gap fills ${filled.join(', ')}`)
+  assert.equal(lost, 0, 'ticks lost')
+  assert.equal(disorder, 0)
+  assert.ok(filled.every((n) => n >= SYMBOLS.length), 'each gateway filled every symbol from history')
+  for (const s of subs) s.client.close()
+})
+
+test('Redis restarted with persistence: history and epoch survive, no lost tick; restarted empty: a new epoch and recovered:false', async (t) => {
+  const subs = on.gws.map((g) => subscriber([g.wsUrl]))
+  await flowing(subs)
+  // kill -9: the append-only file (fsynced per write) is loaded again on start.
+  await stack.redis.kill()
+  await stack.redis.start()
+  await flowing(subs, 40)
+  const saved = tally(subs)
+  const fills = await Promise.all(on.gws.map(async (g) => `${await metric(g.url, 'wsps_gateway_gap_fills_total{result="filled"')} filled/${await metric(g.url, 'wsps_gateway_gap_fills_total{result="snapshot"')} snapshot`))
+  t.diagnostic(`with persistence: ticks lost ${saved.lost} of ${saved.got}; gap fills ${fills.join(', ')}; epochs ${subs.map((s) => [...s.epochs.values()].map((e) => [...e].join('|')).join(' ')).join(' ')}`)
+  assert.equal(saved.lost, 0, 'ticks lost across a restart with persistence')
+  assert.equal(saved.disorder, 0)
+  assert.ok(subs.every((s) => [...s.epochs.values()].every((e) => e.size === 1)), 'one epoch throughout')
+
+  // kill -9 and its files gone: Redis comes back empty. The fetcher's seq
+  // floor keeps seq rising, but the history is new: nobody may take it for
+  // the old one, and every subscriber is told.
+  const before = subs.map((s) => s.recoveries.length)
+  await stack.redis.kill()
+  stack.redis.forget()
+  await stack.redis.start()
+  await flowing(subs, 40)
+  const marked = await Promise.all(on.gws.map((g) => metric(g.url, 'wsps_gateway_gap_fills_total{result="snapshot"')))
+  const emptied = tally(subs)
+  t.diagnostic(`restarted empty: ticks lost ${emptied.lost - saved.lost}; gap-fill snapshots ${marked.join(', ')}`)
+  assert.ok(subs.every((s) => [...s.epochs.values()].every((e) => e.size === 2)), 'every symbol moved to a new epoch')
+  assert.ok(marked.every((n) => n >= SYMBOLS.length), 'each gateway counted every symbol as not filled')
+  subs.forEach((s, i) => {
+    const told = s.recoveries.slice(before[i])
+    assert.deepEqual(told.map((r) => r.recovered), SYMBOLS.map(() => false), 'recovered:false for every symbol')
+  })
+  for (const s of subs) s.client.close()
+})
+
+/**
+ * One counter of a gateway's /metrics, summed over the series that start with `prefix`.
+ * @param {string} url
+ * @param {string} prefix e.g. `name{label="x"`
+ */
+async function metric (url, prefix) {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  return text.split('\n').filter((l) => l.startsWith(prefix)).reduce((a, l) => a + Number(l.split(' ').at(-1)), 0)
+}
