@@ -45,6 +45,7 @@ export default [
       // The testkit is the harness's leaf library: chaos, the bench and the
       // e2e build on it, never the reverse.
       'import-x/no-restricted-paths': ['error', {
+        basePath: import.meta.dirname,
         zones: [{ target: './harness/testkit', from: ['./harness/chaos', './harness/bench', './infra', './loadtest'], message: 'the testkit is a leaf: it imports no harness tool' }]
       }]
     }
