@@ -6,7 +6,7 @@
 // a table of every figure and check, also written to
 // artifacts/chaos/figures.{json,md}.
 //
-//   node harness/chaos/run.js [--quick] [--record] [scenario ...]
+//   node harness/chaos/run.js [--quick] [--record] [scenario ...]   (--help: this line)
 //
 // --quick runs every scenario at a small scale (a smoke test of the
 // scenarios themselves, not the figures to record). --record also writes
@@ -141,10 +141,16 @@ async function main () {
  * @param {string[]} args
  */
 function readArgs (args) {
+  const usage = `usage: node harness/chaos/run.js [--quick] [--record] [scenario ...]  (scenarios: ${Object.keys(SCENARIOS).join(', ')})`
   try {
-    return parseArgs({ args, options: { quick: { type: 'boolean', default: false }, record: { type: 'boolean', default: false } }, allowPositionals: true, strict: true })
+    const parsed = parseArgs({ args, options: { quick: { type: 'boolean', default: false }, record: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } }, allowPositionals: true, strict: true })
+    if (parsed.values.help) {
+      console.log(usage)
+      process.exit(0)
+    }
+    return parsed
   } catch (err) {
-    console.error(`run.js: ${/** @type {Error} */ (err).message}\nusage: node harness/chaos/run.js [--quick] [--record] [scenario ...]`)
+    console.error(`run.js: ${/** @type {Error} */ (err).message}\n${usage}`)
     process.exit(2)
   }
 }
