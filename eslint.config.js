@@ -2,6 +2,7 @@
 // no semicolons, single quotes); rules that catch bugs are errors.
 
 import js from '@eslint/js'
+import { createNodeResolver, importX } from 'eslint-plugin-import-x'
 import globals from 'globals'
 
 export default [
@@ -28,6 +29,25 @@ export default [
       'comma-dangle': ['error', 'never'],
       'object-shorthand': 'error',
       'no-console': 'off'
+    }
+  },
+  {
+    // No circle of imports anywhere: a module that needs something of the
+    // module importing it wants a third module both import (the testkit's
+    // index.js only re-exports; wait.js, net.js, services.js hold the code).
+    // Workspace packages (@wsps/*) resolve through node_modules to their
+    // files, so a circle through a package name is found too.
+    files: ['**/*.js', '**/*.mjs'],
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver-next': [createNodeResolver()] },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // The testkit is the harness's leaf library: chaos, the bench and the
+      // e2e build on it, never the reverse.
+      'import-x/no-restricted-paths': ['error', {
+        basePath: import.meta.dirname,
+        zones: [{ target: './harness/testkit', from: ['./harness/chaos', './harness/bench', './infra', './loadtest'], message: 'the testkit is a leaf: it imports no harness tool' }]
+      }]
     }
   },
   {

@@ -185,6 +185,40 @@ class Conn {
     this.reconnectTimer = null
     /** @type {any} */
     this.helloTimer = null
+    // Declared here for the type check (no value: open() sets them for each
+    // socket, resetCounters() after each flush).
+    /** @type {{at: number, node: string} | null} the close the current socket replaces (reconnects) */
+    this.from
+    /** @type {string} the pod of the current socket ('' before its hello) */
+    this.node
+    /** @type {{node: string}} */
+    this.tags
+    /** @type {QuoteTracker} */
+    this.tracker
+    /** @type {boolean} */
+    this.gotHello
+    /** @type {boolean} */
+    this.snapped
+    /** @type {boolean} */
+    this.byClient
+    /** @type {string | undefined} */
+    this.lastError
+    /** @type {number} */
+    this.subAt
+    /** @type {boolean} */
+    this.noHello
+    /** @type {number} */
+    this.t0
+    /** @type {number} */
+    this.frames
+    /** @type {number} */
+    this.quotes
+    /** @type {number} */
+    this.quotesHold
+    /** @type {number} */
+    this.latSum
+    /** @type {number} */
+    this.snaps
     this.resetCounters()
   }
 

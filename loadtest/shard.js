@@ -18,6 +18,7 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync, createWriteStream } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 import { mergeSummaries, renderText } from './lib/summary.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -92,25 +93,39 @@ export function readSummaries (files) {
   return list
 }
 
-/** @param {string[]} argv */
-function parseArgs (argv) {
-  const opts = { shards: 0, ips: '127.0.0.2-127.0.0.9', out: '', k6: process.env.K6 || 'k6', script: join(HERE, 'ramp.js'), k6Args: /** @type {string[]} */ ([]) }
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    const val = () => {
-      const v = argv[++i]
-      if (v === undefined) throw new Error(`${a} needs a value`)
-      return v
-    }
-    if (a === '--') { opts.k6Args = argv.slice(i + 1); break }
-    if (a === '--shards') opts.shards = Number(val())
-    else if (a === '--ips') opts.ips = val()
-    else if (a === '--out') opts.out = val()
-    else if (a === '--k6') opts.k6 = val()
-    else if (a === '--script') opts.script = val()
-    else if (a === '-h' || a === '--help') { usage(); process.exit(0) } else throw new Error(`unknown argument: ${a}`)
+/**
+ * The options of a sharded run (node:util parseArgs: `--shards N` or
+ * `--shards=N`); what follows `--` goes to every `k6 run`.
+ *
+ * @param {string[]} argv
+ */
+function readOptions (argv) {
+  const { values, positionals, tokens } = parseArgs({
+    args: argv,
+    options: {
+      shards: { type: 'string' },
+      ips: { type: 'string' },
+      out: { type: 'string' },
+      k6: { type: 'string' },
+      script: { type: 'string' },
+      help: { type: 'boolean', short: 'h' }
+    },
+    allowPositionals: true,
+    strict: true,
+    tokens: true
+  })
+  if (values.help) { usage(); process.exit(0) }
+  const end = tokens.find((t) => t.kind === 'option-terminator')
+  const k6Args = end ? argv.slice(end.index + 1) : []
+  if (positionals.length > k6Args.length) throw new Error(`unknown argument: ${positionals[0]}`)
+  return {
+    shards: values.shards === undefined ? 0 : Number(values.shards),
+    ips: values.ips ?? '127.0.0.2-127.0.0.9',
+    out: values.out ?? '',
+    k6: values.k6 ?? (process.env.K6 || 'k6'),
+    script: values.script ?? join(HERE, 'ramp.js'),
+    k6Args
   }
-  return opts
 }
 
 function usage () {
@@ -141,7 +156,7 @@ async function main () {
     process.exitCode = merged.ok ? 0 : 99
     return
   }
-  const opts = parseArgs(argv)
+  const opts = readOptions(argv)
   const total = Number(process.env.TARGET || 1000)
   if (!Number.isInteger(total) || total < 1) throw new Error(`TARGET=${process.env.TARGET}: expected a positive integer`)
   const shards = opts.shards || Math.max(1, Math.ceil(total / MAX_PER_PROCESS))

@@ -6,7 +6,7 @@
 // a table of every figure and check, also written to
 // artifacts/chaos/figures.{json,md}.
 //
-//   node harness/chaos/run.js [--quick] [--record] [scenario ...]
+//   node harness/chaos/run.js [--quick] [--record] [scenario ...]   (--help: this line)
 //
 // --quick runs every scenario at a small scale (a smoke test of the
 // scenarios themselves, not the figures to record). --record also writes
@@ -17,7 +17,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { runIsolated } from './lib/isolate.js'
+import { parseArgs } from 'node:util'
+import { runIsolated } from '../testkit/src/isolate.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -76,9 +77,8 @@ async function main () {
   // end all they started); on Ctrl-C or SIGTERM exit through process.exit so
   // isolate.js's exit hooks end them too.
   for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(signal, () => process.exit(130))
-  const args = process.argv.slice(2)
-  const quick = args.includes('--quick')
-  const names = args.filter((a) => !a.startsWith('--'))
+  const { values: flags, positionals: names } = readArgs(process.argv.slice(2))
+  const quick = flags.quick
   const chosen = names.length ? names : Object.keys(SCENARIOS)
   for (const n of chosen) if (!SCENARIOS[n]) throw new Error(`unknown scenario ${n} (have: ${Object.keys(SCENARIOS).join(', ')})`)
   const started = Date.now()
@@ -113,7 +113,7 @@ async function main () {
   writeFileSync(join(dir, 'figures.json'), JSON.stringify({ at: new Date().toISOString(), quick, figures, checks, details }, null, 2))
   writeFileSync(join(dir, 'figures.md'), `${table}\n`)
   console.log(`\n(also in artifacts/chaos/figures.md and figures.json)`)
-  if (args.includes('--record')) {
+  if (flags.record) {
     if (quick || chosen.length !== Object.keys(SCENARIOS).length) {
       console.log('--record: not recording a partial or --quick run')
     } else {
@@ -132,6 +132,27 @@ async function main () {
     process.exit(1)
   }
   console.log('\nmake chaos: all passed')
+}
+
+/**
+ * --quick, --record and scenario names; anything else ends the run with
+ * the parser's message (exit 2).
+ *
+ * @param {string[]} args
+ */
+function readArgs (args) {
+  const usage = `usage: node harness/chaos/run.js [--quick] [--record] [scenario ...]  (scenarios: ${Object.keys(SCENARIOS).join(', ')})`
+  try {
+    const parsed = parseArgs({ args, options: { quick: { type: 'boolean', default: false }, record: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } }, allowPositionals: true, strict: true })
+    if (parsed.values.help) {
+      console.log(usage)
+      process.exit(0)
+    }
+    return parsed
+  } catch (err) {
+    console.error(`run.js: ${/** @type {Error} */ (err).message}\n${usage}`)
+    process.exit(2)
+  }
 }
 
 /**

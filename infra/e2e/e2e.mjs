@@ -16,8 +16,10 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
 import { SseStream } from '../../harness/testkit/src/sse-stream.js'
 import { TestClient } from '../../harness/testkit/src/test-client.js'
+import { sleep, waitFor } from '../../harness/testkit/src/wait.js'
 import { Fleet, pct } from './fleet.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
 
@@ -43,14 +45,27 @@ const timings = []
 /** @type {string[]} */
 const report = []
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-const secs = (ms) => (ms / 1000).toFixed(1)
+const secs = (/** @type {number} */ ms) => (ms / 1000).toFixed(1)
+/** @param {string} msg */
 function log (msg) { console.log(`[e2e +${secs(Date.now() - T0).padStart(6)}s] ${msg}`) }
 
 class E2EError extends Error {}
+/**
+ * @param {string} msg
+ * @returns {never}
+ */
 function fail (msg) { throw new E2EError(msg) }
 
-/** Run a command without blocking the clients' event loop; bounded by timeoutMs. */
+/**
+ * Run a command without blocking the clients' event loop; bounded by timeoutMs.
+ * (Not testkit's process starter: that keeps only the last 200 lines of a
+ * child's output, and the e2e parses whole `kubectl -o json` answers.)
+ *
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {RunOptions} [options]
+ * @returns {Promise<{code: number | null, out: string, err: string}>}
+ */
 function run (cmd, args, { timeoutMs = 120000, allowFail = false, quiet = true } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -67,9 +82,17 @@ function run (cmd, args, { timeoutMs = 120000, allowFail = false, quiet = true }
     })
   })
 }
+/** @typedef {{timeoutMs?: number, allowFail?: boolean, quiet?: boolean}} RunOptions */
+/** @param {string[]} args @param {RunOptions} [o] */
 const kubectl = (args, o) => run('kubectl', ['-n', NS, ...args], o)
+/** @param {string[]} args @param {RunOptions} [o] */
 const helm = (args, o) => run(HELM, [...args, '-n', NS], o)
 
+/**
+ * @template T
+ * @param {string} name
+ * @param {() => Promise<T>} fn
+ */
 async function step (name, fn) {
   const t = Date.now()
   log(`== ${name}`)
@@ -80,18 +103,38 @@ async function step (name, fn) {
   return r
 }
 
-/** Poll `check` (returns a truthy value when done, or a string describing what is missing) until the deadline. */
+/**
+ * Poll `check` (returns true or an object when done, or a string describing
+ * what is missing) until the deadline, through testkit's waitFor; what is
+ * missing is printed every 10 s. Unlike waitFor, a check that throws ends
+ * the wait at once (a kubectl that fails is not retried).
+ *
+ * @template T
+ * @param {string} what
+ * @param {number} timeoutMs
+ * @param {() => T | Promise<T>} check
+ * @param {number} [everyMs]
+ * @returns {Promise<Exclude<T, string | false | null | undefined>>}
+ */
 async function until (what, timeoutMs, check, everyMs = 1000) {
   const end = Date.now() + timeoutMs
   let last = ''; let lastPrint = 0
-  for (;;) {
-    const r = await check()
+  let thrown = /** @type {{error: unknown} | null} */ (null)
+  const done = await waitFor(async () => {
+    let r
+    try {
+      r = await check()
+    } catch (error) {
+      thrown = { error }
+      return true
+    }
     if (r === true || (r && typeof r === 'object')) return r
     last = String(r)
-    if (Date.now() > end) fail(`timed out after ${secs(timeoutMs)}s waiting for ${what}: ${last}`)
-    if (Date.now() - lastPrint > 10000) { log(`  waiting for ${what}: ${last}`); lastPrint = Date.now() }
-    await sleep(everyMs)
-  }
+    if (Date.now() <= end && Date.now() - lastPrint > 10000) { log(`  waiting for ${what}: ${last}`); lastPrint = Date.now() }
+    return false
+  }, { timeout: timeoutMs, interval: everyMs, message: what }).catch(() => fail(`timed out after ${secs(timeoutMs)}s waiting for ${what}: ${last}`))
+  if (thrown) throw thrown.error
+  return /** @type {Exclude<T, string | false | null | undefined>} */ (done)
 }
 
 async function pods (component) {
@@ -323,273 +366,39 @@ async function checkPublish () {
   }
 }
 
-async function main () {
+/**
+ * Steps 2-7 of `make e2e` (infra/e2e/run.sh does 1 and 8), in order; each
+ * step is a function below, timed and named in the report.
+ *
+ * @param {string[]} argv none: every setting comes from the environment (see the top)
+ */
+async function main (argv) {
+  parseArgs({ args: argv, options: {}, strict: true, allowPositionals: false })
   log(`release ${REL} in namespace ${NS}; Traefik on http://127.0.0.1:${PORT} (Host: ${HOST}); Prometheus ${prom.url}`)
   await step('host-side traffic on loopback: the kubeconfig names the apiserver on 127.0.0.0/8', checkLoopbackKubeconfig)
-  await step('clean up a leftover release', async () => {
-    const r = await helm(['status', REL], { allowFail: true })
-    if (r.code === 0) await helm(['uninstall', REL, '--wait', '--timeout', '3m'], { timeoutMs: 200000 })
-    await kubectl(['delete', 'jobs,pods', '-l', `app.kubernetes.io/instance=${REL}`, '--ignore-not-found', '--wait=true', '--timeout=90s'], { timeoutMs: 100000, allowFail: true })
-  })
+  await step('clean up a leftover release', cleanUpLeftover)
 
-  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers with the publish API, built-in Redis, HTTPRoute on Traefik\'s Gateway)', async () => {
-    await createPublishSecret()
-    await helm(['install', REL, 'charts/wsps', ...VALUES, '--create-namespace', '--wait', '--timeout', '5m'], { timeoutMs: 330000 })
-    // KEDA's HPA brings the Deployment (created with 1 replica) to minReplicas.
-    await until('KEDA to hold 2 ready gateways', 120000, async () => {
-      const g = (await pods('gateway')).filter(isReady).length
-      return g === 2 || `${g}/2 gateways ready`
-    })
-    const so = JSON.parse((await kubectl(['get', 'scaledobject', `${REL}-gateway`, '-o', 'json'])).out)
-    const ready = (so.status?.conditions || []).find((c) => c.type === 'Ready')
-    log(`  ScaledObject ${so.metadata.name}: Ready=${ready?.status} (${ready?.reason}); HPA ${so.status?.hpaName}`)
-    const f = await pods('fetcher'); const r = await pods('redis')
-    if (f.filter(isReady).length !== 2 || r.filter(isReady).length !== 1) fail('not every fetcher/redis pod is ready after helm --wait')
-  })
+  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers with the publish API, built-in Redis, HTTPRoute on Traefik\'s Gateway)', install)
   const rulesLoaded = loadChartRules() // in the background: the kubelet takes its time with ConfigMap volumes
   rulesLoaded.catch(() => {})
 
-  await step('helm test', async () => {
-    await helm(['test', REL, '--timeout', '3m', '--logs'], { timeoutMs: 200000, quiet: false })
-  })
+  await step('helm test', helmTest)
 
   const fleet = new Fleet({ url: `ws://127.0.0.1:${PORT}/ws`, host: HOST })
   try {
-    await step(`${CLIENTS} host clients through the HTTPRoute (Traefik Gateway API): snapshots, updates, both pods`, async () => {
-      const route = JSON.parse((await kubectl(['get', 'httproute', `${REL}-gateway`, '-o', 'json'])).out)
-      const conds = (route.status?.parents || []).flatMap((p) => p.conditions || []).filter((c) => c.status === 'True').map((c) => c.type)
-      log(`  HTTPRoute ${route.metadata.name}: parent conditions ${conds.join(',') || '-'}`)
-      if (!conds.includes('Accepted')) fail(`the HTTPRoute is not accepted by Traefik's Gateway: ${JSON.stringify(route.status)}`)
-      const r = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-m', '10', '-H', `Host: ${HOST}`, `http://127.0.0.1:${PORT}/metrics`], { allowFail: true })
-      log(`  GET /metrics through the route: HTTP ${r.out} (must not be 200: metrics live on the metrics port)`)
-      if (r.out === '200') fail('/metrics is reachable through the route')
-      const t = Date.now()
-      fleet.add(CLIENTS, 3000)
-      await until('every client to hold a snapshot and get an update', 120000, () => {
-        const missing = fleet.clients.filter((c) => !c.snapAt || c.lastUpdateAt < c.snapAt)
-        return missing.length === 0 || `${missing.length}/${CLIENTS} without snapshot+update; closes ${JSON.stringify(fleet.closes)} errors ${JSON.stringify(fleet.errors)}`
-      })
-      const gw = (await pods('gateway')).map((p) => p.metadata.name)
-      const per = fleet.perNode()
-      log(`  per pod: ${JSON.stringify(per)}; first snapshot+update for all in ${secs(Date.now() - t)}s; ${JSON.stringify(fleet.totals())}`)
-      const missingPods = gw.filter((n) => !per[n])
-      if (missingPods.length) fail(`no connection landed on ${missingPods.join(', ')} (per pod: ${JSON.stringify(per)})`)
-      const tot = fleet.totals()
-      if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(0, 5))}`)
-      report.push(`route clients: ${CLIENTS} through the HTTPRoute on 127.0.0.1:${PORT}, per pod ${JSON.stringify(per)}, wrong ${tot.wrong}, gaps ${tot.gaps}`)
-    })
+    await step(`${CLIENTS} host clients through the HTTPRoute (Traefik Gateway API): snapshots, updates, both pods`, () => routeClients(fleet))
 
     const sseRoute = await step('SSE through the HTTPRoute: GET /sse streams hello, snap, then q events with ids; bad requests get 400 with the protocol\'s codes', () => checkSse('httproute'))
 
-    await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD}); KEDA scales 2 -> 4 -> 2`, async () => {
-      const runId = `e2e${Date.now().toString(36)}`
-      const gwBefore = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
-      const watch = new ReplicaWatch()
-      const gaps0 = fleet.totals().gaps
-      const tLoad = Date.now()
-      await helmUpgrade([`loadtest.enabled=true`, `loadtest.runId=${runId}`, `loadtest.target=${K6_TARGET}`, `loadtest.ramp=${K6_RAMP}`, `loadtest.hold=${K6_HOLD}`, 'loadtest.scenario=ramp', 'loadtest.connsPerVu=50', `loadtest.subs=${process.env.E2E_K6_SUBS || 1}`,
-        // Latency is a benchmark figure (make bench), not a pass/fail of this
-        // test: k6, the gateways, Redis and Traefik share two cores here, and
-        // any other job on the machine moves the percentiles (quiet: p95
-        // 74-85 ms, p99 144-188 ms; beside a Go build: p95 657 ms). The
-        // thresholds only catch a stall (10 s / 20 s); the step fails on
-        // what is not timing: connects, gaps, wrong quotes, unexpected closes.
-        // The measured latency is printed in the report line.
-        `loadtest.extraEnv[0].name=LAT_P95_MS`, `S:loadtest.extraEnv[0].value=${process.env.E2E_K6_P95_MS || 10000}`,
-        `loadtest.extraEnv[1].name=LAT_P99_MS`, `S:loadtest.extraEnv[1].value=${process.env.E2E_K6_P99_MS || 20000}`])
-      const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).filter((n) => gwBefore.includes(n)).sort().join(',')
-      if (gwAfter !== gwBefore) fail(`enabling the k6 Job changed the gateway pods (${gwBefore} -> ${gwAfter}): an upgrade that only adds the Job must not roll them`)
-      const sel = `app.kubernetes.io/instance=${REL},app.kubernetes.io/component=loadtest`
-      const early = JSON.parse((await kubectl(['get', 'jobs', '-l', sel, '-o', 'json'])).out).items
-      if (early.length) fail(`the upgrade started a load test (${early.map((j) => j.metadata.name).join(',')}): it must run only under helm test`)
-      // The load test is a `helm test` hook (#17): it runs, and blocks, until
-      // the Job finishes; the loop below watches the Job and the autoscaler meanwhile.
-      const hookTest = helm(['test', REL, '--filter', `name=${REL}-loadtest-${runId}`, '--timeout', '15m'], { timeoutMs: 960000, allowFail: true })
-      /** @type {ReturnType<Fleet['add']>} */
-      let late = []
-      let tUp = 0
-      const job = await until('the k6 Job to finish', 600000, async () => {
-        if (!tUp && watch.replicas >= 4 && watch.ready >= 4) {
-          tUp = Date.now()
-          // Clients that also land on the new pods: the scale-in must drain some of them.
-          late = fleet.add(LATE_CLIENTS, 3000)
-          log(`  4 gateways ready ${secs(tUp - tLoad)}s after the load started: ${LATE_CLIENTS} more host clients`)
-        }
-        const r = await kubectl(['get', 'jobs', '-l', sel, '-o', 'json'])
-        const j = JSON.parse(r.out).items[0]
-        if (!j) return 'no Job yet'
-        const conds = (j.status.conditions || []).filter((c) => c.status === 'True').map((c) => c.type)
-        if (conds.includes('Complete') || conds.includes('Failed')) return { name: j.metadata.name, conds }
-        return `active ${j.status.active || 0}, conditions ${conds.join(',') || '-'}; gateways ${watch.path} (${watch.ready} ready); host clients ${JSON.stringify(fleet.perNode())}`
-      }, 3000)
-      const tEnd = Date.now()
-      const ht = await hookTest
-      log(`  helm test --filter name=${REL}-loadtest-${runId}: exit ${ht.code}`)
-      const logs = await kubectl(['logs', `job/${job.name}`, '--tail=400'], { allowFail: true })
-      console.log('----- k6 summary (kubectl logs job/' + job.name + ') -----')
-      console.log(logs.out.split('\n').filter((l) => !l.startsWith('WSPS_SUMMARY ') && !/level=(info|debug)/.test(l)).slice(-80).join('\n'))
-      console.log('----- end of k6 summary -----')
-      const line = logs.out.split('\n').find((l) => l.startsWith('WSPS_SUMMARY '))
-      const s = line ? JSON.parse(line.slice('WSPS_SUMMARY '.length)) : null
-      if (!job.conds.includes('Complete')) fail(`k6 Job ${job.name} failed (${job.conds.join(',')}): thresholds or the run failed, see the summary above`)
-      if (!s) fail('no WSPS_SUMMARY line in the k6 logs')
-      if (!s.ok) fail(`k6 thresholds failed: ${JSON.stringify(s.thresholds.filter((t) => !t.ok))}`)
-      const per = Object.fromEntries(Object.entries(s.pods || {}).map(([k, v]) => [k, { conns: v.conns, gaps: v.gaps, wrong: v.wrong }]))
-      const lat = s.trends?.lat ?? {}
-      report.push(`k6 Job: target ${K6_TARGET}, thresholds ok; quote latency p95 ${Math.round(lat.p95 ?? NaN)} ms, p99 ${Math.round(lat.p99 ?? NaN)} ms (reported, not judged); per pod ${JSON.stringify(per)}; totals ${JSON.stringify(s.totals)}`)
-      if (!tUp) fail(`the gateways never reached 4 ready replicas under load (path ${watch.path})`)
-      const perLate = fleet.perNode(late)
-      log(`  ${LATE_CLIENTS} clients added at 4 gateways: per pod ${JSON.stringify(perLate)}`)
+    await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD}); KEDA scales 2 -> 4 -> 2`, () => k6Autoscale(fleet))
 
-      // Scale-in: the load is gone; KEDA's HPA waits out its stabilization window, then removes 2 pods.
-      const onAt = new Map(fleet.clients.map((c) => [c, { node: c.node, reconnects: c.reconnects }]))
-      const rc0 = fleet.reconnectMs.length
-      await until('KEDA to scale the gateways back to 2 and the drained pods to be gone', 300000, async () => {
-        const all = await pods('gateway')
-        return (watch.replicas === 2 && all.length === 2 && all.every(isReady)) || `gateways ${watch.path}, ${all.length} pods (${all.filter((p) => p.metadata.deletionTimestamp).length} terminating)`
-      }, 2000)
-      const tDown = Date.now()
-      await watch.stop()
-      const live = (await pods('gateway')).map((p) => p.metadata.name)
-      await until('every client on a remaining pod with its snapshot and a fresh update', 180000, () => {
-        const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || !live.includes(c.node) || c.lastUpdateAt <= c.snapAt)
-        return pending.length === 0 || `${pending.length}/${fleet.clients.length} clients not yet resubscribed on ${live.join(',')}`
-      })
-      const drained = fleet.clients.filter((c) => { const o = onAt.get(c); return o && o.node && !live.includes(o.node) })
-      const lost = drained.filter((c) => c.reconnects <= (onAt.get(c)?.reconnects ?? 0)).length
-      const gaps = fleet.totals().gaps - gaps0
-      const reconnects = fleet.reconnectMs.slice(rc0)
-      const peak = Math.max(...watch.changes.map((c) => c.replicas))
-      const line2 = `autoscale: ${watch.path} (KEDA, prometheus trigger, 600 connections per pod): ${peak} ready ${secs(tUp - tLoad)}s after the k6 ramp started; ` +
-        `back to ${watch.replicas} ${secs(tDown - tEnd)}s after the load ended; ${drained.length} clients drained by the scale-in reconnected and resubscribed ` +
-        `(reconnect-to-snapshot p50 ${pct(reconnects, 50)} ms, p99 ${pct(reconnects, 99)} ms); subscriptions lost ${lost}, seq gaps ${gaps}`
-      log('  ' + line2)
-      report.push(line2)
-      if (peak < 4) fail(`the gateways peaked at ${peak} replicas`)
-      if (watch.replicas !== 2) fail(`the gateways did not go back to 2 (${watch.path})`)
-      if (!drained.length) fail('the scale-in drained no host client: nothing shows that drained clients come back')
-      if (lost) fail(`${lost} drained clients never reconnected`)
-      if (gaps) fail(`${gaps} seq gaps at the host clients during the autoscale: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
-      const tot = fleet.totals()
-      if (tot.wrong) fail(`host clients during k6: wrong-symbol ${tot.wrong}`)
-    })
+    await step('rolling upgrade under load: every client reconnects and resubscribes', () => rollingUpgrade(fleet))
 
-    await step('rolling upgrade under load: every client reconnects and resubscribes', async () => {
-      const before = new Set((await pods('gateway')).map((p) => p.metadata.name))
-      fleet.reconnectMs.length = 0
-      const closes0 = { ...fleet.closes }
-      const onAt = new Map(fleet.clients.map((c) => [c, c.reconnects]))
-      const gaps0 = fleet.totals().gaps
-      rollStamp = `r${Date.now()}`
-      const t = Date.now()
-      await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`])
-      await kubectl(['rollout', 'status', `deployment/${REL}-gateway`, '--timeout=300s'], { timeoutMs: 320000 })
-      const rolled = Date.now()
-      const res = await until('every client on a new pod with its snapshot and a fresh update', 180000, async () => {
-        const now = (await pods('gateway')).filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name)
-        if (now.some((n) => before.has(n))) return `old pods still there: ${now.filter((n) => before.has(n))}`
-        const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || !now.includes(c.node) || c.lastUpdateAt <= c.snapAt)
-        return pending.length === 0 ? { now } : `${pending.length}/${fleet.clients.length} clients not yet resubscribed on a new pod`
-      })
-      const lost = fleet.clients.filter((c) => c.reconnects <= (onAt.get(c) ?? 0)).length
-      const closes = Object.fromEntries(Object.entries(fleet.closes).map(([k, v]) => [k, v - (closes0[k] || 0)]).filter(([, v]) => v))
-      const tot = fleet.totals()
-      const gaps = tot.gaps - gaps0
-      const line = `rolling upgrade: ${secs(rolled - t)}s to roll ${before.size} pods; ${fleet.reconnectMs.length} reconnects (closes ${JSON.stringify(closes)}), ` +
-        `reconnect-to-snapshot p50 ${pct(fleet.reconnectMs, 50)} ms, p99 ${pct(fleet.reconnectMs, 99)} ms, max ${pct(fleet.reconnectMs, 100)} ms; ` +
-        `per pod ${JSON.stringify(fleet.perNode())}; subscriptions lost ${lost}, wrong ${tot.wrong}, seq gaps ${gaps}`
-      log('  ' + line)
-      report.push(line)
-      if (lost) fail(`${lost} clients never reconnected although every old pod is gone`)
-      if (gaps) log(`  NOTE: ${gaps} seq gaps seen by host clients (resubscribed per protocol rule 3): ${JSON.stringify(fleet.gapLog.slice(-3))}`)
-      if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
-      return res
-    })
+    await step('dashboard: every panel query of the chart\'s dashboard returns data from Prometheus', dashboardHasData)
 
-    await step('dashboard: every panel query of the chart\'s dashboard returns data from Prometheus', async () => {
-      const panels = dashboardPanels('charts/wsps/files/dashboards/wsps.json', { namespace: NS, release: REL, __rate_interval: '1m' })
-      /** @type {Map<string, string>} */
-      let missing = new Map()
-      await until('data for every panel', 120000, async () => {
-        missing = new Map()
-        for (const p of panels) {
-          for (const expr of p.exprs) {
-            const res = await prom.query(expr).catch((e) => String(e))
-            const ok = Array.isArray(res) && res.length > 0 && res.every((r) => Number.isFinite(Number(r.value[1])))
-            if (!ok) missing.set(p.title, `${expr} -> ${JSON.stringify(res).slice(0, 120)}`)
-          }
-        }
-        return missing.size === 0 || `${missing.size}/${panels.length} panels without data: ${[...missing.keys()].join(', ')}`
-      }, 5000).catch((e) => { for (const [k, v] of missing) log(`  no data: ${k}: ${v}`); throw e })
-      const line = `dashboard: ${panels.length}/${panels.length} panels with data (charts/wsps/files/dashboards/wsps.json, ${panels.reduce((n, p) => n + p.exprs.length, 0)} queries via ${prom.url}/api/v1/query)`
-      log('  ' + line)
-      report.push(line)
-    })
+    await step('delete the Redis pod: updates resume for every client; the chart\'s Redis alert fires and resolves', () => redisLoss(fleet, rulesLoaded))
 
-    await step('delete the Redis pod: updates resume for every client; the chart\'s Redis alert fires and resolves', async () => {
-      await rulesLoaded
-      const [old] = await pods('redis')
-      if ((await prom.alerts('WspsRedisDown', NS)).length) fail('WspsRedisDown is active before Redis was touched')
-      /** @type {{state: string, at: number}[]} */
-      const seen = []
-      let watching = true
-      const alertWatch = (async () => {
-        while (watching) {
-          const a = await prom.alerts('WspsRedisDown', NS).catch(() => null)
-          if (a) {
-            const state = a.some((x) => x.state === 'firing') ? 'firing' : a.length ? 'pending' : 'inactive'
-            if (seen.at(-1)?.state !== state) { seen.push({ state, at: Date.now() }); log(`  alert WspsRedisDown: ${state}`) }
-          }
-          await sleep(500)
-        }
-      })()
-      const t = Date.now()
-      await kubectl(['delete', 'pod', old.metadata.name, '--wait=true', '--timeout=120s'], { timeoutMs: 130000 })
-      await until('the new Redis pod to be ready', 180000, async () => {
-        const [p] = await pods('redis')
-        return (p && p.metadata.uid !== old.metadata.uid && isReady(p)) || `redis ${p ? p.status.phase : 'missing'}`
-      })
-      const back = Date.now()
-      await until('every client to get an update after Redis returned', 180000, () => {
-        const stale = fleet.clients.filter((c) => !c.ws || c.lastUpdateAt <= back)
-        return stale.length === 0 || `${stale.length}/${fleet.clients.length} without an update since Redis returned`
-      })
-      const resumeMs = Math.max(...fleet.clients.map((c) => c.lastUpdateAt)) - back
-      const firsts = fleet.clients.map((c) => c.lastUpdateAt - back)
-      await until('WspsRedisDown to fire and then resolve', 120000, () => {
-        const fired = seen.find((x) => x.state === 'firing')
-        return (fired && seen.at(-1)?.state === 'inactive') || `alert states so far: ${seen.map((x) => x.state).join(' -> ') || 'none'}`
-      })
-      watching = false
-      await alertWatch
-      const fired = /** @type {{at: number}} */ (seen.find((x) => x.state === 'firing'))
-      const resolved = /** @type {{at: number}} */ (seen.at(-1))
-      const tot = fleet.totals()
-      const line = `redis pod deleted: back after ${secs(back - t)}s; all ${fleet.clients.length} clients updated again within ${secs(Math.min(resumeMs, Math.max(...firsts)))}s; ` +
-        `per pod ${JSON.stringify(fleet.perNode())}; clients lost 0, wrong ${tot.wrong}, seq gaps over the whole run ${tot.gaps}`
-      log('  ' + line)
-      report.push(line)
-      const alertLine = `alerts: WspsRedisDown fired after ${secs(fired.at - t)}s (Redis pod deleted), resolved after ${secs(resolved.at - back)}s (Redis back)`
-      log('  ' + alertLine)
-      report.push(alertLine)
-      if (tot.wrong) fail(`wrong-symbol ${tot.wrong}`)
-    })
-
-    await step('Ingress instead of the HTTPRoute (Traefik IngressClass): clients move over, new ones connect', async () => {
-      const gaps0 = fleet.totals().gaps
-      const onAt = new Map(fleet.clients.map((c) => [c, c.reconnects]))
-      await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`, 'gateway.httpRoute.enabled=false', 'gateway.ingress.enabled=true'])
-      const added = fleet.add(100, 2000)
-      await until('the 100 new clients and every earlier one to hold a snapshot and get updates', 120000, () => {
-        const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || c.lastUpdateAt <= c.snapAt)
-        return pending.length === 0 || `${pending.length}/${fleet.clients.length} without snapshot+update; closes ${JSON.stringify(fleet.closes)}`
-      })
-      const moved = fleet.clients.filter((c) => onAt.has(c) && c.reconnects > (onAt.get(c) ?? 0)).length
-      const line = `ingress: the release switched from the HTTPRoute to the Ingress; 100 new clients per pod ${JSON.stringify(fleet.perNode(added))}; ` +
-        `${moved} earlier clients reconnected; seq gaps ${fleet.totals().gaps - gaps0}`
-      log('  ' + line)
-      report.push(line)
-    })
+    await step('Ingress instead of the HTTPRoute (Traefik IngressClass): clients move over, new ones connect', () => switchToIngress(fleet))
 
     await step('SSE through the Ingress: GET /sse streams hello, snap, then q events with ids; bad requests get 400 with the protocol\'s codes', async () => {
       const line = `sse: ${await checkSse('ingress')}, ${sseRoute}`
@@ -607,6 +416,303 @@ async function main () {
   }
 
   await step('make release REGISTRY=127.0.0.1:5000: the chart installs from oci://, its pods pull the image from that registry', releaseFromRegistry)
+}
+
+/**
+ * A release left by an earlier run, and its Jobs and pods.
+ */
+async function cleanUpLeftover () {
+  const r = await helm(['status', REL], { allowFail: true })
+  if (r.code === 0) await helm(['uninstall', REL, '--wait', '--timeout', '3m'], { timeoutMs: 200000 })
+  await kubectl(['delete', 'jobs,pods', '-l', `app.kubernetes.io/instance=${REL}`, '--ignore-not-found', '--wait=true', '--timeout=90s'], { timeoutMs: 100000, allowFail: true })
+}
+
+/**
+ * The publish Secret, then the chart with the e2e values; KEDA brings the gateways to 2.
+ */
+async function install () {
+  await createPublishSecret()
+  await helm(['install', REL, 'charts/wsps', ...VALUES, '--create-namespace', '--wait', '--timeout', '5m'], { timeoutMs: 330000 })
+  // KEDA's HPA brings the Deployment (created with 1 replica) to minReplicas.
+  await until('KEDA to hold 2 ready gateways', 120000, async () => {
+    const g = (await pods('gateway')).filter(isReady).length
+    return g === 2 || `${g}/2 gateways ready`
+  })
+  const so = JSON.parse((await kubectl(['get', 'scaledobject', `${REL}-gateway`, '-o', 'json'])).out)
+  const ready = (so.status?.conditions || []).find((c) => c.type === 'Ready')
+  log(`  ScaledObject ${so.metadata.name}: Ready=${ready?.status} (${ready?.reason}); HPA ${so.status?.hpaName}`)
+  const f = await pods('fetcher'); const r = await pods('redis')
+  if (f.filter(isReady).length !== 2 || r.filter(isReady).length !== 1) fail('not every fetcher/redis pod is ready after helm --wait')
+}
+
+/**
+ * The chart's own `helm test` hooks.
+ */
+async function helmTest () {
+  await helm(['test', REL, '--timeout', '3m', '--logs'], { timeoutMs: 200000, quiet: false })
+}
+
+/**
+ * Host clients through the HTTPRoute: every one snapshotted and updated, both pods used, /metrics not routed.
+ *
+ * @param {Fleet} fleet the host clients
+ */
+async function routeClients (fleet) {
+  const route = JSON.parse((await kubectl(['get', 'httproute', `${REL}-gateway`, '-o', 'json'])).out)
+  const conds = (route.status?.parents || []).flatMap((p) => p.conditions || []).filter((c) => c.status === 'True').map((c) => c.type)
+  log(`  HTTPRoute ${route.metadata.name}: parent conditions ${conds.join(',') || '-'}`)
+  if (!conds.includes('Accepted')) fail(`the HTTPRoute is not accepted by Traefik's Gateway: ${JSON.stringify(route.status)}`)
+  const r = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-m', '10', '-H', `Host: ${HOST}`, `http://127.0.0.1:${PORT}/metrics`], { allowFail: true })
+  log(`  GET /metrics through the route: HTTP ${r.out} (must not be 200: metrics live on the metrics port)`)
+  if (r.out === '200') fail('/metrics is reachable through the route')
+  const t = Date.now()
+  fleet.add(CLIENTS, 3000)
+  await until('every client to hold a snapshot and get an update', 120000, () => {
+    const missing = fleet.clients.filter((c) => !c.snapAt || c.lastUpdateAt < c.snapAt)
+    return missing.length === 0 || `${missing.length}/${CLIENTS} without snapshot+update; closes ${JSON.stringify(fleet.closes)} errors ${JSON.stringify(fleet.errors)}`
+  })
+  const gw = (await pods('gateway')).map((p) => p.metadata.name)
+  const per = fleet.perNode()
+  log(`  per pod: ${JSON.stringify(per)}; first snapshot+update for all in ${secs(Date.now() - t)}s; ${JSON.stringify(fleet.totals())}`)
+  const missingPods = gw.filter((n) => !per[n])
+  if (missingPods.length) fail(`no connection landed on ${missingPods.join(', ')} (per pod: ${JSON.stringify(per)})`)
+  const tot = fleet.totals()
+  if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(0, 5))}`)
+  report.push(`route clients: ${CLIENTS} through the HTTPRoute on 127.0.0.1:${PORT}, per pod ${JSON.stringify(per)}, wrong ${tot.wrong}, gaps ${tot.gaps}`)
+}
+
+/**
+ * The chart's k6 Job as a `helm test` hook: KEDA scales the gateways 2 -> 4 under it and back to 2 after it, and the host clients the scale-in drains come back.
+ *
+ * @param {Fleet} fleet the host clients
+ */
+async function k6Autoscale (fleet) {
+  const runId = `e2e${Date.now().toString(36)}`
+  const gwBefore = (await pods('gateway')).map((p) => p.metadata.name).sort().join(',')
+  const watch = new ReplicaWatch()
+  const gaps0 = fleet.totals().gaps
+  const tLoad = Date.now()
+  await helmUpgrade([`loadtest.enabled=true`, `loadtest.runId=${runId}`, `loadtest.target=${K6_TARGET}`, `loadtest.ramp=${K6_RAMP}`, `loadtest.hold=${K6_HOLD}`, 'loadtest.scenario=ramp', 'loadtest.connsPerVu=50', `loadtest.subs=${process.env.E2E_K6_SUBS || 1}`,
+    // Latency is a benchmark figure (make bench), not a pass/fail of this
+    // test: k6, the gateways, Redis and Traefik share two cores here, and
+    // any other job on the machine moves the percentiles (quiet: p95
+    // 74-85 ms, p99 144-188 ms; beside a Go build: p95 657 ms). The
+    // thresholds only catch a stall (10 s / 20 s); the step fails on
+    // what is not timing: connects, gaps, wrong quotes, unexpected closes.
+    // The measured latency is printed in the report line.
+    `loadtest.extraEnv[0].name=LAT_P95_MS`, `S:loadtest.extraEnv[0].value=${process.env.E2E_K6_P95_MS || 10000}`,
+    `loadtest.extraEnv[1].name=LAT_P99_MS`, `S:loadtest.extraEnv[1].value=${process.env.E2E_K6_P99_MS || 20000}`])
+  const gwAfter = (await pods('gateway')).map((p) => p.metadata.name).filter((n) => gwBefore.includes(n)).sort().join(',')
+  if (gwAfter !== gwBefore) fail(`enabling the k6 Job changed the gateway pods (${gwBefore} -> ${gwAfter}): an upgrade that only adds the Job must not roll them`)
+  const sel = `app.kubernetes.io/instance=${REL},app.kubernetes.io/component=loadtest`
+  const early = JSON.parse((await kubectl(['get', 'jobs', '-l', sel, '-o', 'json'])).out).items
+  if (early.length) fail(`the upgrade started a load test (${early.map((j) => j.metadata.name).join(',')}): it must run only under helm test`)
+  // The load test is a `helm test` hook (#17): it runs, and blocks, until
+  // the Job finishes; the loop below watches the Job and the autoscaler meanwhile.
+  const hookTest = helm(['test', REL, '--filter', `name=${REL}-loadtest-${runId}`, '--timeout', '15m'], { timeoutMs: 960000, allowFail: true })
+  /** @type {ReturnType<Fleet['add']>} */
+  let late = []
+  let tUp = 0
+  const job = await until('the k6 Job to finish', 600000, async () => {
+    if (!tUp && watch.replicas >= 4 && watch.ready >= 4) {
+      tUp = Date.now()
+      // Clients that also land on the new pods: the scale-in must drain some of them.
+      late = fleet.add(LATE_CLIENTS, 3000)
+      log(`  4 gateways ready ${secs(tUp - tLoad)}s after the load started: ${LATE_CLIENTS} more host clients`)
+    }
+    const r = await kubectl(['get', 'jobs', '-l', sel, '-o', 'json'])
+    const j = JSON.parse(r.out).items[0]
+    if (!j) return 'no Job yet'
+    const conds = (j.status.conditions || []).filter((c) => c.status === 'True').map((c) => c.type)
+    if (conds.includes('Complete') || conds.includes('Failed')) return { name: j.metadata.name, conds }
+    return `active ${j.status.active || 0}, conditions ${conds.join(',') || '-'}; gateways ${watch.path} (${watch.ready} ready); host clients ${JSON.stringify(fleet.perNode())}`
+  }, 3000)
+  const tEnd = Date.now()
+  const ht = await hookTest
+  log(`  helm test --filter name=${REL}-loadtest-${runId}: exit ${ht.code}`)
+  const logs = await kubectl(['logs', `job/${job.name}`, '--tail=400'], { allowFail: true })
+  console.log('----- k6 summary (kubectl logs job/' + job.name + ') -----')
+  console.log(logs.out.split('\n').filter((l) => !l.startsWith('WSPS_SUMMARY ') && !/level=(info|debug)/.test(l)).slice(-80).join('\n'))
+  console.log('----- end of k6 summary -----')
+  const line = logs.out.split('\n').find((l) => l.startsWith('WSPS_SUMMARY '))
+  const s = line ? JSON.parse(line.slice('WSPS_SUMMARY '.length)) : null
+  if (!job.conds.includes('Complete')) fail(`k6 Job ${job.name} failed (${job.conds.join(',')}): thresholds or the run failed, see the summary above`)
+  if (!s) fail('no WSPS_SUMMARY line in the k6 logs')
+  if (!s.ok) fail(`k6 thresholds failed: ${JSON.stringify(s.thresholds.filter((t) => !t.ok))}`)
+  const per = Object.fromEntries(Object.entries(s.pods || {}).map(([k, v]) => [k, { conns: v.conns, gaps: v.gaps, wrong: v.wrong }]))
+  const lat = s.trends?.lat ?? {}
+  report.push(`k6 Job: target ${K6_TARGET}, thresholds ok; quote latency p95 ${Math.round(lat.p95 ?? NaN)} ms, p99 ${Math.round(lat.p99 ?? NaN)} ms (reported, not judged); per pod ${JSON.stringify(per)}; totals ${JSON.stringify(s.totals)}`)
+  if (!tUp) fail(`the gateways never reached 4 ready replicas under load (path ${watch.path})`)
+  const perLate = fleet.perNode(late)
+  log(`  ${LATE_CLIENTS} clients added at 4 gateways: per pod ${JSON.stringify(perLate)}`)
+
+  // Scale-in: the load is gone; KEDA's HPA waits out its stabilization window, then removes 2 pods.
+  const onAt = new Map(fleet.clients.map((c) => [c, { node: c.node, reconnects: c.reconnects }]))
+  const rc0 = fleet.reconnectMs.length
+  await until('KEDA to scale the gateways back to 2 and the drained pods to be gone', 300000, async () => {
+    const all = await pods('gateway')
+    return (watch.replicas === 2 && all.length === 2 && all.every(isReady)) || `gateways ${watch.path}, ${all.length} pods (${all.filter((p) => p.metadata.deletionTimestamp).length} terminating)`
+  }, 2000)
+  const tDown = Date.now()
+  await watch.stop()
+  const live = (await pods('gateway')).map((p) => p.metadata.name)
+  await until('every client on a remaining pod with its snapshot and a fresh update', 180000, () => {
+    const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || !live.includes(c.node) || c.lastUpdateAt <= c.snapAt)
+    return pending.length === 0 || `${pending.length}/${fleet.clients.length} clients not yet resubscribed on ${live.join(',')}`
+  })
+  const drained = fleet.clients.filter((c) => { const o = onAt.get(c); return o && o.node && !live.includes(o.node) })
+  const lost = drained.filter((c) => c.reconnects <= (onAt.get(c)?.reconnects ?? 0)).length
+  const gaps = fleet.totals().gaps - gaps0
+  const reconnects = fleet.reconnectMs.slice(rc0)
+  const peak = Math.max(...watch.changes.map((c) => c.replicas))
+  const line2 = `autoscale: ${watch.path} (KEDA, prometheus trigger, 600 connections per pod): ${peak} ready ${secs(tUp - tLoad)}s after the k6 ramp started; ` +
+    `back to ${watch.replicas} ${secs(tDown - tEnd)}s after the load ended; ${drained.length} clients drained by the scale-in reconnected and resubscribed ` +
+    `(reconnect-to-snapshot p50 ${pct(reconnects, 50)} ms, p99 ${pct(reconnects, 99)} ms); subscriptions lost ${lost}, seq gaps ${gaps}`
+  log('  ' + line2)
+  report.push(line2)
+  if (peak < 4) fail(`the gateways peaked at ${peak} replicas`)
+  if (watch.replicas !== 2) fail(`the gateways did not go back to 2 (${watch.path})`)
+  if (!drained.length) fail('the scale-in drained no host client: nothing shows that drained clients come back')
+  if (lost) fail(`${lost} drained clients never reconnected`)
+  if (gaps) fail(`${gaps} seq gaps at the host clients during the autoscale: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
+  const tot = fleet.totals()
+  if (tot.wrong) fail(`host clients during k6: wrong-symbol ${tot.wrong}`)
+}
+
+/**
+ * A rolling upgrade of the gateways: every host client reconnects to a new pod and resubscribes.
+ *
+ * @param {Fleet} fleet the host clients
+ */
+async function rollingUpgrade (fleet) {
+  const before = new Set((await pods('gateway')).map((p) => p.metadata.name))
+  fleet.reconnectMs.length = 0
+  const closes0 = { ...fleet.closes }
+  const onAt = new Map(fleet.clients.map((c) => [c, c.reconnects]))
+  const gaps0 = fleet.totals().gaps
+  rollStamp = `r${Date.now()}`
+  const t = Date.now()
+  await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`])
+  await kubectl(['rollout', 'status', `deployment/${REL}-gateway`, '--timeout=300s'], { timeoutMs: 320000 })
+  const rolled = Date.now()
+  const res = await until('every client on a new pod with its snapshot and a fresh update', 180000, async () => {
+    const now = (await pods('gateway')).filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name)
+    if (now.some((n) => before.has(n))) return `old pods still there: ${now.filter((n) => before.has(n))}`
+    const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || !now.includes(c.node) || c.lastUpdateAt <= c.snapAt)
+    return pending.length === 0 ? { now } : `${pending.length}/${fleet.clients.length} clients not yet resubscribed on a new pod`
+  })
+  const lost = fleet.clients.filter((c) => c.reconnects <= (onAt.get(c) ?? 0)).length
+  const closes = Object.fromEntries(Object.entries(fleet.closes).map(([k, v]) => [k, v - (closes0[k] || 0)]).filter(([, v]) => v))
+  const tot = fleet.totals()
+  const gaps = tot.gaps - gaps0
+  const line = `rolling upgrade: ${secs(rolled - t)}s to roll ${before.size} pods; ${fleet.reconnectMs.length} reconnects (closes ${JSON.stringify(closes)}), ` +
+    `reconnect-to-snapshot p50 ${pct(fleet.reconnectMs, 50)} ms, p99 ${pct(fleet.reconnectMs, 99)} ms, max ${pct(fleet.reconnectMs, 100)} ms; ` +
+    `per pod ${JSON.stringify(fleet.perNode())}; subscriptions lost ${lost}, wrong ${tot.wrong}, seq gaps ${gaps}`
+  log('  ' + line)
+  report.push(line)
+  if (lost) fail(`${lost} clients never reconnected although every old pod is gone`)
+  if (gaps) log(`  NOTE: ${gaps} seq gaps seen by host clients (resubscribed per protocol rule 3): ${JSON.stringify(fleet.gapLog.slice(-3))}`)
+  if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
+  return res
+}
+
+/**
+ * Every panel query of the chart's dashboard returns data from the cluster's Prometheus.
+ */
+async function dashboardHasData () {
+  const panels = dashboardPanels('charts/wsps/files/dashboards/wsps.json', { namespace: NS, release: REL, __rate_interval: '1m' })
+  /** @type {Map<string, string>} */
+  let missing = new Map()
+  await until('data for every panel', 120000, async () => {
+    missing = new Map()
+    for (const p of panels) {
+      for (const expr of p.exprs) {
+        const res = await prom.query(expr).catch((e) => String(e))
+        const ok = Array.isArray(res) && res.length > 0 && res.every((r) => Number.isFinite(Number(r.value[1])))
+        if (!ok) missing.set(p.title, `${expr} -> ${JSON.stringify(res).slice(0, 120)}`)
+      }
+    }
+    return missing.size === 0 || `${missing.size}/${panels.length} panels without data: ${[...missing.keys()].join(', ')}`
+  }, 5000).catch((e) => { for (const [k, v] of missing) log(`  no data: ${k}: ${v}`); throw e })
+  const line = `dashboard: ${panels.length}/${panels.length} panels with data (charts/wsps/files/dashboards/wsps.json, ${panels.reduce((n, p) => n + p.exprs.length, 0)} queries via ${prom.url}/api/v1/query)`
+  log('  ' + line)
+  report.push(line)
+}
+
+/**
+ * The Redis pod deleted: updates resume for every host client, and the chart's WspsRedisDown alert fires and resolves.
+ *
+ * @param {Fleet} fleet the host clients
+ * @param {Promise<void>} rulesLoaded loadChartRules(), started after the install
+ */
+async function redisLoss (fleet, rulesLoaded) {
+  await rulesLoaded
+  const [old] = await pods('redis')
+  if ((await prom.alerts('WspsRedisDown', NS)).length) fail('WspsRedisDown is active before Redis was touched')
+  /** @type {{state: string, at: number}[]} */
+  const seen = []
+  let watching = true
+  const alertWatch = (async () => {
+    while (watching) {
+      const a = await prom.alerts('WspsRedisDown', NS).catch(() => null)
+      if (a) {
+        const state = a.some((x) => x.state === 'firing') ? 'firing' : a.length ? 'pending' : 'inactive'
+        if (seen.at(-1)?.state !== state) { seen.push({ state, at: Date.now() }); log(`  alert WspsRedisDown: ${state}`) }
+      }
+      await sleep(500)
+    }
+  })()
+  const t = Date.now()
+  await kubectl(['delete', 'pod', old.metadata.name, '--wait=true', '--timeout=120s'], { timeoutMs: 130000 })
+  await until('the new Redis pod to be ready', 180000, async () => {
+    const [p] = await pods('redis')
+    return (p && p.metadata.uid !== old.metadata.uid && isReady(p)) || `redis ${p ? p.status.phase : 'missing'}`
+  })
+  const back = Date.now()
+  await until('every client to get an update after Redis returned', 180000, () => {
+    const stale = fleet.clients.filter((c) => !c.ws || c.lastUpdateAt <= back)
+    return stale.length === 0 || `${stale.length}/${fleet.clients.length} without an update since Redis returned`
+  })
+  const resumeMs = Math.max(...fleet.clients.map((c) => c.lastUpdateAt)) - back
+  const firsts = fleet.clients.map((c) => c.lastUpdateAt - back)
+  await until('WspsRedisDown to fire and then resolve', 120000, () => {
+    const fired = seen.find((x) => x.state === 'firing')
+    return (fired && seen.at(-1)?.state === 'inactive') || `alert states so far: ${seen.map((x) => x.state).join(' -> ') || 'none'}`
+  })
+  watching = false
+  await alertWatch
+  const fired = /** @type {{at: number}} */ (seen.find((x) => x.state === 'firing'))
+  const resolved = /** @type {{at: number}} */ (seen.at(-1))
+  const tot = fleet.totals()
+  const line = `redis pod deleted: back after ${secs(back - t)}s; all ${fleet.clients.length} clients updated again within ${secs(Math.min(resumeMs, Math.max(...firsts)))}s; ` +
+    `per pod ${JSON.stringify(fleet.perNode())}; clients lost 0, wrong ${tot.wrong}, seq gaps over the whole run ${tot.gaps}`
+  log('  ' + line)
+  report.push(line)
+  const alertLine = `alerts: WspsRedisDown fired after ${secs(fired.at - t)}s (Redis pod deleted), resolved after ${secs(resolved.at - back)}s (Redis back)`
+  log('  ' + alertLine)
+  report.push(alertLine)
+  if (tot.wrong) fail(`wrong-symbol ${tot.wrong}`)
+}
+
+/**
+ * The release moves from the HTTPRoute to the Ingress: earlier clients reconnect, new ones connect.
+ *
+ * @param {Fleet} fleet the host clients
+ */
+async function switchToIngress (fleet) {
+  const gaps0 = fleet.totals().gaps
+  const onAt = new Map(fleet.clients.map((c) => [c, c.reconnects]))
+  await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`, 'gateway.httpRoute.enabled=false', 'gateway.ingress.enabled=true'])
+  const added = fleet.add(100, 2000)
+  await until('the 100 new clients and every earlier one to hold a snapshot and get updates', 120000, () => {
+    const pending = fleet.clients.filter((c) => !c.ws || !c.snapAt || c.lastUpdateAt <= c.snapAt)
+    return pending.length === 0 || `${pending.length}/${fleet.clients.length} without snapshot+update; closes ${JSON.stringify(fleet.closes)}`
+  })
+  const moved = fleet.clients.filter((c) => onAt.has(c) && c.reconnects > (onAt.get(c) ?? 0)).length
+  const line = `ingress: the release switched from the HTTPRoute to the Ingress; 100 new clients per pod ${JSON.stringify(fleet.perNode(added))}; ` +
+    `${moved} earlier clients reconnected; seq gaps ${fleet.totals().gaps - gaps0}`
+  log('  ' + line)
+  report.push(line)
 }
 
 /**
@@ -641,15 +747,15 @@ async function releaseFromRegistry () {
 async function diagnose () {
   console.log('\n===== diagnostics =====')
   for (const args of [['get', 'pods,jobs,svc,ingress,httproute,scaledobject,hpa', '-o', 'wide'], ['get', 'events', '--sort-by=.lastTimestamp']]) {
-    const r = await kubectl(args, { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
+    const r = await kubectl(args, { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- kubectl -n ${NS} ${args.join(' ')}\n${r.out}${r.err || ''}`.split('\n').slice(-60).join('\n'))
   }
   for (const c of ['gateway', 'fetcher', 'redis', 'loadtest']) {
-    const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
+    const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${c}\n${`${r.out}${r.err || ''}`.split('\n').map((l) => l.slice(0, 400)).join('\n')}`)
   }
   for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus']]) {
-    const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e) }))
+    const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${ns}/${sel}\n${r.out}${r.err || ''}`)
   }
 }
@@ -662,7 +768,11 @@ function printReport (ok) {
   console.log(ok ? 'e2e: PASSED' : 'e2e: FAILED')
 }
 
-main().then(() => { printReport(true); process.exit(0) }, async (err) => {
+main(process.argv.slice(2)).then(() => { printReport(true); process.exit(0) }, async (err) => {
+  if (String(err?.code).startsWith('ERR_PARSE_ARGS_')) {
+    console.error(`e2e.mjs: ${err.message} (settings come from the environment)`)
+    process.exit(2)
+  }
   console.error(`\ne2e FAILED: ${err instanceof E2EError ? err.message : err.stack}`)
   await diagnose()
   printReport(false)

@@ -3,7 +3,8 @@
 // reconnects on any close and resubscribes, and records how long a
 // reconnect took until the snapshot of all its symbols was back.
 import WebSocket from 'ws'
-import { Outcome, QuoteReceiver } from '../../services/protocol/index.js'
+import { QuoteReceiver } from '../../services/protocol/index.js'
+import { QuoteReader } from '../../harness/testkit/src/quote-reader.js'
 
 const SYMBOLS = ['AAPL', 'MSFT', 'GOOGL', 'AMZN', 'NVDA', 'META', 'TSLA', 'JPM', 'V', 'XOM', 'BRK.B', 'JNJ']
 
@@ -16,6 +17,22 @@ class Client {
     this.symbols = [SYMBOLS[id % SYMBOLS.length], SYMBOLS[(id * 7 + 3) % SYMBOLS.length]]
     if (this.symbols[0] === this.symbols[1]) this.symbols.pop()
     this.held = new QuoteReceiver({ fields: false })
+    // A quote for a symbol it did not ask for is counted and not read; a
+    // delta that does not apply is logged and its symbol resubscribed
+    // (docs/protocol.md rule 3: the sub answers with a fresh snap).
+    this.reader = new QuoteReader(this.held, {
+      wants: (symbol) => this.symbols.includes(symbol),
+      send: (frame) => this.ws?.send(frame),
+      stray: () => { this.wrong++ },
+      applied: (_d, now) => {
+        this.updates++
+        this.lastUpdateAt = now
+      },
+      broken: (d, outcome, held, now) => {
+        this.gaps++
+        this.fleet.gapLog.push({ at: now, symbol: d.symbol, outcome, held, base: d.base ?? d.seq - 1, seq: d.seq })
+      }
+    })
     this.node = null
     this.ws = null
     this.connects = 0
@@ -62,10 +79,7 @@ class Client {
     if (m.op === 'hello') {
       this.node = m.node
     } else if (m.op === 'snap') {
-      for (const q of m.quotes) {
-        if (!this.symbols.includes(q.symbol)) { this.wrong++; continue }
-        this.held.snap(q)
-      }
+      this.reader.read(m, now)
       if (!this.snapAt && this.symbols.every((s) => this.held.current(s))) {
         this.snapAt = now
         if (this.closedAt) {
@@ -75,23 +89,7 @@ class Client {
         }
       }
     } else if (m.op === 'q') {
-      for (const d of m.quotes) {
-        if (!this.symbols.includes(d.symbol)) { this.wrong++; continue }
-        const held = this.held.seq(d.symbol)
-        const outcome = this.held.delta(d)
-        if (outcome === Outcome.RESYNCING) continue // resubscribed, waiting for its snapshot
-        if (outcome !== Outcome.APPLIED) {
-          // docs/protocol.md rule 3: drop it, resubscribe; the sub answers with a fresh snap.
-          this.gaps++
-          this.fleet.gapLog.push({ at: now, symbol: d.symbol, outcome, held, base: d.base ?? d.seq - 1, seq: d.seq })
-          this.held.resync(d.symbol)
-          this.ws?.send(JSON.stringify({ op: 'unsub', symbols: [d.symbol] }))
-          this.ws?.send(JSON.stringify({ op: 'sub', symbols: [d.symbol] }))
-          continue
-        }
-        this.updates++
-        this.lastUpdateAt = now
-      }
+      this.reader.read(m, now)
     } else if (m.op === 'error') {
       this.fleet.protoErrors++
     }

@@ -100,7 +100,7 @@ export function classifyClose (code, { reconnect, byClient }) {
   if (c === CloseCode.SERVICE_RESTART) {
     return { code: c, expected: reconnect, reconnect, delayMs: (_a, rand) => Math.floor(rand() * 250) }
   }
-  const retry = reconnect && !NO_RECONNECT_CODES.includes(c)
+  const retry = reconnect && !/** @type {readonly number[]} */ (NO_RECONNECT_CODES).includes(c)
   return {
     code: c,
     expected: false,

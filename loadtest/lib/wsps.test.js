@@ -59,7 +59,9 @@ test('parseQuotesFrame reads what the gateway writes, base included', () => {
   assert.deepEqual(parseQuotesFrame('{"op":"q","quotes":[{"symbol":"^GSPC","seq":3,"ts":5,"base":1,"bid":2}]}'),
     [{ symbol: '^GSPC', seq: 3, ts: 5, base: 1 }])
   const several = '{"op":"q","quotes":[{"symbol":"AAPL","seq":11,"ts":7,"bid":1},{"symbol":"BRK.B","seq":9,"ts":8,"last":1,"base":6}]}'
-  assert.deepEqual(parseQuotesFrame(several).map((q) => [q.symbol, q.seq, q.ts, q.base]), [['AAPL', 11, 7, undefined], ['BRK.B', 9, 8, 6]])
+  const parsed = parseQuotesFrame(several)
+  assert.ok(parsed)
+  assert.deepEqual(parsed.map((q) => [q.symbol, q.seq, q.ts, q.base]), [['AAPL', 11, 7, undefined], ['BRK.B', 9, 8, 6]])
 })
 
 test('parseQuotesFrame falls back to JSON.parse for another key order, and skips other ops', () => {

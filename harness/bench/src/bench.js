@@ -19,6 +19,7 @@ import { join } from 'node:path'
 import { startRedis } from '@wsps/testkit'
 import { StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log, round } from './bench-run.js'
+import { parseFlags } from './cli.js'
 import { goBin } from './go-bin.js'
 import { HiccupMeter } from './hiccup.js'
 import { PROFILES } from './profiles.js'
@@ -31,7 +32,7 @@ import { ingest } from './sections/ingest.js'
 import { nginxVsDirect } from './sections/nginx.js'
 import { NICE, start } from './spawn.js'
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
+const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' } })
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)

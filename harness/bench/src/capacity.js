@@ -13,6 +13,10 @@
 //
 // harness/capacity/run.sh wraps it: kernel limits raised and restored, and
 // every pid written to --pids killed, whatever happens.
+//
+// main() runs the steps in order: startBackends (Redis, publisher,
+// gateways, their idle memory), startGuards, rampUp, holdAndCheck, the
+// verdict, measureMemory; then, whatever happened, stopAll and writeReport.
 
 import { setMaxListeners } from 'node:events'
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -22,33 +26,13 @@ import { sleep, startRedis } from '@wsps/testkit'
 import { log, round as roundTo } from './bench-run.js'
 import { LIMITS, extrapolate, parseMeminfo, parseSockstat, perConnection, plan, stopCause } from './capacity-plan.js'
 import { renderSummary } from './capacity-report.js'
+import { parseFlags } from './cli.js'
 import { quantiles, startFleet } from './fleet.js'
 import { goBin } from './go-bin.js'
 import { CpuMeter, cpuSeconds, rssBytes } from '@wsps/testkit/proc'
 import { SERVERS } from './servers.js'
 import { start } from './spawn.js'
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
-/** @param {string} name @param {number} dflt */
-const num = (name, dflt) => {
-  const v = args[name] === undefined || args[name] === '' ? dflt : Number(args[name])
-  if (!Number.isFinite(v) || v < 0) throw new RangeError(`--${name}: a number >= 0, not ${args[name]}`)
-  return v
-}
-const TARGET = num('target', 1_000_000)
-/** The committed result is the full run's only. */
-const FULL = TARGET === 1_000_000
-// The full run's defaults are the settings it held with (mk/capacity.mk, docs/capacity.md).
-const HOLD = num('hold', FULL ? 400 : 120)
-const RATE = num('rate', FULL ? 5 : 20)
-const SYMBOLS = num('symbols', 1000)
-const K = num('k', 3)
-/** Server ping interval for the run (documented in docs/capacity.md, "Heartbeat at scale"). */
-const HEARTBEAT_MS = num('heartbeat-ms', FULL ? 120_000 : 30_000)
-/** The ramp's time budget: at least 400 connections a second, never under five minutes. */
-const RAMP_SECONDS = num('ramp-seconds', Math.max(300, Math.ceil(TARGET / 400)))
-/** Handshakes in flight per load generator: on a busy machine connecting is bound by scheduling delay, not by work. */
-const CONCURRENCY = num('concurrency', 200)
 /**
  * Load generator flags: its memory, not the gateway's, is what bounds one
  * machine (docs/capacity.md), so it runs as event loops over non-blocking
@@ -60,64 +44,170 @@ const CONCURRENCY = num('concurrency', 200)
  */
 const TICK_MS = 10_000
 const LOADGEN_ARGS = ['-mode=epoll', '-gogc=50', `-report-ms=${TICK_MS}`]
-const OUT = args.out ?? '.run/capacity'
-const LOADGEN = args.loadgen ?? goBin().loadgen
-const PIDS = args.pids ?? null
 const MIB = 2 ** 20
 /** @param {number} x @param {number} [d] */
 const round = (x, d = 0) => roundTo(x, d)
 
-const portRange = /** @type {[number, number]} */ (readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number))
-const P = plan({ target: TARGET, holdSeconds: HOLD, rate: RATE, symbols: SYMBOLS, k: K, portRange })
-
-if ('kernel-needs' in args) {
-  for (const [k, v] of Object.entries(P.kernel)) console.log(`${k} ${v}`)
-  process.exit(0)
+/**
+ * The run's settings from its flags, with the defaults of the full run
+ * (TARGET 1,000,000) or of a smaller one.
+ *
+ * @param {string[]} argv
+ */
+function settings (argv) {
+  // Numbers as strings: `--hold=` means the default.
+  const args = parseFlags({
+    target: { type: 'string' },
+    hold: { type: 'string' },
+    rate: { type: 'string' },
+    symbols: { type: 'string' },
+    k: { type: 'string' },
+    'heartbeat-ms': { type: 'string' },
+    'ramp-seconds': { type: 'string' },
+    concurrency: { type: 'string' },
+    out: { type: 'string' },
+    loadgen: { type: 'string' },
+    pids: { type: 'string' },
+    'kernel-needs': { type: 'boolean' }
+  }, argv)
+  /** @param {'target' | 'hold' | 'rate' | 'symbols' | 'k' | 'heartbeat-ms' | 'ramp-seconds' | 'concurrency'} name @param {number} dflt */
+  const num = (name, dflt) => {
+    const v = args[name] === undefined || args[name] === '' ? dflt : Number(args[name])
+    if (!Number.isFinite(v) || v < 0) throw new RangeError(`--${name}: a number >= 0, not ${args[name]}`)
+    return v
+  }
+  const TARGET = num('target', 1_000_000)
+  /** The committed result is the full run's only. */
+  const FULL = TARGET === 1_000_000
+  // The full run's defaults are the settings it held with (mk/capacity.mk, docs/capacity.md).
+  const HOLD = num('hold', FULL ? 400 : 120)
+  const RATE = num('rate', FULL ? 5 : 20)
+  const SYMBOLS = num('symbols', 1000)
+  const K = num('k', 3)
+  /** Server ping interval for the run (documented in docs/capacity.md, "Heartbeat at scale"). */
+  const HEARTBEAT_MS = num('heartbeat-ms', FULL ? 120_000 : 30_000)
+  /** The ramp's time budget: at least 400 connections a second, never under five minutes. */
+  const RAMP_SECONDS = num('ramp-seconds', Math.max(300, Math.ceil(TARGET / 400)))
+  /** Handshakes in flight per load generator: on a busy machine connecting is bound by scheduling delay, not by work. */
+  const CONCURRENCY = num('concurrency', 200)
+  const OUT = args.out ?? '.run/capacity'
+  const LOADGEN = args.loadgen ?? goBin().loadgen
+  const PIDS = args.pids ?? null
+  return { TARGET, FULL, HOLD, RATE, SYMBOLS, K, HEARTBEAT_MS, RAMP_SECONDS, CONCURRENCY, OUT, LOADGEN, PIDS, kernelNeeds: Boolean(args['kernel-needs']) }
 }
+
+/** @typedef {ReturnType<typeof settings>} Settings */
 
 const meminfo = () => parseMeminfo(readFileSync('/proc/meminfo', 'utf8'))
 const sockstat = () => parseSockstat(readFileSync('/proc/net/sockstat', 'utf8'))
 const tcpMemMax = () => Number(readFileSync('/proc/sys/net/ipv4/tcp_mem', 'utf8').trim().split(/\s+/)[2])
-/** @param {number[]} pids */
-const remember = (pids) => { if (PIDS) appendFileSync(PIDS, pids.map((p) => `${p}\n`).join('')) }
 
-// Everything is bounded: the ramp by RAMP_SECONDS, the hold by HOLD, the
-// rest by this watchdog (exiting kills every child: @wsps/testkit/process).
-const WATCHDOG_S = RAMP_SECONDS + HOLD + 600
-setTimeout(() => { log(`watchdog: still running after ${WATCHDOG_S} s, giving up`); process.exit(3) }, WATCHDOG_S * 1000).unref()
+/**
+ * What the steps share: the settings and plan, everything started (for
+ * stopAll), and the results they fill in.
+ *
+ * @typedef {object} Run
+ * @property {Settings} s
+ * @property {ReturnType<typeof plan>} P
+ * @property {[number, number]} portRange
+ * @property {number} started
+ * @property {string} runDir
+ * @property {any} results capacity.json
+ * @property {import('./servers.js').ServerHandle[]} gws
+ * @property {import('./fleet.js').Fleet[]} fleets
+ * @property {ReturnType<typeof start> | null} publisher
+ * @property {Awaited<ReturnType<typeof startRedis>> | null} redis
+ * @property {number} redisPid
+ * @property {NodeJS.Timeout | undefined} monitor
+ */
 
-const started = Date.now()
-const runDir = mkdtempSync(join(tmpdir(), 'wsps-capacity-'))
-mkdirSync(OUT, { recursive: true })
-/** @type {any} */
-const results = {
-  target: TARGET,
-  held: 0,
-  startedAt: new Date(started).toISOString(),
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: round(totalmem() / 2 ** 30, 1), kernel: release(), node: process.version, loadavgStart: loadavg() },
-  params: { holdSeconds: HOLD, rate: RATE, symbols: SYMBOLS, k: K, zipf: 0, heartbeatMs: HEARTBEAT_MS, rampSeconds: RAMP_SECONDS, concurrency: CONCURRENCY, loadgenArgs: LOADGEN_ARGS, perGateway: LIMITS.perGateway, portRange },
-  plan: { gateways: P.gateways, loadgens: P.loadgens, sourceIps: P.sourceIps, connsPerIp: P.connsPerIp, portsPerIp: P.portsPerIp, waves: P.waves.length, cycleSeconds: P.cycleSeconds, deliveriesPerSecond: P.deliveriesPerSecond, kernel: P.kernel }
+/**
+ * @param {string[]} argv
+ * @returns {Promise<number>} the exit status: 1 when the run stopped short
+ */
+async function main (argv) {
+  const s = settings(argv)
+  const portRange = /** @type {[number, number]} */ (readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number))
+  const P = plan({ target: s.TARGET, holdSeconds: s.HOLD, rate: s.RATE, symbols: s.SYMBOLS, k: s.K, portRange })
+
+  if (s.kernelNeeds) {
+    for (const [k, v] of Object.entries(P.kernel)) console.log(`${k} ${v}`)
+    return 0
+  }
+
+  // Everything is bounded: the ramp by RAMP_SECONDS, the hold by HOLD, the
+  // rest by this watchdog (exiting kills every child: @wsps/testkit/process).
+  const WATCHDOG_S = s.RAMP_SECONDS + s.HOLD + 600
+  setTimeout(() => { log(`watchdog: still running after ${WATCHDOG_S} s, giving up`); process.exit(3) }, WATCHDOG_S * 1000).unref()
+
+  const started = Date.now()
+  const runDir = mkdtempSync(join(tmpdir(), 'wsps-capacity-'))
+  mkdirSync(s.OUT, { recursive: true })
+  /** @type {Run} */
+  const run = {
+    s,
+    P,
+    portRange,
+    started,
+    runDir,
+    results: {
+      target: s.TARGET,
+      held: 0,
+      startedAt: new Date(started).toISOString(),
+      machine: { cpus: cpus().length, model: cpus()[0]?.model, memGiB: round(totalmem() / 2 ** 30, 1), kernel: release(), node: process.version, loadavgStart: loadavg() },
+      params: { holdSeconds: s.HOLD, rate: s.RATE, symbols: s.SYMBOLS, k: s.K, zipf: 0, heartbeatMs: s.HEARTBEAT_MS, rampSeconds: s.RAMP_SECONDS, concurrency: s.CONCURRENCY, loadgenArgs: LOADGEN_ARGS, perGateway: LIMITS.perGateway, portRange },
+      plan: { gateways: P.gateways, loadgens: P.loadgens, sourceIps: P.sourceIps, connsPerIp: P.connsPerIp, portsPerIp: P.portsPerIp, waves: P.waves.length, cycleSeconds: P.cycleSeconds, deliveriesPerSecond: P.deliveriesPerSecond, kernel: P.kernel }
+    },
+    gws: [],
+    fleets: [],
+    publisher: null,
+    redis: null,
+    redisPid: 0,
+    monitor: undefined
+  }
+  log(`target ${s.TARGET}: ${P.gateways} gateways + ${P.loadgens} load generators (${P.connsPerGateway[0]} connections each, ${P.sourceIps} source addresses, ${P.connsPerIp} connections per address of ${P.portsPerIp} ports), ${P.waves.length} waves; publisher ${s.RATE}/s round ${s.SYMBOLS} symbols (every ${P.cycleSeconds} s), hold ${s.HOLD} s`)
+
+  try {
+    const base = await startBackends(run)
+    const guards = startGuards(run, base.memBefore)
+    const ramp = await rampUp(run, guards)
+    const hold = await holdAndCheck(run, ramp.ramped)
+    // The verdict first: what follows (a full GC of every gateway) may fail
+    // on an overloaded machine, and must not take the run's result with it.
+    run.results.stop = stopCause({ held: hold.check.open, target: s.TARGET, ramped: ramp.ramped, guard: guards.guard, errors: ramp.errors, holdErrors: hold.holdErrors, closes: run.results.hold.gatewayClosesByCode, rampTimedOut: ramp.rampTimedOut })
+    await measureMemory(run, base, hold, guards)
+  } finally {
+    await stopAll(run)
+    writeReport(run)
+  }
+  return run.results.stop ? 1 : 0
 }
-log(`target ${TARGET}: ${P.gateways} gateways + ${P.loadgens} load generators (${P.connsPerGateway[0]} connections each, ${P.sourceIps} source addresses, ${P.connsPerIp} connections per address of ${P.portsPerIp} ports), ${P.waves.length} waves; publisher ${RATE}/s round ${SYMBOLS} symbols (every ${P.cycleSeconds} s), hold ${HOLD} s`)
 
-/** @type {import('./servers.js').ServerHandle[]} */
-const gws = []
-/** @type {import('./fleet.js').Fleet[]} */
-const fleets = []
-/** @type {ReturnType<typeof start> | null} */
-let publisher = null
-/** @type {Awaited<ReturnType<typeof startRedis>> | null} */
-let redis = null
-let redisPid = 0
-/** @type {NodeJS.Timeout | undefined} */
-let monitor
-try {
-  redis = await startRedis()
+/**
+ * @param {Run} run
+ * @param {number[]} pids written to --pids, for run.sh to kill whatever happens
+ */
+function remember (run, pids) {
+  if (run.s.PIDS) appendFileSync(run.s.PIDS, pids.map((p) => `${p}\n`).join(''))
+}
+
+/** @param {Run} run */
+const gatewayPids = (run) => run.gws.flatMap((g) => g.roots())
+
+/**
+ * Redis, the publisher (not publishing yet), the gateways a wave at a
+ * time; then their memory before any connection, and the publisher on.
+ *
+ * @param {Run} run
+ */
+async function startBackends (run) {
+  const { s, P } = run
+  const redis = run.redis = await startRedis()
   const redisUrl = redis.url
-  redisPid = redis.pid
-  if (redisPid) remember([redisPid])
-  publisher = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${redis.url}`, `--symbols=${SYMBOLS}`, '--order=cycle'], { name: 'publisher' })
-  remember([publisher.pid])
+  run.redisPid = redis.pid
+  if (run.redisPid) remember(run, [run.redisPid])
+  const publisher = run.publisher = start(process.execPath, [new URL('./publisher.js', import.meta.url).pathname, `--redis=${redis.url}`, `--symbols=${s.SYMBOLS}`, '--order=cycle'], { name: 'publisher' })
+  remember(run, [publisher.pid])
   await publisher.waitLine((l) => l.type === 'ready', 30_000)
 
   // Gateways, a few at a time (each takes a second of CPU to start).
@@ -125,18 +215,19 @@ try {
     const started = await Promise.all(batch.map(() => SERVERS.wsps.start({
       redisUrl,
       core: null,
-      runDir,
+      runDir: run.runDir,
       inspect: true,
-      env: { WSPS_MAX_CONNECTIONS: String(LIMITS.perGateway), WSPS_HEARTBEAT_MS: String(HEARTBEAT_MS) }
+      env: { WSPS_MAX_CONNECTIONS: String(LIMITS.perGateway), WSPS_HEARTBEAT_MS: String(s.HEARTBEAT_MS) }
     })))
-    for (const g of started) remember(g.roots())
-    gws.push(...started)
+    for (const g of started) remember(run, g.roots())
+    run.gws.push(...started)
   }
-  const gatewayPids = () => gws.flatMap((g) => g.roots())
+  const gws = run.gws
   await sleep(1000)
   // Memory before any connection, after a full GC (as `make bench` reads idle memory).
+  /** @type {number[]} */
   const rssBase = []
-  /** V8 heap after the GC: unlike RSS, no allocator slack or freed pages in it. */
+  /** V8 heap after the GC: unlike RSS, no allocator slack or freed pages in it. @type {(number | null)[]} */
   const heapBase = []
   for (const g of gws) {
     heapBase.push((await g.gc?.())?.heapUsed ?? null)
@@ -145,66 +236,87 @@ try {
   const memBefore = meminfo()
   const sockBefore = sockstat()
   log(`${gws.length} gateways up, ${round(rssBase.reduce((a, b) => a + b, 0) / gws.length / MIB, 1)} MiB each; machine: ${round(memBefore.MemAvailable / MIB)} MiB available`)
-  publisher.send({ cmd: 'rate', rate: RATE })
+  publisher.send({ cmd: 'rate', rate: s.RATE })
+  return { rssBase, heapBase, memBefore, sockBefore }
+}
 
-  // Guards, checked every second from the ramp to the end of the hold: the
-  // first to trip stops the ramp (the loadgens stop connecting) and names the cause.
+/**
+ * Guards, checked every second from the ramp to the end of the hold: the
+ * first to trip stops the ramp (the loadgens stop connecting) and names the cause.
+ *
+ * @param {Run} run
+ * @param {ReturnType<typeof meminfo>} memBefore
+ */
+function startGuards (run, memBefore) {
   const reserve = Math.max(2 ** 30, 0.05 * memBefore.MemTotal)
   const ac = new AbortController()
   // Every fleet (one per gateway: 56 at 1M) listens for the stop.
-  setMaxListeners(P.loadgens + 1, ac.signal)
-  /** @type {string | null} */
-  let guard = null
-  let minAvailable = memBefore.MemAvailable
-  let maxTcpMem = 0
+  setMaxListeners(run.P.loadgens + 1, ac.signal)
+  const guards = {
+    signal: ac.signal,
+    /** @type {string | null} */
+    guard: null,
+    minAvailable: memBefore.MemAvailable,
+    maxTcpMem: 0
+  }
   const trip = (/** @type {string} */ why) => {
-    if (guard) return
-    guard = why
+    if (guards.guard) return
+    guards.guard = why
     log(`guard: ${why}`)
     ac.abort()
   }
-  monitor = setInterval(() => {
+  run.monitor = setInterval(() => {
     const m = meminfo()
-    minAvailable = Math.min(minAvailable, m.MemAvailable)
+    guards.minAvailable = Math.min(guards.minAvailable, m.MemAvailable)
     if (m.MemAvailable < reserve) trip(`memory: ${round(m.MemAvailable / MIB)} MiB available, under the ${round(reserve / MIB)} MiB reserve`)
     const pages = sockstat()['TCP.mem'] ?? 0
-    maxTcpMem = Math.max(maxTcpMem, pages)
+    guards.maxTcpMem = Math.max(guards.maxTcpMem, pages)
     if (pages > 0.9 * tcpMemMax()) trip(`kernel-socket-memory: TCP buffers at ${pages} pages of the ${tcpMemMax()}-page tcp_mem limit`)
-    const dead = gws.find((g) => !isAlive(g.roots()[0]))
+    const dead = run.gws.find((g) => !isAlive(g.roots()[0]))
     if (dead) trip(`gateway-exit: the gateway on port ${dead.port} exited`)
   }, 1000)
+  return guards
+}
 
-  // Ramp: one fleet per gateway, a wave of fleets at a time.
+/**
+ * Ramp: one fleet per gateway, a wave of fleets at a time, within the
+ * ramp's time budget and until a guard trips or a wave comes back short.
+ *
+ * @param {Run} run
+ * @param {ReturnType<typeof startGuards>} guards
+ */
+async function rampUp (run, guards) {
+  const { s, P, gws, fleets } = run
   const rampStart = performance.now()
-  const rampDeadline = rampStart + RAMP_SECONDS * 1000
-  const rampCpu = meters(gatewayPids)
+  const rampDeadline = rampStart + s.RAMP_SECONDS * 1000
+  const rampCpu = meters(run)
   const waves = []
   let rampTimedOut = false
   for (const wave of P.waves) {
     const left = Math.floor((rampDeadline - performance.now()) / 1000)
-    if (guard) break
+    if (guards.guard) break
     if (left < 5) { rampTimedOut = true; break }
     const t0 = performance.now()
     const ws = await Promise.all(wave.map((g) => startFleet({
-      bin: LOADGEN,
+      bin: s.LOADGEN,
       adapter: 'wsps',
       url: gws[g].url,
       conns: P.connsPerGateway[g],
       procs: 1,
       first: P.connsPerGateway.slice(0, g).reduce((a, b) => a + b, 0),
-      symbols: SYMBOLS,
-      k: K,
+      symbols: s.SYMBOLS,
+      k: s.K,
       zipf: 0,
       seed: 1,
-      concurrency: CONCURRENCY,
+      concurrency: s.CONCURRENCY,
       waitSnap: true,
       extraArgs: LOADGEN_ARGS,
       core: null,
-      maxSeconds: left + HOLD + 300,
+      maxSeconds: left + s.HOLD + 300,
       readyTimeout: left,
-      signal: ac.signal
+      signal: guards.signal
     })))
-    for (const f of ws) remember(f.pids())
+    for (const f of ws) remember(run, f.pids())
     fleets.push(...ws)
     const n = ws.reduce((a, f) => a + f.conns, 0)
     const seconds = (performance.now() - t0) / 1000
@@ -219,16 +331,26 @@ try {
   const errors = fleets.flatMap((f) => f.errors)
   // The load generators started during the ramp: all their CPU time is the ramp's.
   const rampCpuRead = { ...rampCpu.read(), loadgens: round(cpuSeconds(fleets.flatMap((f) => f.pids())) / rampSeconds, 2) }
-  results.ramp = { seconds: round(rampSeconds, 1), ready: ramped, connectPerSecond: Math.round(ramped / rampSeconds), waves, cpu: rampCpuRead, errorsSample: errors.slice(0, 10), guard }
-  log(`ramp: ${ramped} connections subscribed (snapshot of all ${K} symbols) in ${rampSeconds.toFixed(1)} s = ${Math.round(ramped / rampSeconds)}/s`)
+  run.results.ramp = { seconds: round(rampSeconds, 1), ready: ramped, connectPerSecond: Math.round(ramped / rampSeconds), waves, cpu: rampCpuRead, errorsSample: errors.slice(0, 10), guard: guards.guard }
+  log(`ramp: ${ramped} connections subscribed (snapshot of all ${s.K} symbols) in ${rampSeconds.toFixed(1)} s = ${Math.round(ramped / rampSeconds)}/s`)
+  return { ramped, errors, rampTimedOut }
+}
 
-  // Hold: quotes keep flowing; then the exact check of every connection.
-  const before = await gatewayCloses()
+/**
+ * Hold: quotes keep flowing; then the exact check of every connection and
+ * the latency of every quote delivered during the hold.
+ *
+ * @param {Run} run
+ * @param {number} ramped connections the ramp got ready
+ */
+async function holdAndCheck (run, ramped) {
+  const { s, fleets } = run
+  const before = await gatewayCloses(run)
   await Promise.all(fleets.map((f) => f.command('hold')))
-  const holdCpu = meters(gatewayPids)
+  const holdCpu = meters(run)
   const t0 = Date.now()
-  log(`hold ${HOLD} s`)
-  await sleep(HOLD * 1000)
+  log(`hold ${s.HOLD} s`)
+  await sleep(s.HOLD * 1000)
   const t1 = Date.now()
   const cpuHold = holdCpu.read()
   const checks = (await Promise.all(fleets.map((f) => f.command('check', 120_000)))).flat()
@@ -244,9 +366,10 @@ try {
     for (const [b, c] of w.hist) hist.set(b, (hist.get(b) ?? 0) + c)
   }
   const [p50, p99, p999] = quantiles(hist, [0.5, 0.99, 0.999])
-  const after = await gatewayCloses()
+  const after = await gatewayCloses(run)
   // Errors the load generators reported after their ready line: connections lost in the hold.
   const holdErrors = fleets.flatMap((f) => f.kids.flatMap((k) => k.lines.slice(k.lines.findIndex((l) => l.type === 'ready') + 1).filter((l) => l.type === 'error').map((l) => `conn ${l.conn}: ${l.error}`)))
+  const results = run.results
   results.held = check.open
   results.hold = {
     seconds: round((t1 - t0) / 1000, 1),
@@ -264,13 +387,22 @@ try {
     loadgenErrors: { n: holdErrors.length, sample: holdErrors.slice(0, 10) }
   }
   log(`check: ${check.ready} ready, ${check.open} still open, ${check.quoted} quoted during the hold; latency p50 ${round(p50, 1)} p99 ${round(p99, 1)} ms over ${results.hold.latencyMs.n} deliveries`)
+  return { check, checks, holdErrors }
+}
 
-  // The verdict first: what follows (a full GC of every gateway) may fail
-  // on an overloaded machine, and must not take the run's result with it.
-  results.stop = stopCause({ held: check.open, target: TARGET, ramped, guard, errors, holdErrors, closes: results.hold.gatewayClosesByCode, rampTimedOut })
-  // Memory at the end of the hold: the kernel's now, the gateways after a
-  // full GC. A GC the inspector does not answer (the 1M run: at load 121,
-  // past its 60 s) leaves that gateway's RSS as read without one, named.
+/**
+ * Memory at the end of the hold: the kernel's now, the gateways after a
+ * full GC. A GC the inspector does not answer (the 1M run: at load 121,
+ * past its 60 s) leaves that gateway's RSS as read without one, named.
+ * Then the cost per connection, and what 1M and 10M would take.
+ *
+ * @param {Run} run
+ * @param {Awaited<ReturnType<typeof startBackends>>} base
+ * @param {Awaited<ReturnType<typeof holdAndCheck>>} hold
+ * @param {ReturnType<typeof startGuards>} guards
+ */
+async function measureMemory (run, { rssBase, heapBase, memBefore, sockBefore }, { check, checks }, guards) {
+  const { gws, fleets } = run
   const memHeld = meminfo()
   const sockHeld = sockstat()
   const rssHeld = []
@@ -300,45 +432,61 @@ try {
     sockHeld
   })
   const gatewayBase = rssBase.reduce((a, b) => a + b, 0) / gws.length
-  results.memory = {
+  run.results.memory = {
     perConnectionBytes: Object.fromEntries(Object.entries(per).map(([k, v]) => [k, Math.round(v)])),
     gateways: gws.map((g, j) => ({ port: g.port, conns: fleets[j]?.conns ?? 0, rssBaseMiB: round(rssBase[j] / MIB, 1), rssHeldMiB: round(rssHeld[j] / MIB, 1), perConnBytes: fleets[j]?.conns ? Math.round((rssHeld[j] - rssBase[j]) / fleets[j].conns) : null, heapPerConnBytes: perConnHeap(heapBase[j], heapHeld[j], fleets[j]?.conns ?? 0) })),
     gatewayBaseMiB: round(gatewayBase / MIB, 1),
     gatewaysWithoutGc: gcFailed,
     loadgenRssMiB: round(loadgenRss / MIB, 1),
     loadgenGoPerConnBytes: { stackInuse: goMem('stackInuse'), heapInuse: goMem('heapInuse'), heapAlloc: goMem('heapAlloc'), sys: goMem('sys') },
-    redisRssMiB: round(rssBytes(redisPid ? [redisPid] : []) / MIB, 1),
-    machine: { totalMiB: round(memHeld.MemTotal / MIB), availableBeforeMiB: round(memBefore.MemAvailable / MIB), availableHeldMiB: round(memHeld.MemAvailable / MIB), availableMinMiB: round(minAvailable / MIB), slabBeforeMiB: round(memBefore.Slab / MIB), slabHeldMiB: round(memHeld.Slab / MIB) },
+    redisRssMiB: round(rssBytes(run.redisPid ? [run.redisPid] : []) / MIB, 1),
+    machine: { totalMiB: round(memHeld.MemTotal / MIB), availableBeforeMiB: round(memBefore.MemAvailable / MIB), availableHeldMiB: round(memHeld.MemAvailable / MIB), availableMinMiB: round(guards.minAvailable / MIB), slabBeforeMiB: round(memBefore.Slab / MIB), slabHeldMiB: round(memHeld.Slab / MIB) },
     sockstatBefore: sockBefore,
     sockstatHeld: sockHeld,
-    tcpMemMaxPagesSeen: maxTcpMem
+    tcpMemMaxPagesSeen: guards.maxTcpMem
   }
-  const base = { gatewayBase, loadgenBase: 0 }
-  results.extrapolated = [1_000_000, 10_000_000].map((t) => {
-    const e = extrapolate(per, base, t)
+  const extraBase = { gatewayBase, loadgenBase: 0 }
+  run.results.extrapolated = [1_000_000, 10_000_000].map((t) => {
+    const e = extrapolate(per, extraBase, t)
     return { target: t, gatewayProcs: e.gatewayProcs, gatewaysGiB: round(e.gateways / 2 ** 30, 1), loadgensGiB: round(e.loadgens / 2 ** 30, 1), kernelGiB: round(e.kernel / 2 ** 30, 1), totalGiB: round(e.total / 2 ** 30, 1) }
   })
-} finally {
-  clearInterval(monitor)
-  log('stopping')
-  await Promise.all(fleets.map((f) => f.stop()))
-  await Promise.all(gws.map((g) => g.stop()))
-  if (publisher) {
-    publisher.send({ cmd: 'rate', rate: 0 })
-    await publisher.stop()
-  }
-  await redis?.close()
-  rmSync(runDir, { recursive: true, force: true })
-  results.machine.loadavgEnd = loadavg()
-  results.durationSeconds = Math.round((Date.now() - started) / 1000)
-  const summary = renderSummary(results)
-  writeFileSync(join(OUT, 'capacity.json'), JSON.stringify(results, null, 2) + '\n')
-  writeFileSync(join(OUT, 'capacity.txt'), summary)
-  if (FULL && results.hold) writeFileSync('docs/benchmarks/capacity.json', JSON.stringify(results, null, 2) + '\n')
-  process.stdout.write(summary)
-  log(`wrote ${OUT}/capacity.json and capacity.txt${FULL ? ' and docs/benchmarks/capacity.json' : ''}`)
 }
-process.exit(results.stop ? 1 : 0)
+
+/**
+ * Stops everything the run started, whatever happened.
+ *
+ * @param {Run} run
+ */
+async function stopAll (run) {
+  clearInterval(run.monitor)
+  log('stopping')
+  await Promise.all(run.fleets.map((f) => f.stop()))
+  await Promise.all(run.gws.map((g) => g.stop()))
+  if (run.publisher) {
+    run.publisher.send({ cmd: 'rate', rate: 0 })
+    await run.publisher.stop()
+  }
+  await run.redis?.close()
+  rmSync(run.runDir, { recursive: true, force: true })
+}
+
+/**
+ * capacity.json and capacity.txt in --out (the full run's also in
+ * docs/benchmarks), and the summary on stdout.
+ *
+ * @param {Run} run
+ */
+function writeReport (run) {
+  const { s, results } = run
+  results.machine.loadavgEnd = loadavg()
+  results.durationSeconds = Math.round((Date.now() - run.started) / 1000)
+  const summary = renderSummary(results)
+  writeFileSync(join(s.OUT, 'capacity.json'), JSON.stringify(results, null, 2) + '\n')
+  writeFileSync(join(s.OUT, 'capacity.txt'), summary)
+  if (s.FULL && results.hold) writeFileSync('docs/benchmarks/capacity.json', JSON.stringify(results, null, 2) + '\n')
+  process.stdout.write(summary)
+  log(`wrote ${s.OUT}/capacity.json and capacity.txt${s.FULL ? ' and docs/benchmarks/capacity.json' : ''}`)
+}
 
 /**
  * A gateway's V8 heap per connection, after full GCs; null without both GCs.
@@ -364,23 +512,28 @@ function isAlive (pid) {
 /**
  * CPU meters of everything in the run, in cores.
  *
- * @param {() => number[]} gatewayPids
+ * @param {Run} run
  */
-function meters (gatewayPids) {
+function meters (run) {
   const m = {
-    gateways: new CpuMeter(gatewayPids),
-    loadgens: new CpuMeter(() => fleets.flatMap((f) => f.pids())),
-    redis: new CpuMeter(() => (redisPid ? [redisPid] : [])),
-    publisher: new CpuMeter(() => (publisher ? [publisher.pid] : []))
+    gateways: new CpuMeter(() => gatewayPids(run)),
+    loadgens: new CpuMeter(() => run.fleets.flatMap((f) => f.pids())),
+    redis: new CpuMeter(() => (run.redisPid ? [run.redisPid] : [])),
+    publisher: new CpuMeter(() => (run.publisher ? [run.publisher.pid] : []))
   }
   return { read: () => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, round(v.read(), 2)])) }
 }
 
-/** Gateway closes by code, summed over the gateways. @returns {Promise<Record<string, number>>} */
-async function gatewayCloses () {
+/**
+ * Gateway closes by code, summed over the gateways.
+ *
+ * @param {Run} run
+ * @returns {Promise<Record<string, number>>}
+ */
+async function gatewayCloses (run) {
   /** @type {Record<string, number>} */
   const out = {}
-  for (const g of gws) {
+  for (const g of run.gws) {
     try {
       const m = (await g.metrics?.()) ?? {}
       for (const [k, v] of Object.entries(m)) {
@@ -396,3 +549,5 @@ async function gatewayCloses () {
 function diffCounts (a, b) {
   return Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v - (a[k] ?? 0)]).filter(([, v]) => Number(v) > 0))
 }
+
+process.exit(await main(process.argv.slice(2)))

@@ -15,8 +15,9 @@
 
 import { createInterface } from 'node:readline'
 import { Redis } from 'ioredis'
+import { parseFlags } from './cli.js'
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
+const args = parseFlags({ redis: { type: 'string' }, symbols: { type: 'string' }, prefix: { type: 'string' }, order: { type: 'string' } })
 const redisUrl = args.redis ?? 'redis://127.0.0.1:6379'
 const S = Number(args.symbols ?? 1000)
 const prefix = args.prefix ?? 'wsps'

@@ -5,7 +5,8 @@
 // docs/protocol.md says (resubscribe).
 
 import WebSocket from 'ws'
-import { ClientOp, Outcome, QuoteReceiver } from '@wsps/protocol'
+import { QuoteReceiver } from '@wsps/protocol'
+import { QuoteReader } from '../../testkit/src/quote-reader.js'
 
 /**
  * @typedef {object} SymbolState
@@ -38,6 +39,25 @@ export class LeanClient {
     this.receiver = new QuoteReceiver({ fields: false })
     /** @type {string[]} */
     this.problems = []
+    // A stray quote is a problem and not read; a delta that does not apply
+    // is a problem, and its symbol is resubscribed (rule 3).
+    this.reader = new QuoteReader(this.receiver, {
+      wants: (symbol) => this.symbols.has(symbol),
+      send: (frame) => this.ws.send(frame),
+      stray: (kind, q) => this.problem(`${kind} for unsubscribed ${q.symbol}`),
+      snap: (q, _before, now) => {
+        const s = /** @type {SymbolState} */ (this.symbols.get(q.symbol))
+        s.quotes++
+        s.snaps++
+        s.lastAt = s.lastSnapAt = now
+      },
+      applied: (d, now) => {
+        const s = /** @type {SymbolState} */ (this.symbols.get(d.symbol))
+        s.quotes++
+        s.lastAt = now
+      },
+      broken: (d, outcome, held) => this.problem(`${outcome} on ${d.symbol}: held ${held}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
+    })
     /** @type {number | null} */
     this.closeCode = null
     this.nextId = 1
@@ -75,41 +95,7 @@ export class LeanClient {
       }
       return
     }
-    const now = Date.now()
-    if (msg.op === 'snap') {
-      for (const q of msg.quotes) {
-        const s = this.symbols.get(q.symbol)
-        if (!s) {
-          this.problem(`snap for unsubscribed ${q.symbol}`)
-          continue
-        }
-        this.receiver.snap(q)
-        s.quotes++
-        s.snaps++
-        s.lastAt = s.lastSnapAt = now
-      }
-    } else if (msg.op === 'q') {
-      for (const d of msg.quotes) {
-        const s = this.symbols.get(d.symbol)
-        if (!s) {
-          this.problem(`delta for unsubscribed ${d.symbol}`)
-          continue
-        }
-        const held = this.receiver.seq(d.symbol)
-        const outcome = this.receiver.delta(d)
-        if (outcome === Outcome.RESYNCING) continue
-        if (outcome !== Outcome.APPLIED) {
-          this.problem(`${outcome} on ${d.symbol}: held ${held}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
-          // Rule 3: drop it and resubscribe; the `sub` answers with a fresh snapshot.
-          this.receiver.resync(d.symbol)
-          this.ws.send(JSON.stringify({ op: ClientOp.UNSUB, symbols: [d.symbol] }))
-          this.ws.send(JSON.stringify({ op: ClientOp.SUB, symbols: [d.symbol] }))
-          continue
-        }
-        s.quotes++
-        s.lastAt = now
-      }
-    }
+    this.reader.read(msg)
   }
 
   /** @param {string} p */

@@ -5,10 +5,10 @@
 // was cut off by the headers timeout, a well-behaved client still works.
 
 import { connect } from 'node:net'
-import { runFuzz } from '../lib/fuzz.js'
 import { LeanClient } from '../lib/lean-client.js'
-import { upgradeHead } from '../lib/raw.js'
 import { Report } from '../lib/report.js'
+import { runFuzz } from '../../testkit/src/fuzz.js'
+import { upgradeHead } from '../../testkit/src/raw.js'
 import { mb } from '../../testkit/src/stats.js'
 import { sleep, startFetcher, startGateway, startRedis } from '../../testkit/src/index.js'
 

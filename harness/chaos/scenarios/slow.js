@@ -3,10 +3,10 @@
 
 import { Report } from '../lib/report.js'
 import { mb } from '../../testkit/src/stats.js'
-import { runSlowConsumers } from '../lib/slow-scenario.js'
+import { runSlowConsumers } from '../../testkit/src/slow-scenario.js'
 
 /**
- * @param {Partial<import('../lib/slow-scenario.js').SlowParams>} params
+ * @param {Partial<import('../../testkit/src/slow-scenario.js').SlowParams>} params
  * @param {(line: string) => void} log
  */
 export async function run (params, log) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A fake streaming market-data vendor, run as its own process by the tests
-// (startFakeVendor in index.js): Alpaca-style WebSocket API on /stream, plus
+// (startFakeVendor in services.js): Alpaca-style WebSocket API on /stream, plus
 // an HTTP control API the tests use to look and to misbehave on purpose.
 //
 // Wire (Alpaca-like): every server message is a JSON array of records.

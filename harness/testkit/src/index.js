@@ -1,189 +1,20 @@
 // Test harness: real redis-server and real service processes on free
 // loopback ports, and a WebSocket client that checks the protocol as it
 // reads. Everything started here is stopped by its handle or at exit.
+//
+// Only re-exports: every module of the testkit imports the module it needs,
+// never this file (the lint's import/no-cycle keeps it so).
 
-import { once } from 'node:events'
-import { createServer } from 'node:net'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { startProcess } from './process.js'
+/** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
 
-export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-export const GATEWAY_MAIN = join(ROOT, 'services/gateway/src/main.js')
-export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/src/main.js')
-export const FAKE_VENDOR_MAIN = join(ROOT, 'harness/testkit/src/fake-vendor.js')
-/**
- * Node flags both services run with: here, in the bench, in the image
- * (Dockerfile NODE_OPTIONS) and under `make up` (infra/local/up.sh); a test
- * in startup.test.js keeps those equal. `--max-semi-space-size=8`: Node 24's
- * default young generation lets RSS grow ~120 MB under allocation churn (the
- * hostile-input fuzz: 319 MB peak against 197 MB with it) before a scavenge,
- * with no fan-out throughput lost in `make bench` side by side.
- */
-export const NODE_FLAGS = Object.freeze(['--max-semi-space-size=8'])
-
-/** @returns {Promise<number>} a TCP port free on 127.0.0.1 right now */
-export async function freePort () {
-  const srv = createServer()
-  srv.listen(0, '127.0.0.1')
-  await once(srv, 'listening')
-  const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address())
-  srv.close()
-  await once(srv, 'close')
-  return port
-}
-
-/**
- * @param {() => unknown | Promise<unknown>} check returns truthy when done
- * @param {{timeout?: number, interval?: number, message?: string}} [options]
- */
-export async function waitFor (check, { timeout = 10_000, interval = 50, message = 'condition' } = {}) {
-  const end = Date.now() + timeout
-  let last
-  for (;;) {
-    try {
-      last = await check()
-      if (last) return last
-    } catch (err) {
-      last = err
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${message} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`)
-    await sleep(interval)
-  }
-}
-
-/** @param {number} ms */
-export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/**
- * @param {string} url
- * @returns {Promise<boolean>} it answered 2xx (never throws)
- */
-export async function httpOk (url) {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2000) })
-    await res.arrayBuffer()
-    return res.ok
-  } catch {
-    return false
-  }
-}
-
-/**
- * @param {string} url
- * @returns {Promise<{status: number, body: any}>}
- */
-export async function getJson (url) {
-  const res = await fetch(url, { signal: AbortSignal.timeout(2000) })
-  const text = await res.text()
-  let body = text
-  try { body = JSON.parse(text) } catch {}
-  return { status: res.status, body }
-}
-
-/**
- * A service process (gateway or fetcher) on a free port. Its stdout/stderr
- * are kept (the last 200 lines) for failure messages.
- *
- * @param {string} main entry file
- * @param {Record<string, string | number>} env WSPS_* settings
- * @param {{ready?: boolean, name?: string}} [options] wait for /readyz (default) or only /healthz
- */
-export async function startService (main, env, { ready = true, name = 'service' } = {}) {
-  const port = Number(env.WSPS_HTTP_PORT ?? await freePort())
-  const child = startProcess(process.execPath, [...NODE_FLAGS, main], {
-    name,
-    inheritEnv: false,
-    env: { WSPS_HOST: '127.0.0.1', WSPS_LOG_LEVEL: 'warn', WSPS_NODE_NAME: `${name}-${port}`, ...env, WSPS_HTTP_PORT: port }
-  })
-  const base = `http://127.0.0.1:${port}`
-  const handle = {
-    name: String(env.WSPS_NODE_NAME ?? `${name}-${port}`),
-    port,
-    pid: child.pid,
-    url: base,
-    wsUrl: `ws://127.0.0.1:${port}/ws`,
-    proc: child.proc,
-    /** The last 200 lines it printed. */
-    logs: child.logs,
-    exited: child.exited,
-    /** @param {NodeJS.Signals} [signal] */
-    stop (signal = 'SIGTERM') { return child.stop(signal) },
-    kill () { return child.kill() },
-    async metrics () {
-      const res = await fetch(`${base}/metrics`)
-      return parseMetrics(await res.text())
-    }
-  }
-  try {
-    // Generous: on a busy 2-core machine a cold Node start can take many seconds.
-    await waitFor(async () => {
-      if (!child.alive) throw new Error(`exited with ${child.proc.exitCode}`)
-      return httpOk(`${base}${ready ? '/readyz' : '/healthz'}`)
-    }, { timeout: 60_000, message: `${name} on ${port}` })
-  } catch (err) {
-    await child.kill()
-    throw new Error(`${/** @type {Error} */ (err).message}\n--- ${name} output:\n${child.logs.join('\n')}`)
-  }
-  return handle
-}
-
-/** @typedef {Awaited<ReturnType<typeof startService>>} ServiceHandle */
-
-/**
- * @param {string} redisUrl
- * @param {Record<string, string | number>} [env]
- */
-export function startGateway (redisUrl, env = {}) {
-  return startService(GATEWAY_MAIN, { WSPS_REDIS_URL: redisUrl, WSPS_DRAIN_MS: 500, WSPS_UNSUBSCRIBE_DELAY_MS: 200, ...env }, { name: 'gateway' })
-}
-
-/**
- * @param {string} redisUrl
- * @param {Record<string, string | number>} [env]
- */
-export function startFetcher (redisUrl, env = {}) {
-  return startService(FETCHER_MAIN, { WSPS_REDIS_URL: redisUrl, WSPS_FETCH_INTERVAL_MS: 200, WSPS_SCHEDULE_TICK_MS: 20, ...env }, { name: 'fetcher' })
-}
-
-/**
- * The fake streaming vendor (fake-vendor.js) as its own process. `streamUrl`
- * is what WSPS_STREAM_URL points at; `state()` is what it has seen.
- * @param {{tickMs?: number, key?: string}} [options]
- */
-export async function startFakeVendor ({ tickMs = 100, key = '' } = {}) {
-  const handle = await startService(FAKE_VENDOR_MAIN, { FAKE_VENDOR_TICK_MS: tickMs, FAKE_VENDOR_KEY: key }, { name: 'vendor' })
-  return {
-    ...handle,
-    streamUrl: `ws://127.0.0.1:${handle.port}/stream`,
-    /** @returns {Promise<{connections: number, subscribed: Record<string, number>, events: {conn: number, action: string, symbols: string[]}[]}>} */
-    async state () { return (await getJson(`${handle.url}/state`)).body },
-    /** @param {'drop' | 'garbage'} what */
-    async misbehave (what) { await fetch(`${handle.url}/${what}`, { method: 'POST' }) },
-    /** @param {string} raw one text frame to every connection */
-    async send (raw) { await fetch(`${handle.url}/send?raw=${encodeURIComponent(raw)}`, { method: 'POST' }) }
-  }
-}
-
-/**
- * Prometheus text -> {'name{labels}': value}.
- * @param {string} text
- */
-export function parseMetrics (text) {
-  /** @type {Record<string, number>} */
-  const out = {}
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue
-    const i = line.lastIndexOf(' ')
-    out[line.slice(0, i).replace(/,?node="[^"]*"/, '').replace('{}', '')] = Number(line.slice(i + 1))
-  }
-  return out
-}
-
-export { ClientPool, TestClient } from './test-client.js'
-export { SseStream } from './sse-stream.js'
-export { Stack, setUp, useStack } from './stack.js'
+export { parseMetrics } from './metrics.js'
+export { freePort, getJson, httpOk } from './net.js'
 export { startNginx } from './nginx.js'
 export { writeNginxConf } from './nginx-conf.js'
 export { startProcess } from './process.js'
 export { redisCommand, startRedis, startRedisCluster } from './redis.js'
+export { FAKE_VENDOR_MAIN, FETCHER_MAIN, GATEWAY_MAIN, NODE_FLAGS, ROOT, startFakeVendor, startFetcher, startGateway, startService } from './services.js'
+export { SseStream } from './sse-stream.js'
+export { Stack, setUp, useStack } from './stack.js'
+export { ClientPool, TestClient } from './test-client.js'
+export { sleep, waitFor } from './wait.js'

@@ -5,9 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, httpOk, waitFor } from './index.js'
+import { freePort, httpOk } from './net.js'
 import { writeNginxConf } from './nginx-conf.js'
 import { startProcess } from './process.js'
+import { waitFor } from './wait.js'
 
 /**
  * @param {{port: number}[]} gateways

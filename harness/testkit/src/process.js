@@ -55,6 +55,8 @@ function hookExit () {
  * @property {number} [nice] niceness (0: as we are)
  */
 
+/** @typedef {import('node:child_process').ChildProcess & {stdout: import('node:stream').Readable, stderr: import('node:stream').Readable}} PipedChild */
+
 /** A running child process. */
 export class Child {
   #proc
@@ -128,8 +130,13 @@ export class Child {
     for (const w of this.#waiters) w()
   }
 
-  /** The node:child_process object (its streams, exitCode). */
-  get proc () { return this.#proc }
+  /**
+   * The node:child_process object (its streams, exitCode). stdout and
+   * stderr are always pipes.
+   *
+   * @returns {PipedChild}
+   */
+  get proc () { return /** @type {PipedChild} */ (this.#proc) }
   /** JSON lines it printed on stdout (with `json`), in order. */
   get lines () { return this.#lines }
   /** The last 200 other lines it printed (stderr, and stdout unless parsed). */

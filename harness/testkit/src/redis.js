@@ -10,8 +10,9 @@ import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect as tlsConnect } from 'node:tls'
-import { freePort, waitFor } from './index.js'
+import { freePort } from './net.js'
 import { startProcess } from './process.js'
+import { waitFor } from './wait.js'
 
 /**
  * A CA and a server certificate it signed, for localhost and 127.0.0.1.

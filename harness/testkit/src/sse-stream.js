@@ -7,7 +7,7 @@
 
 import { request } from 'node:http'
 import { SseParser } from '../../../services/gateway/public/sse-socket.js'
-import { waitFor } from './index.js'
+import { waitFor } from './wait.js'
 
 export class SseStream {
   /**

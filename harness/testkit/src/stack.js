@@ -4,11 +4,11 @@
 
 import { after, before } from 'node:test'
 import { Redis } from 'ioredis'
-import { startFetcher, startGateway, startService } from './index.js'
+import { startFetcher, startGateway, startService } from './services.js'
 import { startRedis } from './redis.js'
 import { ClientPool } from './test-client.js'
 
-/** @typedef {import('./index.js').ServiceHandle} ServiceHandle */
+/** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
 
 /**
  * The Stack of the test file that calls this at its top, closed in an

@@ -4,8 +4,9 @@
 // as a problem.
 
 import WebSocket from 'ws'
-import { Outcome, QuoteReceiver } from '@wsps/protocol'
-import { waitFor } from './index.js'
+import { QuoteReceiver } from '@wsps/protocol'
+import { QuoteReader } from './quote-reader.js'
+import { waitFor } from './wait.js'
 
 /**
  * A protocol-checking test client. It records every frame, keeps the quote
@@ -13,6 +14,9 @@ import { waitFor } from './index.js'
  * duplicate, or quote for a symbol it did not subscribe to.
  */
 export class TestClient {
+  /** @type {QuoteReader} */
+  #reader
+
   /**
    * Resolves once `hello` arrived (after the `auth` frame, when `token` is given).
    *
@@ -46,6 +50,18 @@ export class TestClient {
     this.subscribed = new Set()
     /** @type {string[]} */
     this.problems = []
+    // A stray quote is noted and still read; a delta that does not apply is
+    // noted and its symbol resynced without a resubscribe: the test has
+    // failed already, and the next snapshot of the symbol (if any)
+    // continues the checks.
+    this.#reader = new QuoteReader(this.receiver, {
+      wants: (symbol) => this.subscribed.has(symbol),
+      readStrays: true,
+      stray: (kind, q) => { this.problems.push(`${kind} for unsubscribed ${q.symbol}`) },
+      snap: (q) => this.track(q.symbol, q.seq),
+      applied: (d) => this.track(d.symbol, d.seq),
+      broken: (d, outcome, held) => { this.problems.push(`${outcome} on ${d.symbol}: held ${held}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`) }
+    })
     /** @type {any} */
     this.hello = null
     /** @type {{code: number, reason: string} | null} */
@@ -75,27 +91,7 @@ export class TestClient {
   /** @param {any} msg */
   onFrame (msg) {
     this.frames.push(msg)
-    if (msg.op === 'snap') {
-      for (const q of msg.quotes) {
-        if (!this.subscribed.has(q.symbol)) this.problems.push(`snap for unsubscribed ${q.symbol}`)
-        this.receiver.snap(q)
-        this.track(q.symbol, q.seq)
-      }
-    } else if (msg.op === 'q') {
-      for (const d of msg.quotes) {
-        if (!this.subscribed.has(d.symbol)) this.problems.push(`delta for unsubscribed ${d.symbol}`)
-        const held = this.receiver.seq(d.symbol)
-        const outcome = this.receiver.delta(d)
-        if (outcome === Outcome.APPLIED) {
-          this.track(d.symbol, d.seq)
-        } else if (outcome !== Outcome.RESYNCING) {
-          this.problems.push(`${outcome} on ${d.symbol}: held ${held}, got seq ${d.seq} base ${d.base ?? d.seq - 1}`)
-          // Rule 3 drops it; the test has failed already, so no resubscribe:
-          // the next snapshot of the symbol (if any) continues the checks.
-          this.receiver.resync(d.symbol)
-        }
-      }
-    }
+    this.#reader.read(msg)
   }
 
   /**

@@ -10,8 +10,8 @@ import { Redis } from 'ioredis'
 import { ErrorCode, Limits } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
 import { ClientPool, sleep, startGateway, startRedis, waitFor } from '../src/index.js'
-import { runIsolated } from '../../chaos/lib/isolate.js'
-import { quoteStream } from '../../chaos/lib/slow-distinct-scenario.js'
+import { runIsolated } from '../src/isolate.js'
+import { quoteStream } from './slow-distinct-scenario.js'
 
 const keys = redisKeys('wsps')
 /** @type {Awaited<ReturnType<typeof startRedis>>} */
@@ -145,7 +145,7 @@ test('bad mode and rate input get coded errors; nothing changes and the connecti
 })
 
 test('a distinct reader that stops reading is cut with 4008 at the send cap, never merged; a stopped merge reader is conflated and catches up', async (t) => {
-  const scenario = fileURLToPath(new URL('../../chaos/lib/slow-distinct-scenario.js', import.meta.url))
+  const scenario = fileURLToPath(new URL('./slow-distinct-scenario.js', import.meta.url))
   const { result: x, netns } = await runIsolated(scenario, 'runSlowDistinct', { highWater: 4096, sendMax: 65536, maxQuotes: 200_000 }, { netns: true, timeoutMs: 240_000 })
   t.diagnostic(`${netns ? 'private netns, small TCP buffers' : 'host loopback'}: cut after ${x.published} quotes of each symbol`)
   assert.equal(x.dAck.mode, 'distinct')

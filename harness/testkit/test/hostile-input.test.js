@@ -5,8 +5,8 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
 import { TestClient, getJson, sleep, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
-import { clientFrame, rawRequest, rawWebSocket, upgradeHead } from '../../chaos/lib/raw.js'
-import { runFuzz } from '../../chaos/lib/fuzz.js'
+import { runFuzz } from '../src/fuzz.js'
+import { clientFrame, rawRequest, rawWebSocket, upgradeHead } from '../src/raw.js'
 import { connect } from 'node:net'
 
 /** @type {Awaited<ReturnType<typeof startRedis>>} */

@@ -6,7 +6,7 @@
 // The scenario runs in a child process, inside a private network namespace
 // with small TCP buffers when `unshare -n` works (root), so stuck sockets
 // fill in a second instead of absorbing megabytes each in the host kernel
-// (see harness/chaos/lib/isolate.js). Elsewhere it runs on the host's
+// (see harness/testkit/src/isolate.js). Elsewhere it runs on the host's
 // loopback and takes ~30 s longer.
 import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'
@@ -14,10 +14,10 @@ import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
 import { TestClient, sleep, startGateway, startRedis } from '../src/index.js'
-import { runIsolated } from '../../chaos/lib/isolate.js'
-import { FAST_PARAMS } from '../../chaos/lib/slow-scenario.js'
+import { runIsolated } from '../src/isolate.js'
+import { FAST_PARAMS } from '../src/slow-scenario.js'
 
-const SCENARIO = fileURLToPath(new URL('../../chaos/lib/slow-scenario.js', import.meta.url))
+const SCENARIO = fileURLToPath(new URL('../src/slow-scenario.js', import.meta.url))
 const P = FAST_PARAMS
 const SLEEPERS = P.slow - P.wakers
 

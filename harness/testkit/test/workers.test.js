@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test'
 import { CloseCode } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
 import { TestClient, getJson, useStack, waitFor } from '../src/index.js'
-import { quoteStream } from '../../chaos/lib/slow-distinct-scenario.js'
+import { quoteStream } from './slow-distinct-scenario.js'
 
 const keys = redisKeys('wsps')
 const stack = useStack()

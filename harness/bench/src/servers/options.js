@@ -1,16 +1,18 @@
 // What every competitor server shares: its command line (--port=, --redis=,
-// --prefix= and its own --name=value flags), the wsps Redis names it is fed
+// --prefix= and its own --name=value flags, read by parseFlags), the wsps Redis names it is fed
 // through, the `listening` line the bench waits for, and a quick exit on
 // SIGTERM.
 
 import { redisKeys } from '@wsps/shared/keys'
+import { parseFlags } from '../cli.js'
 
 /**
  * @param {number} defaultPort
+ * @param {string[]} [own] the server's own flags (string values) besides --port, --redis, --prefix
  */
-export function serverOptions (defaultPort) {
-  /** @type {Record<string, string>} */
-  const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')))
+export function serverOptions (defaultPort, own = []) {
+  /** @type {Record<string, string | undefined>} */
+  const args = parseFlags(Object.fromEntries(['port', 'redis', 'prefix', ...own].map((name) => [name, { type: /** @type {const} */ ('string') }])))
   const prefix = args.prefix ?? 'wsps'
   process.on('SIGTERM', () => process.exit(0))
   return {

@@ -12,7 +12,7 @@ import { createServer, request, Agent } from 'node:http'
 import { Redis } from 'ioredis'
 import { announce, serverOptions } from './options.js'
 
-const { args, port, redisUrl, prefix, keys } = serverOptions(8092)
+const { args, port, redisUrl, prefix, keys } = serverOptions(8092, ['publish'])
 const publishUrl = new URL(args.publish ?? 'http://127.0.0.1:5561/publish/')
 
 const quotes = new Redis(redisUrl)

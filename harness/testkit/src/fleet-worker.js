@@ -5,8 +5,9 @@
 // counters and a latency histogram per phase.
 
 import WebSocket from 'ws'
-import { ClientOp, Outcome, QuoteReceiver } from '@wsps/protocol'
-import { Histogram } from '../../testkit/src/stats.js'
+import { QuoteReceiver } from '@wsps/protocol'
+import { QuoteReader } from './quote-reader.js'
+import { Histogram } from './stats.js'
 
 /**
  * @typedef {object} FleetClient
@@ -15,6 +16,7 @@ import { Histogram } from '../../testkit/src/stats.js'
  * @property {string} role live | waker | sleeper
  * @property {string[]} symbols
  * @property {QuoteReceiver} held held seqs
+ * @property {QuoteReader} reader reads its snap and q frames into `held`
  * @property {number} problems
  * @property {number} conflated catch-ups: snapshots skipping seqs, or deltas with base != seq - 1
  * @property {number} quotes
@@ -56,33 +58,36 @@ function onFrame (c, text) {
     return
   }
   if (msg.op !== 'snap' && msg.op !== 'q') return
-  const now = Date.now()
-  for (const d of msg.quotes) {
-    c.quotes++
-    c.phaseQuotes++
-    if (msg.op === 'snap') {
+  // Every entry counts, read or not (a delta dropped while resyncing too).
+  c.quotes += msg.quotes.length
+  c.phaseQuotes += msg.quotes.length
+  c.reader.read(msg)
+}
+
+/**
+ * The reader of one client: no stray check (the worker subscribes what it
+ * was given), conflation counted, live latency into the phase's
+ * histogram, and a delta that does not apply resubscribed (rule 3).
+ *
+ * @param {FleetClient} c
+ */
+function readerOf (c) {
+  return new QuoteReader(c.held, {
+    send: (frame) => c.ws.send(frame),
+    snap: (q, before) => {
       // A snapshot that skips seqs is how a reader that fell behind is
       // caught up (conflation: only the latest quote per symbol).
-      const before = c.held.seq(d.symbol)
-      if (before !== undefined && d.seq > before + 1) c.conflated++
-      c.held.snap(d)
-      continue
-    }
-    const held = c.held.seq(d.symbol)
-    const outcome = c.held.delta(d)
-    if (outcome === Outcome.RESYNCING) continue
-    if (outcome !== Outcome.APPLIED) {
+      if (before !== undefined && q.seq > before + 1) c.conflated++
+    },
+    applied: (d, now) => {
+      if (d.base !== undefined && d.base !== d.seq - 1) c.conflated++
+      if (c.kind === 'live') histogram(phase).add(now - /** @type {number} */ (d.ts))
+    },
+    broken: (d, outcome, held) => {
       c.problems++
       if (problems.length < 20) problems.push(`${c.role}: ${outcome} on ${d.symbol}: held ${held} got seq ${d.seq} base ${d.base}`)
-      // Rule 3: drop it and resubscribe; the `sub` answers with a fresh snapshot.
-      c.held.resync(d.symbol)
-      c.ws.send(JSON.stringify({ op: ClientOp.UNSUB, symbols: [d.symbol] }))
-      c.ws.send(JSON.stringify({ op: ClientOp.SUB, symbols: [d.symbol] }))
-      continue
     }
-    if (d.base !== undefined && d.base !== d.seq - 1) c.conflated++
-    if (c.kind === 'live') histogram(phase).add(now - d.ts)
-  }
+  })
 }
 
 /**
@@ -99,7 +104,8 @@ function openOne (url, kind, role, symbols) {
   return new Promise((resolve) => {
     const ws = new WebSocket(url, { perMessageDeflate: false })
     /** @type {FleetClient} */
-    const c = { ws, kind, role, symbols, held: new QuoteReceiver({ fields: false }), problems: 0, conflated: 0, quotes: 0, phaseQuotes: 0, closeCode: null, onAck: null, onQuote: null }
+    const c = { ws, kind, role, symbols, held: new QuoteReceiver({ fields: false }), reader: /** @type {any} */ (null), problems: 0, conflated: 0, quotes: 0, phaseQuotes: 0, closeCode: null, onAck: null, onQuote: null }
+    c.reader = readerOf(c)
     const timer = setTimeout(() => { ws.terminate(); resolve(null) }, 60_000)
     let hello = false
     ws.on('message', (data) => {

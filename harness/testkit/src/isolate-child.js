@@ -1,4 +1,4 @@
-// Child side of isolate.js: node child.js <module> <export> <params-json> <out-file>
+// Child side of isolate.js: node isolate-child.js <module> <export> <params-json> <out-file>
 
 import { writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'

@@ -10,7 +10,7 @@
 
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { TestClient, startGateway, startRedis, waitFor } from '../../testkit/src/index.js'
+import { TestClient, startGateway, startRedis, waitFor } from '../src/index.js'
 
 const keys = redisKeys('wsps')
 

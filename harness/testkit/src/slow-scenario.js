@@ -8,9 +8,11 @@
 // (they must catch up through conflated updates, with no gap), the
 // "sleepers" stay paused until the gateway cuts them off.
 
-import { Histogram } from '../../testkit/src/stats.js'
 import { startFleet } from './fleet.js'
-import { sleep, startFetcher, startGateway, startRedis, waitFor } from '../../testkit/src/index.js'
+import { startRedis } from './redis.js'
+import { startFetcher, startGateway } from './services.js'
+import { Histogram } from './stats.js'
+import { sleep, waitFor } from './wait.js'
 
 /**
  * @typedef {object} SlowParams
@@ -57,7 +59,7 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
   const p = { ...FAST_PARAMS, ...overrides }
   const symbols = Array.from({ length: p.symbols }, (_, i) => `SLW${i}`)
   const redis = await startRedis()
-  /** @type {import('../../testkit/src/index.js').ServiceHandle[]} */
+  /** @type {import('./services.js').ServiceHandle[]} */
   const procs = []
   /** @type {Awaited<ReturnType<typeof startFleet>> | null} */
   let fleet = null

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const CHILD = fileURLToPath(new URL('./child.js', import.meta.url))
+const CHILD = fileURLToPath(new URL('./isolate-child.js', import.meta.url))
 
 /** Socket buffer limits inside the namespace (bytes: min default max). */
 export const NETNS_SYSCTL = Object.freeze({
