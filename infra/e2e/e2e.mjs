@@ -549,6 +549,7 @@ async function k6Autoscale (fleet) {
   // Scale-in: the load is gone; KEDA's HPA waits out its stabilization window, then removes 2 pods.
   const onAt = new Map(fleet.clients.map((c) => [c, { node: c.node, reconnects: c.reconnects }]))
   const rc0 = fleet.reconnectMs.length
+  const ticks0 = fleet.totals()
   await until('KEDA to scale the gateways back to 2 and the drained pods to be gone', 300000, async () => {
     const all = await pods('gateway')
     return (watch.replicas === 2 && all.length === 2 && all.every(isReady)) || `gateways ${watch.path}, ${all.length} pods (${all.filter((p) => p.metadata.deletionTimestamp).length} terminating)`
@@ -563,11 +564,13 @@ async function k6Autoscale (fleet) {
   const drained = fleet.clients.filter((c) => { const o = onAt.get(c); return o && o.node && !live.includes(o.node) })
   const lost = drained.filter((c) => c.reconnects <= (onAt.get(c)?.reconnects ?? 0)).length
   const gaps = fleet.totals().gaps - gaps0
+  const ticks = ticksSince(fleet, ticks0)
   const reconnects = fleet.reconnectMs.slice(rc0)
   const peak = Math.max(...watch.changes.map((c) => c.replicas))
   const line2 = `autoscale: ${watch.path} (KEDA, prometheus trigger, 600 connections per pod): ${peak} ready ${secs(tUp - tLoad)}s after the k6 ramp started; ` +
     `back to ${watch.replicas} ${secs(tDown - tEnd)}s after the load ended; ${drained.length} clients drained by the scale-in reconnected and resubscribed ` +
-    `(reconnect-to-snapshot p50 ${pct(reconnects, 50)} ms, p99 ${pct(reconnects, 99)} ms); subscriptions lost ${lost}, seq gaps ${gaps}`
+    `(reconnect-to-snapshot p50 ${pct(reconnects, 50)} ms, p99 ${pct(reconnects, 99)} ms); subscriptions lost ${lost}, seq gaps ${gaps}; ` +
+    `distinct ticks lost ${ticks.lost} of ${ticks.of} (symbols resumed: ${ticks.recovered} recovered, ${ticks.notRecovered} not)`
   log('  ' + line2)
   report.push(line2)
   if (peak < 4) fail(`the gateways peaked at ${peak} replicas`)
@@ -575,8 +578,22 @@ async function k6Autoscale (fleet) {
   if (!drained.length) fail('the scale-in drained no host client: nothing shows that drained clients come back')
   if (lost) fail(`${lost} drained clients never reconnected`)
   if (gaps) fail(`${gaps} seq gaps at the host clients during the autoscale: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
+  if (ticks.lost) fail(`${ticks.lost} ticks lost by the distinct host clients through the scale-in`)
   const tot = fleet.totals()
   if (tot.wrong) fail(`host clients during k6: wrong-symbol ${tot.wrong}`)
+}
+
+/**
+ * What the host clients' ticks did since `from` (a Fleet#totals()): ticks
+ * lost (skipped by a snapshot within one epoch) of all they should have got,
+ * and how their resumptions went.
+ *
+ * @param {Fleet} fleet
+ * @param {ReturnType<Fleet['totals']>} from
+ */
+function ticksSince (fleet, from) {
+  const now = fleet.totals()
+  return { lost: now.ticksLost - from.ticksLost, of: now.ticks - from.ticks, recovered: now.recovered - from.recovered, notRecovered: now.notRecovered - from.notRecovered }
 }
 
 /**
@@ -590,6 +607,7 @@ async function rollingUpgrade (fleet) {
   const closes0 = { ...fleet.closes }
   const onAt = new Map(fleet.clients.map((c) => [c, c.reconnects]))
   const gaps0 = fleet.totals().gaps
+  const ticks0 = fleet.totals()
   rollStamp = `r${Date.now()}`
   const t = Date.now()
   await helmUpgrade(['loadtest.enabled=false', `gateway.podAnnotations.wsps\\.io/e2e-roll=${rollStamp}`])
@@ -605,12 +623,15 @@ async function rollingUpgrade (fleet) {
   const closes = Object.fromEntries(Object.entries(fleet.closes).map(([k, v]) => [k, v - (closes0[k] || 0)]).filter(([, v]) => v))
   const tot = fleet.totals()
   const gaps = tot.gaps - gaps0
+  const ticks = ticksSince(fleet, ticks0)
   const line = `rolling upgrade: ${secs(rolled - t)}s to roll ${before.size} pods; ${fleet.reconnectMs.length} reconnects (closes ${JSON.stringify(closes)}), ` +
     `reconnect-to-snapshot p50 ${pct(fleet.reconnectMs, 50)} ms, p99 ${pct(fleet.reconnectMs, 99)} ms, max ${pct(fleet.reconnectMs, 100)} ms; ` +
-    `per pod ${JSON.stringify(fleet.perNode())}; subscriptions lost ${lost}, wrong ${tot.wrong}, seq gaps ${gaps}`
+    `per pod ${JSON.stringify(fleet.perNode())}; subscriptions lost ${lost}, wrong ${tot.wrong}, seq gaps ${gaps}; ` +
+    `distinct ticks lost ${ticks.lost} of ${ticks.of} (symbols resumed: ${ticks.recovered} recovered, ${ticks.notRecovered} not)`
   log('  ' + line)
   report.push(line)
   if (lost) fail(`${lost} clients never reconnected although every old pod is gone`)
+  if (ticks.lost) fail(`${ticks.lost} ticks lost by the distinct host clients through the rolling upgrade`)
   if (gaps) log(`  NOTE: ${gaps} seq gaps seen by host clients (resubscribed per protocol rule 3): ${JSON.stringify(fleet.gapLog.slice(-3))}`)
   if (tot.wrong) fail(`wrong-symbol ${tot.wrong}, seq gaps ${tot.gaps}: ${JSON.stringify(fleet.gapLog.slice(-5))}`)
   return res

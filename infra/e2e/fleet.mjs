@@ -1,7 +1,8 @@
 // WebSocket clients for the e2e (infra/e2e/e2e.mjs): each connects through
-// the ingress, subscribes, checks every frame (wrong symbol, seq gaps),
-// reconnects on any close and resubscribes, and records how long a
-// reconnect took until the snapshot of all its symbols was back.
+// the ingress, subscribes in distinct mode (every tick), checks every frame
+// (wrong symbol, seq gaps), reconnects on any close and resumes with `since`
+// (docs/protocol.md, Recovery), and records how long a reconnect took until
+// all its symbols were back, and every tick it never got (ticks lost).
 import WebSocket from 'ws'
 import { QuoteReceiver } from '../../services/protocol/index.js'
 import { QuoteReader } from '../../harness/testkit/src/quote-reader.js'
@@ -23,10 +24,20 @@ class Client {
     this.reader = new QuoteReader(this.held, {
       wants: (symbol) => this.symbols.includes(symbol),
       send: (frame) => this.ws?.send(frame),
+      delivery: { mode: 'distinct' },
       stray: () => { this.wrong++ },
       applied: (_d, now) => {
         this.updates++
         this.lastUpdateAt = now
+      },
+      // A snapshot over a held quote of the same epoch skips the ticks in
+      // between: lost (0 when it only confirms what is held). Another
+      // epoch: Redis lost the history; what was missed cannot be counted.
+      snap: (q, before) => {
+        this.snaps++
+        if (before === undefined) return
+        if (q.epoch !== undefined && this.epochs.get(q.symbol) !== undefined && this.epochs.get(q.symbol) !== q.epoch) this.epochChanges++
+        else this.ticksLost += Math.max(0, q.seq - before - 1)
       },
       broken: (d, outcome, held, now) => {
         this.gaps++
@@ -43,6 +54,13 @@ class Client {
     this.updates = 0
     this.wrong = 0
     this.gaps = 0
+    this.snaps = 0
+    this.ticksLost = 0
+    this.epochChanges = 0
+    /** @type {Map<string, string | undefined>} epoch of each symbol's held quote (for epochChanges) */
+    this.epochs = new Map()
+    this.recovered = 0
+    this.notRecovered = 0
     this.stopped = false
   }
 
@@ -53,10 +71,17 @@ class Client {
     this.ws = ws
     this.node = null
     this.snapAt = 0
-    this.held.clear()
     ws.on('open', () => {
       this.connects++
-      ws.send(JSON.stringify({ op: 'sub', symbols: this.symbols, id: 1 }))
+      // Resume what is held (seq and epoch); the rest waits for a snapshot.
+      /** @type {Record<string, {seq: number, epoch: string}>} */
+      const since = {}
+      for (const s of this.symbols) {
+        const cursor = this.held.cursor(s)
+        if (cursor) since[s] = cursor
+        else this.held.resync(s)
+      }
+      ws.send(JSON.stringify({ op: 'sub', symbols: this.symbols, mode: 'distinct', id: 1, ...(Object.keys(since).length ? { since } : {}) }))
     })
     ws.on('message', (buf) => this.onFrame(String(buf)))
     ws.on('error', (err) => { f.errors[err.message.slice(0, 60)] = (f.errors[err.message.slice(0, 60)] || 0) + 1 })
@@ -78,9 +103,15 @@ class Client {
     const now = Date.now()
     if (m.op === 'hello') {
       this.node = m.node
-    } else if (m.op === 'snap') {
-      this.reader.read(m, now)
-      if (!this.snapAt && this.symbols.every((s) => this.held.current(s))) {
+    } else if (m.op === 'snap' || m.op === 'q' || m.op === 'ack') {
+      if (m.op === 'ack' && m.recovered) {
+        for (const ok of Object.values(m.recovered)) ok ? this.recovered++ : this.notRecovered++
+      } else {
+        this.reader.read(m, now)
+      }
+      for (const s of this.symbols) this.epochs.set(s, this.held.cursor(s)?.epoch)
+      // Back once every symbol continues (a snapshot, or a resumption the ack confirmed).
+      if (!this.snapAt && this.ws && this.symbols.every((s) => this.held.current(s))) {
         this.snapAt = now
         if (this.closedAt) {
           this.fleet.reconnectMs.push(now - this.closedAt)
@@ -88,8 +119,6 @@ class Client {
           this.closedAt = 0
         }
       }
-    } else if (m.op === 'q') {
-      this.reader.read(m, now)
     } else if (m.op === 'error') {
       this.fleet.protoErrors++
     }
@@ -141,9 +170,14 @@ export class Fleet {
   }
 
   totals (list = this.clients) {
-    let wrong = 0; let gaps = 0; let updates = 0
-    for (const c of list) { wrong += c.wrong; gaps += c.gaps; updates += c.updates }
-    return { clients: list.length, wrong, gaps, updates }
+    let wrong = 0; let gaps = 0; let updates = 0; let ticksLost = 0; let ticks = 0; let epochChanges = 0; let recovered = 0; let notRecovered = 0
+    for (const c of list) {
+      wrong += c.wrong; gaps += c.gaps; updates += c.updates; ticksLost += c.ticksLost; epochChanges += c.epochChanges
+      recovered += c.recovered; notRecovered += c.notRecovered
+      // Every tick it got (deltas and snapshots) and every one it should have.
+      ticks += c.updates + c.snaps + c.ticksLost
+    }
+    return { clients: list.length, wrong, gaps, updates, ticksLost, ticks, epochChanges, recovered, notRecovered }
   }
 
   stop () {

@@ -19,6 +19,7 @@ import { ClientOp, Outcome, ServerOp } from '@wsps/protocol'
  * @property {boolean} [readStrays] read a stray quote anyway after `stray` (default: skip it)
  * @property {((frame: string) => void) | null} [send] rule 3's resubscribe (`unsub` + `sub`) goes
  *   through it; null (default): no resubscribe, the next snapshot of the symbol continues
+ * @property {Record<string, unknown>} [delivery] fields of that `sub` naming the client's delivery (e.g. `{mode: 'distinct'}`)
  * @property {(kind: 'snap' | 'delta', quote: WireQuote, now: number) => void} [stray]
  * @property {(quote: WireQuote, heldBefore: number | undefined, now: number) => void} [snap] after the receiver took it
  * @property {(delta: WireQuote, now: number) => void} [applied] after the receiver merged it
@@ -70,7 +71,7 @@ export class QuoteReader {
           const send = this.#options.send
           if (send) {
             send(JSON.stringify({ op: ClientOp.UNSUB, symbols: [d.symbol] }))
-            send(JSON.stringify({ op: ClientOp.SUB, symbols: [d.symbol] }))
+            send(JSON.stringify({ op: ClientOp.SUB, symbols: [d.symbol], ...this.#options.delivery }))
           }
         }
       }
