@@ -7,13 +7,17 @@
 //   k6 run -e TARGET=5000 loadtest/ramp.js
 //   k6 run -e SCENARIO=smoke loadtest/ramp.js
 //   k6 run -e RECONNECT=1 -e HOLD=10m loadtest/ramp.js   # during a rolling update
+//   k6 run -e RECONNECT=1 -e MODE=distinct loadtest/ramp.js   # every tick, ticks lost counted
 //
 // Each VU holds CONNS_PER_VU sockets. Each socket: connect, read `hello`
 // (its `node` is the pod), subscribe to SUBS popularity-skewed symbols, time
 // the first snapshot, then for every quote: latency (receive time - `ts`),
 // seq continuity per symbol (snap resets it; a delta must continue the held
 // seq, see continues() in protocol.js), and that the symbol is one it asked
-// for. Metrics are wsps_*, tagged by node; per-pod counts reach the
+// for. MODE=distinct subscribes every tick and counts each tick a snapshot
+// skipped over a held quote (wsps_ticks_lost, threshold 0); with RECONNECT=1
+// a socket's reconnect resumes every symbol from the seq and epoch it
+// holds (`since`, docs/protocol.md Recovery). Metrics are wsps_*, tagged by node; per-pod counts reach the
 // end-of-test summary as tallies (lib/tally.js explains why).
 
 import { check, sleep } from 'k6'
@@ -31,6 +35,8 @@ const CFG = readConfig(__ENV)
 const PLAN = buildPlan(CFG)
 const POPULAR = popularity(CFG.symbols, CFG.skew)
 const L = CFG.limits
+/** What a resubscription names besides its symbols: the run's delivery mode. */
+const DELIVERY = CFG.mode === 'distinct' ? { mode: 'distinct' } : {}
 
 /** Tallies leave each VU this often (and when it ends); an interrupted run loses at most this much. */
 const FLUSH_MS = 15000
@@ -56,6 +62,7 @@ const thresholds = {
   wsps_unexpected_closes: ['count==0']
 }
 if (CFG.reconnect) thresholds.wsps_reconnect_to_snapshot = [`p(99)<${L.reconnectP99}`]
+if (CFG.mode === 'distinct') thresholds.wsps_ticks_lost = ['count==0']
 
 export const options = {
   scenarios: scenarios(CFG, PLAN),
@@ -72,6 +79,9 @@ const M = {
   quotes: new Counter('wsps_quotes'),
   snapQuotes: new Counter('wsps_snapshot_quotes'),
   gaps: new Counter('wsps_seq_gaps'),
+  ticksLost: new Counter('wsps_ticks_lost'),
+  recovered: new Counter('wsps_recovered_symbols'),
+  notRecovered: new Counter('wsps_unrecovered_symbols'),
   wrong: new Counter('wsps_wrong_symbol'),
   resubs: new Counter('wsps_resubscribes'),
   errors: new Counter('wsps_errors'),
@@ -240,7 +250,8 @@ class Conn {
     this.node = ''
     /** @type {{node: string}} */
     this.tags = { node: 'none' }
-    this.tracker = new QuoteTracker()
+    // One tracker for the Conn's life: a reconnect resumes what it holds.
+    this.tracker ??= new QuoteTracker()
     this.gotHello = false
     this.snapped = false
     this.byClient = false
@@ -282,7 +293,7 @@ class Conn {
     switch (msg.op) {
       case ServerOp.HELLO: return this.onHello(msg, at)
       case ServerOp.SNAP: return this.onSnap(msg.quotes, at)
-      case ServerOp.ACK: return this.tracker.onAck(msg.id)
+      case ServerOp.ACK: return this.onAck(msg, at)
       case ServerOp.ERROR: return this.onError(msg)
     }
   }
@@ -309,9 +320,27 @@ class Conn {
     }
     const max = msg.limits && msg.limits.maxSubscriptions
     if (max && this.symbols.length > max) this.symbols = this.symbols.slice(0, max)
+    const since = this.tracker.reconnected(this.symbols)
     this.tracker.subscribe(this.symbols)
     this.subAt = Date.now()
-    for (const f of requests('sub', this.symbols, () => this.id())) this.send(f)
+    for (const f of requests('sub', this.symbols, () => this.id(), { mode: CFG.mode, since })) this.send(f)
+  }
+
+  /**
+   * An ack; the answer to a resuming sub says which symbols continue. All
+   * of them: the connection is back without waiting for a snapshot.
+   *
+   * @param {any} msg
+   * @param {number} at
+   */
+  onAck (msg, at) {
+    this.tracker.onAck(msg.id)
+    if (msg.recovered === null || typeof msg.recovered !== 'object') return
+    const results = Object.values(msg.recovered)
+    const ok = results.filter((r) => r === true).length
+    if (ok) M.recovered.add(ok, this.tags)
+    if (ok < results.length) M.notRecovered.add(results.length - ok, this.tags)
+    if (ok === this.symbols.length) this.back(at)
   }
 
   /**
@@ -320,10 +349,30 @@ class Conn {
    */
   onSnap (quotes, at) {
     let wrong = 0
-    for (const q of quotes) if (!this.tracker.onSnapQuote(q)) wrong++
+    let lost = 0
+    for (const q of quotes) {
+      const skipped = this.tracker.onSnapQuote(q)
+      if (skipped < 0) wrong++
+      else lost += skipped
+    }
     this.snaps += quotes.length
     M.snapQuotes.add(quotes.length, this.tags)
     if (wrong) this.wrongSymbols(wrong)
+    // Merge mode promises the latest state, not every tick.
+    if (lost && CFG.mode === 'distinct') {
+      M.ticksLost.add(lost, this.tags)
+      this.run.tally.add('lost', this.node, lost)
+    }
+    this.back(at)
+  }
+
+  /**
+   * The connection's subscriptions are back (its first snapshot, or a
+   * resumption the ack confirmed): times to snapshot and to reconnect.
+   *
+   * @param {number} at
+   */
+  back (at) {
     if (!this.snapped) {
       this.snapped = true
       const tts = at - this.subAt
@@ -382,7 +431,7 @@ class Conn {
       M.resubs.add(resync.length, this.tags)
       this.run.tally.add('resub', this.node, resync.length)
       this.send(JSON.stringify({ op: 'unsub', symbols: resync, id: this.id() }))
-      this.send(JSON.stringify({ op: 'sub', symbols: resync, id: this.id() }))
+      this.send(JSON.stringify({ op: 'sub', symbols: resync, id: this.id(), ...DELIVERY }))
     }
   }
 
@@ -473,7 +522,7 @@ class Conn {
     this.tracker.unsubscribe([old], unsubId)
     this.tracker.subscribe([fresh])
     this.send(JSON.stringify({ op: 'unsub', symbols: [old], id: unsubId }))
-    this.send(JSON.stringify({ op: 'sub', symbols: [fresh], id: this.id() }))
+    this.send(JSON.stringify({ op: 'sub', symbols: [fresh], id: this.id(), ...DELIVERY }))
   }
 
   /** @param {Tally} tally */
@@ -514,7 +563,7 @@ export default function () {
     return
   }
   // Register every counter so the thresholds see a zero, not a missing metric.
-  for (const m of [M.gaps, M.wrong, M.errors, M.unexpected, M.reconnects, M.resubs, M.closes]) m.add(0)
+  for (const m of [M.gaps, M.ticksLost, M.wrong, M.errors, M.unexpected, M.reconnects, M.resubs, M.closes]) m.add(0)
   new VuRun(startAt).start()
 }
 

@@ -36,7 +36,8 @@ export const ENV_DOCS = Object.freeze({
   SUBS: 'subscriptions per connection (default 5; at most the gateway limit, 200)',
   SKEW: 'popularity skew, Zipf exponent over the universe in order: 0 uniform, 1 a few hot symbols and a long tail (default 1)',
   CONNS_PER_VU: 'WebSocket connections per k6 VU (default 10)',
-  RECONNECT: '1: reconnect after a server close (1012 at once with jitter, others with backoff) and after failed connects (default 0)',
+  RECONNECT: '1: reconnect after a server close (1012 at once with jitter, others with backoff) and after failed connects (default 0); a reconnect resumes every symbol with `since` (seq and epoch held)',
+  MODE: 'delivery of every subscription: merge (default) or distinct (every tick; ticks lost are counted, threshold 0)',
   CHURN: 'swap one subscription per connection every CHURN (0s: never; default soak 1m, else 0s)',
   SEED: 'seed of the symbol picks (default 1)',
   LAT_P95_MS: 'threshold: quote latency p95 below this (default 250)',
@@ -147,6 +148,7 @@ function flag (raw) {
  * @property {number} skew
  * @property {number} connsPerVu
  * @property {boolean} reconnect
+ * @property {'merge' | 'distinct'} mode
  * @property {number} churnMs
  * @property {number} seed
  * @property {{latP95: number, latP99: number, snapP95: number, reconnectP99: number, connectOk: number}} limits
@@ -194,9 +196,13 @@ export function readConfig (env) {
   const subs = num('SUBS', env.SUBS, 5, { min: 1, max: 10000, int: true })
   if (subs > symbols.length) throw new Error(`SUBS=${subs} is more than the ${symbols.length} symbols in the universe`)
 
+  const mode = (env.MODE || 'merge').trim()
+  if (mode !== 'merge' && mode !== 'distinct') throw new Error(`MODE=${mode}: expected merge or distinct`)
+
   return {
     scenario,
     urls,
+    mode,
     stages,
     target,
     rampMs: stages[0].durationMs,

@@ -26,6 +26,7 @@ const POD_FIELDS = Object.freeze({
   frames: 'f',
   snaps: 'snap',
   gaps: 'gap',
+  ticksLost: 'lost',
   wrong: 'wrong',
   resubs: 'resub',
   errors: 'errn',
@@ -128,6 +129,9 @@ export function buildSummary (data, meta) {
     quotes: Math.max(count('wsps_quotes'), numOrNull(metrics.wsps_quote_latency?.values?.count) ?? 0),
     snapQuotes: count('wsps_snapshot_quotes'),
     gaps: count('wsps_seq_gaps'),
+    ticksLost: count('wsps_ticks_lost'),
+    recoveredSymbols: count('wsps_recovered_symbols'),
+    unrecoveredSymbols: count('wsps_unrecovered_symbols'),
     wrong: count('wsps_wrong_symbol'),
     errors: count('wsps_errors'),
     unexpectedCloses: count('wsps_unexpected_closes'),
@@ -352,6 +356,7 @@ export function renderText (s) {
   out.push(`  whole run: ${fmt(t.quotes)} delta quotes, ${fmt(t.snapQuotes)} snapshot quotes, ${fmt(s.durationMs ? t.quotes / (s.durationMs / 1000) : null)} quotes/s`)
   out.push(`  connects ${fmt(t.connects)} (${fmt(t.connectFailures)} failed), reconnects ${fmt(t.reconnects)}, resubscribes after a gap ${fmt(t.resubscribes)}`)
   out.push(`  seq gaps ${fmt(t.gaps)}, wrong-symbol quotes ${fmt(t.wrong)}, error frames ${fmt(t.errors)}, unexpected closes ${fmt(t.unexpectedCloses)}`)
+  out.push(`  ticks lost ${fmt(t.ticksLost ?? 0)} (counted in distinct mode), symbols resumed ${fmt(t.recoveredSymbols ?? 0)} recovered, ${fmt(t.unrecoveredSymbols ?? 0)} not`)
 
   out.push('', `Latency, ms${s.shards > 1 ? ' (percentiles from merged histograms: bucket upper bounds, within ~12%)' : ''}`)
   const lrows = [['', 'count', 'avg', 'p50', 'p90', 'p95', 'p99', 'max']]

@@ -41,12 +41,27 @@ const FROM_OUTCOME = Object.freeze({
  * @param {'sub' | 'unsub'} op
  * @param {string[]} symbols
  * @param {() => number} nextId
+ * @param {{mode?: 'merge' | 'distinct', since?: Map<string, {seq: number, epoch: string}>}} [sub] a sub's
+ *   delivery mode, and the cursors of the symbols it resumes
  * @returns {string[]} JSON frames
  */
-export function requests (op, symbols, nextId) {
+export function requests (op, symbols, nextId, { mode, since } = {}) {
   const out = []
   for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) {
-    out.push(JSON.stringify({ op: op === 'sub' ? ClientOp.SUB : ClientOp.UNSUB, symbols: symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST), id: nextId() }))
+    const part = symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST)
+    /** @type {Record<string, unknown>} */
+    const frame = { op: op === 'sub' ? ClientOp.SUB : ClientOp.UNSUB, symbols: part, id: nextId() }
+    if (op === 'sub' && mode !== undefined && mode !== 'merge') frame.mode = mode
+    if (op === 'sub' && since !== undefined) {
+      /** @type {Record<string, {seq: number, epoch: string}>} */
+      const cursors = {}
+      for (const s of part) {
+        const c = since.get(s)
+        if (c !== undefined) cursors[s] = c
+      }
+      if (Object.keys(cursors).length) frame.since = cursors
+    }
+    out.push(JSON.stringify(frame))
   }
   return out
 }
@@ -146,6 +161,28 @@ export class QuoteTracker {
   }
 
   /**
+   * A new connection of the same client: nothing is subscribed on it yet,
+   * but the held quotes stay, to resume from.
+   *
+   * @param {string[]} symbols what it will subscribe
+   * @returns {Map<string, {seq: number, epoch: string}>} the cursors to send as `since`;
+   *   symbols without one wait for a snapshot (their deltas are dropped until it)
+   */
+  reconnected (symbols) {
+    this.subscribed.clear()
+    this.leaving.clear()
+    this.leavingSet.clear()
+    /** @type {Map<string, {seq: number, epoch: string}>} */
+    const since = new Map()
+    for (const s of symbols) {
+      const c = this.held.cursor(s)
+      if (c === undefined) this.held.resync(s)
+      else since.set(s, c)
+    }
+    return since
+  }
+
+  /**
    * Records an unsubscribe: quotes for these symbols already on the wire
    * are allowed until the server acks the request.
    *
@@ -185,13 +222,19 @@ export class QuoteTracker {
   /**
    * A snapshot quote: replaces the held quote.
    *
-   * @param {{symbol: string, seq: number}} q
-   * @returns {boolean} false when the symbol was not subscribed
+   * @param {{symbol: string, seq: number, epoch?: string}} q
+   * @returns {number} ticks it skipped over the quote held (same epoch: the
+   *   seqs between; 0 for a first snapshot or another epoch, where nothing can
+   *   be counted), or -1 when the symbol was not subscribed
    */
   onSnapQuote (q) {
-    if (!this.subscribed.has(q.symbol)) return this.leavingSet.has(q.symbol)
+    if (!this.subscribed.has(q.symbol)) return this.leavingSet.has(q.symbol) ? 0 : -1
+    const held = this.held.cursor(q.symbol)
+    const heldSeq = this.held.seq(q.symbol)
     this.held.snap(q)
-    return true
+    if (heldSeq === undefined) return 0
+    if (held !== undefined && q.epoch !== undefined && held.epoch !== q.epoch) return 0
+    return Math.max(0, q.seq - heldSeq - 1)
   }
 
   /**

@@ -7,7 +7,7 @@ test('a delta continues the held seq; a snapshot resets it', () => {
   const t = new QuoteTracker()
   t.subscribe(['AAPL', 'MSFT'])
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 5 }), Delta.NO_SNAPSHOT)
-  assert.equal(t.onSnapQuote({ symbol: 'AAPL', seq: 10 }), true)
+  assert.equal(t.onSnapQuote({ symbol: 'AAPL', seq: 10 }), 0)
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 11 }), Delta.OK)
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 12 }), Delta.OK)
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 14 }), Delta.GAP)
@@ -15,7 +15,7 @@ test('a delta continues the held seq; a snapshot resets it', () => {
   // a conflated delta applies on top of `base`
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 15, base: 12 }), Delta.OK)
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 20, base: 14 }), Delta.STALE)
-  assert.equal(t.onSnapQuote({ symbol: 'AAPL', seq: 30 }), true)
+  assert.equal(t.onSnapQuote({ symbol: 'AAPL', seq: 30 }), 14, 'held 15: 16-29 skipped')
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 31 }), Delta.OK)
   assert.equal(t.unsnapped(), 1)
 })
@@ -24,7 +24,7 @@ test('quotes for symbols not subscribed are wrong-symbol deliveries', () => {
   const t = new QuoteTracker()
   t.subscribe(['AAPL'])
   assert.equal(t.onDelta({ symbol: 'TSLA', seq: 1 }), Delta.WRONG_SYMBOL)
-  assert.equal(t.onSnapQuote({ symbol: 'TSLA', seq: 1 }), false)
+  assert.equal(t.onSnapQuote({ symbol: 'TSLA', seq: 1 }), -1)
 })
 
 test('after unsub, quotes already on the wire are ignored until the ack', () => {
@@ -33,7 +33,7 @@ test('after unsub, quotes already on the wire are ignored until the ack', () => 
   t.onSnapQuote({ symbol: 'AAPL', seq: 1 })
   t.unsubscribe(['AAPL'], 7)
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 2 }), Delta.IGNORED)
-  assert.equal(t.onSnapQuote({ symbol: 'AAPL', seq: 2 }), true)
+  assert.equal(t.onSnapQuote({ symbol: 'AAPL', seq: 2 }), 0)
   t.onAck(6)
   assert.equal(t.onDelta({ symbol: 'AAPL', seq: 3 }), Delta.IGNORED)
   t.onAck(7)
@@ -99,4 +99,22 @@ test('classifyClose: drain closes are expected only in reconnect mode', () => {
   assert.equal(errorExpected('DRAINING', true), true)
   assert.equal(errorExpected('DRAINING', false), false)
   assert.equal(errorExpected('RATE_LIMITED', true), false)
+})
+
+test('a reconnect resumes what is held: since per symbol with an epoch; the rest waits for a snapshot; a snapshot over a hole counts the ticks lost', () => {
+  const t = new QuoteTracker()
+  t.subscribe(['AAPL', 'MSFT', 'IBM'])
+  t.onSnapQuote({ symbol: 'AAPL', seq: 10, epoch: 'e1' })
+  t.onSnapQuote({ symbol: 'MSFT', seq: 3 })
+  assert.equal(t.onDelta({ symbol: 'AAPL', seq: 11 }), Delta.OK)
+  const since = t.reconnected(['AAPL', 'MSFT', 'IBM'])
+  assert.deepEqual([...since], [['AAPL', { seq: 11, epoch: 'e1' }]], 'only a quote with an epoch resumes')
+  const frames = requests('sub', ['AAPL', 'MSFT', 'IBM'], () => 1, { mode: 'distinct', since }).map((f) => JSON.parse(f))
+  assert.deepEqual(frames, [{ op: 'sub', symbols: ['AAPL', 'MSFT', 'IBM'], id: 1, mode: 'distinct', since: { AAPL: { seq: 11, epoch: 'e1' } } }])
+  t.subscribe(['AAPL', 'MSFT', 'IBM'])
+  // The replay continues what is held: it applies at once.
+  assert.equal(t.onDelta({ symbol: 'AAPL', seq: 12 }), Delta.OK)
+  assert.equal(t.onDelta({ symbol: 'MSFT', seq: 9 }), Delta.IGNORED, 'MSFT waits for its snapshot')
+  assert.equal(t.onSnapQuote({ symbol: 'MSFT', seq: 9 }), 5, '4-8 lost')
+  assert.equal(t.onSnapQuote({ symbol: 'AAPL', seq: 20, epoch: 'e2' }), 0, 'another epoch: not countable')
 })
