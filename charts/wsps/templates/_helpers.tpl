@@ -330,6 +330,12 @@ total (the k6-operator splits the VUs across runners by execution segment).
   value: {{ $l.connsPerVu | quote }}
 - name: SCENARIO
   value: {{ $l.scenario | quote }}
+- name: MODE
+  value: {{ $l.mode | quote }}
+{{- if $l.reconnect }}
+- name: RECONNECT
+  value: "1"
+{{- end }}
 # The pod's filesystem is read-only but /tmp; the summary also goes to the log.
 - name: SUMMARY_DIR
   value: /tmp

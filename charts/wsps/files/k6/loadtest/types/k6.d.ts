@@ -1,0 +1,1 @@
+../../../../../../loadtest/types/k6.d.ts
