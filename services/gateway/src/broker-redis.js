@@ -3,6 +3,7 @@
 // Cluster, channels are shard channels (SSUBSCRIBE), each on the shard that
 // owns its symbol, so a gateway talks only to the shards of its symbols.
 
+import calculateSlot from 'cluster-key-slot'
 import { connectRedis, getMany } from '@wsps/shared/redis'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
@@ -32,6 +33,15 @@ export function createRedisBroker (config, handlers, logger) {
   const sharded = config.redisMode === 'cluster'
   /** @type {Set<string>} channels subscribed since the last (re)connect */
   const channels = new Set()
+  /**
+   * Cluster: channel -> the node that owned its slot when it was subscribed.
+   * When ioredis replaces shard subscribers (failover, resharding), only the
+   * channels whose owner changed were lost: the others never stopped.
+   * @type {Map<string, string>}
+   */
+  const ownerAt = new Map()
+  /** @param {string} channel @returns {string} the node ioredis routes its slot to now ('' unknown) */
+  const ownerOf = (channel) => /** @type {{slots?: string[][]}} */ (/** @type {unknown} */ (sub)).slots?.[calculateSlot(channel)]?.[0] ?? ''
   let subReadyOnce = false
   let closing = false
 
@@ -46,6 +56,7 @@ export function createRedisBroker (config, handlers, logger) {
 
   const reconnected = () => {
     channels.clear()
+    ownerAt.clear()
     if (subReadyOnce && !closing) handlers.onReconnect()
     subReadyOnce = true
   }
@@ -62,8 +73,21 @@ export function createRedisBroker (config, handlers, logger) {
       if (!subReadyOnce || resyncTimer) return
       resyncTimer = setTimeout(() => {
         resyncTimer = null
-        log.info('a shard subscriber was replaced')
-        if (!closing) handlers.onReconnect()
+        if (closing) return
+        /** @type {string[]} */
+        const moved = []
+        for (const [channel, owner] of ownerAt) {
+          const now = ownerOf(channel)
+          if (now === owner) continue
+          ownerAt.set(channel, now)
+          const symbol = keys.symbolOf(channel)
+          if (symbol) moved.push(symbol)
+        }
+        // No owner changed: a subscriber was replaced on the same node (its
+        // connection dropped), and which one is not said. Resync them all:
+        // gap fill makes that cheap for clients.
+        log.info({ symbols: moved.length || 'all' }, 'shard subscribers replaced')
+        handlers.onReconnect(moved.length ? moved : undefined)
       }, CLUSTER_RESYNC_DEBOUNCE_MS)
     })
   }
@@ -85,6 +109,7 @@ export function createRedisBroker (config, handlers, logger) {
       if (sharded) {
         // SSUBSCRIBE takes channels of one slot only: one call per symbol.
         await Promise.all(names.map((c) => sub.ssubscribe(c)))
+        for (const c of names) ownerAt.set(c, ownerOf(c))
       } else {
         for (const part of chunks(names, CHUNK)) await sub.subscribe(...part)
       }
@@ -94,7 +119,10 @@ export function createRedisBroker (config, handlers, logger) {
       const names = symbols.map(keys.channel)
       if (sharded) await Promise.all(names.map((c) => sub.sunsubscribe(c)))
       else for (const part of chunks(names, CHUNK)) await sub.unsubscribe(...part)
-      for (const c of names) channels.delete(c)
+      for (const c of names) {
+        channels.delete(c)
+        ownerAt.delete(c)
+      }
     },
     latest: (symbols) => getMany(cmd, symbols.map(keys.latest)),
     async history (symbol, fromSeq, toSeq, max) {

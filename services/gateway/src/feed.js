@@ -314,20 +314,25 @@ export class Feed {
    * what was held, whatever its seq).
    *
    * @param {number} gen
+   * @returns {boolean} whether it was not resyncing yet (the hub counts those)
    */
   restart (gen) {
+    const was = this.#resyncing
     this.#live = false
     this.#gen = gen
     this.#resyncing = true
     this.#overflow = false
     if (this.#last !== null && typeof this.#last.epoch === 'string') {
+      // Already resuming (a second reconnect before the first pass ended):
+      // what it buffered is in history from the held seq on.
       this.#buffer = []
-      return
+      return !was
     }
     this.#buffer = null
     this.#last = null
     this.#lastRaw = null
     this.#settle()
+    return !was
   }
 
   /** @returns {boolean} whether it was resyncing (it no longer is) */

@@ -38,7 +38,7 @@ export async function createGateway (config, logger) {
   // The handlers run only after start-up, when `hub` below exists.
   const broker = createRedisBroker(config, {
     onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
-    onReconnect: () => hub.resync(),
+    onReconnect: (symbols) => hub.resync(symbols),
     onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0)
   }, logger)
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
@@ -99,7 +99,11 @@ export async function createGateway (config, logger) {
     return server
   })
 
-  const readiness = () => ({ redis: broker.ready(), subscriptionsRestored: hub.synced(), notDraining: !draining })
+  // Ready while Redis answers, whether or not every channel is restored
+  // yet: after a Redis reconnect or a shard failing over every gateway
+  // restores its channels at the same time (gap fill keeps the ticks), and
+  // taking them all out of the Service would only refuse new clients.
+  const readiness = () => ({ redis: broker.ready(), notDraining: !draining })
   const podReadiness = peer === null ? readiness : podReadinessOf(peer, readiness, workerCount(config.workers))
   const registry = peer === null ? metrics.registry : podRegistryOf(peer, metrics.registry)
   const separateMetrics = config.metricsPort !== 0

@@ -26,6 +26,11 @@ import { FULL_RATE } from './outbox.js'
  * @typedef {import('./outbox.js').Outbox} Outbox
  */
 
+/** Backoff of a failed subscribe pass: from this, doubling... */
+const MIN_RETRY_MS = 100
+/** ...up to this. */
+const MAX_RETRY_MS = 2000
+
 export class Hub {
   #broker
   #fanout
@@ -38,8 +43,10 @@ export class Hub {
   /** @type {Set<string>} symbols waiting for the next subscribe pass */
   #toSubscribe = new Set()
   #subscribeScheduled = false
-  /** Generation: bumped by every resync, so a pass of an older one is ignored. */
+  /** Generation: bumped by every resync; a feed restarted during a pass ignores that pass. */
   #gen = 0
+  /** Delay before a failed subscribe pass is tried again (0: the last one succeeded). */
+  #retryMs = 0
   /** Symbols still pending since the last resync; readiness waits for 0. */
   #resyncing = 0
   #subscriptionCount = 0
@@ -86,6 +93,7 @@ export class Hub {
   synced () {
     return this.#resyncing === 0
   }
+
 
   /** Symbols this process holds a channel for. */
   get symbolCount () {
@@ -210,18 +218,25 @@ export class Hub {
   }
 
   /**
-   * The broker lost and regained its subscription connection: every channel
-   * is gone and quotes may have been missed. Resubscribe everything, re-read
-   * every latest quote, and send every subscriber a fresh snapshot.
+   * The broker lost and regained its subscription connection (or, on a
+   * cluster, the shard of some symbols): their channels are gone and quotes
+   * may have been missed. Resubscribe them, and fill what they missed from
+   * history (feed.js), or snapshot where history cannot.
+   *
+   * @param {Iterable<string>} [symbols] the symbols whose channel was lost (default: every one)
    */
-  resync () {
+  resync (symbols = this.#feeds.keys()) {
     this.#gen++
     this.#metrics.resyncs.inc()
-    this.#resyncing = this.#feeds.size
-    for (const feed of this.#feeds.values()) feed.restart(this.#gen)
-    this.#log.info({ symbols: this.#resyncing }, 'resyncing after broker reconnect')
-    this.#toSubscribe.clear()
-    for (const symbol of this.#feeds.keys()) this.#queueSubscribe(symbol)
+    let n = 0
+    for (const symbol of symbols) {
+      const feed = this.#feeds.get(symbol)
+      if (!feed) continue
+      if (feed.restart(this.#gen)) this.#resyncing++
+      this.#queueSubscribe(symbol)
+      n++
+    }
+    this.#log.info({ symbols: n, of: this.#feeds.size }, 'resyncing after broker reconnect')
   }
 
   /** Drops the channels nobody has watched for WSPS_UNSUBSCRIBE_DELAY_MS. */
@@ -255,19 +270,27 @@ export class Hub {
       this.#subscribeScheduled = false
       const symbols = [...this.#toSubscribe]
       this.#toSubscribe.clear()
-      this.#subscribePass(symbols, this.#gen).catch((err) => {
-        // The broker retries connections by itself and calls onReconnect,
-        // which resyncs every symbol; nothing is lost by giving up here.
-        this.#log.warn({ err: err.message, symbols: symbols.length }, 'subscribe pass failed; waiting for resync')
+      // Each feed's generation now: one restarted meanwhile ignores this pass.
+      const gens = symbols.map((s) => this.#feeds.get(s)?.gen ?? -1)
+      this.#subscribePass(symbols, gens).then(() => { this.#retryMs = 0 }, (err) => {
+        // Never left waiting for an event that may not come (a cluster that
+        // failed over is stable again, and ioredis emits nothing more): the
+        // symbols still pending are tried again, with a capped backoff.
+        this.#retryMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, this.#retryMs * 2))
+        this.#metrics.subscribeRetries.inc()
+        this.#log.warn({ err: err.message, symbols: symbols.length, retryInMs: this.#retryMs }, 'subscribe pass failed; retrying')
+        setTimeout(() => {
+          for (const s of symbols) if (this.#feeds.get(s)?.live === false) this.#queueSubscribe(s)
+        }, this.#retryMs).unref()
       })
     })
   }
 
   /**
    * @param {string[]} symbols
-   * @param {number} gen
+   * @param {number[]} gens each feed's generation when the pass began
    */
-  async #subscribePass (symbols, gen) {
+  async #subscribePass (symbols, gens) {
     if (symbols.length === 0) return
     await this.#broker.subscribe(symbols)
     this.#metrics.redisChannels.set(this.#broker.channelCount())
@@ -277,13 +300,14 @@ export class Hub {
       this.#broker.latest(symbols),
       Promise.all(symbols.map((s) => this.#readMissed(s)))
     ])
-    for (let i = 0; i < symbols.length; i++) this.#goLive(symbols[i], raws[i], missed[i], gen)
+    for (let i = 0; i < symbols.length; i++) this.#goLive(symbols[i], raws[i], missed[i], gens[i])
   }
 
   /**
    * The ticks a feed resuming after a broker reconnect missed, from its
-   * history: null when it is not resuming, when the read fails, or when
-   * more are missing than WSPS_RECOVERY_MAX (then it is not filled).
+   * history: null when it is not resuming, or when more are missing than
+   * WSPS_RECOVERY_MAX (then it is not filled). A failed read fails the pass
+   * (it is tried again): a shard failing over must not cost a snapshot.
    *
    * @param {string} symbol
    * @returns {Promise<{quote: Quote, raw: string}[] | null>}
@@ -291,20 +315,15 @@ export class Hub {
   async #readMissed (symbol) {
     const from = this.#feeds.get(symbol)?.resumeFrom() ?? null
     if (from === null) return null
-    try {
-      const raws = await this.#broker.history(symbol, from, null, this.#recoveryMax + 1)
-      if (raws.length > this.#recoveryMax) return null
-      const out = []
-      for (const raw of raws) {
-        const quote = this.#parse(raw)
-        if (quote === null) return null
-        out.push({ quote, raw })
-      }
-      return out
-    } catch (err) {
-      this.#log.warn({ err: /** @type {Error} */ (err).message, symbol }, 'history read failed; the gap gets a snapshot')
-      return null
+    const raws = await this.#broker.history(symbol, from, null, this.#recoveryMax + 1)
+    if (raws.length > this.#recoveryMax) return null
+    const out = []
+    for (const raw of raws) {
+      const quote = this.#parse(raw)
+      if (quote === null) return null
+      out.push({ quote, raw })
     }
+    return out
   }
 
   /**

@@ -24,6 +24,7 @@ export function createGatewayMetrics (node, labels = {}) {
     redisChannels: new client.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
     redisUp: new client.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
     resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
+    subscribeRetries: new client.Counter({ name: 'wsps_gateway_subscribe_retries_total', help: 'Subscribe passes (SUBSCRIBE + reads) that failed and were tried again with backoff (a shard failing over, Redis away).', ...reg }),
     gapFills: new client.Counter({ name: 'wsps_gateway_gap_fills_total', help: 'Symbols resumed after a Redis reconnect: `filled` from history (nothing lost), `snapshot` where history could not cover the hole (subscribers got a snap marked recovered:false).', labelNames: ['result'], ...reg }),
     gapTicks: new client.Counter({ name: 'wsps_gateway_gap_ticks_total', help: 'Ticks missed during a Redis reconnect and delivered from history.', ...reg }),
     recoveries: new client.Counter({ name: 'wsps_gateway_recoveries_total', help: 'Symbols clients resumed with `since`, by delivery mode and result (recovered, or not: a snap).', labelNames: ['mode', 'result'], ...reg }),

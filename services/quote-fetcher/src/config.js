@@ -55,6 +55,7 @@ export const fetcherSettings = Object.freeze([
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix
+ * @property {boolean} redisAutoPipeline
  * @property {'sim' | 'http' | 'ws-stream' | 'push'} provider
  * @property {number} fetchIntervalMs
  * @property {number} scheduleTickMs
