@@ -146,8 +146,11 @@ function targets (r) {
   const d = fan['wsps-distinct']
   if (d) {
     const dRatio = ratio(d.max?.delivered, n?.max?.delivered)
-    const gaps = (d.steps ?? []).filter((/** @type {any} */ s) => !s.saturation).reduce((/** @type {number} */ a, /** @type {any} */ s) => a + (s.gaps ?? 0), 0)
-    rows.push(`| distinct mode ≥ 4× naive, every tick in order | latency-bounded max ${f(d.max?.delivered)} deliveries/s (counted tick by tick): ${times(dRatio)}; seq gaps over its ramp: ${f(gaps)} | ${verdict(dRatio === null ? null : dRatio >= 4 && d.max.gaps === 0)} |`)
+    const ramp = (d.steps ?? []).filter((/** @type {any} */ s) => !s.saturation)
+    const gaps = ramp.reduce((/** @type {number} */ a, /** @type {any} */ s) => a + (s.gaps ?? 0), 0)
+    // Runs before the load generator counted ticks lost have no such field: say n/a, not 0.
+    const lost = ramp.some((/** @type {any} */ s) => s.ticksLost !== undefined) ? ramp.reduce((/** @type {number} */ a, /** @type {any} */ s) => a + (s.ticksLost ?? 0), 0) : undefined
+    rows.push(`| distinct mode ≥ 4× naive, every tick in order | latency-bounded max ${f(d.max?.delivered)} deliveries/s (counted tick by tick): ${times(dRatio)}; seq gaps over its ramp: ${f(gaps)}, ticks lost: ${f(lost)} | ${verdict(dRatio === null ? null : dRatio >= 4 && d.max.gaps === 0 && !d.max.ticksLost)} |`)
   }
   for (const other of ['socketio', 'pushpin']) {
     const o = fan[other]
