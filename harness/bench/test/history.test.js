@@ -1,0 +1,45 @@
+// The history section's pure parts: a wave's summary of its client
+// processes, and its tables in results.md.
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { historySection } from '../src/report.js'
+import { summary } from '../src/recovery-wave.js'
+import { quoteOf } from '../src/sections/history.js'
+
+test('a wave sums its client processes and takes per-client quantiles over all of them', () => {
+  const line = (/** @type {number} */ startedAt, /** @type {number[]} */ ms, more = {}) => ({
+    type: 'recovered', startedAt, doneAt: startedAt + Math.max(...ms), clients: ms.length, unfinished: 0, closed: 0, ms,
+    missed: 10, replayed: 10, ticksLost: 0, gaps: 0, dups: 0, recoveredTrue: 5, recoveredFalse: 0, recoveredMissing: 0, ...more
+  })
+  const s = summary([line(1000, [10, 20, 30]), line(1005, [40, 50], { ticksLost: 2, recoveredFalse: 1 })])
+  assert.equal(s.clients, 5)
+  assert.equal(s.allRecoveredMs, 55, 'from the first process\'s start to the last client')
+  assert.deepEqual(s.perClientMs, { n: 5, p50: 30, p99: 50, max: 50 })
+  assert.deepEqual([s.missed, s.replayed, s.ticksLost], [20, 20, 2])
+  assert.deepEqual(s.recovered, { true: 10, false: 1, missing: 0 })
+  assert.equal(summary([line(0, [5], { unfinished: 1 })]).allRecoveredMs, null, 'a client that never recovered: no total')
+})
+
+test('the history tables: ingest ratio against the 20% bound, memory per symbol, recovery with ticks lost', () => {
+  const p = { historyConcurrency: 4, historyBatch: 100, historySymbols: 100, historyRounds: 3, historyMeasureMs: 1500, recoveryClients: 1000, recoveryProcs: 2, recoveryK: 5, recoveryGapMs: 5000 }
+  const md = historySection({
+    ingest: [
+      { historySize: 0, quotesPerSec: 20_000, vsOff: 1, redisUsPerQuote: 30 },
+      { historySize: 100, quotesPerSec: 17_000, vsOff: 0.85, redisUsPerQuote: 40 },
+      { historySize: 1000, quotesPerSec: 15_000, vsOff: 0.75, redisUsPerQuote: 45 }
+    ],
+    memory: [{ historySize: 100, entries: 100, streamBytes: 28_240, epochBytes: 88, perSymbolBytes: 28_328, perEntryBytes: 282.4, messageBytes: 204 }],
+    recovery: [{ tickRate: 10, symbols: 100, clients: 1000, allRecoveredMs: null, unfinished: 3, perClientMs: { p50: 900, p99: 2000 }, missed: 250_000, replayed: 249_000, ticksLost: 1000, recovered: { true: 4990, false: 10 }, gaps: 0, dups: 0 }]
+  }, p).join('\n')
+  assert.match(md, /\| 100 \| 17,000 \| 85% \| 40\.0 \| yes \|/)
+  assert.match(md, /\| 1,000 \| 15,000 \| 75% \| 45\.0 \| no \|/)
+  assert.match(md, /\| 100 \| 100 \| 28,240 \| 88 \| 27\.7 KiB \| 282 B \| 204 \|/)
+  assert.match(md, /\| 10 \(100 symbols\) \| 1,000 \| not all \(3 unfinished\) \| 900 \/ 2,000 \| 250,000 \| 249,000 \| 1,000 \| 4,990 \/ 10 \| 0 \/ 0 \|/)
+  assert.deepEqual(historySection(null, p), [])
+  assert.match(historySection({ error: 'boom' }, p).join('\n'), /failed: boom/)
+})
+
+test('a realistic quote has every field of a full quote but seq', () => {
+  assert.deepEqual(Object.keys(quoteOf('AAPL', 3)).sort(), ['ask', 'askSize', 'bid', 'bidSize', 'high', 'last', 'low', 'open', 'prevClose', 'symbol', 'ts', 'volume'])
+})
