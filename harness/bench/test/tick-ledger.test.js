@@ -39,7 +39,7 @@ test('a snap jumping over seqs of a held symbol loses them; the first snap and a
   const l = new TickLedger()
   l.snap({ symbol: 'A', seq: 5, epoch: 'e1' })
   assert.equal(l.ticksLost, 0)
-  l.snap({ symbol: 'A', seq: 9, epoch: 'e1', recovered: false })
+  l.snap({ symbol: 'A', seq: 9, epoch: 'e1' }) // a `"recovered":false` snap
   assert.equal(l.ticksLost, 3)
   l.snap({ symbol: 'A', seq: 2, epoch: 'e2' })
   assert.deepEqual(l.cursor('A'), { seq: 2, epoch: 'e2' }, 'a new epoch replaces the held seq even when lower')
