@@ -10,7 +10,7 @@ const full = {
   simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000,
   hotSweep: [2500, 5000, 10_000], hotPerConnRate: 4.2, hotSymbols: 5, hotZipf: 2.0,
   ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4,
-  historySizes: [0, 100, 1000], historySymbols: 100, historyBatch: 100, historyConcurrency: 4, historyRounds: 5, historyMeasureMs: 3000,
+  historySizes: [0, 100, 1000], historySymbols: 100, historyBatch: 100, historyConcurrency: 4, historyRounds: 7, historyMeasureMs: 3000,
   recoveryClients: 1000, recoveryProcs: 2, recoverySymbols: 100, recoveryK: 5, recoveryTickRates: [2, 10], recoveryGapMs: 5000
 }
 
@@ -38,7 +38,7 @@ export const PROFILES = {
     simProcs: [1, 2], simConns: 2000, simDeliveries: 20_000, simMeasureMs: 2000,
     hotSweep: [750, 1500, 3000],
     ingestMeasureMs: 2500,
-    historyRounds: 3, historyMeasureMs: 1500
+    historyRounds: 5, historyMeasureMs: 1000
   }
 }
 
