@@ -15,20 +15,18 @@ const CLIENTS_MAIN = new URL('./recovery-clients.js', import.meta.url).pathname
  * @property {import('./bench-run.js').BenchRun} run recoveryClients, recoveryProcs, recoveryK, recoveryGapMs of its profile
  * @property {import('./servers.js').ServerHandle} gateway
  * @property {import('@wsps/shared/keys').RedisKeys} keys the fetcher's and gateway's key prefix
- * @property {string} api the fetcher's publish API (POST /v1/quotes)
- * @property {string} token its publish token
+ * @property {{api: string, headers: Record<string, string>}} fetcher its publish API (push-fetcher.js)
  * @property {(symbol: string, n: number) => object} quote the nth quote of a symbol
  * @property {string[]} symbols this wave's own
  * @property {number} tickRate quotes per second of each symbol (one request per round, every symbol once)
  */
 
 /** @param {WaveOptions} o */
-export async function recoveryWave ({ run, gateway, keys, api, token, quote, symbols, tickRate }) {
+export async function recoveryWave ({ run, gateway, keys, fetcher, quote, symbols, tickRate }) {
   const P = run.P
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   let n = 0
   const publishRound = async () => {
-    const res = await fetch(api, { method: 'POST', headers, body: JSON.stringify({ quotes: symbols.map((s) => quote(s, n)) }) })
+    const res = await fetch(fetcher.api, { method: 'POST', headers: fetcher.headers, body: JSON.stringify({ quotes: symbols.map((s) => quote(s, n)) }) })
     await res.arrayBuffer()
     if (!res.ok) throw new Error(`publish API: HTTP ${res.status}`)
     n++

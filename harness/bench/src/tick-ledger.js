@@ -12,13 +12,13 @@
 // below h are duplicates; before a symbol's first quote nothing is held and
 // nothing counts. So in distinct mode every seq must arrive.
 
+import { Outcome, QuoteReceiver } from '@wsps/protocol'
+
 /** @typedef {{symbol: string, seq: number, base?: number, epoch?: string}} LedgerQuote */
 
 export class TickLedger {
-  /** @type {Map<string, number>} symbol -> held seq */
-  #seqs = new Map()
-  /** @type {Map<string, string>} symbol -> epoch of the held seq */
-  #epochs = new Map()
+  /** What the client holds (seq and epoch only), by the receiver's own rules. */
+  #held = new QuoteReceiver({ fields: false })
   gaps = 0
   ticksLost = 0
   dups = 0
@@ -28,38 +28,37 @@ export class TickLedger {
    * @param {LedgerQuote} q
    */
   snap (q) {
-    const h = this.#seqs.get(q.symbol)
+    const h = this.#held.seq(q.symbol)
     if (h !== undefined && q.seq > h + 1) this.ticksLost += q.seq - h - 1
     // A new epoch is a new history: its seq replaces the held one even if lower.
-    if (h === undefined || q.seq > h || (typeof q.epoch === 'string' && q.epoch !== this.#epochs.get(q.symbol))) this.#hold(q)
+    if (h === undefined || q.seq > h || (typeof q.epoch === 'string' && q.epoch !== this.cursor(q.symbol)?.epoch)) this.#held.snap(q)
   }
 
   /**
-   * A `q` entry (rules 2 and 3).
+   * A `q` entry (rules 2 and 3). One that does not continue the held seq
+   * is held anyway once its loss is counted (the next entries are measured
+   * from it), with the epoch held so far unless it names one.
+   *
    * @param {LedgerQuote} d
    * @returns {boolean} it continued the held seq (nothing lost before it)
    */
   delta (d) {
-    const h = this.#seqs.get(d.symbol)
+    const h = this.#held.seq(d.symbol)
     if (h === undefined) {
-      this.#hold(d)
+      this.#held.snap(d)
       return false
     }
     if (d.seq <= h) {
       this.dups++
       return false
     }
+    if (this.#held.delta(d) === Outcome.APPLIED) return true
     const base = d.base ?? d.seq - 1
-    if (base !== h) this.gaps++
+    this.gaps++
     if (base > h) this.ticksLost += base - h
-    this.#hold(d)
-    return base === h
-  }
-
-  /** @param {LedgerQuote} q */
-  #hold (q) {
-    this.#seqs.set(q.symbol, q.seq)
-    if (typeof q.epoch === 'string') this.#epochs.set(q.symbol, q.epoch)
+    const epoch = d.epoch ?? this.cursor(d.symbol)?.epoch
+    this.#held.snap(epoch === undefined ? d : { ...d, epoch })
+    return false
   }
 
   /**
@@ -67,19 +66,16 @@ export class TickLedger {
    * @returns {number | undefined} the held seq
    */
   seq (symbol) {
-    return this.#seqs.get(symbol)
+    return this.#held.seq(symbol)
   }
 
   /**
-   * The `since` entry of a symbol: its held seq and epoch, undefined when
-   * either is unknown (a gateway without history sends no epoch).
+   * The `since` entry of a symbol (QuoteReceiver#cursor): its held seq and
+   * epoch, undefined when either is unknown (history off: no epoch).
    *
    * @param {string} symbol
-   * @returns {{seq: number, epoch: string} | undefined}
    */
   cursor (symbol) {
-    const seq = this.#seqs.get(symbol)
-    const epoch = this.#epochs.get(symbol)
-    return seq === undefined || epoch === undefined ? undefined : { seq, epoch }
+    return this.#held.cursor(symbol)
   }
 }

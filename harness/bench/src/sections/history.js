@@ -19,14 +19,13 @@ import { Redis } from 'ioredis'
 import { Publisher } from '@wsps/quote-fetcher/src/publisher.js'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
-import { FETCHER_MAIN, freePort, httpOk, sleep, waitFor } from '@wsps/testkit'
+import { sleep } from '@wsps/testkit'
 import { CpuMeter } from '@wsps/testkit/proc'
 import { SERVERS } from '../servers.js'
-import { start } from '../spawn.js'
 import { log, median, round } from '../bench-run.js'
+import { startPushFetcher } from '../push-fetcher.js'
 import { recoveryWave } from '../recovery-wave.js'
 
-const TOKEN = 'bench-publish-token-0123456789abcdef'
 /** The fetcher's defaults (services/quote-fetcher/src/config.js). */
 const QUOTE_TTL_MS = 86_400_000
 const HISTORY_TTL_MS = 120_000
@@ -173,29 +172,21 @@ async function historyMemory (run) {
 async function recoveryStorm (run) {
   const P = run.P
   const prefix = 'hrec'
-  const port = await freePort()
-  const fetcher = start(process.execPath, [FETCHER_MAIN], {
-    core: run.loadCore,
-    name: 'fetcher-history',
-    stdin: false,
-    env: {
-      WSPS_HTTP_PORT: String(port), WSPS_HOST: '127.0.0.1', WSPS_LOG_LEVEL: 'warn', WSPS_NODE_NAME: 'bench-history', WSPS_REDIS_URL: run.redisUrl,
-      WSPS_REDIS_KEY_PREFIX: prefix, WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN, WSPS_HISTORY_SIZE: '100'
-    }
-  })
-  const gateway = await SERVERS.wsps.start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix, env: { WSPS_NODE_NAME: 'bench-history-gw' } })
+  const fetcher = await startPushFetcher({ redisUrl: run.redisUrl, prefix, core: run.loadCore, name: 'bench-history', env: { WSPS_HISTORY_SIZE: '100' } })
+  /** @type {import('../servers.js').ServerHandle | null} */
+  let gateway = null
   const out = []
   try {
-    await waitFor(() => httpOk(`http://127.0.0.1:${port}/readyz`), { timeout: 20_000, message: 'the history fetcher' })
+    gateway = await SERVERS.wsps.start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix, env: { WSPS_NODE_NAME: 'bench-history-gw' } })
     for (const tickRate of P.recoveryTickRates) {
       out.push(await recoveryWave({
-        run, gateway, keys: redisKeys(prefix), api: `http://127.0.0.1:${port}/v1/quotes`, token: TOKEN, quote: quoteOf,
+        run, gateway, keys: redisKeys(prefix), fetcher, quote: quoteOf,
         symbols: Array.from({ length: P.recoverySymbols }, (_, i) => `R${tickRate}X${i}`), tickRate
       }))
     }
   } finally {
-    await gateway.stop()
-    await fetcher.stop('SIGTERM', { killAfterMs: 3000 })
+    await gateway?.stop()
+    await fetcher.stop()
   }
   return out
 }
