@@ -44,6 +44,8 @@ test('the floor delivers every published quote of the hot symbols to the load ge
   assert.equal(w.entries, w.frames, 'one quote per frame: the floor never batches')
   assert.equal(w.covered, w.entries, 'each frame counts for one tick (no merging)')
   assert.equal(w.gaps, 0, 'no quote missing in sequence')
+  assert.equal(w.ticksLost, 0, 'no tick lost (the load generator reports ticksLost in its tick lines)')
+  assert.equal(s.ticksLost, 0, 'and the step carries it')
   assert.equal(w.dups, 0, 'no quote twice')
   assert.equal(w.errors, 0, 'no connection lost')
 })
