@@ -10,9 +10,11 @@
 //   {"cmd":"disconnect"}                                  close every socket; the ledgers stay
 //   {"cmd":"reconnect","targets":{SYM:seq},"timeoutMs":T,"settleMs":S}
 //       every client at once: open, `sub` with `since` (its held seq and
-//       epoch per symbol), and read until it is recovered: acked and
+//       epoch per symbol), and read until it is up to live: acked and
 //       holding at least the target seq (the newest when the wave began) of
-//       each of its symbols; then S ms more of live ticks for the seam
+//       each of its symbols; then S ms more of live ticks for the seam. It
+//       has recovered when, besides, the ack said `recovered: true` for
+//       every one of its symbols (else a `snap` brought it up to live)
 // stdout (JSON lines): {"type":"ready"}, {"type":"connected",...},
 //   {"type":"disconnected"}, {"type":"recovered",...} (fields below)
 // Exits when stdin closes.
@@ -31,7 +33,7 @@ import { TickLedger } from './tick-ledger.js'
  * @property {Record<string, boolean>} recovered the ack's `recovered`
  * @property {number} replayed `q` entries at or below the target seq of their symbol
  * @property {number} missed ticks between the held seq and the target seq when the wave began
- * @property {number | null} doneAt Date.now() when recovered
+ * @property {number | null} doneAt Date.now() when up to live
  * @property {number | null} closeCode
  */
 
@@ -62,12 +64,17 @@ function onMessage (c, msg) {
   } else {
     return
   }
-  if (waiting && c.doneAt === null && isRecovered(c)) c.doneAt = Date.now()
+  if (waiting && c.doneAt === null && upToLive(c)) c.doneAt = Date.now()
 }
 
 /** @param {Client} c */
-function isRecovered (c) {
+function upToLive (c) {
   return c.acked && c.symbols.every((s) => (c.ledger.seq(s) ?? -1) >= (targets[s] ?? Infinity))
+}
+
+/** @param {Client} c up to live with every symbol `recovered: true` */
+function recovered (c) {
+  return c.doneAt !== null && c.symbols.every((s) => c.recovered[s] === true)
 }
 
 /**
@@ -144,16 +151,22 @@ async function handle (msg) {
     await new Promise((resolve) => setTimeout(resolve, msg.settleMs ?? 1000))
     waiting = false
     const flags = clients.flatMap((c) => c.symbols.map((s) => c.recovered[s]))
+    const ok = clients.filter(recovered)
     out({
       type: 'recovered',
       startedAt,
       allDoneAt,
       clients: clients.length,
+      /** Not up to live within timeoutMs. */
       unfinished: clients.filter((c) => c.doneAt === null).length,
+      /** Up to live, but not `recovered: true` for every symbol (a `snap` instead: ticks lost). */
+      notRecovered: clients.filter((c) => c.doneAt !== null && !recovered(c)).length,
       closed: clients.filter((c) => c.closeCode !== null).length,
-      /** Per client, ms from the start of the wave to recovered (finished clients only). */
-      ms: clients.filter((c) => c.doneAt !== null).map((c) => /** @type {number} */ (c.doneAt) - startedAt),
-      doneAt: Math.max(...clients.map((c) => c.doneAt ?? 0)),
+      /** Per recovered client, ms from the start of the wave to up to live. */
+      ms: ok.map((c) => /** @type {number} */ (c.doneAt) - startedAt),
+      /** The last recovered client's, and the last client's up to live (Date.now(); 0: none). */
+      doneAt: Math.max(0, ...ok.map((c) => /** @type {number} */ (c.doneAt))),
+      liveAt: Math.max(0, ...clients.map((c) => c.doneAt ?? 0)),
       missed: clients.reduce((a, c) => a + c.missed, 0),
       replayed: clients.reduce((a, c) => a + c.replayed, 0),
       // Counted from the start of the wave: the seqs no entry delivered.

@@ -87,7 +87,7 @@ export async function recoveryWave ({ run, gateway, keys, fetcher, quote, symbol
     fed()
     const result = summary(answers)
     Object.assign(result, { symbols: symbols.length, symbolsPerClient: P.recoveryK, tickRate, awayMs: P.recoveryGapMs, gatewayMetrics: before && after ? metricDelta(before, after) : null })
-    log(`  ${result.clients - result.unfinished} of ${result.clients} recovered, all in ${result.allRecoveredMs ?? 'n/a'} ms (per client p50 ${result.perClientMs.p50} p99 ${result.perClientMs.p99} ms); replayed ${result.replayed} of ${result.missed} missed ticks; ticks lost ${result.ticksLost}; recovered true ${result.recovered.true} false ${result.recovered.false}`)
+    log(`  ${result.perClientMs.n} of ${result.clients} clients recovered${result.allRecoveredMs === null ? '' : `, all in ${result.allRecoveredMs} ms`} (p50 ${result.perClientMs.p50} p99 ${result.perClientMs.p99} ms); all up to live in ${result.allUpToLiveMs ?? 'n/a'} ms; replayed ${result.replayed} of ${result.missed} missed ticks; ticks lost ${result.ticksLost}; recovered true ${result.recovered.true} false ${result.recovered.false}`)
     return result
   } finally {
     feeding = false
@@ -107,13 +107,17 @@ export function summary (answers) {
   const q = (/** @type {number} */ p) => (ms.length ? ms[Math.min(ms.length - 1, Math.floor(p * ms.length))] : null)
   const sum = (/** @type {string} */ k) => answers.reduce((a, l) => a + l[k], 0)
   const unfinished = sum('unfinished')
+  const notRecovered = sum('notRecovered')
   const startedAt = Math.min(...answers.map((a) => a.startedAt))
   return {
     clients: sum('clients'),
     unfinished,
+    notRecovered,
     closed: sum('closed'),
-    /** From the first process's start of the wave to the last client recovered (null: some never did). */
-    allRecoveredMs: unfinished === 0 ? Math.max(...answers.map((a) => a.doneAt)) - startedAt : null,
+    /** From the first process's start of the wave to the last client recovered (null: some did not). */
+    allRecoveredMs: unfinished === 0 && notRecovered === 0 ? Math.max(...answers.map((a) => a.doneAt)) - startedAt : null,
+    /** ...to the last client up to live, recovered or not (null: some never were). */
+    allUpToLiveMs: unfinished === 0 ? Math.max(...answers.map((a) => a.liveAt)) - startedAt : null,
     perClientMs: { n: ms.length, p50: q(0.5), p99: q(0.99), max: ms.length ? ms[ms.length - 1] : null },
     missed: sum('missed'),
     replayed: sum('replayed'),

@@ -224,13 +224,14 @@ export function historySection (h, p) {
     out.push('')
   }
   if (Array.isArray(h.recovery) && h.recovery.length) {
-    out.push(`Recovery storm: a fetcher (WSPS_HISTORY_SIZE 100) fed through its publish API and one gateway on the server core. ${f(p.recoveryClients)} distinct subscribers (Node \`ws\` clients in ${p.recoveryProcs} processes on the load core) hold ${p.recoveryK} symbols each, disconnect, stay away ${f(p.recoveryGapMs)} ms while every symbol ticks, then reconnect all at once with \`since\` (the seq and epoch they hold). A client has recovered when its ack came and it holds, for each of its symbols, at least the newest seq at the start of the wave (read from Redis): time from the start of the wave, handshake included. Replayed: \`q\` entries at or below that seq. Ticks lost: seqs no entry delivered (a gap, or a \`"recovered":false\` snap jumping over them), counted through 1 s of live ticks after the last client recovered; must be 0.`, '')
-    out.push('| ticks/s per symbol | clients | all recovered in | per client p50 / p99 (ms) | missed ticks | replayed | ticks lost | recovered true / false | gaps / dups |')
-    out.push('| ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | --- |')
+    out.push(`Recovery storm: a fetcher (WSPS_HISTORY_SIZE 100) fed through its publish API and one gateway on the server core. ${f(p.recoveryClients)} distinct subscribers (Node \`ws\` clients in ${p.recoveryProcs} processes on the load core) hold ${p.recoveryK} symbols each, disconnect, stay away ${f(p.recoveryGapMs)} ms while every symbol ticks, then reconnect all at once with \`since\` (the seq and epoch they hold). A client is up to live when its ack came and it holds, for each of its symbols, at least the newest seq at the start of the wave (read from Redis); it has recovered when, besides, the ack said \`recovered: true\` for every one of its symbols. Times from the start of the wave, handshake included; per client over the recovered ones. Replayed: \`q\` entries at or below that seq. Ticks lost: seqs no entry delivered (a gap, or a \`"recovered":false\` snap jumping over them), counted through 1 s of live ticks after the last client recovered; must be 0.`, '')
+    out.push('| ticks/s per symbol | clients | all recovered in | recovered clients: p50 / p99 (ms) | all up to live in | missed ticks | replayed | ticks lost | symbols recovered true / false | gaps / dups |')
+    out.push('| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |')
     for (const x of h.recovery) {
-      if (x.error) { out.push(`| ${f(x.tickRate)} | failed: ${x.error} | | | | | | | |`); continue }
-      const all = x.allRecoveredMs === null ? `not all (${f(x.unfinished)} unfinished)` : `${f(x.allRecoveredMs)} ms`
-      out.push(`| ${f(x.tickRate)} (${f(x.symbols)} symbols) | ${f(x.clients)} | ${all} | ${f(x.perClientMs.p50)} / ${f(x.perClientMs.p99)} | ${f(x.missed)} | ${f(x.replayed)} | ${f(x.ticksLost)} | ${f(x.recovered.true)} / ${f(x.recovered.false)} | ${f(x.gaps)} / ${f(x.dups)} |`)
+      if (x.error) { out.push(`| ${f(x.tickRate)} | failed: ${x.error} | | | | | | | | |`); continue }
+      const all = x.allRecoveredMs === null ? `not all: ${f(x.clients - x.perClientMs.n)} not` : `${f(x.allRecoveredMs)} ms`
+      const live = x.allUpToLiveMs === null ? `not all: ${f(x.unfinished)} not` : `${f(x.allUpToLiveMs)} ms`
+      out.push(`| ${f(x.tickRate)} (${f(x.symbols)} symbols) | ${f(x.clients)} | ${all} | ${f(x.perClientMs.p50)} / ${f(x.perClientMs.p99)} (${f(x.perClientMs.n)}) | ${live} | ${f(x.missed)} | ${f(x.replayed)} | ${f(x.ticksLost)} | ${f(x.recovered.true)} / ${f(x.recovered.false)} | ${f(x.gaps)} / ${f(x.dups)} |`)
     }
     out.push('')
   }
