@@ -76,6 +76,8 @@ export class Feed {
   #resyncing = false
   /** When the last subscriber left (0: has subscribers). */
   #idleSince = 0
+  /** Recoveries reading for a subscriber that is not added yet: it is not idle meanwhile. */
+  #pins = 0
   /**
    * @type {{quote: Quote, raw: string}[] | null} while resuming after a
    * broker reconnect: the quotes that arrived since, for goLive()
@@ -131,7 +133,18 @@ export class Feed {
    * @returns {boolean} whether it has had no subscriber for delayMs
    */
   idleFor (now, delayMs) {
-    return this.#count === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+    return this.#count === 0 && this.#pins === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+  }
+
+  /**
+   * A recovery waits on this feed for a subscriber it will add (or give up):
+   * the idle sweep must not drop it meanwhile, however long the reads take.
+   *
+   * @param {1 | -1} delta pin or unpin
+   */
+  pin (delta) {
+    this.#pins += delta
+    if (this.#pins === 0 && this.#count === 0) this.#idleSince = Date.now()
   }
 
   /**

@@ -146,8 +146,9 @@ export class Hub {
 
   /**
    * Resolves once every symbol is live (subscribed and read), or after
-   * timeoutMs. Symbols nobody here watches yet are subscribed now, and
-   * dropped like idle ones if no subscriber follows.
+   * timeoutMs. Symbols nobody here watches yet are subscribed now. Each
+   * symbol stays pinned (never swept as idle) until unpin(): then, without
+   * a subscriber, it is dropped like an idle one.
    *
    * @param {string[]} symbols
    * @param {number} timeoutMs
@@ -157,6 +158,7 @@ export class Hub {
     const left = new Set()
     for (const s of symbols) {
       const feed = this.#feeds.get(s) ?? this.#open(s, true)
+      feed.pin(1)
       if (!feed.live) left.add(s)
     }
     if (left.size === 0) return Promise.resolve()
@@ -172,6 +174,16 @@ export class Hub {
       const timer = setTimeout(waiter.done, timeoutMs)
       this.#liveWaiters.add(waiter)
     })
+  }
+
+  /**
+   * Ends what whenLive() began for these symbols: the recovery added its
+   * subscriber (or gave up), so the feeds may go idle again.
+   *
+   * @param {Iterable<string>} symbols
+   */
+  unpin (symbols) {
+    for (const s of symbols) this.#feeds.get(s)?.pin(-1)
   }
 
   /**
