@@ -217,10 +217,10 @@ export function historySection (h, p) {
     out.push('')
   }
   if (Array.isArray(h.memory) && h.memory.length) {
-    out.push('Redis memory per symbol of history: `MEMORY USAGE ... SAMPLES 0` of a full stream (after size + 10 quotes of one symbol: trimmed) and its epoch key.', '')
-    out.push('| WSPS_HISTORY_SIZE | entries | stream bytes | epoch key bytes | per symbol | per entry | message bytes |')
-    out.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
-    for (const x of h.memory) out.push(`| ${f(x.historySize)} | ${f(x.entries)} | ${f(x.streamBytes)} | ${f(x.epochBytes)} | ${f(x.perSymbolBytes / 1024, 1)} KiB | ${f(x.perEntryBytes)} B | ${f(x.messageBytes)} |`)
+    out.push('Redis memory per symbol of history: `MEMORY USAGE ... SAMPLES 0` of a full stream (after size + 250 quotes of one symbol: trimmed by whole nodes, so it holds size to size + 100 entries). The epoch has no key: it rides in each message.', '')
+    out.push('| WSPS_HISTORY_SIZE | entries | stream bytes per symbol | per entry | message bytes |')
+    out.push('| ---: | ---: | ---: | ---: | ---: |')
+    for (const x of h.memory) out.push(`| ${f(x.historySize)} | ${f(x.entries)} | ${f(x.streamBytes / 1024, 1)} KiB | ${f(x.perEntryBytes)} B | ${f(x.messageBytes)} |`)
     out.push('')
   }
   if (Array.isArray(h.recovery) && h.recovery.length) {

@@ -8,7 +8,8 @@
 //    assigned, latest SET, PUBLISH, and with history the stream append) per
 //    second of wall time, and Redis CPU per published quote.
 // 2. Redis memory per symbol of history: MEMORY USAGE of a full stream and
-//    its epoch key at 100 and 1000 entries of a realistic quote.
+//    at 100 and 1000 entries of a realistic quote (the epoch has no key: it
+//    rides in each message).
 // 3. Recovery storm: a real fetcher (history on, 100) fed through its
 //    publish API and a real gateway; distinct subscribers (Node `ws`
 //    clients over processes: recovery-wave.js, recovery-clients.js)
@@ -130,9 +131,10 @@ async function historyIngest (run) {
 }
 
 /**
- * Part 2. One symbol per size, published size + 10 realistic quotes (so
- * the stream is full and trimmed), then MEMORY USAGE (SAMPLES 0: every
- * entry) of its stream and epoch keys.
+ * Part 2. One symbol per size, published size + 250 realistic quotes (so
+ * the stream is full and has been trimmed: trimming is by whole stream
+ * nodes of up to 100 entries, so it holds size to size + 100), then MEMORY
+ * USAGE (SAMPLES 0: every entry) of its stream.
  *
  * @param {import('../bench-run.js').BenchRun} run
  */
@@ -143,18 +145,17 @@ async function historyMemory (run) {
     const pub = publisherOf(run.redisUrl, prefix, size)
     try {
       const keys = redisKeys(prefix)
-      for (let n = 0; n < size + 10; n += 100) await pub.publish(Array.from({ length: Math.min(100, size + 10 - n) }, (_, i) => quoteOf('MEM', n + i)))
+      for (let n = 0; n < size + 250; n += 100) await pub.publish(Array.from({ length: Math.min(100, size + 250 - n) }, (_, i) => quoteOf('MEM', n + i)))
       const r = pub.redis
-      const [stream, epoch, entries, newest] = await Promise.all([
+      const [stream, entries, newest] = await Promise.all([
         r.call('MEMORY', 'USAGE', keys.history('MEM'), 'SAMPLES', '0'),
-        r.call('MEMORY', 'USAGE', keys.epoch('MEM'), 'SAMPLES', '0'),
         r.xlen(keys.history('MEM')),
         r.xrevrange(keys.history('MEM'), '+', '-', 'COUNT', 1)
       ])
       const messageBytes = Buffer.byteLength(newest[0]?.[1]?.[1] ?? '')
-      const row = { historySize: size, entries, streamBytes: Number(stream), epochBytes: Number(epoch), perSymbolBytes: Number(stream) + Number(epoch), perEntryBytes: round(Number(stream) / entries, 1), messageBytes }
+      const row = { historySize: size, entries, streamBytes: Number(stream), perEntryBytes: round(Number(stream) / entries, 1), messageBytes }
       out.push(row)
-      log(`  history ${size}: ${row.entries} entries, stream ${row.streamBytes} B + epoch ${row.epochBytes} B per symbol (${row.perEntryBytes} B per entry of a ${messageBytes}-byte message)`)
+      log(`  history ${size}: ${row.entries} entries, stream ${row.streamBytes} B per symbol (${row.perEntryBytes} B per entry of a ${messageBytes}-byte message)`)
     } finally {
       pub.redis.disconnect()
     }
