@@ -21,12 +21,16 @@ function * chunks (list, size) {
 }
 
 /**
- * @param {import('@wsps/shared/redis').RedisSettings & {redisKeyPrefix: string, nodeName: string}} config
- * @param {import('./broker.js').BrokerHandlers} handlers
- * @param {import('pino').Logger} logger
- * @returns {import('./broker.js').Broker}
+ * @typedef {import('./broker.js').Broker & {start: (handlers: import('./broker.js').BrokerHandlers) => void}} RedisBroker
+ *   start() connects and reports to the handlers; nothing is connected before
  */
-export function createRedisBroker (config, handlers, logger) {
+
+/**
+ * @param {import('@wsps/shared/redis').RedisSettings & {redisKeyPrefix: string, nodeName: string}} config
+ * @param {import('pino').Logger} logger
+ * @returns {RedisBroker}
+ */
+export function createRedisBroker (config, logger) {
   const keys = redisKeys(config.redisKeyPrefix)
   const log = logger.child({ component: 'redis' })
   const sharded = config.redisMode === 'cluster'
@@ -38,48 +42,62 @@ export function createRedisBroker (config, handlers, logger) {
   /** @param {string} conn */
   const onError = (conn) => (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
 
-  // autoResubscribe is off on purpose: after a reconnect the hub resubscribes
-  // and sends fresh snapshots itself, so it knows exactly when that is done.
-  // Typed as the single-node client: the methods used here exist on both.
-  const sub = /** @type {import('ioredis').Redis} */ (connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, shardedSubscribers: sharded, onError: onError('sub') }))
-  const cmd = registerScripts(connectRedis(config, { name: `wsps-gw-cmd-${config.nodeName}`, onError: onError('cmd') }))
-
-  const reconnected = () => {
-    channels.clear()
-    if (subReadyOnce && !closing) handlers.onReconnect()
-    subReadyOnce = true
-  }
+  /** @type {import('ioredis').Redis} the subscription connection (start() opens it) */
+  let sub
+  /** @type {ReturnType<typeof registerScripts>} the command connection (start() opens it) */
+  let cmd
   /** @type {NodeJS.Timeout | null} */
   let resyncTimer = null
-  sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
-    const symbol = keys.symbolOf(channel)
-    if (symbol) handlers.onQuote(symbol, message)
-  })
-  if (sharded) {
-    // ioredis keeps one subscriber per shard and replaces it on failover or
-    // resharding; any replacement may have missed quotes: resync.
-    sub.on('+subscriber', () => {
-      if (!subReadyOnce || resyncTimer) return
-      resyncTimer = setTimeout(() => {
-        resyncTimer = null
-        log.info('a shard subscriber was replaced')
-        if (!closing) handlers.onReconnect()
-      }, CLUSTER_RESYNC_DEBOUNCE_MS)
+
+  /**
+   * Opens both connections; from now on quotes, reconnects and status
+   * changes go to the handlers.
+   *
+   * @param {import('./broker.js').BrokerHandlers} handlers
+   */
+  const start = (handlers) => {
+    // autoResubscribe is off on purpose: after a reconnect the hub resubscribes
+    // and sends fresh snapshots itself, so it knows exactly when that is done.
+    // Typed as the single-node client: the methods used here exist on both.
+    sub = /** @type {import('ioredis').Redis} */ (connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, shardedSubscribers: sharded, onError: onError('sub') }))
+    cmd = registerScripts(connectRedis(config, { name: `wsps-gw-cmd-${config.nodeName}`, onError: onError('cmd') }))
+
+    const reconnected = () => {
+      channels.clear()
+      if (subReadyOnce && !closing) handlers.onReconnect()
+      subReadyOnce = true
+    }
+    sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
+      const symbol = keys.symbolOf(channel)
+      if (symbol) handlers.onQuote(symbol, message)
     })
-  }
-  for (const [name, conn] of /** @type {const} */ ([['sub', sub], ['cmd', cmd]])) {
-    conn.on('ready', () => {
-      log.info({ conn: name }, 'redis ready')
-      handlers.onStatus?.(true, name)
-      if (name === 'sub') reconnected()
-    })
-    conn.on('close', () => {
-      if (!closing) log.warn({ conn: name }, 'redis connection lost')
-      handlers.onStatus?.(false, name)
-    })
+    if (sharded) {
+      // ioredis keeps one subscriber per shard and replaces it on failover or
+      // resharding; any replacement may have missed quotes: resync.
+      sub.on('+subscriber', () => {
+        if (!subReadyOnce || resyncTimer) return
+        resyncTimer = setTimeout(() => {
+          resyncTimer = null
+          log.info('a shard subscriber was replaced')
+          if (!closing) handlers.onReconnect()
+        }, CLUSTER_RESYNC_DEBOUNCE_MS)
+      })
+    }
+    for (const [name, conn] of /** @type {const} */ ([['sub', sub], ['cmd', cmd]])) {
+      conn.on('ready', () => {
+        log.info({ conn: name }, 'redis ready')
+        handlers.onStatus?.(true, name)
+        if (name === 'sub') reconnected()
+      })
+      conn.on('close', () => {
+        if (!closing) log.warn({ conn: name }, 'redis connection lost')
+        handlers.onStatus?.(false, name)
+      })
+    }
   }
 
   return {
+    start,
     async subscribe (symbols) {
       const names = symbols.map(keys.channel)
       if (sharded) {

@@ -19,11 +19,11 @@
 // overlap and nothing falls between them.
 
 import { Feed, Taken } from './feed.js'
-import { FULL_RATE } from './outbox.js'
+import { FULL_RATE } from './subscriptions.js'
 
 /**
  * @typedef {import('./delta.js').Quote} Quote
- * @typedef {import('./outbox.js').Outbox} Outbox
+ * @typedef {import('./connection.js').Connection} Client
  */
 
 export class Hub {
@@ -100,8 +100,8 @@ export class Hub {
    * what it does not hold).
    *
    * @param {string} symbol
-   * @param {Outbox} client
-   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (outbox.js)
+   * @param {Client} client
+   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (subscriptions.js)
    * @returns {string | null}
    */
   add (symbol, client, delivery = FULL_RATE) {
@@ -168,7 +168,7 @@ export class Hub {
 
   /**
    * @param {string} symbol
-   * @param {Outbox} client
+   * @param {Client} client
    * @param {number} [delivery] as it was added with
    */
   remove (symbol, client, delivery = FULL_RATE) {

@@ -1,10 +1,10 @@
-// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Outbox
+// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Connection (and its Outbox)
 // over fake sockets; the wire view is checked with the protocol's own rules.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { CloseCode, continues } from '@wsps/protocol'
 import { diffQuotes } from '../src/delta.js'
-import { DISTINCT, FULL_RATE } from '../src/outbox.js'
+import { DISTINCT, FULL_RATE } from '../src/subscriptions.js'
 import { gatewayParts, limits, quote, tick } from './helper.js'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
@@ -64,11 +64,11 @@ test('every subscriber of an update gets the same frame buffer', async () => {
   const { hub, clients, pass } = await live(['AAPL'], 3)
   /** @type {unknown[]} */
   const raw = []
-  for (const { ws } of clients) ws.send = (/** @type {unknown} */ d) => { raw.push(d) }
+  for (const { ws } of clients) ws.write = (/** @type {unknown} */ d) => { raw.push(d) }
   hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
   pass()
   assert.equal(raw.length, 3)
-  assert.ok(raw[0] === raw[1] && raw[1] === raw[2], 'serialized once, one Buffer')
+  assert.ok(raw[0] === raw[1] && raw[1] === raw[2], 'serialized once, one frame')
 })
 
 test('a slow reader is skipped, then resynced with the latest quote as a snapshot', async () => {
@@ -124,7 +124,7 @@ test('an unsubscribed symbol queued in this window is not sent', async () => {
   a.c.unsubscribe(['AAPL'], () => {})
   assert.equal(a.c.flush(Date.now(), 99, stats), false)
   assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => q.symbol), ['MSFT'])
-  assert.deepEqual(a.c.symbols, ['MSFT'])
+  assert.deepEqual(a.c.subscriptions.symbols, ['MSFT'])
 })
 
 test('a reader joining between a quote and the next pass gets a snapshot the pending update continues', async () => {
@@ -255,7 +255,7 @@ test('a held symbol moved to another delivery gets a fresh snapshot and then tha
   hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
   hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
   pass()
-  assert.equal(a.c.deliveryOf('AAPL'), DISTINCT)
+  assert.equal(a.c.subscriptions.deliveryOf('AAPL'), DISTINCT)
   assert.deepEqual(replay(a.ws.sent, new Map()), [])
   assert.deepEqual(a.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [3, 4])
 })
