@@ -1,14 +1,14 @@
 // One client connection, and its fate in one place: its transport,
 // liveness, admission bookkeeping (auth state and grants, message rate,
-// protocol strikes, token expiry), its subscriptions (subscriptions.js) and
-// their delivery: the fan-out hands it updates, its Outbox (outbox.js)
-// queues them and returns a verdict, and the connection writes or closes.
-// close() is the one place a connection is closed, always with a named
-// Disconnect (services/protocol).
+// protocol strikes, token expiry), the symbols it subscribed with the
+// delivery of each, and their delivery: the fan-out hands it updates, its
+// Outbox (outbox.js) queues them and returns a verdict, and the connection
+// writes or closes. close() is the one place a connection is closed,
+// always with a named Disconnect (services/protocol).
 
 import { Disconnect, ServerOp } from '@wsps/protocol'
 import { Outbox, Verdict } from './outbox.js'
-import { FULL_RATE, Subscriptions } from './subscriptions.js'
+import { FULL_RATE } from './delivery.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
 
 /**
@@ -68,7 +68,20 @@ export class Connection {
   #authed
   /** Set once the transport closed and dispose() ran. */
   #closed = false
-  #subscriptions = new Subscriptions()
+  /**
+   * Subscribed symbols, in order. An array, not a Set: at the usual few
+   * dozen symbols it costs a third of the memory (idle connections are
+   * what a gateway holds most of); see holds() for large lists. Kept here,
+   * not in an object of their own: a few bytes per idle connection.
+   * @type {string[]}
+   */
+  #symbols = []
+  /**
+   * Delivery of the symbols not at FULL_RATE; null while every one is (the
+   * default costs no map).
+   * @type {Map<string, number> | null}
+   */
+  #delivery = null
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
@@ -112,8 +125,8 @@ export class Connection {
   get authed () { return this.#authed }
   /** True once the transport closed and dispose() ran. */
   get closed () { return this.#closed }
-  /** The symbols it subscribed and their delivery (read only: change them through the connection). */
-  get subscriptions () { return this.#subscriptions }
+  /** @returns {readonly string[]} the subscribed symbols, in order */
+  get symbols () { return this.#symbols }
   /** The code the gateway closed with, if it did (a stuck reader never echoes it: 1006). */
   get closeCode () { return this.#closeCode }
   get open () { return this.#transport.open }
@@ -236,13 +249,37 @@ export class Connection {
   }
 
   /**
+   * A membership test for the subscribed symbols: a scan for short lists,
+   * a Set built once for long ones (WSPS_MAX_SUBSCRIPTIONS may be 10,000).
+   *
+   * @returns {(symbol: string) => boolean}
+   */
+  holds () {
+    const subs = this.#symbols
+    if (subs.length <= 32) return (s) => subs.includes(s)
+    const set = new Set(subs)
+    return (s) => set.has(s)
+  }
+
+  /**
+   * @param {string} symbol
+   * @returns {number} its delivery (DISTINCT, FULL_RATE or a maxRate: delivery.js)
+   */
+  deliveryOf (symbol) {
+    return this.#delivery?.get(symbol) ?? FULL_RATE
+  }
+
+  /**
    * Adds symbols it does not hold yet (the caller checked).
    *
    * @param {string[]} fresh
-   * @param {number} [delivery] DISTINCT, FULL_RATE or a maxRate (subscriptions.js)
+   * @param {number} [delivery]
    */
   subscribe (fresh, delivery = FULL_RATE) {
-    this.#subscriptions.add(fresh, delivery)
+    // concat allocates exactly what is held; push would leave slack in
+    // every idle connection's list.
+    if (fresh.length) this.#symbols = this.#symbols.concat(fresh)
+    for (const s of fresh) this.#setDelivery(s, delivery)
   }
 
   /**
@@ -254,7 +291,20 @@ export class Connection {
    */
   redeliver (symbol, delivery) {
     this.#outbox.drop([symbol])
-    this.#subscriptions.setDelivery(symbol, delivery)
+    this.#setDelivery(symbol, delivery)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} delivery
+   */
+  #setDelivery (symbol, delivery) {
+    if (delivery !== FULL_RATE) {
+      (this.#delivery ??= new Map()).set(symbol, delivery)
+    } else if (this.#delivery !== null) {
+      this.#delivery.delete(symbol)
+      if (this.#delivery.size === 0) this.#delivery = null
+    }
   }
 
   /**
@@ -265,7 +315,18 @@ export class Connection {
    *   each symbol that was held, with the delivery it had
    */
   unsubscribe (symbols, onRemoved) {
-    this.#subscriptions.remove(symbols, onRemoved)
+    const gone = new Set(symbols)
+    /** @type {string[]} */
+    const kept = []
+    for (const s of this.#symbols) {
+      if (gone.has(s)) {
+        onRemoved(s, this.deliveryOf(s))
+        this.#setDelivery(s, FULL_RATE)
+      } else {
+        kept.push(s)
+      }
+    }
+    this.#symbols = kept
     this.#outbox.drop(symbols)
   }
 
@@ -321,13 +382,13 @@ export class Connection {
       return false
     }
     const t = this.#transport
-    const verdict = out.verdict(t.bufferedAmount, now, this.#subscriptions, stats)
+    const verdict = out.verdict(t.bufferedAmount, now, this, stats)
     if (verdict === Verdict.DISCONNECT) {
       this.close(Disconnect.SLOW_CONSUMER)
       return false
     }
     if (verdict === Verdict.WRITE) {
-      const snap = out.catchUp(this.#subscriptions, stats)
+      const snap = out.catchUp(this, stats)
       if (snap !== null) t.write(snap, ServerOp.SNAP)
     }
     const frame = out.take(tick, stats)
@@ -366,7 +427,8 @@ export class Connection {
   dispose () {
     this.#disarm()
     this.#closed = true
-    this.#subscriptions.clear()
+    this.#symbols = []
+    this.#delivery = null
     this.#outbox.dispose()
   }
 }

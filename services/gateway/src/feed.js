@@ -18,7 +18,7 @@
 
 import { diffQuotes, mergeUpdates } from './delta.js'
 import { Lane } from './lane.js'
-import { DISTINCT, FULL_RATE } from './subscriptions.js'
+import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeSnap } from './protocol.js'
 import { TextFrame } from './text-frame.js'
 import { removeFrom } from './unordered.js'
@@ -138,7 +138,7 @@ export class Feed {
    * Adds a subscriber (Sessions adds a symbol to a client at most once).
    *
    * @param {Client} client
-   * @param {number} delivery FULL_RATE, DISTINCT or a maxRate (subscriptions.js)
+   * @param {number} delivery FULL_RATE, DISTINCT or a maxRate (delivery.js)
    * @returns {string | null} when live, the full quote it must start from
    *   (the caller sends it as the snapshot); otherwise it gets its snapshot
    *   when the symbol goes live or quotes first

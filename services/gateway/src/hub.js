@@ -19,7 +19,7 @@
 // overlap and nothing falls between them.
 
 import { Feed, Taken } from './feed.js'
-import { FULL_RATE } from './subscriptions.js'
+import { FULL_RATE } from './delivery.js'
 
 /**
  * @typedef {import('./delta.js').Quote} Quote
@@ -101,7 +101,7 @@ export class Hub {
    *
    * @param {string} symbol
    * @param {Client} client
-   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (subscriptions.js)
+   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (delivery.js)
    * @returns {string | null}
    */
   add (symbol, client, delivery = FULL_RATE) {

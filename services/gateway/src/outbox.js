@@ -10,13 +10,14 @@
 
 import { encodeQuotes, encodeSnap } from './protocol.js'
 import { batchBucket } from './metrics.js'
-import { DISTINCT } from './subscriptions.js'
+import { DISTINCT } from './delivery.js'
 import { TextFrame } from './text-frame.js'
 
 /**
  * @typedef {import('./delta.js').Update} Update
  * @typedef {import('./fanout.js').PassStats} PassStats
- * @typedef {import('./subscriptions.js').Subscriptions} Subscriptions
+ * @typedef {{deliveryOf: (symbol: string) => number}} Subscriptions the delivery of each
+ *   symbol (the Connection)
  *
  * @typedef {object} OutboxContext shared by every outbox of a gateway
  * @property {import('./metrics.js').GatewayMetrics} metrics

@@ -13,7 +13,7 @@
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
 import { notEntitled, ungranted } from './auth.js'
-import { DISTINCT, FULL_RATE } from './subscriptions.js'
+import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
 import { cursorOf } from './recovery.js'
 import { TextFrame } from './text-frame.js'
@@ -166,7 +166,7 @@ export class Sessions {
   async onAuth (client, token, id) {
     if (this.authenticate === null) {
       // Auth is off: every connection is authed already; nothing to replace.
-      client.send(encodeAck(id, client.subscriptions.symbols), ServerOp.ACK)
+      client.send(encodeAck(id, client.symbols), ServerOp.ACK)
       return
     }
     const auth = await this.authenticate(token)
@@ -182,13 +182,13 @@ export class Sessions {
       return
     }
     client.authorize(auth.grants, auth.expiresAt)
-    const revoked = ungranted(auth.grants, client.subscriptions.symbols)
+    const revoked = ungranted(auth.grants, client.symbols)
     if (revoked.length) {
       this.removeSymbols(client, revoked)
       this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
       client.send(encodeError({ code: ErrorCode.GRANT_REVOKED, message: 'the new token does not grant these symbols; unsubscribed', symbols: revoked }), ServerOp.ERROR)
     }
-    client.send(encodeAck(id, client.subscriptions.symbols, auth.expiresAt === null ? null : { expiresInMs: auth.expiresAt - Date.now() }), ServerOp.ACK)
+    client.send(encodeAck(id, client.symbols, auth.expiresAt === null ? null : { expiresInMs: auth.expiresAt - Date.now() }), ServerOp.ACK)
   }
 
   /**
@@ -245,20 +245,19 @@ export class Sessions {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
       return null
     }
-    const subs = client.subscriptions
     const delivery = mode === DeliveryMode.DISTINCT ? DISTINCT : maxRate ?? FULL_RATE
-    const held = subs.holds()
+    const held = client.holds()
     const fresh = symbols.filter((s) => !held(s))
-    const moved = symbols.filter((s) => held(s) && subs.deliveryOf(s) !== delivery)
+    const moved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
     const denied = ungranted(client.grants, fresh)
     if (denied.length) {
       this.reject(client, notEntitled(denied, id))
       return null
     }
-    if (subs.symbols.length + fresh.length > this.maxSubscriptions) {
+    if (client.symbols.length + fresh.length > this.maxSubscriptions) {
       this.reject(client, {
         code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${subs.symbols.length})`,
+        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`,
         id
       })
       return null
@@ -288,11 +287,11 @@ export class Sessions {
         this.reject(client, notEntitled(denied, id))
         return
       }
-      const held = subs.holds()
+      const held = client.holds()
       const nowFresh = symbols.filter((s) => !held(s))
-      const nowMoved = symbols.filter((s) => held(s) && subs.deliveryOf(s) !== delivery)
-      if (subs.symbols.length + nowFresh.length > this.maxSubscriptions) {
-        this.reject(client, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${subs.symbols.length})`, id })
+      const nowMoved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
+      if (client.symbols.length + nowFresh.length > this.maxSubscriptions) {
+        this.reject(client, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`, id })
         return
       }
       this.#apply(client, req, delivery, nowFresh, nowMoved, plan)
@@ -313,10 +312,9 @@ export class Sessions {
    */
   #apply (client, req, delivery, fresh, moved, plan) {
     const { id, mode, maxRate, since } = req
-    const subs = client.subscriptions
     client.subscribe(fresh, delivery)
     for (const s of moved) {
-      this.hub.remove(s, client, subs.deliveryOf(s))
+      this.hub.remove(s, client, client.deliveryOf(s))
       client.redeliver(s, delivery)
     }
     /** @type {string[]} */
@@ -360,7 +358,7 @@ export class Sessions {
     /** @type {{mode?: string, maxRate?: number, recovered?: Record<string, boolean>}} */
     const extra = mode === undefined && maxRate === undefined ? {} : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
     if (since !== undefined) extra.recovered = recovered
-    client.send(encodeAck(id, subs.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
+    client.send(encodeAck(id, client.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
     if (replay.length) {
       this.metrics.recoveredTicks.inc(replay.length)
       client.drop(replayed)
@@ -405,7 +403,7 @@ export class Sessions {
    */
   unsubscribe (client, symbols, id) {
     this.removeSymbols(client, symbols)
-    client.send(encodeAck(id, client.subscriptions.symbols), ServerOp.ACK)
+    client.send(encodeAck(id, client.symbols), ServerOp.ACK)
   }
 
   /**
@@ -422,8 +420,7 @@ export class Sessions {
    * @param {Client} client
    */
   onClose (client) {
-    const subs = client.subscriptions
-    for (const s of subs.symbols) this.hub.remove(s, client, subs.deliveryOf(s))
+    for (const s of client.symbols) this.hub.remove(s, client, client.deliveryOf(s))
     client.dispose()
   }
 }

@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import { ReadyState } from '@wsps/protocol'
 import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
-import { DISTINCT } from '../src/subscriptions.js'
+import { DISTINCT } from '../src/delivery.js'
 import { gatewayParts, quote, silent, tick } from './helper.js'
 
 const EPOCH = 'k3x9ab'

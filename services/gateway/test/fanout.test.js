@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { CloseCode, continues } from '@wsps/protocol'
 import { diffQuotes } from '../src/delta.js'
-import { DISTINCT, FULL_RATE } from '../src/subscriptions.js'
+import { DISTINCT, FULL_RATE } from '../src/delivery.js'
 import { gatewayParts, limits, quote, tick } from './helper.js'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
@@ -124,7 +124,7 @@ test('an unsubscribed symbol queued in this window is not sent', async () => {
   a.c.unsubscribe(['AAPL'], () => {})
   assert.equal(a.c.flush(Date.now(), 99, stats), false)
   assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => q.symbol), ['MSFT'])
-  assert.deepEqual(a.c.subscriptions.symbols, ['MSFT'])
+  assert.deepEqual(a.c.symbols, ['MSFT'])
 })
 
 test('a reader joining between a quote and the next pass gets a snapshot the pending update continues', async () => {
@@ -255,7 +255,7 @@ test('a held symbol moved to another delivery gets a fresh snapshot and then tha
   hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
   hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
   pass()
-  assert.equal(a.c.subscriptions.deliveryOf('AAPL'), DISTINCT)
+  assert.equal(a.c.deliveryOf('AAPL'), DISTINCT)
   assert.deepEqual(replay(a.ws.sent, new Map()), [])
   assert.deepEqual(a.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [3, 4])
 })
