@@ -5,12 +5,14 @@
 // sockets or responses: each server words its own refusals.
 
 import { ErrorCode } from '@wsps/protocol'
+import { notEntitled, ungranted } from './auth.js'
 
 /**
  * @typedef {{ok: true, ip: string}} Admitted ip: the client's place in the
  *   per-IP count (NO_IP_LIMIT when there is no limit)
- * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string}} Refused
- *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label
+ * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string, symbols?: string[]}} Refused
+ *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label;
+ *   symbols: those the token does not grant (NOT_ENTITLED)
  * @typedef {{ok: true, ip: string, authed: boolean, grants: import('./auth.js').Grants | null, expiresAt: number | null}} Lease
  *   a connection that may open: its place in the per-IP count (held until
  *   settle(), then until release()); authed: false when auth is on and the
@@ -117,19 +119,21 @@ export class Admission {
 
   /**
    * The one admission path of every transport: the gate (admit()), the
-   * token check when auth is on, then the gate's drain check again (the
-   * token check may have waited). A lease holds the connection's places
-   * until settle(). With auth off nothing is awaited: a connection opens in
-   * the turn it was admitted.
+   * token check when auth is on (and the entitlement check of the symbols
+   * the request names), then the gate's drain check again (the token check
+   * may have waited). A lease holds the connection's places until settle().
+   * With auth off nothing is awaited: a connection opens in the turn it was
+   * admitted.
    *
    * @param {import('node:http').IncomingMessage} req
    * @param {string | null} token what the request carries (null: none)
-   * @param {{authFrame?: boolean}} [options] authFrame: without a token the
-   *   connection may open unauthenticated, its token to follow in the first
-   *   frame (WebSocket)
+   * @param {{authFrame?: boolean, symbols?: readonly string[]}} [options]
+   *   authFrame: without a token the connection may open unauthenticated,
+   *   its token to follow in the first frame (WebSocket); symbols: what the
+   *   request subscribes at once (SSE), which the token must grant
    * @returns {Promise<Lease | Refused>}
    */
-  async open (req, token, { authFrame = false } = {}) {
+  async open (req, token, { authFrame = false, symbols = [] } = {}) {
     const gate = this.admit(req)
     if (!gate.ok) return gate
     let leased = false
@@ -143,6 +147,11 @@ export class Admission {
         if (!auth.ok) return { ok: false, status: 401, code: ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}`, result: 'unauthorized' }
         grants = auth.grants
         expiresAt = auth.expiresAt
+        const denied = ungranted(grants, symbols)
+        if (denied.length) {
+          const { code, message } = notEntitled(denied)
+          return { ok: false, status: 403, code, message, result: 'not_entitled', symbols: denied }
+        }
       }
       if (this.#draining || req.socket.destroyed) {
         return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: this.#draining ? 'draining' : 'aborted' }

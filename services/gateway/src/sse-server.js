@@ -8,12 +8,12 @@
 // requests over pods does not promise.
 //
 // The same admission as WebSocket upgrades (admission.js open(): drain,
-// capacity, Origin, per IP, the token), the same entitlement check
-// (auth.js ungranted()) and the same limits; every refusal is a 4xx/503
-// whose JSON body is a protocol error frame.
+// capacity, Origin, per IP, the token, and the entitlement check of auth.js
+// for the symbols asked for) and the same limits; every refusal is a
+// 4xx/503 whose JSON body is a protocol error frame.
 
 import { ClientOp, ErrorCode, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
-import { bearerOf, notEntitled, ungranted } from './auth.js'
+import { bearerOf } from './auth.js'
 import { encodeAck, encodeError } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 
@@ -93,26 +93,19 @@ export class SseServer {
     // EventSource can send no header: ?token= is allowed here only, and
     // masked in every log line (services/shared logger, nginx).
     const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
-    const lease = await this.#admission.open(req, token)
+    const lease = await this.#admission.open(req, token, { symbols })
     if (!lease.ok) {
       // This counter has always counted a stream whose client went away
       // during the token check as `draining`.
       m.inc({ result: lease.result === 'aborted' ? 'draining' : lease.result })
       if (lease.retryAfter) reply.header('Retry-After', lease.retryAfter)
-      return refuse(request, reply, lease.status, { code: lease.code, message: lease.message })
+      return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols })
     }
-    let opened = false
     try {
-      const denied = ungranted(lease.grants, symbols)
-      if (denied.length) {
-        m.inc({ result: 'not_entitled' })
-        return refuse(request, reply, 403, notEntitled(denied))
-      }
-      opened = true
       this.#stream(reply, lease, symbols)
       m.inc({ result: 'accepted' })
     } finally {
-      this.#admission.settle(lease.ip, opened)
+      this.#admission.settle(lease.ip, true)
     }
   }
 
