@@ -130,7 +130,7 @@ export class SseServer {
     res.socket?.setNoDelay(true)
     const transport = new SseTransport(res, firstEventId(reply.request.headers['last-event-id']))
     const client = this.#connections.open(transport, lease)
-    transport.onAlive = () => client.markAlive()
+    transport.serve(client)
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
     this.#sessions.welcome(client, lease.grants, lease.expiresAt)

@@ -23,8 +23,8 @@ export class SseTransport {
   #nextId
   /** Frames may be written: until close(), terminate() or the response closed. */
   #open = true
-  /** Told after every heartbeat written: the connection counts as alive (see ping()). */
-  onAlive = () => {}
+  /** @type {import('./connection.js').Connection | null} the connection it carries: alive after every heartbeat (see ping()) */
+  #connection = null
 
   /**
    * @param {import('node:http').ServerResponse} res headers already sent
@@ -34,6 +34,15 @@ export class SseTransport {
     this.#res = res
     this.#nextId = firstId
     res.on('close', () => { this.#open = false })
+  }
+
+  /**
+   * From now on it carries this connection.
+   *
+   * @param {import('./connection.js').Connection} connection
+   */
+  serve (connection) {
+    this.#connection = connection
   }
 
   get open () {
@@ -79,7 +88,7 @@ export class SseTransport {
   ping () {
     if (!this.#open) return
     this.#res.write(':\n\n')
-    this.onAlive()
+    this.#connection?.markAlive()
   }
 
   terminate () {

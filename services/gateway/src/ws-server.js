@@ -188,9 +188,7 @@ function socketHandlers (log, sessions, connections) {
      * @param {number} code
      */
     close (code) {
-      const socket = /** @type {WsTransport} */ (this)
-      const client = socket.connection
-      socket.connection = null
+      const client = /** @type {WsTransport} */ (this).detach()
       if (client) connections.onClose(client, code)
     }
   }

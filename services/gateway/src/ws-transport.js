@@ -41,9 +41,14 @@ const SENDER_IDLE = 0
 
 export class WsTransport extends WebSocket {
   /** @type {import('./connection.js').Connection | null} */
-  connection = null
+  #connection = null
   /** @type {SocketEvents | null} */
   #events = null
+
+  /** @returns {import('./connection.js').Connection | null} the connection it carries (null once detached) */
+  get connection () {
+    return this.#connection
+  }
 
   /**
    * From now on `ws`'s events on this socket go to `events` (those it has
@@ -53,8 +58,19 @@ export class WsTransport extends WebSocket {
    * @param {SocketEvents} events
    */
   serve (connection, events) {
-    this.connection = connection
+    this.#connection = connection
     this.#events = events
+  }
+
+  /**
+   * The socket closed: it carries its connection no more.
+   *
+   * @returns {import('./connection.js').Connection | null} the connection it carried
+   */
+  detach () {
+    const connection = this.#connection
+    this.#connection = null
+    return connection
   }
 
   /**
