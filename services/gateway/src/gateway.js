@@ -5,7 +5,7 @@
 
 import cluster from 'node:cluster'
 import { createServer } from 'node:http'
-import prom from 'prom-client'
+import client from 'prom-client'
 import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
 import { Admission } from './admission.js'
 import { createAuthenticator } from './auth.js'
@@ -182,7 +182,7 @@ function podRegistryOf (peer, own) {
     contentType: own.contentType,
     metrics: async () => {
       const all = /** @type {import('prom-client').MetricObjectWithValues<import('prom-client').MetricValue<string>>[][]} */ (await peer.ask('metrics'))
-      return prom.AggregatorRegistry.aggregate(all).metrics()
+      return client.AggregatorRegistry.aggregate(all).metrics()
     }
   }
 }

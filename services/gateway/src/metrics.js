@@ -1,7 +1,7 @@
 // Prometheus metrics of one gateway. A registry per instance (not the global
 // one) so tests can run several gateways in one process.
 
-import prom from 'prom-client'
+import client from 'prom-client'
 import { ServerOp } from '@wsps/protocol'
 
 /**
@@ -35,49 +35,49 @@ const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.
  * @param {Record<string, string>} [labels] more labels on every series (a worker's number)
  */
 export function createGatewayMetrics (node, labels = {}) {
-  const registry = new prom.Registry()
+  const registry = new client.Registry()
   registry.setDefaultLabels({ node, ...labels })
-  prom.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 })
+  client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 })
   const reg = { registers: [registry] }
-  const messagesOut = new prom.Counter({ name: 'wsps_gateway_messages_out_total', help: 'Frames sent to clients by op.', labelNames: ['op'], ...reg })
+  const messagesOut = new client.Counter({ name: 'wsps_gateway_messages_out_total', help: 'Frames sent to clients by op.', labelNames: ['op'], ...reg })
   return {
     registry,
-    connections: new prom.Gauge({ name: 'wsps_gateway_connections', help: 'Open client connections (WebSocket and SSE).', ...reg }),
-    upgrades: new prom.Counter({ name: 'wsps_gateway_upgrades_total', help: 'WebSocket upgrade attempts by result.', labelNames: ['result'], ...reg }),
-    sseRequests: new prom.Counter({ name: 'wsps_gateway_sse_requests_total', help: 'GET /sse requests by result (accepted streams and refusals).', labelNames: ['result'], ...reg }),
-    closes: new prom.Counter({ name: 'wsps_gateway_closes_total', help: 'Closed connections by close code.', labelNames: ['code'], ...reg }),
-    subscriptions: new prom.Gauge({ name: 'wsps_gateway_subscriptions', help: 'Connection-symbol subscriptions held.', ...reg }),
-    symbols: new prom.Gauge({ name: 'wsps_gateway_symbols', help: 'Symbols with at least one local subscriber.', ...reg }),
-    redisChannels: new prom.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
-    redisUp: new prom.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
-    resyncs: new prom.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
-    gapFills: new prom.Counter({ name: 'wsps_gateway_gap_fills_total', help: 'Symbols resumed after a Redis reconnect: `filled` from history (nothing lost), `snapshot` where history could not cover the hole (subscribers got a snap marked recovered:false).', labelNames: ['result'], ...reg }),
-    gapTicks: new prom.Counter({ name: 'wsps_gateway_gap_ticks_total', help: 'Ticks missed during a Redis reconnect and delivered from history.', ...reg }),
-    recoveries: new prom.Counter({ name: 'wsps_gateway_recoveries_total', help: 'Symbols clients resumed with `since`, by delivery mode and result (recovered, or not: a snap).', labelNames: ['mode', 'result'], ...reg }),
-    recoveredTicks: new prom.Counter({ name: 'wsps_gateway_recovered_ticks_total', help: 'Ticks replayed from history to distinct subscribers that resumed with `since`.', ...reg }),
-    quotesIn: new prom.Counter({ name: 'wsps_gateway_quotes_in_total', help: 'Quotes received from Redis.', ...reg }),
-    staleIn: new prom.Counter({ name: 'wsps_gateway_quotes_stale_total', help: 'Quotes received with a seq not above the held one (dropped).', ...reg }),
+    connections: new client.Gauge({ name: 'wsps_gateway_connections', help: 'Open client connections (WebSocket and SSE).', ...reg }),
+    upgrades: new client.Counter({ name: 'wsps_gateway_upgrades_total', help: 'WebSocket upgrade attempts by result.', labelNames: ['result'], ...reg }),
+    sseRequests: new client.Counter({ name: 'wsps_gateway_sse_requests_total', help: 'GET /sse requests by result (accepted streams and refusals).', labelNames: ['result'], ...reg }),
+    closes: new client.Counter({ name: 'wsps_gateway_closes_total', help: 'Closed connections by close code.', labelNames: ['code'], ...reg }),
+    subscriptions: new client.Gauge({ name: 'wsps_gateway_subscriptions', help: 'Connection-symbol subscriptions held.', ...reg }),
+    symbols: new client.Gauge({ name: 'wsps_gateway_symbols', help: 'Symbols with at least one local subscriber.', ...reg }),
+    redisChannels: new client.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
+    redisUp: new client.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
+    resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
+    gapFills: new client.Counter({ name: 'wsps_gateway_gap_fills_total', help: 'Symbols resumed after a Redis reconnect: `filled` from history (nothing lost), `snapshot` where history could not cover the hole (subscribers got a snap marked recovered:false).', labelNames: ['result'], ...reg }),
+    gapTicks: new client.Counter({ name: 'wsps_gateway_gap_ticks_total', help: 'Ticks missed during a Redis reconnect and delivered from history.', ...reg }),
+    recoveries: new client.Counter({ name: 'wsps_gateway_recoveries_total', help: 'Symbols clients resumed with `since`, by delivery mode and result (recovered, or not: a snap).', labelNames: ['mode', 'result'], ...reg }),
+    recoveredTicks: new client.Counter({ name: 'wsps_gateway_recovered_ticks_total', help: 'Ticks replayed from history to distinct subscribers that resumed with `since`.', ...reg }),
+    quotesIn: new client.Counter({ name: 'wsps_gateway_quotes_in_total', help: 'Quotes received from Redis.', ...reg }),
+    staleIn: new client.Counter({ name: 'wsps_gateway_quotes_stale_total', help: 'Quotes received with a seq not above the held one (dropped).', ...reg }),
     messagesOut,
     /** Pre-bound children: the hot path must not hash label sets per frame. */
-    framesOut: /** @type {Record<import('@wsps/protocol').ServerOpName, prom.Counter.Internal>} */ (Object.fromEntries(
+    framesOut: /** @type {Record<import('@wsps/protocol').ServerOpName, client.Counter.Internal>} */ (Object.fromEntries(
       FRAME_OPS.map((op) => [op, messagesOut.labels({ op })])
     )),
-    quotesOut: new prom.Counter({ name: 'wsps_gateway_quotes_out_total', help: 'Quote entries delivered to clients (a frame carries several).', ...reg }),
-    bytesOut: new prom.Counter({ name: 'wsps_gateway_bytes_out_total', help: 'Payload bytes sent to clients.', ...reg }),
+    quotesOut: new client.Counter({ name: 'wsps_gateway_quotes_out_total', help: 'Quote entries delivered to clients (a frame carries several).', ...reg }),
+    bytesOut: new client.Counter({ name: 'wsps_gateway_bytes_out_total', help: 'Payload bytes sent to clients.', ...reg }),
     /** Counted per pass, not per frame: a histogram observe per frame is measurable on the hot path. */
     framesByBatch: (() => {
-      const c = new prom.Counter({ name: 'wsps_gateway_frames_by_batch_total', help: 'q frames by quotes per frame (batch size).', labelNames: ['batch'], ...reg })
+      const c = new client.Counter({ name: 'wsps_gateway_frames_by_batch_total', help: 'q frames by quotes per frame (batch size).', labelNames: ['batch'], ...reg })
       return BATCH_LABELS.map((batch) => c.labels({ batch }))
     })(),
-    conflated: new prom.Counter({ name: 'wsps_gateway_conflated_total', help: 'Updates a slow reader skipped (it gets the latest quote of the symbol as a snapshot when it catches up).', ...reg }),
-    slowClients: new prom.Gauge({ name: 'wsps_gateway_slow_clients', help: 'Connections over the send high-water mark right now.', ...reg }),
-    publishToSend: new prom.Histogram({
+    conflated: new client.Counter({ name: 'wsps_gateway_conflated_total', help: 'Updates a slow reader skipped (it gets the latest quote of the symbol as a snapshot when it catches up).', ...reg }),
+    slowClients: new client.Gauge({ name: 'wsps_gateway_slow_clients', help: 'Connections over the send high-water mark right now.', ...reg }),
+    publishToSend: new client.Histogram({
       name: 'wsps_gateway_publish_to_send_seconds',
       help: 'Quote age (fetcher ts to the end of the fan-out tick that wrote it to sockets).',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       ...reg
     }),
-    clientErrors: new prom.Counter({ name: 'wsps_gateway_client_errors_total', help: 'Error replies to clients by code.', labelNames: ['code'], ...reg })
+    clientErrors: new client.Counter({ name: 'wsps_gateway_client_errors_total', help: 'Error replies to clients by code.', labelNames: ['code'], ...reg })
   }
 }
 
