@@ -13,10 +13,11 @@ import { notEntitled, ungranted } from './auth.js'
  * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string, symbols?: string[]}} Refused
  *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label;
  *   symbols: those the token does not grant (NOT_ENTITLED)
- * @typedef {{ok: true, ip: string, authed: boolean, grants: import('./auth.js').Grants | null, expiresAt: number | null}} Lease
+ * @typedef {{ok: true, ip: string, authed: boolean, grants: import('./auth.js').Grants | null, expiresAt: number | null, symbols: string[]}} Lease
  *   a connection that may open: its place in the per-IP count (held until
  *   settle(), then until release()); authed: false when auth is on and the
- *   token is to come in the first frame; grants and expiresAt: the token's
+ *   token is to come in the first frame; grants and expiresAt: the token's;
+ *   symbols: what it subscribes at once (granted)
  */
 
 /**
@@ -25,6 +26,14 @@ import { notEntitled, ungranted } from './auth.js'
  * a {address, family, port} record and its string on every socket).
  */
 export const NO_IP_LIMIT = ''
+
+/**
+ * @typedef {{ok: true, symbols: string[]} | {ok: false, error: import('./protocol.js').ProtocolError}} Symbols
+ *   the symbols a request subscribes at once, as parsed
+ */
+
+/** @type {Symbols} */
+const NO_SYMBOLS = Object.freeze({ ok: true, symbols: [] })
 
 export class Admission {
   #maxConnections
@@ -127,17 +136,23 @@ export class Admission {
    *
    * @param {import('node:http').IncomingMessage} req
    * @param {string | null} token what the request carries (null: none)
-   * @param {{authFrame?: boolean, symbols?: readonly string[]}} [options]
+   * @param {{authFrame?: boolean, symbols?: Symbols}} [options]
    *   authFrame: without a token the connection may open unauthenticated,
    *   its token to follow in the first frame (WebSocket); symbols: what the
-   *   request subscribes at once (SSE), which the token must grant
+   *   request subscribes at once (SSE), as parsed: malformed, the request is
+   *   refused (400) once the gate let it through; else the token must grant
+   *   them
    * @returns {Promise<Lease | Refused>}
    */
-  async open (req, token, { authFrame = false, symbols = [] } = {}) {
+  async open (req, token, { authFrame = false, symbols = NO_SYMBOLS } = {}) {
     const gate = this.admit(req)
     if (!gate.ok) return gate
     let leased = false
     try {
+      if (!symbols.ok) {
+        const { code, message, symbols: bad } = symbols.error
+        return { ok: false, status: 400, code, message, result: 'bad_request', symbols: bad }
+      }
       /** @type {import('./auth.js').Grants | null} */
       let grants = null
       let expiresAt = null
@@ -147,7 +162,7 @@ export class Admission {
         if (!auth.ok) return { ok: false, status: 401, code: ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}`, result: 'unauthorized' }
         grants = auth.grants
         expiresAt = auth.expiresAt
-        const denied = ungranted(grants, symbols)
+        const denied = ungranted(grants, symbols.symbols)
         if (denied.length) {
           const { code, message } = notEntitled(denied)
           return { ok: false, status: 403, code, message, result: 'not_entitled', symbols: denied }
@@ -157,7 +172,7 @@ export class Admission {
         return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: this.#draining ? 'draining' : 'aborted' }
       }
       leased = true
-      return { ok: true, ip: gate.ip, authed, grants, expiresAt }
+      return { ok: true, ip: gate.ip, authed, grants, expiresAt, symbols: symbols.symbols }
     } finally {
       if (!leased) this.settle(gate.ip, false)
     }

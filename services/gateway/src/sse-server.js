@@ -85,15 +85,10 @@ export class SseServer {
     const req = request.raw
     const query = /** @type {Record<string, unknown>} */ (request.query ?? {})
     const parsed = parseSymbols(query.symbols, this.#maxSubscriptions)
-    if (!parsed.ok) {
-      m.inc({ result: 'bad_request' })
-      return refuse(request, reply, 400, parsed.error)
-    }
-    const symbols = parsed.symbols
     // EventSource can send no header: ?token= is allowed here only, and
     // masked in every log line (services/shared logger, nginx).
     const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
-    const lease = await this.#admission.open(req, token, { symbols })
+    const lease = await this.#admission.open(req, token, { symbols: parsed })
     if (!lease.ok) {
       // This counter has always counted a stream whose client went away
       // during the token check as `draining`.
@@ -102,7 +97,7 @@ export class SseServer {
       return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols })
     }
     try {
-      this.#stream(reply, lease, symbols)
+      this.#stream(reply, lease)
       m.inc({ result: 'accepted' })
     } finally {
       this.#admission.settle(lease.ip, true)
@@ -114,9 +109,8 @@ export class SseServer {
    *
    * @param {import('fastify').FastifyReply} reply
    * @param {import('./admission.js').Lease} lease
-   * @param {string[]} symbols
    */
-  #stream (reply, lease, symbols) {
+  #stream (reply, lease) {
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {
@@ -134,7 +128,7 @@ export class SseServer {
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
     this.#sessions.welcome(client, lease.grants, lease.expiresAt)
-    if (symbols.length) this.#sessions.subscribe(client, { op: ClientOp.SUB, symbols })
+    if (lease.symbols.length) this.#sessions.subscribe(client, { op: ClientOp.SUB, symbols: lease.symbols })
     else client.send(encodeAck(undefined, []), ServerOp.ACK)
   }
 }

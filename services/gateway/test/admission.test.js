@@ -114,10 +114,10 @@ test('open: the one path to a lease or a coded refusal; a refusal frees the plac
   a.settle(NO_IP_LIMIT, false)
   const missing = await a.open(request(), null)
   assert.deepEqual(!missing.ok && [missing.status, missing.code, missing.message, missing.result], [401, ErrorCode.UNAUTHORIZED, 'unauthorized: bad', 'unauthorized'])
-  const denied = await a.open(request(), 'good', { symbols: ['AAPL', 'MSFT'] })
+  const denied = await a.open(request(), 'good', { symbols: { ok: true, symbols: ['AAPL', 'MSFT'] } })
   assert.deepEqual(!denied.ok && [denied.status, denied.code, denied.symbols, denied.result], [403, ErrorCode.NOT_ENTITLED, ['MSFT'], 'not_entitled'])
-  const good = await a.open(request(), 'good', { symbols: ['AAPL'] })
-  assert.ok(good.ok && good.authed && good.grants === grantsAapl && good.expiresAt === 7, 'refusals freed their places')
+  const good = await a.open(request(), 'good', { symbols: { ok: true, symbols: ['AAPL'] } })
+  assert.ok(good.ok && good.authed && good.grants === grantsAapl && good.expiresAt === 7 && good.symbols.length === 1, 'refusals freed their places')
   a.settle(NO_IP_LIMIT, true)
 
   const { a: draining } = admission({ authenticate: async () => { draining.drain(); return { ok: true, grants: null, expiresAt: null } } })
