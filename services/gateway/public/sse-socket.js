@@ -10,7 +10,7 @@
 // Subscriptions are part of the URL: a change of the watch set is a new
 // stream (WspsClient reopens it), so send() carries nothing.
 
-import { CloseCode, ErrorCode } from './protocol.js'
+import { CloseCode, ErrorCode, ReadyState } from './protocol.js'
 
 /** What a WebSocket reports for a connection lost without a close code. */
 const ABNORMAL = 1006
@@ -81,7 +81,8 @@ export class SseParser {
  */
 
 export class SseSocket {
-  readyState = 0
+  /** @type {number} one of ReadyState */
+  readyState = ReadyState.CONNECTING
   /**
    * The gateway answered: the stream opened, or was refused with a coded
    * error. False for a network failure or a server without /sse (a 404
@@ -152,7 +153,7 @@ export class SseSocket {
       return
     }
     this.answered = true
-    this.readyState = 1
+    this.readyState = ReadyState.OPEN
     this.onopen?.({})
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
     let closeFrame = /** @type {{code: number, reason: string} | null} */ (null)
@@ -180,7 +181,7 @@ export class SseSocket {
   #finish (code, reason) {
     if (this.#closed) return
     this.#closed = true
-    this.readyState = 3
+    this.readyState = ReadyState.CLOSED
     this.#abort.abort()
     this.onclose?.({ code, reason })
   }

@@ -15,7 +15,7 @@
 // (liveness.js) and the listeners (events.js); the quotes are held by the
 // protocol's QuoteReceiver.
 
-import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ServerOp } from './protocol.js'
+import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
 import { Retry } from './client/backoff.js'
 import { Emitter } from './client/events.js'
 import { Liveness } from './client/liveness.js'
@@ -49,8 +49,6 @@ const { MAX_SYMBOLS_PER_REQUEST } = Limits
 const MAX_INFLIGHT = 256
 /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} */
 const NO_CURSORS = new Map()
-/** WebSocket.OPEN, the same in browsers and `ws`. */
-const OPEN = 1
 
 /** Errors whose `symbols` leave the watch set even when they answer no request of ours (see #onError). */
 const DROPS_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS]))
@@ -691,7 +689,7 @@ export class WspsClient {
   /** @param {object} frame */
   #send (frame) {
     const ws = this.#socket
-    if (ws && ws.readyState === OPEN) ws.send(JSON.stringify(frame))
+    if (ws && ws.readyState === ReadyState.OPEN) ws.send(JSON.stringify(frame))
   }
 
   /**

@@ -22,17 +22,33 @@ function * chunks (list, size) {
 }
 
 /**
- * @param {import('@wsps/shared/redis').RedisSettings & {redisKeyPrefix: string, nodeName: string}} config
- * @param {import('./broker.js').BrokerHandlers} handlers
- * @param {import('pino').Logger} logger
- * @returns {import('./broker.js').Broker}
+ * @typedef {import('./broker.js').Broker & {start: (handlers: import('./broker.js').BrokerHandlers) => void}} RedisBroker
+ *   start() connects and reports to the handlers; nothing is connected before
  */
-export function createRedisBroker (config, handlers, logger) {
+
+/**
+ * @param {import('@wsps/shared/redis').RedisSettings & {redisKeyPrefix: string, nodeName: string}} config
+ * @param {import('pino').Logger} logger
+ * @returns {RedisBroker}
+ */
+export function createRedisBroker (config, logger) {
   const keys = redisKeys(config.redisKeyPrefix)
   const log = logger.child({ component: 'redis' })
   const sharded = config.redisMode === 'cluster'
   /** @type {Set<string>} channels subscribed since the last (re)connect */
   const channels = new Set()
+  let subReadyOnce = false
+  let closing = false
+
+  /** @param {string} conn */
+  const onError = (conn) => (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
+
+  /** @type {import('ioredis').Redis} the subscription connection (start() opens it) */
+  let sub
+  /** @type {ReturnType<typeof registerScripts>} the command connection (start() opens it) */
+  let cmd
+  /** @type {NodeJS.Timeout | null} */
+  let resyncTimer = null
   /**
    * Cluster: channel -> the node that owned its slot when it was subscribed.
    * When ioredis replaces shard subscribers (failover, resharding), only the
@@ -42,68 +58,70 @@ export function createRedisBroker (config, handlers, logger) {
   const ownerAt = new Map()
   /** @param {string} channel @returns {string} the node ioredis routes its slot to now ('' unknown) */
   const ownerOf = (channel) => /** @type {{slots?: string[][]}} */ (/** @type {unknown} */ (sub)).slots?.[calculateSlot(channel)]?.[0] ?? ''
-  let subReadyOnce = false
-  let closing = false
 
-  /** @param {string} conn */
-  const onError = (conn) => (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
+  /**
+   * Opens both connections; from now on quotes, reconnects and status
+   * changes go to the handlers.
+   *
+   * @param {import('./broker.js').BrokerHandlers} handlers
+   */
+  const start = (handlers) => {
+    // autoResubscribe is off on purpose: after a reconnect the hub resubscribes
+    // and sends fresh snapshots itself, so it knows exactly when that is done.
+    // Typed as the single-node client: the methods used here exist on both.
+    sub = /** @type {import('ioredis').Redis} */ (connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, shardedSubscribers: sharded, onError: onError('sub') }))
+    cmd = registerScripts(connectRedis(config, { name: `wsps-gw-cmd-${config.nodeName}`, onError: onError('cmd') }))
 
-  // autoResubscribe is off on purpose: after a reconnect the hub resubscribes
-  // and sends fresh snapshots itself, so it knows exactly when that is done.
-  // Typed as the single-node client: the methods used here exist on both.
-  const sub = /** @type {import('ioredis').Redis} */ (connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, shardedSubscribers: sharded, onError: onError('sub') }))
-  const cmd = registerScripts(connectRedis(config, { name: `wsps-gw-cmd-${config.nodeName}`, onError: onError('cmd') }))
-
-  const reconnected = () => {
-    channels.clear()
-    ownerAt.clear()
-    if (subReadyOnce && !closing) handlers.onReconnect()
-    subReadyOnce = true
-  }
-  /** @type {NodeJS.Timeout | null} */
-  let resyncTimer = null
-  sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
-    const symbol = keys.symbolOf(channel)
-    if (symbol) handlers.onQuote(symbol, message)
-  })
-  if (sharded) {
-    // ioredis keeps one subscriber per shard and replaces it on failover or
-    // resharding; any replacement may have missed quotes: resync.
-    sub.on('+subscriber', () => {
-      if (!subReadyOnce || resyncTimer) return
-      resyncTimer = setTimeout(() => {
-        resyncTimer = null
-        if (closing) return
-        /** @type {string[]} */
-        const moved = []
-        for (const [channel, owner] of ownerAt) {
-          const now = ownerOf(channel)
-          if (now === owner) continue
-          ownerAt.set(channel, now)
-          const symbol = keys.symbolOf(channel)
-          if (symbol) moved.push(symbol)
-        }
-        // No owner changed: a subscriber was replaced on the same node (its
-        // connection dropped), and which one is not said. Resync them all:
-        // gap fill makes that cheap for clients.
-        log.info({ symbols: moved.length || 'all' }, 'shard subscribers replaced')
-        handlers.onReconnect(moved.length ? moved : undefined)
-      }, CLUSTER_RESYNC_DEBOUNCE_MS)
+    const reconnected = () => {
+      channels.clear()
+      ownerAt.clear()
+      if (subReadyOnce && !closing) handlers.onReconnect()
+      subReadyOnce = true
+    }
+    sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
+      const symbol = keys.symbolOf(channel)
+      if (symbol) handlers.onQuote(symbol, message)
     })
-  }
-  for (const [name, conn] of /** @type {const} */ ([['sub', sub], ['cmd', cmd]])) {
-    conn.on('ready', () => {
-      log.info({ conn: name }, 'redis ready')
-      handlers.onStatus?.(true, name)
-      if (name === 'sub') reconnected()
-    })
-    conn.on('close', () => {
-      if (!closing) log.warn({ conn: name }, 'redis connection lost')
-      handlers.onStatus?.(false, name)
-    })
+    if (sharded) {
+      // ioredis keeps one subscriber per shard and replaces it on failover or
+      // resharding; the channels of a replaced one may have missed quotes.
+      sub.on('+subscriber', () => {
+        if (!subReadyOnce || resyncTimer) return
+        resyncTimer = setTimeout(() => {
+          resyncTimer = null
+          if (closing) return
+          /** @type {string[]} */
+          const moved = []
+          for (const [channel, owner] of ownerAt) {
+            const now = ownerOf(channel)
+            if (now === owner) continue
+            ownerAt.set(channel, now)
+            const symbol = keys.symbolOf(channel)
+            if (symbol) moved.push(symbol)
+          }
+          // No owner changed: a subscriber was replaced on the same node (its
+          // connection dropped), and which one is not said. Resync them all:
+          // gap fill makes that cheap for clients.
+          log.info({ symbols: moved.length || 'all' }, 'shard subscribers replaced')
+          handlers.onReconnect(moved.length ? moved : undefined)
+        }, CLUSTER_RESYNC_DEBOUNCE_MS)
+      })
+    }
+    for (const [name, conn] of /** @type {const} */ ([['sub', sub], ['cmd', cmd]])) {
+      conn.on('ready', () => {
+        log.info({ conn: name }, 'redis ready')
+        handlers.onStatus?.(true, name)
+        if (name === 'sub') reconnected()
+      })
+      conn.on('close', () => {
+        if (!closing) log.warn({ conn: name }, 'redis connection lost')
+        handlers.onStatus?.(false, name)
+      })
+    }
   }
 
   return {
+    start,
     async subscribe (symbols) {
       const names = symbols.map(keys.channel)
       if (sharded) {

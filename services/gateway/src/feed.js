@@ -18,7 +18,7 @@
 
 import { diffQuotes, mergeUpdates } from './delta.js'
 import { Lane } from './lane.js'
-import { DISTINCT, FULL_RATE } from './outbox.js'
+import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeSnap } from './protocol.js'
 import { TextFrame } from './text-frame.js'
 import { removeFrom } from './unordered.js'
@@ -26,7 +26,7 @@ import { removeFrom } from './unordered.js'
 /**
  * @typedef {import('./delta.js').Quote} Quote
  * @typedef {import('./delta.js').Update} Update
- * @typedef {import('./outbox.js').Outbox} Outbox
+ * @typedef {import('./connection.js').Connection} Client
  */
 
 /** What Feed#onQuote did with a quote. */
@@ -44,9 +44,9 @@ export class Feed {
   #fanout
   /** Generation of the subscribe pass that makes it live. */
   #gen
-  /** @type {Outbox[]} merge-mode subscribers at full rate, in no order (unordered.js) */
+  /** @type {Client[]} merge-mode subscribers at full rate, in no order (unordered.js) */
   #clients = []
-  /** @type {Outbox[] | null} distinct-mode subscribers */
+  /** @type {Client[] | null} distinct-mode subscribers */
   #distinct = null
   /** @type {Map<number, Lane> | null} merge subscribers with a maxRate, by rate */
   #lanes = null
@@ -104,12 +104,12 @@ export class Feed {
     if (idle) this.#idleSince = Date.now()
   }
 
-  /** @returns {readonly Outbox[]} merge-mode subscribers at full rate (the fanout reads them) */
+  /** @returns {readonly Client[]} merge-mode subscribers at full rate (the fanout reads them) */
   get clients () {
     return this.#clients
   }
 
-  /** @returns {readonly Outbox[] | null} distinct-mode subscribers (the fanout reads them) */
+  /** @returns {readonly Client[] | null} distinct-mode subscribers (the fanout reads them) */
   get distinct () {
     return this.#distinct
   }
@@ -150,8 +150,8 @@ export class Feed {
   /**
    * Adds a subscriber (Sessions adds a symbol to a client at most once).
    *
-   * @param {Outbox} client
-   * @param {number} delivery FULL_RATE, DISTINCT or a maxRate (outbox.js)
+   * @param {Client} client
+   * @param {number} delivery FULL_RATE, DISTINCT or a maxRate (delivery.js)
    * @returns {string | null} when live, the full quote it must start from
    *   (the caller sends it as the snapshot); otherwise it gets its snapshot
    *   when the symbol goes live or quotes first
@@ -197,7 +197,7 @@ export class Feed {
   }
 
   /**
-   * @param {Outbox} client
+   * @param {Client} client
    * @param {number} delivery as it was added with
    * @returns {boolean} whether it was a subscriber
    */

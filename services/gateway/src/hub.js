@@ -19,11 +19,11 @@
 // overlap and nothing falls between them.
 
 import { Feed, Taken } from './feed.js'
-import { FULL_RATE } from './outbox.js'
+import { FULL_RATE } from './delivery.js'
 
 /**
  * @typedef {import('./delta.js').Quote} Quote
- * @typedef {import('./outbox.js').Outbox} Outbox
+ * @typedef {import('./connection.js').Connection} Client
  */
 
 /** Backoff of a failed subscribe pass: from this, doubling... */
@@ -108,8 +108,8 @@ export class Hub {
    * what it does not hold).
    *
    * @param {string} symbol
-   * @param {Outbox} client
-   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (outbox.js)
+   * @param {Client} client
+   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (delivery.js)
    * @returns {string | null}
    */
   add (symbol, client, delivery = FULL_RATE) {
@@ -188,7 +188,7 @@ export class Hub {
 
   /**
    * @param {string} symbol
-   * @param {Outbox} client
+   * @param {Client} client
    * @param {number} [delivery] as it was added with
    */
   remove (symbol, client, delivery = FULL_RATE) {

@@ -1,8 +1,8 @@
 // Server side of wire protocol v1: parsing and validating client frames, and
-// encoding the server's control frames. Quote frames are assembled from
-// pre-serialized parts by each connection's outbox (see outbox.js).
+// encoding the server's frames. Quote frames are assembled from
+// pre-serialized parts (delta.js's Update, outbox.js).
 
-import { ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
+import { ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 
 /** Symbols accepted in one sub/unsub request. */
 const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE } = Limits
@@ -180,7 +180,7 @@ function parseSince (since, request) {
  * @param {number | null} [expiresInMs]
  */
 export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
-  const hello = { op: 'hello', v: PROTOCOL_VERSION, node, heartbeatMs, limits }
+  const hello = { op: ServerOp.HELLO, v: PROTOCOL_VERSION, node, heartbeatMs, limits }
   return JSON.stringify(expiresInMs === null ? hello : { ...hello, expiresInMs })
 }
 
@@ -192,19 +192,26 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
  *   recovered; expiresInMs on the answer to a token refresh
  */
 export function encodeAck (id, symbols, extra = null) {
-  const ack = id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols }
+  const ack = id === undefined ? { op: ServerOp.ACK, symbols } : { op: ServerOp.ACK, id, symbols }
   return JSON.stringify(extra === null ? ack : { ...ack, ...extra })
 }
 
 /** @param {ProtocolError} error */
 export function encodeError (error) {
-  return JSON.stringify({ op: 'error', ...error })
+  return JSON.stringify({ op: ServerOp.ERROR, ...error })
 }
+
+/** A `pong` without an id, encoded once. */
+const PONG = JSON.stringify({ op: ServerOp.PONG })
 
 /** @param {number | string | undefined} id */
 export function encodePong (id) {
-  return id === undefined ? '{"op":"pong"}' : JSON.stringify({ op: 'pong', id })
+  return id === undefined ? PONG : JSON.stringify({ op: ServerOp.PONG, id })
 }
+
+/** How every `snap` and `q` frame starts. */
+const SNAP_HEAD = `{"op":"${ServerOp.SNAP}","quotes":[`
+const QUOTES_HEAD = `{"op":"${ServerOp.QUOTES}","quotes":[`
 
 /**
  * @param {string[]} fullQuotes serialized full quotes
@@ -212,10 +219,10 @@ export function encodePong (id) {
  *   (`"recovered":false`: history did not cover the hole)
  */
 export function encodeSnap (fullQuotes, lost = false) {
-  return `{"op":"snap","quotes":[${fullQuotes.join(',')}]${lost ? ',"recovered":false' : ''}}`
+  return `${SNAP_HEAD}${fullQuotes.join(',')}]${lost ? ',"recovered":false' : ''}}`
 }
 
 /** @param {string[]} deltas serialized deltas */
 export function encodeQuotes (deltas) {
-  return `{"op":"q","quotes":[${deltas.join(',')}]}`
+  return `${QUOTES_HEAD}${deltas.join(',')}]}`
 }

@@ -63,7 +63,7 @@ export class Recovery {
    * read reaches the tick the symbol's live stream continues from.
    *
    * @param {Map<string, Cursor>} cursors the symbols resumed
-   * @param {number} delivery DISTINCT, FULL_RATE or a maxRate (outbox.js)
+   * @param {number} delivery DISTINCT, FULL_RATE or a maxRate (delivery.js)
    * @param {boolean} replays whether the delivery gets every tick (distinct):
    *   merge deliveries recover to the latest state, nothing is read for them
    * @returns {Promise<Map<string, string[] | null>>} resolved in that turn:

@@ -3,10 +3,10 @@
 // in-memory broker whose history is what the publish script would keep.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ReadyState } from '../src/connection.js'
+import { ReadyState } from '@wsps/protocol'
 import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
-import { DISTINCT } from '../src/outbox.js'
+import { DISTINCT } from '../src/delivery.js'
 import { gatewayParts, quote, silent, tick } from './helper.js'
 
 const EPOCH = 'k3x9ab'
