@@ -75,6 +75,8 @@ export class SseParser {
 /**
  * @typedef {object} SseSocketOptions
  * @property {string[]} symbols the watch set of this stream
+ * @property {'merge' | 'distinct'} [mode] delivery of every symbol of the stream (default merge)
+ * @property {ReadonlyMap<string, {seq: number, epoch: string}>} [since] symbols it resumes (docs/protocol.md, Recovery)
  * @property {string | null} [token] sent as `Authorization: Bearer`
  * @property {string} [lastEventId] sent as `Last-Event-ID`
  * @property {typeof fetch} [fetch]
@@ -103,9 +105,11 @@ export class SseSocket {
    * @param {string} url the gateway's WebSocket URL (`/ws`); the stream is at `/sse` beside it
    * @param {SseSocketOptions} options
    */
-  constructor (url, { symbols, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
+  constructor (url, { symbols, mode = 'merge', since, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
     const u = new URL(sseUrlFor(url))
     u.searchParams.set('symbols', symbols.join(','))
+    if (mode !== 'merge') u.searchParams.set('mode', mode)
+    if (since?.size) u.searchParams.set('since', [...since].map(([s, c]) => `${s}:${c.seq}:${c.epoch}`).join(','))
     this.url = u.href
     this.#parser.lastEventId = lastEventId
     /** @type {Record<string, string>} */

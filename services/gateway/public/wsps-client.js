@@ -97,6 +97,8 @@ export class WspsClient {
   #opened = false
   /** SSE: the watch set the current stream was asked for (it cannot change on the stream). */
   #streamed = /** @type {string[]} */ ([])
+  /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} the cursors the current SSE stream resumes */
+  #streamedSince = NO_CURSORS
   /** Bumped per socket: events of an abandoned socket are ignored. */
   #gen = 0
   #nextId = 1
@@ -272,8 +274,13 @@ export class WspsClient {
     let ws
     try {
       this.#streamed = transport === Transport.SSE ? this.#subs.list.slice(0, this.#maxSubscriptions) : []
+      // A stream carries one delivery: distinct when every symbol wants it.
+      const distinct = this.#streamed.length > 0 && this.#streamed.every((s) => this.#subs.deliveryOf(s)?.mode === 'distinct')
+      this.#streamedSince = this.#cursors(this.#streamed)
       ws = this.#transports.open(url, {
         symbols: this.#streamed,
+        mode: distinct ? 'distinct' : 'merge',
+        since: this.#streamedSince,
         token,
         onheartbeat: () => { if (gen === this.#gen) this.#liveness.frame() }
       })
@@ -537,6 +544,20 @@ export class WspsClient {
   }
 
   /**
+   * @param {string[]} symbols
+   * @returns {Map<string, {seq: number, epoch: string}>} the held seq and epoch of those that have
+   *   both and are not waiting for a snapshot (after a gap: that one comes by a plain `sub`)
+   */
+  #cursors (symbols) {
+    const out = new Map()
+    for (const s of symbols) {
+      const c = this.#receiver.current(s) ? this.#receiver.cursor(s) : undefined
+      if (c !== undefined) out.set(s, c)
+    }
+    return out
+  }
+
+  /**
    * A new connection holds nothing: ask for the whole watch set again.
    * Symbols whose quote carries an epoch resume from it (`since`): the
    * server replays the ticks missed meanwhile (distinct) or confirms the
@@ -550,14 +571,12 @@ export class WspsClient {
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
     const keep = all.slice(0, max)
     const now = Date.now()
-    /** @type {Map<string, {seq: number, epoch: string}>} */
-    const since = new Map()
+    // An SSE stream resumed what its URL named (#connectSocket).
+    const since = this.#status.transport === Transport.SSE ? this.#streamedSince : this.#cursors(keep)
     for (const s of keep) {
-      const cursor = this.#status.transport === Transport.SSE ? undefined : this.#receiver.cursor(s)
       // A resumed symbol's replay continues what is held: its deltas must
       // apply, not wait for a snapshot.
-      if (cursor === undefined) this.#receiver.resync(s, now)
-      else since.set(s, cursor)
+      if (!since.has(s)) this.#receiver.resync(s, now)
     }
     if (this.#status.transport === Transport.SSE) {
       // The stream was asked for with the watch set of the moment it was

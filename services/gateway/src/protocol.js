@@ -110,6 +110,35 @@ export function parseClientFrame (data, isBinary) {
 }
 
 /**
+ * The `sub` a GET /sse asks for: its symbols, `mode` (`merge` or
+ * `distinct`) and `since` (`AAPL:1042:hohrttbiv1,MSFT:77:...`: symbol, seq
+ * and epoch per resumed symbol), validated by the same rules as a
+ * WebSocket `sub` (BAD_MODE, BAD_SINCE).
+ *
+ * @param {{mode?: unknown, since?: unknown}} query
+ * @param {string[]} symbols already validated
+ * @returns {{ok: true, request: SymbolsRequest} | {ok: false, error: ProtocolError}}
+ */
+export function parseStreamSub ({ mode, since }, symbols) {
+  /** @type {SymbolsRequest} */
+  const request = { op: ClientOp.SUB, symbols }
+  if (mode !== undefined && typeof mode !== 'string') return fail(ErrorCode.BAD_MODE, 'mode must be given once')
+  if (since !== undefined && typeof since !== 'string') return fail(ErrorCode.BAD_SINCE, 'since must be given once')
+  /** @type {Record<string, {seq: unknown, epoch: unknown}> | undefined} */
+  let cursors
+  if (since) {
+    cursors = {}
+    for (const part of since.split(',')) {
+      const [symbol, seq, epoch, extra] = part.split(':')
+      if (extra !== undefined || epoch === undefined) return fail(ErrorCode.BAD_SINCE, 'since must be SYMBOL:SEQ:EPOCH,...', undefined, [part.slice(0, 32)])
+      cursors[symbol] = { seq: /^\d{1,15}$/.test(seq) ? Number(seq) : seq, epoch }
+    }
+  }
+  const bad = parseDelivery({ mode: mode || undefined }, request) ?? parseSince(cursors, request)
+  return bad ? fail(bad.code, bad.message, undefined, bad.symbols) : { ok: true, request }
+}
+
+/**
  * Reads a sub's `mode` and `maxRate` into the request.
  *
  * @param {Record<string, unknown>} msg

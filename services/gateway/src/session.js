@@ -123,10 +123,7 @@ export class Sessions {
         const resuming = this.subscribe(client, req)
         if (resuming === null) return
         this.#waiting.set(client, [])
-        resuming.catch((err) => {
-          this.log.error({ err, client: client.id }, 'recovery failed')
-          this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id: req.id })
-        }).finally(() => this.#resume(client))
+        resuming.finally(() => this.#resume(client))
         return
       }
       case ClientOp.UNSUB:
@@ -237,7 +234,8 @@ export class Sessions {
    *
    * @param {Client} client
    * @param {import('./protocol.js').SymbolsRequest} req
-   * @returns {Promise<void> | null} while a resuming request is read for; null: done
+   * @returns {Promise<void> | null} while a resuming request is read for
+   *   (it never rejects: a failure is answered INTERNAL); null: done
    */
   subscribe (client, req) {
     const { symbols, id, mode, maxRate, since } = req
@@ -295,6 +293,9 @@ export class Sessions {
         return
       }
       this.#apply(client, req, delivery, nowFresh, nowMoved, plan)
+    }).catch((err) => {
+      this.log.error({ err, client: client.id }, 'recovery failed')
+      if (!client.closed) this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id })
     })
   }
 

@@ -14,7 +14,7 @@
 
 import { ClientOp, ErrorCode, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 import { bearerOf } from './auth.js'
-import { encodeAck, encodeError } from './protocol.js'
+import { encodeAck, encodeError, parseStreamSub } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 
 export const SSE_PATH = '/sse'
@@ -84,7 +84,11 @@ export class SseServer {
     const m = this.#metrics.sseRequests
     const req = request.raw
     const query = /** @type {Record<string, unknown>} */ (request.query ?? {})
-    const parsed = parseSymbols(query.symbols, this.#maxSubscriptions)
+    // mode and since (a resumed stream) by the rules of a WebSocket sub;
+    // a mistake is a 400 in the place of a bad symbol.
+    const symbols = parseSymbols(query.symbols, this.#maxSubscriptions)
+    const sub = symbols.ok ? parseStreamSub(query, symbols.symbols) : null
+    const parsed = sub !== null && !sub.ok ? sub : symbols
     // EventSource can send no header: ?token= is allowed here only, and
     // masked in every log line (services/shared logger, nginx).
     const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
@@ -97,7 +101,7 @@ export class SseServer {
       return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols })
     }
     try {
-      this.#stream(reply, lease)
+      this.#stream(reply, lease, sub?.ok ? sub.request : null)
       m.inc({ result: 'accepted' })
     } finally {
       this.#admission.settle(lease.ip, true)
@@ -109,8 +113,9 @@ export class SseServer {
    *
    * @param {import('fastify').FastifyReply} reply
    * @param {import('./admission.js').Lease} lease
+   * @param {import('./protocol.js').SymbolsRequest | null} sub its mode and since, for the symbols of the lease
    */
-  #stream (reply, lease) {
+  #stream (reply, lease, sub) {
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {
@@ -128,8 +133,13 @@ export class SseServer {
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
     this.#sessions.welcome(client, lease.grants, lease.expiresAt)
-    if (lease.symbols.length) this.#sessions.subscribe(client, { op: ClientOp.SUB, symbols: lease.symbols })
-    else client.send(encodeAck(undefined, []), ServerOp.ACK)
+    if (lease.symbols.length) {
+      // A resumed stream's sub is applied once its history is read; nothing
+      // else arrives on a stream meanwhile.
+      this.#sessions.subscribe(client, { ...sub, op: ClientOp.SUB, symbols: lease.symbols })
+    } else {
+      client.send(encodeAck(undefined, []), ServerOp.ACK)
+    }
   }
 }
 
