@@ -39,6 +39,15 @@ export const Taken = Object.freeze({
   NEW_EPOCH: 2
 })
 
+/**
+ * The seq of a quote as published (`{"seq":N,...`).
+ *
+ * @param {string} raw
+ */
+function seqOf (raw) {
+  return Number(raw.slice(7, raw.indexOf(',')))
+}
+
 export class Feed {
   #symbol
   #fanout
@@ -78,6 +87,14 @@ export class Feed {
   #idleSince = 0
   /** Recoveries reading for a subscriber that is not added yet: it is not idle meanwhile. */
   #pins = 0
+  /**
+   * While pinned: every quote held since, in seq order. A recovery's
+   * history read ends at the quote the feed held when it began; what the
+   * feed took in during the read is here, so the recovery need not read
+   * again (and chase a symbol that ticks faster than a read).
+   * @type {string[] | null}
+   */
+  #recent = null
   /**
    * @type {{quote: Quote, raw: string}[] | null} while resuming after a
    * broker reconnect: the quotes that arrived since, for goLive()
@@ -144,7 +161,29 @@ export class Feed {
    */
   pin (delta) {
     this.#pins += delta
-    if (this.#pins === 0 && this.#count === 0) this.#idleSince = Date.now()
+    if (this.#pins > 0) {
+      this.#recent ??= []
+      return
+    }
+    this.#recent = null
+    if (this.#count === 0) this.#idleSince = Date.now()
+  }
+
+  /**
+   * The quotes held since the feed was pinned with seq from..to, in order;
+   * null unless every one of them is there.
+   *
+   * @param {number} from
+   * @param {number} to
+   * @returns {string[] | null}
+   */
+  recent (from, to) {
+    const recent = this.#recent
+    if (recent === null || to < from) return to < from ? [] : null
+    const first = recent.findIndex((r) => seqOf(r) === from)
+    if (first < 0 || first + (to - from) >= recent.length) return null
+    const out = recent.slice(first, first + to - from + 1)
+    return seqOf(out[out.length - 1]) === to ? out : null
   }
 
   /**
@@ -442,6 +481,7 @@ export class Feed {
     if (this.#last !== null && quote.seq <= this.#last.seq && quote.epoch === this.#last.epoch) return false
     this.#last = quote
     this.#lastRaw = raw
+    if (this.#recent !== null && this.#recent.length < this.#bufferMax) this.#recent.push(raw)
     return true
   }
 

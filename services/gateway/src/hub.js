@@ -177,6 +177,19 @@ export class Hub {
   }
 
   /**
+   * The quotes a pinned symbol's feed took in with seq from..to (what a
+   * recovery's read could not see yet), or null unless it has them all.
+   *
+   * @param {string} symbol
+   * @param {number} from
+   * @param {number} to
+   * @returns {string[] | null}
+   */
+  recent (symbol, from, to) {
+    return this.#feeds.get(symbol)?.recent(from, to) ?? null
+  }
+
+  /**
    * Ends what whenLive() began for these symbols: the recovery added its
    * subscriber (or gave up), so the feeds may go idle again.
    *

@@ -106,8 +106,16 @@ export class Recovery {
           continue
         }
         if (!replays) continue
-        const have = read.get(symbol) ?? []
-        const reached = cursor.seq + have.length
+        let have = read.get(symbol) ?? []
+        let reached = cursor.seq + have.length
+        if (reached < base.seq && round > 0) {
+          // What the feed took in while history was read: no read again.
+          const recent = this.#hub.recent(symbol, reached + 1, base.seq)
+          if (recent !== null) {
+            read.set(symbol, have = have.concat(recent))
+            reached = base.seq
+          }
+        }
         if (reached >= base.seq) continue
         if (round === MAX_ROUNDS) {
           plan.set(symbol, null)
