@@ -16,6 +16,8 @@
  * @property {(symbol: string, raw: string) => void} onQuote a full quote (JSON) for a subscribed symbol
  * @property {() => void} onReconnect the subscription connection came back: every channel is gone
  * @property {(up: boolean, conn: string) => void} [onStatus]
+ * @property {(conn: string) => void} [onFailover] a connection is ready again on another primary (a Sentinel failover)
+ * @property {(seconds: number, conn: string) => void} [onOutage] a connection is ready again after this long without a primary
  *
  * @typedef {object} Broker
  * @property {(symbols: string[]) => Promise<void>} subscribe

@@ -39,7 +39,9 @@ export async function createGateway (config, logger) {
   const broker = createRedisBroker(config, {
     onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
     onReconnect: () => hub.resync(),
-    onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0)
+    onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0),
+    onFailover: (conn) => metrics.redisFailovers.inc({ conn }),
+    onOutage: (seconds, conn) => metrics.redisOutage.observe({ conn }, seconds)
   }, logger)
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
   const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax })

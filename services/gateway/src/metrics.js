@@ -2,6 +2,7 @@
 // one) so tests can run several gateways in one process.
 
 import client from 'prom-client'
+import { REDIS_OUTAGE_BUCKETS } from '@wsps/shared/redis'
 
 /**
  * @param {string} node
@@ -23,6 +24,8 @@ export function createGatewayMetrics (node, labels = {}) {
     symbols: new client.Gauge({ name: 'wsps_gateway_symbols', help: 'Symbols with at least one local subscriber.', ...reg }),
     redisChannels: new client.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
     redisUp: new client.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
+    redisFailovers: new client.Counter({ name: 'wsps_gateway_redis_failovers_total', help: 'Times a Redis connection came back on another primary than before (a Sentinel failover seen).', labelNames: ['conn'], ...reg }),
+    redisOutage: new client.Histogram({ name: 'wsps_gateway_redis_outage_seconds', help: 'Time a Redis connection spent without a primary (lost to ready again), per outage.', labelNames: ['conn'], buckets: [...REDIS_OUTAGE_BUCKETS], ...reg }),
     resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
     gapFills: new client.Counter({ name: 'wsps_gateway_gap_fills_total', help: 'Symbols resumed after a Redis reconnect: `filled` from history (nothing lost), `snapshot` where history could not cover the hole (subscribers got a snap marked recovered:false).', labelNames: ['result'], ...reg }),
     gapTicks: new client.Counter({ name: 'wsps_gateway_gap_ticks_total', help: 'Ticks missed during a Redis reconnect and delivered from history.', ...reg }),

@@ -1,13 +1,18 @@
 // ioredis connections built the same way by every service, for a single
-// Redis or a Redis Cluster (WSPS_REDIS_MODE).
+// Redis, a Redis Cluster, or a primary found through Sentinel
+// (WSPS_REDIS_MODE).
 
 import { readFileSync } from 'node:fs'
 import { Cluster, Redis } from 'ioredis'
+import { parseHostPort } from './common-settings.js'
 
 /**
  * @typedef {object} RedisSettings
  * @property {string} redisUrl
- * @property {'standalone' | 'cluster'} redisMode
+ * @property {'standalone' | 'cluster' | 'sentinel'} redisMode
+ * @property {string[]} [redisSentinels] `host:port` of each Sentinel (sentinel mode)
+ * @property {string} [redisMasterName] the primary's name at the Sentinels (sentinel mode)
+ * @property {string} [redisSentinelPassword] the Sentinels' own AUTH password (sentinel mode)
  * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
@@ -50,6 +55,29 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, ...
       // Keep the seed's host name: TLS certificates name it, not the IPs.
       dnsLookup: (address, callback) => callback(null, address)
     })
+  } else if (settings.redisMode === 'sentinel') {
+    // ioredis asks the Sentinels for the primary on every (re)connect and
+    // checks the role of what it reached (a demoted primary is left for the
+    // next answer). failoverDetector: it also subscribes to +switch-master on
+    // the Sentinels and drops its connection at once when they promote
+    // another node, so a primary that is still up (a partition, a manual
+    // failover) is not written to after it lost the role.
+    const tls = auth.tls
+    client = new Redis({
+      sentinels: (settings.redisSentinels ?? []).map((s) => parseHostPort(s) ?? { host: s }),
+      name: settings.redisMasterName,
+      sentinelPassword: settings.redisSentinelPassword || undefined,
+      sentinelRetryStrategy: retry,
+      sentinelReconnectStrategy: retry,
+      failoverDetector: true,
+      ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+      connectionName: name,
+      maxRetriesPerRequest: null,
+      enableAutoPipelining: false,
+      retryStrategy: retry,
+      ...auth,
+      ...options
+    })
   } else {
     client = new Redis(settings.redisUrl, {
       connectionName: name,
@@ -63,6 +91,43 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, ...
   // Without a listener ioredis prints every reconnect error to stderr.
   client.on('error', onError ?? (() => {}))
   return client
+}
+
+/** Buckets (seconds) of the outage histograms: a restart, a Sentinel failover (down-after + election), a long loss. */
+export const REDIS_OUTAGE_BUCKETS = Object.freeze([0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 120])
+
+/**
+ * @typedef {object} PrimaryWatch
+ * @property {() => void} [onFailover] the connection is ready again on another primary than before
+ * @property {(seconds: number) => void} [onOutage] it is ready again after this long without a primary
+ */
+
+/**
+ * Follows which primary a single-node connection (standalone or Sentinel) is
+ * on: a reconnect that lands on another address than the last one is a
+ * failover seen, and the time from losing the connection to being ready
+ * again is an outage. (A Cluster client has no one primary: not watched.)
+ *
+ * @param {RedisClient} client
+ * @param {PrimaryWatch} watch
+ */
+export function watchPrimary (client, { onFailover, onOutage }) {
+  if (client instanceof Cluster) return
+  let address = ''
+  let lostAt = 0
+  client.on('close', () => {
+    if (address && lostAt === 0) lostAt = performance.now()
+  })
+  client.on('ready', () => {
+    const s = client.stream
+    const now = `${s?.remoteAddress}:${s?.remotePort}`
+    if (lostAt !== 0) {
+      onOutage?.((performance.now() - lostAt) / 1000)
+      lostAt = 0
+    }
+    if (address && now !== address) onFailover?.()
+    address = now
+  })
 }
 
 /**
