@@ -19,7 +19,6 @@ test('parseHostPort: names, IPv4, bracketed IPv6; refuses a missing or impossibl
   for (const bad of ['sentinel', 'sentinel:', ':26379', 'sentinel:0', 'sentinel:70000', 'redis://s:1', 's:1:2']) assert.equal(parseHostPort(bad), null, bad)
 })
 
-
 test(`WSPS_REDIS_MODE=sentinel loads the Sentinels, the master name and the Sentinel password`, () => {
   const c = load({ WSPS_REDIS_MODE: 'sentinel', WSPS_REDIS_SENTINELS: 's0:26379, s1:26379,s2:26379', WSPS_REDIS_MASTER_NAME: 'wsps', WSPS_REDIS_SENTINEL_PASSWORD: 'pw' })
   assert.equal(c.redisMode, 'sentinel')
