@@ -181,6 +181,11 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
   const notRecovered = subs.flatMap((s) => s.recoveries).filter((r) => !r.recovered)
   const epochs = Math.max(...subs.flatMap((s) => [...s.epochs.values()].map((e) => e.size)))
   t.diagnostic(`ticks lost ${lost} of ${got} (asynchronous replication; no WAIT); symbol resumptions told recovered:false ${notRecovered.length}; most epochs one symbol went through ${epochs}`)
+  // ioredis 5.11's failover detector can end a connection for good when
+  // +switch-master lands during a reconnect; connectRedis starts it again
+  // and says so (services/shared/src/redis.js, SentinelRedis).
+  const revived = services.reduce((a, s) => a + s.logs.filter((l) => l.includes('failover detector race')).length, 0)
+  t.diagnostic(`connections ended by ioredis and started again by connectRedis: ${revived} (log lines kept)`)
   t.diagnostic(`promotion ${rounds.map((r) => ms(r.promoteMs)).join(', ')}; resumed after promotion ${rounds.map((r) => ms(r.afterPromotionMs)).join(', ')}`)
 
   assert.equal(subs.reduce((a, s) => a + s.disorder(), 0), 0, 'no quote twice or out of order')

@@ -23,6 +23,52 @@ import { parseHostPort } from './common-settings.js'
 /** Capped exponential backoff with jitter; never gives up. @param {number} times */
 const retry = (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000) + Math.floor(Math.random() * 100)
 
+/** Like `retry`, capped at 500 ms: for reconnects that wait for a Sentinel failover. @param {number} times */
+const retryFailover = (times) => Math.min(50 * 2 ** Math.min(times, 4), 500) + Math.floor(Math.random() * 50)
+
+/** Set on a SentinelRedis that its owner closed (quit, disconnect). */
+const kClosed = Symbol('wsps.redis.closed')
+
+/**
+ * A Sentinel-mode client that never stays ended unless its owner ended it.
+ *
+ * Why: in ioredis 5.11 the failover detector calls the connector's
+ * disconnect() when a Sentinel announces +switch-master. If that lands
+ * while the client is reconnecting (the primary died and its replacement
+ * is being asked for), the connector's connect() rejects with "Connection
+ * is closed." and the client goes to `end` without ever retrying: a
+ * gateway or fetcher would stay without Redis for good (seen in 1 of 4
+ * runs of harness/testkit/test/redis-sentinel.test.js). Such an `end`
+ * is turned back into a reconnect here.
+ */
+class SentinelRedis extends Redis {
+  /** @param {import('ioredis').RedisOptions} options */
+  constructor (options) {
+    super(options)
+    /** @type {boolean} */
+    this[kClosed] = false
+    this.on('end', () => {
+      if (this[kClosed]) return
+      this.emit('error', new Error('the connection ended without being closed (ioredis failover detector race); reconnecting'))
+      setTimeout(() => {
+        if (!this[kClosed] && this.status === 'end') this.connect().catch(() => {})
+      }, retryFailover(1))
+    })
+  }
+
+  /** @type {Redis['quit']} */
+  quit (...args) {
+    this[kClosed] = true
+    return /** @type {any} */ (super.quit)(...args)
+  }
+
+  /** @param {boolean} [reconnect] */
+  disconnect (reconnect = false) {
+    if (!reconnect) this[kClosed] = true
+    super.disconnect(reconnect)
+  }
+}
+
 /**
  * Opens a connection that retries for ever: a gateway must outlive a Redis
  * restart, not exit on it.
@@ -63,18 +109,20 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, ...
     // another node, so a primary that is still up (a partition, a manual
     // failover) is not written to after it lost the role.
     const tls = auth.tls
-    client = new Redis({
+    client = new SentinelRedis({
       sentinels: (settings.redisSentinels ?? []).map((s) => parseHostPort(s) ?? { host: s }),
       name: settings.redisMasterName,
       sentinelPassword: settings.redisSentinelPassword || undefined,
       sentinelRetryStrategy: retry,
       sentinelReconnectStrategy: retry,
       failoverDetector: true,
+      // A failover takes seconds (down-after + election): ask again often so
+      // the new primary is found soon after it is promoted.
+      retryStrategy: retryFailover,
       ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
       connectionName: name,
       maxRetriesPerRequest: null,
       enableAutoPipelining: false,
-      retryStrategy: retry,
       ...auth,
       ...options
     })
