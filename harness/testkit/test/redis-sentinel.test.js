@@ -14,8 +14,9 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import WebSocket from 'ws'
-import { parseMetrics, startFetcher, startGateway, startRedisSentinel, waitFor } from '../src/index.js'
+import { parseMetrics, startFetcher, startGateway, startRedisSentinel, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
 import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
+import { connectRedis } from '../../../services/shared/src/redis.js'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3', 'SF4', 'SF5', 'SF6']
 const CLIENTS_PER_GATEWAY = 3
@@ -101,22 +102,9 @@ function subscriber (url) {
     passed: (n) => SYMBOLS.every((s) => (seqs.get(s)?.at(-1) ?? 0) >= n),
     newest: () => Math.max(0, ...[...seqs.values()].map((l) => l.at(-1) ?? 0)),
     /** Ticks between its first and newest quote of each symbol that it never got. */
-    lost () {
-      let lost = 0
-      let got = 0
-      for (const list of seqs.values()) {
-        const seen = new Set(list)
-        lost += (list.at(-1) ?? 0) - list[0] + 1 - seen.size
-        got += seen.size
-      }
-      return { lost, got }
-    },
+    lost: () => ticksLost(seqs),
     /** Quotes received twice or out of order. */
-    disorder () {
-      let n = 0
-      for (const list of seqs.values()) for (let i = 1; i < list.length; i++) if (list[i] <= list[i - 1]) n++
-      return n
-    }
+    disorder: () => ticksDisordered(seqs)
   }
 }
 
@@ -206,5 +194,36 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
     t.diagnostic(`${s.name}: redis failovers seen ${failovers} (over its connections), outages ${outages}, ${seconds.toFixed(1)} s without a primary in all`)
     assert.ok(failovers >= FAILOVERS, `${s.name} counted the failovers`)
     assert.ok(outages >= FAILOVERS, `${s.name} timed the outages`)
+  }
+})
+
+test('a Sentinel connection that ioredis ends while it reconnects (its failover detector firing then) is started again', async () => {
+  const client = connectRedis({
+    redisUrl: 'redis://',
+    redisMode: 'sentinel',
+    redisSentinels: redis.sentinels.split(','),
+    redisMasterName: redis.masterName,
+    redisSentinelPassword: redis.password,
+    redisPassword: redis.password,
+    redisUsername: '',
+    redisTlsCaFile: ''
+  }, { name: 'wsps-test-race' })
+  /** @type {string[]} */
+  const errors = []
+  client.on('error', (err) => errors.push(err.message))
+  try {
+    await waitFor(() => client.status === 'ready', { message: 'connected through the Sentinels' })
+    // What FailoverDetector does on +switch-master: the connector's
+    // disconnect(), here timed to land while the client is reconnecting.
+    // ioredis 5.11 then rejects the connect and ends the client for good.
+    const connector = /** @type {{connector: {disconnect(): void}}} */ (/** @type {unknown} */ (client)).connector
+    client.disconnect(true)
+    await waitFor(() => client.status === 'connecting', { interval: 1, message: 'reconnecting' })
+    connector.disconnect()
+    await waitFor(() => client.status === 'ready', { timeout: 5_000, message: 'connected again after ioredis ended it' })
+    assert.equal(await client.ping(), 'PONG')
+    assert.ok(errors.some((e) => e.includes('failover detector race')), 'the revival is reported through the error listener (logged by the services)')
+  } finally {
+    client.disconnect()
   }
 })
