@@ -37,9 +37,10 @@ const kClosed = Symbol('wsps.redis.closed')
  * while the client is reconnecting (the primary died and its replacement
  * is being asked for), the connector's connect() rejects with "Connection
  * is closed." and the client goes to `end` without ever retrying: a
- * gateway or fetcher would stay without Redis for good (seen in 1 of 4
- * runs of harness/testkit/test/redis-sentinel.test.js). Such an `end`
- * is turned back into a reconnect here.
+ * gateway or fetcher stays without Redis for good (3 of the first 5 runs
+ * of harness/testkit/test/redis-sentinel.test.js, whose last test
+ * reproduces it on purpose). Such an `end` is turned back into a
+ * reconnect here.
  */
 class SentinelRedis extends Redis {
   /** @param {import('ioredis').RedisOptions} options */
