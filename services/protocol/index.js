@@ -37,6 +37,8 @@ export const ServerOp = Object.freeze({
   PONG: 'pong'
 })
 
+/** @typedef {typeof ServerOp[keyof typeof ServerOp]} ServerOpName the `op` of a server frame */
+
 /**
  * Error codes carried by `{"op":"error","code":...}`. Stable: clients match
  * on these, never on the message text.
@@ -119,6 +121,38 @@ export const CloseCode = Object.freeze({
   /** The client kept sending after being rate limited; reconnect with backoff. */
   RATE_LIMIT_EXCEEDED: 4029
 })
+
+/**
+ * Every way the gateway ends a connection: a close code (CloseCode) and the
+ * reason sent with it, named once. The gateway never spells a close reason
+ * at a call site; clients match on the code, never on the reason text.
+ *
+ * @typedef {{readonly code: number, readonly reason: string}} Disconnect
+ */
+export const Disconnect = Object.freeze({
+  /** Over the send high-water mark for longer than WSPS_SLOW_CLOSE_MS. */
+  SLOW_CONSUMER: Object.freeze({ code: CloseCode.SLOW_CONSUMER, reason: 'too slow for too long' }),
+  /** WSPS_SEND_MAX_BYTES buffered: the reader stopped reading. */
+  SEND_BUFFER_FULL: Object.freeze({ code: CloseCode.SLOW_CONSUMER, reason: 'send buffer full' }),
+  /** Kept sending far past the message rate limit. */
+  RATE_LIMIT_EXCEEDED: Object.freeze({ code: CloseCode.RATE_LIMIT_EXCEEDED, reason: 'rate limit exceeded' }),
+  /** Too many protocol errors in a short time. */
+  POLICY_VIOLATION: Object.freeze({ code: CloseCode.POLICY_VIOLATION, reason: 'too many invalid messages' }),
+  /** A token presented with `{"op":"auth"}` was rejected. */
+  UNAUTHORIZED: Object.freeze({ code: CloseCode.UNAUTHORIZED, reason: 'token rejected' }),
+  /** The token's `exp` passed without a refresh. */
+  TOKEN_EXPIRED: Object.freeze({ code: CloseCode.TOKEN_EXPIRED, reason: 'token expired' }),
+  /** No `{"op":"auth"}` frame within WSPS_AUTH_TIMEOUT_MS of the upgrade. */
+  AUTH_TIMEOUT: Object.freeze({ code: CloseCode.AUTH_TIMEOUT, reason: 'no auth frame in time' }),
+  /** The gateway is draining (shutdown): reconnect elsewhere. */
+  SERVICE_RESTART: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'server restart' })
+})
+
+/**
+ * The `readyState` values of a WebSocket (and of the client's SSE socket,
+ * which mimics one).
+ */
+export const ReadyState = Object.freeze({ CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 })
 
 /** Close codes that mean "get a (new) token first": a client with a token source reconnects with a fresh token, any other stops. */
 export const AUTH_CLOSE_CODES = Object.freeze([CloseCode.UNAUTHORIZED, CloseCode.TOKEN_EXPIRED, CloseCode.AUTH_TIMEOUT])

@@ -97,8 +97,8 @@ export class BenchRun {
    * One measured step at a publish rate.
    *
    * strict: count deliveries tick by tick (frame entries, not the updates a
-   * merged delta carries) and pass only with no seq gap: for a server in
-   * distinct mode, which must deliver every tick.
+   * merged delta carries) and pass only with no seq gap and no tick lost:
+   * for a server in distinct mode, which must deliver every tick.
    *
    * symbols: publish only the first this many symbols (default: all).
    *
@@ -143,6 +143,7 @@ export class BenchRun {
       frames: Math.round(seconds > 0 ? w.frames / seconds : 0),
       quotesPerFrame: w.frames ? round(w.entries / w.frames, 2) : 0,
       gaps: w.gaps,
+      ticksLost: w.ticksLost,
       errors: w.errors,
       p50: round(p50, 1),
       p99: round(p99, 1),
@@ -156,7 +157,7 @@ export class BenchRun {
       publisherKeptUp,
       keptUp,
       strict,
-      pass: p99 <= P99_LIMIT_MS && keptUp && publisherKeptUp && (!strict || w.gaps === 0)
+      pass: p99 <= P99_LIMIT_MS && keptUp && publisherKeptUp && (!strict || (w.gaps === 0 && w.ticksLost === 0))
     }
   }
 

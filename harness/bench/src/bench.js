@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
-//   [--only=fanout,hot,idle,nginx,sim,ingest] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
+//   [--only=fanout,hot,idle,nginx,sim,ingest,history] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
 //
 // --bin: the directory of the bench's Go programs (loadgen, floor, hiccup;
 // go-bin.js), by default the one scripts/setup.sh links in the cache.
@@ -26,6 +26,7 @@ import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
 import { fanoutAll } from './sections/fanout.js'
+import { history } from './sections/history.js'
 import { hotSymbols } from './sections/hot.js'
 import { idleAndStorm } from './sections/idle.js'
 import { ingest } from './sections/ingest.js'
@@ -36,7 +37,7 @@ const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, 
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)
-const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest').split(','))
+const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest,history').split(','))
 const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,socketio,pushpin').split(',')
 
 /** Server under test on core 1; load generator, Redis, publisher, nginx on core 0. */
@@ -61,7 +62,8 @@ const results = {
   idle: {},
   nginx: null,
   sim: null,
-  ingest: null
+  ingest: null,
+  history: null
 }
 
 log(`profile ${PROFILE}; loadgen ${BIN.loadgen}; run dir ${runDir}`)
@@ -109,6 +111,7 @@ try {
   if (ONLY.has('nginx')) results.nginx = await part('nginx', () => nginxVsDirect(run))
   if (ONLY.has('sim')) results.sim = await part('sim', () => capacitySim(run))
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
+  if (ONLY.has('history')) results.history = await part('history', () => history(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
   results.machine.hiccup = hiccup.summary()

@@ -9,7 +9,9 @@ const full = {
   nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
   simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000,
   hotSweep: [2500, 5000, 10_000], hotPerConnRate: 4.2, hotSymbols: 5, hotZipf: 2.0,
-  ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4
+  ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4,
+  historySizes: [0, 100, 1000], historySymbols: 100, historyBatch: 100, historyConcurrency: 4, historyRounds: 7, historyMeasureMs: 3000,
+  recoveryClients: 1000, recoveryProcs: 2, recoverySymbols: 100, recoveryK: 5, recoveryTickRates: [2, 10], recoveryGapMs: 5000
 }
 
 /** `smoke` and `quick` say only where they differ from `full`. */
@@ -23,7 +25,9 @@ export const PROFILES = {
     nginxConns: 100, nginxReps: 1, nginxDeliveries: 2000,
     simProcs: [1, 2], simConns: 200, simDeliveries: 2000, simMeasureMs: 2000,
     hotSweep: [100, 200],
-    ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2
+    ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2,
+    historySymbols: 20, historyRounds: 1, historyMeasureMs: 500,
+    recoveryClients: 100, recoveryProcs: 1, recoverySymbols: 20, recoveryGapMs: 2000
   },
   quick: {
     ...full,
@@ -33,7 +37,8 @@ export const PROFILES = {
     nginxConns: 1000, nginxReps: 1, nginxDeliveries: 20_000,
     simProcs: [1, 2], simConns: 2000, simDeliveries: 20_000, simMeasureMs: 2000,
     hotSweep: [750, 1500, 3000],
-    ingestMeasureMs: 2500
+    ingestMeasureMs: 2500,
+    historyRounds: 5, historyMeasureMs: 1000
   }
 }
 

@@ -122,6 +122,7 @@ export function renderMarkdown (r) {
   } else if (r.ingest?.error) {
     out.push('## Ingest: the publish API', '', `failed: ${r.ingest.error}`, '')
   }
+  out.push(...historySection(r.history, p))
   out.push(...targets(r))
   out.push('Raw numbers: [results.json](results.json). Method: [README.md](README.md). Profiles, causes and proposed gateway changes: [analysis.md](analysis.md). Scale model: [../capacity.md](../capacity.md).', '')
   return out.join('\n')
@@ -146,8 +147,11 @@ function targets (r) {
   const d = fan['wsps-distinct']
   if (d) {
     const dRatio = ratio(d.max?.delivered, n?.max?.delivered)
-    const gaps = (d.steps ?? []).filter((/** @type {any} */ s) => !s.saturation).reduce((/** @type {number} */ a, /** @type {any} */ s) => a + (s.gaps ?? 0), 0)
-    rows.push(`| distinct mode ≥ 4× naive, every tick in order | latency-bounded max ${f(d.max?.delivered)} deliveries/s (counted tick by tick): ${times(dRatio)}; seq gaps over its ramp: ${f(gaps)} | ${verdict(dRatio === null ? null : dRatio >= 4 && d.max.gaps === 0)} |`)
+    const ramp = (d.steps ?? []).filter((/** @type {any} */ s) => !s.saturation)
+    const gaps = ramp.reduce((/** @type {number} */ a, /** @type {any} */ s) => a + (s.gaps ?? 0), 0)
+    // Runs before the load generator counted ticks lost have no such field: say n/a, not 0.
+    const lost = ramp.some((/** @type {any} */ s) => s.ticksLost !== undefined) ? ramp.reduce((/** @type {number} */ a, /** @type {any} */ s) => a + (s.ticksLost ?? 0), 0) : undefined
+    rows.push(`| distinct mode ≥ 4× naive, every tick in order | latency-bounded max ${f(d.max?.delivered)} deliveries/s (counted tick by tick): ${times(dRatio)}; seq gaps over its ramp: ${f(gaps)}, ticks lost: ${f(lost)} | ${verdict(dRatio === null ? null : dRatio >= 4 && d.max.gaps === 0 && !d.max.ticksLost)} |`)
   }
   for (const other of ['socketio', 'pushpin']) {
     const o = fan[other]
@@ -186,4 +190,50 @@ function targets (r) {
   const st = r.idle?.wsps
   if (st?.stormSeconds) rows.push(`| connection storm (no target) | ${f(st.stormConns)} clients connected and snapshotted in ${f(st.stormSeconds, 1)} s (${f(st.stormRatePerSec)}/s) | |`)
   return ['## Targets (this run)', '', '| target | measured | verdict |', '| --- | --- | --- |', ...rows, '', 'Why, with profiles: [analysis.md](analysis.md).', '']
+}
+
+/**
+ * The history section (sections/history.js): ingest with history off and
+ * on, Redis memory per symbol, and the recovery storm.
+ *
+ * @param {any} h results.history
+ * @param {any} p the profile
+ * @returns {string[]}
+ */
+export function historySection (h, p) {
+  if (!h) return []
+  const out = ['## History and recovery (issue 24)', '']
+  if (h.error) return [...out, `failed: ${h.error}`, '']
+  if (Array.isArray(h.ingest) && h.ingest.length) {
+    out.push(`Ingest through the fetcher's \`Publisher\` (the publish script over ioredis pipelines, as the publish API calls it: ${p.historyConcurrency} calls of ${p.historyBatch} quotes in flight over ${p.historySymbols} symbols) against the bench's Redis, each history size on its own keys, filled to its cap first; median of ${p.historyRounds} interleaved rounds of ${f(p.historyMeasureMs)} ms. Counted: quotes the script published per second of wall time (Node and Redis together), and Redis CPU per published quote. Bound (issue 24): history costs at most 20% of ingest.`, '')
+    out.push('`per Redis core` is the rate one Redis core would sustain (1 / its CPU per quote) against history off: what is left of ingest where Redis is the bottleneck, and less moved by the machine\'s other load than the wall-clock rate. The bound is judged on both.', '')
+    out.push('| WSPS_HISTORY_SIZE | quotes/s published | vs history off | Redis CPU µs per quote | per Redis core vs off | within the 20% bound |')
+    out.push('| ---: | ---: | ---: | ---: | ---: | --- |')
+    const share = (/** @type {number | null | undefined} */ x) => (x === null || x === undefined ? 'n/a' : pct(x))
+    for (const x of h.ingest) {
+      const ok = x.historySize === 0 ? '' : x.vsOff >= 0.8 && (x.vsOffRedis ?? 1) >= 0.8 ? 'yes' : 'no'
+      out.push(`| ${f(x.historySize)} | ${f(x.quotesPerSec)} | ${share(x.vsOff)} | ${f(x.redisUsPerQuote, 1)} | ${share(x.vsOffRedis)} | ${ok} |`)
+    }
+    out.push('')
+  }
+  if (Array.isArray(h.memory) && h.memory.length) {
+    out.push('Redis memory per symbol of history: `MEMORY USAGE ... SAMPLES 0` of a full stream (after size + 250 quotes of one symbol: trimmed by whole nodes, so it holds size to size + 100 entries). The epoch has no key: it rides in each message.', '')
+    out.push('| WSPS_HISTORY_SIZE | entries | stream bytes per symbol | per entry | message bytes |')
+    out.push('| ---: | ---: | ---: | ---: | ---: |')
+    for (const x of h.memory) out.push(`| ${f(x.historySize)} | ${f(x.entries)} | ${f(x.streamBytes / 1024, 1)} KiB | ${f(x.perEntryBytes)} B | ${f(x.messageBytes)} |`)
+    out.push('')
+  }
+  if (Array.isArray(h.recovery) && h.recovery.length) {
+    out.push(`Recovery storm: a fetcher (WSPS_HISTORY_SIZE 100) fed through its publish API and one gateway on the server core. ${f(p.recoveryClients)} distinct subscribers (Node \`ws\` clients in ${p.recoveryProcs} processes on the load core) hold ${p.recoveryK} symbols each, disconnect, stay away ${f(p.recoveryGapMs)} ms while every symbol ticks, then reconnect all at once with \`since\` (the seq and epoch they hold). A client is up to live when its ack came and it holds, for each of its symbols, at least the newest seq at the start of the wave (read from Redis); it has recovered when, besides, the ack said \`recovered: true\` for every one of its symbols. Times from the start of the wave, handshake included; per client over the recovered ones. Replayed: \`q\` entries at or below that seq. Ticks lost: seqs no entry delivered (a gap, or a \`"recovered":false\` snap jumping over them), counted through 1 s of live ticks after the last client recovered; must be 0.`, '')
+    out.push('| ticks/s per symbol | clients | all recovered in | recovered clients: p50 / p99 (ms) | all up to live in | missed ticks | replayed | ticks lost | symbols recovered true / false | gaps / dups |')
+    out.push('| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |')
+    for (const x of h.recovery) {
+      if (x.error) { out.push(`| ${f(x.tickRate)} | failed: ${x.error} | | | | | | | | |`); continue }
+      const all = x.allRecoveredMs === null ? `not all: ${f(x.clients - x.perClientMs.n)} not` : `${f(x.allRecoveredMs)} ms`
+      const live = x.allUpToLiveMs === null ? `not all: ${f(x.unfinished)} not` : `${f(x.allUpToLiveMs)} ms`
+      out.push(`| ${f(x.tickRate)} (${f(x.symbols)} symbols) | ${f(x.clients)} | ${all} | ${f(x.perClientMs.p50)} / ${f(x.perClientMs.p99)} (${f(x.perClientMs.n)}) | ${live} | ${f(x.missed)} | ${f(x.replayed)} | ${f(x.ticksLost)} | ${f(x.recovered.true)} / ${f(x.recovered.false)} | ${f(x.gaps)} / ${f(x.dups)} |`)
+    }
+    out.push('')
+  }
+  return out
 }

@@ -138,33 +138,77 @@ export async function startRedis ({ port, password, username, tls = false, persi
 /** @typedef {Awaited<ReturnType<typeof startRedis>>} RedisHandle */
 
 /**
- * A Redis Cluster of `masters` redis-server processes (no replicas), formed
- * with `redis-cli --cluster create`. `url` is one seed node.
+ * A Redis Cluster of `masters` redis-server processes, each with `replicas`
+ * replicas, formed with `redis-cli --cluster create`. `url` is one seed
+ * node. With replicas, a primary killed with kill() fails over to its
+ * replica after `nodeTimeoutMs` (cluster-node-timeout); start() brings a
+ * killed node back (it rejoins as a replica of the promoted one).
  *
- * @param {{masters?: number}} [options]
+ * @param {{masters?: number, replicas?: number, nodeTimeoutMs?: number}} [options]
  */
-export async function startRedisCluster ({ masters = 3 } = {}) {
+export async function startRedisCluster ({ masters = 3, replicas = 0, nodeTimeoutMs = 5000 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'wsps-cluster-'))
   const ports = []
-  for (let i = 0; i < masters; i++) ports.push(await freePort())
-  const nodes = ports.map((port) => {
+  for (let i = 0; i < masters * (1 + replicas); i++) ports.push(await freePort())
+  /** @param {number} port */
+  const spawnNode = (port) => {
     const nodeDir = join(dir, String(port))
-    mkdirSync(nodeDir)
-    return spawnRedis(['bind 127.0.0.1', `port ${port}`, 'cluster-enabled yes', `cluster-config-file ${join(nodeDir, 'nodes.conf')}`, `dir ${nodeDir}`], `cluster node ${port}`)
-  })
+    mkdirSync(nodeDir, { recursive: true })
+    // No delay before a full sync (default 5 s): a replica that never synced
+    // cannot be promoted.
+    return spawnRedis(['bind 127.0.0.1', `port ${port}`, 'cluster-enabled yes', `cluster-node-timeout ${nodeTimeoutMs}`, 'repl-diskless-sync-delay 0',
+      `cluster-config-file ${join(nodeDir, 'nodes.conf')}`, `dir ${nodeDir}`], `cluster node ${port}`)
+  }
+  /** @type {Map<number, import('./process.js').Child>} */
+  const nodes = new Map(ports.map((port) => [port, spawnNode(port)]))
   for (const port of ports) await waitFor(() => ping({ port }), { timeout: 10_000, message: `cluster node ${port}` })
-  const create = startProcess('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'])
+  const create = startProcess('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'])
   const { code } = await create.exited
   if (code !== 0) throw new Error(`redis-cli --cluster create failed:\n${create.logs.join('\n')}`)
-  await waitFor(async () => (await redisCommand(ports[0], 'CLUSTER INFO')).includes('cluster_state:ok'), { timeout: 15_000, message: 'cluster_state:ok' })
-  return {
+  const handle = {
     ports,
     url: `redis://127.0.0.1:${ports[0]}`,
+    /**
+     * Resolves once every slot is served, every live node agrees
+     * (`cluster_state:ok`) and every live replica is in sync with its primary
+     * (only a synced replica can be promoted).
+     */
+    async ok () {
+      for (const port of ports) {
+        if (!nodes.get(port)?.alive) continue
+        await waitFor(async () => (await redisCommand(port, 'CLUSTER INFO')).includes('cluster_state:ok'), { timeout: 30_000, message: `cluster_state:ok on ${port}` })
+        await waitFor(async () => {
+          const info = await redisCommand(port, 'INFO replication')
+          return info.includes('role:master') || info.includes('master_link_status:up')
+        }, { timeout: 30_000, message: `replica ${port} in sync` })
+      }
+    },
+    /**
+     * The ports of the nodes serving slots now, as the live nodes see it.
+     * @returns {Promise<number[]>}
+     */
+    async primaries () {
+      const live = ports.find((p) => nodes.get(p)?.alive)
+      const text = await redisCommand(/** @type {number} */ (live), 'CLUSTER NODES')
+      return text.split('\n').filter((l) => /\bmaster\b/.test(l) && !/\bfail\b/.test(l) && /\d+-\d+|\s\d+$/.test(l.trim()))
+        .map((l) => Number(/:(\d+)@/.exec(l)?.[1])).filter((p) => ports.includes(p))
+    },
+    /** @param {number} port */
+    async kill (port) { await nodes.get(port)?.stop('SIGKILL') },
+    /** @param {number} port @returns {string[]} the node's last log lines */
+    logs: (port) => nodes.get(port)?.logs ?? [],
+    /** @param {number} port a killed node, back with its nodes.conf */
+    async start (port) {
+      nodes.set(port, spawnNode(port))
+      await waitFor(() => ping({ port }), { timeout: 10_000, message: `cluster node ${port}` })
+    },
     async close () {
-      await Promise.all(nodes.map((n) => n.kill()))
+      await Promise.all([...nodes.values()].map((n) => n.kill()))
       rmSync(dir, { recursive: true, force: true })
     }
   }
+  await handle.ok()
+  return handle
 }
 
 /**

@@ -30,9 +30,10 @@ const on = setUp(async () => {
  * what the gateway said about each resumption.
  *
  * @param {string[]} urls
+ * @param {{transport?: 'auto' | 'sse'}} [options]
  */
-function subscriber (urls) {
-  const c = new WspsClient({ url: urls, WebSocket, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
+function subscriber (urls, { transport = /** @type {'auto' | 'sse'} */ ('auto') } = {}) {
+  const c = new WspsClient({ url: urls, WebSocket, transport, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
   clients.push(c)
   /** @type {Map<string, number[]>} */
   const seqs = new Map()
@@ -88,21 +89,41 @@ function tally (subs) {
   return { lost: totals.reduce((a, t) => a + t.lost, 0), got: totals.reduce((a, t) => a + t.got, 0), disorder: subs.reduce((a, s) => a + s.disorder(), 0) }
 }
 
-test('a gateway drained (1012, rolling upgrade): its distinct subscribers resume on the other with every tick', async (t) => {
-  const [a, b] = on.gws
-  const subs = Array.from({ length: CLIENTS }, (_, i) => subscriber(i % 2 === 0 ? [a.wsUrl, b.wsUrl] : [b.wsUrl, a.wsUrl]))
+/**
+ * Drains the first gateway under `subs` and checks every tick reached them
+ * through it; the drained gateway is replaced for the next test.
+ *
+ * @param {import('node:test').TestContext} t
+ * @param {Subscriber[]} subs
+ * @param {number} resumptions symbol resumptions the drain must cause at least
+ */
+async function throughDrain (t, subs, resumptions) {
   await flowing(subs)
-  await a.stop('SIGTERM')
+  await on.gws[0].stop('SIGTERM')
   await flowing(subs, 40)
   const { lost, got, disorder } = tally(subs)
   const resumed = subs.flatMap((s) => s.recoveries)
   t.diagnostic(`ticks lost ${lost} of ${got}; ${resumed.filter((r) => r.recovered).length} symbol resumptions recovered, ${resumed.filter((r) => !r.recovered).length} not`)
-  assert.ok(resumed.length >= SYMBOLS.length * (CLIENTS / 2), 'the drained clients resumed every symbol')
+  assert.ok(resumed.length >= resumptions, 'the drained clients resumed every symbol')
   assert.deepEqual(resumed.filter((r) => !r.recovered), [])
   assert.equal(lost, 0, 'ticks lost')
   assert.equal(disorder, 0, 'duplicates or reordering')
   for (const s of subs) s.client.close()
   on.gws[0] = await stack.gateway({ WSPS_DRAIN_MS: 300 })
+}
+
+test('a gateway drained (1012, rolling upgrade): its distinct subscribers resume on the other with every tick', async (t) => {
+  const [a, b] = on.gws
+  const subs = Array.from({ length: CLIENTS }, (_, i) => subscriber(i % 2 === 0 ? [a.wsUrl, b.wsUrl] : [b.wsUrl, a.wsUrl]))
+  await throughDrain(t, subs, SYMBOLS.length * (CLIENTS / 2))
+})
+
+test('over SSE too: a drained gateway\'s distinct streams resume on the other (since in the URL) with every tick', async (t) => {
+  const [a, b] = on.gws
+  const subs = Array.from({ length: 4 }, () => subscriber([a.wsUrl, b.wsUrl], { transport: 'sse' }))
+  await flowing(subs)
+  assert.ok(subs.every((s) => s.client.status.transport === 'sse'))
+  await throughDrain(t, subs, SYMBOLS.length * subs.length)
 })
 
 test('the gateways\' Redis pub/sub connections killed: the gap is filled from history, no snapshot, no lost tick', async (t) => {

@@ -10,7 +10,7 @@
 // Subscriptions are part of the URL: a change of the watch set is a new
 // stream (WspsClient reopens it), so send() carries nothing.
 
-import { CloseCode, ErrorCode } from './protocol.js'
+import { CloseCode, ErrorCode, ReadyState } from './protocol.js'
 
 /** What a WebSocket reports for a connection lost without a close code. */
 const ABNORMAL = 1006
@@ -75,13 +75,16 @@ export class SseParser {
 /**
  * @typedef {object} SseSocketOptions
  * @property {string[]} symbols the watch set of this stream
+ * @property {'merge' | 'distinct'} [mode] delivery of every symbol of the stream (default merge)
+ * @property {ReadonlyMap<string, {seq: number, epoch: string}>} [since] symbols it resumes (docs/protocol.md, Recovery)
  * @property {string | null} [token] sent as `Authorization: Bearer`
  * @property {string} [lastEventId] sent as `Last-Event-ID`
  * @property {typeof fetch} [fetch]
  */
 
 export class SseSocket {
-  readyState = 0
+  /** @type {number} one of ReadyState */
+  readyState = ReadyState.CONNECTING
   /**
    * The gateway answered: the stream opened, or was refused with a coded
    * error. False for a network failure or a server without /sse (a 404
@@ -102,9 +105,11 @@ export class SseSocket {
    * @param {string} url the gateway's WebSocket URL (`/ws`); the stream is at `/sse` beside it
    * @param {SseSocketOptions} options
    */
-  constructor (url, { symbols, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
+  constructor (url, { symbols, mode = 'merge', since, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
     const u = new URL(sseUrlFor(url))
     u.searchParams.set('symbols', symbols.join(','))
+    if (mode !== 'merge') u.searchParams.set('mode', mode)
+    if (since?.size) u.searchParams.set('since', [...since].map(([s, c]) => `${s}:${c.seq}:${c.epoch}`).join(','))
     this.url = u.href
     this.#parser.lastEventId = lastEventId
     /** @type {Record<string, string>} */
@@ -152,7 +157,7 @@ export class SseSocket {
       return
     }
     this.answered = true
-    this.readyState = 1
+    this.readyState = ReadyState.OPEN
     this.onopen?.({})
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
     let closeFrame = /** @type {{code: number, reason: string} | null} */ (null)
@@ -180,7 +185,7 @@ export class SseSocket {
   #finish (code, reason) {
     if (this.#closed) return
     this.#closed = true
-    this.readyState = 3
+    this.readyState = ReadyState.CLOSED
     this.#abort.abort()
     this.onclose?.({ code, reason })
   }

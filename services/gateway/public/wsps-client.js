@@ -15,7 +15,7 @@
 // (liveness.js) and the listeners (events.js); the quotes are held by the
 // protocol's QuoteReceiver.
 
-import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ServerOp } from './protocol.js'
+import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
 import { Retry } from './client/backoff.js'
 import { Emitter } from './client/events.js'
 import { Liveness } from './client/liveness.js'
@@ -49,8 +49,6 @@ const { MAX_SYMBOLS_PER_REQUEST } = Limits
 const MAX_INFLIGHT = 256
 /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} */
 const NO_CURSORS = new Map()
-/** WebSocket.OPEN, the same in browsers and `ws`. */
-const OPEN = 1
 
 /** Errors whose `symbols` leave the watch set even when they answer no request of ours (see #onError). */
 const DROPS_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS]))
@@ -99,6 +97,8 @@ export class WspsClient {
   #opened = false
   /** SSE: the watch set the current stream was asked for (it cannot change on the stream). */
   #streamed = /** @type {string[]} */ ([])
+  /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} the cursors the current SSE stream resumes */
+  #streamedSince = NO_CURSORS
   /** Bumped per socket: events of an abandoned socket are ignored. */
   #gen = 0
   #nextId = 1
@@ -274,8 +274,13 @@ export class WspsClient {
     let ws
     try {
       this.#streamed = transport === Transport.SSE ? this.#subs.list.slice(0, this.#maxSubscriptions) : []
+      // A stream carries one delivery: distinct when every symbol wants it.
+      const distinct = this.#streamed.length > 0 && this.#streamed.every((s) => this.#subs.deliveryOf(s)?.mode === 'distinct')
+      this.#streamedSince = this.#cursors(this.#streamed)
       ws = this.#transports.open(url, {
         symbols: this.#streamed,
+        mode: distinct ? 'distinct' : 'merge',
+        since: this.#streamedSince,
         token,
         onheartbeat: () => { if (gen === this.#gen) this.#liveness.frame() }
       })
@@ -539,6 +544,20 @@ export class WspsClient {
   }
 
   /**
+   * @param {string[]} symbols
+   * @returns {Map<string, {seq: number, epoch: string}>} the held seq and epoch of those that have
+   *   both and are not waiting for a snapshot (after a gap: that one comes by a plain `sub`)
+   */
+  #cursors (symbols) {
+    const out = new Map()
+    for (const s of symbols) {
+      const c = this.#receiver.current(s) ? this.#receiver.cursor(s) : undefined
+      if (c !== undefined) out.set(s, c)
+    }
+    return out
+  }
+
+  /**
    * A new connection holds nothing: ask for the whole watch set again.
    * Symbols whose quote carries an epoch resume from it (`since`): the
    * server replays the ticks missed meanwhile (distinct) or confirms the
@@ -552,14 +571,12 @@ export class WspsClient {
     if (over.length) this.#reject(over, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `this gateway allows ${max} subscriptions` })
     const keep = all.slice(0, max)
     const now = Date.now()
-    /** @type {Map<string, {seq: number, epoch: string}>} */
-    const since = new Map()
+    // An SSE stream resumed what its URL named (#connectSocket).
+    const since = this.#status.transport === Transport.SSE ? this.#streamedSince : this.#cursors(keep)
     for (const s of keep) {
-      const cursor = this.#status.transport === Transport.SSE ? undefined : this.#receiver.cursor(s)
       // A resumed symbol's replay continues what is held: its deltas must
       // apply, not wait for a snapshot.
-      if (cursor === undefined) this.#receiver.resync(s, now)
-      else since.set(s, cursor)
+      if (!since.has(s)) this.#receiver.resync(s, now)
     }
     if (this.#status.transport === Transport.SSE) {
       // The stream was asked for with the watch set of the moment it was
@@ -691,7 +708,7 @@ export class WspsClient {
   /** @param {object} frame */
   #send (frame) {
     const ws = this.#socket
-    if (ws && ws.readyState === OPEN) ws.send(JSON.stringify(frame))
+    if (ws && ws.readyState === ReadyState.OPEN) ws.send(JSON.stringify(frame))
   }
 
   /**

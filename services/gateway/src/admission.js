@@ -1,15 +1,23 @@
-// Who may open a connection, on any transport (WebSocket, SSE): the gate
-// (drain, capacity, Origin, connections per IP) and the token check. Holds
-// the per-IP places and the count of connections still being opened; knows
-// nothing of sockets or responses: each server words its own refusals.
+// Who may open a connection, on any transport (WebSocket, SSE): one path,
+// open(), through the gate (drain, capacity, Origin, connections per IP)
+// and the token check, to a lease or a coded refusal. Holds the per-IP
+// places and the count of connections still being opened; knows nothing of
+// sockets or responses: each server words its own refusals.
 
 import { ErrorCode } from '@wsps/protocol'
+import { notEntitled, ungranted } from './auth.js'
 
 /**
  * @typedef {{ok: true, ip: string}} Admitted ip: the client's place in the
  *   per-IP count (NO_IP_LIMIT when there is no limit)
- * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string}} Refused
- *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label
+ * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string, symbols?: string[]}} Refused
+ *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label;
+ *   symbols: those the token does not grant (NOT_ENTITLED)
+ * @typedef {{ok: true, ip: string, authed: boolean, grants: import('./auth.js').Grants | null, expiresAt: number | null, symbols: string[]}} Lease
+ *   a connection that may open: its place in the per-IP count (held until
+ *   settle(), then until release()); authed: false when auth is on and the
+ *   token is to come in the first frame; grants and expiresAt: the token's;
+ *   symbols: what it subscribes at once (granted)
  */
 
 /**
@@ -18,6 +26,14 @@ import { ErrorCode } from '@wsps/protocol'
  * a {address, family, port} record and its string on every socket).
  */
 export const NO_IP_LIMIT = ''
+
+/**
+ * @typedef {{ok: true, symbols: string[]} | {ok: false, error: import('./protocol.js').ProtocolError}} Symbols
+ *   the symbols a request subscribes at once, as parsed
+ */
+
+/** @type {Symbols} */
+const NO_SYMBOLS = Object.freeze({ ok: true, symbols: [] })
 
 export class Admission {
   #maxConnections
@@ -100,8 +116,7 @@ export class Admission {
   }
 
   /**
-   * The token check after admit(); only when authRequired (with auth off
-   * nothing is awaited: a connection opens in the turn it was admitted).
+   * The token check of open(); only when authRequired.
    *
    * @param {string | null} token
    * @returns {Promise<import('./auth.js').AuthResult>}
@@ -112,8 +127,60 @@ export class Admission {
   }
 
   /**
-   * Ends what admit() started: the connection opened (its IP place is kept
-   * until release()) or not.
+   * The one admission path of every transport: the gate (admit()), the
+   * token check when auth is on (and the entitlement check of the symbols
+   * the request names), then the gate's drain check again (the token check
+   * may have waited). A lease holds the connection's places until settle().
+   * With auth off nothing is awaited: a connection opens in the turn it was
+   * admitted.
+   *
+   * @param {import('node:http').IncomingMessage} req
+   * @param {string | null} token what the request carries (null: none)
+   * @param {{authFrame?: boolean, symbols?: Symbols}} [options]
+   *   authFrame: without a token the connection may open unauthenticated,
+   *   its token to follow in the first frame (WebSocket); symbols: what the
+   *   request subscribes at once (SSE), as parsed: malformed, the request is
+   *   refused (400) once the gate let it through; else the token must grant
+   *   them
+   * @returns {Promise<Lease | Refused>}
+   */
+  async open (req, token, { authFrame = false, symbols = NO_SYMBOLS } = {}) {
+    const gate = this.admit(req)
+    if (!gate.ok) return gate
+    let leased = false
+    try {
+      if (!symbols.ok) {
+        const { code, message, symbols: bad } = symbols.error
+        return { ok: false, status: 400, code, message, result: 'bad_request', symbols: bad }
+      }
+      /** @type {import('./auth.js').Grants | null} */
+      let grants = null
+      let expiresAt = null
+      const authed = this.#authenticate === null || token !== null || !authFrame
+      if (this.#authenticate !== null && authed) {
+        const auth = await this.verify(token)
+        if (!auth.ok) return { ok: false, status: 401, code: ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}`, result: 'unauthorized' }
+        grants = auth.grants
+        expiresAt = auth.expiresAt
+        const denied = ungranted(grants, symbols.symbols)
+        if (denied.length) {
+          const { code, message } = notEntitled(denied)
+          return { ok: false, status: 403, code, message, result: 'not_entitled', symbols: denied }
+        }
+      }
+      if (this.#draining || req.socket.destroyed) {
+        return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: this.#draining ? 'draining' : 'aborted' }
+      }
+      leased = true
+      return { ok: true, ip: gate.ip, authed, grants, expiresAt, symbols: symbols.symbols }
+    } finally {
+      if (!leased) this.settle(gate.ip, false)
+    }
+  }
+
+  /**
+   * Ends what admit() (or a lease) started: the connection opened (its IP
+   * place is kept until release()) or not.
    *
    * @param {string} ip
    * @param {boolean} opened

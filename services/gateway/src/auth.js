@@ -9,6 +9,7 @@
 // strings end up in access logs, so the logger and nginx mask it.
 
 import { createRemoteJWKSet, jwtVerify } from 'jose'
+import { ErrorCode } from '@wsps/protocol'
 
 /**
  * @typedef {(symbol: string) => boolean} Grants
@@ -63,6 +64,29 @@ export function grantsFrom (claim) {
     else exact.add(g)
   }
   return (symbol) => exact.has(symbol) || prefixes.some((p) => symbol.startsWith(p))
+}
+
+/**
+ * The entitlement check, the one every request for symbols goes through
+ * (a `sub`, a token refresh, GET /sse).
+ *
+ * @param {Grants | null} grants a token's grants; null: every symbol
+ * @param {readonly string[]} symbols
+ * @returns {string[]} those the grants do not cover ([] when all are)
+ */
+export function ungranted (grants, symbols) {
+  return grants === null ? [] : symbols.filter((s) => !grants(s))
+}
+
+/**
+ * The error that refuses symbols the token does not grant.
+ *
+ * @param {string[]} symbols the ungranted ones
+ * @param {number | string} [id] the request's id
+ * @returns {import('./protocol.js').ProtocolError}
+ */
+export function notEntitled (symbols, id) {
+  return { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', id, symbols }
 }
 
 /**

@@ -3,6 +3,7 @@
 // Cluster, channels are shard channels (SSUBSCRIBE), each on the shard that
 // owns its symbol, so a gateway talks only to the shards of its symbols.
 
+import calculateSlot from 'cluster-key-slot'
 import { connectRedis, getMany, watchPrimary } from '@wsps/shared/redis'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
@@ -21,12 +22,16 @@ function * chunks (list, size) {
 }
 
 /**
- * @param {import('@wsps/shared/redis').RedisSettings & {redisKeyPrefix: string, nodeName: string}} config
- * @param {import('./broker.js').BrokerHandlers} handlers
- * @param {import('pino').Logger} logger
- * @returns {import('./broker.js').Broker}
+ * @typedef {import('./broker.js').Broker & {start: (handlers: import('./broker.js').BrokerHandlers) => void}} RedisBroker
+ *   start() connects and reports to the handlers; nothing is connected before
  */
-export function createRedisBroker (config, handlers, logger) {
+
+/**
+ * @param {import('@wsps/shared/redis').RedisSettings & {redisKeyPrefix: string, nodeName: string}} config
+ * @param {import('pino').Logger} logger
+ * @returns {RedisBroker}
+ */
+export function createRedisBroker (config, logger) {
   const keys = redisKeys(config.redisKeyPrefix)
   const log = logger.child({ component: 'redis' })
   const sharded = config.redisMode === 'cluster'
@@ -38,60 +43,98 @@ export function createRedisBroker (config, handlers, logger) {
   /** @param {string} conn */
   const onError = (conn) => (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
 
-  // autoResubscribe is off on purpose: after a reconnect the hub resubscribes
-  // and sends fresh snapshots itself, so it knows exactly when that is done.
-  // Typed as the single-node client: the methods used here exist on both.
-  const sub = /** @type {import('ioredis').Redis} */ (connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, shardedSubscribers: sharded, onError: onError('sub') }))
-  const cmd = registerScripts(connectRedis(config, { name: `wsps-gw-cmd-${config.nodeName}`, onError: onError('cmd') }))
-
-  const reconnected = () => {
-    channels.clear()
-    if (subReadyOnce && !closing) handlers.onReconnect()
-    subReadyOnce = true
-  }
+  /** @type {import('ioredis').Redis} the subscription connection (start() opens it) */
+  let sub
+  /** @type {ReturnType<typeof registerScripts>} the command connection (start() opens it) */
+  let cmd
   /** @type {NodeJS.Timeout | null} */
   let resyncTimer = null
-  sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
-    const symbol = keys.symbolOf(channel)
-    if (symbol) handlers.onQuote(symbol, message)
-  })
-  if (sharded) {
-    // ioredis keeps one subscriber per shard and replaces it on failover or
-    // resharding; any replacement may have missed quotes: resync.
-    sub.on('+subscriber', () => {
-      if (!subReadyOnce || resyncTimer) return
-      resyncTimer = setTimeout(() => {
-        resyncTimer = null
-        log.info('a shard subscriber was replaced')
-        if (!closing) handlers.onReconnect()
-      }, CLUSTER_RESYNC_DEBOUNCE_MS)
+  /**
+   * Cluster: channel -> the node that owned its slot when it was subscribed.
+   * When ioredis replaces shard subscribers (failover, resharding), only the
+   * channels whose owner changed were lost: the others never stopped.
+   * @type {Map<string, string>}
+   */
+  const ownerAt = new Map()
+  /** @param {string} channel @returns {string} the node ioredis routes its slot to now ('' unknown) */
+  const ownerOf = (channel) => /** @type {{slots?: string[][]}} */ (/** @type {unknown} */ (sub)).slots?.[calculateSlot(channel)]?.[0] ?? ''
+
+  /**
+   * Opens both connections; from now on quotes, reconnects and status
+   * changes go to the handlers.
+   *
+   * @param {import('./broker.js').BrokerHandlers} handlers
+   */
+  const start = (handlers) => {
+    // autoResubscribe is off on purpose: after a reconnect the hub resubscribes
+    // and sends fresh snapshots itself, so it knows exactly when that is done.
+    // Typed as the single-node client: the methods used here exist on both.
+    sub = /** @type {import('ioredis').Redis} */ (connectRedis(config, { name: `wsps-gw-sub-${config.nodeName}`, autoResubscribe: false, shardedSubscribers: sharded, onError: onError('sub') }))
+    cmd = registerScripts(connectRedis(config, { name: `wsps-gw-cmd-${config.nodeName}`, onError: onError('cmd') }))
+
+    const reconnected = () => {
+      channels.clear()
+      ownerAt.clear()
+      if (subReadyOnce && !closing) handlers.onReconnect()
+      subReadyOnce = true
+    }
+    sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
+      const symbol = keys.symbolOf(channel)
+      if (symbol) handlers.onQuote(symbol, message)
     })
-  }
-  for (const [name, conn] of /** @type {const} */ ([['sub', sub], ['cmd', cmd]])) {
-    conn.on('ready', () => {
-      log.info({ conn: name }, 'redis ready')
-      handlers.onStatus?.(true, name)
-      if (name === 'sub') reconnected()
-    })
-    conn.on('close', () => {
-      if (!closing) log.warn({ conn: name }, 'redis connection lost')
-      handlers.onStatus?.(false, name)
-    })
-    watchPrimary(conn, {
-      onFailover: () => {
-        log.warn({ conn: name }, 'redis primary changed (failover)')
-        handlers.onFailover?.(name)
-      },
-      onOutage: (seconds) => handlers.onOutage?.(seconds, name)
-    })
+    if (sharded) {
+      // ioredis keeps one subscriber per shard and replaces it on failover or
+      // resharding; the channels of a replaced one may have missed quotes.
+      sub.on('+subscriber', () => {
+        if (!subReadyOnce || resyncTimer) return
+        resyncTimer = setTimeout(() => {
+          resyncTimer = null
+          if (closing) return
+          /** @type {string[]} */
+          const moved = []
+          for (const [channel, owner] of ownerAt) {
+            const now = ownerOf(channel)
+            if (now === owner) continue
+            ownerAt.set(channel, now)
+            const symbol = keys.symbolOf(channel)
+            if (symbol) moved.push(symbol)
+          }
+          // No owner changed: a subscriber was replaced on the same node (its
+          // connection dropped), and which one is not said. Resync them all:
+          // gap fill makes that cheap for clients.
+          log.info({ symbols: moved.length || 'all' }, 'shard subscribers replaced')
+          handlers.onReconnect(moved.length ? moved : undefined)
+        }, CLUSTER_RESYNC_DEBOUNCE_MS)
+      })
+    }
+    for (const [name, conn] of /** @type {const} */ ([['sub', sub], ['cmd', cmd]])) {
+      conn.on('ready', () => {
+        log.info({ conn: name }, 'redis ready')
+        handlers.onStatus?.(true, name)
+        if (name === 'sub') reconnected()
+      })
+      conn.on('close', () => {
+        if (!closing) log.warn({ conn: name }, 'redis connection lost')
+        handlers.onStatus?.(false, name)
+      })
+      watchPrimary(conn, {
+        onFailover: () => {
+          log.warn({ conn: name }, 'redis primary changed (failover)')
+          handlers.onFailover?.(name)
+        },
+        onOutage: (seconds) => handlers.onOutage?.(seconds, name)
+      })
+    }
   }
 
   return {
+    start,
     async subscribe (symbols) {
       const names = symbols.map(keys.channel)
       if (sharded) {
         // SSUBSCRIBE takes channels of one slot only: one call per symbol.
         await Promise.all(names.map((c) => sub.ssubscribe(c)))
+        for (const c of names) ownerAt.set(c, ownerOf(c))
       } else {
         for (const part of chunks(names, CHUNK)) await sub.subscribe(...part)
       }
@@ -101,7 +144,10 @@ export function createRedisBroker (config, handlers, logger) {
       const names = symbols.map(keys.channel)
       if (sharded) await Promise.all(names.map((c) => sub.sunsubscribe(c)))
       else for (const part of chunks(names, CHUNK)) await sub.unsubscribe(...part)
-      for (const c of names) channels.delete(c)
+      for (const c of names) {
+        channels.delete(c)
+        ownerAt.delete(c)
+      }
     },
     latest: (symbols) => getMany(cmd, symbols.map(keys.latest)),
     async history (symbol, fromSeq, toSeq, max) {

@@ -14,7 +14,8 @@
 /**
  * @typedef {object} BrokerHandlers
  * @property {(symbol: string, raw: string) => void} onQuote a full quote (JSON) for a subscribed symbol
- * @property {() => void} onReconnect the subscription connection came back: every channel is gone
+ * @property {(symbols?: string[]) => void} onReconnect the subscription connection came back: every
+ *   channel is gone (symbols undefined), or, on a cluster, those of the symbols named
  * @property {(up: boolean, conn: string) => void} [onStatus]
  * @property {(conn: string) => void} [onFailover] a connection is ready again on another primary (a Sentinel failover)
  * @property {(seconds: number, conn: string) => void} [onOutage] a connection is ready again after this long without a primary

@@ -53,6 +53,7 @@ export const gatewaySettings = Object.freeze([
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix
+ * @property {boolean} redisAutoPipeline
  * @property {number} heartbeatMs
  * @property {number} recoveryMax
  * @property {number} batchMs

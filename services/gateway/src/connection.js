@@ -1,39 +1,44 @@
-// One client connection: its transport, liveness, admission bookkeeping
-// (auth state and grants, message rate, protocol strikes, token expiry) and
-// the one place it is closed with a code. What it is sent lives in its Outbox (outbox.js).
+// One client connection, and its fate in one place: its transport,
+// liveness, admission bookkeeping (auth state and grants, message rate,
+// protocol strikes, token expiry), the symbols it subscribed with the
+// delivery of each, and their delivery: the fan-out hands it updates, its
+// Outbox (outbox.js) queues them and returns a verdict, and the connection
+// writes or closes. close() is the one place a connection is closed,
+// always with a named Disconnect (services/protocol).
 
-import { CloseCode } from '@wsps/protocol'
-import { Outbox } from './outbox.js'
+import { Disconnect, ServerOp } from '@wsps/protocol'
+import { Outbox, Verdict } from './outbox.js'
+import { FULL_RATE } from './delivery.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
 
-/** @typedef {import('./text-frame.js').TextFrame} TextFrame */
-
-/** @typedef {'hello' | 'ack' | 'error' | 'pong' | 'snap' | 'q'} FrameOp */
+/**
+ * @typedef {import('./text-frame.js').TextFrame} TextFrame
+ * @typedef {import('@wsps/protocol').ServerOpName} ServerOpName
+ * @typedef {import('@wsps/protocol').Disconnect} DisconnectValue
+ * @typedef {import('./delta.js').Update} Update
+ * @typedef {import('./fanout.js').PassStats} PassStats
+ */
 
 /**
- * What a connection needs of its transport. A `ws` WebSocket fits it as is
- * (see ws-transport.js); another transport (SSE) implements the same few
- * members. `readyState` takes the WebSocket values (ReadyState below).
+ * What a connection needs of its transport, shaped like the protocol:
+ * frames with their op, a close with a Disconnect. The WebSocket
+ * (ws-transport.js) and Server-Sent Events (sse-transport.js) transports
+ * implement it.
  *
  * @typedef {object} Transport
- * @property {number} readyState one of ReadyState
- * @property {number} bufferedAmount bytes accepted by send() but not yet
+ * @property {boolean} open frames may be written (false once a close began)
+ * @property {number} bufferedAmount bytes accepted by write() but not yet
  *   handed to the kernel: what the slow-reader limits watch
- * @property {(data: string | Buffer) => void} send writes one text frame
- *   (a Buffer holds UTF-8 text)
- * @property {(code: number, reason: string) => void} close starts an
- *   orderly close carrying the code; the transport reports CLOSED when done
+ * @property {(frame: TextFrame | string, op: ServerOpName) => void} write
+ *   writes one server frame: a TextFrame (maybe shared by many connections)
+ *   or the JSON text of one; `op` is the frame's op
+ * @property {(disconnect: DisconnectValue) => void} close starts an orderly
+ *   close carrying the code and reason (only while open); the transport's
+ *   owner reports the close when done
  * @property {() => void} ping a liveness probe; the transport calls
  *   Connection.markAlive() when the peer answers (or shows any sign of life)
  * @property {() => void} terminate drops the connection at once
- * @property {(data: Buffer) => void} [pong] answers a peer's ping (WebSocket only)
- * @property {(frame: TextFrame) => void} [sendFrame] writes a frame framed
- *   already, maybe shared by many connections (WebSocket only: its wire
- *   bytes); without it the frame's payload goes to send()
  */
-
-/** The readyState values of a Transport (the WebSocket ones). */
-export const ReadyState = Object.freeze({ CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 })
 
 /** Protocol errors a client may make: a burst of 20, then one a second. */
 const STRIKES = new RateLimit(1, 20)
@@ -63,6 +68,20 @@ export class Connection {
   #authed
   /** Set once the transport closed and dispose() ran. */
   #closed = false
+  /**
+   * Subscribed symbols, in order. An array, not a Set: at the usual few
+   * dozen symbols it costs a third of the memory (idle connections are
+   * what a gateway holds most of); see holds() for large lists. Kept here,
+   * not in an object of their own: a few bytes per idle connection.
+   * @type {string[]}
+   */
+  #symbols = []
+  /**
+   * Delivery of the symbols not at FULL_RATE; null while every one is (the
+   * default costs no map).
+   * @type {Map<string, number> | null}
+   */
+  #delivery = null
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
@@ -95,7 +114,7 @@ export class Connection {
     this.#ip = ip
     this.#grants = grants
     this.#authed = authed
-    this.#outbox = new Outbox(this, ctx.outbox)
+    this.#outbox = new Outbox(ctx.outbox)
   }
 
   get id () { return this.#id }
@@ -106,10 +125,11 @@ export class Connection {
   get authed () { return this.#authed }
   /** True once the transport closed and dispose() ran. */
   get closed () { return this.#closed }
-  get outbox () { return this.#outbox }
+  /** @returns {readonly string[]} the subscribed symbols, in order */
+  get symbols () { return this.#symbols }
   /** The code the gateway closed with, if it did (a stuck reader never echoes it: 1006). */
   get closeCode () { return this.#closeCode }
-  get open () { return this.#transport.readyState === ReadyState.OPEN }
+  get open () { return this.#transport.open }
   get bufferedAmount () { return this.#transport.bufferedAmount }
 
   /** The peer showed it is there (a pong, a message). */
@@ -147,7 +167,7 @@ export class Connection {
       return 0
     }
     const drops = ++this.#limitedDrops
-    if (drops > 2 * this.#ctx.messageRate.burst) this.close(CloseCode.RATE_LIMIT_EXCEEDED, 'rate limit exceeded')
+    if (drops > 2 * this.#ctx.messageRate.burst) this.close(Disconnect.RATE_LIMIT_EXCEEDED)
     return drops
   }
 
@@ -163,29 +183,27 @@ export class Connection {
       this.#strikeTat = tat
       return true
     }
-    this.close(CloseCode.POLICY_VIOLATION, 'too many invalid messages')
+    this.close(Disconnect.POLICY_VIOLATION)
     return false
   }
 
   /**
-   * Closes the connection with `code` at `at` (ms since the epoch) unless
-   * re-armed before; null disarms.
+   * Closes the connection with `disconnect` at `at` (ms since the epoch)
+   * unless re-armed before; null disarms.
    *
    * @param {number | null} at
-   * @param {number} code
-   * @param {string} reason
+   * @param {DisconnectValue} disconnect
    */
-  closeAt (at, code, reason) {
-    if (this.#expiry !== null) clearTimeout(this.#expiry)
-    this.#expiry = null
+  closeAt (at, disconnect) {
+    this.#disarm()
     if (at === null || this.#closed) return
     const left = at - Date.now()
     if (left <= 0) {
-      this.close(code, reason)
+      this.close(disconnect)
       return
     }
     // setTimeout fires at once beyond 2^31-1 ms (24.8 days): re-arm in steps.
-    this.#expiry = setTimeout(() => this.closeAt(at, code, reason), Math.min(left, MAX_TIMER_MS))
+    this.#expiry = setTimeout(() => this.closeAt(at, disconnect), Math.min(left, MAX_TIMER_MS))
   }
 
   /**
@@ -198,7 +216,7 @@ export class Connection {
   authorize (grants, expiresAt) {
     this.#grants = grants
     this.#authed = true
-    this.closeAt(expiresAt, CloseCode.TOKEN_EXPIRED, 'token expired')
+    this.closeAt(expiresAt, Disconnect.TOKEN_EXPIRED)
   }
 
   /**
@@ -209,85 +227,188 @@ export class Connection {
   writable () {
     if (!this.open) return false
     if (this.#transport.bufferedAmount >= this.#ctx.sendMax) {
-      this.close(CloseCode.SLOW_CONSUMER, 'send buffer full')
+      this.close(Disconnect.SEND_BUFFER_FULL)
       return false
     }
     return true
   }
 
   /**
-   * Sends a control frame now, counted per frame.
+   * Sends a frame now, counted per frame: a control frame's JSON text, or
+   * a frame built already (maybe shared by many connections).
    *
-   * @param {string | Buffer} data a text frame
-   * @param {FrameOp} op for metrics
+   * @param {TextFrame | string} frame
+   * @param {ServerOpName} op
    */
-  send (data, op) {
+  send (frame, op) {
     if (!this.writable()) return
-    this.#transport.send(data)
-    this.#counted(op, typeof data === 'string' ? Buffer.byteLength(data) : data.length)
-  }
-
-  /**
-   * Sends a frame built already (maybe shared by many connections) now,
-   * counted per frame: written with one socket write where the transport
-   * allows it (write()).
-   *
-   * @param {TextFrame} frame
-   * @param {FrameOp} op for metrics
-   */
-  sendFrame (frame, op) {
-    if (!this.writable()) return
-    this.write(frame)
-    this.#counted(op, frame.payload.length)
-  }
-
-  /**
-   * One frame sent now, in the per-frame metrics.
-   *
-   * @param {FrameOp} op
-   * @param {number} bytes its payload
-   */
-  #counted (op, bytes) {
+    this.#transport.write(frame, op)
     const m = this.#ctx.metrics
     m.framesOut[op].inc()
-    m.bytesOut.inc(bytes)
+    m.bytesOut.inc(typeof frame === 'string' ? Buffer.byteLength(frame) : frame.payload.length)
   }
 
   /**
-   * Writes a frame the fan-out counts itself (per pass, not per frame).
-   * The caller checked writable() in the same turn.
+   * A membership test for the subscribed symbols: a scan for short lists,
+   * a Set built once for long ones (WSPS_MAX_SUBSCRIPTIONS may be 10,000).
    *
-   * @param {TextFrame} frame
+   * @returns {(symbol: string) => boolean}
    */
-  write (frame) {
+  holds () {
+    const subs = this.#symbols
+    if (subs.length <= 32) return (s) => subs.includes(s)
+    const set = new Set(subs)
+    return (s) => set.has(s)
+  }
+
+  /**
+   * @param {string} symbol
+   * @returns {number} its delivery (DISTINCT, FULL_RATE or a maxRate: delivery.js)
+   */
+  deliveryOf (symbol) {
+    return this.#delivery?.get(symbol) ?? FULL_RATE
+  }
+
+  /**
+   * Adds symbols it does not hold yet (the caller checked).
+   *
+   * @param {string[]} fresh
+   * @param {number} [delivery]
+   */
+  subscribe (fresh, delivery = FULL_RATE) {
+    // concat allocates exactly what is held; push would leave slack in
+    // every idle connection's list.
+    if (fresh.length) this.#symbols = this.#symbols.concat(fresh)
+    for (const s of fresh) this.#setDelivery(s, delivery)
+  }
+
+  /**
+   * Changes the delivery of a held symbol; what was queued for it under the
+   * old one is forgotten (a snapshot follows).
+   *
+   * @param {string} symbol
+   * @param {number} delivery
+   */
+  redeliver (symbol, delivery) {
+    this.#outbox.drop([symbol])
+    this.#setDelivery(symbol, delivery)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} delivery
+   */
+  #setDelivery (symbol, delivery) {
+    if (delivery !== FULL_RATE) {
+      (this.#delivery ??= new Map()).set(symbol, delivery)
+    } else if (this.#delivery !== null) {
+      this.#delivery.delete(symbol)
+      if (this.#delivery.size === 0) this.#delivery = null
+    }
+  }
+
+  /**
+   * Removes symbols and forgets what is queued for them.
+   *
+   * @param {string[]} symbols
+   * @param {(symbol: string, delivery: number) => void} onRemoved called for
+   *   each symbol that was held, with the delivery it had
+   */
+  unsubscribe (symbols, onRemoved) {
+    const gone = new Set(symbols)
+    /** @type {string[]} */
+    const kept = []
+    for (const s of this.#symbols) {
+      if (gone.has(s)) {
+        onRemoved(s, this.deliveryOf(s))
+        this.#setDelivery(s, FULL_RATE)
+      } else {
+        kept.push(s)
+      }
+    }
+    this.#symbols = kept
+    this.#outbox.drop(symbols)
+  }
+
+  /**
+   * Forgets what is queued for symbols: a replay or a snapshot supersedes it.
+   *
+   * @param {Iterable<string>} symbols
+   */
+  drop (symbols) {
+    this.#outbox.drop(symbols)
+  }
+
+  /**
+   * Sends a snapshot frame now. It supersedes anything queued for its
+   * symbols.
+   *
+   * @param {string[]} symbols
+   * @param {TextFrame} frame maybe shared by other connections
+   */
+  sendSnap (symbols, frame) {
+    this.#outbox.drop(symbols)
+    this.send(frame, ServerOp.SNAP)
+  }
+
+  /**
+   * Takes a symbol's update for this pass (called by the fanout).
+   *
+   * @param {Update} update
+   * @param {PassStats} stats
+   * @returns {boolean} true when the connection was not queued for writing
+   *   yet: the caller queues it
+   */
+  push (update, stats) {
+    return this.#outbox.push(update, stats)
+  }
+
+  /**
+   * Writes this pass's updates as one `q` frame — after a `snap` of the
+   * symbols it skipped while slow — as its outbox's verdict says: or
+   * nothing but distinct updates while it is slow, or a close when it was
+   * slow for too long. Counted per pass by the fanout (stats), not per
+   * frame.
+   *
+   * @param {number} now
+   * @param {number} tick the pass
+   * @param {PassStats} stats
+   * @returns {boolean} true when it stays queued: to be tried again next pass (still slow)
+   */
+  flush (now, tick, stats) {
+    const out = this.#outbox
+    if (!this.writable()) {
+      out.clear()
+      return false
+    }
     const t = this.#transport
-    if (t.sendFrame) t.sendFrame(frame)
-    else t.send(frame.payload)
+    const verdict = out.verdict(t.bufferedAmount, now, this, stats)
+    if (verdict === Verdict.DISCONNECT) {
+      this.close(Disconnect.SLOW_CONSUMER)
+      return false
+    }
+    if (verdict === Verdict.WRITE) {
+      const snap = out.catchUp(this, stats)
+      if (snap !== null) t.write(snap, ServerOp.SNAP)
+    }
+    const frame = out.take(tick, stats)
+    if (frame !== null) t.write(frame, ServerOp.QUOTES)
+    return verdict === Verdict.SKIP
   }
 
   /**
-   * Answers a WebSocket ping frame, under the same send-buffer cap.
+   * Starts a close handshake with a named disconnect and destroys the
+   * transport if it does not finish (a reader that stopped reading will
+   * not read the close frame either). The one place a connection is closed.
    *
-   * @param {Buffer} data
+   * @param {DisconnectValue} disconnect
    */
-  pong (data) {
-    if (this.writable()) this.#transport.pong?.(data)
-  }
-
-  /**
-   * Starts a close handshake with a code and destroys the transport if it
-   * does not finish (a reader that stopped reading will not read the close
-   * frame either). The one place a connection is closed with a code.
-   *
-   * @param {number} code
-   * @param {string} reason
-   */
-  close (code, reason) {
+  close (disconnect) {
+    if (this.#closed) return
     const t = this.#transport
-    if (t.readyState === ReadyState.CLOSED) return
-    if (t.readyState !== ReadyState.CLOSING) {
-      this.#closeCode = code
-      t.close(code, reason)
+    if (t.open) {
+      this.#closeCode = disconnect.code
+      t.close(disconnect)
     }
     setTimeout(() => t.terminate(), CLOSE_GRACE_MS).unref()
   }
@@ -297,10 +418,17 @@ export class Connection {
     this.#transport.terminate()
   }
 
+  #disarm () {
+    if (this.#expiry !== null) clearTimeout(this.#expiry)
+    this.#expiry = null
+  }
+
   /** Called once the transport closed: releases what the connection held. */
   dispose () {
-    this.closeAt(null, 0, '')
+    this.#disarm()
     this.#closed = true
+    this.#symbols = []
+    this.#delivery = null
     this.#outbox.dispose()
   }
 }

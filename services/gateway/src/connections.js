@@ -2,7 +2,7 @@
 // here once admitted, counted, heartbeated, forgotten on close, drained on
 // shutdown.
 
-import { CloseCode } from '@wsps/protocol'
+import { Disconnect } from '@wsps/protocol'
 import { Connection } from './connection.js'
 import { Heartbeat } from './heartbeat.js'
 
@@ -50,11 +50,10 @@ export class Connections {
    * it closes.
    *
    * @param {import('./connection.js').Transport} transport
-   * @param {string} ip
-   * @param {import('./auth.js').Grants | null} grants
-   * @returns {Connection}
+   * @param {import('./admission.js').Lease} lease what admission let in
+   * @returns {Connection} not authed yet: Sessions.welcome() or the `auth` frame does it
    */
-  open (transport, ip, grants) {
+  open (transport, { ip, grants }) {
     const client = new Connection(transport, this.#ctx, { id: this.#nextId++, ip, grants, authed: false })
     this.#clients.add(client)
     this.#metrics.connections.set(this.#clients.size)
@@ -97,7 +96,7 @@ export class Connections {
         }
       }, 50)
       for (const client of clients) {
-        setTimeout(() => client.close(CloseCode.SERVICE_RESTART, 'server restart'), Math.floor(Math.random() * windowMs))
+        setTimeout(() => client.close(Disconnect.SERVICE_RESTART), Math.floor(Math.random() * windowMs))
       }
     })
   }

@@ -3,23 +3,71 @@
 // every subscriber gets the same string.
 
 import { QUOTE_FIELDS } from '@wsps/protocol'
+import { encodeQuotes } from './protocol.js'
+import { TextFrame } from './text-frame.js'
 
 const DIFFED = QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !== 'ts')
 
 /**
  * @typedef {Record<string, unknown> & {symbol: string, seq: number, ts: number}} Quote
- *
- * @typedef {object} Update One published quote, shared by every subscriber.
- * @property {string} symbol
- * @property {number} seq
- * @property {number} base seq the delta applies on top of
- * @property {number} ts producer timestamp (ms)
- * @property {Record<string, unknown>} fields the delta's fields (symbol, seq, ts and what changed)
- * @property {string | null} json the delta serialized once (null until needed for merged ones)
- * @property {import('./text-frame.js').TextFrame | null} frame lazily
- *   built `q` frame holding only this update, shared by its subscribers
- * @property {number} tick fanout tick that last sent it (for latency metrics)
  */
+
+/**
+ * One published quote's delta, shared by every subscriber. Its JSON and its
+ * one-update `q` frame are built when a pass first needs them, once for
+ * every subscriber; only this class writes them.
+ */
+export class Update {
+  /** @type {string | null} the delta serialized once (null until needed, for merged ones) */
+  #json
+  /** @type {TextFrame | null} the `q` frame holding only this update */
+  #frame = null
+  /** Fan-out pass that last sent it (for latency metrics). */
+  #tick = -1
+
+  /**
+   * @param {string} symbol
+   * @param {number} seq
+   * @param {number} base seq the delta applies on top of
+   * @param {number} ts producer timestamp (ms)
+   * @param {Record<string, unknown>} fields the delta's fields (symbol, seq, ts and what changed)
+   * @param {string | null} json the fields serialized, if done already
+   */
+  constructor (symbol, seq, base, ts, fields, json) {
+    this.symbol = symbol
+    this.seq = seq
+    this.base = base
+    this.ts = ts
+    this.fields = fields
+    this.#json = json
+  }
+
+  /** @returns {string} the delta as JSON, serialized once */
+  get json () {
+    return this.#json ??= JSON.stringify(this.fields)
+  }
+
+  /**
+   * @returns {TextFrame} a `q` frame holding only this update: every
+   *   subscriber it is the only update for shares it, framed once
+   *   (text-frame.js)
+   */
+  get frame () {
+    return this.#frame ??= new TextFrame(encodeQuotes([this.json]))
+  }
+
+  /**
+   * Notes that a pass wrote it.
+   *
+   * @param {number} tick the pass
+   * @returns {boolean} true the first time in this pass (a latency sample)
+   */
+  sentIn (tick) {
+    if (this.#tick === tick) return false
+    this.#tick = tick
+    return true
+  }
+}
 
 /**
  * @param {Quote} prev
@@ -34,7 +82,7 @@ export function diffQuotes (prev, next) {
   for (const f of DIFFED) {
     if (next[f] !== prev[f] && next[f] !== undefined) fields[f] = next[f]
   }
-  return { symbol: next.symbol, seq: next.seq, base, ts: next.ts, fields, json: JSON.stringify(fields), frame: null, tick: -1 }
+  return new Update(next.symbol, next.seq, base, next.ts, fields, JSON.stringify(fields))
 }
 
 /**
@@ -49,5 +97,5 @@ export function mergeUpdates (older, newer) {
   /** @type {Record<string, unknown>} */
   const fields = { ...older.fields, ...newer.fields, base: older.base }
   if (older.base === newer.seq - 1) delete fields.base
-  return { symbol: newer.symbol, seq: newer.seq, base: older.base, ts: newer.ts, fields, json: null, frame: null, tick: -1 }
+  return new Update(newer.symbol, newer.seq, older.base, newer.ts, fields, null)
 }

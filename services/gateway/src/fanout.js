@@ -13,11 +13,10 @@
 // end of the pass. A quote then waits about one pass, not the rest of this
 // one plus its position in the next. An idle gateway runs no timers at all.
 
+import { BATCH_BUCKETS } from './metrics.js'
+
 /** Connections written per event-loop turn within one pass. */
 const CHUNK = 512
-
-/** Upper bounds of the quotes-per-frame buckets counted per pass. */
-export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
 
 /**
  * @typedef {import('./delta.js').Update} Update
@@ -40,10 +39,10 @@ export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
  * @property {number[]} batches frames per BATCH_BUCKETS bucket
  * @property {Update[]} sent distinct updates written (latency samples)
  *
- * @typedef {object} Flushable an Outbox
+ * @typedef {object} Flushable a client (a Connection)
  * @property {(update: Update, stats: PassStats) => boolean} push queues an
- *   update for this pass; true when the outbox must be added to the pass's
- *   list of outboxes to write (it was not in it)
+ *   update for this pass; true when the client must be added to the pass's
+ *   list of clients to write (it was not in it)
  * @property {(now: number, tick: number, stats: PassStats) => boolean} flush
  *   writes what is pending; true when it stays listed, to be tried again next
  *   pass (a slow reader)
@@ -54,13 +53,13 @@ export class Fanout {
   #metrics
   /** @type {Fanned[]} symbols updated since the last pass */
   #symbols = []
-  /** @type {Flushable[]} outboxes to write next pass (slow readers retrying) */
+  /** @type {Flushable[]} clients to write next pass (slow readers retrying) */
   #clients = []
   /** @type {NodeJS.Timeout | NodeJS.Immediate | null} */
   #timer = null
   #passing = false
   #tick = 0
-  /** @type {Flushable[]} outboxes this pass writes */
+  /** @type {Flushable[]} clients this pass writes */
   #batch = []
   #pos = 0
   #passStart = 0
@@ -115,8 +114,8 @@ export class Fanout {
   }
 
   /**
-   * Hands each queued symbol's update to its subscribers' outboxes; the
-   * outboxes not queued yet are appended to `into`.
+   * Hands each queued symbol's update to its subscribers; those not queued
+   * yet are appended to `into`.
    *
    * @param {Flushable[]} into
    */

@@ -18,7 +18,7 @@
 
 import { diffQuotes, mergeUpdates } from './delta.js'
 import { Lane } from './lane.js'
-import { DISTINCT, FULL_RATE } from './outbox.js'
+import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeSnap } from './protocol.js'
 import { TextFrame } from './text-frame.js'
 import { removeFrom } from './unordered.js'
@@ -26,7 +26,7 @@ import { removeFrom } from './unordered.js'
 /**
  * @typedef {import('./delta.js').Quote} Quote
  * @typedef {import('./delta.js').Update} Update
- * @typedef {import('./outbox.js').Outbox} Outbox
+ * @typedef {import('./connection.js').Connection} Client
  */
 
 /** What Feed#onQuote did with a quote. */
@@ -44,9 +44,9 @@ export class Feed {
   #fanout
   /** Generation of the subscribe pass that makes it live. */
   #gen
-  /** @type {Outbox[]} merge-mode subscribers at full rate, in no order (unordered.js) */
+  /** @type {Client[]} merge-mode subscribers at full rate, in no order (unordered.js) */
   #clients = []
-  /** @type {Outbox[] | null} distinct-mode subscribers */
+  /** @type {Client[] | null} distinct-mode subscribers */
   #distinct = null
   /** @type {Map<number, Lane> | null} merge subscribers with a maxRate, by rate */
   #lanes = null
@@ -76,6 +76,8 @@ export class Feed {
   #resyncing = false
   /** When the last subscriber left (0: has subscribers). */
   #idleSince = 0
+  /** Recoveries reading for a subscriber that is not added yet: it is not idle meanwhile. */
+  #pins = 0
   /**
    * @type {{quote: Quote, raw: string}[] | null} while resuming after a
    * broker reconnect: the quotes that arrived since, for goLive()
@@ -102,12 +104,12 @@ export class Feed {
     if (idle) this.#idleSince = Date.now()
   }
 
-  /** @returns {readonly Outbox[]} merge-mode subscribers at full rate (the fanout reads them) */
+  /** @returns {readonly Client[]} merge-mode subscribers at full rate (the fanout reads them) */
   get clients () {
     return this.#clients
   }
 
-  /** @returns {readonly Outbox[] | null} distinct-mode subscribers (the fanout reads them) */
+  /** @returns {readonly Client[] | null} distinct-mode subscribers (the fanout reads them) */
   get distinct () {
     return this.#distinct
   }
@@ -131,14 +133,25 @@ export class Feed {
    * @returns {boolean} whether it has had no subscriber for delayMs
    */
   idleFor (now, delayMs) {
-    return this.#count === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+    return this.#count === 0 && this.#pins === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+  }
+
+  /**
+   * A recovery waits on this feed for a subscriber it will add (or give up):
+   * the idle sweep must not drop it meanwhile, however long the reads take.
+   *
+   * @param {1 | -1} delta pin or unpin
+   */
+  pin (delta) {
+    this.#pins += delta
+    if (this.#pins === 0 && this.#count === 0) this.#idleSince = Date.now()
   }
 
   /**
    * Adds a subscriber (Sessions adds a symbol to a client at most once).
    *
-   * @param {Outbox} client
-   * @param {number} delivery FULL_RATE, DISTINCT or a maxRate (outbox.js)
+   * @param {Client} client
+   * @param {number} delivery FULL_RATE, DISTINCT or a maxRate (delivery.js)
    * @returns {string | null} when live, the full quote it must start from
    *   (the caller sends it as the snapshot); otherwise it gets its snapshot
    *   when the symbol goes live or quotes first
@@ -184,7 +197,7 @@ export class Feed {
   }
 
   /**
-   * @param {Outbox} client
+   * @param {Client} client
    * @param {number} delivery as it was added with
    * @returns {boolean} whether it was a subscriber
    */
@@ -314,20 +327,25 @@ export class Feed {
    * what was held, whatever its seq).
    *
    * @param {number} gen
+   * @returns {boolean} whether it was not resyncing yet (the hub counts those)
    */
   restart (gen) {
+    const was = this.#resyncing
     this.#live = false
     this.#gen = gen
     this.#resyncing = true
     this.#overflow = false
     if (this.#last !== null && typeof this.#last.epoch === 'string') {
+      // Already resuming (a second reconnect before the first pass ended):
+      // what it buffered is in history from the held seq on.
       this.#buffer = []
-      return
+      return !was
     }
     this.#buffer = null
     this.#last = null
     this.#lastRaw = null
     this.#settle()
+    return !was
   }
 
   /** @returns {boolean} whether it was resyncing (it no longer is) */

@@ -1,5 +1,7 @@
 // Wires one gateway process: HTTP (fastify) and WebSocket (ws) on one
-// server, the Redis broker, the hub, fan-out and graceful shutdown.
+// server, the Redis broker, the hub, fan-out and graceful shutdown. Each
+// part is built after what it uses: the hub (and all the broker's handlers
+// call) before the broker starts.
 
 import cluster from 'node:cluster'
 import { createServer } from 'node:http'
@@ -18,7 +20,7 @@ import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
 import { SseServer } from './sse-server.js'
 import { WsServer } from './ws-server.js'
-import { workerCount, workerPeer } from './workers.js'
+import { workerCount, workerId, workerPeer } from './workers.js'
 
 /** Upgrade and request headers must arrive within this (slowloris). */
 const HEADERS_TIMEOUT_MS = 10_000
@@ -30,22 +32,21 @@ const MAX_HEADER_BYTES = 8192
  * @param {import('pino').Logger} logger
  */
 export async function createGateway (config, logger) {
-  // A worker of several (WSPS_WORKERS): probes and scrapes speak for all.
-  const peer = cluster.isWorker ? workerPeer({ ready: () => Object.values(readiness()).every(Boolean), metrics: () => metrics.registry.getMetricsAsJSON() }) : null
-  const metrics = createGatewayMetrics(config.nodeName, peer ? { worker: String(peer.id) } : {})
+  // A worker of several (WSPS_WORKERS) labels its series with its number.
+  const metrics = createGatewayMetrics(config.nodeName, cluster.isWorker ? { worker: String(workerId()) } : {})
   let draining = false
 
-  // The handlers run only after start-up, when `hub` below exists.
-  const broker = createRedisBroker(config, {
-    onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
-    onReconnect: () => hub.resync(),
-    onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0),
-    onFailover: (conn) => metrics.redisFailovers.inc({ conn }),
-    onOutage: (seconds, conn) => metrics.redisOutage.observe({ conn }, seconds)
-  }, logger)
+  const broker = createRedisBroker(config, logger)
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
   const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax })
   const recovery = new Recovery({ hub, broker, max: config.recoveryMax, logger })
+  broker.start({
+    onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
+    onReconnect: (symbols) => hub.resync(symbols),
+    onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0),
+    onFailover: (conn) => metrics.redisFailovers.inc({ conn }),
+    onOutage: (seconds, conn) => metrics.redisOutage.observe({ conn }, seconds)
+  })
 
   const authenticate = createAuthenticator(config)
   const sessions = new Sessions({
@@ -101,7 +102,13 @@ export async function createGateway (config, logger) {
     return server
   })
 
-  const readiness = () => ({ redis: broker.ready(), subscriptionsRestored: hub.synced(), notDraining: !draining })
+  // Ready while Redis answers, whether or not every channel is restored
+  // yet: after a Redis reconnect or a shard failing over every gateway
+  // restores its channels at the same time (gap fill keeps the ticks), and
+  // taking them all out of the Service would only refuse new clients.
+  const readiness = () => ({ redis: broker.ready(), notDraining: !draining })
+  // Probes and scrapes of one worker speak for all of them.
+  const peer = cluster.isWorker ? workerPeer({ ready: () => Object.values(readiness()).every(Boolean), metrics: () => metrics.registry.getMetricsAsJSON() }) : null
   const podReadiness = peer === null ? readiness : podReadinessOf(peer, readiness, workerCount(config.workers))
   const registry = peer === null ? metrics.registry : podRegistryOf(peer, metrics.registry)
   const separateMetrics = config.metricsPort !== 0
@@ -174,14 +181,14 @@ function podReadinessOf (peer, local, count) {
  *
  * @param {import('./workers.js').WorkerPeer} peer
  * @param {import('prom-client').Registry} own
- * @returns {import('prom-client').Registry}
+ * @returns {import('@wsps/shared/http-app').MetricsSource}
  */
 function podRegistryOf (peer, own) {
-  return /** @type {import('prom-client').Registry} */ (/** @type {unknown} */ ({
+  return {
     contentType: own.contentType,
     metrics: async () => {
       const all = /** @type {import('prom-client').MetricObjectWithValues<import('prom-client').MetricValue<string>>[][]} */ (await peer.ask('metrics'))
       return client.AggregatorRegistry.aggregate(all).metrics()
     }
-  }))
+  }
 }

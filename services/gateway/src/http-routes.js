@@ -11,7 +11,7 @@ export const BUNDLED_STATIC_DIR = fileURLToPath(new URL('../public/', import.met
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
  * @param {object} options
  * @param {() => Record<string, boolean> | Promise<Record<string, boolean>>} options.readiness checks; ready when all pass
- * @param {import('prom-client').Registry | null} options.registry null: /metrics is served elsewhere
+ * @param {import('@wsps/shared/http-app').MetricsSource | null} options.registry null: /metrics is served elsewhere
  * @param {string} options.staticDir '' bundled client, '-' none
  */
 export async function registerHttpRoutes (app, { readiness, registry, staticDir }) {

@@ -19,12 +19,17 @@
 // overlap and nothing falls between them.
 
 import { Feed, Taken } from './feed.js'
-import { FULL_RATE } from './outbox.js'
+import { FULL_RATE } from './delivery.js'
 
 /**
  * @typedef {import('./delta.js').Quote} Quote
- * @typedef {import('./outbox.js').Outbox} Outbox
+ * @typedef {import('./connection.js').Connection} Client
  */
+
+/** Backoff of a failed subscribe pass: from this, doubling... */
+const MIN_RETRY_MS = 100
+/** ...up to this. */
+const MAX_RETRY_MS = 2000
 
 export class Hub {
   #broker
@@ -38,8 +43,10 @@ export class Hub {
   /** @type {Set<string>} symbols waiting for the next subscribe pass */
   #toSubscribe = new Set()
   #subscribeScheduled = false
-  /** Generation: bumped by every resync, so a pass of an older one is ignored. */
+  /** Generation: bumped by every resync; a feed restarted during a pass ignores that pass. */
   #gen = 0
+  /** Delay before a failed subscribe pass is tried again (0: the last one succeeded). */
+  #retryMs = 0
   /** Symbols still pending since the last resync; readiness waits for 0. */
   #resyncing = 0
   #subscriptionCount = 0
@@ -87,6 +94,7 @@ export class Hub {
     return this.#resyncing === 0
   }
 
+
   /** Symbols this process holds a channel for. */
   get symbolCount () {
     return this.#feeds.size
@@ -100,8 +108,8 @@ export class Hub {
    * what it does not hold).
    *
    * @param {string} symbol
-   * @param {Outbox} client
-   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (outbox.js)
+   * @param {Client} client
+   * @param {number} [delivery] FULL_RATE, DISTINCT or a maxRate (delivery.js)
    * @returns {string | null}
    */
   add (symbol, client, delivery = FULL_RATE) {
@@ -138,8 +146,9 @@ export class Hub {
 
   /**
    * Resolves once every symbol is live (subscribed and read), or after
-   * timeoutMs. Symbols nobody here watches yet are subscribed now, and
-   * dropped like idle ones if no subscriber follows.
+   * timeoutMs. Symbols nobody here watches yet are subscribed now. Each
+   * symbol stays pinned (never swept as idle) until unpin(): then, without
+   * a subscriber, it is dropped like an idle one.
    *
    * @param {string[]} symbols
    * @param {number} timeoutMs
@@ -149,6 +158,7 @@ export class Hub {
     const left = new Set()
     for (const s of symbols) {
       const feed = this.#feeds.get(s) ?? this.#open(s, true)
+      feed.pin(1)
       if (!feed.live) left.add(s)
     }
     if (left.size === 0) return Promise.resolve()
@@ -167,8 +177,18 @@ export class Hub {
   }
 
   /**
+   * Ends what whenLive() began for these symbols: the recovery added its
+   * subscriber (or gave up), so the feeds may go idle again.
+   *
+   * @param {Iterable<string>} symbols
+   */
+  unpin (symbols) {
+    for (const s of symbols) this.#feeds.get(s)?.pin(-1)
+  }
+
+  /**
    * @param {string} symbol
-   * @param {Outbox} client
+   * @param {Client} client
    * @param {number} [delivery] as it was added with
    */
   remove (symbol, client, delivery = FULL_RATE) {
@@ -210,18 +230,25 @@ export class Hub {
   }
 
   /**
-   * The broker lost and regained its subscription connection: every channel
-   * is gone and quotes may have been missed. Resubscribe everything, re-read
-   * every latest quote, and send every subscriber a fresh snapshot.
+   * The broker lost and regained its subscription connection (or, on a
+   * cluster, the shard of some symbols): their channels are gone and quotes
+   * may have been missed. Resubscribe them, and fill what they missed from
+   * history (feed.js), or snapshot where history cannot.
+   *
+   * @param {Iterable<string>} [symbols] the symbols whose channel was lost (default: every one)
    */
-  resync () {
+  resync (symbols = this.#feeds.keys()) {
     this.#gen++
     this.#metrics.resyncs.inc()
-    this.#resyncing = this.#feeds.size
-    for (const feed of this.#feeds.values()) feed.restart(this.#gen)
-    this.#log.info({ symbols: this.#resyncing }, 'resyncing after broker reconnect')
-    this.#toSubscribe.clear()
-    for (const symbol of this.#feeds.keys()) this.#queueSubscribe(symbol)
+    let n = 0
+    for (const symbol of symbols) {
+      const feed = this.#feeds.get(symbol)
+      if (!feed) continue
+      if (feed.restart(this.#gen)) this.#resyncing++
+      this.#queueSubscribe(symbol)
+      n++
+    }
+    this.#log.info({ symbols: n, of: this.#feeds.size }, 'resyncing after broker reconnect')
   }
 
   /** Drops the channels nobody has watched for WSPS_UNSUBSCRIBE_DELAY_MS. */
@@ -255,19 +282,27 @@ export class Hub {
       this.#subscribeScheduled = false
       const symbols = [...this.#toSubscribe]
       this.#toSubscribe.clear()
-      this.#subscribePass(symbols, this.#gen).catch((err) => {
-        // The broker retries connections by itself and calls onReconnect,
-        // which resyncs every symbol; nothing is lost by giving up here.
-        this.#log.warn({ err: err.message, symbols: symbols.length }, 'subscribe pass failed; waiting for resync')
+      // Each feed's generation now: one restarted meanwhile ignores this pass.
+      const gens = symbols.map((s) => this.#feeds.get(s)?.gen ?? -1)
+      this.#subscribePass(symbols, gens).then(() => { this.#retryMs = 0 }, (err) => {
+        // Never left waiting for an event that may not come (a cluster that
+        // failed over is stable again, and ioredis emits nothing more): the
+        // symbols still pending are tried again, with a capped backoff.
+        this.#retryMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, this.#retryMs * 2))
+        this.#metrics.subscribeRetries.inc()
+        this.#log.warn({ err: err.message, symbols: symbols.length, retryInMs: this.#retryMs }, 'subscribe pass failed; retrying')
+        setTimeout(() => {
+          for (const s of symbols) if (this.#feeds.get(s)?.live === false) this.#queueSubscribe(s)
+        }, this.#retryMs).unref()
       })
     })
   }
 
   /**
    * @param {string[]} symbols
-   * @param {number} gen
+   * @param {number[]} gens each feed's generation when the pass began
    */
-  async #subscribePass (symbols, gen) {
+  async #subscribePass (symbols, gens) {
     if (symbols.length === 0) return
     await this.#broker.subscribe(symbols)
     this.#metrics.redisChannels.set(this.#broker.channelCount())
@@ -277,13 +312,14 @@ export class Hub {
       this.#broker.latest(symbols),
       Promise.all(symbols.map((s) => this.#readMissed(s)))
     ])
-    for (let i = 0; i < symbols.length; i++) this.#goLive(symbols[i], raws[i], missed[i], gen)
+    for (let i = 0; i < symbols.length; i++) this.#goLive(symbols[i], raws[i], missed[i], gens[i])
   }
 
   /**
    * The ticks a feed resuming after a broker reconnect missed, from its
-   * history: null when it is not resuming, when the read fails, or when
-   * more are missing than WSPS_RECOVERY_MAX (then it is not filled).
+   * history: null when it is not resuming, or when more are missing than
+   * WSPS_RECOVERY_MAX (then it is not filled). A failed read fails the pass
+   * (it is tried again): a shard failing over must not cost a snapshot.
    *
    * @param {string} symbol
    * @returns {Promise<{quote: Quote, raw: string}[] | null>}
@@ -291,20 +327,15 @@ export class Hub {
   async #readMissed (symbol) {
     const from = this.#feeds.get(symbol)?.resumeFrom() ?? null
     if (from === null) return null
-    try {
-      const raws = await this.#broker.history(symbol, from, null, this.#recoveryMax + 1)
-      if (raws.length > this.#recoveryMax) return null
-      const out = []
-      for (const raw of raws) {
-        const quote = this.#parse(raw)
-        if (quote === null) return null
-        out.push({ quote, raw })
-      }
-      return out
-    } catch (err) {
-      this.#log.warn({ err: /** @type {Error} */ (err).message, symbol }, 'history read failed; the gap gets a snapshot')
-      return null
+    const raws = await this.#broker.history(symbol, from, null, this.#recoveryMax + 1)
+    if (raws.length > this.#recoveryMax) return null
+    const out = []
+    for (const raw of raws) {
+      const quote = this.#parse(raw)
+      if (quote === null) return null
+      out.push({ quote, raw })
     }
+    return out
   }
 
   /**

@@ -7,11 +7,11 @@ import { removeFrom } from './unordered.js'
 
 /**
  * @typedef {import('./delta.js').Update} Update
- * @typedef {import('./outbox.js').Outbox} Outbox
+ * @typedef {import('./connection.js').Connection} Client
  */
 
 export class Lane {
-  /** @type {Outbox[]} */
+  /** @type {Client[]} */
   #clients = []
   /** @type {Update | null} merged since the lane last went out */
   #update = null
@@ -39,7 +39,7 @@ export class Lane {
     this.#sentRaw = sentRaw
   }
 
-  /** @returns {readonly Outbox[]} the subscribers (the fanout reads them) */
+  /** @returns {readonly Client[]} the subscribers (the fanout reads them) */
   get clients () {
     return this.#clients
   }
@@ -54,13 +54,13 @@ export class Lane {
     return this.#sentRaw
   }
 
-  /** @param {Outbox} client */
+  /** @param {Client} client */
   add (client) {
     this.#clients.push(client)
   }
 
   /**
-   * @param {Outbox} client
+   * @param {Client} client
    * @returns {boolean} whether it was there
    */
   remove (client) {

@@ -2,7 +2,34 @@
 // one) so tests can run several gateways in one process.
 
 import client from 'prom-client'
+import { ServerOp } from '@wsps/protocol'
 import { REDIS_OUTAGE_BUCKETS } from '@wsps/shared/redis'
+
+/**
+ * Upper bounds of the quotes-per-frame buckets: the fan-out counts its q
+ * frames per bucket (batchBucket()), each bucket one series of
+ * wsps_gateway_frames_by_batch_total labelled by its range.
+ */
+export const BATCH_BUCKETS = Object.freeze([1, 4, 16, 64, Infinity])
+
+/**
+ * @param {number} n quotes in a frame (at least 1)
+ * @returns {number} its index in BATCH_BUCKETS
+ */
+export function batchBucket (n) {
+  let i = 0
+  while (n > BATCH_BUCKETS[i]) i++
+  return i
+}
+
+/** The label of each bucket: `1`, `2-4`, ..., `65+`. */
+const BATCH_LABELS = BATCH_BUCKETS.map((upper, i) => {
+  const lower = i === 0 ? 1 : BATCH_BUCKETS[i - 1] + 1
+  return upper === Infinity ? `${lower}+` : lower === upper ? String(upper) : `${lower}-${upper}`
+})
+
+/** The ops of frames counted per frame, in the order their series are created. */
+const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES])
 
 /**
  * @param {string} node
@@ -27,6 +54,7 @@ export function createGatewayMetrics (node, labels = {}) {
     redisFailovers: new client.Counter({ name: 'wsps_gateway_redis_failovers_total', help: 'Times a Redis connection came back on another primary than before (a Sentinel failover seen).', labelNames: ['conn'], ...reg }),
     redisOutage: new client.Histogram({ name: 'wsps_gateway_redis_outage_seconds', help: 'Time a Redis connection spent without a primary (lost to ready again), per outage.', labelNames: ['conn'], buckets: [...REDIS_OUTAGE_BUCKETS], ...reg }),
     resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
+    subscribeRetries: new client.Counter({ name: 'wsps_gateway_subscribe_retries_total', help: 'Subscribe passes (SUBSCRIBE + reads) that failed and were tried again with backoff (a shard failing over, Redis away).', ...reg }),
     gapFills: new client.Counter({ name: 'wsps_gateway_gap_fills_total', help: 'Symbols resumed after a Redis reconnect: `filled` from history (nothing lost), `snapshot` where history could not cover the hole (subscribers got a snap marked recovered:false).', labelNames: ['result'], ...reg }),
     gapTicks: new client.Counter({ name: 'wsps_gateway_gap_ticks_total', help: 'Ticks missed during a Redis reconnect and delivered from history.', ...reg }),
     recoveries: new client.Counter({ name: 'wsps_gateway_recoveries_total', help: 'Symbols clients resumed with `since`, by delivery mode and result (recovered, or not: a snap).', labelNames: ['mode', 'result'], ...reg }),
@@ -35,15 +63,15 @@ export function createGatewayMetrics (node, labels = {}) {
     staleIn: new client.Counter({ name: 'wsps_gateway_quotes_stale_total', help: 'Quotes received with a seq not above the held one (dropped).', ...reg }),
     messagesOut,
     /** Pre-bound children: the hot path must not hash label sets per frame. */
-    framesOut: /** @type {Record<import('./connection.js').FrameOp, client.Counter.Internal>} */ (Object.fromEntries(
-      ['hello', 'ack', 'error', 'pong', 'snap', 'q'].map((op) => [op, messagesOut.labels({ op })])
+    framesOut: /** @type {Record<import('@wsps/protocol').ServerOpName, client.Counter.Internal>} */ (Object.fromEntries(
+      FRAME_OPS.map((op) => [op, messagesOut.labels({ op })])
     )),
     quotesOut: new client.Counter({ name: 'wsps_gateway_quotes_out_total', help: 'Quote entries delivered to clients (a frame carries several).', ...reg }),
     bytesOut: new client.Counter({ name: 'wsps_gateway_bytes_out_total', help: 'Payload bytes sent to clients.', ...reg }),
     /** Counted per pass, not per frame: a histogram observe per frame is measurable on the hot path. */
     framesByBatch: (() => {
       const c = new client.Counter({ name: 'wsps_gateway_frames_by_batch_total', help: 'q frames by quotes per frame (batch size).', labelNames: ['batch'], ...reg })
-      return ['1', '2-4', '5-16', '17-64', '65+'].map((batch) => c.labels({ batch }))
+      return BATCH_LABELS.map((batch) => c.labels({ batch }))
     })(),
     conflated: new client.Counter({ name: 'wsps_gateway_conflated_total', help: 'Updates a slow reader skipped (it gets the latest quote of the symbol as a snapshot when it catches up).', ...reg }),
     slowClients: new client.Gauge({ name: 'wsps_gateway_slow_clients', help: 'Connections over the send high-water mark right now.', ...reg }),

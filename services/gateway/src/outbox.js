@@ -1,15 +1,23 @@
-// What one connection is sent: the symbols it receives, the updates queued
-// for it in the current fan-out pass, and the send-buffer watch that
-// conflates a slow reader's updates and cuts it off when it stays slow.
-// Writes go through its Connection.
+// What waits to be written to one connection in the current fan-out pass,
+// and the send-buffer watch over it: a queue that returns a verdict. It
+// writes nothing and closes nothing; its Connection (connection.js) acts on
+// the verdict.
+//
+// A reader over the send high-water mark is slow: its merge-mode updates
+// are skipped (conflated: only the symbols are kept) and, once it drains,
+// one `snap` of those symbols catches it up. Slow for WSPS_SLOW_CLOSE_MS,
+// the verdict is DISCONNECT.
 
-import { CloseCode } from '@wsps/protocol'
 import { encodeQuotes, encodeSnap } from './protocol.js'
+import { batchBucket } from './metrics.js'
+import { DISTINCT } from './delivery.js'
 import { TextFrame } from './text-frame.js'
 
 /**
  * @typedef {import('./delta.js').Update} Update
  * @typedef {import('./fanout.js').PassStats} PassStats
+ * @typedef {{deliveryOf: (symbol: string) => number}} Subscriptions the delivery of each
+ *   symbol (the Connection)
  *
  * @typedef {object} OutboxContext shared by every outbox of a gateway
  * @property {import('./metrics.js').GatewayMetrics} metrics
@@ -20,29 +28,21 @@ import { TextFrame } from './text-frame.js'
  *   next update it is handed)
  */
 
-/**
- * A subscription's delivery, as one number: DISTINCT, FULL_RATE (merge, on
- * every pass) or a merge mode maxRate in updates per second.
- */
-export const DISTINCT = -1
-export const FULL_RATE = 0
+/** What the outbox tells its connection to do with this pass's updates. */
+export const Verdict = Object.freeze({
+  /** Not slow: write the catch-up snapshot (if any), then the updates. */
+  WRITE: 0,
+  /**
+   * Slow: merge-mode updates were skipped (distinct ones are still
+   * written); try again next pass.
+   */
+  SKIP: 1,
+  /** Slow for too long: close the connection (Disconnect.SLOW_CONSUMER). */
+  DISCONNECT: 2
+})
 
 export class Outbox {
-  #conn
   #ctx
-  /**
-   * Subscribed symbols, in order. An array, not a Set: at the usual few
-   * dozen symbols it costs a third of the memory (idle connections are
-   * what a gateway holds most of); see holds() for large lists.
-   * @type {string[]}
-   */
-  #symbols = []
-  /**
-   * Delivery of the symbols not at FULL_RATE; null while every one is (the
-   * default costs no map).
-   * @type {Map<string, number> | null}
-   */
-  #delivery = null
   /**
    * @type {Update[] | null} updates of this pass, in order: one per symbol
    * in merge mode (unless it ticked again while the pass ran), every tick
@@ -56,112 +56,24 @@ export class Outbox {
    * @type {Set<string> | null}
    */
   #stale = null
-  /** Queued in the fan-out's list of outboxes to write. */
+  /** Queued in the fan-out's list of connections to write. */
   #queued = false
   /** When the send buffer went over the high-water mark; 0 while it is not. */
   #slowSince = 0
 
-  /**
-   * @param {import('./connection.js').Connection} conn
-   * @param {OutboxContext} ctx
-   */
-  constructor (conn, ctx) {
-    this.#conn = conn
+  /** @param {OutboxContext} ctx */
+  constructor (ctx) {
     this.#ctx = ctx
   }
 
-  /** @returns {readonly string[]} the subscribed symbols, in order */
-  get symbols () { return this.#symbols }
-
   /**
-   * A membership test for the subscribed symbols: a scan for short lists,
-   * a Set built once for long ones (WSPS_MAX_SUBSCRIPTIONS may be 10,000).
-   *
-   * @returns {(symbol: string) => boolean}
-   */
-  holds () {
-    const subs = this.#symbols
-    if (subs.length <= 32) return (s) => subs.includes(s)
-    const set = new Set(subs)
-    return (s) => set.has(s)
-  }
-
-  /**
-   * @param {string} symbol
-   * @returns {number} its delivery (DISTINCT, FULL_RATE or a maxRate)
-   */
-  deliveryOf (symbol) {
-    return this.#delivery?.get(symbol) ?? FULL_RATE
-  }
-
-  /**
-   * Adds symbols not held yet (the caller checked).
-   *
-   * @param {string[]} fresh
-   * @param {number} [delivery]
-   */
-  subscribe (fresh, delivery = FULL_RATE) {
-    // concat allocates exactly what is held; push would leave slack in
-    // every idle connection's list.
-    if (fresh.length) this.#symbols = this.#symbols.concat(fresh)
-    for (const s of fresh) this.#setDelivery(s, delivery)
-  }
-
-  /**
-   * Changes the delivery of a held symbol; what was queued for it under the
-   * old one is forgotten (a snapshot follows).
-   *
-   * @param {string} symbol
-   * @param {number} delivery
-   */
-  redeliver (symbol, delivery) {
-    this.drop([symbol])
-    this.#setDelivery(symbol, delivery)
-  }
-
-  /**
-   * @param {string} symbol
-   * @param {number} delivery
-   */
-  #setDelivery (symbol, delivery) {
-    if (delivery !== FULL_RATE) {
-      (this.#delivery ??= new Map()).set(symbol, delivery)
-    } else if (this.#delivery !== null) {
-      this.#delivery.delete(symbol)
-      if (this.#delivery.size === 0) this.#delivery = null
-    }
-  }
-
-  /**
-   * Removes symbols and forgets what is queued for them.
-   *
-   * @param {string[]} symbols
-   * @param {(symbol: string, delivery: number) => void} onRemoved called for
-   *   each symbol that was held, with the delivery it had
-   */
-  unsubscribe (symbols, onRemoved) {
-    const gone = new Set(symbols)
-    /** @type {string[]} */
-    const kept = []
-    for (const s of this.#symbols) {
-      if (gone.has(s)) {
-        onRemoved(s, this.deliveryOf(s))
-        this.#setDelivery(s, FULL_RATE)
-      } else {
-        kept.push(s)
-      }
-    }
-    this.#symbols = kept
-    this.drop(symbols)
-  }
-
-  /**
-   * Takes a symbol's update for this pass (called by the fanout).
+   * Takes a symbol's update for this pass (called by the fanout, through
+   * the connection).
    *
    * @param {Update} update
    * @param {PassStats} stats
-   * @returns {boolean} true when the outbox was not queued for writing yet:
-   *   the caller queues it
+   * @returns {boolean} true when it was not queued for writing yet: the
+   *   caller queues its connection
    */
   push (update, stats) {
     if (this.#stale !== null && this.#stale.has(update.symbol)) stats.conflated++
@@ -186,80 +98,102 @@ export class Outbox {
   }
 
   /**
-   * Sends a snapshot frame now. It supersedes anything queued for its
-   * symbols.
-   *
-   * @param {string[]} symbols
-   * @param {TextFrame} frame maybe shared by other connections
+   * Forgets everything queued: nothing can be written any more (the
+   * connection is not open, or over its send cap).
    */
-  sendSnap (symbols, frame) {
-    this.drop(symbols)
-    this.#conn.sendFrame(frame, 'snap')
+  clear () {
+    this.#queued = false
+    this.#pending = null
+    this.#stale = null
   }
 
   /**
-   * Writes this pass's updates as one `q` frame — after a `snap` of the
-   * symbols it skipped while slow — unless the reader is (still) slow.
+   * The pass reached this connection: is the reader slow, and for how long?
+   * A slow reader's merge-mode updates are skipped here.
    *
+   * @param {number} buffered the connection's bufferedAmount
    * @param {number} now
-   * @param {number} tick
+   * @param {Subscriptions} subs the delivery of each symbol
    * @param {PassStats} stats
-   * @returns {boolean} true when it stays queued: to be tried again next pass (still slow)
+   * @returns {number} a Verdict
    */
-  flush (now, tick, stats) {
+  verdict (buffered, now, subs, stats) {
     this.#queued = false
-    const conn = this.#conn
-    const pending = this.#pending
-    if (!conn.open) {
-      this.#pending = null
-      this.#stale = null
-      return false
-    }
-    if (!conn.writable()) return false
     const ctx = this.#ctx
-    const slow = conn.bufferedAmount > ctx.sendHighWater
-    if (slow) {
-      if (this.#slowSince === 0) {
-        this.#slowSince = now
-        ctx.metrics.slowClients.inc()
-      } else if (now - this.#slowSince >= ctx.slowCloseMs) {
-        conn.close(CloseCode.SLOW_CONSUMER, 'too slow for too long')
-        return false
-      }
-      if (pending !== null && pending.length) this.#conflate(pending, stats)
-      // Stays queued: retried next pass.
-      this.#queued = true
-    } else {
+    if (buffered <= ctx.sendHighWater) {
       this.#leaveSlow()
-      if (this.#stale !== null) this.#catchUp(stats)
+      return Verdict.WRITE
     }
-    if (pending === null || pending.length === 0) return slow
+    if (this.#slowSince === 0) {
+      this.#slowSince = now
+      ctx.metrics.slowClients.inc()
+    } else if (now - this.#slowSince >= ctx.slowCloseMs) {
+      return Verdict.DISCONNECT
+    }
+    const pending = this.#pending
+    if (pending !== null && pending.length) this.#conflate(pending, subs, stats)
+    // Stays queued: retried next pass.
+    this.#queued = true
+    return Verdict.SKIP
+  }
 
+  /**
+   * A reader back under the high-water mark (verdict WRITE) gets the latest
+   * full quote of each symbol it skipped, as one snapshot.
+   *
+   * @param {Subscriptions} subs
+   * @param {PassStats} stats
+   * @returns {TextFrame | null} the `snap` frame to write first, if any
+   */
+  catchUp (subs, stats) {
+    const stale = this.#stale
+    if (stale === null) return null
+    const quotes = []
+    for (const s of stale) {
+      const raw = this.#ctx.latest(s, subs.deliveryOf(s))
+      if (raw !== null) quotes.push(raw)
+    }
+    this.#stale = null
+    if (quotes.length === 0) return null
+    const frame = new TextFrame(encodeSnap(quotes))
+    stats.snaps++
+    stats.bytes += frame.payload.length
+    return frame
+  }
+
+  /**
+   * Hands over this pass's updates as one `q` frame (after a verdict that
+   * is not DISCONNECT).
+   *
+   * @param {number} tick the pass
+   * @param {PassStats} stats
+   * @returns {TextFrame | null} null: nothing pending
+   */
+  take (tick, stats) {
+    const pending = this.#pending
+    if (pending === null || pending.length === 0) return null
     const n = pending.length
     stats.frames++
     stats.quotes += n
-    stats.batches[n === 1 ? 0 : n <= 4 ? 1 : n <= 16 ? 2 : n <= 64 ? 3 : 4]++
+    stats.batches[batchBucket(n)]++
     let frame
     if (n === 1) {
       // The common case (one symbol changed in the window): every subscriber
-      // of the update shares one frame, framed once (text-frame.js).
+      // of the update shares one frame, framed once.
       const u = pending[0]
-      if (u.json === null) u.json = JSON.stringify(u.fields)
-      frame = u.frame ??= new TextFrame(encodeQuotes([u.json]))
-      trackSent(u, tick, stats.sent)
+      frame = u.frame
+      if (u.sentIn(tick)) stats.sent.push(u)
     } else {
       const parts = []
       for (const u of pending) {
-        if (u.json === null) u.json = JSON.stringify(u.fields)
         parts.push(u.json)
-        trackSent(u, tick, stats.sent)
+        if (u.sentIn(tick)) stats.sent.push(u)
       }
       frame = new TextFrame(encodeQuotes(parts))
     }
     stats.bytes += frame.payload.length
     pending.length = 0
-    conn.write(frame)
-    return slow
+    return frame
   }
 
   /**
@@ -269,14 +203,14 @@ export class Outbox {
    * not conflation, bounds a distinct reader that falls behind: 4008).
    *
    * @param {Update[]} pending
+   * @param {Subscriptions} subs
    * @param {PassStats} stats
    */
-  #conflate (pending, stats) {
-    const delivery = this.#delivery
+  #conflate (pending, subs, stats) {
     const stale = this.#stale ??= new Set()
     let kept = 0
     for (const u of pending) {
-      if (delivery !== null && delivery.get(u.symbol) === DISTINCT) {
+      if (subs.deliveryOf(u.symbol) === DISTINCT) {
         pending[kept++] = u
       } else {
         stale.add(u.symbol)
@@ -284,26 +218,6 @@ export class Outbox {
       }
     }
     pending.length = kept
-  }
-
-  /**
-   * A reader back under the high-water mark gets the latest full quote of
-   * each symbol it skipped, as one snapshot.
-   *
-   * @param {PassStats} stats
-   */
-  #catchUp (stats) {
-    const quotes = []
-    for (const s of /** @type {Set<string>} */ (this.#stale)) {
-      const raw = this.#ctx.latest(s, this.deliveryOf(s))
-      if (raw !== null) quotes.push(raw)
-    }
-    this.#stale = null
-    if (quotes.length === 0) return
-    const frame = new TextFrame(encodeSnap(quotes))
-    this.#conn.write(frame)
-    stats.snaps++
-    stats.bytes += frame.payload.length
   }
 
   #leaveSlow () {
@@ -316,21 +230,7 @@ export class Outbox {
   /** The connection closed: releases what the outbox held. */
   dispose () {
     this.#leaveSlow()
-    this.#symbols = []
-    this.#delivery = null
     this.#pending = null
     this.#stale = null
-  }
-}
-
-/**
- * @param {Update} u
- * @param {number} tick
- * @param {Update[]} sent
- */
-function trackSent (u, tick, sent) {
-  if (u.tick !== tick) {
-    u.tick = tick
-    sent.push(u)
   }
 }

@@ -6,6 +6,7 @@
 
 import { parseArgs } from 'node:util'
 import WebSocket from 'ws'
+import { ClientOp, ServerOp } from '@wsps/protocol'
 
 const { values } = parseArgs({
   options: {
@@ -30,12 +31,12 @@ ws.on('error', (err) => finish(1, { error: err.message }))
 ws.on('close', (code) => finish(1, { error: `closed with ${code} before a quote arrived` }))
 ws.on('message', (data) => {
   const msg = JSON.parse(String(data))
-  if (msg.op === 'hello') {
+  if (msg.op === ServerOp.HELLO) {
     node = msg.node
-    ws.send(JSON.stringify({ op: 'sub', symbols: [values.symbol], id: 1 }))
-  } else if (msg.op === 'error') {
+    ws.send(JSON.stringify({ op: ClientOp.SUB, symbols: [values.symbol], id: 1 }))
+  } else if (msg.op === ServerOp.ERROR) {
     finish(1, { node, error: `${msg.code}: ${msg.message}` })
-  } else if ((msg.op === 'snap' || msg.op === 'q') && msg.quotes.some((/** @type {any} */ q) => q.symbol === values.symbol)) {
+  } else if ((msg.op === ServerOp.SNAP || msg.op === ServerOp.QUOTES) && msg.quotes.some((/** @type {any} */ q) => q.symbol === values.symbol)) {
     clearTimeout(timer)
     const quote = msg.quotes.find((/** @type {any} */ q) => q.symbol === values.symbol)
     finish(0, { node, op: msg.op, seq: quote.seq, latencyMs: Date.now() - quote.ts })

@@ -1,8 +1,8 @@
 // Server side of wire protocol v1: parsing and validating client frames, and
-// encoding the server's control frames. Quote frames are assembled from
-// pre-serialized parts by each connection's outbox (see outbox.js).
+// encoding the server's frames. Quote frames are assembled from
+// pre-serialized parts (delta.js's Update, outbox.js).
 
-import { ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN } from '@wsps/protocol'
+import { ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 
 /** Symbols accepted in one sub/unsub request. */
 const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE } = Limits
@@ -110,6 +110,35 @@ export function parseClientFrame (data, isBinary) {
 }
 
 /**
+ * The `sub` a GET /sse asks for: its symbols, `mode` (`merge` or
+ * `distinct`) and `since` (`AAPL:1042:hohrttbiv1,MSFT:77:...`: symbol, seq
+ * and epoch per resumed symbol), validated by the same rules as a
+ * WebSocket `sub` (BAD_MODE, BAD_SINCE).
+ *
+ * @param {{mode?: unknown, since?: unknown}} query
+ * @param {string[]} symbols already validated
+ * @returns {{ok: true, request: SymbolsRequest} | {ok: false, error: ProtocolError}}
+ */
+export function parseStreamSub ({ mode, since }, symbols) {
+  /** @type {SymbolsRequest} */
+  const request = { op: ClientOp.SUB, symbols }
+  if (mode !== undefined && typeof mode !== 'string') return fail(ErrorCode.BAD_MODE, 'mode must be given once')
+  if (since !== undefined && typeof since !== 'string') return fail(ErrorCode.BAD_SINCE, 'since must be given once')
+  /** @type {Record<string, {seq: unknown, epoch: unknown}> | undefined} */
+  let cursors
+  if (since) {
+    cursors = {}
+    for (const part of since.split(',')) {
+      const [symbol, seq, epoch, extra] = part.split(':')
+      if (extra !== undefined || epoch === undefined) return fail(ErrorCode.BAD_SINCE, 'since must be SYMBOL:SEQ:EPOCH,...', undefined, [part.slice(0, 32)])
+      cursors[symbol] = { seq: /^\d{1,15}$/.test(seq) ? Number(seq) : seq, epoch }
+    }
+  }
+  const bad = parseDelivery({ mode: mode || undefined }, request) ?? parseSince(cursors, request)
+  return bad ? fail(bad.code, bad.message, undefined, bad.symbols) : { ok: true, request }
+}
+
+/**
  * Reads a sub's `mode` and `maxRate` into the request.
  *
  * @param {Record<string, unknown>} msg
@@ -180,7 +209,7 @@ function parseSince (since, request) {
  * @param {number | null} [expiresInMs]
  */
 export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
-  const hello = { op: 'hello', v: PROTOCOL_VERSION, node, heartbeatMs, limits }
+  const hello = { op: ServerOp.HELLO, v: PROTOCOL_VERSION, node, heartbeatMs, limits }
   return JSON.stringify(expiresInMs === null ? hello : { ...hello, expiresInMs })
 }
 
@@ -192,19 +221,26 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
  *   recovered; expiresInMs on the answer to a token refresh
  */
 export function encodeAck (id, symbols, extra = null) {
-  const ack = id === undefined ? { op: 'ack', symbols } : { op: 'ack', id, symbols }
+  const ack = id === undefined ? { op: ServerOp.ACK, symbols } : { op: ServerOp.ACK, id, symbols }
   return JSON.stringify(extra === null ? ack : { ...ack, ...extra })
 }
 
 /** @param {ProtocolError} error */
 export function encodeError (error) {
-  return JSON.stringify({ op: 'error', ...error })
+  return JSON.stringify({ op: ServerOp.ERROR, ...error })
 }
+
+/** A `pong` without an id, encoded once. */
+const PONG = JSON.stringify({ op: ServerOp.PONG })
 
 /** @param {number | string | undefined} id */
 export function encodePong (id) {
-  return id === undefined ? '{"op":"pong"}' : JSON.stringify({ op: 'pong', id })
+  return id === undefined ? PONG : JSON.stringify({ op: ServerOp.PONG, id })
 }
+
+/** How every `snap` and `q` frame starts. */
+const SNAP_HEAD = `{"op":"${ServerOp.SNAP}","quotes":[`
+const QUOTES_HEAD = `{"op":"${ServerOp.QUOTES}","quotes":[`
 
 /**
  * @param {string[]} fullQuotes serialized full quotes
@@ -212,10 +248,10 @@ export function encodePong (id) {
  *   (`"recovered":false`: history did not cover the hole)
  */
 export function encodeSnap (fullQuotes, lost = false) {
-  return `{"op":"snap","quotes":[${fullQuotes.join(',')}]${lost ? ',"recovered":false' : ''}}`
+  return `${SNAP_HEAD}${fullQuotes.join(',')}]${lost ? ',"recovered":false' : ''}}`
 }
 
 /** @param {string[]} deltas serialized deltas */
 export function encodeQuotes (deltas) {
-  return `{"op":"q","quotes":[${deltas.join(',')}]}`
+  return `${QUOTES_HEAD}${deltas.join(',')}]}`
 }

@@ -63,7 +63,7 @@ export class Recovery {
    * read reaches the tick the symbol's live stream continues from.
    *
    * @param {Map<string, Cursor>} cursors the symbols resumed
-   * @param {number} delivery DISTINCT, FULL_RATE or a maxRate (outbox.js)
+   * @param {number} delivery DISTINCT, FULL_RATE or a maxRate (delivery.js)
    * @param {boolean} replays whether the delivery gets every tick (distinct):
    *   merge deliveries recover to the latest state, nothing is read for them
    * @returns {Promise<Map<string, string[] | null>>} resolved in that turn:
@@ -73,7 +73,24 @@ export class Recovery {
    *   window, ahead of the newest, longer than WSPS_RECOVERY_MAX)
    */
   async plan (cursors, delivery, replays) {
-    await this.#hub.whenLive([...cursors.keys()], this.#liveWaitMs)
+    const symbols = [...cursors.keys()]
+    await this.#hub.whenLive(symbols, this.#liveWaitMs)
+    try {
+      return await this.#read(cursors, delivery, replays)
+    } finally {
+      // Runs in the turn the plan resolves in, before the caller's apply:
+      // feeds without a subscriber by then are idle from now on.
+      this.#hub.unpin(symbols)
+    }
+  }
+
+  /**
+   * @param {Map<string, Cursor>} cursors
+   * @param {number} delivery
+   * @param {boolean} replays
+   * @returns {Promise<Map<string, string[] | null>>}
+   */
+  async #read (cursors, delivery, replays) {
     /** @type {Map<string, string[] | null>} */
     const plan = new Map()
     /** @type {Map<string, string[]>} contiguous from the cursor on */
@@ -96,7 +113,7 @@ export class Recovery {
           plan.set(symbol, null)
           continue
         }
-        reads.push(this.#read(symbol, reached + 1, base.seq, cursor.epoch).then((raws) => {
+        reads.push(this.#range(symbol, reached + 1, base.seq, cursor.epoch).then((raws) => {
           if (raws === null) plan.set(symbol, null)
           else read.set(symbol, have.concat(raws))
         }))
@@ -117,7 +134,7 @@ export class Recovery {
    * @returns {Promise<string[] | null>} exactly the ticks from..to of this
    *   epoch, or null (trimmed, expired, a new epoch, a failed read)
    */
-  async #read (symbol, from, to, epoch) {
+  async #range (symbol, from, to, epoch) {
     try {
       const raws = await this.#broker.history(symbol, from, to, to - from + 1)
       if (raws.length !== to - from + 1) return null

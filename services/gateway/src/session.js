@@ -11,8 +11,9 @@
 // applied; the connection's later frames wait for it, so requests still
 // take effect in the order they were sent.
 
-import { ClientOp, CloseCode, DeliveryMode, ErrorCode } from '@wsps/protocol'
-import { DISTINCT, FULL_RATE } from './outbox.js'
+import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
+import { notEntitled, ungranted } from './auth.js'
+import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
 import { cursorOf } from './recovery.js'
 import { TextFrame } from './text-frame.js'
@@ -76,7 +77,7 @@ export class Sessions {
   welcome (client, grants, expiresAt) {
     client.authorize(grants, expiresAt)
     const { node, heartbeatMs, limits } = this.helloInfo
-    client.send(expiresAt === null ? this.hello : encodeHello(node, heartbeatMs, limits, expiresAt - Date.now()), 'hello')
+    client.send(expiresAt === null ? this.hello : encodeHello(node, heartbeatMs, limits, expiresAt - Date.now()), ServerOp.HELLO)
   }
 
   /**
@@ -115,20 +116,17 @@ export class Sessions {
       return
     }
     switch (req.op) {
-      case 'ping':
-        client.send(encodePong(req.id), 'pong')
+      case ClientOp.PING:
+        client.send(encodePong(req.id), ServerOp.PONG)
         return
-      case 'sub': {
+      case ClientOp.SUB: {
         const resuming = this.subscribe(client, req)
         if (resuming === null) return
         this.#waiting.set(client, [])
-        resuming.catch((err) => {
-          this.log.error({ err, client: client.id }, 'recovery failed')
-          this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id: req.id })
-        }).finally(() => this.#resume(client))
+        resuming.finally(() => this.#resume(client))
         return
       }
-      case 'unsub':
+      case ClientOp.UNSUB:
         this.unsubscribe(client, req.symbols, req.id)
     }
   }
@@ -165,15 +163,15 @@ export class Sessions {
   async onAuth (client, token, id) {
     if (this.authenticate === null) {
       // Auth is off: every connection is authed already; nothing to replace.
-      client.send(encodeAck(id, client.outbox.symbols), 'ack')
+      client.send(encodeAck(id, client.symbols), ServerOp.ACK)
       return
     }
     const auth = await this.authenticate(token)
     if (client.closed) return
     if (!auth.ok) {
       this.metrics.clientErrors.inc({ code: ErrorCode.UNAUTHORIZED })
-      client.send(encodeError({ code: ErrorCode.UNAUTHORIZED, message: `token rejected: ${auth.reason}`, ...(id === undefined ? {} : { id }) }), 'error')
-      client.close(CloseCode.UNAUTHORIZED, 'token rejected')
+      client.send(encodeError({ code: ErrorCode.UNAUTHORIZED, message: `token rejected: ${auth.reason}`, ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
+      client.close(Disconnect.UNAUTHORIZED)
       return
     }
     if (!client.authed) {
@@ -181,28 +179,26 @@ export class Sessions {
       return
     }
     client.authorize(auth.grants, auth.expiresAt)
-    const grants = auth.grants
-    if (grants !== null) {
-      const revoked = client.outbox.symbols.filter((s) => !grants(s))
-      if (revoked.length) {
-        this.removeSymbols(client, revoked)
-        this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
-        client.send(encodeError({ code: ErrorCode.GRANT_REVOKED, message: 'the new token does not grant these symbols; unsubscribed', symbols: revoked }), 'error')
-      }
+    const revoked = ungranted(auth.grants, client.symbols)
+    if (revoked.length) {
+      this.removeSymbols(client, revoked)
+      this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
+      client.send(encodeError({ code: ErrorCode.GRANT_REVOKED, message: 'the new token does not grant these symbols; unsubscribed', symbols: revoked }), ServerOp.ERROR)
     }
-    client.send(encodeAck(id, client.outbox.symbols, auth.expiresAt === null ? null : { expiresInMs: auth.expiresAt - Date.now() }), 'ack')
+    client.send(encodeAck(id, client.symbols, auth.expiresAt === null ? null : { expiresInMs: auth.expiresAt - Date.now() }), ServerOp.ACK)
   }
 
   /**
-   * A WebSocket ping frame from the client. Answered here rather than by
-   * `ws` (autoPong costs a closure per connection), and counted against the
-   * same message rate limit as protocol messages.
+   * A WebSocket ping frame from the client: answered by its transport
+   * (ws-server.js) rather than by `ws` (autoPong costs a closure per
+   * connection), when the same message rate limit as protocol messages and
+   * the send buffer cap allow.
    *
    * @param {Client} client
-   * @param {Buffer} data
+   * @returns {boolean} whether to answer it
    */
-  onPing (client, data) {
-    if (this.admit(client)) client.pong(data)
+  onPing (client) {
+    return this.admit(client) && client.writable()
   }
 
   /**
@@ -226,7 +222,7 @@ export class Sessions {
    */
   reject (client, error) {
     this.metrics.clientErrors.inc({ code: error.code })
-    client.send(encodeError(error), 'error')
+    client.send(encodeError(error), ServerOp.ERROR)
     if (error.code !== ErrorCode.RATE_LIMITED) client.strike()
   }
 
@@ -238,7 +234,8 @@ export class Sessions {
    *
    * @param {Client} client
    * @param {import('./protocol.js').SymbolsRequest} req
-   * @returns {Promise<void> | null} while a resuming request is read for; null: done
+   * @returns {Promise<void> | null} while a resuming request is read for
+   *   (it never rejects: a failure is answered INTERNAL); null: done
    */
   subscribe (client, req) {
     const { symbols, id, mode, maxRate, since } = req
@@ -246,22 +243,19 @@ export class Sessions {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
       return null
     }
-    const out = client.outbox
     const delivery = mode === DeliveryMode.DISTINCT ? DISTINCT : maxRate ?? FULL_RATE
-    const held = out.holds()
+    const held = client.holds()
     const fresh = symbols.filter((s) => !held(s))
-    const moved = symbols.filter((s) => held(s) && out.deliveryOf(s) !== delivery)
-    if (client.grants) {
-      const denied = fresh.filter((s) => !client.grants?.(s))
-      if (denied.length) {
-        this.reject(client, { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', id, symbols: denied })
-        return null
-      }
+    const moved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
+    const denied = ungranted(client.grants, fresh)
+    if (denied.length) {
+      this.reject(client, notEntitled(denied, id))
+      return null
     }
-    if (out.symbols.length + fresh.length > this.maxSubscriptions) {
+    if (client.symbols.length + fresh.length > this.maxSubscriptions) {
       this.reject(client, {
         code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${out.symbols.length})`,
+        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`,
         id
       })
       return null
@@ -286,18 +280,22 @@ export class Sessions {
       // The turn plan() resolved in (recovery.js): apply now, before any I/O.
       if (client.closed) return
       // A refresh meanwhile may have narrowed the grants.
-      if (client.grants && symbols.some((s) => !client.grants?.(s))) {
-        this.reject(client, { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', id, symbols: symbols.filter((s) => !client.grants?.(s)) })
+      const denied = ungranted(client.grants, symbols)
+      if (denied.length) {
+        this.reject(client, notEntitled(denied, id))
         return
       }
-      const held = out.holds()
+      const held = client.holds()
       const nowFresh = symbols.filter((s) => !held(s))
-      const nowMoved = symbols.filter((s) => held(s) && out.deliveryOf(s) !== delivery)
-      if (out.symbols.length + nowFresh.length > this.maxSubscriptions) {
-        this.reject(client, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${out.symbols.length})`, id })
+      const nowMoved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
+      if (client.symbols.length + nowFresh.length > this.maxSubscriptions) {
+        this.reject(client, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`, id })
         return
       }
       this.#apply(client, req, delivery, nowFresh, nowMoved, plan)
+    }).catch((err) => {
+      this.log.error({ err, client: client.id }, 'recovery failed')
+      if (!client.closed) this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id })
     })
   }
 
@@ -315,11 +313,10 @@ export class Sessions {
    */
   #apply (client, req, delivery, fresh, moved, plan) {
     const { id, mode, maxRate, since } = req
-    const out = client.outbox
-    out.subscribe(fresh, delivery)
+    client.subscribe(fresh, delivery)
     for (const s of moved) {
-      this.hub.remove(s, out, out.deliveryOf(s))
-      out.redeliver(s, delivery)
+      this.hub.remove(s, client, client.deliveryOf(s))
+      client.redeliver(s, delivery)
     }
     /** @type {string[]} */
     const snapped = []
@@ -333,7 +330,7 @@ export class Sessions {
     const replayed = []
     const modeName = delivery === DISTINCT ? 'distinct' : 'merge'
     for (const s of fresh.concat(moved)) {
-      const raw = this.hub.add(s, out, delivery)
+      const raw = this.hub.add(s, client, delivery)
       const cursor = since?.get(s)
       const planned = plan?.get(s)
       if (cursor !== undefined && planned !== undefined) {
@@ -362,18 +359,18 @@ export class Sessions {
     /** @type {{mode?: string, maxRate?: number, recovered?: Record<string, boolean>}} */
     const extra = mode === undefined && maxRate === undefined ? {} : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
     if (since !== undefined) extra.recovered = recovered
-    client.send(encodeAck(id, out.symbols, Object.keys(extra).length ? extra : null), 'ack')
+    client.send(encodeAck(id, client.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
     if (replay.length) {
       this.metrics.recoveredTicks.inc(replay.length)
-      out.drop(replayed)
+      client.drop(replayed)
       // Full quotes, each continuing the one before (base = seq - 1), in
       // frames of a bounded size; the send buffer limits apply to them.
       for (let i = 0; i < replay.length && !client.closed; i += REPLAY_CHUNK) {
-        client.sendFrame(new TextFrame(encodeQuotes(replay.slice(i, i + REPLAY_CHUNK))), 'q')
+        client.send(new TextFrame(encodeQuotes(replay.slice(i, i + REPLAY_CHUNK))), ServerOp.QUOTES)
       }
     }
     if (since === undefined || snapped.every((s) => recovered[s] !== false)) {
-      if (quotes.length) out.sendSnap(snapped, this.#snapFrame(quotes))
+      if (quotes.length) client.sendSnap(snapped, this.#snapFrame(quotes))
       return
     }
     // Snapshots over a hole history could not fill come in their own frame,
@@ -381,7 +378,7 @@ export class Sessions {
     // quotes replace them from the frame.
     for (const lost of [false, true]) {
       const syms = snapped.filter((s) => (recovered[s] === false) === lost)
-      if (syms.length) out.sendSnap(syms, new TextFrame(encodeSnap(syms.map((s) => quotes[snapped.indexOf(s)]), lost)))
+      if (syms.length) client.sendSnap(syms, new TextFrame(encodeSnap(syms.map((s) => quotes[snapped.indexOf(s)]), lost)))
     }
   }
 
@@ -407,7 +404,7 @@ export class Sessions {
    */
   unsubscribe (client, symbols, id) {
     this.removeSymbols(client, symbols)
-    client.send(encodeAck(id, client.outbox.symbols), 'ack')
+    client.send(encodeAck(id, client.symbols), ServerOp.ACK)
   }
 
   /**
@@ -415,8 +412,7 @@ export class Sessions {
    * @param {string[]} symbols
    */
   removeSymbols (client, symbols) {
-    const out = client.outbox
-    out.unsubscribe(symbols, (s, delivery) => this.hub.remove(s, out, delivery))
+    client.unsubscribe(symbols, (s, delivery) => this.hub.remove(s, client, delivery))
   }
 
   /**
@@ -425,8 +421,7 @@ export class Sessions {
    * @param {Client} client
    */
   onClose (client) {
-    const out = client.outbox
-    for (const s of out.symbols) this.hub.remove(s, out, out.deliveryOf(s))
+    for (const s of client.symbols) this.hub.remove(s, client, client.deliveryOf(s))
     client.dispose()
   }
 }

@@ -7,13 +7,14 @@
 // would have to reach the very pod holding it, which a balancer spreading
 // requests over pods does not promise.
 //
-// The same admission as WebSocket upgrades (admission.js: drain, capacity,
-// Origin, per IP, the token) and the same limits; every refusal is a
+// The same admission as WebSocket upgrades (admission.js open(): drain,
+// capacity, Origin, per IP, the token, and the entitlement check of auth.js
+// for the symbols asked for) and the same limits; every refusal is a
 // 4xx/503 whose JSON body is a protocol error frame.
 
-import { ErrorCode, SYMBOL_PATTERN } from '@wsps/protocol'
+import { ClientOp, ErrorCode, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 import { bearerOf } from './auth.js'
-import { encodeAck, encodeError } from './protocol.js'
+import { encodeAck, encodeError, parseStreamSub } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 
 export const SSE_PATH = '/sse'
@@ -82,51 +83,28 @@ export class SseServer {
   async #open (request, reply) {
     const m = this.#metrics.sseRequests
     const req = request.raw
-    const admission = this.#admission
-    const gate = admission.admit(req)
-    if (!gate.ok) {
-      m.inc({ result: gate.result })
-      if (gate.retryAfter) reply.header('Retry-After', gate.retryAfter)
-      return refuse(request, reply, gate.status, { code: gate.code, message: gate.message })
+    const query = /** @type {Record<string, unknown>} */ (request.query ?? {})
+    // mode and since (a resumed stream) by the rules of a WebSocket sub;
+    // a mistake is a 400 in the place of a bad symbol.
+    const symbols = parseSymbols(query.symbols, this.#maxSubscriptions)
+    const sub = symbols.ok ? parseStreamSub(query, symbols.symbols) : null
+    const parsed = sub !== null && !sub.ok ? sub : symbols
+    // EventSource can send no header: ?token= is allowed here only, and
+    // masked in every log line (services/shared logger, nginx).
+    const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
+    const lease = await this.#admission.open(req, token, { symbols: parsed })
+    if (!lease.ok) {
+      // This counter has always counted a stream whose client went away
+      // during the token check as `draining`.
+      m.inc({ result: lease.result === 'aborted' ? 'draining' : lease.result })
+      if (lease.retryAfter) reply.header('Retry-After', lease.retryAfter)
+      return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols })
     }
-    let admitted = false
     try {
-      const query = /** @type {Record<string, unknown>} */ (request.query ?? {})
-      const parsed = parseSymbols(query.symbols, this.#maxSubscriptions)
-      if (!parsed.ok) {
-        m.inc({ result: 'bad_request' })
-        return refuse(request, reply, 400, parsed.error)
-      }
-      const symbols = parsed.symbols
-      /** @type {import('./auth.js').Grants | null} */
-      let grants = null
-      let expiresAt = null
-      if (admission.authRequired) {
-        // EventSource can send no header: ?token= is allowed here only, and
-        // masked in every log line (services/shared logger, nginx).
-        const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
-        const auth = await admission.verify(token)
-        if (!auth.ok) {
-          m.inc({ result: 'unauthorized' })
-          return refuse(request, reply, 401, { code: ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}` })
-        }
-        grants = auth.grants
-        expiresAt = auth.expiresAt
-        const denied = grants === null ? [] : symbols.filter((s) => !grants?.(s))
-        if (denied.length) {
-          m.inc({ result: 'not_entitled' })
-          return refuse(request, reply, 403, { code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', symbols: denied })
-        }
-      }
-      if (admission.draining || req.socket.destroyed) {
-        m.inc({ result: 'draining' })
-        return refuse(request, reply, 503, { code: ErrorCode.DRAINING, message: 'draining' })
-      }
-      admitted = true
-      this.#stream(reply, gate.ip, symbols, grants, expiresAt)
+      this.#stream(reply, lease, sub?.ok ? sub.request : null)
       m.inc({ result: 'accepted' })
     } finally {
-      admission.settle(gate.ip, admitted)
+      this.#admission.settle(lease.ip, true)
     }
   }
 
@@ -134,12 +112,10 @@ export class SseServer {
    * Turns the response into the connection's event stream.
    *
    * @param {import('fastify').FastifyReply} reply
-   * @param {string} ip
-   * @param {string[]} symbols
-   * @param {import('./auth.js').Grants | null} grants
-   * @param {number | null} expiresAt
+   * @param {import('./admission.js').Lease} lease
+   * @param {import('./protocol.js').SymbolsRequest | null} sub its mode and since, for the symbols of the lease
    */
-  #stream (reply, ip, symbols, grants, expiresAt) {
+  #stream (reply, lease, sub) {
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {
@@ -152,12 +128,18 @@ export class SseServer {
     // Quote frames are small and latency matters more than packet count.
     res.socket?.setNoDelay(true)
     const transport = new SseTransport(res, firstEventId(reply.request.headers['last-event-id']))
-    const client = this.#connections.open(transport, ip, grants)
-    transport.onAlive = () => client.markAlive()
-    res.on('close', () => this.#connections.onClose(client, transport.closeCode ?? ABNORMAL))
-    this.#sessions.welcome(client, grants, expiresAt)
-    if (symbols.length) this.#sessions.subscribe(client, { op: 'sub', symbols })
-    else client.send(encodeAck(undefined, []), 'ack')
+    const client = this.#connections.open(transport, lease)
+    transport.serve(client)
+    // The code the gateway closed with is the connection's (Connections.onClose).
+    res.on('close', () => this.#connections.onClose(client, ABNORMAL))
+    this.#sessions.welcome(client, lease.grants, lease.expiresAt)
+    if (lease.symbols.length) {
+      // A resumed stream's sub is applied once its history is read; nothing
+      // else arrives on a stream meanwhile.
+      this.#sessions.subscribe(client, { ...sub, op: ClientOp.SUB, symbols: lease.symbols })
+    } else {
+      client.send(encodeAck(undefined, []), ServerOp.ACK)
+    }
   }
 }
 

@@ -1,17 +1,9 @@
 // The Server-Sent Events transport of a connection: the same frames as on a
 // WebSocket, each written as `id:`/`event:`/`data:` lines on one HTTP
-// response (docs/protocol.md, "Server-Sent Events"). It has the members a
-// connection drives a `ws` socket through (readyState, bufferedAmount, send,
-// close, ping, terminate), so sessions, the hub and the fan-out serve it
-// unchanged.
-
-/** WebSocket readyState values, which the connection code compares against. */
-const OPEN = 1
-const CLOSING = 2
-const CLOSED = 3
-
-/** `{"op":"` : every frame the gateway writes starts with it. */
-const OP_AT = 7
+// response (docs/protocol.md, "Server-Sent Events"), the event named by the
+// frame's op. It implements the protocol-shaped Transport of connection.js
+// (write, close, bufferedAmount, open, ping, terminate), so sessions, the
+// hub and the fan-out serve it unchanged.
 
 /**
  * The event id an SSE client resumes from: `Last-Event-ID` is a decimal
@@ -27,13 +19,12 @@ export function firstEventId (header) {
 }
 
 export class SseTransport {
-  readyState = OPEN
   #res
   #nextId
-  /** @type {number | null} the code close() carried, for the close event */
-  closeCode = null
-  /** Told after every heartbeat written: the connection counts as alive (see ping()). */
-  onAlive = () => {}
+  /** Frames may be written: until close(), terminate() or the response closed. */
+  #open = true
+  /** @type {import('./connection.js').Connection | null} the connection it carries: alive after every heartbeat (see ping()) */
+  #connection = null
 
   /**
    * @param {import('node:http').ServerResponse} res headers already sent
@@ -42,7 +33,20 @@ export class SseTransport {
   constructor (res, firstId) {
     this.#res = res
     this.#nextId = firstId
-    res.on('close', () => { this.readyState = CLOSED })
+    res.on('close', () => { this.#open = false })
+  }
+
+  /**
+   * From now on it carries this connection.
+   *
+   * @param {import('./connection.js').Connection} connection
+   */
+  serve (connection) {
+    this.#connection = connection
+  }
+
+  get open () {
+    return this.#open
   }
 
   /** Bytes written but not yet handed to the kernel (response and socket). */
@@ -53,12 +57,12 @@ export class SseTransport {
   /**
    * One frame as one event, named by its op.
    *
-   * @param {string | Buffer} data a JSON text frame
+   * @param {import('./text-frame.js').TextFrame | string} frame a frame or its JSON text
+   * @param {import('@wsps/protocol').ServerOpName} op
    */
-  send (data) {
-    if (this.readyState !== OPEN) return
-    const text = typeof data === 'string' ? data : data.toString()
-    const op = text.slice(OP_AT, text.indexOf('"', OP_AT))
+  write (frame, op) {
+    if (!this.#open) return
+    const text = typeof frame === 'string' ? frame : frame.payload.toString()
     // JSON.stringify never emits a raw newline, so one data: line holds it.
     this.#res.write(`id: ${this.#nextId++}\nevent: ${op}\ndata: ${text}\n\n`)
   }
@@ -67,13 +71,11 @@ export class SseTransport {
    * The close code travels as a last `close` event, since HTTP has none;
    * then the response ends.
    *
-   * @param {number} code
-   * @param {string} reason
+   * @param {import('@wsps/protocol').Disconnect} disconnect
    */
-  close (code, reason) {
-    if (this.readyState !== OPEN) return
-    this.readyState = CLOSING
-    this.closeCode = code
+  close ({ code, reason }) {
+    if (!this.#open) return
+    this.#open = false
     this.#res.end(`event: close\ndata: ${JSON.stringify({ code, reason })}\n\n`)
   }
 
@@ -84,16 +86,13 @@ export class SseTransport {
    * never drains (the slow-reader limits close it).
    */
   ping () {
-    if (this.readyState !== OPEN) return
+    if (!this.#open) return
     this.#res.write(':\n\n')
-    this.onAlive()
+    this.#connection?.markAlive()
   }
 
-  /** A WebSocket ping frame has no SSE counterpart. */
-  pong () {}
-
   terminate () {
-    this.readyState = CLOSED
+    this.#open = false
     this.#res.destroy()
   }
 }

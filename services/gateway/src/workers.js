@@ -130,6 +130,11 @@ export function runPrimary (count, logger) {
   for (let i = 0; i < count; i++) fork()
 }
 
+/** @returns {number} this worker's number (1, 2, ...; 0 outside a worker), its `worker` label */
+export function workerId () {
+  return cluster.worker?.id ?? 0
+}
+
 /**
  * A worker's side of the questions: it answers the primary's queries with
  * `answers[what]()`, and asks about every worker with ask().
@@ -155,7 +160,7 @@ export function workerPeer (answers) {
   })
   return {
     /** The worker's number (1, 2, ...), for the `worker` label. */
-    id: cluster.worker?.id ?? 0,
+    id: workerId(),
     /**
      * @param {Question} what
      * @returns {Promise<unknown[]>} every worker's answer (this one's included)

@@ -5,7 +5,7 @@
 
 import { STATUS_CODES } from 'node:http'
 import { WebSocketServer } from 'ws'
-import { CloseCode } from '@wsps/protocol'
+import { Disconnect } from '@wsps/protocol'
 import { bearerOf, hasQueryToken } from './auth.js'
 import { WsTransport } from './ws-transport.js'
 
@@ -92,60 +92,35 @@ export class WsServer {
       m.inc({ result: 'unauthorized' })
       return refuse(socket, 401, 'unauthorized: no ?token= on /ws; send {"op":"auth","token":...} as the first frame or an Authorization header')
     }
-    const admission = this.#admission
-    const gate = admission.admit(req)
-    if (!gate.ok) {
-      m.inc({ result: gate.result })
-      return refuse(socket, gate.status, gate.message, gate.retryAfter ? { 'Retry-After': gate.retryAfter } : {})
+    // Auth on and no header: the connection opens unauthenticated and
+    // must send {"op":"auth"} within WSPS_AUTH_TIMEOUT_MS (browsers).
+    const lease = await this.#admission.open(req, bearerOf(req), { authFrame: true })
+    if (!lease.ok) {
+      m.inc({ result: lease.result })
+      return refuse(socket, lease.status, lease.message, lease.retryAfter ? { 'Retry-After': lease.retryAfter } : {})
     }
-    const ip = gate.ip
-    let admitted = false
     try {
-      /** @type {import('./auth.js').Grants | null} */
-      let grants = null
-      let expiresAt = null
-      // Auth on and no header: the connection opens unauthenticated and
-      // must send {"op":"auth"} within WSPS_AUTH_TIMEOUT_MS (browsers).
-      const bearer = admission.authRequired ? bearerOf(req) : null
-      const authed = !admission.authRequired || bearer !== null
-      if (bearer !== null) {
-        const auth = await admission.verify(bearer)
-        if (!auth.ok) {
-          m.inc({ result: 'unauthorized' })
-          return refuse(socket, 401, `unauthorized: ${auth.reason}`)
-        }
-        grants = auth.grants
-        expiresAt = auth.expiresAt
-      }
-      if (admission.draining || socket.destroyed) {
-        m.inc({ result: admission.draining ? 'draining' : 'aborted' })
-        return refuse(socket, 503, 'draining')
-      }
-      admitted = true
       this.#wss.handleUpgrade(req, socket, head, (ws) => {
         // `ws` handles the socket's errors from now on; a second listener
         // would cost every connection an array in the socket's listener table.
         socket.off('error', destroySelf)
-        this.#onConnection(/** @type {WsTransport} */ (ws), ip, authed, grants, expiresAt)
+        this.#onConnection(/** @type {WsTransport} */ (ws), lease)
       })
       m.inc({ result: 'accepted' })
     } finally {
-      admission.settle(ip, admitted)
+      this.#admission.settle(lease.ip, true)
     }
   }
 
   /**
    * @param {WsTransport} ws
-   * @param {string} ip
-   * @param {boolean} authed false: waits for {"op":"auth"}
-   * @param {import('./auth.js').Grants | null} grants
-   * @param {number | null} expiresAt
+   * @param {import('./admission.js').Lease} lease
    */
-  #onConnection (ws, ip, authed, grants, expiresAt) {
-    const client = this.#connections.open(ws, ip, grants)
+  #onConnection (ws, lease) {
+    const client = this.#connections.open(ws, lease)
     ws.serve(client, this.#handlers)
-    if (authed) this.#sessions.welcome(client, grants, expiresAt)
-    else client.closeAt(Date.now() + this.#authTimeoutMs, CloseCode.AUTH_TIMEOUT, 'no auth frame in time')
+    if (lease.authed) this.#sessions.welcome(client, lease.grants, lease.expiresAt)
+    else client.closeAt(Date.now() + this.#authTimeoutMs, Disconnect.AUTH_TIMEOUT)
   }
 
   close () {
@@ -186,12 +161,15 @@ function socketHandlers (log, sessions, connections) {
       if (client) sessions.onMessage(client, data, isBinary)
     },
     /**
+     * A WebSocket ping frame: answered here, on the socket, when Sessions
+     * lets it through.
+     *
      * @this {import('ws').WebSocket}
      * @param {Buffer} data
      */
     ping (data) {
       const client = clientOf(this)
-      if (client) sessions.onPing(client, data)
+      if (client && sessions.onPing(client)) this.pong(data)
     },
     /** @this {import('ws').WebSocket} */
     pong () {
@@ -210,9 +188,7 @@ function socketHandlers (log, sessions, connections) {
      * @param {number} code
      */
     close (code) {
-      const socket = /** @type {WsTransport} */ (this)
-      const client = socket.connection
-      socket.connection = null
+      const client = /** @type {WsTransport} */ (this).detach()
       if (client) connections.onClose(client, code)
     }
   }

@@ -1,11 +1,20 @@
-// The WebSocket transport of a Connection: a `ws` socket that already has
-// the members a Transport needs (connection.js), plus the connection it
-// carries and its server's event handlers, so one set of handlers serves
-// every socket (six closures per connection were a tenth of an idle
-// connection's heap) and `ws`'s events reach them without a listener:
-// five listeners filled each socket's `_events` table (a dictionary).
+// The WebSocket transport of a Connection: a `ws` socket that implements
+// the protocol-shaped Transport of connection.js (write a frame with its
+// op, close with a Disconnect, bufferedAmount, open, ping, terminate), plus
+// the connection it carries and its server's event handlers, so one set of
+// handlers serves every socket (six closures per connection were a tenth
+// of an idle connection's heap) and `ws`'s events reach them without a
+// listener: five listeners filled each socket's `_events` table (a
+// dictionary).
+//
+// write() has a fast path that writes a frame built once for many
+// connections to the socket itself, past `ws`'s Sender: it reads `ws`'s
+// private fields. `ws` is pinned to an exact version in
+// services/gateway/package.json for it, and ws-internals.test.js fails
+// loudly when an upgrade changes what the fast path relies on.
 
 import { WebSocket } from 'ws'
+import { ReadyState } from '@wsps/protocol'
 
 const TEXT = Object.freeze({ binary: false })
 
@@ -13,9 +22,9 @@ const TEXT = Object.freeze({ binary: false })
 const SENDER_IDLE = 0
 
 /**
- * The `ws` internals sendFrame() checks before it writes to the socket
- * itself (ws 8, lib/websocket.js and lib/sender.js). The unit tests
- * (ws-transport.test.js) fail if a `ws` upgrade changes them.
+ * The `ws` internals write() checks before it writes to the socket itself
+ * (ws 8, lib/websocket.js and lib/sender.js). ws-internals.test.js fails
+ * if a `ws` upgrade changes them.
  *
  * @typedef {object} WsInternals
  * @property {import('node:net').Socket} _socket
@@ -32,9 +41,14 @@ const SENDER_IDLE = 0
 
 export class WsTransport extends WebSocket {
   /** @type {import('./connection.js').Connection | null} */
-  connection = null
+  #connection = null
   /** @type {SocketEvents | null} */
   #events = null
+
+  /** @returns {import('./connection.js').Connection | null} the connection it carries (null once detached) */
+  get connection () {
+    return this.#connection
+  }
 
   /**
    * From now on `ws`'s events on this socket go to `events` (those it has
@@ -44,8 +58,19 @@ export class WsTransport extends WebSocket {
    * @param {SocketEvents} events
    */
   serve (connection, events) {
-    this.connection = connection
+    this.#connection = connection
     this.#events = events
+  }
+
+  /**
+   * The socket closed: it carries its connection no more.
+   *
+   * @returns {import('./connection.js').Connection | null} the connection it carried
+   */
+  detach () {
+    const connection = this.#connection
+    this.#connection = null
+    return connection
   }
 
   /**
@@ -59,36 +84,51 @@ export class WsTransport extends WebSocket {
     return true
   }
 
-  /**
-   * Every frame the gateway writes is text; `ws` would send a Buffer as
-   * binary.
-   *
-   * @param {string | Buffer} data
-   */
-  send (data) {
-    super.send(data, TEXT)
+  /** Frames may be written. */
+  get open () {
+    return this.readyState === ReadyState.OPEN
   }
 
   /**
-   * Writes a frame built once for every recipient with one socket write,
-   * when that cannot interleave with what `ws` sends itself: the socket is
-   * open, it negotiated no per-message compression (the frame would need
-   * RSV1 and a compressed payload), and `ws`'s sender is idle with nothing
-   * queued and no fragmented message open (a compression or a Blob read in
-   * flight queues later sends; a frame written past them would overtake
-   * them). Otherwise `ws` frames the payload as send() does. Either way the
-   * bytes land in the socket's write buffer, which bufferedAmount counts.
+   * Writes one server frame as a text message. A frame built once for
+   * every recipient goes out with one socket write, when that cannot
+   * interleave with what `ws` sends itself: the socket is open, it
+   * negotiated no per-message compression (the frame would need RSV1 and a
+   * compressed payload), and `ws`'s sender is idle with nothing queued and
+   * no fragmented message open (a compression or a Blob read in flight
+   * queues later sends; a frame written past them would overtake them).
+   * Otherwise, and for a control frame's text, `ws` frames the payload.
+   * Either way the bytes land in the socket's write buffer, which
+   * bufferedAmount counts.
    *
-   * @param {import('./text-frame.js').TextFrame} frame
+   * @param {import('./text-frame.js').TextFrame | string} frame
+   * @param {import('@wsps/protocol').ServerOpName} _op every frame is a text message, whatever its op
    */
-  sendFrame (frame) {
+  write (frame, _op) {
+    if (typeof frame === 'string') {
+      super.send(frame, TEXT)
+      return
+    }
     const ws = /** @type {WsInternals} */ (/** @type {unknown} */ (this))
     const sender = ws._sender
-    if (this.readyState === WebSocket.OPEN && sender._state === SENDER_IDLE && sender._queue.length === 0 &&
+    if (this.readyState === ReadyState.OPEN && sender._state === SENDER_IDLE && sender._queue.length === 0 &&
         sender._firstFragment && ws._extensions['permessage-deflate'] === undefined) {
       ws._socket.write(frame.wire)
     } else {
       super.send(frame.payload, TEXT)
     }
+  }
+
+  /**
+   * Starts the closing handshake. The Transport's close takes a named
+   * Disconnect; `ws` itself calls close(code, reason) (a peer's close
+   * frame, a protocol error), which goes through as before.
+   *
+   * @param {import('@wsps/protocol').Disconnect | number} [disconnect]
+   * @param {string | Buffer} [reason]
+   */
+  close (disconnect, reason) {
+    if (typeof disconnect === 'object') super.close(disconnect.code, disconnect.reason)
+    else super.close(disconnect, reason)
   }
 }

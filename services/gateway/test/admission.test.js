@@ -96,3 +96,31 @@ test('verify: the token check of the authenticator; auth off needs none', async 
   assert.deepEqual(await a.verify('good'), { ok: true, grants: null, expiresAt: 7 })
   assert.deepEqual(await a.verify(null), { ok: false, reason: 'bad' })
 })
+
+test('open: the one path to a lease or a coded refusal; a refusal frees the place it took', async () => {
+  const grantsAapl = (/** @type {string} */ s) => s === 'AAPL'
+  /** @type {import('../src/auth.js').Authenticator} */
+  const authenticate = async (token) => token === 'good' ? { ok: true, grants: grantsAapl, expiresAt: 7 } : { ok: false, reason: 'bad' }
+  const off = admission({ maxConnections: 1 }).a
+  const lease = await off.open(request(), null)
+  assert.ok(lease.ok && lease.authed && lease.grants === null && lease.expiresAt === null, 'auth off: authed, every symbol')
+  const full = await off.open(request(), null)
+  assert.equal(!full.ok && full.code, ErrorCode.GATEWAY_FULL, 'the lease holds its place until settled')
+  off.settle(NO_IP_LIMIT, false)
+
+  const { a } = admission({ maxConnections: 1, authenticate })
+  const later = await a.open(request(), null, { authFrame: true })
+  assert.ok(later.ok && !later.authed, 'no token on a WebSocket: open, the auth frame to follow')
+  a.settle(NO_IP_LIMIT, false)
+  const missing = await a.open(request(), null)
+  assert.deepEqual(!missing.ok && [missing.status, missing.code, missing.message, missing.result], [401, ErrorCode.UNAUTHORIZED, 'unauthorized: bad', 'unauthorized'])
+  const denied = await a.open(request(), 'good', { symbols: { ok: true, symbols: ['AAPL', 'MSFT'] } })
+  assert.deepEqual(!denied.ok && [denied.status, denied.code, denied.symbols, denied.result], [403, ErrorCode.NOT_ENTITLED, ['MSFT'], 'not_entitled'])
+  const good = await a.open(request(), 'good', { symbols: { ok: true, symbols: ['AAPL'] } })
+  assert.ok(good.ok && good.authed && good.grants === grantsAapl && good.expiresAt === 7 && good.symbols.length === 1, 'refusals freed their places')
+  a.settle(NO_IP_LIMIT, true)
+
+  const { a: draining } = admission({ authenticate: async () => { draining.drain(); return { ok: true, grants: null, expiresAt: null } } })
+  const late = await draining.open(request(), 'good')
+  assert.deepEqual(!late.ok && [late.status, late.code, late.result], [503, ErrorCode.DRAINING, 'draining'], 'drained while the token was checked')
+})

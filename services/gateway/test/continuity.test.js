@@ -3,10 +3,10 @@
 // in-memory broker whose history is what the publish script would keep.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ReadyState } from '../src/connection.js'
+import { ReadyState } from '@wsps/protocol'
 import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
-import { DISTINCT } from '../src/outbox.js'
+import { DISTINCT } from '../src/delivery.js'
 import { gatewayParts, quote, silent, tick } from './helper.js'
 
 const EPOCH = 'k3x9ab'
@@ -223,4 +223,32 @@ async function metric (m, name, labels = {}) {
   const json = await m.metrics.registry.getMetricsAsJSON()
   const values = json.find((x) => x.name === name)?.values ?? []
   return values.filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l)).reduce((a, v) => a + v.value, 0)
+}
+
+test('recovery: a symbol this gateway did not hold stays subscribed while its history is read, however long that takes', async () => {
+  const parts = gatewayParts({ unsubscribeDelayMs: 10 })
+  const history = [1, 2, 3, 4].map((i) => quote(i, { epoch: EPOCH }))
+  parts.broker.histories.set('AAPL', history)
+  parts.broker.latestValues.set('AAPL', history[3])
+  const read = parts.broker.history.bind(parts.broker)
+  // Slower than the unsubscribe delay and a sweep or two.
+  parts.broker.history = async (...args) => { await new Promise((resolve) => setTimeout(resolve, 1200)); return read(...args) }
+  parts.hub.start()
+  const { connect } = sessionsOf(/** @type {any} */ ({ ...parts, history }))
+  const c = connect()
+  c.send({ op: 'sub', symbols: ['AAPL'], mode: 'distinct', since: { AAPL: { seq: 1, epoch: EPOCH } } })
+  await waitUntil(() => frames(c.ws, 'ack').length === 1, 5000)
+  parts.hub.stop()
+  assert.deepEqual(frames(c.ws, 'ack')[0].recovered, { AAPL: true })
+  assert.deepEqual(ticks(c.ws).map((t) => t.seq), [2, 3, 4])
+  assert.deepEqual(parts.broker.calls.filter((x) => x[0] === 'unsubscribe'), [], 'never dropped as idle')
+})
+
+/** @param {() => boolean} ok @param {number} ms */
+async function waitUntil (ok, ms) {
+  const end = Date.now() + ms
+  while (!ok()) {
+    if (Date.now() > end) throw new Error('timed out')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
 }

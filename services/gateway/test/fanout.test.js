@@ -1,10 +1,10 @@
-// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Outbox
+// Fan-out passes: batching, sharing, slow readers. Hub + Fanout + Connection (and its Outbox)
 // over fake sockets; the wire view is checked with the protocol's own rules.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { CloseCode, continues } from '@wsps/protocol'
 import { diffQuotes } from '../src/delta.js'
-import { DISTINCT, FULL_RATE } from '../src/outbox.js'
+import { DISTINCT, FULL_RATE } from '../src/delivery.js'
 import { gatewayParts, limits, quote, tick } from './helper.js'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
@@ -64,11 +64,11 @@ test('every subscriber of an update gets the same frame buffer', async () => {
   const { hub, clients, pass } = await live(['AAPL'], 3)
   /** @type {unknown[]} */
   const raw = []
-  for (const { ws } of clients) ws.send = (/** @type {unknown} */ d) => { raw.push(d) }
+  for (const { ws } of clients) ws.write = (/** @type {unknown} */ d) => { raw.push(d) }
   hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
   pass()
   assert.equal(raw.length, 3)
-  assert.ok(raw[0] === raw[1] && raw[1] === raw[2], 'serialized once, one Buffer')
+  assert.ok(raw[0] === raw[1] && raw[1] === raw[2], 'serialized once, one frame')
 })
 
 test('a slow reader is skipped, then resynced with the latest quote as a snapshot', async () => {

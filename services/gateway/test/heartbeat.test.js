@@ -7,8 +7,9 @@ import { Heartbeat, SWEEP_MS } from '../src/heartbeat.js'
 function peer (answers = true) {
   const transport = {
     readyState: 1,
+    get open () { return this.readyState === 1 },
     bufferedAmount: 0,
-    send () {},
+    write () {},
     close () {},
     ping () {
       c.pings++

@@ -52,16 +52,18 @@ export function memoryBroker () {
 /** A Transport stand-in: records frames, lets the test set bufferedAmount. */
 export function fakeSocket () {
   return {
+    /** WebSocket readyState values (ReadyState), for the tests' own checks. */
     readyState: 1,
+    get open () { return this.readyState === 1 },
     bufferedAmount: 0,
     /** @type {any[]} */
     sent: [],
     /** @type {{code: number, reason: string} | null} */
     closedWith: null,
-    /** @param {string | Buffer} data */
-    send (data) { this.sent.push(JSON.parse(String(data))) },
-    /** @param {number} code @param {string} reason */
-    close (code, reason) { this.closedWith = { code, reason }; this.readyState = 2 },
+    /** @param {import('../src/text-frame.js').TextFrame | string} frame @param {string} _op */
+    write (frame, _op) { this.sent.push(JSON.parse(typeof frame === 'string' ? frame : frame.payload.toString())) },
+    /** @param {import('@wsps/protocol').Disconnect} d */
+    close ({ code, reason }) { this.closedWith = { code, reason }; this.readyState = 2 },
     terminate () { this.readyState = 3 },
     ping () {}
   }
@@ -87,11 +89,11 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000 } = {}) {
     outbox: { metrics: m, sendHighWater: limits.sendHighWater, slowCloseMs: limits.slowCloseMs, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
   }
   let ids = 0
-  /** A connection on a fake socket; `c` is its outbox (what the hub holds). */
+  /** A connection on a fake socket; `c` is the connection too (what the hub holds). */
   const client = () => {
     const ws = fakeSocket()
     const conn = new Connection(ws, ctx, { id: ++ids, ip: '', grants: null })
-    return { ws, conn, c: conn.outbox }
+    return { ws, conn, c: conn }
   }
   const pass = () => fanout.passNow()
   return { metrics: m, broker, fanout, hub, client, pass }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { ErrorCode, Limits } from '@wsps/protocol'
-import { parseClientFrame } from '../src/protocol.js'
+import { parseClientFrame, parseStreamSub } from '../src/protocol.js'
 
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
 
@@ -96,4 +96,22 @@ test('property: any input yields a request or a coded error, never a throw', () 
       assert.ok(codes.has(/** @type {any} */ (r.error.code)), r.error.code)
     }
   }), { numRuns: 3000 })
+})
+
+test('GET /sse mode and since: the rules of a WebSocket sub, every mistake coded', () => {
+  const ok = parseStreamSub({ mode: 'distinct', since: 'AAPL:1042:hohrttbiv1,MSFT:0:e1' }, ['AAPL', 'MSFT'])
+  assert.ok(ok.ok)
+  assert.equal(ok.request.mode, 'distinct')
+  assert.deepEqual([...(ok.request.since ?? [])], [['AAPL', { seq: 1042, epoch: 'hohrttbiv1' }], ['MSFT', { seq: 0, epoch: 'e1' }]])
+  assert.deepEqual(parseStreamSub({}, ['AAPL']), { ok: true, request: { op: 'sub', symbols: ['AAPL'] } })
+  const code = (/** @type {{mode?: unknown, since?: unknown}} */ q) => { const r = parseStreamSub(q, ['AAPL']); return r.ok ? 'ok' : r.error.code }
+  assert.equal(code({ mode: 'fast' }), 'BAD_MODE')
+  assert.equal(code({ mode: ['distinct', 'merge'] }), 'BAD_MODE')
+  assert.equal(code({ since: 'AAPL:1' }), 'BAD_SINCE')
+  assert.equal(code({ since: 'AAPL:-1:e1' }), 'BAD_SINCE')
+  assert.equal(code({ since: 'AAPL:1.5:e1' }), 'BAD_SINCE')
+  assert.equal(code({ since: 'AAPL:1:bad epoch' }), 'BAD_SINCE')
+  assert.equal(code({ since: 'MSFT:1:e1' }), 'BAD_SINCE')
+  assert.equal(code({ since: 'AAPL:1:e1:x' }), 'BAD_SINCE')
+  assert.equal(code({ since: ['AAPL:1:e1', 'AAPL:2:e1'] }), 'BAD_SINCE')
 })

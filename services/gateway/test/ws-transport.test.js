@@ -7,9 +7,10 @@ import { once } from 'node:events'
 import { test } from 'node:test'
 import * as wsModule from 'ws'
 import { WebSocket, WebSocketServer } from 'ws'
-import { CloseCode } from '@wsps/protocol'
+import { CloseCode, ServerOp } from '@wsps/protocol'
 import { waitFor } from '@wsps/testkit'
 import { Connection } from '../src/connection.js'
+import { Update } from '../src/delta.js'
 import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
 import { TextFrame } from '../src/text-frame.js'
@@ -72,7 +73,7 @@ test('a shared frame is written with one socket write and arrives as the same te
   t.after(close)
   const writes = spyWrites(server)
   const frames = ['{"op":"q","quotes":[{"symbol":"AAPL","seq":2}]}', `{"op":"q","quotes":[{"symbol":"MSFT","seq":9,"x":"${'y'.repeat(300)}"}]}`].map((s) => new TextFrame(s))
-  for (const f of frames) server.sendFrame(f)
+  for (const f of frames) server.write(f, ServerOp.QUOTES)
   assert.equal(writes.length, 2, 'one write per frame')
   assert.ok(writes.every((w, i) => w === frames[i].wire), 'the shared Buffer itself, not a copy')
   await waitFor(() => got.length === 2, { timeout: 20_000, message: 'both messages' })
@@ -85,7 +86,7 @@ test('with permessage-deflate negotiated, ws frames and compresses the payload i
   assert.equal(client.extensions, 'permessage-deflate', 'deflate negotiated')
   const writes = spyWrites(server)
   const frame = new TextFrame(`{"op":"q","quotes":[{"symbol":"AAPL","seq":2,"x":"${'z'.repeat(500)}"}]}`)
-  server.sendFrame(frame)
+  server.write(frame, ServerOp.QUOTES)
   await waitFor(() => got.length === 1, { timeout: 20_000, message: 'the message' })
   assert.ok(!writes.includes(frame.wire), 'the uncompressed wire bytes were not written')
   assert.deepEqual(got, [{ data: frame.payload.toString(), binary: false }])
@@ -99,7 +100,7 @@ test('a shared frame waits behind what ws has queued (never overtakes it)', asyn
   server.send(/** @type {any} */ (new Blob(['{"op":"first"}'])))
   server.send('{"op":"second"}')
   const frame = new TextFrame('{"op":"third"}')
-  server.sendFrame(frame)
+  server.write(frame, ServerOp.QUOTES)
   await waitFor(() => got.length === 3, { timeout: 20_000, message: 'three messages' })
   assert.deepEqual(got.map((m) => m.data), ['{"op":"first"}', '{"op":"second"}', '{"op":"third"}'])
   assert.ok(!writes.includes(frame.wire), 'framed by ws through its queue')
@@ -119,26 +120,24 @@ test('a reader that stops reading is cut with 4008 while shared frames pile up, 
     outbox: { metrics, sendHighWater, slowCloseMs: 200, latest: () => null }
   }, { id: 1, ip: '', grants: null })
   const writes = spyWrites(server)
-  const out = conn.outbox
-  out.subscribe(['AAPL'])
+  conn.subscribe(['AAPL'])
   const x = 'y'.repeat(32 * 1024)
-  /** @type {import('../src/delta.js').Update} */
-  const update = { symbol: 'AAPL', seq: 2, base: 1, ts: Date.now(), fields: {}, json: `{"symbol":"AAPL","seq":2,"x":"${x}"}`, frame: null, tick: -1 }
+  const update = new Update('AAPL', 2, 1, Date.now(), {}, `{"symbol":"AAPL","seq":2,"x":"${x}"}`)
   const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
   let maxBuffered = 0
   // Kernel buffers take some megabytes first; then the socket's own buffer
   // grows past the high-water mark, and the reader stays slow until cut.
   for (let pass = 1; conn.closeCode === null; pass++) {
     assert.ok(pass < 1_000_000, 'never cut')
-    out.push(update, stats)
-    out.flush(Date.now(), pass, stats)
+    conn.push(update, stats)
+    conn.flush(Date.now(), pass, stats)
     maxBuffered = Math.max(maxBuffered, server.bufferedAmount)
     await tick()
   }
   assert.equal(conn.closeCode, CloseCode.SLOW_CONSUMER)
   assert.ok(maxBuffered > sendHighWater, `bufferedAmount (${maxBuffered}) counted the frames written`)
   assert.ok(stats.conflated > 0, 'skipped while slow, before the cut')
-  assert.ok(update.frame !== null && writes.filter((w) => w === update.frame?.wire).length === stats.frames, 'every frame was the one shared write')
+  assert.ok(stats.frames > 0 && writes.filter((w) => w === update.frame.wire).length === stats.frames, 'every frame was the one shared write')
 })
 
 /**

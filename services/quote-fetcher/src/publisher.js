@@ -76,8 +76,9 @@ export class Publisher {
     /** Seq per quote, or the error of the call that carried it. @type {(number | Error)[]} */
     const seqs = []
     if (this.sharded) {
-      // A cluster call cannot span slots: one quote per call; ioredis
-      // auto-pipelining batches them per shard.
+      // A cluster call cannot span slots: one quote per call, all sent at
+      // once (ioredis batches them per shard with WSPS_REDIS_AUTO_PIPELINE);
+      // a quote whose shard fails does not fail the others.
       const leased = lease ? this.redis.call(...(/** @type {[string, ...string[]]} */ (lease))) : null
       const results = await Promise.all(entries.map((e) => this.redis.wspsPublishOne(...publishArgs(keys, [e], options).slice(1)).then(([seq]) => seq, (err) => err)))
       seqs.push(...results)

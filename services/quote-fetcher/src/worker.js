@@ -3,7 +3,7 @@
 // dropped: the scheduler has already pushed a fresher one for its symbols,
 // so a backlog never turns into a burst of stale fetches.
 
-import { getMany } from '@wsps/shared/redis'
+import { getEach } from '@wsps/shared/redis'
 
 /** BLPOP timeout: how quickly a stopping worker notices. */
 const POP_TIMEOUT_S = 1
@@ -102,16 +102,25 @@ export class Worker {
     try {
       /** @type {Map<string, any>} */
       const previous = new Map()
+      let symbols = job.s
       if (this.provider.needsPrevious) {
-        const raws = await getMany(this.redis, job.s.map(this.keys.latest))
+        const raws = await getEach(this.redis, symbols.map(this.keys.latest))
+        // On a cluster, symbols of a shard that is failing over are left to
+        // the next interval; the other shards' symbols go on.
+        const unread = raws.filter((raw) => raw instanceof Error)
+        if (unread.length === raws.length) throw unread[0]
+        if (unread.length) {
+          this.log.warn({ err: /** @type {Error} */ (unread[0]).message, symbols: unread.length }, 'symbols left to the next interval: their shard failed')
+        }
+        symbols = symbols.filter((_, i) => !(raws[i] instanceof Error))
         raws.forEach((raw, i) => {
-          if (raw === null) return
+          if (raw === null || raw instanceof Error) return
           const q = JSON.parse(raw)
           previous.set(job.s[i], q)
           this.publisher.remember(job.s[i], q.seq)
         })
       }
-      const quotes = await this.provider.fetch(job.s, previous, deadline)
+      const quotes = await this.provider.fetch(symbols, previous, deadline)
       this.metrics.fetchSeconds.observe((performance.now() - started) / 1000)
       const { published, refused } = await this.publisher.publish(quotes)
       this.metrics.published.inc(published)

@@ -27,11 +27,11 @@ const freshKeys = () => redisKeys(`t${n++}`)
  * One quote through the publish script; its seq (0: refused).
  * @param {import('@wsps/shared/keys').RedisKeys} k
  * @param {string} body
- * @param {{ttlMs?: number, floor?: number, pushLeaseMs?: number}} [o]
+ * @param {{ttlMs?: number, floor?: number, pushLeaseMs?: number, historySize?: number, historyTtlMs?: number}} [o]
  */
-async function publishOne (k, body, { ttlMs = 60000, floor = 0, pushLeaseMs = 0 } = {}) {
+async function publishOne (k, body, { ttlMs = 60000, floor = 0, pushLeaseMs = 0, historySize = 0, historyTtlMs = 0 } = {}) {
   const symbol = JSON.parse(body).symbol
-  const [seq] = await r.wspsPublish(...publishArgs(k, [{ symbol, body, floor }], { ttlMs, sharded: false, pushLeaseMs }))
+  const [seq] = await r.wspsPublish(...publishArgs(k, [{ symbol, body, floor }], { ttlMs, sharded: false, pushLeaseMs, historySize, historyTtlMs }))
   return seq
 }
 
@@ -116,19 +116,22 @@ test('publish: many quotes in one call, in order; a pushed symbol among them is 
   assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('A')))).ts, 2, 'the later quote of A is the latest')
 })
 
-test('history: each published quote is kept in the symbol\'s stream under its seq, capped, with one epoch while it continues', async () => {
+test('history: each published quote is kept in the symbol\'s stream under its seq, at least historySize of them, with one epoch while the seqs continue', async () => {
   const k = freshKeys()
-  const opts = { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 3, historyTtlMs: 5000 }
-  const quotes = [1, 2, 3, 4, 5].map((i) => ({ symbol: 'H', body: `{"symbol":"H","ts":${i}}`, floor: 0 }))
-  assert.deepEqual(await r.wspsPublish(...publishArgs(k, quotes, opts)), [1, 2, 3, 4, 5])
+  const opts = { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100, historyTtlMs: 5000 }
+  const quotes = Array.from({ length: 250 }, (_, i) => ({ symbol: 'H', body: `{"symbol":"H","ts":${i + 1}}`, floor: 0 }))
+  assert.deepEqual(await r.wspsPublish(...publishArgs(k, quotes, opts)), quotes.map((_, i) => i + 1))
   const entries = await r.xrange(k.history('H'), '-', '+')
-  assert.deepEqual(entries.map(([id]) => id), ['3-0', '4-0', '5-0'], 'capped at historySize, newest kept')
+  const ids = entries.map(([id]) => Number(id.split('-')[0]))
+  assert.ok(ids.length >= 100 && ids.length <= 200, `at least historySize, trimmed by whole nodes (${ids.length})`)
+  assert.deepEqual(ids, Array.from({ length: ids.length }, (_, i) => 251 - ids.length + i), 'the newest, in seq order, none missing')
   const msgs = entries.map(([, fields]) => JSON.parse(fields[1]))
   const epoch = msgs[0].epoch
   assert.match(epoch, /^[0-9a-z]{6,16}$/)
-  assert.deepEqual(msgs.map((m) => [m.seq, m.epoch, m.ts]), [[3, epoch, 3], [4, epoch, 4], [5, epoch, 5]])
-  assert.equal(await r.get(k.latest('H')), entries[2][1][1], 'the latest quote is the newest history entry, byte for byte')
-  assert.ok((await r.pttl(k.history('H'))) > 4000 && (await r.pttl(k.epoch('H'))) > 4000, 'history and epoch expire after historyTtlMs')
+  assert.ok(msgs.every((m, i) => m.seq === ids[i] && m.epoch === epoch && m.ts === ids[i]))
+  assert.equal(await r.get(k.latest('H')), entries.at(-1)?.[1][1], 'the latest quote is the newest history entry, byte for byte')
+  const ttl = await r.pttl(k.history('H'))
+  assert.ok(ttl > 0 && ttl <= 5000, 'the history expires (renewed every 16th seq)')
 
   // The counter is lost (the history is not): the seq would not follow the
   // newest entry, so the history restarts under a new epoch.
@@ -140,9 +143,14 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   const restarted = JSON.parse(after[0][1][1]).epoch
   assert.notEqual(restarted, epoch, 'a new epoch: no client may take seq 3 for the old one')
 
-  // The history is flushed (eviction, FLUSHALL, a restart without persistence): a new epoch too.
+  // The history alone is gone (expired, evicted): the seqs count on, same
+  // epoch; a reader asking for what is gone sees entries start later.
   await r.del(k.history('H'))
-  await publishOne(k, '{"symbol":"H","ts":7}')
+  await publishOne(k, '{"symbol":"H","ts":7}', opts)
+  assert.deepEqual((await r.xrange(k.history('H'), '-', '+')).map(([id, f]) => [id, JSON.parse(f[1]).epoch]), [['4-0', restarted]])
+  // Everything is gone (FLUSH, a restart without persistence): a new epoch.
+  await r.del(k.history('H'), k.latest('H'))
+  await publishOne(k, '{"symbol":"H","ts":8}', opts)
   assert.notEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('H')))).epoch, restarted)
   // With history off: no stream, no epoch in the message.
   const off = freshKeys()

@@ -15,6 +15,7 @@ export const commonSettings = Object.freeze([
   { env: 'WSPS_REDIS_USERNAME', key: 'redisUsername', type: 'string', default: '', doc: 'Redis ACL user name (empty: the default user).' },
   { env: 'WSPS_REDIS_PASSWORD', key: 'redisPassword', type: 'string', default: '', secret: true, doc: 'Redis AUTH password (overrides one in the URL).' },
   { env: 'WSPS_REDIS_TLS_CA_FILE', key: 'redisTlsCaFile', type: 'string', default: '', doc: 'PEM file of the CA that signed the Redis server certificate (with `rediss://`). Empty: the system CAs.' },
+  { env: 'WSPS_REDIS_AUTO_PIPELINE', key: 'redisAutoPipeline', type: 'bool', default: false, doc: '`cluster` only: let ioredis batch commands per node (auto-pipelining). Off by default: during a failover or resharding ioredis may then answer commands with a raw MOVED and keep routing them to the old node (ioredis #2075); the services retry either way, but recover faster without it.' },
   { env: 'WSPS_REDIS_KEY_PREFIX', key: 'redisKeyPrefix', type: 'string', default: 'wsps', doc: 'Prefix of every Redis key and channel, so several installs can share one Redis.' }
 ])
 

@@ -16,11 +16,18 @@ export function createHttpApp (logger, serverFactory) {
 }
 
 /**
+ * What `/metrics` serves: a prom-client Registry, or anything else that
+ * answers with an exposition (a gateway worker's view of every worker).
+ *
+ * @typedef {Pick<import('prom-client').Registry, 'contentType' | 'metrics'>} MetricsSource
+ */
+
+/**
  * Adds `/healthz`, `/readyz` and, when a registry is given, `/metrics`.
  *
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
  * @param {() => Record<string, boolean> | Promise<Record<string, boolean>>} checks readiness checks; ready when all are true
- * @param {import('prom-client').Registry | null} registry
+ * @param {MetricsSource | null} registry
  */
 export function registerProbes (app, checks, registry) {
   // Liveness says only that the event loop serves requests: a Redis outage
@@ -37,7 +44,7 @@ export function registerProbes (app, checks, registry) {
 
 /**
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
- * @param {import('prom-client').Registry} registry
+ * @param {MetricsSource} registry
  */
 export function registerMetrics (app, registry) {
   app.get('/metrics', async (_req, reply) => {

@@ -28,8 +28,6 @@ export function redisKeys (prefix) {
      * field `q`), written by the publish script: recovery and gap fill.
      */
     history: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:hist`,
-    /** The epoch of that history (a string; a new one when the history restarts). */
-    epoch: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:epoch`,
     /** Symbol out of a channel name, or null when it is not ours. */
     symbolOf: (/** @type {string} */ channel) => {
       const open = prefix.length + 2

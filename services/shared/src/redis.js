@@ -16,6 +16,7 @@ import { parseHostPort } from './common-settings.js'
  * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
+ * @property {boolean} [redisAutoPipeline] cluster: ioredis auto-pipelining (WSPS_REDIS_AUTO_PIPELINE)
  *
  * @typedef {Redis | Cluster} RedisClient
  */
@@ -95,9 +96,12 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, ...
       redisOptions: { connectionName: name, maxRetriesPerRequest: null, ...auth, ...options },
       clusterRetryStrategy: retry,
       enableOfflineQueue: true,
-      // Cluster commands cannot be pipelined across nodes by hand; let
-      // ioredis batch per node instead.
-      enableAutoPipelining: true,
+      // Batching per node is faster, but ioredis handles a MOVED for an
+      // auto-pipelined batch as a whole and may keep routing to the old
+      // node through a failover (ioredis #2075): off unless asked for.
+      enableAutoPipelining: settings.redisAutoPipeline ?? false,
+      // A slot map that went stale in a failover is refreshed at least this often.
+      slotsRefreshInterval: 2000,
       shardedSubscribers: shardedSubscribers ?? false,
       // Keep the seed's host name: TLS certificates name it, not the IPs.
       dnsLookup: (address, callback) => callback(null, address)
@@ -181,7 +185,7 @@ export function watchPrimary (client, { onFailover, onOutage }) {
 
 /**
  * GET of many keys in one round trip: MGET on a single Redis; on a cluster
- * (where MGET cannot span slots) one GET per key, auto-pipelined per node.
+ * (where MGET cannot span slots) one GET per key, all sent at once.
  *
  * @param {RedisClient} client
  * @param {string[]} keys
@@ -191,4 +195,19 @@ export function getMany (client, keys) {
   if (keys.length === 0) return Promise.resolve([])
   if (client instanceof Cluster) return Promise.all(keys.map((k) => client.get(k)))
   return client.mget(...keys)
+}
+
+/**
+ * Like getMany, but on a cluster a key whose shard fails (down, failing
+ * over) is an Error in its place instead of failing every key: one shard's
+ * trouble must not stop the others. On a single Redis it is one MGET, all
+ * or nothing.
+ *
+ * @param {RedisClient} client
+ * @param {string[]} keys
+ * @returns {Promise<(string | null | Error)[]>}
+ */
+export function getEach (client, keys) {
+  if (!(client instanceof Cluster)) return getMany(client, keys)
+  return Promise.all(keys.map((k) => client.get(k).catch((/** @type {Error} */ err) => err)))
 }

@@ -69,11 +69,11 @@ return {n, jobs, #expired, pushed}
 `
 
 /**
- * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
- * epoch (all of one symbol's slot on a Redis Cluster, so there the fetcher
- * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
- * historySize, historyTtlMs, then per quote: channel, quote JSON without seq
- * (starts with '{"symbol"'), floorSeq.
+ * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history
+ * (all of one symbol's slot on a Redis Cluster, so there the fetcher sends
+ * one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs, historySize,
+ * historyTtlMs, then per quote: channel, quote JSON without seq (starts with
+ * '{"symbol"'), floorSeq.
  * seq = INCR, but never at or below floorSeq: the fetcher passes the last seq
  * it knows, so a Redis restart that lost the counter does not rewind it.
  * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
@@ -82,21 +82,26 @@ return {n, jobs, #expired, pushed}
  *
  * History (historySize > 0): every published quote is also appended to the
  * symbol's stream (entry ID `<seq>-0`, field `q`: the message as published),
- * capped at historySize entries; stream and epoch expire historyTtlMs after
- * the symbol's last quote. In the same script as the seq, so history and seq
- * never disagree. The epoch names one unbroken history: a new one is drawn
- * (from Redis' clock) whenever the history cannot be trusted to continue:
- * the stream or the epoch key is gone (first quote, expiry, eviction, FLUSH,
- * a restart without persistence), or the seq does not follow the stream's
- * newest entry (the counter was lost). Every message then carries it:
- * `{"seq":N,"epoch":"E",...}`.
+ * in the same script as the seq, so history and seq never disagree. It keeps
+ * at least historySize entries (trimmed approximately: whole stream nodes of
+ * up to 100 entries, the cheap way) and expires about historyTtlMs after its
+ * last quote (the expiry is renewed on every 16th seq and when an epoch
+ * starts: a quiet symbol's history is gone within historyTtlMs plus 16 of its
+ * ticks). Every message carries the epoch: `{"seq":N,"epoch":"E",...}`. The
+ * epoch names one unbroken count of seqs; it is read from the latest quote
+ * (no key of its own), and a new one is drawn from Redis' clock when there is
+ * no latest quote with one (first quote, history just turned on, FLUSH, a
+ * restart without persistence) or when the seq does not follow the stream's
+ * newest entry (the counter was lost). History that expired or was evicted
+ * while the latest quote stayed keeps its epoch: the seqs still count on,
+ * and a reader asking for what is gone sees the hole (entries start later).
  * Returns the seq of each quote, 0 for one refused for that reason.
  */
 const PUBLISH = `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
 local histSize, histTtl = tonumber(ARGV[4]), ARGV[5]
 local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
-local function newEpoch (key)
+local function newEpoch ()
   local t = redis.call('TIME')
   local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local e = ''
@@ -105,12 +110,11 @@ local function newEpoch (key)
     e = string.sub(digits, d + 1, d + 1) .. e
     n = (n - d) / 36
   end
-  redis.call('SET', key, e)
   return e
 end
 local out = {}
-for i = 1, #KEYS / 5 do
-  local k, a = 5 * i - 4, 3 * i + 3
+for i = 1, #KEYS / 4 do
+  local k, a = 4 * i - 3, 3 * i + 3
   local seq = 0
   if pushMs > 0 then
     redis.call('SET', KEYS[k + 2], '1', 'PX', pushMs)
@@ -125,24 +129,26 @@ for i = 1, #KEYS / 5 do
     local body = string.sub(ARGV[a + 1], 2)
     local msg
     if histSize > 0 then
-      local hist, epochKey = KEYS[k + 3], KEYS[k + 4]
-      local epoch = redis.call('GET', epochKey)
-      if not epoch or redis.call('EXISTS', hist) == 0 then
+      local hist = KEYS[k + 3]
+      local last = redis.call('GET', KEYS[k + 1])
+      local epoch = last and string.match(last, '^{"seq":%d+,"epoch":"(%w+)"')
+      local fresh = not epoch
+      if fresh then
+        epoch = newEpoch()
         redis.call('DEL', hist)
-        epoch = newEpoch(epochKey)
       end
       msg = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '",' .. body
-      local added = redis.pcall('XADD', hist, 'MAXLEN', histSize, seq .. '-0', 'q', msg)
+      local added = redis.pcall('XADD', hist, 'MAXLEN', '~', histSize, seq .. '-0', 'q', msg)
       if type(added) == 'table' and added.err then
         -- seq is not above the newest entry: the counter was lost, history
         -- cannot continue. A new epoch, and a history that starts here.
+        epoch = newEpoch()
+        fresh = true
         redis.call('DEL', hist)
-        epoch = newEpoch(epochKey)
         msg = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '",' .. body
-        redis.call('XADD', hist, 'MAXLEN', histSize, seq .. '-0', 'q', msg)
+        redis.call('XADD', hist, 'MAXLEN', '~', histSize, seq .. '-0', 'q', msg)
       end
-      redis.call('PEXPIRE', hist, histTtl)
-      redis.call('PEXPIRE', epochKey, histTtl)
+      if fresh or seq % 16 == 0 then redis.call('PEXPIRE', hist, histTtl) end
     else
       msg = '{"seq":' .. seq .. ',' .. body
     end
@@ -242,7 +248,7 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, histor
   /** @type {(string | number)[]} */
   const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, historyTtlMs]
   for (const q of quotes) {
-    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol))
+    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol))
     a.push(keys.channel(q.symbol), q.body, q.floor)
   }
   return [k.length, ...k, ...a]
@@ -255,11 +261,11 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, histor
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
   client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
-  // Key count per call: 5 per quote. On a Cluster, ioredis routes (and
+  // Key count per call: 4 per quote. On a Cluster, ioredis routes (and
   // auto-pipelines) a command by its keys only when their count is declared:
   // wspsPublishOne is the same script for exactly one quote.
   client.defineCommand('wspsPublish', { lua: PUBLISH })
-  client.defineCommand('wspsPublishOne', { numberOfKeys: 5, lua: PUBLISH })
+  client.defineCommand('wspsPublishOne', { numberOfKeys: 4, lua: PUBLISH })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)

@@ -2,13 +2,12 @@
 // fetcher accepts per core of its own, with batches of 1, 100 and 1000
 // quotes per request, through to a client subscribed at a gateway.
 
-import { FETCHER_MAIN, TestClient, freePort, httpOk, sleep, waitFor } from '@wsps/testkit'
+import { TestClient, sleep, waitFor } from '@wsps/testkit'
 import { SERVERS } from '../servers.js'
 import { CpuMeter } from '@wsps/testkit/proc'
-import { start } from '../spawn.js'
 import { log, round } from '../bench-run.js'
+import { startPushFetcher } from '../push-fetcher.js'
 
-const TOKEN = 'bench-publish-token-0123456789abcdef'
 /** Its own key prefix: the shared publisher's quotes do not mix in. */
 const PREFIX = 'ingest'
 
@@ -31,31 +30,27 @@ function body (batch, symbols, round) {
  */
 export async function ingest (run) {
   log('ingest (publish API)')
-  const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
-  const fetcher = start(process.execPath, [FETCHER_MAIN], {
-    core: run.serverCore,
-    name: 'fetcher',
-    stdin: false,
-    env: {
-      WSPS_HTTP_PORT: String(port), WSPS_HOST: '127.0.0.1', WSPS_LOG_LEVEL: 'warn', WSPS_NODE_NAME: 'bench-ingest', WSPS_REDIS_URL: run.redisUrl,
-      WSPS_REDIS_KEY_PREFIX: PREFIX, WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUBLISH_MAX_BYTES: String(8 * 1024 * 1024)
-    }
-  })
-  const gateway = await SERVERS.wsps.start({ redisUrl: run.redisUrl, core: run.loadCore, runDir: run.runDir, prefix: PREFIX, env: { WSPS_NODE_NAME: 'bench-ingest-gw' } })
+  const fetcher = await startPushFetcher({ redisUrl: run.redisUrl, prefix: PREFIX, core: run.serverCore, name: 'bench-ingest', env: { WSPS_PUBLISH_MAX_BYTES: String(8 * 1024 * 1024) } })
+  /** @type {import('../servers.js').ServerHandle} */
+  let gateway
+  try {
+    gateway = await SERVERS.wsps.start({ redisUrl: run.redisUrl, core: run.loadCore, runDir: run.runDir, prefix: PREFIX, env: { WSPS_NODE_NAME: 'bench-ingest-gw' } })
+  } catch (err) {
+    await fetcher.stop()
+    throw err
+  }
   /** @type {TestClient | null} */
   let client = null
   const out = []
   try {
-    await waitFor(() => httpOk(`${url}/readyz`), { timeout: 20_000, message: 'the ingest fetcher' })
     // One client holds them all: at most Limits.MAX_SYMBOLS_PER_REQUEST.
     const symbols = Array.from({ length: run.P.ingestSymbols }, (_, i) => `IN${i}`)
     client = await TestClient.connect(`${gateway.url}/ws`)
     await client.sub(symbols)
-    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
+    const headers = fetcher.headers
     for (const batch of run.P.ingestBatches) {
       const bodies = Array.from({ length: 8 }, (_, r) => body(batch, symbols, r))
-      const meter = new CpuMeter(() => [fetcher.pid])
+      const meter = new CpuMeter(() => [fetcher.pid()])
       let accepted = 0
       let failed = 0
       let requests = 0
@@ -65,7 +60,7 @@ export async function ingest (run) {
       // A few requests in flight at once, as a feeder with a connection pool would.
       await Promise.all(Array.from({ length: run.P.ingestConcurrency }, async (_, w) => {
         while (Date.now() < end) {
-          const res = await fetch(`${url}/v1/quotes`, { method: 'POST', headers, body: bodies[(requests++ + w) % bodies.length] })
+          const res = await fetch(fetcher.api, { method: 'POST', headers, body: bodies[(requests++ + w) % bodies.length] })
           const answer = /** @type {{accepted?: number}} */ (await res.json())
           if (res.ok) accepted += answer.accepted ?? 0
           else failed++
@@ -77,7 +72,7 @@ export async function ingest (run) {
       // the client holds all of them.
       const marker = 1_000_000 + batch
       const last = JSON.stringify({ quotes: symbols.map((symbol) => ({ symbol, bid: marker })) })
-      const res = await fetch(`${url}/v1/quotes`, { method: 'POST', headers, body: last })
+      const res = await fetch(fetcher.api, { method: 'POST', headers, body: last })
       if (!res.ok) throw new Error(`final publish: HTTP ${res.status}`)
       const c = /** @type {TestClient} */ (client)
       const reached = Date.now()
@@ -98,7 +93,7 @@ export async function ingest (run) {
   } finally {
     client?.ws.terminate()
     await gateway.stop()
-    await fetcher.stop('SIGTERM', { killAfterMs: 3000 })
+    await fetcher.stop()
   }
   return out
 }

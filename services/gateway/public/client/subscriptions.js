@@ -45,6 +45,14 @@ export class Subscriptions {
     return this.#wanted.has(symbol)
   }
 
+  /**
+   * @param {string} symbol
+   * @returns {Delivery | undefined} its delivery (undefined: the default, merge)
+   */
+  deliveryOf (symbol) {
+    return this.#delivery.get(symbol)
+  }
+
   /** @param {string} symbol */
   serverHolds (symbol) {
     return this.#held.has(symbol)

@@ -46,13 +46,15 @@ export class Transports {
    * @param {string} url the WebSocket URL (SSE: `/sse` beside it)
    * @param {object} request
    * @param {string[]} request.symbols SSE: the watch set is part of the request
+   * @param {'merge' | 'distinct'} [request.mode] SSE: the stream's delivery
+   * @param {ReadonlyMap<string, {seq: number, epoch: string}>} [request.since] SSE: the symbols it resumes
    * @param {string | null} request.token SSE: sent as a header
    * @param {() => void} request.onheartbeat SSE: a heartbeat comment arrived
    * @returns {SocketLike}
    */
-  open (url, { symbols, token, onheartbeat }) {
+  open (url, { symbols, mode, since, token, onheartbeat }) {
     if (!this.#useSse) return new /** @type {SocketConstructor} */ (this.#WebSocket)(url)
-    const stream = new SseSocket(url, { symbols, token, lastEventId: this.#lastEventId, fetch: this.#fetch })
+    const stream = new SseSocket(url, { symbols, mode, since, token, lastEventId: this.#lastEventId, fetch: this.#fetch })
     stream.onheartbeat = onheartbeat
     return stream
   }

@@ -50,7 +50,8 @@ func diff(now time.Time, a, b account.Counters) map[string]any {
 	return map[string]any{
 		"type": "tick", "t": now.UnixMilli(),
 		"frames": b.Frames - a.Frames, "entries": b.Entries - a.Entries, "covered": b.Covered - a.Covered,
-		"snaps": b.Snaps - a.Snaps, "gaps": b.Gaps - a.Gaps, "dups": b.Dups - a.Dups, "errors": b.Errors - a.Errors,
+		"snaps": b.Snaps - a.Snaps, "gaps": b.Gaps - a.Gaps, "ticksLost": b.TicksLost - a.TicksLost,
+		"dups": b.Dups - a.Dups, "errors": b.Errors - a.Errors,
 		"hist": h,
 	}
 }

@@ -68,6 +68,17 @@ func (s *Subs) slot(symbol []byte) int {
 // Apply accounts for one classified text message d. It returns true when
 // the connection has just become ready: acked and, with waitSnap, a
 // snapshot of every planned symbol.
+//
+// Gaps and ticks lost, by the receiver rules (services/protocol/receiver.js):
+// a `q` entry of seq s with base b (b = s-1 when it has none: always so in
+// distinct mode) continues a held seq h only when b == h. Any other b > h
+// is one gap, and it loses the b-h ticks h+1..b: the entry delivers (b, s]
+// (its fields are exact from b on) and nothing delivered what lies between.
+// A snap of seq s > h+1 for a held symbol loses the s-h-1 ticks it jumps
+// over. So in distinct mode every seq must arrive as an entry of its own,
+// and a merged delta (merge mode) loses nothing when its base is the held
+// seq. Entries at or below h are duplicates and lose nothing; before a
+// symbol's first quote nothing is held and nothing counts.
 func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnState, waitSnap bool) bool {
 	switch kind {
 	case adapter.FrameAck:
@@ -76,6 +87,12 @@ func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnSta
 		adapter.ScanQuotes(d, func(e *adapter.Entry) {
 			st.Snaps.Add(1)
 			if i := s.slot(e.Symbol); i >= 0 && e.Seq > s.held[i] {
+				if h := s.held[i]; h != noSeq && e.Seq > h+1 {
+					// Rule 1 replaces the held quote; the ticks between
+					// never arrived (a `"recovered":false` snap, a
+					// resubscribe): lost.
+					st.TicksLost.Add(e.Seq - h - 1)
+				}
 				s.held[i] = e.Seq
 			}
 		})
@@ -105,6 +122,9 @@ func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnSta
 				st.Covered.Add(e.Seq - h)
 				if base != h {
 					st.Gaps.Add(1)
+				}
+				if base > h {
+					st.TicksLost.Add(base - h)
 				}
 				s.held[i] = e.Seq
 			}

@@ -21,3 +21,63 @@ func TestAccountSnapshotThenQuotes(t *testing.T) {
 		t.Fatalf("snaps %d entries %d covered %d gaps %d dups %d", st.Snaps.Load(), st.Entries.Load(), st.Covered.Load(), st.Gaps.Load(), st.Dups.Load())
 	}
 }
+
+// ready is a connection acked and holding S0001 at seq 5 and S0042 at seq 9.
+func ready(t *testing.T) (*Subs, *Stats, *ConnState) {
+	t.Helper()
+	st := &Stats{}
+	var state ConnState
+	s := NewSubs([]int{1, 42})
+	s.Apply(adapter.FrameAck, []byte(`{"op":"ack"}`), st, &state, true)
+	if !s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":5,"ts":1},{"symbol":"S0042","seq":9,"ts":1}]}`), st, &state, true) {
+		t.Fatal("not ready after the snapshot")
+	}
+	return &s, st, &state
+}
+
+// Distinct mode: every seq must arrive. One seq skipped is one tick lost.
+func TestTicksLostOneSkippedSeq(t *testing.T) {
+	s, st, state := ready(t)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0001","seq":8,"ts":1}]}`), st, state, true)
+	if st.TicksLost.Load() != 1 || st.Gaps.Load() != 1 {
+		t.Fatalf("seq 7 skipped: ticks lost %d gaps %d, want 1 and 1", st.TicksLost.Load(), st.Gaps.Load())
+	}
+}
+
+// Every seq in order, across frames and symbols, and duplicates: nothing lost.
+func TestTicksLostNoneInOrder(t *testing.T) {
+	s, st, state := ready(t)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0042","seq":10,"ts":1},{"symbol":"S0001","seq":7,"ts":1}]}`), st, state, true)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":7,"ts":1},{"symbol":"S0001","seq":8,"ts":1},{"symbol":"S0042","seq":11,"ts":1}]}`), st, state, true)
+	if st.TicksLost.Load() != 0 || st.Gaps.Load() != 0 || st.Dups.Load() != 1 {
+		t.Fatalf("ticks lost %d gaps %d dups %d, want 0, 0 and 1", st.TicksLost.Load(), st.Gaps.Load(), st.Dups.Load())
+	}
+}
+
+// Merge mode: a delta whose base is the held seq covers the seqs it merged;
+// one whose base is past it loses the seqs up to its base.
+func TestTicksLostBaseCovers(t *testing.T) {
+	s, st, state := ready(t)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":9,"base":5,"ts":1}]}`), st, state, true)
+	if st.TicksLost.Load() != 0 || st.Gaps.Load() != 0 {
+		t.Fatalf("base = held: ticks lost %d gaps %d, want 0", st.TicksLost.Load(), st.Gaps.Load())
+	}
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0042","seq":15,"base":12,"ts":1}]}`), st, state, true)
+	if st.TicksLost.Load() != 3 || st.Gaps.Load() != 1 || st.Covered.Load() != 4+6 {
+		t.Fatalf("held 9, base 12: ticks lost %d gaps %d covered %d, want 3 (10, 11, 12), 1 and 10", st.TicksLost.Load(), st.Gaps.Load(), st.Covered.Load())
+	}
+}
+
+// A snapshot that jumps over seqs of a held symbol (`"recovered":false`)
+// loses them; the first snapshot of a symbol loses nothing.
+func TestTicksLostSnapJump(t *testing.T) {
+	s, st, state := ready(t)
+	if st.TicksLost.Load() != 0 {
+		t.Fatalf("first snapshot: ticks lost %d", st.TicksLost.Load())
+	}
+	s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":9,"ts":1}],"recovered":false}`), st, state, true)
+	s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0042","seq":10,"ts":1}]}`), st, state, true)
+	if st.TicksLost.Load() != 3 || st.Gaps.Load() != 0 {
+		t.Fatalf("snap 5 -> 9 and 9 -> 10: ticks lost %d gaps %d, want 3 and 0", st.TicksLost.Load(), st.Gaps.Load())
+	}
+}

@@ -26,23 +26,25 @@ func BucketOf(us int64) int {
 
 // Stats are the counters of one load generator process, over all its
 // connections: frames and quote entries received, ticks covered, snapshot
-// entries, sequence gaps and duplicates, errors, and the latency histogram.
+// entries, sequence gaps, ticks lost and duplicates, errors, and the
+// latency histogram. A gap is one entry that does not continue the held
+// seq; TicksLost counts the seqs such gaps skipped (Subs.Apply says how).
 type Stats struct {
-	Frames, Entries, Covered, Snaps, Gaps, Dups, Errors atomic.Int64
-	Hist                                                [NBuckets]atomic.Int64
+	Frames, Entries, Covered, Snaps, Gaps, TicksLost, Dups, Errors atomic.Int64
+	Hist                                                           [NBuckets]atomic.Int64
 }
 
 // Counters are Stats read at one moment.
 type Counters struct {
-	Frames, Entries, Covered, Snaps, Gaps, Dups, Errors int64
-	Hist                                                []int64
+	Frames, Entries, Covered, Snaps, Gaps, TicksLost, Dups, Errors int64
+	Hist                                                           []int64
 }
 
 // Snapshot reads every counter.
 func (st *Stats) Snapshot() Counters {
 	c := Counters{
 		Frames: st.Frames.Load(), Entries: st.Entries.Load(), Covered: st.Covered.Load(),
-		Snaps: st.Snaps.Load(), Gaps: st.Gaps.Load(), Dups: st.Dups.Load(), Errors: st.Errors.Load(),
+		Snaps: st.Snaps.Load(), Gaps: st.Gaps.Load(), TicksLost: st.TicksLost.Load(), Dups: st.Dups.Load(), Errors: st.Errors.Load(),
 		Hist: make([]int64, NBuckets),
 	}
 	for i := range c.Hist {

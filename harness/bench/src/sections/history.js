@@ -1,0 +1,193 @@
+// History and recovery (issue 24, docs/protocol.md "Recovery"): what the
+// per-symbol history in Redis costs and what it buys.
+//
+// 1. Ingest with history off and on: the fetcher's Publisher (the publish
+//    script through ioredis pipelines, as the publish API calls it) against
+//    the bench's redis-server with WSPS_HISTORY_SIZE 0, 100 and 1000, in
+//    interleaved rounds. Counted: quotes the script published (seq
+//    assigned, latest SET, PUBLISH, and with history the stream append) per
+//    second of wall time, and Redis CPU per published quote.
+// 2. Redis memory per symbol of history: MEMORY USAGE of a full stream and
+//    at 100 and 1000 entries of a realistic quote (the epoch has no key: it
+//    rides in each message).
+// 3. Recovery storm: a real fetcher (history on, 100) fed through its
+//    publish API and a real gateway; distinct subscribers (Node `ws`
+//    clients over processes: recovery-wave.js, recovery-clients.js)
+//    disconnect, stay away while ticks are published, and reconnect all at
+//    once with `since`.
+
+import { Redis } from 'ioredis'
+import { Publisher } from '@wsps/quote-fetcher/src/publisher.js'
+import { redisKeys } from '@wsps/shared/keys'
+import { registerScripts } from '@wsps/shared/scripts'
+import { sleep } from '@wsps/testkit'
+import { CpuMeter } from '@wsps/testkit/proc'
+import { SERVERS } from '../servers.js'
+import { log, median, round } from '../bench-run.js'
+import { startPushFetcher } from '../push-fetcher.js'
+import { recoveryWave } from '../recovery-wave.js'
+
+/** The fetcher's defaults (services/quote-fetcher/src/config.js). */
+const QUOTE_TTL_MS = 86_400_000
+const HISTORY_TTL_MS = 120_000
+const PUSH_LEASE_MS = 5000
+
+/**
+ * @param {import('../bench-run.js').BenchRun} run
+ */
+export async function history (run) {
+  log('history: ingest with history off and on')
+  const ingest = await historyIngest(run)
+  log('history: Redis memory per symbol')
+  const memory = await historyMemory(run)
+  log(`history: ${run.P.recoveryClients} clients resuming at once`)
+  const recovery = await recoveryStorm(run)
+  return { ingest, memory, recovery }
+}
+
+/**
+ * A realistic quote of a symbol, the nth of its random walk (the shared
+ * publisher's shape: every field of a full quote).
+ *
+ * @param {string} symbol
+ * @param {number} n
+ */
+export function quoteOf (symbol, n) {
+  const last = Math.round((100 + 5 * Math.sin(n / 7) + (n % 13) / 10) * 100) / 100
+  return {
+    symbol, ts: Date.now(), bid: round(last - 0.01, 2), ask: round(last + 0.01, 2), last,
+    bidSize: 100 * (1 + (n % 20)), askSize: 200, volume: 1_000_000 + 100 * n, open: 100, high: 105.5, low: 94.5, prevClose: 99.8
+  }
+}
+
+/**
+ * @param {string} redisUrl
+ * @param {string} prefix
+ * @param {number} historySize
+ */
+function publisherOf (redisUrl, prefix, historySize) {
+  const redis = registerScripts(new Redis(redisUrl, { enableAutoPipelining: false, maxRetriesPerRequest: null }))
+  return new Publisher({ redis, keys: redisKeys(prefix), ttlMs: QUOTE_TTL_MS, sharded: false, historySize, historyTtlMs: HISTORY_TTL_MS })
+}
+
+/**
+ * Part 1. Each history size has its own key prefix and Publisher, its
+ * streams filled to their cap first (a stream still growing is not
+ * trimmed: cheaper than the steady state). Then rounds; in each, every
+ * size publishes for historyMeasureMs (historyConcurrency calls of
+ * historyBatch quotes in flight, pushed quotes as through the publish API),
+ * in an order that rotates, so outside load hits all alike. Reported per
+ * size: the median over rounds, and its ratio to history off.
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ */
+async function historyIngest (run) {
+  const P = run.P
+  const symbols = Array.from({ length: P.historySymbols }, (_, i) => `H${i}`)
+  const subjects = P.historySizes.map((size) => ({ size, pub: publisherOf(run.redisUrl, `hi${size}`, size), rounds: /** @type {{perSec: number, redisUsPerQuote: number | null}[]} */ ([]) }))
+  let n = 0
+  const batch = () => Array.from({ length: P.historyBatch }, () => quoteOf(symbols[n % symbols.length], n++))
+  try {
+    for (const x of subjects) {
+      // Fill: size + 1 quotes per symbol (at least one round of all).
+      const total = (x.size + 1) * symbols.length
+      for (let done = 0; done < total; done += P.historyBatch) await x.pub.publish(batch(), { pushLeaseMs: PUSH_LEASE_MS })
+    }
+    for (let r = 0; r < P.historyRounds; r++) {
+      const order = subjects.map((_, i) => subjects[(i + r) % subjects.length])
+      for (const x of order) {
+        const redisCpu = new CpuMeter(run.redisPids)
+        let published = 0
+        const t0 = performance.now()
+        const end = t0 + P.historyMeasureMs
+        await Promise.all(Array.from({ length: P.historyConcurrency }, async () => {
+          while (performance.now() < end) published += (await x.pub.publish(batch(), { pushLeaseMs: PUSH_LEASE_MS })).published
+        }))
+        const seconds = (performance.now() - t0) / 1000
+        const cores = run.redisPid ? redisCpu.read() : null
+        const perSec = published / seconds
+        x.rounds.push({ perSec: Math.round(perSec), redisUsPerQuote: cores === null ? null : round(cores * 1e6 / perSec, 2) })
+        await sleep(200)
+      }
+      log(`  round ${r + 1}: ${order.map((x) => `history ${x.size}: ${x.rounds[x.rounds.length - 1].perSec} quotes/s`).join(', ')}`)
+    }
+  } finally {
+    for (const x of subjects) x.pub.redis.disconnect()
+  }
+  const rows = subjects.map((x) => {
+    const us = /** @type {number[]} */ (x.rounds.map((r) => r.redisUsPerQuote).filter((v) => v !== null))
+    return { historySize: x.size, quotesPerSec: median(x.rounds.map((r) => r.perSec)), redisUsPerQuote: us.length ? median(us) : null, rounds: x.rounds }
+  })
+  const off = rows.find((x) => x.historySize === 0)
+  // vsOff: wall-clock rate against history off. vsOffRedis: the same for
+  // the rate one Redis core sustains (history off's Redis CPU per quote over
+  // this size's): what is left of ingest where Redis is the bottleneck, and
+  // less moved by outside load than the wall-clock rate.
+  return rows.map((x) => ({
+    ...x,
+    vsOff: off ? round(x.quotesPerSec / off.quotesPerSec, 3) : null,
+    vsOffRedis: off?.redisUsPerQuote && x.redisUsPerQuote ? round(off.redisUsPerQuote / x.redisUsPerQuote, 3) : null
+  }))
+}
+
+/**
+ * Part 2. One symbol per size, published size + 250 realistic quotes (so
+ * the stream is full and has been trimmed: trimming is by whole stream
+ * nodes of up to 100 entries, so it holds size to size + 100), then MEMORY
+ * USAGE (SAMPLES 0: every entry) of its stream.
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ */
+async function historyMemory (run) {
+  const out = []
+  for (const size of run.P.historySizes.filter((s) => s > 0)) {
+    const prefix = `hm${size}`
+    const pub = publisherOf(run.redisUrl, prefix, size)
+    try {
+      const keys = redisKeys(prefix)
+      for (let n = 0; n < size + 250; n += 100) await pub.publish(Array.from({ length: Math.min(100, size + 250 - n) }, (_, i) => quoteOf('MEM', n + i)))
+      const r = pub.redis
+      const [stream, entries, newest] = await Promise.all([
+        r.call('MEMORY', 'USAGE', keys.history('MEM'), 'SAMPLES', '0'),
+        r.xlen(keys.history('MEM')),
+        r.xrevrange(keys.history('MEM'), '+', '-', 'COUNT', 1)
+      ])
+      const messageBytes = Buffer.byteLength(newest[0]?.[1]?.[1] ?? '')
+      const row = { historySize: size, entries, streamBytes: Number(stream), perEntryBytes: round(Number(stream) / entries, 1), messageBytes }
+      out.push(row)
+      log(`  history ${size}: ${row.entries} entries, stream ${row.streamBytes} B per symbol (${row.perEntryBytes} B per entry of a ${messageBytes}-byte message)`)
+    } finally {
+      pub.redis.disconnect()
+    }
+  }
+  return out
+}
+
+/**
+ * Part 3. A real fetcher (history 100) on the load core, a real gateway on
+ * the server core; one wave of resuming clients per tick rate
+ * (recoveryTickRates), each on symbols of its own (recovery-wave.js).
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ */
+async function recoveryStorm (run) {
+  const P = run.P
+  const prefix = 'hrec'
+  const fetcher = await startPushFetcher({ redisUrl: run.redisUrl, prefix, core: run.loadCore, name: 'bench-history', env: { WSPS_HISTORY_SIZE: '100' } })
+  /** @type {import('../servers.js').ServerHandle | null} */
+  let gateway = null
+  const out = []
+  try {
+    gateway = await SERVERS.wsps.start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix, env: { WSPS_NODE_NAME: 'bench-history-gw' } })
+    for (const tickRate of P.recoveryTickRates) {
+      out.push(await recoveryWave({
+        run, gateway, keys: redisKeys(prefix), fetcher, quote: quoteOf,
+        symbols: Array.from({ length: P.recoverySymbols }, (_, i) => `R${tickRate}X${i}`), tickRate
+      }))
+    }
+  } finally {
+    await gateway?.stop()
+    await fetcher.stop()
+  }
+  return out
+}
