@@ -16,6 +16,11 @@ chart-generate: chart-tools ## Regenerate what is derived from sources: chart k6
 	"$$HELM_DOCS" --chart-search-root charts/wsps --template-files README.md.gotmpl --sort-values-order file --log-level warning
 	"$$WSPS_PY" charts/scripts/render-kustomize.py
 
+.PHONY: chart-sentinel-sim
+chart-sentinel-sim: chart-tools ## Run the chart's redis.mode=sentinel scripts as 3 Redis + 3 Sentinel processes (private netns; root), kill the primary, follow it with a fetcher and a gateway
+	@eval "$$(tools/tools.sh env)"
+	"$$WSPS_PY" charts/scripts/sentinel-sim.py
+
 .PHONY: chart-test
 chart-test: chart-tools ## Chart checks: lint, render ci/ scenarios, kubeconform 1.30-1.37, helm-unittest, kube-score, kustomize builds, generated files fresh
 	@charts/scripts/chart-test.sh

@@ -109,17 +109,78 @@ redis-password
 {{- end -}}
 {{- end -}}
 
+{{/* True ("true") when the chart runs Redis itself: `builtin` (one pod) or `sentinel` (nodes + Sentinels). */}}
+{{- define "wsps.redis.inRelease" -}}
+{{- if has .Values.redis.mode (list "builtin" "sentinel") -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* True ("true") when the services find the primary through Sentinels (built-in or external). */}}
+{{- define "wsps.redis.viaSentinel" -}}
+{{- if or (eq .Values.redis.mode "sentinel") (and (eq .Values.redis.mode "external") .Values.redis.external.sentinels) -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{/* True ("true") when the services get a Redis password. */}}
 {{- define "wsps.redis.hasPassword" -}}
-{{- if or (eq .Values.redis.mode "builtin") .Values.redis.auth.existingSecret .Values.redis.auth.password -}}
+{{- if or (include "wsps.redis.inRelease" .) .Values.redis.auth.existingSecret .Values.redis.auth.password -}}
 true
 {{- end -}}
 {{- end -}}
 
 {{/* The chart creates the password Secret unless an existing one is named. */}}
 {{- define "wsps.redis.createSecret" -}}
-{{- if and (not .Values.redis.auth.existingSecret) (or (eq .Values.redis.mode "builtin") .Values.redis.auth.password) -}}
+{{- if and (not .Values.redis.auth.existingSecret) (or (include "wsps.redis.inRelease" .) .Values.redis.auth.password) -}}
 true
+{{- end -}}
+{{- end -}}
+
+{{/* ---------- Redis with Sentinel (redis.mode=sentinel) ---------- */}}
+
+{{/* The Redis pods: <fullname>-redis-node-0..N-1. */}}
+{{- define "wsps.redisNode.name" -}}
+{{- include "wsps.componentName" (dict "ctx" . "component" "redis-node") -}}
+{{- end -}}
+
+{{/* The Sentinel pods: <fullname>-redis-sentinel-0..N-1. */}}
+{{- define "wsps.redisSentinel.name" -}}
+{{- include "wsps.componentName" (dict "ctx" . "component" "redis-sentinel") -}}
+{{- end -}}
+
+{{/*
+Stable DNS name of one pod of a set through its headless Service, short
+(namespace-relative) like every address the chart renders:
+include "wsps.podHost" (dict "set" "wsps-redis-node" "i" 0)
+*/}}
+{{- define "wsps.podHost" -}}
+{{- printf "%s-%d.%s-headless" .set (int .i) .set -}}
+{{- end -}}
+
+{{/* `host:port,...` of every built-in Sentinel (WSPS_REDIS_SENTINELS). */}}
+{{- define "wsps.redisSentinel.addresses" -}}
+{{- $set := include "wsps.redisSentinel.name" . -}}
+{{- $out := list -}}
+{{- range $i := until (int .Values.redis.sentinel.replicas) -}}
+{{- $out = append $out (printf "%s:26379" (include "wsps.podHost" (dict "set" $set "i" $i))) -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
+
+{{/* Preferred pod anti-affinity of a set (one pod per node when the scheduler can), unless redis.builtin.affinity is set. */}}
+{{- define "wsps.redisSentinel.affinity" -}}
+{{- with .ctx.Values.redis.builtin.affinity -}}
+{{- toYaml . -}}
+{{- else -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "wsps.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 12 }}
 {{- end -}}
 {{- end -}}
 
@@ -129,7 +190,10 @@ Service name, so the rendered manifests do not depend on the namespace
 (kustomize overlays may move them).
 */}}
 {{- define "wsps.redis.url" -}}
-{{- if eq .Values.redis.mode "external" -}}
+{{- if include "wsps.redis.viaSentinel" . -}}
+{{- /* The Sentinels name the primary; of the URL only the scheme counts. */ -}}
+redis://
+{{- else if eq .Values.redis.mode "external" -}}
 {{- .Values.redis.external.url -}}
 {{- else -}}
 {{- printf "redis://%s:6379" (include "wsps.redis.name" .) -}}
@@ -183,7 +247,22 @@ Service name, so the rendered manifests do not depend on the namespace
 WSPS_LOG_LEVEL: {{ .Values.logLevel | quote }}
 WSPS_REDIS_URL: {{ include "wsps.redis.url" . | quote }}
 WSPS_REDIS_KEY_PREFIX: {{ .Values.redis.keyPrefix | quote }}
+{{- if include "wsps.redis.viaSentinel" . }}
+WSPS_REDIS_MODE: "sentinel"
+{{- if eq .Values.redis.mode "sentinel" }}
+WSPS_REDIS_SENTINELS: {{ include "wsps.redisSentinel.addresses" . | quote }}
+WSPS_REDIS_MASTER_NAME: {{ .Values.redis.sentinel.masterName | quote }}
+WSPS_REDIS_SENTINEL_PASSWORD_FILE: "/var/run/secrets/wsps/redis/redis-password"
+{{- else }}
+WSPS_REDIS_SENTINELS: {{ join "," .Values.redis.external.sentinels | quote }}
+WSPS_REDIS_MASTER_NAME: {{ .Values.redis.external.masterName | quote }}
+{{- if .Values.redis.external.sentinelAuth }}
+WSPS_REDIS_SENTINEL_PASSWORD_FILE: "/var/run/secrets/wsps/redis/redis-password"
+{{- end }}
+{{- end }}
+{{- else }}
 WSPS_REDIS_MODE: {{ ternary "cluster" "standalone" (and (eq .Values.redis.mode "external") .Values.redis.external.cluster) | quote }}
+{{- end }}
 {{- with .Values.redis.auth.username }}
 WSPS_REDIS_USERNAME: {{ . | quote }}
 {{- end }}
@@ -200,7 +279,7 @@ Settings the chart owns; `config:` may not set them (validated), because the
 chart wires them to Secrets, ports, probes and the shutdown timing.
 */}}
 {{- define "wsps.managedSettings" -}}
-WSPS_HOST WSPS_HTTP_PORT WSPS_METRICS_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_REDIS_MODE WSPS_REDIS_USERNAME WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_WORKERS WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE WSPS_PUBLISH_TOKEN WSPS_PUBLISH_TOKEN_FILE WSPS_PUBLISH_RATE WSPS_PUBLISH_MAX_BYTES
+WSPS_HOST WSPS_HTTP_PORT WSPS_METRICS_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_REDIS_MODE WSPS_REDIS_SENTINELS WSPS_REDIS_MASTER_NAME WSPS_REDIS_SENTINEL_PASSWORD WSPS_REDIS_SENTINEL_PASSWORD_FILE WSPS_REDIS_USERNAME WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_WORKERS WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE WSPS_PUBLISH_TOKEN WSPS_PUBLISH_TOKEN_FILE WSPS_PUBLISH_RATE WSPS_PUBLISH_MAX_BYTES
 {{- end -}}
 
 {{/* Env shared by the wsps containers: the pod name as node name. */}}
@@ -279,6 +358,38 @@ back together under /scripts.
   ports:
     - port: 6379
       protocol: TCP
+{{- else if eq .Values.redis.mode "sentinel" }}
+# The built-in Redis nodes (the primary, whichever it is now)
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "wsps.selectorLabels" (dict "ctx" . "component" "redis-node") | nindent 10 }}
+  ports:
+    - port: 6379
+      protocol: TCP
+# The built-in Sentinels (who the primary is)
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "wsps.selectorLabels" (dict "ctx" . "component" "redis-sentinel") | nindent 10 }}
+  ports:
+    - port: 26379
+      protocol: TCP
+{{- else if .Values.redis.external.sentinels }}
+# The external Sentinels, and the Redis nodes they name (assumed on 6379)
+- {{- with .Values.redis.external.egressTo }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  ports:
+    {{- $ports := list 6379 }}
+    {{- range .Values.redis.external.sentinels }}
+    {{- $ports = append $ports (int (last (splitList ":" .))) }}
+    {{- end }}
+    {{- range $ports | uniq }}
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
 {{- else }}
 # The external Redis
 - {{- with .Values.redis.external.egressTo }}

@@ -20,17 +20,73 @@ render (helm install/upgrade/template/lint).
 
 {{- define "wsps.validate.redis" -}}
 {{- $r := .Values.redis -}}
+{{- $x := $r.external -}}
 {{- if eq $r.mode "external" -}}
-{{- if not (regexMatch "^rediss?://[^/:]+(:[0-9]+)?/?$" (toString $r.external.url)) -}}
+{{- if $x.sentinels -}}
+{{- if $x.url }}
+wsps: redis.external.url
+    redis.external.sentinels and redis.external.url are both set: with Sentinels
+    the services ask them for the primary and never dial a URL. Remove
+    redis.external.url (or the sentinels, to use the URL).
+{{- end -}}
+{{- if $x.cluster }}
+wsps: redis.external.cluster
+    redis.external.sentinels cannot be combined with redis.external.cluster:
+    a Redis Cluster fails over by itself, Sentinels watch one primary.
+{{- end -}}
+{{- $bad := list -}}
+{{- range $x.sentinels -}}
+{{- if not (regexMatch "^[A-Za-z0-9_.-]+:[0-9]{1,5}$" (toString .)) -}}
+{{- $bad = append $bad (toString . | quote) -}}
+{{- end -}}
+{{- end -}}
+{{- if $bad }}
+wsps: redis.external.sentinels
+    Each Sentinel is host:port (e.g. redis-sentinel-0.redis:26379); not:
+    {{ join ", " $bad }}.
+{{- end -}}
+{{- if not $x.masterName }}
+wsps: redis.external.masterName
+    redis.external.sentinels needs redis.external.masterName: the name your
+    Sentinels monitor the primary under (`sentinel monitor <name> ...`).
+{{- end -}}
+{{- if and $x.sentinelAuth (not (include "wsps.redis.hasPassword" .)) }}
+wsps: redis.external.sentinelAuth
+    redis.external.sentinelAuth sends the Redis password to the Sentinels, but
+    none is set: set redis.auth.existingSecret or redis.auth.password.
+{{- end -}}
+{{- else -}}
+{{- if not (regexMatch "^rediss?://[^/:]+(:[0-9]+)?/?$" (toString $x.url)) }}
 wsps: redis.external.url
     With redis.mode=external, set redis.external.url to redis://host:port or
-    rediss://host:port (got {{ $r.external.url | quote }}). Put the password in
-    redis.auth.existingSecret or redis.auth.password, not in the URL.
+    rediss://host:port (got {{ $x.url | quote }}), or redis.external.sentinels
+    to your Sentinels. Put the password in redis.auth.existingSecret or
+    redis.auth.password, not in the URL.
 {{- end -}}
-{{- else if or $r.external.url $r.external.cluster -}}
+{{- if or $x.masterName $x.sentinelAuth }}
+wsps: redis.external.masterName
+    redis.external.masterName / redis.external.sentinelAuth are set but
+    redis.external.sentinels is empty: list your Sentinels, or remove them.
+{{- end -}}
+{{- end -}}
+{{- else if or $x.url $x.cluster $x.sentinels $x.masterName $x.sentinelAuth }}
 wsps: redis.external.url
-    redis.external.url / redis.external.cluster are set but redis.mode is
-    {{ $r.mode | quote }}: set redis.mode=external to use them, or remove them.
+    redis.external.* (url, cluster, sentinels, masterName, sentinelAuth) is set
+    but redis.mode is {{ $r.mode | quote }}: set redis.mode=external to use them,
+    or remove them.
+{{- end -}}
+{{- if eq $r.mode "sentinel" -}}
+{{- $s := $r.sentinel -}}
+{{- if gt (int $s.quorum) (int $s.replicas) }}
+wsps: redis.sentinel.quorum
+    quorum ({{ $s.quorum }}) is above redis.sentinel.replicas ({{ $s.replicas }}): no
+    failover could ever start. Use a majority, e.g. {{ add (div (int $s.replicas) 2) 1 }}.
+{{- end -}}
+{{- if eq (mod (int $s.replicas) 2) 0 }}
+wsps: redis.sentinel.replicas
+    {{ $s.replicas }} Sentinels: a failover needs a majority of them, so an even
+    number survives no more losses than one fewer. Use an odd number (3, 5).
+{{- end -}}
 {{- end -}}
 {{- end -}}
 

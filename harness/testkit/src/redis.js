@@ -2,7 +2,7 @@
 // loopback port, without persistence; with a password (and an ACL user),
 // TLS-only (a throwaway CA made by the openssl CLI: how managed Redis
 // services, and the chart's external Redis with `rediss://`, are reached),
-// or as a Redis Cluster.
+// as a Redis Cluster, or as a primary with replicas watched by Sentinels.
 
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -10,9 +10,10 @@ import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect as tlsConnect } from 'node:tls'
+import { Redis } from 'ioredis'
 import { freePort } from './net.js'
 import { startProcess } from './process.js'
-import { waitFor } from './wait.js'
+import { sleep, waitFor } from './wait.js'
 
 /**
  * A CA and a server certificate it signed, for localhost and 127.0.0.1.
@@ -227,6 +228,229 @@ export function redisCommand (port, command) {
       // Bulk string or simple reply complete?
       const m = /^\$(\d+)\r\n/.exec(buf)
       if (!m || buf.length >= m[0].length + Number(m[1]) + 2) { s.destroy(); resolve(buf) }
+    })
+    s.on('error', reject)
+  })
+}
+
+/**
+ * @typedef {object} SentinelOptions
+ * @property {number} [replicas] Redis replicas besides the primary
+ * @property {number} [sentinels] Sentinel processes; the quorum is a majority of them
+ * @property {string} [password] AUTH of every Redis node (requirepass, masterauth) and of every Sentinel
+ * @property {string} [masterName] the name the Sentinels monitor the primary under
+ * @property {number} [downAfterMs] `down-after-milliseconds`: how long the primary may not answer before
+ *   a Sentinel calls it down (the chart's default is 5000; low here so the tests are fast)
+ * @property {number} [failoverTimeoutMs] `failover-timeout`
+ */
+
+/**
+ * A Redis primary with replicas, each with an append-only file (fsynced
+ * every second, as the chart sets it), watched by a quorum of Sentinels, all
+ * on loopback. Replication is asynchronous: a write acknowledged by the
+ * primary just before it dies may not have reached the replica promoted in
+ * its place.
+ *
+ * @param {SentinelOptions} [options]
+ */
+export async function startRedisSentinel ({ replicas = 2, sentinels = 3, password = 'sentinel-test-pw', masterName = 'wsps', downAfterMs = 1000, failoverTimeoutMs = 3000 } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'wsps-sentinel-'))
+  const quorum = Math.floor(sentinels / 2) + 1
+  const auth = [`requirepass ${password}`, `masterauth ${password}`]
+
+  /** One Redis node: restartable on its port, with its files kept. */
+  const node = async () => {
+    const port = await freePort()
+    const nodeDir = join(dir, `redis-${port}`)
+    mkdirSync(nodeDir)
+    /** @type {import('./process.js').Child | null} */
+    let child = null
+    return {
+      port,
+      get alive () { return child?.alive ?? false },
+      /** @param {number | null} primaryPort null: start as the primary */
+      async start (primaryPort) {
+        const config = [`dir ${nodeDir}`, 'bind 127.0.0.1', `port ${port}`, 'appendonly yes', 'appendfsync everysec', 'replica-announce-ip 127.0.0.1', ...auth]
+        if (primaryPort !== null) config.push(`replicaof 127.0.0.1 ${primaryPort}`)
+        const c = startProcess('redis-server', ['-'], { name: `redis ${port}`, stdin: true })
+        c.proc.stdin?.end([...config, ''].join('\n'))
+        child = c
+        await waitFor(() => {
+          if (!c.alive) throw new Error(`redis-server exited: ${c.logs.join('\n')}`)
+          return ping({ port, password })
+        }, { timeout: 10_000, message: `redis on ${port}` })
+      },
+      kill: () => child?.stop('SIGKILL')
+    }
+  }
+
+  const nodes = []
+  for (let i = 0; i <= replicas; i++) nodes.push(await node())
+  await nodes[0].start(null)
+  for (const n of nodes.slice(1)) await n.start(nodes[0].port)
+
+  // Sentinels rewrite their own config file: each gets one on disk.
+  const sentinelPorts = []
+  /** @type {import('./process.js').Child[]} */
+  const sentinelProcs = []
+  for (let i = 0; i < sentinels; i++) {
+    const port = await freePort()
+    const file = join(dir, `sentinel-${port}.conf`)
+    writeFileSync(file, [
+      `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `requirepass ${password}`,
+      `sentinel monitor ${masterName} 127.0.0.1 ${nodes[0].port} ${quorum}`,
+      `sentinel auth-pass ${masterName} ${password}`,
+      `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
+      `sentinel failover-timeout ${masterName} ${failoverTimeoutMs}`,
+      `sentinel parallel-syncs ${masterName} 1`, ''
+    ].join('\n'), { mode: 0o600 })
+    sentinelPorts.push(port)
+    sentinelProcs.push(startProcess('redis-server', [file, '--sentinel'], { name: `sentinel ${port}` }))
+  }
+  /** @type {Redis[]} */
+  const conns = sentinelPorts.map((port) => new Redis({ host: '127.0.0.1', port, password, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200, enableOfflineQueue: true }))
+  for (const c of conns) c.on('error', () => {})
+
+  /**
+   * @param {Redis} c
+   * @param {...string} args
+   * @returns {Promise<any>}
+   */
+  const sentinel = (c, ...args) => /** @type {Promise<any>} */ (c.call('SENTINEL', ...args))
+
+  const handle = {
+    masterName,
+    password,
+    quorum,
+    /** `host:port,...` of the Sentinels (WSPS_REDIS_SENTINELS). */
+    sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
+    sentinelPorts,
+    /** Ports of every Redis node, the primary's first as started. */
+    nodePorts: nodes.map((n) => n.port),
+    /**
+     * The primary every Sentinel names (`SENTINEL get-master-addr-by-name`);
+     * null while they disagree or do not answer.
+     *
+     * @returns {Promise<number | null>} its port
+     */
+    async primary () {
+      const answers = await Promise.all(conns.map((c) => sentinel(c, 'get-master-addr-by-name', masterName).catch(() => null)))
+      const ports = new Set(answers.map((a) => (Array.isArray(a) ? Number(a[1]) : null)))
+      const [port] = ports
+      return ports.size === 1 ? port : null
+    },
+    /**
+     * SIGKILLs the current primary.
+     *
+     * @returns {Promise<number>} its port
+     */
+    async killPrimary () {
+      const port = await handle.primary()
+      const n = nodes.find((x) => x.port === port)
+      if (!n) throw new Error(`no primary to kill (Sentinels say ${port})`)
+      await n.kill()
+      return n.port
+    },
+    /**
+     * Waits until every Sentinel names a primary other than `old` and that
+     * node answers as a primary.
+     *
+     * @param {number} old port of the primary that was killed
+     * @param {number} [timeout]
+     * @returns {Promise<number>} the new primary's port
+     */
+    async newPrimary (old, timeout = 30_000) {
+      let port = 0
+      await waitFor(async () => {
+        const p = await handle.primary()
+        if (p === null || p === old) return false
+        const role = await redisCommandAuth(p, password, 'ROLE').catch(() => '')
+        if (!role.includes('master')) return false
+        port = p
+        return true
+      }, { timeout, interval: 20, message: `a new primary elected in place of ${old}` })
+      return port
+    },
+    /**
+     * Starts a killed node again, as a replica of the current primary (its
+     * append-only file is loaded, then replaced by a full sync), and waits
+     * until it is in sync and every Sentinel lists it as a healthy replica:
+     * the next failover may promote it.
+     *
+     * @param {number} port
+     */
+    async restart (port) {
+      const n = nodes.find((x) => x.port === port)
+      const primary = await handle.primary()
+      if (!n || n.alive || primary === null) throw new Error(`cannot restart ${port} (primary ${primary})`)
+      await n.start(primary)
+      await waitFor(async () => (await redisCommandAuth(port, password, 'INFO replication').catch(() => '')).includes('master_link_status:up'), { timeout: 20_000, message: `${port} in sync with ${primary}` })
+      await handle.healthy()
+    },
+    /**
+     * Waits until every Sentinel agrees on the primary, sees the other
+     * Sentinels and every live replica without a down flag, and the quorum
+     * can authorise a failover (`SENTINEL ckquorum`).
+     */
+    async healthy () {
+      const live = nodes.filter((n) => n.alive).length - 1
+      await waitFor(async () => {
+        if (await handle.primary() === null) return false
+        for (const c of conns) {
+          const ok = await sentinel(c, 'ckquorum', masterName).catch(() => '')
+          if (!String(ok).startsWith('OK')) return false
+          const reps = /** @type {string[][]} */ (await sentinel(c, 'replicas', masterName).catch(() => []))
+          const good = reps.filter((r) => {
+            const flags = r[r.indexOf('flags') + 1] ?? ''
+            return !/s_down|o_down|disconnected/.test(flags) && r[r.indexOf('master-link-status') + 1] === 'ok'
+          })
+          if (good.length < live) return false
+          const peers = /** @type {unknown[]} */ (await sentinel(c, 'sentinels', masterName).catch(() => []))
+          if (peers.length < sentinels - 1) return false
+        }
+        return true
+      }, { timeout: 30_000, interval: 100, message: 'Sentinels agree on the primary and see every replica and each other' })
+    },
+    async close () {
+      for (const c of conns) c.disconnect()
+      await Promise.all([...sentinelProcs.map((p) => p.kill()), ...nodes.map((n) => n.kill())])
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  try {
+    await handle.healthy()
+    // A moment more for the replicas' first full sync to settle.
+    await sleep(100)
+  } catch (err) {
+    await handle.close()
+    throw err
+  }
+  return handle
+}
+
+/** @typedef {Awaited<ReturnType<typeof startRedisSentinel>>} RedisSentinelHandle */
+
+/**
+ * One command after AUTH over a plain socket: its reply text.
+ *
+ * @param {number} port
+ * @param {string} password
+ * @param {string} command
+ * @returns {Promise<string>}
+ */
+function redisCommandAuth (port, password, command) {
+  return new Promise((resolve, reject) => {
+    let buf = ''
+    const s = createConnection({ host: '127.0.0.1', port }, () => s.write(`AUTH ${password}\r\n${command}\r\n`))
+    s.setTimeout(1000, () => { s.destroy(); resolve(buf) })
+    s.on('data', (d) => {
+      buf += d
+      // +OK of AUTH, then one reply: a bulk string or an array (ROLE) read until quiet.
+      const rest = buf.replace(/^\+OK\r\n/, '')
+      const m = /^\$(\d+)\r\n/.exec(rest)
+      if (m && rest.length >= m[0].length + Number(m[1]) + 2) { s.destroy(); resolve(rest) }
+      if (rest.startsWith('*') && /\r\n$/.test(rest) && rest.split('\r\n').length > 4) { s.destroy(); resolve(rest) }
+      if (rest.startsWith('-')) { s.destroy(); resolve(rest) }
     })
     s.on('error', reject)
   })

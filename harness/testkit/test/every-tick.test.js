@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import WebSocket from 'ws'
-import { setUp, useStack, waitFor } from '../src/index.js'
+import { setUp, ticksDisordered, ticksLost, useStack, waitFor } from '../src/index.js'
 import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
 
 const SYMBOLS = ['ET1', 'ET2', 'ET3', 'ET4']
@@ -59,23 +59,10 @@ function subscriber (urls, { transport = /** @type {'auto' | 'sse'} */ ('auto') 
     recoveries,
     nodes,
     epochs,
-    /** Ticks between its first and its last quote of each symbol that it never got (seq counts every published quote). */
-    lost () {
-      let lost = 0
-      let got = 0
-      for (const list of seqs.values()) {
-        const seen = new Set(list)
-        lost += (list.at(-1) ?? 0) - list[0] + 1 - seen.size
-        got += seen.size
-      }
-      return { lost, got }
-    },
+    /** Ticks between its first and newest quote of each symbol that it never got. */
+    lost: () => ticksLost(seqs),
     /** Quotes received twice or out of order. */
-    disorder () {
-      let n = 0
-      for (const list of seqs.values()) for (let i = 1; i < list.length; i++) if (list[i] <= list[i - 1]) n++
-      return n
-    },
+    disorder: () => ticksDisordered(seqs),
     /** @param {number} n the seq every symbol must have passed */
     passed: (n) => SYMBOLS.every((s) => (seqs.get(s)?.at(-1) ?? 0) >= n),
     newest: () => Math.max(0, ...[...seqs.values()].map((l) => l.at(-1) ?? 0))

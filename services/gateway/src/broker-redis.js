@@ -4,7 +4,7 @@
 // owns its symbol, so a gateway talks only to the shards of its symbols.
 
 import calculateSlot from 'cluster-key-slot'
-import { connectRedis, getMany } from '@wsps/shared/redis'
+import { connectRedis, getMany, watchPrimary } from '@wsps/shared/redis'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 
@@ -116,6 +116,13 @@ export function createRedisBroker (config, logger) {
       conn.on('close', () => {
         if (!closing) log.warn({ conn: name }, 'redis connection lost')
         handlers.onStatus?.(false, name)
+      })
+      watchPrimary(conn, {
+        onFailover: () => {
+          log.warn({ conn: name }, 'redis primary changed (failover)')
+          handlers.onFailover?.(name)
+        },
+        onOutage: (seconds) => handlers.onOutage?.(seconds, name)
       })
     }
   }

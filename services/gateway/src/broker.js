@@ -17,6 +17,8 @@
  * @property {(symbols?: string[]) => void} onReconnect the subscription connection came back: every
  *   channel is gone (symbols undefined), or, on a cluster, those of the symbols named
  * @property {(up: boolean, conn: string) => void} [onStatus]
+ * @property {(conn: string) => void} [onFailover] a connection is ready again on another primary (a Sentinel failover)
+ * @property {(seconds: number, conn: string) => void} [onOutage] a connection is ready again after this long without a primary
  *
  * @typedef {object} Broker
  * @property {(symbols: string[]) => Promise<void>} subscribe

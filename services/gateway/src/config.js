@@ -1,7 +1,7 @@
 // Gateway settings: the single place their names, defaults and docs live.
 
 import { ConfigError, loadConfig } from '@wsps/shared/config'
-import { commonSettings } from '@wsps/shared/common-settings'
+import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
 export const gatewaySettings = Object.freeze([
@@ -45,7 +45,10 @@ export const gatewaySettings = Object.freeze([
  * @property {string} nodeName
  * @property {string} logLevel
  * @property {string} redisUrl
- * @property {'standalone' | 'cluster'} redisMode
+ * @property {'standalone' | 'cluster' | 'sentinel'} redisMode
+ * @property {string[]} redisSentinels
+ * @property {string} redisMasterName
+ * @property {string} redisSentinelPassword
  * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
@@ -88,7 +91,7 @@ export const gatewaySettings = Object.freeze([
 export function loadGatewayConfig (env, overrides = {}) {
   const base = /** @type {GatewayConfig} */ (loadConfig(gatewaySettings, env))
   const config = { ...base, ...overrides }
-  const problems = []
+  const problems = redisSettingsProblems(config)
   if (config.metricsPort !== 0 && config.metricsPort === config.port) problems.push('WSPS_METRICS_PORT must differ from WSPS_HTTP_PORT (0 serves metrics on the HTTP port)')
   if (!/^(auto|[1-9]|[1-5][0-9]|6[0-4])$/.test(config.workers)) problems.push('WSPS_WORKERS must be a number from 1 to 64 or auto')
   if (config.sendMax <= config.sendHighWater) problems.push('WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES')

@@ -43,7 +43,9 @@ export async function createGateway (config, logger) {
   broker.start({
     onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
     onReconnect: (symbols) => hub.resync(symbols),
-    onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0)
+    onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0),
+    onFailover: (conn) => metrics.redisFailovers.inc({ conn }),
+    onOutage: (seconds, conn) => metrics.redisOutage.observe({ conn }, seconds)
   })
 
   const authenticate = createAuthenticator(config)

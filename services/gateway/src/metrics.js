@@ -3,6 +3,7 @@
 
 import client from 'prom-client'
 import { ServerOp } from '@wsps/protocol'
+import { REDIS_OUTAGE_BUCKETS } from '@wsps/shared/redis'
 
 /**
  * Upper bounds of the quotes-per-frame buckets: the fan-out counts its q
@@ -50,6 +51,8 @@ export function createGatewayMetrics (node, labels = {}) {
     symbols: new client.Gauge({ name: 'wsps_gateway_symbols', help: 'Symbols with at least one local subscriber.', ...reg }),
     redisChannels: new client.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
     redisUp: new client.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
+    redisFailovers: new client.Counter({ name: 'wsps_gateway_redis_failovers_total', help: 'Times a Redis connection came back on another primary than before (a Sentinel failover seen).', labelNames: ['conn'], ...reg }),
+    redisOutage: new client.Histogram({ name: 'wsps_gateway_redis_outage_seconds', help: 'Time a Redis connection spent without a primary (lost to ready again), per outage.', labelNames: ['conn'], buckets: [...REDIS_OUTAGE_BUCKETS], ...reg }),
     resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
     subscribeRetries: new client.Counter({ name: 'wsps_gateway_subscribe_retries_total', help: 'Subscribe passes (SUBSCRIBE + reads) that failed and were tried again with backoff (a shard failing over, Redis away).', ...reg }),
     gapFills: new client.Counter({ name: 'wsps_gateway_gap_fills_total', help: 'Symbols resumed after a Redis reconnect: `filled` from history (nothing lost), `snapshot` where history could not cover the hole (subscribers got a snap marked recovered:false).', labelNames: ['result'], ...reg }),

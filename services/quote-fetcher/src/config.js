@@ -1,7 +1,7 @@
 // Quote-fetcher settings: the single place their names, defaults and docs live.
 
 import { ConfigError, loadConfig } from '@wsps/shared/config'
-import { commonSettings } from '@wsps/shared/common-settings'
+import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
 import { authFrame, compileMapping, DEFAULT_MAPPING, subscribeFrames } from './providers/stream-mapping.js'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
@@ -50,7 +50,10 @@ export const fetcherSettings = Object.freeze([
  * @property {string} nodeName
  * @property {string} logLevel
  * @property {string} redisUrl
- * @property {'standalone' | 'cluster'} redisMode
+ * @property {'standalone' | 'cluster' | 'sentinel'} redisMode
+ * @property {string[]} redisSentinels
+ * @property {string} redisMasterName
+ * @property {string} redisSentinelPassword
  * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
@@ -99,7 +102,7 @@ export const fetcherSettings = Object.freeze([
 export function loadFetcherConfig (env, overrides = {}) {
   const base = /** @type {FetcherConfig} */ (loadConfig(fetcherSettings, env))
   const config = { ...base, ...overrides }
-  const problems = []
+  const problems = redisSettingsProblems(config)
   if (config.provider === 'http' && !/^https?:\/\//.test(config.upstreamUrl)) problems.push('WSPS_UPSTREAM_URL must be an http(s) URL when WSPS_PROVIDER=http')
   if (config.scheduleTickMs > config.fetchIntervalMs) problems.push('WSPS_SCHEDULE_TICK_MS must not exceed WSPS_FETCH_INTERVAL_MS')
   // A short token is guessable; an empty one means "API off".

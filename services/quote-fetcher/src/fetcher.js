@@ -4,7 +4,7 @@
 // (`ws-stream`), or nothing (`push`: the publish API only).
 
 import { createHttpApp, registerProbes } from '@wsps/shared/http-app'
-import { connectRedis } from '@wsps/shared/redis'
+import { connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 import { createFetcherMetrics } from './metrics.js'
@@ -90,6 +90,13 @@ export async function createFetcher (config, logger) {
   for (const [conn, c] of conns) {
     c.on('ready', () => metrics.redisUp.set({ conn }, 1))
     c.on('close', () => metrics.redisUp.set({ conn }, 0))
+    watchPrimary(c, {
+      onFailover: () => {
+        log.warn({ conn }, 'redis primary changed (failover)')
+        metrics.redisFailovers.inc({ conn })
+      },
+      onOutage: (seconds) => metrics.redisOutage.observe({ conn }, seconds)
+    })
   }
 
   let stopping = false

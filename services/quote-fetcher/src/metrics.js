@@ -1,6 +1,7 @@
 // Prometheus metrics of one quote-fetcher process.
 
 import client from 'prom-client'
+import { REDIS_OUTAGE_BUCKETS } from '@wsps/shared/redis'
 
 /** @param {string} node */
 export function createFetcherMetrics (node) {
@@ -29,7 +30,9 @@ export function createFetcherMetrics (node) {
     streamConnected: new client.Gauge({ name: 'wsps_fetcher_stream_connected', help: 'ws-stream: 1 while the vendor connection is open.', ...reg }),
     streamReconnects: new client.Counter({ name: 'wsps_fetcher_stream_reconnects_total', help: 'ws-stream: connection attempts after the first.', ...reg }),
     streamSymbols: new client.Gauge({ name: 'wsps_fetcher_stream_symbols', help: 'ws-stream: symbols this replica holds and subscribes upstream.', ...reg }),
-    redisUp: new client.Gauge({ name: 'wsps_fetcher_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg })
+    redisUp: new client.Gauge({ name: 'wsps_fetcher_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
+    redisFailovers: new client.Counter({ name: 'wsps_fetcher_redis_failovers_total', help: 'Times a Redis connection came back on another primary than before (a Sentinel failover seen).', labelNames: ['conn'], ...reg }),
+    redisOutage: new client.Histogram({ name: 'wsps_fetcher_redis_outage_seconds', help: 'Time a Redis connection spent without a primary (lost to ready again), per outage.', labelNames: ['conn'], buckets: [...REDIS_OUTAGE_BUCKETS], ...reg })
   }
 }
 

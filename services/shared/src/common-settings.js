@@ -8,10 +8,51 @@ export const commonSettings = Object.freeze([
   { env: 'WSPS_NODE_NAME', key: 'nodeName', type: 'string', default: hostname(), doc: 'Name of this process in logs, metrics and `hello.node` (the chart sets the pod name). Default: the host name.' },
   { env: 'WSPS_LOG_LEVEL', key: 'logLevel', type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', doc: 'pino log level.' },
   { env: 'WSPS_REDIS_URL', key: 'redisUrl', type: 'url', protocols: ['redis', 'rediss'], default: 'redis://127.0.0.1:6379', doc: '`redis://` or `rediss://` (TLS) URL of Redis. A password in the URL works but prefer WSPS_REDIS_PASSWORD.' },
-  { env: 'WSPS_REDIS_MODE', key: 'redisMode', type: 'enum', values: ['standalone', 'cluster'], default: 'standalone', doc: '`standalone`: one Redis (or a primary behind a Service). `cluster`: WSPS_REDIS_URL is a seed node of a Redis Cluster; quotes travel by sharded pub/sub (SPUBLISH/SSUBSCRIBE), each channel on the shard that owns its symbol.' },
+  { env: 'WSPS_REDIS_MODE', key: 'redisMode', type: 'enum', values: ['standalone', 'cluster', 'sentinel'], default: 'standalone', doc: '`standalone`: one Redis (or a primary behind a Service). `cluster`: WSPS_REDIS_URL is a seed node of a Redis Cluster; quotes travel by sharded pub/sub (SPUBLISH/SSUBSCRIBE), each channel on the shard that owns its symbol. `sentinel`: the primary is asked of the Sentinels in WSPS_REDIS_SENTINELS (master WSPS_REDIS_MASTER_NAME) and followed through failovers; of WSPS_REDIS_URL only the scheme counts (`rediss://`: TLS to Redis and the Sentinels).' },
+  { env: 'WSPS_REDIS_SENTINELS', key: 'redisSentinels', type: 'list', default: [], doc: 'With WSPS_REDIS_MODE=sentinel: comma-separated `host:port` of the Sentinels (all of them, or at least two: any one that answers names the primary).' },
+  { env: 'WSPS_REDIS_MASTER_NAME', key: 'redisMasterName', type: 'string', default: '', doc: 'With WSPS_REDIS_MODE=sentinel: the name the Sentinels monitor the primary under (`sentinel monitor <name> ...`).' },
+  { env: 'WSPS_REDIS_SENTINEL_PASSWORD', key: 'redisSentinelPassword', type: 'string', default: '', secret: true, doc: 'AUTH password of the Sentinels themselves (their `requirepass`), when they have one; WSPS_REDIS_PASSWORD is the one of the Redis nodes.' },
   { env: 'WSPS_REDIS_USERNAME', key: 'redisUsername', type: 'string', default: '', doc: 'Redis ACL user name (empty: the default user).' },
   { env: 'WSPS_REDIS_PASSWORD', key: 'redisPassword', type: 'string', default: '', secret: true, doc: 'Redis AUTH password (overrides one in the URL).' },
   { env: 'WSPS_REDIS_TLS_CA_FILE', key: 'redisTlsCaFile', type: 'string', default: '', doc: 'PEM file of the CA that signed the Redis server certificate (with `rediss://`). Empty: the system CAs.' },
   { env: 'WSPS_REDIS_AUTO_PIPELINE', key: 'redisAutoPipeline', type: 'bool', default: false, doc: '`cluster` only: let ioredis batch commands per node (auto-pipelining). Off by default: during a failover or resharding ioredis may then answer commands with a raw MOVED and keep routing them to the old node (ioredis #2075); the services retry either way, but recover faster without it.' },
   { env: 'WSPS_REDIS_KEY_PREFIX', key: 'redisKeyPrefix', type: 'string', default: 'wsps', doc: 'Prefix of every Redis key and channel, so several installs can share one Redis.' }
 ])
+
+/** `host:port`, the host a name, an IPv4 or a bracketed IPv6 address. */
+const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/
+
+/**
+ * Parses one `host:port` of WSPS_REDIS_SENTINELS.
+ *
+ * @param {string} entry
+ * @returns {{host: string, port: number} | null} null when it is not one
+ */
+export function parseHostPort (entry) {
+  const m = HOST_PORT.exec(entry)
+  if (!m) return null
+  const port = Number(m[2])
+  if (port < 1 || port > 65535) return null
+  return { host: m[1].replace(/^\[|\]$/g, ''), port }
+}
+
+/**
+ * Cross-field checks of the Redis settings, shared by every service's loader.
+ *
+ * @param {{redisMode: string, redisSentinels: string[], redisMasterName: string, redisSentinelPassword: string}} config
+ * @returns {string[]} problems, empty when the settings fit together
+ */
+export function redisSettingsProblems (config) {
+  const problems = []
+  if (config.redisMode === 'sentinel') {
+    if (config.redisSentinels.length === 0) problems.push('WSPS_REDIS_SENTINELS must list the Sentinels (host:port,host:port,...) when WSPS_REDIS_MODE=sentinel')
+    const bad = config.redisSentinels.filter((s) => !parseHostPort(s))
+    if (bad.length) problems.push(`WSPS_REDIS_SENTINELS: not host:port: ${bad.map((s) => JSON.stringify(s)).join(', ')}`)
+    if (!config.redisMasterName) problems.push('WSPS_REDIS_MASTER_NAME must name the monitored primary when WSPS_REDIS_MODE=sentinel')
+  } else {
+    for (const [env, set] of /** @type {const} */ ([['WSPS_REDIS_SENTINELS', config.redisSentinels.length > 0], ['WSPS_REDIS_MASTER_NAME', config.redisMasterName !== ''], ['WSPS_REDIS_SENTINEL_PASSWORD', config.redisSentinelPassword !== '']])) {
+      if (set) problems.push(`${env} is set but WSPS_REDIS_MODE is ${config.redisMode}: it is used only with WSPS_REDIS_MODE=sentinel`)
+    }
+  }
+  return problems
+}

@@ -1,13 +1,18 @@
 // ioredis connections built the same way by every service, for a single
-// Redis or a Redis Cluster (WSPS_REDIS_MODE).
+// Redis, a Redis Cluster, or a primary found through Sentinel
+// (WSPS_REDIS_MODE).
 
 import { readFileSync } from 'node:fs'
 import { Cluster, Redis } from 'ioredis'
+import { parseHostPort } from './common-settings.js'
 
 /**
  * @typedef {object} RedisSettings
  * @property {string} redisUrl
- * @property {'standalone' | 'cluster'} redisMode
+ * @property {'standalone' | 'cluster' | 'sentinel'} redisMode
+ * @property {string[]} [redisSentinels] `host:port` of each Sentinel (sentinel mode)
+ * @property {string} [redisMasterName] the primary's name at the Sentinels (sentinel mode)
+ * @property {string} [redisSentinelPassword] the Sentinels' own AUTH password (sentinel mode)
  * @property {string} redisUsername
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
@@ -18,6 +23,53 @@ import { Cluster, Redis } from 'ioredis'
 
 /** Capped exponential backoff with jitter; never gives up. @param {number} times */
 const retry = (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000) + Math.floor(Math.random() * 100)
+
+/** Like `retry`, capped at 500 ms: for reconnects that wait for a Sentinel failover. @param {number} times */
+const retryFailover = (times) => Math.min(50 * 2 ** Math.min(times, 4), 500) + Math.floor(Math.random() * 50)
+
+/** Set on a SentinelRedis that its owner closed (quit, disconnect). */
+const kClosed = Symbol('wsps.redis.closed')
+
+/**
+ * A Sentinel-mode client that never stays ended unless its owner ended it.
+ *
+ * Why: in ioredis 5.11 the failover detector calls the connector's
+ * disconnect() when a Sentinel announces +switch-master. If that lands
+ * while the client is reconnecting (the primary died and its replacement
+ * is being asked for), the connector's connect() rejects with "Connection
+ * is closed." and the client goes to `end` without ever retrying: a
+ * gateway or fetcher stays without Redis for good (3 of the first 5 runs
+ * of harness/testkit/test/redis-sentinel.test.js, whose last test
+ * reproduces it on purpose). Such an `end` is turned back into a
+ * reconnect here.
+ */
+class SentinelRedis extends Redis {
+  /** @param {import('ioredis').RedisOptions} options */
+  constructor (options) {
+    super(options)
+    /** @type {boolean} */
+    this[kClosed] = false
+    this.on('end', () => {
+      if (this[kClosed]) return
+      this.emit('error', new Error('the connection ended without being closed (ioredis failover detector race); reconnecting'))
+      setTimeout(() => {
+        if (!this[kClosed] && this.status === 'end') this.connect().catch(() => {})
+      }, retryFailover(1))
+    })
+  }
+
+  /** @type {Redis['quit']} */
+  quit (...args) {
+    this[kClosed] = true
+    return /** @type {any} */ (super.quit)(...args)
+  }
+
+  /** @param {boolean} [reconnect] */
+  disconnect (reconnect = false) {
+    if (!reconnect) this[kClosed] = true
+    super.disconnect(reconnect)
+  }
+}
 
 /**
  * Opens a connection that retries for ever: a gateway must outlive a Redis
@@ -54,6 +106,31 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, ...
       // Keep the seed's host name: TLS certificates name it, not the IPs.
       dnsLookup: (address, callback) => callback(null, address)
     })
+  } else if (settings.redisMode === 'sentinel') {
+    // ioredis asks the Sentinels for the primary on every (re)connect and
+    // checks the role of what it reached (a demoted primary is left for the
+    // next answer). failoverDetector: it also subscribes to +switch-master on
+    // the Sentinels and drops its connection at once when they promote
+    // another node, so a primary that is still up (a partition, a manual
+    // failover) is not written to after it lost the role.
+    const tls = auth.tls
+    client = new SentinelRedis({
+      sentinels: (settings.redisSentinels ?? []).map((s) => parseHostPort(s) ?? { host: s }),
+      name: settings.redisMasterName,
+      sentinelPassword: settings.redisSentinelPassword || undefined,
+      sentinelRetryStrategy: retry,
+      sentinelReconnectStrategy: retry,
+      failoverDetector: true,
+      // A failover takes seconds (down-after + election): ask again often so
+      // the new primary is found soon after it is promoted.
+      retryStrategy: retryFailover,
+      ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+      connectionName: name,
+      maxRetriesPerRequest: null,
+      enableAutoPipelining: false,
+      ...auth,
+      ...options
+    })
   } else {
     client = new Redis(settings.redisUrl, {
       connectionName: name,
@@ -67,6 +144,43 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, ...
   // Without a listener ioredis prints every reconnect error to stderr.
   client.on('error', onError ?? (() => {}))
   return client
+}
+
+/** Buckets (seconds) of the outage histograms: a restart, a Sentinel failover (down-after + election), a long loss. */
+export const REDIS_OUTAGE_BUCKETS = Object.freeze([0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 120])
+
+/**
+ * @typedef {object} PrimaryWatch
+ * @property {() => void} [onFailover] the connection is ready again on another primary than before
+ * @property {(seconds: number) => void} [onOutage] it is ready again after this long without a primary
+ */
+
+/**
+ * Follows which primary a single-node connection (standalone or Sentinel) is
+ * on: a reconnect that lands on another address than the last one is a
+ * failover seen, and the time from losing the connection to being ready
+ * again is an outage. (A Cluster client has no one primary: not watched.)
+ *
+ * @param {RedisClient} client
+ * @param {PrimaryWatch} watch
+ */
+export function watchPrimary (client, { onFailover, onOutage }) {
+  if (client instanceof Cluster) return
+  let address = ''
+  let lostAt = 0
+  client.on('close', () => {
+    if (address && lostAt === 0) lostAt = performance.now()
+  })
+  client.on('ready', () => {
+    const s = client.stream
+    const now = `${s?.remoteAddress}:${s?.remotePort}`
+    if (lostAt !== 0) {
+      onOutage?.((performance.now() - lostAt) / 1000)
+      lostAt = 0
+    }
+    if (address && now !== address) onFailover?.()
+    address = now
+  })
 }
 
 /**
