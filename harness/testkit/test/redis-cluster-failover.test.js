@@ -12,6 +12,7 @@ import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import WebSocket from 'ws'
 import { redisCommand, setUp, startFetcher, startGateway, startRedisCluster, waitFor } from '../src/index.js'
+import { ticksLost } from '../src/ticks.js'
 import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
 
 const NODE_TIMEOUT_MS = 2000
@@ -41,26 +42,24 @@ const on = setUp(async () => {
 function subscriber (url) {
   const c = new WspsClient({ url, WebSocket, initialBackoffMs: 50, restartJitterMs: 100 })
   clients.push(c)
-  /** @type {Map<string, {seq: number, at: number}>} */
-  const last = new Map()
-  let lost = 0
+  /** @type {Map<string, number[]>} every seq got, per symbol */
+  const seqs = new Map()
+  /** @type {Map<string, number>} when each symbol last had a quote */
+  const at = new Map()
   /** @type {string[]} */
   const closes = []
   c.on('quote', (e) => {
-    const prev = last.get(e.symbol)
-    if (prev && e.snapshot && e.quote.seq > prev.seq + 1) lost += e.quote.seq - prev.seq - 1
-    last.set(e.symbol, { seq: e.quote.seq, at: Date.now() })
+    seqs.set(e.symbol, [...(seqs.get(e.symbol) ?? []), e.quote.seq])
+    at.set(e.symbol, Date.now())
   })
   c.on('status', (s) => { if (s.closeCode !== null && s.state !== 'live') closes.push(String(s.closeCode)) })
   c.connect()
   c.subscribe(SYMBOLS, { mode: 'distinct' })
   return {
-    client: c,
-    last,
     closes,
-    lost: () => lost,
+    lost: () => ticksLost(seqs).lost,
     /** @param {number} since every symbol has a quote received after this time */
-    freshSince: (since) => SYMBOLS.filter((s) => (last.get(s)?.at ?? 0) <= since)
+    freshSince: (since) => SYMBOLS.filter((s) => (at.get(s) ?? 0) <= since)
   }
 }
 
