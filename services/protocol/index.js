@@ -145,7 +145,13 @@ export const Disconnect = Object.freeze({
   /** No `{"op":"auth"}` frame within WSPS_AUTH_TIMEOUT_MS of the upgrade. */
   AUTH_TIMEOUT: Object.freeze({ code: CloseCode.AUTH_TIMEOUT, reason: 'no auth frame in time' }),
   /** The gateway is draining (shutdown): reconnect elsewhere. */
-  SERVICE_RESTART: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'server restart' })
+  SERVICE_RESTART: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'server restart' }),
+  /**
+   * Redis answers, but this gateway could not restore a subscribed symbol's
+   * channel within WSPS_RESTORE_DEADLINE_MS: reconnect elsewhere (and
+   * resume with `since`) rather than wait without quotes.
+   */
+  NOT_RESTORED: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'subscriptions not restored' })
 })
 
 /**

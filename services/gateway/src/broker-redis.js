@@ -4,7 +4,7 @@
 // owns its symbol, so a gateway talks only to the shards of its symbols.
 
 import calculateSlot from 'cluster-key-slot'
-import { connectRedis, getMany, watchPrimary } from '@wsps/shared/redis'
+import { connectRedis, getEach, watchPrimary } from '@wsps/shared/redis'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 
@@ -131,14 +131,23 @@ export function createRedisBroker (config, logger) {
     start,
     async subscribe (symbols) {
       const names = symbols.map(keys.channel)
+      /** @type {string[]} */
+      const refused = []
       if (sharded) {
-        // SSUBSCRIBE takes channels of one slot only: one call per symbol.
-        await Promise.all(names.map((c) => sub.ssubscribe(c)))
-        for (const c of names) ownerAt.set(c, ownerOf(c))
+        // SSUBSCRIBE takes channels of one slot only: one call per symbol;
+        // a shard failing over refuses its own, not the others'.
+        const results = await Promise.allSettled(names.map((c) => sub.ssubscribe(c)))
+        results.forEach((r, i) => {
+          if (r.status === 'rejected') refused.push(symbols[i])
+          else ownerAt.set(names[i], ownerOf(names[i]))
+        })
+        if (refused.length === symbols.length && results[0]?.status === 'rejected') throw results[0].reason
       } else {
         for (const part of chunks(names, CHUNK)) await sub.subscribe(...part)
       }
-      for (const c of names) channels.add(c)
+      const no = new Set(refused)
+      for (let i = 0; i < names.length; i++) if (!no.has(symbols[i])) channels.add(names[i])
+      return refused
     },
     async unsubscribe (symbols) {
       const names = symbols.map(keys.channel)
@@ -149,7 +158,7 @@ export function createRedisBroker (config, logger) {
         ownerAt.delete(c)
       }
     },
-    latest: (symbols) => getMany(cmd, symbols.map(keys.latest)),
+    latest: (symbols) => getEach(cmd, symbols.map(keys.latest)),
     async history (symbol, fromSeq, toSeq, max) {
       const entries = await cmd.xrange(keys.history(symbol), `${fromSeq}-0`, toSeq === null ? '+' : `${toSeq}-0`, 'COUNT', max)
       // Each entry holds one field, `q`: the quote as it was published.

@@ -21,9 +21,11 @@
  * @property {(seconds: number, conn: string) => void} [onOutage] a connection is ready again after this long without a primary
  *
  * @typedef {object} Broker
- * @property {(symbols: string[]) => Promise<void>} subscribe
+ * @property {(symbols: string[]) => Promise<string[]>} subscribe resolves with the symbols whose
+ *   channel could not be subscribed (on a cluster, a shard failing over); rejects when none could
  * @property {(symbols: string[]) => Promise<void>} unsubscribe
- * @property {(symbols: string[]) => Promise<(string | null)[]>} latest latest full quote per symbol, null where none
+ * @property {(symbols: string[]) => Promise<(string | null | Error)[]>} latest latest full quote per
+ *   symbol, null where none, an Error where its read failed (a cluster shard failing over)
  * @property {(symbol: string, fromSeq: number, toSeq: number | null, max: number) => Promise<string[]>} history
  *   the symbol's published quotes with seq from fromSeq to toSeq (null: the
  *   newest), in seq order, at most max; [] when history is off or expired

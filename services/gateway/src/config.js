@@ -22,6 +22,7 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_SEND_MAX_BYTES', key: 'sendMax', type: 'int', min: 1024, max: 1073741824, default: 4194304, doc: 'Buffered bytes at which a slow client is closed with 4008 at once.' },
   { env: 'WSPS_SLOW_CLOSE_MS', key: 'slowCloseMs', type: 'int', min: 100, max: 600000, default: 10000, doc: 'How long a client may stay slow before it is closed with 4008.' },
   { env: 'WSPS_RECOVERY_MAX', key: 'recoveryMax', type: 'int', min: 0, max: 100000, default: 1000, doc: 'Most ticks of one symbol replayed to a client resuming with `since`, or filled in by a gateway after losing its Redis pub/sub connection; a longer gap gets a fresh `snap` (`recovered: false`). Replays also count against WSPS_SEND_MAX_BYTES. 0: no recovery.' },
+  { env: 'WSPS_RESTORE_DEADLINE_MS', key: 'restoreDeadlineMs', type: 'int', min: 0, max: 3600000, default: 20000, doc: 'A subscribed symbol whose Redis channel is not restored for this long while Redis answers (this gateway\'s own trouble: a shard it cannot reach, a subscribe that keeps failing) gets its clients closed with 1012, so they reconnect to another gateway and resume there. 0: never. Keep it above a Redis Cluster failover (cluster-node-timeout plus election).' },
   { env: 'WSPS_UNSUBSCRIBE_DELAY_MS', key: 'unsubscribeDelayMs', type: 'int', min: 0, max: 600000, default: 5000, doc: 'Delay before the pod drops a Redis channel nobody on it watches any more (absorbs churn).' },
   { env: 'WSPS_DEMAND_LEASE_MS', key: 'demandLeaseMs', type: 'int', min: 1000, max: 3600000, default: 15000, doc: 'Lease on each watched symbol pushed to the fetchers, renewed every third of it. Unwatched symbols stop being fetched within this.' },
   { env: 'WSPS_DRAIN_MS', key: 'drainMs', type: 'int', min: 0, max: 3600000, default: 10000, doc: 'On SIGTERM, client closes (1012) are spread over this window so they do not reconnect all at once.' },
@@ -56,6 +57,7 @@ export const gatewaySettings = Object.freeze([
  * @property {boolean} redisAutoPipeline
  * @property {number} heartbeatMs
  * @property {number} recoveryMax
+ * @property {number} restoreDeadlineMs
  * @property {number} batchMs
  * @property {number} maxSubscriptions
  * @property {number} maxPayload

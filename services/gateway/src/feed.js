@@ -85,6 +85,8 @@ export class Feed {
   #resyncing = false
   /** When the last subscriber left (0: has subscribers). */
   #idleSince = 0
+  /** When it last stopped being live (created, or a broker reconnect). */
+  #pendingSince = Date.now()
   /** Recoveries reading for a subscriber that is not added yet: it is not idle meanwhile. */
   #pins = 0
   /**
@@ -370,6 +372,7 @@ export class Feed {
    */
   restart (gen) {
     const was = this.#resyncing
+    if (this.#live) this.#pendingSince = Date.now()
     this.#live = false
     this.#gen = gen
     this.#resyncing = true
@@ -496,6 +499,30 @@ export class Feed {
     // A copy: a send that closes a slow reader must not reorder the list
     // under the loop (removal swaps in the last element).
     for (const c of this.#everyone()) c.sendSnap(symbols, frame)
+  }
+
+  /**
+   * @param {number} now
+   * @returns {number} how long it has waited to go live (0: live)
+   */
+  pendingFor (now) {
+    return this.#live ? 0 : now - this.#pendingSince
+  }
+
+  /**
+   * Closes every subscriber (they reconnect elsewhere and resume).
+   *
+   * @param {import('@wsps/protocol').Disconnect} disconnect
+   * @returns {number} how many were open (a closed one leaves its feeds when its close completes)
+   */
+  closeAll (disconnect) {
+    let n = 0
+    for (const c of this.#everyone()) {
+      if (c.closed) continue
+      c.close(disconnect)
+      n++
+    }
+    return n
   }
 
   /** Every subscriber, whatever its delivery (a copy: sends may close and remove). */

@@ -38,7 +38,7 @@ export async function createGateway (config, logger) {
 
   const broker = createRedisBroker(config, logger)
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
-  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax })
+  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax, restoreDeadlineMs: config.restoreDeadlineMs })
   const recovery = new Recovery({ hub, broker, max: config.recoveryMax, logger })
   broker.start({
     onQuote: (symbol, raw) => hub.onQuote(symbol, raw),

@@ -18,6 +18,7 @@
 // read comes after the SUBSCRIBE, so history and the buffered stream
 // overlap and nothing falls between them.
 
+import { Disconnect } from '@wsps/protocol'
 import { Feed, Taken } from './feed.js'
 import { FULL_RATE } from './delivery.js'
 
@@ -53,6 +54,7 @@ export class Hub {
   /** @type {NodeJS.Timeout[]} */
   #timers = []
   #recoveryMax
+  #restoreDeadlineMs
   /** @type {Set<{left: Set<string>, done: () => void}>} whenLive() calls waiting */
   #liveWaiters = new Set()
 
@@ -65,8 +67,11 @@ export class Hub {
    * @param {number} options.unsubscribeDelayMs
    * @param {number} options.demandLeaseMs
    * @param {number} [options.recoveryMax] most ticks a gap fill reads and buffers per symbol (WSPS_RECOVERY_MAX)
+   * @param {number} [options.restoreDeadlineMs] a subscribed symbol not live for this long while Redis
+   *   answers gets its subscribers closed with 1012 (WSPS_RESTORE_DEADLINE_MS; 0: never)
    */
-  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs, recoveryMax = 1000 }) {
+  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs, recoveryMax = 1000, restoreDeadlineMs = 0 }) {
+    this.#restoreDeadlineMs = restoreDeadlineMs
     this.#recoveryMax = recoveryMax
     this.#broker = broker
     this.#fanout = fanout
@@ -269,7 +274,19 @@ export class Hub {
     const now = Date.now()
     /** @type {string[]} */
     const gone = []
+    // Redis answers, yet a symbol's channel is still not restored: this
+    // gateway's own trouble (a shard it cannot reach, a pass that keeps
+    // failing). Its subscribers move to another gateway instead of waiting
+    // without quotes; they resume there with `since`.
+    const stuck = this.#restoreDeadlineMs > 0 && this.#broker.ready()
     for (const [symbol, feed] of this.#feeds) {
+      if (stuck && feed.count > 0 && feed.pendingFor(now) > this.#restoreDeadlineMs) {
+        const n = feed.closeAll(Disconnect.NOT_RESTORED)
+        if (n > 0) {
+          this.#metrics.restoreTimeouts.inc()
+          this.#log.warn({ symbol, clients: n, pendingMs: feed.pendingFor(now) }, 'subscription not restored in time: its clients are sent elsewhere')
+        }
+      }
       if (feed.idleFor(now, this.#unsubscribeDelayMs)) {
         this.#feeds.delete(symbol)
         this.#resynced(feed)
@@ -297,15 +314,20 @@ export class Hub {
       this.#toSubscribe.clear()
       // Each feed's generation now: one restarted meanwhile ignores this pass.
       const gens = symbols.map((s) => this.#feeds.get(s)?.gen ?? -1)
-      this.#subscribePass(symbols, gens).then(() => { this.#retryMs = 0 }, (err) => {
+      this.#subscribePass(symbols, gens).catch((err) => ({ failed: symbols, err })).then(({ failed, err }) => {
+        if (failed.length === 0) {
+          this.#retryMs = 0
+          return
+        }
         // Never left waiting for an event that may not come (a cluster that
         // failed over is stable again, and ioredis emits nothing more): the
-        // symbols still pending are tried again, with a capped backoff.
+        // symbols that failed (only those: on a cluster, one shard's) are
+        // tried again, with a capped backoff.
         this.#retryMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, this.#retryMs * 2))
         this.#metrics.subscribeRetries.inc()
-        this.#log.warn({ err: err.message, symbols: symbols.length, retryInMs: this.#retryMs }, 'subscribe pass failed; retrying')
+        this.#log.warn({ err: err?.message, symbols: failed.length, of: symbols.length, retryInMs: this.#retryMs }, 'subscribe pass failed; retrying')
         setTimeout(() => {
-          for (const s of symbols) if (this.#feeds.get(s)?.live === false) this.#queueSubscribe(s)
+          for (const s of failed) if (this.#feeds.get(s)?.live === false) this.#queueSubscribe(s)
         }, this.#retryMs).unref()
       })
     })
@@ -314,18 +336,37 @@ export class Hub {
   /**
    * @param {string[]} symbols
    * @param {number[]} gens each feed's generation when the pass began
+   * @returns {Promise<{failed: string[], err: Error | null}>} the symbols that
+   *   did not go live (their channel or a read failed: on a cluster, a
+   *   shard failing over), to be tried again; it rejects when nothing went
    */
   async #subscribePass (symbols, gens) {
-    if (symbols.length === 0) return
-    await this.#broker.subscribe(symbols)
+    /** @type {string[]} */
+    const failed = []
+    /** @type {Error | null} */
+    let err = null
+    const refused = new Set(await this.#broker.subscribe(symbols))
     this.#metrics.redisChannels.set(this.#broker.channelCount())
-    this.#renew(symbols)
+    const subscribed = refused.size ? symbols.filter((s) => !refused.has(s)) : symbols
+    if (refused.size) failed.push(...refused)
+    this.#renew(subscribed)
     // After the SUBSCRIBE: what a resuming feed missed (feed.js, gap fill).
     const [raws, missed] = await Promise.all([
-      this.#broker.latest(symbols),
-      Promise.all(symbols.map((s) => this.#readMissed(s)))
+      this.#broker.latest(subscribed),
+      Promise.all(subscribed.map((s) => this.#readMissed(s).catch((/** @type {Error} */ e) => e)))
     ])
-    for (let i = 0; i < symbols.length; i++) this.#goLive(symbols[i], raws[i], missed[i], gens[i])
+    const genOf = new Map(symbols.map((s, i) => [s, gens[i]]))
+    for (let i = 0; i < subscribed.length; i++) {
+      const raw = raws[i]
+      const gap = missed[i]
+      if (raw instanceof Error || gap instanceof Error) {
+        failed.push(subscribed[i])
+        err = raw instanceof Error ? raw : /** @type {Error} */ (gap)
+        continue
+      }
+      this.#goLive(subscribed[i], raw, gap, /** @type {number} */ (genOf.get(subscribed[i])))
+    }
+    return { failed, err: err ?? (failed.length ? new Error('subscribe refused') : null) }
   }
 
   /**

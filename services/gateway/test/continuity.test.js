@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ReadyState } from '@wsps/protocol'
 import { Recovery } from '../src/recovery.js'
+import { Hub } from '../src/hub.js'
 import { Sessions } from '../src/session.js'
 import { DISTINCT } from '../src/delivery.js'
 import { gatewayParts, quote, silent, tick } from './helper.js'
@@ -252,3 +253,20 @@ async function waitUntil (ok, ms) {
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+test('a symbol whose channel is not restored in time while Redis answers: its subscribers are closed with 1012 to go elsewhere', async () => {
+  const parts = gatewayParts({ unsubscribeDelayMs: 50 })
+  const hub = new Hub({ broker: parts.broker, fanout: parts.fanout, metrics: parts.metrics, logger: silent, unsubscribeDelayMs: 50, demandLeaseMs: 60000, restoreDeadlineMs: 300 })
+  hub.start()
+  const a = parts.client()
+  const b = parts.client()
+  hub.add('AAPL', a.c)
+  hub.add('MSFT', b.c)
+  // AAPL's subscribe keeps failing (a shard this gateway cannot reach), yet the broker says it is connected.
+  parts.broker.subscribe = async (symbols) => symbols.filter((s) => s === 'AAPL')
+  await waitUntil(() => a.ws.closedWith !== null, 3000)
+  hub.stop()
+  assert.deepEqual(a.ws.closedWith, { code: 1012, reason: 'subscriptions not restored' })
+  assert.equal(b.ws.closedWith, null, 'a symbol that came back keeps its subscribers')
+  assert.equal(await metric(parts, 'wsps_gateway_restore_timeouts_total'), 1)
+})

@@ -39,7 +39,7 @@ export function memoryBroker () {
         return seq >= fromSeq && (toSeq === null || seq <= toSeq)
       }).slice(0, max)
     },
-    async subscribe (symbols) { calls.push(['subscribe', ...symbols]); for (const s of symbols) channels.add(s) },
+    async subscribe (symbols) { calls.push(['subscribe', ...symbols]); for (const s of symbols) channels.add(s); return [] },
     async unsubscribe (symbols) { calls.push(['unsubscribe', ...symbols]); for (const s of symbols) channels.delete(s) },
     async latest (symbols) { return symbols.map((s) => latestValues.get(s) ?? null) },
     async renewDemand (symbols) { calls.push(['demand', ...symbols]) },
