@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import WebSocket from 'ws'
+import { redisKeys } from '@wsps/shared/keys'
+import { publishArgs, registerScripts } from '@wsps/shared/scripts'
 import { setUp, ticksDisordered, ticksLost, useStack, waitFor } from '../src/index.js'
 import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
 
@@ -139,6 +141,32 @@ test('the gateways\' Redis pub/sub connections killed: the gap is filled from hi
   assert.equal(lost, 0, 'ticks lost')
   assert.equal(disorder, 0)
   assert.ok(filled.every((n) => n >= SYMBOLS.length), 'each gateway filled every symbol from history')
+  for (const s of subs) s.client.close()
+})
+
+test('a pub/sub message Redis never delivered (published, in history): the gap is filled from history, no lost tick', async (t) => {
+  const subs = on.gws.map((g) => subscriber([g.wsUrl]))
+  await flowing(subs)
+  const redis = registerScripts(await stack.redisClient())
+  const keys = redisKeys('wsps')
+  const before = await Promise.all(on.gws.map((g) => metric(g.url, 'wsps_gateway_gap_fills_total{result="filled"')))
+  for (const symbol of ['ET1', 'ET2']) {
+    for (let i = 0; i < 3; i++) {
+      // The publish script as the fetcher calls it, but PUBLISHing to a
+      // channel nobody listens on: the quote is in seq and history only.
+      const body = JSON.stringify({ symbol, ts: Date.now(), bid: 1, ask: 2, last: 1.5 })
+      const args = publishArgs(keys, [{ symbol, body, floor: 0 }], { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100, historyTtlMs: 120000 })
+      args[args.indexOf(keys.channel(symbol))] = `${keys.channel(symbol)}:void`
+      await redis.wspsPublish(...args)
+    }
+  }
+  await flowing(subs, 20)
+  const { lost, got, disorder } = tally(subs)
+  const after = await Promise.all(on.gws.map((g) => metric(g.url, 'wsps_gateway_gap_fills_total{result="filled"')))
+  t.diagnostic(`ticks lost ${lost} of ${got}; gap fills ${after.map((n, i) => n - before[i]).join(', ')}`)
+  assert.equal(lost, 0, 'ticks lost')
+  assert.equal(disorder, 0)
+  assert.ok(after.every((n, i) => n - before[i] >= 2), 'each gateway filled both symbols\' holes from history')
   for (const s of subs) s.client.close()
 })
 

@@ -8,8 +8,10 @@
 // reconnect the hub resubscribes, reads what each symbol missed from
 // history(), and delivers it before live quotes (gap fill); only where the
 // history cannot cover the hole (off, trimmed, expired, a new epoch) does a
-// symbol get a fresh snapshot. A quote whose seq skips ahead is sent as a
-// delta with an explicit `base`.
+// symbol get a fresh snapshot. A quote whose seq skips ahead (a dropped
+// message) is held back until the ticks in between are read from history
+// when the symbol has distinct subscribers; for merge readers alone it is
+// sent as a delta with an explicit `base`.
 
 /**
  * @typedef {object} BrokerHandlers

@@ -36,7 +36,13 @@ export const Taken = Object.freeze({
   /** Held (and handed on when live), or buffered while resuming. */
   HELD: 1,
   /** The first quote of a new epoch: every subscriber got it as a snapshot marked lost. */
-  NEW_EPOCH: 2
+  NEW_EPOCH: 2,
+  /**
+   * It skips ticks (a pub/sub message Redis dropped, or delivered out of
+   * order) of a symbol with distinct subscribers: held back with what
+   * follows until fill() gets the missing ones from history.
+   */
+  GAP: 3
 })
 
 /**
@@ -319,6 +325,23 @@ export class Feed {
   }
 
   /**
+   * The ticks a live gap (Taken.GAP) skipped, read from history from
+   * resumeFrom() on: delivered in order with what was held back, or, where
+   * they do not continue the held quote, everyone's snapshot marked lost.
+   *
+   * @param {{quote: Quote, raw: string}[] | null} missed null: not read
+   * @param {number} gen the feed's generation when the read began (a
+   *   broker reconnect since has its own pass)
+   * @returns {number | null} as goLive(); null when there was nothing to fill
+   */
+  fill (missed, gen) {
+    const buffer = this.#buffer
+    if (buffer === null || !this.#live || gen !== this.#gen) return null
+    this.#buffer = null
+    return this.#resume(null, null, missed, buffer)
+  }
+
+  /**
    * @param {Quote | null} latest
    * @param {string | null} latestRaw
    * @param {{quote: Quote, raw: string}[] | null} missed
@@ -411,6 +434,14 @@ export class Feed {
       return Taken.HELD
     }
     const prev = this.#last
+    if (this.#live && this.#distinct !== null && prev !== null && typeof prev.epoch === 'string' &&
+        quote.epoch === prev.epoch && quote.seq > prev.seq + 1) {
+      // Distinct readers get every tick: hold this one (and what follows)
+      // back until the hub has read the ones in between from history. Merge
+      // readers would do with a delta on `base`; they wait the same read.
+      this.#buffer = [{ quote, raw }]
+      return Taken.GAP
+    }
     if (!this.#hold(quote, raw)) return Taken.STALE
     if (!this.#live) return Taken.HELD
     if (prev !== null && prev.epoch !== quote.epoch) {

@@ -229,6 +229,7 @@ export class Hub {
     const quote = this.#parse(raw)
     const taken = quote === null ? Taken.STALE : feed.onQuote(quote, raw)
     if (taken === Taken.STALE) this.#metrics.staleIn.inc()
+    else if (taken === Taken.GAP) this.#fillGap(symbol, feed)
     // Redis lost the symbol's history while this gateway was connected
     // (FLUSHALL, eviction, a restart faster than the reconnect): a gap
     // nothing could fill, counted like one.
@@ -390,6 +391,27 @@ export class Hub {
       out.push({ quote, raw })
     }
     return out
+  }
+
+  /**
+   * A live quote skipped ticks (Redis dropped a pub/sub message): read them
+   * from history and hand them to the feed, which held the quote back.
+   *
+   * @param {string} symbol
+   * @param {Feed} feed
+   */
+  #fillGap (symbol, feed) {
+    const gen = feed.gen
+    this.#readMissed(symbol).catch((err) => {
+      this.#log.warn({ err: err.message, symbol }, 'history read for a live gap failed; the gap gets a snapshot')
+      return null
+    }).then((missed) => {
+      if (this.#feeds.get(symbol) !== feed) return
+      const filled = feed.fill(missed, gen)
+      if (filled === null) return
+      this.#metrics.gapFills.inc({ result: filled < 0 ? 'snapshot' : 'filled' })
+      if (filled > 0) this.#metrics.gapTicks.inc(filled)
+    })
   }
 
   /**

@@ -270,3 +270,28 @@ test('a symbol whose channel is not restored in time while Redis answers: its su
   assert.equal(b.ws.closedWith, null, 'a symbol that came back keeps its subscribers')
   assert.equal(await metric(parts, 'wsps_gateway_restore_timeouts_total'), 1)
 })
+
+test('a live gap (Redis dropped a pub/sub message): the held-back quote waits for the missing ticks from history; distinct readers get every one, in order', async () => {
+  const m = market(3)
+  const d = m.client()
+  const g = m.client()
+  m.hub.add('AAPL', d.c, DISTINCT)
+  m.hub.add('AAPL', g.c)
+  await tick(); await tick()
+  m.publish({ dark: true }) // seq 4: in history, never delivered
+  m.publish({ dark: true }) // seq 5 too
+  m.publish() // seq 6 arrives: a gap
+  m.publish() // seq 7 arrives while the hole is read
+  for (let i = 0; i < 4; i++) await tick()
+  m.pass()
+  assert.deepEqual(ticks(d.ws).map((t) => [t.op, t.seq]), [['snap', 3], ['q', 4], ['q', 5], ['q', 6], ['q', 7]])
+  assert.deepEqual(ticks(g.ws).map((t) => [t.op, t.seq, t.base]), [['snap', 3, undefined], ['q', 7, 3]], 'merge: one delta on what it held')
+  assert.equal(await metric(m, 'wsps_gateway_gap_fills_total', { result: 'filled' }), 1)
+  // The hole is gone from history (trimmed): a snapshot, marked lost.
+  m.publish({ dark: true })
+  m.history.length = 0
+  m.publish()
+  for (let i = 0; i < 4; i++) await tick()
+  m.pass()
+  assert.deepEqual(ticks(d.ws).slice(-1).map((t) => [t.op, t.seq, t.recovered]), [['snap', 9, false]])
+})
