@@ -13,7 +13,7 @@
 // (its `node` is the pod), subscribe to SUBS popularity-skewed symbols, time
 // the first snapshot, then for every quote: latency (receive time - `ts`),
 // seq continuity per symbol (snap resets it; a delta must continue the held
-// seq, see continues() in protocol.js), and that the symbol is one it asked
+// seq, see continues() in services/protocol/receiver.js), and that the symbol is one it asked
 // for. MODE=distinct subscribes every tick and counts each tick a snapshot
 // skipped over a held quote (wsps_ticks_lost, threshold 0); with RECONNECT=1
 // a socket's reconnect resumes every symbol from the seq and epoch it

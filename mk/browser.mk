@@ -19,5 +19,5 @@ test-browser: deps ## Browser client tests: the page in headless Chromium, WspsC
 	  fi
 	fi
 	# One file at a time: each starts a whole stack, and there are 2 cores.
-	# bash expands the glob: node 20's --test does not.
+	# bash expands the glob (node --test does too since 21; the shell is explicit).
 	node --test --test-concurrency=1 --test-reporter=spec services/gateway/test/browser/*.test.js

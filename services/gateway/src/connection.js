@@ -173,7 +173,7 @@ export class Connection {
 
   /**
    * Counts a protocol error; past the limit the connection is closed with
-   * 1008.
+   * 4009 (Disconnect.POLICY_VIOLATION).
    *
    * @returns {boolean} false when it was closed
    */
