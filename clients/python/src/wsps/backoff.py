@@ -16,7 +16,7 @@ from .protocol import CloseCode
 
 def backoff_delay(attempt: int, initial: float, maximum: float, random: Callable[[], float] = _random.random) -> float:
     """Seconds before retry number ``attempt`` (0 first): between half and all of the capped ceiling."""
-    ceiling = min(maximum, initial * 2 ** min(attempt, 30))
+    ceiling: float = min(maximum, initial * 2.0 ** min(attempt, 30))
     return ceiling / 2 + random() * ceiling / 2
 
 
