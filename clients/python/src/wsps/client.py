@@ -274,11 +274,8 @@ class Client:
             if token is not None and not self._token_in_header:
                 # Browsers cannot set headers, and the JS client does the same: the token is the first frame.
                 await ws.send(json.dumps({"op": ClientOp.AUTH.value, "token": token}))
-            first = await asyncio.wait_for(ws.recv(), self._connect_timeout)
-            self._on_text(first)
-            if not self._live.is_set():
-                await ws.close()
-                return None, "no hello from the server"
+            # Frames before hello are read too: a rejected token is an error frame, then a 4001 close.
+            await asyncio.wait_for(self._until_hello(ws), self._connect_timeout)
             async for text in ws:
                 self._on_text(text)
         except WsClosed:
@@ -288,6 +285,10 @@ class Client:
             return None, "no hello from the server"
         await ws.wait_closed()
         return ws.close_code, ws.close_reason or ""
+
+    async def _until_hello(self, ws: ClientConnection) -> None:
+        while not self._live.is_set():
+            self._on_text(await ws.recv())
 
     def _drop_connection(self) -> None:
         """Forgets the current socket and what was tied to it; keeps the watch set and the held quotes."""
