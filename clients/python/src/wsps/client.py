@@ -1,0 +1,542 @@
+"""wsps.Client: one connection to a wsps gateway that stays connected by itself
+and keeps a consistent quote per watched symbol (the Python twin of
+services/gateway/public/wsps-client.js).
+
+One task runs the connection loop: connect (rotating over the URLs), send
+``auth`` as the first frame when there is a token, wait for ``hello``,
+resubscribe the whole watch set (with ``since`` per symbol that holds a seq
+and epoch), then read frames until the socket closes, and pick the delay
+before the next attempt by the close code (1012: at once, jittered; others:
+backoff; 1000/4001/4002/4003: stop, unless a token callable can give a new
+token). Quotes are held by the receiver rules (receiver.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, Union
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed as WsClosed
+
+from .backoff import Retry
+from .errors import ConnectionClosed, WspsError
+from .events import ErrorEvent, Event, EventStream, QuoteEvent, RecoveryEvent, StatusEvent
+from .protocol import (
+    AUTH_CLOSE_CODES,
+    MAX_SYMBOLS_PER_REQUEST,
+    NO_RECONNECT_CODES,
+    PROTOCOL_VERSION,
+    ClientOp,
+    CloseCode,
+    ErrorCode,
+    Mode,
+    ServerOp,
+)
+from .receiver import Cursor, Outcome, QuoteReceiver
+
+log = logging.getLogger("wsps")
+
+TokenSource = Union[str, Callable[[], Union[str, Awaitable[str]]]]
+"""A fixed token, or a callable (sync or async) asked for one before every connection and refresh."""
+Callback = Callable[[Event], Union[None, Awaitable[None]]]
+
+# Errors whose `symbols` leave the watch set even when they answer no request of ours.
+_DROPS_NAMED = frozenset({ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS})
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A subscription's delivery (docs/protocol.md, Delivery modes)."""
+
+    mode: str = Mode.MERGE.value
+    max_rate: float | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.max_rate is not None:
+            out["maxRate"] = self.max_rate
+        return out
+
+
+@dataclass
+class _Request:
+    op: str
+    symbols: list[str]
+    future: asyncio.Future[list[str]] | None
+
+
+class Client:
+    """A self-healing connection to one of ``urls``.
+
+    Use as ``async with wsps.Client(url) as client:`` (or ``await
+    client.connect()`` / ``await client.close()``), then ``await
+    client.subscribe([...])`` and either ``async for event in client`` or
+    ``client.on(callback)``.
+    """
+
+    def __init__(
+        self,
+        url: str | Sequence[str],
+        token: TokenSource | None = None,
+        *,
+        token_in_header: bool = False,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        restart_jitter: float = 0.5,
+        stable: float = 5.0,
+        connect_timeout: float = 10.0,
+        request_timeout: float = 10.0,
+        resync_grace: float = 5.0,
+        max_queue: int = 100_000,
+    ) -> None:
+        """
+        :param url: a gateway's ``ws://host/ws``, or several, tried in turn
+        :param token: a JWT, or a (sync or async) callable returning one; asked before every
+            connection and before the token expires (a callable is what lets 4001/4002/4003 reconnect)
+        :param token_in_header: send the token as ``Authorization: Bearer`` on the upgrade
+            (a bad token is then refused with HTTP 401) instead of as the first frame
+        :param initial_backoff: seconds before the first retry (doubles per failure, equal jitter)
+        :param max_backoff: cap of the backoff, seconds
+        :param restart_jitter: a 1012 (drain) close is retried within this many seconds
+        :param stable: a connection live this long resets the backoff
+        :param connect_timeout: an attempt without ``hello`` in this many seconds is abandoned
+        :param request_timeout: ``subscribe``/``unsubscribe`` wait this long for their ack
+        :param resync_grace: deltas of a symbol awaiting its snapshot are dropped quietly this long
+        :param max_queue: events an ``async for`` reader may fall behind before it fails with SLOW_CONSUMER
+        """
+        self.urls = [url] if isinstance(url, str) else list(url)
+        if not self.urls:
+            raise TypeError("wsps.Client: url is empty")
+        if max_queue < 1:
+            raise TypeError("wsps.Client: max_queue must be at least 1")
+        self._token = token
+        self._token_in_header = token_in_header
+        self._connect_timeout = connect_timeout
+        self._request_timeout = request_timeout
+        self._resync_grace = resync_grace
+        self._max_queue = max_queue
+        self._retry = Retry(
+            self.urls, initial_backoff=initial_backoff, max_backoff=max_backoff, restart_jitter=restart_jitter, stable=stable
+        )
+        self._receiver = QuoteReceiver()
+        self._watch: dict[str, Delivery] = {}
+        self._inflight: dict[int, _Request] = {}
+        self._next_id = 1
+        self._callbacks: list[Callback] = []
+        self._streams: list[EventStream] = []
+        self._ws: ClientConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._refresh_task: asyncio.Task[None] | None = None
+        self._live = asyncio.Event()
+        self._stopped = True
+        self._failure: ConnectionClosed | None = None
+        self.hello: dict[str, Any] | None = None
+        """The ``hello`` of the current connection (None while not live)."""
+        self.url: str = self.urls[0]
+        """The URL of the current (or next) attempt."""
+
+    # ---- public API -----------------------------------------------------------
+
+    async def __aenter__(self) -> "Client":
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self, wait: bool = True) -> None:
+        """Starts connecting (and staying connected). With ``wait``, returns once live
+        (raises ``TimeoutError`` after ``connect_timeout``; the client keeps trying)."""
+        if self._stopped:
+            self._stopped = False
+            self._failure = None
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="wsps-client")
+        if wait:
+            await asyncio.wait_for(self._live.wait(), self._connect_timeout)
+
+    async def close(self) -> None:
+        """Closes for good (1000); async iterators end."""
+        self._end(None)
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    @property
+    def live(self) -> bool:
+        """True while a connection has said ``hello``."""
+        return self._live.is_set()
+
+    @property
+    def symbols(self) -> list[str]:
+        """The watch set, in the order added."""
+        return list(self._watch)
+
+    def quote(self, symbol: str) -> dict[str, Any] | None:
+        """The latest full quote held for ``symbol``."""
+        return self._receiver.quote(symbol)
+
+    def on(self, callback: Callback) -> Callable[[], None]:
+        """Calls ``callback(event)`` for every event (a coroutine function's result is scheduled as a task).
+        A callback that raises does not break the client. Returns a function that removes it."""
+        self._callbacks.append(callback)
+        return lambda: self._callbacks.remove(callback) if callback in self._callbacks else None
+
+    def events(self) -> EventStream:
+        """A new async iterator over the events from now on (each iterator sees every event)."""
+        stream = EventStream(self._max_queue)
+        if self._stopped and self._task is None and self._failure is not None:
+            stream._end(self._failure)
+        self._streams.append(stream)
+        return stream
+
+    def __aiter__(self) -> EventStream:
+        return self.events()
+
+    async def subscribe(self, symbols: Iterable[str], mode: str = "merge", max_rate: float | None = None) -> list[str]:
+        """Adds symbols to the watch set (with this delivery) and, when live, waits for the gateway's ack.
+
+        Returns the connection's subscriptions after it. Raises ``WspsError`` with the gateway's code
+        (BAD_SYMBOL, NOT_ENTITLED, BAD_MODE, BAD_RATE, TOO_MANY_SUBSCRIPTIONS, ...): refused symbols
+        leave the watch set; the others of the same call are asked for again.
+        """
+        if mode not in (Mode.MERGE.value, Mode.DISTINCT.value):
+            raise WspsError(ErrorCode.BAD_MODE.value, f"mode must be 'merge' or 'distinct', not {mode!r}")
+        delivery = Delivery(mode, max_rate)
+        wanted = list(dict.fromkeys(symbols))
+        for s in wanted:
+            self._watch[s] = delivery
+        if not self._live.is_set():
+            return self.symbols
+        futures = [self._send_request(ClientOp.SUB.value, chunk, delivery, want_answer=True) for chunk in _chunks(wanted)]
+        acked: list[str] = []
+        for f in futures:
+            assert f is not None
+            acked = await asyncio.wait_for(f, self._request_timeout)
+        return acked
+
+    async def unsubscribe(self, symbols: Iterable[str]) -> None:
+        """Removes symbols from the watch set; their quotes stop at once (late frames for them are ignored)."""
+        removed = [s for s in dict.fromkeys(symbols) if self._watch.pop(s, None) is not None]
+        for s in removed:
+            self._receiver.forget(s)
+        if not self._live.is_set() or not removed:
+            return
+        futures = [self._send_request(ClientOp.UNSUB.value, chunk, None, want_answer=True) for chunk in _chunks(removed)]
+        for f in futures:
+            assert f is not None
+            await asyncio.wait_for(f, self._request_timeout)
+
+    # ---- connection loop ------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self._stopped:
+            self.url = url = self._retry.url
+            self._emit(StatusEvent("connecting", url))
+            code: int | None = None
+            reason = ""
+            try:
+                code, reason = await self._connection(url)
+            except asyncio.CancelledError:
+                raise
+            except WspsError as err:  # no token
+                self._emit(ErrorEvent(err))
+            except Exception as err:  # refused upgrade (HTTP 503/401), DNS, connection refused, timeout
+                reason = f"{type(err).__name__}: {err}"
+                log.debug("wsps: connection to %s failed: %s", url, reason)
+            finally:
+                self._drop_connection()
+            if self._stopped:
+                return
+            if code is not None and code in NO_RECONNECT_CODES and not (code in AUTH_CLOSE_CODES and callable(self._token)):
+                self._end(ConnectionClosed(code, reason))
+                return
+            delay = self._retry.next(code)
+            self._emit(StatusEvent("reconnecting", self._retry.url, close_code=code, reason=reason, delay=delay))
+            await asyncio.sleep(delay)
+
+    async def _connection(self, url: str) -> tuple[int | None, str]:
+        """One connection, from the upgrade to its close: returns the close code and reason."""
+        token = await self._get_token() if self._token is not None else None
+        headers = {"Authorization": f"Bearer {token}"} if token is not None and self._token_in_header else None
+        ws = await asyncio.wait_for(connect(url, additional_headers=headers, open_timeout=None, max_size=None), self._connect_timeout)
+        self._ws = ws
+        try:
+            if token is not None and not self._token_in_header:
+                # Browsers cannot set headers, and the JS client does the same: the token is the first frame.
+                await ws.send(json.dumps({"op": ClientOp.AUTH.value, "token": token}))
+            # Frames before hello are read too: a rejected token is an error frame, then a 4001 close.
+            await asyncio.wait_for(self._until_hello(ws), self._connect_timeout)
+            async for text in ws:
+                self._on_text(text)
+        except WsClosed:
+            pass
+        except asyncio.TimeoutError:
+            await ws.close()
+            return None, "no hello from the server"
+        await ws.wait_closed()
+        return ws.close_code, ws.close_reason or ""
+
+    async def _until_hello(self, ws: ClientConnection) -> None:
+        while not self._live.is_set():
+            self._on_text(await ws.recv())
+
+    def _drop_connection(self) -> None:
+        """Forgets the current socket and what was tied to it; keeps the watch set and the held quotes."""
+        self._ws = None
+        self._live.clear()
+        self.hello = None
+        for req in self._inflight.values():
+            if req.future is not None and not req.future.done():
+                # Not an error: the next connection asks again for the whole watch set.
+                req.future.set_result(self.symbols)
+        self._inflight.clear()
+        if self._refresh_task is not None:
+            self._refresh_task.cancel()
+            self._refresh_task = None
+
+    def _end(self, failure: ConnectionClosed | None) -> None:
+        """Stops for good; ``failure`` is what iterators raise (None: they just end)."""
+        self._stopped = True
+        self._failure = failure
+        ws = self._ws
+        if ws is not None:
+            asyncio.get_running_loop().create_task(ws.close(CloseCode.NORMAL.value))
+        self._drop_connection()
+        self._emit(StatusEvent("closed", self.url, close_code=failure.close_code if failure else CloseCode.NORMAL.value,
+                               reason=failure.reason if failure else "client closed"))
+        for stream in self._streams:
+            stream._end(failure)
+        self._streams.clear()
+
+    async def _get_token(self) -> str:
+        source = self._token
+        try:
+            token = source() if callable(source) else source
+            if inspect.isawaitable(token):
+                token = await token
+        except Exception as err:
+            raise WspsError(ErrorCode.TOKEN_FAILED.value, f"token() failed: {err}") from err
+        return str(token)
+
+    def _schedule_refresh(self, expires_in_ms: Any) -> None:
+        """Asks the token callable for a new token a bit before ``expiresInMs`` runs out."""
+        if not callable(self._token) or not isinstance(expires_in_ms, (int, float)):
+            return
+        if self._refresh_task is not None:
+            self._refresh_task.cancel()
+        lead = min(30_000, expires_in_ms / 4)
+        self._refresh_task = asyncio.get_running_loop().create_task(self._refresh(max(0.0, (expires_in_ms - lead) / 1000)))
+
+    async def _refresh(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        while self._live.is_set():
+            try:
+                token = await self._get_token()
+            except WspsError as err:
+                # The connection lives until exp (then 4002 and a reconnect); try again before that.
+                self._emit(ErrorEvent(err))
+                await asyncio.sleep(1)
+                continue
+            self._send_request(ClientOp.AUTH.value, [], None, extra={"token": token})
+            return
+
+    # ---- frames -----------------------------------------------------------------
+
+    def _on_text(self, text: str | bytes) -> None:
+        try:
+            msg = json.loads(text)
+            if not isinstance(msg, dict):
+                raise ValueError("not an object")
+            op = msg.get("op")
+            if op == ServerOp.HELLO.value:
+                self._on_hello(msg)
+            elif op == ServerOp.QUOTES.value:
+                self._on_deltas(msg["quotes"])
+            elif op == ServerOp.SNAP.value:
+                self._on_snap(msg["quotes"], msg.get("recovered") is False)
+            elif op == ServerOp.ACK.value:
+                self._on_ack(msg)
+            elif op == ServerOp.ERROR.value:
+                self._on_error(msg)
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            # A malformed frame is reported with a code; the connection stays.
+            self._emit(ErrorEvent(WspsError(ErrorCode.BAD_SERVER_FRAME.value, f"malformed frame from the server: {err}")))
+
+    def _on_hello(self, hello: dict[str, Any]) -> None:
+        if hello.get("v") != PROTOCOL_VERSION:
+            self._emit(ErrorEvent(WspsError(ErrorCode.BAD_SERVER_FRAME.value,
+                                            f"server speaks protocol v{hello.get('v')}, this client v{PROTOCOL_VERSION}")))
+        self.hello = hello
+        self._live.set()
+        self._retry.live()
+        self._emit(StatusEvent("live", self.url, node=hello.get("node")))
+        self._schedule_refresh(hello.get("expiresInMs"))
+        self._resubscribe_all()
+
+    def _resubscribe_all(self) -> None:
+        """A new connection holds nothing: ask for the whole watch set again, resuming from held cursors."""
+        limits = (self.hello or {}).get("limits") or {}
+        max_subs = limits.get("maxSubscriptions")
+        keep = self.symbols if not isinstance(max_subs, int) else self.symbols[:max_subs]
+        over = self.symbols[len(keep):]
+        if over:
+            self._reject(over, WspsError(ErrorCode.TOO_MANY_SUBSCRIPTIONS.value, f"this gateway allows {max_subs} subscriptions"))
+        since = self._cursors(keep)
+        now = time.monotonic()
+        for s in keep:
+            # A resumed symbol's replay continues what is held: its deltas must apply, not wait for a snapshot.
+            if s not in since:
+                self._receiver.resync(s, now)
+        self._request_sub(keep, since)
+
+    def _cursors(self, symbols: Iterable[str]) -> dict[str, Cursor]:
+        out: dict[str, Cursor] = {}
+        for s in symbols:
+            c = self._receiver.cursor(s) if self._receiver.current(s) else None
+            if c is not None:
+                out[s] = c
+        return out
+
+    def _on_snap(self, quotes: list[dict[str, Any]], lost: bool) -> None:
+        for q in quotes:
+            symbol = q["symbol"]
+            if symbol not in self._watch:
+                continue  # a late answer for a symbol since removed
+            if lost:
+                self._emit(RecoveryEvent(symbol, False))
+            held = self._receiver.snap(q)
+            self._emit(QuoteEvent(symbol, held, True))
+
+    def _on_deltas(self, deltas: list[dict[str, Any]]) -> None:
+        now = time.monotonic()
+        gaps: list[str] = []
+        for d in deltas:
+            symbol = d["symbol"]
+            if symbol not in self._watch or symbol in gaps:
+                continue
+            outcome = self._receiver.delta(d)
+            if outcome is Outcome.APPLIED:
+                self._emit(QuoteEvent(symbol, self._receiver.quote(symbol) or {}, False))
+                continue
+            # Receiver rule 3. Right after a (re)subscribe this is expected until the snapshot arrives.
+            since = self._receiver.resyncing_since(symbol)
+            if outcome is Outcome.RESYNCING and since is not None and now - since < self._resync_grace:
+                continue
+            log.info("wsps: %s %s (held %s, delta seq %s base %s): resubscribing", symbol, outcome.value,
+                     self._receiver.seq(symbol), d.get("seq"), d.get("base"))
+            gaps.append(symbol)
+        if not gaps:
+            return
+        for s in gaps:
+            self._receiver.resync(s, now)
+        # unsub + sub: a plain sub of a held symbol is a no-op and sends no snapshot.
+        for chunk in _chunks(gaps):
+            self._send_request(ClientOp.UNSUB.value, chunk, None)
+        self._request_sub(gaps, {})
+
+    def _on_ack(self, ack: dict[str, Any]) -> None:
+        recovered = ack.get("recovered")
+        if isinstance(recovered, dict):
+            for symbol, ok in recovered.items():
+                if symbol in self._watch:
+                    self._emit(RecoveryEvent(symbol, ok is True))
+        req = self._inflight.pop(ack["id"], None) if isinstance(ack.get("id"), int) else None
+        if req is not None and req.op == ClientOp.AUTH.value:
+            self._schedule_refresh(ack.get("expiresInMs"))
+        if req is not None and req.future is not None and not req.future.done():
+            req.future.set_result(list(ack.get("symbols") or []))
+
+    def _on_error(self, msg: dict[str, Any]) -> None:
+        error = WspsError.from_frame(msg)
+        req = self._inflight.pop(msg["id"], None) if isinstance(msg.get("id"), int) else None
+        self._emit(ErrorEvent(error))
+        if req is not None and req.op == ClientOp.SUB.value:
+            if error.code in (ErrorCode.BAD_SYMBOL.value, ErrorCode.NOT_ENTITLED.value):
+                # The whole request was refused: drop the named symbols, ask again for the others.
+                bad = error.symbols or req.symbols
+                self._reject(bad, error)
+                rest = [s for s in req.symbols if s in self._watch]
+                if rest:
+                    self._request_sub(rest, {})
+            elif error.code != ErrorCode.DRAINING.value:
+                self._reject(req.symbols, error)
+        elif req is None and error.symbols and error.code in _DROPS_NAMED:
+            self._reject(error.symbols, error)
+        if req is not None and req.future is not None and not req.future.done():
+            req.future.set_exception(error)
+
+    def _reject(self, symbols: Iterable[str], error: WspsError) -> None:
+        for s in symbols:
+            if self._watch.pop(s, None) is not None:
+                self._receiver.forget(s)
+
+    # ---- sending ------------------------------------------------------------------
+
+    def _request_sub(self, symbols: Sequence[str], since: Mapping[str, Cursor]) -> None:
+        """``sub`` requests for ``symbols``, one per delivery, at most 100 symbols each, with their cursors."""
+        groups: dict[Delivery, list[str]] = {}
+        for s in symbols:
+            delivery = self._watch.get(s)
+            if delivery is not None:
+                groups.setdefault(delivery, []).append(s)
+        for delivery, group in groups.items():
+            for chunk in _chunks(group):
+                cursors = {s: since[s].to_wire() for s in chunk if s in since}
+                self._send_request(ClientOp.SUB.value, chunk, delivery, extra={"since": cursors} if cursors else None)
+
+    def _send_request(
+        self, op: str, symbols: list[str], delivery: Delivery | None, *, want_answer: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> asyncio.Future[list[str]] | None:
+        ws = self._ws
+        future: asyncio.Future[list[str]] | None = asyncio.get_running_loop().create_future() if want_answer else None
+        if ws is None:
+            if future is not None:
+                future.set_result(self.symbols)
+            return future
+        rid = self._next_id
+        self._next_id += 1
+        self._inflight[rid] = _Request(op, symbols, future)
+        frame: dict[str, Any] = {"op": op, "id": rid}
+        if op != ClientOp.AUTH.value:
+            frame["symbols"] = symbols
+        if delivery is not None:
+            frame.update(delivery.to_wire())
+        if extra:
+            frame.update(extra)
+        asyncio.get_running_loop().create_task(self._send(ws, json.dumps(frame)))
+        return future
+
+    @staticmethod
+    async def _send(ws: ClientConnection, text: str) -> None:
+        try:
+            await ws.send(text)
+        except WsClosed:
+            pass  # the read loop sees the close and reconnects
+
+    # ---- events ---------------------------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        for cb in list(self._callbacks):
+            try:
+                result = cb(event)
+                if inspect.isawaitable(result):
+                    asyncio.ensure_future(result)
+            except Exception:
+                log.exception("wsps: an event callback raised")
+        for stream in self._streams:
+            stream._put(event)
+
+
+def _chunks(symbols: Sequence[str]) -> list[list[str]]:
+    return [list(symbols[i:i + MAX_SYMBOLS_PER_REQUEST]) for i in range(0, len(symbols), MAX_SYMBOLS_PER_REQUEST)]

@@ -1,0 +1,84 @@
+"""Constants of docs/protocol.md, as services/protocol/index.js names them."""
+
+from __future__ import annotations
+
+import enum
+
+PROTOCOL_VERSION = 1
+MAX_SYMBOLS_PER_REQUEST = 100
+"""The gateway rejects sub/unsub requests with more symbols than this."""
+
+
+class ClientOp(str, enum.Enum):
+    SUB = "sub"
+    UNSUB = "unsub"
+    PING = "ping"
+    AUTH = "auth"
+
+
+class ServerOp(str, enum.Enum):
+    HELLO = "hello"
+    ACK = "ack"
+    ERROR = "error"
+    SNAP = "snap"
+    QUOTES = "q"
+    PONG = "pong"
+
+
+class Mode(str, enum.Enum):
+    MERGE = "merge"
+    DISTINCT = "distinct"
+
+
+class ErrorCode(str, enum.Enum):
+    """Codes of the gateway's ``error`` frames, plus the client's own (last block)."""
+
+    BAD_JSON = "BAD_JSON"
+    BAD_FRAME = "BAD_FRAME"
+    BAD_OP = "BAD_OP"
+    BAD_REQUEST = "BAD_REQUEST"
+    BAD_SYMBOL = "BAD_SYMBOL"
+    BAD_MODE = "BAD_MODE"
+    BAD_RATE = "BAD_RATE"
+    BAD_SINCE = "BAD_SINCE"
+    TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"
+    RATE_LIMITED = "RATE_LIMITED"
+    NOT_ENTITLED = "NOT_ENTITLED"
+    DRAINING = "DRAINING"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    AUTH_REQUIRED = "AUTH_REQUIRED"
+    GRANT_REVOKED = "GRANT_REVOKED"
+    TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
+    GATEWAY_FULL = "GATEWAY_FULL"
+    BAD_ORIGIN = "BAD_ORIGIN"
+    INTERNAL = "INTERNAL"
+    # The client's own, as the JS client names them.
+    BAD_SERVER_FRAME = "BAD_SERVER_FRAME"
+    """The server sent a frame that is not a JSON object with a known shape; the connection stays."""
+    TOKEN_FAILED = "TOKEN_FAILED"
+    """The token callable raised."""
+    CLOSED = "CLOSED"
+    """The client (or a no-reconnect close) ended the connection for good."""
+
+
+class CloseCode(enum.IntEnum):
+    NORMAL = 1000
+    PROTOCOL_ERROR = 1002
+    ABNORMAL = 1006
+    INVALID_PAYLOAD = 1007
+    MESSAGE_TOO_BIG = 1009
+    INTERNAL_ERROR = 1011
+    SERVICE_RESTART = 1012
+    TRY_AGAIN_LATER = 1013
+    UNAUTHORIZED = 4001
+    TOKEN_EXPIRED = 4002
+    AUTH_TIMEOUT = 4003
+    SLOW_CONSUMER = 4008
+    POLICY_VIOLATION = 4009
+    RATE_LIMIT_EXCEEDED = 4029
+
+
+AUTH_CLOSE_CODES = frozenset({CloseCode.UNAUTHORIZED, CloseCode.TOKEN_EXPIRED, CloseCode.AUTH_TIMEOUT})
+"""Closes that only a new token can get past."""
+NO_RECONNECT_CODES = frozenset({CloseCode.NORMAL, *AUTH_CLOSE_CODES})
+"""Closes after which the client does not reconnect (unless it has a token source and the code is an auth one)."""

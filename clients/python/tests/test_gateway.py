@@ -1,0 +1,114 @@
+"""The client against real gateway processes (tests/stack.js), not a mock."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import wsps
+from conftest import Stack
+
+
+async def collect(client: wsps.Client, until, timeout: float = 20.0) -> list[wsps.Event]:
+    """Events of ``client`` until ``until(events)`` holds."""
+    events: list[wsps.Event] = []
+
+    async def read() -> None:
+        async for ev in client:
+            events.append(ev)
+            if until(events):
+                return
+
+    await asyncio.wait_for(read(), timeout)
+    return events
+
+
+def quotes_of(events: list[wsps.Event], symbol: str) -> list[wsps.QuoteEvent]:
+    return [e for e in events if isinstance(e, wsps.QuoteEvent) and e.symbol == symbol]
+
+
+async def test_quotes_arrive_and_keep_changing(stack: Stack) -> None:
+    async with wsps.Client(stack.gateways[0]) as client:
+        assert client.hello is not None and client.hello["v"] == 1
+        stream = client.events()
+        assert set(await client.subscribe(["AAPL", "MSFT"])) >= {"AAPL", "MSFT"}
+        events: list[wsps.Event] = []
+
+        async def read() -> None:
+            async for ev in stream:
+                events.append(ev)
+                if all(len(quotes_of(events, s)) >= 5 for s in ("AAPL", "MSFT")):
+                    return
+
+        await asyncio.wait_for(read(), 20)
+        for symbol in ("AAPL", "MSFT"):
+            qs = quotes_of(events, symbol)
+            assert qs[0].snapshot
+            seqs = [q.quote["seq"] for q in qs]
+            assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
+            assert {"bid", "ask", "last", "ts"} <= qs[-1].quote.keys()  # full quote after a delta
+            assert client.quote(symbol) == qs[-1].quote
+        assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
+
+
+async def test_bad_symbol_raises_and_reports_BAD_SYMBOL(stack: Stack) -> None:
+    async with wsps.Client(stack.gateways[0]) as client:
+        stream = client.events()
+        with pytest.raises(wsps.WspsError) as info:
+            await client.subscribe(["AAPL", "not a symbol"])
+        assert info.value.code == wsps.ErrorCode.BAD_SYMBOL
+        assert info.value.symbols == ["not a symbol"]
+        assert client.symbols == ["AAPL"]  # the good one is asked for again
+        events: list[wsps.Event] = []
+
+        async def read() -> None:
+            async for ev in stream:
+                events.append(ev)
+                if quotes_of(events, "AAPL"):
+                    return
+
+        await asyncio.wait_for(read(), 20)
+        errors = [e.error for e in events if isinstance(e, wsps.ErrorEvent)]
+        assert [e.code for e in errors] == ["BAD_SYMBOL"]
+
+
+async def test_distinct_subscriber_resumes_through_a_drain_without_losing_a_tick(stack: Stack) -> None:
+    symbols = ["AAPL", "MSFT", "NVDA"]
+    client = wsps.Client(stack.gateways, restart_jitter=0.2)
+    events: list[wsps.Event] = []
+    client.on(events.append)
+    await client.connect()
+    try:
+        await client.subscribe(symbols, mode="distinct")
+
+        def ticks(n: int) -> bool:
+            return all(len(quotes_of(events, s)) >= n for s in symbols)
+
+        async def wait_until(pred, timeout: float = 30.0) -> None:
+            async def poll() -> None:
+                while not pred():
+                    await asyncio.sleep(0.05)
+            await asyncio.wait_for(poll(), timeout)
+
+        await wait_until(lambda: ticks(5))
+        assert client.hello is not None
+        first_node = client.hello["node"]
+        await asyncio.to_thread(stack.terminate_gateway, 0)
+        before = {s: len(quotes_of(events, s)) for s in symbols}
+        await wait_until(lambda: client.live and client.hello is not None and client.hello["node"] != first_node)
+        await wait_until(lambda: all(len(quotes_of(events, s)) >= before[s] + 10 for s in symbols))
+
+        statuses = [e for e in events if isinstance(e, wsps.StatusEvent)]
+        assert any(e.state == "reconnecting" and e.close_code == 1012 for e in statuses), statuses
+        recoveries = [e for e in events if isinstance(e, wsps.RecoveryEvent)]
+        assert sorted(r.symbol for r in recoveries) == sorted(symbols), recoveries
+        assert all(r.recovered for r in recoveries), recoveries
+        for s in symbols:
+            qs = quotes_of(events, s)
+            seqs = [q.quote["seq"] for q in qs]
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"{s}: ticks lost or repeated: {seqs}"
+            assert [q.snapshot for q in qs].count(True) == 1  # only the first: the resume replayed, no new snap
+        assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
+    finally:
+        await client.close()
