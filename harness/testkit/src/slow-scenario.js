@@ -167,9 +167,13 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
       await f.all({ cmd: 'pause', role: 'waker' })
       const wakersPausedAt = Date.now()
       await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= Math.ceil(0.5 * p.wakers), { timeout: 180_000, interval: 50, message: 'wakers seen as slow' })
-      // Stay behind long enough for symbols to update twice (conflation),
-      // not so long that WSPS_SLOW_CLOSE_MS cuts them off.
+      // Stay behind until the gateway has conflated updates for them (at
+      // least twice the fetch interval: symbols update more than once), not
+      // so long that WSPS_SLOW_CLOSE_MS cuts them off. A fixed sleep missed
+      // the updates now and then when the fetcher was late on a busy host.
+      const conflatedAt = (await metrics()).wsps_gateway_conflated_total
       await sleep(Math.min(p.slowCloseMs / 4, 2 * p.fetchIntervalMs + 200))
+      await waitFor(async () => (await metrics()).wsps_gateway_conflated_total > conflatedAt, { timeout: p.slowCloseMs / 4, interval: 50, message: 'updates conflated for the wakers' }).catch(() => {})
       await f.all({ cmd: 'resume', role: 'waker' })
       log(`wakers seen as slow ${Date.now() - wakersPausedAt} ms after they stopped reading; resumed`)
     }
