@@ -394,6 +394,16 @@ export class Hub {
   }
 
   /**
+   * @param {number | null} filled what Feed#goLive or Feed#fill returned:
+   *   null nothing to fill, -1 not fillable (a snapshot), else ticks filled
+   */
+  #countFill (filled) {
+    if (filled === null) return
+    this.#metrics.gapFills.inc({ result: filled < 0 ? 'snapshot' : 'filled' })
+    if (filled > 0) this.#metrics.gapTicks.inc(filled)
+  }
+
+  /**
    * A live quote skipped ticks (Redis dropped a pub/sub message): read them
    * from history and hand them to the feed, which held the quote back.
    *
@@ -407,10 +417,7 @@ export class Hub {
       return null
     }).then((missed) => {
       if (this.#feeds.get(symbol) !== feed) return
-      const filled = feed.fill(missed, gen)
-      if (filled === null) return
-      this.#metrics.gapFills.inc({ result: filled < 0 ? 'snapshot' : 'filled' })
-      if (filled > 0) this.#metrics.gapTicks.inc(filled)
+      this.#countFill(feed.fill(missed, gen))
     })
   }
 
@@ -423,11 +430,7 @@ export class Hub {
   #goLive (symbol, raw, missed, gen) {
     const feed = this.#feeds.get(symbol)
     if (!feed || feed.live || feed.gen !== gen) return
-    const filled = feed.goLive(raw === null ? null : this.#parse(raw), raw, missed)
-    if (filled !== null) {
-      this.#metrics.gapFills.inc({ result: filled < 0 ? 'snapshot' : 'filled' })
-      if (filled > 0) this.#metrics.gapTicks.inc(filled)
-    }
+    this.#countFill(feed.goLive(raw === null ? null : this.#parse(raw), raw, missed))
     this.#resynced(feed)
     for (const w of this.#liveWaiters) {
       w.left.delete(symbol)

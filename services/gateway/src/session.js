@@ -244,22 +244,9 @@ export class Sessions {
       return null
     }
     const delivery = mode === DeliveryMode.DISTINCT ? DISTINCT : maxRate ?? FULL_RATE
-    const held = client.holds()
-    const fresh = symbols.filter((s) => !held(s))
-    const moved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
-    const denied = ungranted(client.grants, fresh)
-    if (denied.length) {
-      this.reject(client, notEntitled(denied, id))
-      return null
-    }
-    if (client.symbols.length + fresh.length > this.maxSubscriptions) {
-      this.reject(client, {
-        code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`,
-        id
-      })
-      return null
-    }
+    const admitted = this.#admit(client, symbols, delivery, id)
+    if (admitted === null) return null
+    const { fresh, moved } = admitted
     if (since === undefined) {
       this.#apply(client, req, delivery, fresh, moved, null)
       return null
@@ -279,24 +266,46 @@ export class Sessions {
     return this.recovery.plan(resumed, delivery, delivery === DISTINCT).then((plan) => {
       // The turn plan() resolved in (recovery.js): apply now, before any I/O.
       if (client.closed) return
-      // A refresh meanwhile may have narrowed the grants.
-      const denied = ungranted(client.grants, symbols)
-      if (denied.length) {
-        this.reject(client, notEntitled(denied, id))
-        return
-      }
-      const held = client.holds()
-      const nowFresh = symbols.filter((s) => !held(s))
-      const nowMoved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
-      if (client.symbols.length + nowFresh.length > this.maxSubscriptions) {
-        this.reject(client, { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`, id })
-        return
-      }
-      this.#apply(client, req, delivery, nowFresh, nowMoved, plan)
+      // Checked again: a refresh or another request meanwhile may have
+      // changed the grants or what the connection holds.
+      const now = this.#admit(client, symbols, delivery, id)
+      if (now !== null) this.#apply(client, req, delivery, now.fresh, now.moved, plan)
     }).catch((err) => {
       this.log.error({ err, client: client.id }, 'recovery failed')
       if (!client.closed) this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id })
     })
+  }
+
+  /**
+   * What a sub would change, if the connection may have it: the symbols it
+   * does not hold and those it holds with another delivery. Refused (and
+   * null) when the token does not grant a new symbol or the subscription
+   * limit would be passed.
+   *
+   * @param {Client} client
+   * @param {string[]} symbols
+   * @param {number} delivery
+   * @param {number | string | undefined} id
+   * @returns {{fresh: string[], moved: string[]} | null}
+   */
+  #admit (client, symbols, delivery, id) {
+    const held = client.holds()
+    const fresh = symbols.filter((s) => !held(s))
+    const moved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
+    const denied = ungranted(client.grants, fresh)
+    if (denied.length) {
+      this.reject(client, notEntitled(denied, id))
+      return null
+    }
+    if (client.symbols.length + fresh.length > this.maxSubscriptions) {
+      this.reject(client, {
+        code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
+        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`,
+        id
+      })
+      return null
+    }
+    return { fresh, moved }
   }
 
   /**
