@@ -35,18 +35,27 @@ function market (seq, { epoch = EPOCH } = {}) {
 }
 
 /**
+ * market(seq) with two readers of AAPL live on it: `d` distinct, `g` merge.
+ * @param {number} seq
+ */
+async function readers (seq) {
+  const m = market(seq)
+  const d = m.client()
+  const g = m.client()
+  m.hub.add('AAPL', d.c, DISTINCT)
+  m.hub.add('AAPL', g.c)
+  await tick(); await tick()
+  return { ...m, d, g }
+}
+
+/**
  * Every AAPL tick a fake socket got, in order: snap quotes and q entries.
  * @param {{sent: any[]}} ws
  */
 const ticks = (ws) => ws.sent.filter((f) => f.op === 'snap' || f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ q) => ({ op: f.op, seq: q.seq, base: q.base, recovered: f.recovered })))
 
 test('gap fill: ticks published while the pub/sub connection was down reach distinct and merge subscribers from history, in order, no snapshot', async () => {
-  const m = market(3)
-  const d = m.client()
-  const g = m.client()
-  m.hub.add('AAPL', d.c, DISTINCT)
-  m.hub.add('AAPL', g.c)
-  await tick(); await tick()
+  const { d, g, ...m } = await readers(3)
   m.publish(); m.pass()
   // The connection drops: 4 ticks are published that no pub/sub delivers.
   for (let i = 0; i < 4; i++) m.publish({ dark: true })
@@ -272,12 +281,7 @@ test('a symbol whose channel is not restored in time while Redis answers: its su
 })
 
 test('a live gap (Redis dropped a pub/sub message): the held-back quote waits for the missing ticks from history; distinct readers get every one, in order', async () => {
-  const m = market(3)
-  const d = m.client()
-  const g = m.client()
-  m.hub.add('AAPL', d.c, DISTINCT)
-  m.hub.add('AAPL', g.c)
-  await tick(); await tick()
+  const { d, g, ...m } = await readers(3)
   m.publish({ dark: true }) // seq 4: in history, never delivered
   m.publish({ dark: true }) // seq 5 too
   m.publish() // seq 6 arrives: a gap
