@@ -30,14 +30,14 @@ export async function fanoutAll (run, names) {
       log(`fanout: starting ${name}`)
       try {
         await run.setLast(prefix)
-        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix, bin: run.bin })
+        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, loadCore: run.loadCore, runDir: run.runDir, prefix, bin: run.bin })
         const subject = { name, prefix, srv, fleet: /** @type {any} */ (null), steps: /** @type {any[]} */ ([]), lastPass: null, firstFail: null, done: false, rate: 0 }
         subjects.push(subject)
         await sleep(500)
         const rssStart = rssBytes(tree(srv.roots()))
         const fleet = subject.fleet = await startFleet({
           bin: run.bin.loadgen, adapter: srv.adapter, url: srv.url, conns, procs: run.P.procs,
-          symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64,
+          symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64, waitSnap: SERVERS[name].snapshots ?? true,
           readyTimeout: run.P.readyTimeout
         })
         log(`  ${fleet.conns}/${conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)
