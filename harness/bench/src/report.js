@@ -70,13 +70,13 @@ export function renderMarkdown (r) {
     out.push('## Hot symbols: p99 against connections, one process vs WSPS_WORKERS=2 vs the floor', '')
     out.push(`Each connection subscribed to 1 of ${sh.symbols} symbols (Zipf ${sh.zipf}: most on the first); each of them published ${f(sh.perConnRate, 1)} times a second, so every connection is offered ${f(sh.perConnRate, 1)} deliveries/s (issue #16's reference: 10,000 connections at ~42k deliveries/s). One worker runs on the server core; two workers on cores ${sh.cores2w ?? '(unpinned)'}${sh.cores2w ? ', one of them shared with the load generator' : ''}.`, '')
     if (hot.labels?.floor) out.push(`**floor**: ${hot.labels.floor}, on the server core, fed by the same publisher: one pre-built frame per quote, one write() per subscriber, nothing else. Its p99 is about the least this machine allows at that count; its µs per write is the kernel's price of one delivery.`, '')
-    out.push('| connections | server | workers | per process | delivered/s (of offered) | q/frame | p50 / p99 / p999 (ms) | server CPU (cores) | server µs per delivery / per frame | steal % | hiccup ms |')
-    out.push('| ---: | --- | ---: | ---: | --- | ---: | --- | ---: | --- | ---: | ---: |')
+    out.push('| connections | server | workers | per process | delivered/s (of offered) | q/frame | p50 / p99 / p999 (ms) | server CPU (cores) | server µs per delivery / per frame | steal % | hiccup ms | gaps / ticks lost (distinct) |')
+    out.push('| ---: | --- | ---: | ---: | --- | ---: | --- | ---: | --- | ---: | ---: | --- |')
     for (const l of hot.levels) {
       for (const [name, x] of Object.entries(l.servers)) {
         const lead = `| ${f(l.conns)} | ${name} | ${x.workers} |`
-        if (x.error) { out.push(`${lead} | failed: ${x.error} | | | | | | |`); continue }
-        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${usPer(x.cpu.server, x.delivered)} / ${usPer(x.cpu.server, x.frames)} | ${stealCell(x.steal)} | ${hiccupCell(x.hiccupMs)} |`)
+        if (x.error) { out.push(`${lead} | failed: ${x.error} | | | | | | | |`); continue }
+        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${usPer(x.cpu.server, x.delivered)} / ${usPer(x.cpu.server, x.frames)} | ${stealCell(x.steal)} | ${hiccupCell(x.hiccupMs)} | ${x.strict ? `${f(x.gaps)} / ${f(x.ticksLost)}` : ''} |`)
       }
     }
     out.push('')
@@ -182,6 +182,12 @@ function targets (r) {
     }
   }
   const floor = top?.servers?.floor
+  for (const [label, x] of [['merge', one], ['distinct', top?.servers?.['wsps-distinct']]]) {
+    if (!x || x.error || !floor || floor.error) continue
+    const vs = x.p99 / floor.p99
+    const lostNote = x.strict ? `; gaps ${f(x.gaps)}, ticks lost ${f(x.ticksLost)}` : ''
+    rows.push(`| hot symbols, ${label}: gateway p99 within 10% of the floor's | ${f(top.conns)} connections: p99 ${f(x.p99, 1)} ms vs the floor's ${f(floor.p99, 1)} ms (${vs.toFixed(2)}×)${lostNote} | ${verdict(vs <= 1.1 && (!x.strict || (x.gaps === 0 && x.ticksLost === 0)))} |`)
+  }
   if (floor && !floor.error) rows.push(`| (no target) the floor at the same load: one write() per delivery, nothing else | ${f(top.conns)} connections, ${f(floor.delivered)} deliveries/s: p99 ${f(floor.p99, 1)} ms, ${usPer(floor.cpu.server, floor.delivered)} µs server CPU per delivery${one && !one.error ? ` (wsps: ${usPer(one.cpu.server, one.delivered)})` : ''} | |`)
   const p99 = w.at50?.p99
   rows.push(`| p99 ≤ 50 ms at 50% of the latency-bounded max | ${p99 === undefined ? 'no passing step to take 50% of' : `${f(p99, 1)} ms (p50 ${f(w.at50.p50, 1)}, p999 ${f(w.at50.p999, 1)})`} | ${verdict(p99 === undefined ? null : p99 <= 50)} |`)

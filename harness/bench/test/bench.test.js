@@ -114,7 +114,8 @@ test('the hot-symbol sweep renders p99 per connection count, server and worker c
   })
   // server µs per delivery / per frame: 0.5 cores over 40,000/s
   assert.match(md, /\| 10,000 \| wsps \| 1 \| 10,000 \| 40,000 \(40,000\) \| 1\.0 \| 1\.0 \/ 90\.0 \/ 90\.0 \| 0\.50 \| 12\.5 \/ 12\.5 \|/)
-  assert.match(md, /\| steal % \| hiccup ms \|\n\| ---:(?: \| ---:| \| ---){10} \|/, 'the hot table has a hiccup column, and as many separator cells')
+  assert.match(md, /\| steal % \| hiccup ms \| gaps \/ ticks lost \(distinct\) \|\n\| ---:(?: \| ---:| \| ---){11} \|/, 'the hot table has hiccup and distinct-loss columns, and as many separator cells')
+  assert.match(md, /\| hot symbols, merge: gateway p99 within 10% of the floor's \| 10,000 connections: p99 90\.0 ms vs the floor's 45\.0 ms \(2\.00×\) \| not met \|/)
   assert.match(md, /\| 10,000 \| wsps-2w \| 2 \| 5,000 \|/)
   assert.match(md, /\| 2,500 \| floor \| 1 \| 2,500 \| 10,000 \(10,000\) \| 1\.0 \| 1\.0 \/ 45\.0 \/ 45\.0 \| 0\.20 \| 20\.0 \/ 20\.0 \|/)
   assert.match(md, /\*\*floor\*\*: bare write loop \(Go, 1 thread\): the floor/)
