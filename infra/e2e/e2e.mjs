@@ -396,15 +396,17 @@ async function main (argv) {
 
     const sseRoute = await step('SSE through the HTTPRoute: GET /sse streams hello, snap, then q events with ids; bad requests get 400 with the protocol\'s codes', () => checkSse('httproute'))
 
+    // Early, so that WspsRedisFailover's 5 min window passes while the
+    // later steps run (on the promoted primary and its rejoined replica).
+    const failover = await step('delete the Redis primary\'s pod (redis.mode=sentinel) under distinct subscriptions: a replica promoted, every subscription resumes; WspsRedisFailover fires', () => redisFailover(cluster, fleet, rulesLoaded))
+    report.push(...failover.lines)
+    alertResolved = failover.resolved
+
     await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD}); KEDA scales 2 -> 4 -> 2`, () => k6Autoscale(fleet))
 
     await step('rolling upgrade under load: every client reconnects and resubscribes', () => rollingUpgrade(fleet))
 
     await step('dashboard: every panel query of the chart\'s dashboard returns data from Prometheus', dashboardHasData)
-
-    const failover = await step('delete the Redis primary\'s pod (redis.mode=sentinel) under distinct subscriptions: a replica promoted, every subscription resumes; WspsRedisFailover fires', () => redisFailover(cluster, fleet, rulesLoaded))
-    report.push(...failover.lines)
-    alertResolved = failover.resolved
 
     await step('Ingress instead of the HTTPRoute (Traefik IngressClass): clients move over, new ones connect', () => switchToIngress(fleet))
 

@@ -156,7 +156,7 @@ export async function redisFailover (c, fleet, rulesLoaded) {
   const after = await c.until(`${before.primary} to come back as a replica of ${promoted}`, 180000, async () => {
     const set = await sentinelSet(c)
     if (typeof set === 'string') return set
-    return (set.primary === promoted && set.replicas.includes(before.primary)) || `primary ${set.primary}, replicas ${set.replicas.join(', ')}`
+    return (set.primary === promoted && set.replicas.includes(before.primary)) ? set : `primary ${set.primary}, replicas ${set.replicas.join(', ')}`
   }, 2000)
   const back = (await c.pods('redis-node')).find((p) => p.metadata.name === before.primary)
   if (back?.metadata.uid === old?.metadata.uid) c.fail(`${before.primary} is still the pod that was deleted`)
