@@ -1,6 +1,6 @@
 """wsps.Client: one connection to a wsps gateway that stays connected by itself
 and keeps a consistent quote per watched symbol (the Python twin of
-services/gateway/public/wsps-client.js).
+the JS client, clients/js).
 
 One task runs the connection loop: connect (rotating over the URLs), send
 ``auth`` as the first frame when there is a token, wait for ``hello``,
