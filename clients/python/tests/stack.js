@@ -12,6 +12,7 @@ import { startFetcher, startGateway, startRedis } from '../../../harness/testkit
 
 const { values: args } = parseArgs({ options: { 'auth-secret': { type: 'string' } } })
 const secret = args['auth-secret']
+/** @type {Record<string, string>} */
 const auth = secret === undefined ? {} : { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: secret }
 
 const redis = await startRedis()

@@ -11,6 +11,33 @@ import { WsTransport } from './ws-transport.js'
 
 export const WS_PATH = '/ws'
 
+/** Frames shorter than this go uncompressed: a small delta gains a few bytes for a deflate call. */
+export const COMPRESS_MIN_BYTES = 256
+
+/**
+ * What `ws` is given as `perMessageDeflate` (WSPS_COMPRESSION). Offered
+ * only to a client that asks (the RFC 7692 negotiation: one that does not
+ * gets an uncompressed connection). No context takeover either way, so no
+ * message depends on the last one's history, and a 1 KiB server window
+ * (server_max_window_bits=10) with a small zlib memLevel, because the
+ * deflate state of each compressed connection stays allocated between
+ * messages (ws resets it, it does not free it): a few KiB instead of
+ * ~256 KiB at zlib's defaults. Quote frames are well under 1 KiB.
+ *
+ * @param {boolean} enabled
+ * @returns {false | import('ws').PerMessageDeflateOptions}
+ */
+export function deflateOptions (enabled) {
+  if (!enabled) return false
+  return {
+    serverNoContextTakeover: true,
+    clientNoContextTakeover: true,
+    serverMaxWindowBits: 10,
+    zlibDeflateOptions: { memLevel: 4 },
+    threshold: COMPRESS_MIN_BYTES
+  }
+}
+
 /**
  * @param {import('node:stream').Duplex} socket
  * @param {number} status
@@ -41,10 +68,11 @@ export class WsServer {
    * @param {import('./session.js').Sessions} options.sessions
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxPayload largest client frame (larger: 1009)
+   * @param {boolean} [options.compression] offer permessage-deflate (deflateOptions)
    * @param {number} options.authTimeoutMs auth on and no header: the `auth` frame must come within this
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ admission, connections, sessions, metrics, maxPayload, authTimeoutMs, logger }) {
+  constructor ({ admission, connections, sessions, metrics, maxPayload, compression = false, authTimeoutMs, logger }) {
     this.#admission = admission
     this.#connections = connections
     this.#sessions = sessions
@@ -54,7 +82,7 @@ export class WsServer {
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload,
-      perMessageDeflate: false,
+      perMessageDeflate: deflateOptions(compression),
       clientTracking: false,
       // Pings are answered by Sessions.onPing, under the rate limit.
       autoPong: false,
