@@ -7,36 +7,10 @@ import { STATUS_CODES } from 'node:http'
 import { WebSocketServer } from 'ws'
 import { Disconnect } from '@wsps/protocol'
 import { bearerOf, hasQueryToken } from './auth.js'
+import { CompressionBudget, deflateOptions } from './compression.js'
 import { WsTransport } from './ws-transport.js'
 
 export const WS_PATH = '/ws'
-
-/** Frames shorter than this go uncompressed: a small delta gains a few bytes for a deflate call. */
-export const COMPRESS_MIN_BYTES = 256
-
-/**
- * What `ws` is given as `perMessageDeflate` (WSPS_COMPRESSION). Offered
- * only to a client that asks (the RFC 7692 negotiation: one that does not
- * gets an uncompressed connection). No context takeover either way, so no
- * message depends on the last one's history, and a 1 KiB server window
- * (server_max_window_bits=10) with a small zlib memLevel, because the
- * deflate state of each compressed connection stays allocated between
- * messages (ws resets it, it does not free it): a few KiB instead of
- * ~256 KiB at zlib's defaults. Quote frames are well under 1 KiB.
- *
- * @param {boolean} enabled
- * @returns {false | import('ws').PerMessageDeflateOptions}
- */
-export function deflateOptions (enabled) {
-  if (!enabled) return false
-  return {
-    serverNoContextTakeover: true,
-    clientNoContextTakeover: true,
-    serverMaxWindowBits: 10,
-    zlibDeflateOptions: { memLevel: 4 },
-    threshold: COMPRESS_MIN_BYTES
-  }
-}
 
 /**
  * @param {import('node:stream').Duplex} socket
@@ -58,6 +32,7 @@ export class WsServer {
   #metrics
   #authTimeoutMs
   #wss
+  #compression
   #handlers
   #log
 
@@ -68,11 +43,12 @@ export class WsServer {
    * @param {import('./session.js').Sessions} options.sessions
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxPayload largest client frame (larger: 1009)
-   * @param {boolean} [options.compression] offer permessage-deflate (deflateOptions)
+   * @param {boolean} [options.compression] offer permessage-deflate (compression.js)
+   * @param {number} [options.compressionMaxConnections] compressed connections at most (0: no cap)
    * @param {number} options.authTimeoutMs auth on and no header: the `auth` frame must come within this
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ admission, connections, sessions, metrics, maxPayload, compression = false, authTimeoutMs, logger }) {
+  constructor ({ admission, connections, sessions, metrics, maxPayload, compression = false, compressionMaxConnections = 0, authTimeoutMs, logger }) {
     this.#admission = admission
     this.#connections = connections
     this.#sessions = sessions
@@ -88,7 +64,8 @@ export class WsServer {
       autoPong: false,
       WebSocket: WsTransport
     })
-    this.#handlers = socketHandlers(this.#log, sessions, connections)
+    this.#compression = new CompressionBudget(compressionMaxConnections)
+    this.#handlers = socketHandlers(this.#log, sessions, connections, this.#compression)
   }
 
   /** @param {import('node:http').Server} server */
@@ -127,6 +104,7 @@ export class WsServer {
       m.inc({ result: lease.result })
       return refuse(socket, lease.status, lease.message, lease.retryAfter ? { 'Retry-After': lease.retryAfter } : {})
     }
+    this.#compression.admit(req)
     try {
       this.#wss.handleUpgrade(req, socket, head, (ws) => {
         // `ws` handles the socket's errors from now on; a second listener
@@ -146,6 +124,7 @@ export class WsServer {
    */
   #onConnection (ws, lease) {
     const client = this.#connections.open(ws, lease)
+    this.#compression.opened(ws)
     ws.serve(client, this.#handlers)
     if (lease.authed) this.#sessions.welcome(client, lease.grants, lease.expiresAt)
     else client.closeAt(Date.now() + this.#authTimeoutMs, Disconnect.AUTH_TIMEOUT)
@@ -176,8 +155,9 @@ const clientOf = (ws) => /** @type {WsTransport} */ (ws).connection
  * @param {import('pino').Logger} log
  * @param {import('./session.js').Sessions} sessions
  * @param {import('./connections.js').Connections} connections
+ * @param {CompressionBudget} compression
  */
-function socketHandlers (log, sessions, connections) {
+function socketHandlers (log, sessions, connections, compression) {
   return {
     /**
      * @this {import('ws').WebSocket}
@@ -216,6 +196,7 @@ function socketHandlers (log, sessions, connections) {
      * @param {number} code
      */
     close (code) {
+      compression.closed(this)
       const client = /** @type {WsTransport} */ (this).detach()
       if (client) connections.onClose(client, code)
     }

@@ -1,18 +1,19 @@
-// permessage-deflate as WSPS_COMPRESSION offers it (ws-server.js
-// deflateOptions): negotiated only when the client asks and the gateway
-// allows it, with no context takeover and the small window; a client that
-// asks a gateway with it off gets an uncompressed connection, not an error.
-// Real sockets, the gateway's own transport class.
+// permessage-deflate as WSPS_COMPRESSION offers it (compression.js):
+// negotiated only when the client asks and the gateway allows it, with no
+// context takeover and the small window; a client that asks a gateway with
+// it off, or past WSPS_COMPRESSION_MAX_CONNECTIONS, gets an uncompressed
+// connection, not an error. Real sockets, the gateway's own transport class.
 
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { createServer } from 'node:http'
 import { test } from 'node:test'
 import { WebSocket, WebSocketServer } from 'ws'
 import { ServerOp } from '@wsps/protocol'
 import { waitFor } from '@wsps/testkit'
 import { loadGatewayConfig } from '../src/config.js'
 import { TextFrame } from '../src/text-frame.js'
-import { COMPRESS_MIN_BYTES, deflateOptions } from '../src/ws-server.js'
+import { COMPRESS_MIN_BYTES, CompressionBudget, deflateOptions } from '../src/compression.js'
 import { WsTransport } from '../src/ws-transport.js'
 
 /**
@@ -75,4 +76,43 @@ test('WSPS_COMPRESSION: off by default, a boolean, anything else refused', () =>
   assert.equal(loadGatewayConfig(env).compression, false)
   assert.equal(loadGatewayConfig({ ...env, WSPS_COMPRESSION: 'true' }).compression, true)
   assert.throws(() => loadGatewayConfig({ ...env, WSPS_COMPRESSION: 'gzip' }), /WSPS_COMPRESSION/)
+})
+
+test('the cap: past WSPS_COMPRESSION_MAX_CONNECTIONS a client that asks gets an uncompressed connection; a close frees a place', async (t) => {
+  const budget = new CompressionBudget(1)
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: deflateOptions(true), WebSocket: WsTransport })
+  const http = createServer()
+  http.on('upgrade', (req, socket, head) => {
+    budget.admit(req)
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      budget.opened(ws)
+      ws.on('close', () => budget.closed(ws))
+    })
+  })
+  http.listen(0, '127.0.0.1')
+  await once(http, 'listening')
+  const url = `ws://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (http.address()).port}`
+  /** @type {WebSocket[]} */
+  const clients = []
+  t.after(async () => {
+    for (const c of clients) c.terminate()
+    await new Promise((resolve) => http.close(resolve))
+  })
+  const open = async () => {
+    const c = new WebSocket(url, { perMessageDeflate: true })
+    clients.push(c)
+    await once(c, 'open')
+    return c
+  }
+  const first = await open()
+  const second = await open()
+  assert.equal(first.extensions, 'permessage-deflate')
+  assert.equal(second.extensions, '', 'over the cap: uncompressed')
+  assert.equal(budget.open, 1)
+  second.close()
+  await waitFor(() => clients.length === 2 && second.readyState === WebSocket.CLOSED, { message: 'the uncompressed one closed' })
+  assert.equal(budget.open, 1, 'an uncompressed connection held no place')
+  first.close()
+  await waitFor(() => budget.open === 0, { message: 'the place freed' })
+  assert.equal((await open()).extensions, 'permessage-deflate')
 })
