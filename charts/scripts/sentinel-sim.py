@@ -224,7 +224,7 @@ class Sim:
 import {{ execFileSync }} from 'node:child_process'
 import WebSocket from 'ws'
 import {{ startFetcher, startGateway, waitFor }} from './harness/testkit/src/index.js'
-import {{ WspsClient }} from './services/gateway/public/wsps-client.js'
+import {{ WspsClient }} from '@wsps/client'
 const env = {env!r}
 const fetcher = await startFetcher(env.WSPS_REDIS_URL, {{ ...env, WSPS_FETCH_INTERVAL_MS: 100 }})
 const gateway = await startGateway(env.WSPS_REDIS_URL, env)

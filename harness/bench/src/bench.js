@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
-//   [--only=fanout,hot,idle,nginx,sim,ingest,history] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
+//   [--only=fanout,hot,idle,nginx,sim,ingest,history,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
 //
 // --bin: the directory of the bench's Go programs (loadgen, floor, hiccup;
 // go-bin.js), by default the one scripts/setup.sh links in the cache.
@@ -25,6 +25,7 @@ import { HiccupMeter } from './hiccup.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
+import { compression } from './sections/compression.js'
 import { fanoutAll } from './sections/fanout.js'
 import { history } from './sections/history.js'
 import { hotSymbols } from './sections/hot.js'
@@ -38,7 +39,7 @@ const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, 
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)
-const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest,history').split(','))
+const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest,history,compression').split(','))
 const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,centrifugo,socketio,pushpin').split(',')
 
 /** Server under test on core 1; load generator, Redis, publisher, nginx on core 0. */
@@ -65,7 +66,8 @@ const results = {
   nginx: null,
   sim: null,
   ingest: null,
-  history: null
+  history: null,
+  compression: null
 }
 
 log(`profile ${PROFILE}; loadgen ${BIN.loadgen}; run dir ${runDir}`)
@@ -118,6 +120,7 @@ try {
   if (ONLY.has('sim')) results.sim = await part('sim', () => capacitySim(run))
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
   if (ONLY.has('history')) results.history = await part('history', () => history(run))
+  if (ONLY.has('compression')) results.compression = await part('compression', () => compression(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
   results.machine.hiccup = hiccup.summary()

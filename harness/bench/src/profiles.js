@@ -17,7 +17,8 @@ const full = {
   hotSweep: [2500, 5000, 10_000], hotPerConnRate: 4.2, hotSymbols: 5, hotZipf: 2.0,
   ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4,
   historySizes: [0, 100, 1000], historySymbols: 100, historyBatch: 100, historyConcurrency: 4, historyRounds: 7, historyMeasureMs: 3000,
-  recoveryClients: 1000, recoveryProcs: 2, recoverySymbols: 100, recoveryK: 5, recoveryTickRates: [2, 10], recoveryGapMs: 5000
+  recoveryClients: 1000, recoveryProcs: 2, recoverySymbols: 100, recoveryK: 5, recoveryTickRates: [2, 10], recoveryGapMs: 5000,
+  compressionClients: 200, compressionK: 20, compressionSymbols: 200, compressionRate: 400, compressionRounds: 3, compressionSettleMs: 2000, compressionMeasureMs: 5000
 }
 
 /** `smoke` and `quick` say only where they differ from `full`. */
@@ -34,7 +35,8 @@ export const PROFILES = {
     hotSweep: [100, 200],
     ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2,
     historySymbols: 20, historyRounds: 1, historyMeasureMs: 500,
-    recoveryClients: 100, recoveryProcs: 1, recoverySymbols: 20, recoveryGapMs: 2000
+    recoveryClients: 100, recoveryProcs: 1, recoverySymbols: 20, recoveryGapMs: 2000,
+    compressionClients: 20, compressionK: 5, compressionSymbols: 20, compressionRate: 100, compressionRounds: 1, compressionSettleMs: 500, compressionMeasureMs: 1000
   },
   quick: {
     ...full,

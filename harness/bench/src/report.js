@@ -1,5 +1,7 @@
 // results.json -> results.md (the README headline table comes from here).
 
+import { compressionSection } from './sections/compression.js'
+
 const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
 /** A steal share (0..1) as a percentage cell; empty where a run did not measure it. */
 const stealCell = (/** @type {number | undefined} */ x) => (x === undefined ? '' : f(x * 100, 1))
@@ -128,6 +130,7 @@ export function renderMarkdown (r) {
     out.push('## Ingest: the publish API', '', `failed: ${r.ingest.error}`, '')
   }
   out.push(...historySection(r.history, p))
+  out.push(...compressionSection(r.compression))
   out.push(...targets(r))
   out.push('Raw numbers: [results.json](results.json). Method: [README.md](README.md). Profiles, causes and proposed gateway changes: [analysis.md](analysis.md). Scale model: [../capacity.md](../capacity.md).', '')
   return out.join('\n')
