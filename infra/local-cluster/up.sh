@@ -2,9 +2,9 @@
 # make cluster-up: builds what is not cached, then starts a single-node
 # Kubernetes cluster on this machine (etcd, kube-apiserver, containerd,
 # controller-manager, scheduler, kubelet, kube-proxy, CoreDNS on the node,
-# Traefik and the F5 NGINX Ingress Controller in pods). Idempotent: a healthy running cluster is left alone; a
-# half-started one is torn down first. Non-interactive; exits non-zero with
-# the failing log's tail.
+# Traefik and the F5 NGINX Ingress Controller in pods). Idempotent: a healthy
+# running cluster is left alone; a half-started one is torn down first.
+# Non-interactive; exits non-zero with the failing log's tail.
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=pki.sh
 . "$LC_DIR/pki.sh"
