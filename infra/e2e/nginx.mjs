@@ -13,6 +13,8 @@
 // the gateway's heartbeat pings are traffic, so this step sets the heartbeat
 // to its maximum (300 s) and the idle sockets prove they saw a silence longer
 // than 60 s before they answer again.
+// Env: NGINX_NODEPORT (30081, infra/local-cluster/cluster.env),
+// E2E_NGINX_CLIENTS (100), E2E_NGINX_IDLE_MS (70000).
 import { readFileSync } from 'node:fs'
 import WebSocket from 'ws'
 import { sleep } from '../../harness/testkit/src/wait.js'
@@ -27,7 +29,7 @@ const CLIENTS = Number(process.env.E2E_NGINX_CLIENTS || 100)
 const IDLE_MS = Number(process.env.E2E_NGINX_IDLE_MS || 70000)
 // The gateway's heartbeat while idle sockets are held (WSPS_HEARTBEAT_MS's maximum).
 const HEARTBEAT_MS = 300000
-// Idle sockets: 2 per gateway pod, most likely.
+// Idle sockets, spread by the controller over the gateway pods.
 const IDLE_SOCKETS = 4
 export const LABEL = `nginx ingress (F5 NGINX IC ${IC_VERSION} built from source)`
 
