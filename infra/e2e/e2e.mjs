@@ -7,7 +7,8 @@
 // issue #25: infra/e2e/redis-failover.mjs) firing and resolving the chart's
 // Sentinel alert, and the switch to the Ingress; SSE through the HTTPRoute and
 // the Ingress (issue #13) and a quote published by a pod through the
-// fetcher's publish Service reaching an ingress client (issue #12).
+// fetcher's publish Service reaching an ingress client (issue #12), then the
+// release behind the F5 NGINX Ingress Controller (issue #27, nginx.mjs).
 // Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
 // apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
@@ -22,6 +23,7 @@ import { SseStream } from '../../harness/testkit/src/sse-stream.js'
 import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { sleep, waitFor } from '../../harness/testkit/src/wait.js'
 import { Fleet, pct } from './fleet.mjs'
+import { nginxIngress } from './nginx.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
 import { redisFailover, sentinelSet } from './redis-failover.mjs'
 
@@ -237,10 +239,12 @@ async function createPublishSecret () {
  * release has): an unbuffered event stream (hello, snap, then q events with
  * ids), and the documented 400s with the protocol's codes.
  * @param {string} via
+ * @param {string} [port] the NodePort of the ingress (Traefik's by default)
+ * @param {boolean} [nginx] the ingress is nginx, which obeys X-Accel-Buffering and does not pass it on
  * @returns {Promise<string>} the report fragment
  */
-async function checkSse (via) {
-  const url = (symbols) => `http://127.0.0.1:${PORT}/sse?symbols=${symbols.map(encodeURIComponent).join(',')}`
+async function checkSse (via, port = PORT, nginx = false) {
+  const url = (symbols) => `http://127.0.0.1:${port}/sse?symbols=${symbols.map(encodeURIComponent).join(',')}`
   const t = Date.now()
   const s = await SseStream.open(url(['AAPL', 'MSFT']), { host: HOST })
   let hello
@@ -251,7 +255,7 @@ async function checkSse (via) {
     const buffering = s.headers?.get('x-accel-buffering')
     log(`  ${via}: GET /sse HTTP ${s.status}, content-type ${type}, x-accel-buffering ${buffering}`)
     if (!type.startsWith('text/event-stream')) fail(`GET /sse through the ${via}: content-type ${type}`)
-    if (buffering !== 'no') fail(`GET /sse through the ${via}: X-Accel-Buffering ${buffering} (the gateway sends "no")`)
+    if (buffering !== (nginx ? null : 'no')) fail(`GET /sse through the ${via}: X-Accel-Buffering ${buffering} (the gateway sends "no"${nginx ? ', for nginx only' : ''})`)
     // Events arriving while the stream is open show the proxy does not
     // buffer it (a buffering proxy would hold them until the stream ends).
     firstQ = await until(`hello, snap and a q event through the ${via}`, 60000, () => {
@@ -424,6 +428,8 @@ async function main (argv) {
   } finally {
     fleet.stop()
   }
+
+  await nginxIngress({ ns: NS, rel: REL, host: HOST, helmBin: HELM, run, kubectl, until, step, fail, log, pods, checkSse, report })
 
   await step('make release REGISTRY=127.0.0.1:5000: the chart installs from oci://, its pods pull the image from that registry', releaseFromRegistry)
 
@@ -734,7 +740,7 @@ async function diagnose () {
     const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${c}\n${`${r.out}${r.err || ''}`.split('\n').map((l) => l.slice(0, 400)).join('\n')}`)
   }
-  for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus']]) {
+  for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus'], ['nginx-ingress', 'app.kubernetes.io/name=nginx-ingress']]) {
     const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${ns}/${sel}\n${r.out}${r.err || ''}`)
   }
