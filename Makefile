@@ -55,8 +55,8 @@ test-static: deps ## Lint, type check, generated docs up to date, npm audit
 test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
 	@node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
 	@# The bench's Go programs (harness/bench/loadgen: frames, epoll loop and floor on loopback, hiccup book): a few seconds.
-	@export PATH=$$PATH:/usr/local/go/bin; if command -v go >/dev/null; then cd harness/bench/loadgen && go test -count=1 ./...; \
-	  else echo "test-unit: go not installed, the load generator's tests did not run (harness/bench/scripts/setup.sh loadgen installs it)" >&2; exit 1; fi
+	@# tools/go.sh provides Go (the one installed, or the pinned toolchain from the Go module proxy).
+	@export PATH="$$(tools/go.sh)$$PATH"; cd harness/bench/loadgen && go test -count=1 ./...
 
 .PHONY: test-integration
 test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes

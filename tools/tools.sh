@@ -9,6 +9,9 @@
 #   tools/tools.sh env        # print `export X=...` lines for the checks
 #   tools/tools.sh helm k6    # only these
 #
+# Each tool lands in $WSPS_CACHE/bin (~/.cache/wsps/bin): the Makefile puts it
+# first on PATH; in your shell, `export PATH=$HOME/.cache/wsps/bin:$PATH`.
+#
 # Sources: the Go module proxy (Go tools) and PyPI (Kubernetes JSON schemas).
 set -o errexit -o nounset -o pipefail
 
@@ -49,11 +52,20 @@ trap heartbeat_stop EXIT
 
 link () { mkdir -p "$BIN"; ln -sfn "$1" "$BIN/$(basename "$1")"; }
 
+# Go for the builds below: the one installed, or the pinned toolchain
+# (tools/go.sh fetches it from the Go module proxy when there is none).
+need_go () {
+  command -v go >/dev/null && return
+  local prefix
+  prefix=$("$(dirname "${BASH_SOURCE[0]}")/go.sh")
+  PATH=$prefix$PATH
+}
+
 # go install into a versioned dir. Writes to a temp dir first so an
 # interrupted build never leaves a half-installed tool behind.
 go_install () { # dir pkg@version [ldflags]
   local dir=$1 pkg=$2 ldflags=${3:-} tmp
-  command -v go >/dev/null || { echo "go is required to build $pkg" >&2; exit 1; }
+  need_go
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "building $pkg (go install, first time only; takes a few minutes on 2 cores)"
   local start=$SECONDS
@@ -102,7 +114,7 @@ install_helm_docs () {
 # hooks: the upstream hook downloads a release binary, which we cannot).
 install_helm_unittest () {
   [[ -x $unittest_dir/unittest/untt ]] && return
-  command -v go >/dev/null || { echo "go is required to build helm-unittest" >&2; exit 1; }
+  need_go
   local mod=github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION src tmp start=$SECONDS
   log "downloading $mod"
   heartbeat_start "helm-unittest"
@@ -254,6 +266,7 @@ main () {
       schemas) install_schemas ;;
       python) install_python ;;
       k6) install_k6; link "$k6_dir/k6" ;;
+      go) need_go ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac
   done
