@@ -28,7 +28,7 @@ deps: ## Install what is missing: npm packages, redis-server, nginx
 	@infra/local/deps.sh
 
 .PHONY: up
-up: deps ## Start Redis, the quote-fetcher, two gateways and nginx on :8080; print the URLs
+up: deps ## Start Redis, the quote-fetcher, two gateways and nginx on :8080; print the URLs (AUTH=hs256: with JWT auth)
 	@infra/local/up.sh
 
 .PHONY: down
