@@ -53,10 +53,12 @@ test-static: deps ## Lint, type check, generated docs up to date, npm audit
 
 .PHONY: test-unit
 test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
-	@node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
-	@# The bench's Go programs (harness/bench/loadgen: frames, epoll loop and floor on loopback, hiccup book): a few seconds.
-	@# tools/go.sh provides Go (the one installed, or the pinned toolchain from the Go module proxy).
-	@export PATH="$$(tools/go.sh)$$PATH"; cd harness/bench/loadgen && go test -count=1 ./...
+	@# Go for the bench's tests (they build its Go programs) and go test: tools/go.sh
+	@# provides it (the one installed, or the pinned toolchain from the Go module proxy).
+	@export PATH="$$(tools/go.sh)$$PATH"
+	node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
+	# The bench's Go programs (harness/bench/loadgen: frames, epoll loop and floor on loopback, hiccup book): a few seconds.
+	cd harness/bench/loadgen && go test -count=1 ./...
 
 .PHONY: test-integration
 test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes
