@@ -21,6 +21,18 @@ PORTS=(8080 8081 8082 9091 6380)   # infra/local/lib.sh defaults
 say () { printf '\033[36m[test-up]\033[0m %s\n' "$*"; }
 fail () { printf '\033[31m[test-up] FAIL\033[0m %s\n' "$*" >&2; exit 1; }
 
+# What the leftover check below uses: ss (iproute2) and pgrep (procps), not in
+# a minimal Debian. Without them it would pass without looking.
+missing=()
+command -v ss >/dev/null || missing+=(iproute2)
+command -v pgrep >/dev/null || missing+=(procps)
+if ((${#missing[@]})); then
+  [[ $(id -u) -eq 0 ]] || fail "needs ${missing[*]}: sudo apt-get install -y ${missing[*]}"
+  say "installing ${missing[*]} (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
 exec 9>/tmp/wsps-make-up.lock
 say "waiting for /tmp/wsps-make-up.lock (another make up may be running)"
 flock 9
