@@ -270,6 +270,12 @@ main () {
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac
   done
+  # How to reach them outside make (make puts $BIN first on PATH itself).
+  local linked=() t
+  for t in "${want[@]}"; do [[ -e $BIN/$t ]] && linked+=("$t"); done
+  if ((${#linked[@]})) && [[ :$PATH: != *":$BIN:"* || -n ${MAKELEVEL:-} ]]; then
+    log "ready in $BIN: ${linked[*]} (in your shell: export PATH=\"$BIN:\$PATH\")"
+  fi
 }
 
 main "$@"
