@@ -9,6 +9,9 @@
 //   ```sh test:auth      run against `make up AUTH=hs256`
 //   ```sh test:syntax    only parsed (`bash -n`): a cluster, a vendor, a placeholder
 //
+// An unlabeled block whose first line starts like a command (`make `,
+// `curl `, ...) counts as a shell block without its mark.
+//
 // plus, for a block that does not end by itself (a stream, a socket):
 //
 //   ```sh test:up stream  started, and stopped once it printed what it must
@@ -33,6 +36,9 @@ import { fileURLToPath } from 'node:url'
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const SHELLS = new Set(['sh', 'bash', 'shell', 'console'])
 const MARKS = new Set(['test:up', 'test:auth', 'test:syntax'])
+// An unlabeled block that starts like a command is a shell block without its
+// language (it would escape the checks): it must be labeled too.
+const LOOKS_LIKE_SHELL = /^(make|node|npm|curl|k6|helm|kubectl|kustomize|export|sudo|apt-get) /
 const BLOCK_TIMEOUT_MS = 60_000
 const STREAM_TIMEOUT_MS = 20_000
 
@@ -81,7 +87,8 @@ export function shellBlocks (file, text) {
     let j = i + 1
     while (j < lines.length && !(lines[j].startsWith(indent + fence) && lines[j].trim() === fence)) j++
     const words = info.trim().split(/\s+/)
-    if (SHELLS.has(words[0])) {
+    const unlabeledShell = info.trim() === '' && LOOKS_LIKE_SHELL.test(lines[i + 1]?.trim() ?? '')
+    if (SHELLS.has(words[0]) || unlabeledShell) {
       const code = lines.slice(i + 1, j).map((l) => l.startsWith(indent) ? l.slice(indent.length) : l).join('\n')
       out.push({
         file,
@@ -113,7 +120,7 @@ export function check (root = ROOT) {
   const problems = []
   for (const b of allBlocks(root)) {
     const where = `${b.file}:${b.line}`
-    if (!b.mark) problems.push(`${where}: shell block without a mark (test:up, test:auth or test:syntax after the language)`)
+    if (!b.mark) problems.push(`${where}: shell block without a mark (\`\`\`sh test:up, test:auth or test:syntax)`)
     const r = spawnSync('bash', ['-n'], { input: b.code, encoding: 'utf8' })
     if (r.status !== 0) problems.push(`${where}: bash -n: ${r.stderr.trim()}`)
   }
