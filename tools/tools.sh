@@ -61,6 +61,20 @@ need_go () {
   PATH=$prefix$PATH
 }
 
+# python3 with pip and venv (the schemas' download, PyYAML's venv): Debian
+# splits them into python3-pip and python3-venv, absent from a minimal system.
+need_python () {
+  local missing=()
+  command -v python3 >/dev/null || missing+=(python3)
+  python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+  ((${#missing[@]})) || return 0
+  [[ $(id -u) -eq 0 ]] || { echo "tools.sh needs ${missing[*]}: sudo apt-get install -y ${missing[*]}" >&2; exit 1; }
+  log "installing ${missing[*]} (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
 # go install into a versioned dir. Writes to a temp dir first so an
 # interrupted build never leaves a half-installed tool behind.
 go_install () { # dir pkg@version [ldflags]
@@ -147,6 +161,7 @@ YAML
 # kubeconform compiles one small document per kind.
 install_schemas () {
   [[ -f $schemas_dir/.complete ]] && return
+  need_python
   local tmp start=$SECONDS
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "downloading kubernetes-validate==$K8S_SCHEMAS_VERSION from PyPI (~22 MB, JSON schemas)"
@@ -222,6 +237,7 @@ PY
 
 install_python () {
   [[ -x $py_dir/bin/python ]] && return
+  need_python
   local tmp
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "creating a Python venv with PyYAML $PYYAML_VERSION (PyPI)"
