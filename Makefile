@@ -28,7 +28,7 @@ deps: ## Install what is missing: npm packages, redis-server, nginx
 	@infra/local/deps.sh
 
 .PHONY: up
-up: deps ## Start Redis, the quote-fetcher, two gateways and nginx on :8080; print the URLs
+up: deps ## Start Redis, the quote-fetcher, two gateways and nginx on :8080; print the URLs (AUTH=hs256: with JWT auth)
 	@infra/local/up.sh
 
 .PHONY: down
@@ -53,10 +53,12 @@ test-static: deps ## Lint, type check, generated docs up to date, npm audit
 
 .PHONY: test-unit
 test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
-	@node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
-	@# The bench's Go programs (harness/bench/loadgen: frames, epoll loop and floor on loopback, hiccup book): a few seconds.
-	@export PATH=$$PATH:/usr/local/go/bin; if command -v go >/dev/null; then cd harness/bench/loadgen && go test -count=1 ./...; \
-	  else echo "test-unit: go not installed, the load generator's tests did not run (harness/bench/scripts/setup.sh loadgen installs it)" >&2; exit 1; fi
+	@# Go for the bench's tests (they build its Go programs) and go test: tools/go.sh
+	@# provides it (the one installed, or the pinned toolchain from the Go module proxy).
+	@export PATH="$$(tools/go.sh)$$PATH"
+	node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js
+	# The bench's Go programs (harness/bench/loadgen: frames, epoll loop and floor on loopback, hiccup book): a few seconds.
+	cd harness/bench/loadgen && go test -count=1 ./...
 
 .PHONY: test-integration
 test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes

@@ -11,8 +11,10 @@ CHROMIUM := /usr/bin/chromium
 test-browser: deps ## Browser client tests: the page in headless Chromium, WspsClient in Node, against a stack of their own
 	@if [[ ! -x $(CHROMIUM) ]]; then
 	  if [[ $$(id -u) -eq 0 ]]; then
-	    echo "==> installing Debian's chromium (the tests drive it with playwright-core)"
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+	    echo "==> installing Debian's chromium (the tests drive it with playwright-core; ~100 MB, once)"
+	    # a fresh machine (or container) may have no package lists yet
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
 	  else
 	    echo "test-browser needs Debian's chromium at $(CHROMIUM); install it with: sudo apt-get install -y chromium" >&2
 	    exit 1

@@ -5,7 +5,11 @@
 #   2. `make up` in it;
 #   3. a protocol probe through nginx (:8080): subscribe to AAPL over /ws and
 #      wait for a quote (services/gateway/src/probe.js);
-#   4. `make down`, then proof that nothing is left: every process that ran
+#   4. the docs' shell blocks marked test:up, run as written against it
+#      (tools/doc-blocks.js; every block is checked for a mark and parsed
+#      first, before anything starts);
+#   5. `make down`, `make up AUTH=hs256`, and the blocks marked test:auth;
+#   6. `make down`, then proof that nothing is left: every process that ran
 #      from the clone (pids recorded by make up, nginx workers, anything whose
 #      command line or working directory is in the clone) is gone and the
 #      stack's ports are free.
@@ -16,6 +20,18 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PORTS=(8080 8081 8082 9091 6380)   # infra/local/lib.sh defaults
 say () { printf '\033[36m[test-up]\033[0m %s\n' "$*"; }
 fail () { printf '\033[31m[test-up] FAIL\033[0m %s\n' "$*" >&2; exit 1; }
+
+# What the leftover check below uses: ss (iproute2) and pgrep (procps), not in
+# a minimal Debian. Without them it would pass without looking.
+missing=()
+command -v ss >/dev/null || missing+=(iproute2)
+command -v pgrep >/dev/null || missing+=(procps)
+if ((${#missing[@]})); then
+  [[ $(id -u) -eq 0 ]] || fail "needs ${missing[*]}: sudo apt-get install -y ${missing[*]}"
+  say "installing ${missing[*]} (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
 exec 9>/tmp/wsps-make-up.lock
 say "waiting for /tmp/wsps-make-up.lock (another make up may be running)"
@@ -37,12 +53,24 @@ say "fresh clone of $(git -C "$ROOT" rev-parse --short HEAD) in $CLONE"
 git clone --quiet --local --no-hardlinks "$ROOT" "$CLONE"
 cd "$CLONE"
 
+say "the docs' shell blocks: each marked (test:up, test:auth, test:syntax) and parsed"
+node tools/doc-blocks.js check || fail "docs: shell blocks unmarked or not valid shell (tools/doc-blocks.js)"
+
 say "make up (the README's command)"
 make up
 
 say "protocol probe through nginx: ws://127.0.0.1:8080/ws, AAPL"
 node services/gateway/src/probe.js --url ws://127.0.0.1:8080/ws --symbol AAPL --timeout-ms 30000 \
   || fail "no quote through nginx"
+
+say "the docs' test:up blocks against make up"
+node tools/doc-blocks.js run up || fail "a documented command failed against make up (above)"
+
+say "make down; make up AUTH=hs256 (the README's auth section)"
+make down
+make up AUTH=hs256
+say "the docs' test:auth blocks against make up AUTH=hs256"
+node tools/doc-blocks.js run auth || fail "a documented command failed against make up AUTH=hs256 (above)"
 
 # Every process of the stack, before it is stopped.
 pids=()
@@ -72,4 +100,4 @@ done
 for p in "${PORTS[@]}"; do
   if ss -Hltn "sport = :$p" | grep -q .; then fail "port $p still listened on after make down"; fi
 done
-say "PASS: make up served a quote through nginx; make down left no process and no port behind"
+say "PASS: make up served a quote through nginx; the docs' blocks ran as written (with and without auth); make down left no process and no port behind"

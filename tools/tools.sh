@@ -9,6 +9,9 @@
 #   tools/tools.sh env        # print `export X=...` lines for the checks
 #   tools/tools.sh helm k6    # only these
 #
+# Each tool lands in $WSPS_CACHE/bin (~/.cache/wsps/bin): the Makefile puts it
+# first on PATH; in your shell, `export PATH=$HOME/.cache/wsps/bin:$PATH`.
+#
 # Sources: the Go module proxy (Go tools) and PyPI (Kubernetes JSON schemas).
 set -o errexit -o nounset -o pipefail
 
@@ -49,11 +52,34 @@ trap heartbeat_stop EXIT
 
 link () { mkdir -p "$BIN"; ln -sfn "$1" "$BIN/$(basename "$1")"; }
 
+# Go for the builds below: the one installed, or the pinned toolchain
+# (tools/go.sh fetches it from the Go module proxy when there is none).
+need_go () {
+  command -v go >/dev/null && return
+  local prefix
+  prefix=$("$(dirname "${BASH_SOURCE[0]}")/go.sh")
+  PATH=$prefix$PATH
+}
+
+# python3 with pip and venv (the schemas' download, PyYAML's venv): Debian
+# splits them into python3-pip and python3-venv, absent from a minimal system.
+need_python () {
+  local missing=()
+  command -v python3 >/dev/null || missing+=(python3)
+  python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+  ((${#missing[@]})) || return 0
+  [[ $(id -u) -eq 0 ]] || { echo "tools.sh needs ${missing[*]}: sudo apt-get install -y ${missing[*]}" >&2; exit 1; }
+  log "installing ${missing[*]} (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
 # go install into a versioned dir. Writes to a temp dir first so an
 # interrupted build never leaves a half-installed tool behind.
 go_install () { # dir pkg@version [ldflags]
   local dir=$1 pkg=$2 ldflags=${3:-} tmp
-  command -v go >/dev/null || { echo "go is required to build $pkg" >&2; exit 1; }
+  need_go
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "building $pkg (go install, first time only; takes a few minutes on 2 cores)"
   local start=$SECONDS
@@ -102,7 +128,7 @@ install_helm_docs () {
 # hooks: the upstream hook downloads a release binary, which we cannot).
 install_helm_unittest () {
   [[ -x $unittest_dir/unittest/untt ]] && return
-  command -v go >/dev/null || { echo "go is required to build helm-unittest" >&2; exit 1; }
+  need_go
   local mod=github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION src tmp start=$SECONDS
   log "downloading $mod"
   heartbeat_start "helm-unittest"
@@ -135,6 +161,7 @@ YAML
 # kubeconform compiles one small document per kind.
 install_schemas () {
   [[ -f $schemas_dir/.complete ]] && return
+  need_python
   local tmp start=$SECONDS
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "downloading kubernetes-validate==$K8S_SCHEMAS_VERSION from PyPI (~22 MB, JSON schemas)"
@@ -210,6 +237,7 @@ PY
 
 install_python () {
   [[ -x $py_dir/bin/python ]] && return
+  need_python
   local tmp
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "creating a Python venv with PyYAML $PYYAML_VERSION (PyPI)"
@@ -254,9 +282,16 @@ main () {
       schemas) install_schemas ;;
       python) install_python ;;
       k6) install_k6; link "$k6_dir/k6" ;;
+      go) need_go ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac
   done
+  # How to reach them outside make (make puts $BIN first on PATH itself).
+  local linked=() t
+  for t in "${want[@]}"; do [[ -e $BIN/$t ]] && linked+=("$t"); done
+  if ((${#linked[@]})) && [[ :$PATH: != *":$BIN:"* || -n ${MAKELEVEL:-} ]]; then
+    log "ready in $BIN: ${linked[*]} (in your shell: export PATH=\"$BIN:\$PATH\")"
+  fi
 }
 
 main "$@"

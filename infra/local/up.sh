@@ -28,10 +28,39 @@ else
 fi
 
 # Services reject unknown WSPS_* variables; pass them only what is theirs
-# (the Makefile exports WSPS_CACHE, for one).
+# (the Makefile exports WSPS_CACHE, for one). A service setting in the
+# caller's environment is not passed on either, but said so: the local stack
+# is configured here (AUTH=hs256 below), not by the shell it was started from.
 unset_wsps=()
-for v in $(compgen -e | grep '^WSPS_' || true); do unset_wsps+=(-u "$v"); done
+for v in $(compgen -e | grep '^WSPS_' || true); do
+  unset_wsps+=(-u "$v")
+  case $v in
+    WSPS_CACHE | WSPS_RUN_DIR | WSPS_LOCAL_* | WSPS_LOG_LEVEL | WSPS_DRAIN_MS) ;;
+    *) say "not passed to the services: $v from your environment (the local stack sets its own; auth: make up AUTH=hs256)" ;;
+  esac
+done
 common=(env "${unset_wsps[@]}" WSPS_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" WSPS_HOST=127.0.0.1 WSPS_LOG_LEVEL="${WSPS_LOG_LEVEL:-info}")
+
+# Auth: `make up AUTH=hs256` starts the gateways with HS256 JWT auth, the
+# secret made once per .run/ (infra/local/token.js signs tokens with it).
+# The mode is recorded: gateways already running in the other mode are not
+# silently kept.
+AUTH=${AUTH:-none}
+case $AUTH in none | hs256) ;; *) die "AUTH=$AUTH: expected none or hs256" ;; esac
+AUTH_FILE=$RUN_DIR/auth-mode
+SECRET_FILE=$RUN_DIR/auth-secret
+was=$(cat "$AUTH_FILE" 2>/dev/null || echo none)
+for i in "${!GATEWAY_PORTS[@]}"; do
+  if alive "gateway-$((i + 1))" && [[ $was != "$AUTH" ]]; then
+    die "the gateways run with AUTH=$was; run make down first to restart them with AUTH=$AUTH"
+  fi
+done
+echo "$AUTH" >"$AUTH_FILE"
+gateway_auth=()
+if [[ $AUTH == hs256 ]]; then
+  [[ -s $SECRET_FILE ]] || (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(32).toString('hex'))" >"$SECRET_FILE")
+  gateway_auth=(WSPS_AUTH_MODE=hs256 WSPS_AUTH_HS256_SECRET_FILE="$SECRET_FILE")
+fi
 # The publish API (docs/feeding.md) is on, with a token made once per .run/.
 TOKEN_FILE=$RUN_DIR/publish-token
 [[ -s $TOKEN_FILE ]] || (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(24).toString('hex'))" >"$TOKEN_FILE")
@@ -41,7 +70,7 @@ for i in "${!FETCHER_PORTS[@]}"; do
 done
 for i in "${!GATEWAY_PORTS[@]}"; do
   start "gateway-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${GATEWAY_PORTS[$i]}" WSPS_NODE_NAME="gateway-$((i + 1))" \
-    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" node "$NODE_FLAGS" services/gateway/src/main.js
+    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" "${gateway_auth[@]}" node "$NODE_FLAGS" services/gateway/src/main.js
 done
 
 # The one renderer of infra/local/nginx.conf.tmpl (the tests and the bench use it too).
@@ -81,3 +110,13 @@ cat <<MSG
     Stop             make down
 
 MSG
+if [[ $AUTH == hs256 ]]; then
+  cat <<MSG
+  Auth is on (HS256, secret in .run/auth-secret): every connection needs a token.
+    Mint one         node infra/local/token.js AAPL MSFT      (--ttl SECONDS; no symbols: all)
+    Sample (1 h)     $(node infra/local/token.js --secret-file "$SECRET_FILE" AAPL MSFT)
+    Use it           Authorization: Bearer <token> on /ws or /sse, or {"op":"auth","token":"<token>"} first
+    The page at / has no token source on the local stack; see README, "Auth on the local stack".
+
+MSG
+fi

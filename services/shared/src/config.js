@@ -33,8 +33,32 @@ export class ConfigError extends Error {
 // Kubernetes injects <SERVICE>_PORT, <SERVICE>_PORT_<n>_TCP_*, and
 // <SERVICE>_SERVICE_HOST/PORT for every Service in the namespace. A Service
 // named wsps-redis yields WSPS_REDIS_PORT=tcp://..., which must not be taken
-// for a typo of ours (the chart also sets enableServiceLinks: false).
-const K8S_SERVICE_LINK = /^WSPS_[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$/
+// for a typo of ours (the chart also sets enableServiceLinks: false). Only
+// the name AND the value together say "service link": a name alone would let
+// WSPS_METRIC_PORT=9100 (a typo of WSPS_METRICS_PORT) through silently, but
+// Kubernetes never gives <SERVICE>_PORT a bare number, only proto://ip:port.
+const IP = String.raw`(\d{1,3}(\.\d{1,3}){3}|\[?[0-9a-fA-F:]+\]?)`
+const PROTO = '(tcp|udp|sctp)'
+/** @type {ReadonlyArray<[RegExp, RegExp]>} name pattern, then the value Kubernetes gives it */
+const K8S_SERVICE_LINKS = [
+  [/^WSPS_[A-Z0-9_]+_SERVICE_HOST$/, new RegExp(`^${IP}$`)],
+  [/^WSPS_[A-Z0-9_]+_SERVICE_PORT(_[A-Z0-9_]+)?$/, /^\d{1,5}$/],
+  [/^WSPS_[A-Z0-9_]+_PORT(_\d+_(TCP|UDP|SCTP))?$/, new RegExp(`^${PROTO}://${IP}:\\d{1,5}$`)],
+  [/^WSPS_[A-Z0-9_]+_PORT_\d+_(TCP|UDP|SCTP)_PROTO$/, new RegExp(`^${PROTO}$`)],
+  [/^WSPS_[A-Z0-9_]+_PORT_\d+_(TCP|UDP|SCTP)_PORT$/, /^\d{1,5}$/],
+  [/^WSPS_[A-Z0-9_]+_PORT_\d+_(TCP|UDP|SCTP)_ADDR$/, new RegExp(`^${IP}$`)]
+]
+
+/**
+ * A variable Kubernetes injected for a Service: its name and its value both
+ * have the service-link shape.
+ *
+ * @param {string} name
+ * @param {string | undefined} value
+ */
+function isServiceLink (name, value) {
+  return K8S_SERVICE_LINKS.some(([n, v]) => n.test(name) && v.test(value ?? ''))
+}
 
 /**
  * @param {Setting} s
@@ -77,7 +101,8 @@ function parse (s, raw) {
 
 /**
  * Loads and validates config. Unknown `WSPS_*` variables are errors (a typo
- * must not silently fall back to a default), except Kubernetes service links.
+ * must not silently fall back to a default), except Kubernetes service links
+ * (name and value both shaped like one: isServiceLink).
  *
  * @template {Record<string, unknown>} T
  * @param {readonly Setting[]} schema
@@ -112,7 +137,7 @@ export function loadConfig (schema, env) {
   }
 
   for (const name of Object.keys(env)) {
-    if (name.startsWith('WSPS_') && !known.has(name) && !K8S_SERVICE_LINK.test(name)) {
+    if (name.startsWith('WSPS_') && !known.has(name) && !isServiceLink(name, env[name])) {
       problems.push(`${name}: unknown setting (see docs/configuration.md)`)
     }
   }

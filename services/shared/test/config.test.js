@@ -42,12 +42,37 @@ test('every problem is reported at once, secrets without their value', () => {
 })
 
 test('Kubernetes service-link variables are not taken for typos', () => {
+  // every variable Kubernetes injects for a Service wsps-redis (port 6379) and
+  // wsps-gateway (named port http), IPv4 and IPv6
   assert.doesNotThrow(() => loadConfig(schema, {
+    WSPS_REDIS_SERVICE_HOST: '10.0.0.1',
+    WSPS_REDIS_SERVICE_PORT: '6379',
     WSPS_REDIS_PORT: 'tcp://10.0.0.1:6379',
+    WSPS_REDIS_PORT_6379_TCP: 'tcp://10.0.0.1:6379',
+    WSPS_REDIS_PORT_6379_TCP_PROTO: 'tcp',
+    WSPS_REDIS_PORT_6379_TCP_PORT: '6379',
     WSPS_REDIS_PORT_6379_TCP_ADDR: '10.0.0.1',
-    WSPS_GATEWAY_SERVICE_HOST: '10.0.0.2',
-    WSPS_GATEWAY_SERVICE_PORT_HTTP: '8080'
+    WSPS_GATEWAY_SERVICE_HOST: 'fd00::2',
+    WSPS_GATEWAY_SERVICE_PORT_HTTP: '8080',
+    WSPS_GATEWAY_PORT: 'tcp://[fd00::2]:8080'
   }))
+})
+
+test('a _PORT name whose value is not a service link is an unknown setting, not ignored', () => {
+  // WSPS_METRIC_PORT=9100 is a typo of a port setting: Kubernetes never sets
+  // <SERVICE>_PORT to a bare number, so it must not start on the default port
+  assert.throws(() => loadConfig(schema, {
+    WSPS_METRIC_PORT: '9100',
+    WSPS_REDIS_SERVICE_HOST: 'redis.local',
+    WSPS_REDIS_PORT_6379_TCP_PORT: 'six'
+  }), (/** @type {ConfigError} */ err) => {
+    assert.deepEqual(err.problems, [
+      'WSPS_METRIC_PORT: unknown setting (see docs/configuration.md)',
+      'WSPS_REDIS_SERVICE_HOST: unknown setting (see docs/configuration.md)',
+      'WSPS_REDIS_PORT_6379_TCP_PORT: unknown setting (see docs/configuration.md)'
+    ])
+    return true
+  })
 })
 
 test('a secret can come from <NAME>_FILE and is redacted for logs', () => {
