@@ -21,7 +21,6 @@ if [[ $ONLY == all ]]; then
   command -v pushpin >/dev/null || missing+=(pushpin)
   command -v taskset >/dev/null || missing+=(util-linux)
 fi
-command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]] || missing+=(golang-go)
 if ((${#missing[@]})); then
   [[ $(id -u) -eq 0 ]] || { echo "missing: ${missing[*]} (install them, e.g. sudo apt-get install -y ${missing[*]})" >&2; exit 1; }
   say "installing ${missing[*]} (apt-get)"
@@ -29,7 +28,11 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-export PATH=$PATH:/usr/local/go/bin
+# Go as the rest of the suite gets it (Debian's golang-go is too old for the
+# load generator's go.mod): an installed one recent enough, else the pinned
+# toolchain from the module proxy.
+PATH="$("$ROOT/tools/go.sh")$PATH"
+export PATH
 
 # The Go programs (harness/bench/loadgen/cmd/{loadgen,floor,hiccup}) in one
 # directory named by a hash of the module's files, names and contents:
