@@ -72,8 +72,11 @@ return {n, jobs, #expired, pushed}
  * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
  * epoch (all of one symbol's slot on a Redis Cluster, so there the fetcher
  * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
- * historySize, historyTtlMs, then per quote: channel, quote JSON without seq
- * (starts with '{"symbol"'), floorSeq.
+ * historySize, historyTtlMs, defer (0/1), then per quote: channel, quote
+ * JSON without seq (starts with '{"symbol"'), floorSeq.
+ * defer 1: the script writes but does not publish, and returns the messages
+ * (after the seqs) for the caller to publish itself once replicas hold the
+ * writes (Redis WAIT; WSPS_PUBLISH_WAIT_REPLICAS).
  * seq = INCR, but never at or below floorSeq: the fetcher passes the last seq
  * it knows, so a Redis restart that lost the counter does not rewind it.
  * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
@@ -103,11 +106,12 @@ return {n, jobs, #expired, pushed}
  * what the append does). So it holds up to historySize plus a node plus 15
  * entries, and a quiet symbol's history is gone within historyTtlMs plus 16
  * of its ticks.
- * Returns the seq of each quote, 0 for one refused for that reason.
+ * Returns the seq of each quote, 0 for one refused for that reason; with
+ * defer, then the message of each quote ('' for a refused one).
  */
 const PUBLISH = `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
-local histSize, histTtl = tonumber(ARGV[4]), ARGV[5]
+local histSize, histTtl, defer = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
 local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
 local function newEpoch ()
   local t = redis.call('TIME')
@@ -120,9 +124,10 @@ local function newEpoch ()
   end
   return e
 end
-local out = {}
-for i = 1, #KEYS / 5 do
-  local k, a = 5 * i - 4, 3 * i + 3
+local out, n = {}, #KEYS / 5
+for i = 1, n do
+  local k, a = 5 * i - 4, 3 * i + 4
+  if defer then out[n + i] = '' end
   local seq = 0
   if pushMs > 0 then
     redis.call('SET', KEYS[k + 2], '1', 'PX', pushMs)
@@ -175,7 +180,13 @@ for i = 1, #KEYS / 5 do
       msg = '{"seq":' .. s .. ',' .. body
     end
     redis.call('SET', KEYS[k + 1], msg, 'PX', ttl)
-    if sharded then redis.call('SPUBLISH', ARGV[a], msg) else redis.call('PUBLISH', ARGV[a], msg) end
+    if defer then
+      out[n + i] = msg
+    elseif sharded then
+      redis.call('SPUBLISH', ARGV[a], msg)
+    else
+      redis.call('PUBLISH', ARGV[a], msg)
+    end
   end
   out[i] = seq
 end
@@ -247,8 +258,8 @@ return n
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
- *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>,
- *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<number[]>,
+ *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
+ *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
  *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
@@ -260,15 +271,16 @@ return n
  *
  * @param {import('./keys.js').RedisKeys} keys
  * @param {{symbol: string, body: string, floor: number}[]} quotes body: the quote JSON without seq, starting with '{"symbol"'
- * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, historyTtlMs?: number}} options
- *   historySize 0 (the default): no history, no epoch
+ * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, historyTtlMs?: number, defer?: boolean}} options
+ *   historySize 0 (the default): no history, no epoch; defer: publish nothing,
+ *   return the messages after the seqs
  * @returns {[number, ...(string | number)[]]}
  */
-export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, historyTtlMs = 0 }) {
+export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, historyTtlMs = 0, defer = false }) {
   /** @type {string[]} */
   const k = []
   /** @type {(string | number)[]} */
-  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, historyTtlMs]
+  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, historyTtlMs, defer ? 1 : 0]
   for (const q of quotes) {
     k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol))
     a.push(keys.channel(q.symbol), q.body, q.floor)
