@@ -138,7 +138,7 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   const back = await TestClient.connect(gateway.wsUrl)
   // It holds what it held when it left: the replay continues that.
   for (const q of held) back.receiver.snap(/** @type {any} */ (q))
-  const ack = await back.sub(SYMBOLS, { mode: 'distinct', since })
+  const ack = await back.sub(SYMBOLS, /** @type {{mode: string}} */ ({ mode: 'distinct', since }))
   const target = Math.max(...subs.map((x) => x.newest()))
   await waitFor(() => SYMBOLS.every((s) => (back.seqs.get(s)?.at(-1) ?? 0) >= target), { timeout: 20_000, message: `the late reader past seq ${target}` })
     .catch((err) => {
@@ -152,9 +152,10 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   const got = subs.reduce((a, s) => a + ticksLost(s.seqs).got, 0)
   const notRecovered = subs.flatMap((s) => s.recoveries).filter((r) => !r.recovered)
   const epochs = Math.max(...subs.flatMap((s) => [...s.epochs.values()].map((e) => e.size)))
-  const waits = ['acked', 'short', 'failed'].map((r) => [r, 0])
-  for (const w of waits) w[1] = await metric(fetcher, `wsps_fetcher_replica_waits_total{result="${w[0]}"`)
-  t.diagnostic(`ticks lost ${lost} of ${got}; recovered:false ${notRecovered.length}; most epochs one symbol went through ${epochs}; fetcher waits ${waits.map(([r, n]) => `${r} ${n}`).join(', ')}`)
+  /** @type {Record<string, number>} */
+  const waits = {}
+  for (const r of ['acked', 'short', 'failed']) waits[r] = await metric(fetcher, `wsps_fetcher_replica_waits_total{result="${r}"`)
+  t.diagnostic(`ticks lost ${lost} of ${got}; recovered:false ${notRecovered.length}; most epochs one symbol went through ${epochs}; fetcher waits ${JSON.stringify(waits)}`)
   assert.equal(lost, 0, 'ticks lost by the live readers')
   assert.deepEqual(ack.recovered, Object.fromEntries(SYMBOLS.map((s) => [s, true])), 'the late reader recovered every symbol from the promoted replica\'s history')
   assert.equal(lateLost.lost, 0, 'ticks lost by the late reader')
@@ -162,5 +163,5 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   assert.equal(subs.reduce((a, s) => a + ticksDisordered(s.seqs), 0), 0, 'no quote twice or out of order')
   assert.equal(epochs, 1, 'one epoch throughout: the promoted replica continues the history every subscriber saw')
   assert.deepEqual(notRecovered, [], 'no symbol told recovered:false')
-  assert.ok(waits[0][1] > 0, 'the fetcher waited for the replica')
+  assert.ok(waits.acked > 0, 'the fetcher waited for the replica')
 })
