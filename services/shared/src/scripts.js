@@ -84,8 +84,9 @@ return {n, jobs, #expired, pushed}
  * was in flight when pushing began cannot interleave an older quote.
  *
  * History (historySize > 0): every published quote is also appended to the
- * symbol's stream (entry ID `<seq>-0`, field `q`: the message as published),
- * in the same script as the seq, so history and seq never disagree. Every
+ * symbol's stream (entry ID `<seq>-0`, given as `<seq>`; field `q`: the
+ * message as published), in the same script as the seq, so history and seq
+ * never disagree. Every
  * message carries the epoch: `{"seq":N,"epoch":"E",...}`. The epoch names
  * one unbroken count of seqs, so it lives beside the counter and like it
  * without expiry: the epoch key, a few bytes, read once per quote (reading
@@ -161,7 +162,7 @@ for i = 1, n do
         redis.call('DEL', hist)
       end
       msg = '{"seq":' .. s .. ',"epoch":"' .. epoch .. '",' .. body
-      local added = redis.pcall('XADD', hist, s .. '-0', 'q', msg)
+      local added = redis.pcall('XADD', hist, s, 'q', msg)
       if type(added) == 'table' and added.err then
         -- seq is not above the newest entry: the counter was lost, history
         -- cannot continue. A new epoch, and a history that starts here.
@@ -169,7 +170,7 @@ for i = 1, n do
         fresh = true
         redis.call('DEL', hist)
         msg = '{"seq":' .. s .. ',"epoch":"' .. epoch .. '",' .. body
-        redis.call('XADD', hist, s .. '-0', 'q', msg)
+        redis.call('XADD', hist, s, 'q', msg)
       end
       if fresh then redis.call('SET', ekey, epoch) end
       if fresh or seq % 16 == 0 then
