@@ -21,7 +21,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import WebSocket from 'ws'
-import { parseMetrics, sleep, startFetcher, startGateway, startRedisSentinel, TestClient, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
+import { parseMetrics, sleep, startFetcher, startGateway, startRedisCluster, startRedisSentinel, TestClient, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
 import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
 
 const SYMBOLS = ['WR1', 'WR2', 'WR3', 'WR4']
@@ -164,4 +164,32 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   assert.equal(epochs, 1, 'one epoch throughout: the promoted replica continues the history every subscriber saw')
   assert.deepEqual(notRecovered, [], 'no symbol told recovered:false')
   assert.ok(waits.acked > 0, 'the fetcher waited for the replica')
+})
+
+test('on a Redis Cluster (3 primaries, each with a replica) WAIT goes to the primary holding each quote\'s slot: every quote is acknowledged, none waits out the timeout, and distinct readers get every tick in order', { timeout: 120_000 }, async (t) => {
+  const cluster = await startRedisCluster({ masters: 3, replicas: 1 })
+  const env = { WSPS_REDIS_MODE: 'cluster' }
+  /** @type {import('../src/index.js').ServiceHandle[]} */
+  const procs = []
+  try {
+    procs.push(await startFetcher(cluster.url, { ...env, WSPS_FETCH_INTERVAL_MS: 100, WSPS_PUBLISH_WAIT_REPLICAS: 1, WSPS_PUBLISH_WAIT_TIMEOUT_MS: 2000 }))
+    procs.push(await startGateway(cluster.url, env))
+    // Enough symbols that every shard owns some.
+    const symbols = Array.from({ length: 12 }, (_, i) => `WC${i}`)
+    const c = await TestClient.connect(procs[1].wsUrl)
+    await c.sub(symbols, { mode: 'distinct' })
+    for (const s of symbols) await c.waitQuotes(s, 10, 20_000)
+    c.close()
+    /** @type {Record<string, number>} */
+    const waits = {}
+    for (const r of ['acked', 'short', 'failed']) waits[r] = await metric(procs[0], `wsps_fetcher_replica_waits_total{result="${r}"`)
+    t.diagnostic(`fetcher waits ${JSON.stringify(waits)}; ticks lost ${ticksLost(c.seqs).lost} of ${ticksLost(c.seqs).got}`)
+    assert.deepEqual(c.problems, [])
+    assert.equal(ticksLost(c.seqs).lost, 0)
+    assert.ok(waits.acked >= symbols.length * 10, 'one wait per quote, acknowledged')
+    assert.equal(waits.short, 0, 'no wait timed out: each went where its quote was written')
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()))
+    await cluster.close()
+  }
 })
