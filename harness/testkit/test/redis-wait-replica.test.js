@@ -12,7 +12,7 @@
 // that window were fanned out (the live readers got them) and are not on the
 // promoted replica: the fetcher's floor keeps seq rising under a new epoch,
 // and a reader that left before the window and resumes with `since` is told
-// `recovered:false` and loses them (measured: 10 ticks a symbol). With
+// `recovered:false` and gets a `snap` instead of a replay. With
 // waiting none of them was fanned out (WAIT never got its ack; the
 // connection broke with the primary and the calls failed), so the promoted
 // replica holds every tick anyone saw: 0 lost, live or resumed, one epoch.
