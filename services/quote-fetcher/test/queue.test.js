@@ -174,6 +174,20 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   await publishOne(off, '{"symbol":"N","ts":1}')
   assert.equal(await r.exists(off.history('N'), off.epoch('N')), 0)
   assert.equal(JSON.parse(/** @type {string} */ (await r.get(off.latest('N')))).epoch, undefined)
+  // History turned off and on again: the epoch goes on while the count did,
+  // and not once the counter was lost in between.
+  const t = freshKeys()
+  await publishOne(t, '{"symbol":"T","ts":1}', opts)
+  const first = await r.get(t.epoch('T'))
+  await publishOne(t, '{"symbol":"T","ts":2}')
+  await publishOne(t, '{"symbol":"T","ts":3}', opts)
+  assert.equal(JSON.parse(/** @type {string} */ (await r.get(t.latest('T')))).epoch, first)
+  await r.del(t.seq('T'))
+  await publishOne(t, '{"symbol":"T","ts":4}', { floor: 3 })
+  await publishOne(t, '{"symbol":"T","ts":5}', opts)
+  const later = JSON.parse(/** @type {string} */ (await r.get(t.latest('T'))))
+  assert.equal(later.seq, 5)
+  assert.notEqual(later.epoch, first, 'the counter was lost while history was off: a new epoch')
 })
 
 test('push wins: a pushed symbol gets no job while its push lease lasts, and provider quotes of it are refused', async () => {

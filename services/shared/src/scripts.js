@@ -94,10 +94,11 @@ return {n, jobs, #expired, pushed}
  * match, cost twice as much; that is still the fallback when the key is
  * missing but the latest quote names an epoch: an upgrade from the version
  * that had no key, or the key evicted alone). A new one is drawn from
- * Redis' clock when neither has one (first quote, history just turned on,
+ * Redis' clock when neither has one (the first quote with history on,
  * FLUSH, a restart without persistence), when the counter was lost (INCR
- * came out at or below the floor) or when the seq does not follow the
- * stream's newest entry; the stream then starts over. History that expired
+ * came out at or below the floor, history on or off) or when the seq does
+ * not follow the stream's newest entry; the stream then starts over. Turning
+ * history off and on again keeps the epoch while the count went on. History that expired
  * or was evicted alone keeps its epoch: the seqs still count on, and a
  * reader asking for what is gone sees the hole (entries start later).
  * The stream keeps at least historySize entries and expires about
@@ -140,6 +141,9 @@ for i = 1, n do
     if lost then
       seq = floor + 1
       redis.call('SET', KEYS[k], seq)
+      -- The count is broken: its epoch goes too (with history off as well,
+      -- so turning history on later cannot continue it).
+      redis.call('DEL', KEYS[k + 4])
     end
     local s = tostring(seq)
     local body = string.sub(ARGV[a + 1], 2)
