@@ -104,8 +104,12 @@ export class Publisher {
     const wait = this.#waitReplicas > 0
     const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, historyTtlMs: this.historyTtlMs, defer: wait }
     const entries = quotes.map((q) => {
-      // symbol first: the script splices seq in front of the body.
-      const { symbol, ...rest } = q
+      // symbol first: the script splices seq (and epoch) in front of the
+      // body. Neither may come along in the body: a reader's JSON.parse
+      // keeps the last of two equal keys, so a quote built on the previous
+      // one (the sim provider copies it whole) would carry the previous
+      // epoch past a new one, and a new history would pass for the old.
+      const { symbol, seq: _seq, epoch: _epoch, ...rest } = /** @type {Record<string, unknown> & {symbol: string}} */ (q)
       return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0 }
     })
     /** The scheduler's view of the push leases: one ZADD for the batch. */

@@ -122,3 +122,14 @@ test('the connection breaks while waiting: nothing is published, the call fails,
   l.close()
   await waitFor(() => r.status === 'ready', { message: 'the publisher reconnected' })
 })
+
+test('a quote built on the previous one (seq and epoch copied along) is published with the script\'s seq and epoch only', async () => {
+  const { pub, keys } = publisher(0)
+  await pub.publish([{ symbol: 'E', ts: 1 }])
+  const raw = /** @type {string} */ (await r.get(keys.latest('E')))
+  await pub.publish([/** @type {any} */ ({ ...JSON.parse(raw), epoch: 'stale', seq: 99, ts: 2 })])
+  const next = /** @type {string} */ (await r.get(keys.latest('E')))
+  assert.equal((next.match(/"epoch"/g) ?? []).length, 1, next)
+  assert.equal((next.match(/"seq"/g) ?? []).length, 1, next)
+  assert.deepEqual([JSON.parse(next).seq, JSON.parse(next).epoch], [2, await r.get(keys.epoch('E'))])
+})
