@@ -19,6 +19,13 @@ K6_BIN="$WSPS_CACHE/tools/k6-$K6_VERSION"     # the one k6 (tools/tools.sh), sha
 PAUSE_BIN="$CACHE_DIR/pause-$PAUSE_VERSION/bin"
 PROMETHEUS_BIN="$CACHE_DIR/prometheus-$PROMETHEUS_VERSION/bin"   # prometheus + promtool
 KEDA_BIN="$CACHE_DIR/keda-$KEDA_VERSION/bin"                     # keda (operator) + keda-adapter (metrics API server)
+# The F5 NGINX Ingress Controller: built from a vendored archive (no registry
+# serves it), which lives outside the repository: WSPS_VENDOR_DIR, by default
+# the shared vendor folder beside the work tree. Cached by the archive's
+# checksum: bin/nginx-ingress, templates/ and njs/ (for the image), chart/.
+VENDOR_DIR="${WSPS_VENDOR_DIR:-$(cd "$REPO_ROOT/.." && pwd)/shared/vendor}"
+NGINX_INGRESS_TGZ="$VENDOR_DIR/kubernetes-ingress-$NGINX_INGRESS_VERSION.tar.gz"
+NGINX_INGRESS_DIR="$CACHE_DIR/nginx-ingress-$NGINX_INGRESS_VERSION-${NGINX_INGRESS_SHA256:0:12}"
 IMAGE_DIR="$CACHE_DIR/images"              # image archives (docker-archive), one per image
 # containerd's root (content store + unpacked snapshots) is a cache too: images
 # imported once stay across cluster-down/up. No mounts live there while stopped.

@@ -22,7 +22,7 @@ import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import WebSocket from 'ws'
 import { parseMetrics, sleep, startFetcher, startGateway, startRedisCluster, startRedisSentinel, TestClient, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
-import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
+import { WspsClient } from '@wsps/client'
 
 const SYMBOLS = ['WR1', 'WR2', 'WR3', 'WR4']
 const CLIENTS = 3
