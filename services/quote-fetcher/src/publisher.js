@@ -152,7 +152,11 @@ export class Publisher {
       if (lease) pipeline.call(...(/** @type {[string, ...string[]]} */ (lease)))
       for (let i = 0; i < entries.length; i += CHUNK) /** @type {any} */ (pipeline).wspsPublish(...publishArgs(keys, entries.slice(i, i + CHUNK), options))
       if (wait) pipeline.call('WAIT', this.#waitReplicas, this.#waitTimeoutMs)
-      const results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec())
+      const results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec().catch((err) => {
+        // The connection closed under the whole pipeline: with wait, the
+        // same outcome as a WAIT that broke.
+        throw wait ? this.#waited('failed', err) : err
+      }))
       if (lease) {
         const [[err]] = results.splice(0, 1)
         if (err) throw err
