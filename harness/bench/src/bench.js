@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
-//   [--only=fanout,hot,idle,nginx,sim,ingest,history,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
+//   [--only=fanout,hot,idle,nginx,sim,ingest,history|history-ingest,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
 //
 // --bin: the directory of the bench's Go programs (loadgen, floor, hiccup;
 // go-bin.js), by default the one scripts/setup.sh links in the cache.
@@ -120,6 +120,7 @@ try {
   if (ONLY.has('sim')) results.sim = await part('sim', () => capacitySim(run))
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
   if (ONLY.has('history')) results.history = await part('history', () => history(run))
+  else if (ONLY.has('history-ingest')) results.history = await part('history', () => history(run, { ingestOnly: true }))
   if (ONLY.has('compression')) results.compression = await part('compression', () => compression(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })

@@ -235,11 +235,20 @@ export function historySection (h, p) {
     }
     out.push('')
   }
+  if (h.replication?.error) out.push(`With a replica, waiting for it: failed: ${h.replication.error}`, '')
+  else if (Array.isArray(h.replication) && h.replication.length) {
+    out.push('With a replica attached to the bench\'s Redis (its own redis-server on the server core), history 100, published without waiting and with `WSPS_PUBLISH_WAIT_REPLICAS=1` (each call: the writes, `WAIT 1 500`, then the PUBLISHes; issue 25, item 5), same rounds as above. Both pay for the replication stream; the difference is what waiting costs.', '')
+    out.push('| WSPS_PUBLISH_WAIT_REPLICAS | quotes/s published | vs not waiting | Redis CPU µs per quote | per Redis core vs not waiting | waits acked / short |')
+    out.push('| ---: | ---: | ---: | ---: | ---: | --- |')
+    const share = (/** @type {number | null | undefined} */ x) => (x === null || x === undefined ? 'n/a' : pct(x))
+    for (const x of h.replication) out.push(`| ${f(x.waitReplicas)} | ${f(x.quotesPerSec)} | ${share(x.vsNoWait)} | ${f(x.redisUsPerQuote, 1)} | ${share(x.vsNoWaitRedis)} | ${x.waitReplicas ? `${f(x.waits?.acked ?? 0)} / ${f(x.waits?.short ?? 0)}` : ''} |`)
+    out.push('')
+  }
   if (Array.isArray(h.memory) && h.memory.length) {
-    out.push('Redis memory per symbol of history: `MEMORY USAGE ... SAMPLES 0` of a full stream (after size + 250 quotes of one symbol: trimmed by whole nodes, so it holds size to size + 100 entries). The epoch has no key: it rides in each message.', '')
-    out.push('| WSPS_HISTORY_SIZE | entries | stream bytes per symbol | per entry | message bytes |')
-    out.push('| ---: | ---: | ---: | ---: | ---: |')
-    for (const x of h.memory) out.push(`| ${f(x.historySize)} | ${f(x.entries)} | ${f(x.streamBytes / 1024, 1)} KiB | ${f(x.perEntryBytes)} B | ${f(x.messageBytes)} |`)
+    out.push('Redis memory per symbol of history: `MEMORY USAGE ... SAMPLES 0` of a full stream (after size + 250 quotes of one symbol: trimmed by whole nodes, so it holds size to size + 100 entries), and of the symbol\'s epoch key (it lives as long as the seq counter).', '')
+    out.push('| WSPS_HISTORY_SIZE | entries | stream bytes per symbol | per entry | message bytes | epoch key bytes |')
+    out.push('| ---: | ---: | ---: | ---: | ---: | ---: |')
+    for (const x of h.memory) out.push(`| ${f(x.historySize)} | ${f(x.entries)} | ${f(x.streamBytes / 1024, 1)} KiB | ${f(x.perEntryBytes)} B | ${f(x.messageBytes)} | ${f(x.epochKeyBytes)} |`)
     out.push('')
   }
   if (Array.isArray(h.recovery) && h.recovery.length) {

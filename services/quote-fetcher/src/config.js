@@ -14,8 +14,10 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_JOB_BATCH_SIZE', key: 'jobBatchSize', type: 'int', min: 1, max: 1000, default: 50, doc: 'Symbols per job (one upstream request for `http`).' },
   { env: 'WSPS_WORKER_CONCURRENCY', key: 'concurrency', type: 'int', min: 1, max: 256, default: 4, doc: 'Jobs one replica works on at once.' },
   { env: 'WSPS_QUOTE_TTL_MS', key: 'quoteTtlMs', type: 'int', min: 1000, max: 604800000, default: 86400000, doc: 'How long the latest quote of a symbol is kept for snapshots after its last update.' },
-  { env: 'WSPS_HISTORY_SIZE', key: 'historySize', type: 'int', min: 0, max: 100000, default: 100, doc: 'Ticks of each symbol kept at least in Redis (a stream beside its seq, written by the same publish script; trimmed by whole stream nodes, so up to 100 more) for clients that reconnect with `since` and for gateways filling a gap after losing their pub/sub connection. 0: no history, no epochs, no recovery (clients get a fresh `snap`). See docs/protocol.md, Recovery.' },
+  { env: 'WSPS_HISTORY_SIZE', key: 'historySize', type: 'int', min: 0, max: 100000, default: 100, doc: 'Ticks of each symbol kept at least in Redis (a stream beside its seq, written by the same publish script; trimmed by whole stream nodes every 16th quote, so up to about 115 more) for clients that reconnect with `since` and for gateways filling a gap after losing their pub/sub connection. 0: no history, no epochs, no recovery (clients get a fresh `snap`). See docs/protocol.md, Recovery.' },
   { env: 'WSPS_HISTORY_TTL_MS', key: 'historyTtlMs', type: 'int', min: 1000, max: 86400000, default: 120000, doc: 'How long a symbol\'s history is kept after its last quote (renewed every 16th quote, so a quiet symbol\'s history may go up to 16 quotes earlier); a client away longer than this cannot recover it.' },
+  { env: 'WSPS_PUBLISH_WAIT_REPLICAS', key: 'waitReplicas', type: 'int', min: 0, max: 16, default: 0, doc: 'Replicas that must hold a quote before it is fanned out (every quote: polled, streamed or pushed). > 0: each publish writes seq, history and latest quote, waits (Redis `WAIT`) until this many replicas acknowledged the writes, then publishes; a failover to such a replica then loses no tick a subscriber saw. Costs ingest rate and adds a replication round trip to every quote\'s latency; while fewer replicas are connected every publish waits the full WSPS_PUBLISH_WAIT_TIMEOUT_MS. 0: no waiting (asynchronous replication: the last ticks before a failover may be lost). See docs/operations.md.' },
+  { env: 'WSPS_PUBLISH_WAIT_TIMEOUT_MS', key: 'waitTimeoutMs', type: 'int', min: 1, max: 60000, default: 500, doc: 'With WSPS_PUBLISH_WAIT_REPLICAS > 0: the longest a publish waits for the replicas. When fewer acknowledged in time the quotes are published all the same (they are already in the primary\'s history) and counted in `wsps_fetcher_replica_waits_total{result="short"}`.' },
   { env: 'WSPS_SIM_SEED', key: 'simSeed', type: 'int', min: 0, max: 4294967295, default: 42, doc: '`sim`: seed of the simulated market (same seed, same prices).' },
   { env: 'WSPS_SIM_VOLATILITY', key: 'simVolatility', type: 'number', min: 0, max: 1, default: 0.0008, doc: '`sim`: standard deviation of the relative price move per tick.' },
   { env: 'WSPS_UPSTREAM_URL', key: 'upstreamUrl', type: 'string', default: '', doc: '`http`: URL polled for quotes; `{symbols}` is replaced by the comma-separated symbols. Must answer a JSON array of quotes (or `{"quotes":[...]}`).' },
@@ -67,6 +69,8 @@ export const fetcherSettings = Object.freeze([
  * @property {number} quoteTtlMs
  * @property {number} historySize
  * @property {number} historyTtlMs
+ * @property {number} waitReplicas
+ * @property {number} waitTimeoutMs
  * @property {number} simSeed
  * @property {number} simVolatility
  * @property {string} upstreamUrl

@@ -58,7 +58,15 @@ export async function createFetcher (config, logger) {
   const redis = registerScripts(connectRedis(config, watch('cmd')))
   /** @type {Map<string, import('@wsps/shared/redis').RedisClient>} */
   const conns = new Map([['cmd', redis]])
-  const publisher = new Publisher({ redis, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster', historySize: config.historySize, historyTtlMs: config.historyTtlMs })
+  // WAIT blocks the connection it is sent on until the replicas answer: a
+  // waiting publisher gets a connection of its own, so scheduling and the
+  // job queue do not queue behind it.
+  const pub = config.waitReplicas > 0 ? registerScripts(connectRedis(config, watch('pub'))) : redis
+  if (pub !== redis) conns.set('pub', pub)
+  const publisher = new Publisher({
+    redis: pub, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster', historySize: config.historySize, historyTtlMs: config.historyTtlMs,
+    waitReplicas: config.waitReplicas, waitTimeoutMs: config.waitTimeoutMs, onWait: (result) => metrics.replicaWaits.inc({ result })
+  })
   /** @type {{start(): void, stop(): Promise<void>}[]} */
   const sources = []
   if (config.provider === 'sim' || config.provider === 'http') {
@@ -124,6 +132,7 @@ export async function createFetcher (config, logger) {
       for (const s of sources) await s.stop()
       await app.close()
       await redis.quit().catch(() => {})
+      if (pub !== redis) await pub.quit().catch(() => {})
     }
   }
 }

@@ -23,6 +23,7 @@ export function createFetcherMetrics (node) {
     upstreamRequests: new client.Counter({ name: 'wsps_fetcher_upstream_requests_total', help: 'http provider requests by result.', labelNames: ['result'], ...reg }),
     breaker: new client.Gauge({ name: 'wsps_fetcher_upstream_breaker_state', help: 'http provider circuit breaker: 0 closed, 1 half-open, 2 open.', ...reg }),
     skippedPushed: new client.Counter({ name: 'wsps_fetcher_pushed_symbols_skipped_total', help: 'Due symbols the scheduler made no job for because their quotes are pushed.', ...reg }),
+    replicaWaits: new client.Counter({ name: 'wsps_fetcher_replica_waits_total', help: 'Publish calls that waited for replicas (WSPS_PUBLISH_WAIT_REPLICAS), by result: acked (enough replicas in time), short (fewer within the timeout; published all the same), failed (the connection broke; nothing published).', labelNames: ['result'], ...reg }),
     refusedPushed: new client.Counter({ name: 'wsps_fetcher_quotes_refused_pushed_total', help: 'Provider quotes not published because their symbol is pushed.', ...reg }),
     publishRequests: new client.Counter({ name: 'wsps_fetcher_publish_requests_total', help: 'Publish API requests by outcome (accepted or the error code).', labelNames: ['outcome'], ...reg }),
     publishQuotes: new client.Counter({ name: 'wsps_fetcher_publish_quotes_total', help: 'Quotes accepted and published through the publish API.', ...reg }),

@@ -3,6 +3,13 @@
 // and history append, atomically), many quotes per script call on a single Redis. On a Redis
 // Cluster the script uses SPUBLISH (the channel shares the symbol's slot)
 // and ioredis batches the calls per shard.
+//
+// With WSPS_PUBLISH_WAIT_REPLICAS > 0 a call is: the script's writes (seq,
+// history, latest) without the PUBLISH, then Redis WAIT on the same
+// connection, then the PUBLISH of each message: a tick is fanned out only
+// once that many replicas hold it, so a failover to one of them loses no
+// tick any subscriber saw (docs/operations.md, "What asynchronous
+// replication may lose").
 
 import { publishArgs } from '@wsps/shared/scripts'
 
@@ -13,6 +20,12 @@ const CHUNK = 200
 const MAX_REMEMBERED = 200_000
 
 export class Publisher {
+  /** Messages held back until replicas hold their writes (WAIT), per call. */
+  #waitReplicas
+  #waitTimeoutMs
+  /** @type {((result: 'acked' | 'short' | 'failed') => void) | null} */
+  #onWait
+
   /**
    * @param {object} options
    * @param {import('@wsps/shared/scripts').ScriptedRedis} options.redis
@@ -21,14 +34,23 @@ export class Publisher {
    * @param {boolean} options.sharded Redis Cluster: sharded pub/sub
    * @param {number} [options.historySize] ticks kept per symbol (0: none)
    * @param {number} [options.historyTtlMs]
+   * @param {number} [options.waitReplicas] WSPS_PUBLISH_WAIT_REPLICAS: > 0 makes
+   *   each call write, then wait (Redis WAIT) until that many replicas hold the
+   *   writes, then publish (0: the script publishes at once)
+   * @param {number} [options.waitTimeoutMs] WSPS_PUBLISH_WAIT_TIMEOUT_MS
+   * @param {(result: 'acked' | 'short' | 'failed') => void} [options.onWait] told
+   *   each wait's outcome (metrics)
    */
-  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0 }) {
+  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0, waitReplicas = 0, waitTimeoutMs = 500, onWait }) {
     this.redis = redis
     this.keys = keys
     this.ttlMs = ttlMs
     this.sharded = sharded
     this.historySize = historySize
     this.historyTtlMs = historyTtlMs
+    this.#waitReplicas = waitReplicas
+    this.#waitTimeoutMs = waitTimeoutMs
+    this.#onWait = onWait ?? null
     /**
      * Last seq seen per symbol. Passed as the floor to the publish script so
      * that a Redis restart that lost the counters cannot rewind seq.
@@ -38,10 +60,24 @@ export class Publisher {
   }
 
   /**
+   * A seq read from Redis (a latest quote): the floor rises to it. Not while
+   * waiting for replicas: such a read may see the writes of a call whose
+   * WAIT has not come back, which the replica promoted after a failover
+   * never got; a floor above them would make its next seq jump and start a
+   * new epoch for nothing.
+   *
    * @param {string} symbol
    * @param {number} seq
    */
   remember (symbol, seq) {
+    if (this.#waitReplicas === 0) this.#remember(symbol, seq)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} seq
+   */
+  #remember (symbol, seq) {
     if ((this.lastSeq.get(symbol) ?? 0) >= seq) return
     this.lastSeq.delete(symbol)
     this.lastSeq.set(symbol, seq)
@@ -65,39 +101,91 @@ export class Publisher {
   async publish (quotes, { pushLeaseMs = 0 } = {}) {
     if (quotes.length === 0) return { published: 0, refused: 0 }
     const { keys } = this
-    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, historyTtlMs: this.historyTtlMs }
+    const wait = this.#waitReplicas > 0
+    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, historyTtlMs: this.historyTtlMs, defer: wait }
     const entries = quotes.map((q) => {
-      // symbol first: the script splices seq in front of the body.
-      const { symbol, ...rest } = q
+      // symbol first: the script splices seq (and epoch) in front of the
+      // body. Neither may come along in the body: a reader's JSON.parse
+      // keeps the last of two equal keys, so a quote built on the previous
+      // one (the sim provider copies it whole) would carry the previous
+      // epoch past a new one, and a new history would pass for the old.
+      const { symbol, seq: _seq, epoch: _epoch, ...rest } = /** @type {Record<string, unknown> & {symbol: string}} */ (q)
       return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0 }
     })
     /** The scheduler's view of the push leases: one ZADD for the batch. */
     const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, Date.now() + pushLeaseMs)] : null
     /** Seq per quote, or the error of the call that carried it. @type {(number | Error)[]} */
     const seqs = []
+    /** With wait: the message per quote, published once replicas hold it ('' refused). @type {string[]} */
+    const msgs = []
     if (this.sharded) {
       // A cluster call cannot span slots: one quote per call, all sent at
       // once (ioredis batches them per shard with WSPS_REDIS_AUTO_PIPELINE);
-      // a quote whose shard fails does not fail the others.
+      // a quote whose shard fails does not fail the others. With wait, each
+      // call is a pipeline of the script and WAIT, so WAIT goes down the
+      // connection to the primary that holds the quote's slot, right behind
+      // the writes it must see replicated.
       const leased = lease ? this.redis.call(...(/** @type {[string, ...string[]]} */ (lease))) : null
-      const results = await Promise.all(entries.map((e) => this.redis.wspsPublishOne(...publishArgs(keys, [e], options).slice(1)).then(([seq]) => seq, (err) => err)))
+      const results = await Promise.all(entries.map((e, i) => {
+        const args = /** @type {(string | number)[]} */ (publishArgs(keys, [e], options).slice(1))
+        if (!wait) return this.redis.wspsPublishOne(...args).then(([seq]) => /** @type {number} */ (seq), (err) => err)
+        const p = /** @type {any} */ (this.redis.pipeline())
+        p.wspsPublishOne(...args)
+        p.call('WAIT', this.#waitReplicas, this.#waitTimeoutMs)
+        return p.exec().then((/** @type {[Error | null, any][]} */ [[err, out], [waitErr, acked]]) => {
+          if (err) return err
+          if (waitErr) return this.#waited('failed', waitErr)
+          this.#waited(acked >= this.#waitReplicas ? 'acked' : 'short')
+          msgs[i] = out[1]
+          return out[0]
+        }, (err) => err)
+      }))
       seqs.push(...results)
       if (leased) await leased
+      if (wait) await Promise.all(entries.map((e, i) => msgs[i] ? this.redis.call('SPUBLISH', keys.channel(e.symbol), msgs[i]).catch(ignore) : null))
     } else {
       // One script call per chunk, all chunks in one pipeline: one round trip,
-      // and Redis is never blocked by one huge script run.
+      // and Redis is never blocked by one huge script run. With wait, WAIT
+      // closes the pipeline: it returns once the replicas acknowledged every
+      // write this connection made before it.
       const pipeline = this.redis.pipeline()
       if (lease) pipeline.call(...(/** @type {[string, ...string[]]} */ (lease)))
       for (let i = 0; i < entries.length; i += CHUNK) /** @type {any} */ (pipeline).wspsPublish(...publishArgs(keys, entries.slice(i, i + CHUNK), options))
-      const results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec())
+      if (wait) pipeline.call('WAIT', this.#waitReplicas, this.#waitTimeoutMs)
+      const results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec().catch((err) => {
+        // The connection closed under the whole pipeline: with wait, the
+        // same outcome as a WAIT that broke.
+        throw wait ? this.#waited('failed', err) : err
+      }))
       if (lease) {
         const [[err]] = results.splice(0, 1)
         if (err) throw err
       }
+      if (wait) {
+        const [[waitErr, acked]] = results.splice(-1, 1)
+        // The connection broke before the replicas answered (the primary
+        // died): nothing is published and no seq remembered. What was
+        // replicated continues on the promoted replica; what was not is
+        // gone, and no subscriber ever saw it.
+        if (waitErr) throw this.#waited('failed', waitErr)
+        this.#waited(/** @type {number} */ (acked) >= this.#waitReplicas ? 'acked' : 'short')
+      }
       results.forEach(([err, chunk], c) => {
         const n = Math.min(CHUNK, entries.length - c * CHUNK)
-        for (let i = 0; i < n; i++) seqs.push(err ?? /** @type {number[]} */ (chunk)[i])
+        const out = /** @type {(number | string)[]} */ (chunk)
+        for (let i = 0; i < n; i++) {
+          seqs.push(err ?? /** @type {number} */ (out[i]))
+          if (wait) msgs.push(err ? '' : /** @type {string} */ (out[n + i]))
+        }
       })
+      if (wait) {
+        // A PUBLISH that fails now costs no tick: the writes are in Redis and
+        // on its replicas, and a gateway fills the hole from history when the
+        // symbol's next tick arrives (or at its resync).
+        const out = this.redis.pipeline()
+        msgs.forEach((msg, i) => { if (msg) out.publish(keys.channel(entries[i].symbol), msg) })
+        await out.exec().catch(ignore)
+      }
     }
     let published = 0
     let refused = 0
@@ -108,13 +196,32 @@ export class Publisher {
       else if (seq === 0) refused++
       else {
         published++
-        this.remember(quotes[i].symbol, seq)
+        this.#remember(quotes[i].symbol, seq)
       }
     })
     if (failed && (published === 0 || pushLeaseMs > 0)) throw failed
     return { published, refused }
   }
+
+  /**
+   * A wait's outcome, told to onWait. Fewer replicas than asked within the
+   * timeout ('short'): the quotes are published all the same (they are
+   * already in the primary's history and latest quote, which every reader
+   * sees; holding the fan-out back would not make them safer), and are as
+   * exposed to a failover as with waiting off.
+   *
+   * @template {Error | undefined} E
+   * @param {'acked' | 'short' | 'failed'} result
+   * @param {E} [err]
+   * @returns {E}
+   */
+  #waited (result, err) {
+    this.#onWait?.(result)
+    return /** @type {E} */ (err)
+  }
 }
+
+function ignore () {}
 
 /**
  * ZADD arguments (score, member...) for the distinct symbols of quotes.

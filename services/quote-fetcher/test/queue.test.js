@@ -132,6 +132,8 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   assert.equal(await r.get(k.latest('H')), entries.at(-1)?.[1][1], 'the latest quote is the newest history entry, byte for byte')
   const ttl = await r.pttl(k.history('H'))
   assert.ok(ttl > 0 && ttl <= 5000, 'the history expires (renewed every 16th seq)')
+  assert.equal(await r.get(k.epoch('H')), epoch, 'the epoch key names it')
+  assert.equal(await r.pttl(k.epoch('H')), -1, 'and lives as long as the counter: no expiry')
 
   // The counter is lost (the history is not): the seq would not follow the
   // newest entry, so the history restarts under a new epoch.
@@ -148,15 +150,44 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   await r.del(k.history('H'))
   await publishOne(k, '{"symbol":"H","ts":7}', opts)
   assert.deepEqual((await r.xrange(k.history('H'), '-', '+')).map(([id, f]) => [id, JSON.parse(f[1]).epoch]), [['4-0', restarted]])
-  // Everything is gone (FLUSH, a restart without persistence): a new epoch.
-  await r.del(k.history('H'), k.latest('H'))
+  // The epoch key alone is gone (evicted; or written by the version that
+  // kept the epoch only in the messages): the latest quote still names it.
+  await r.del(k.epoch('H'))
   await publishOne(k, '{"symbol":"H","ts":8}', opts)
-  assert.notEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('H')))).epoch, restarted)
+  assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('H')))).epoch, restarted)
+  assert.equal(await r.get(k.epoch('H')), restarted)
+  // Everything is gone (FLUSH, a restart without persistence): a new epoch.
+  await r.del(k.seq('H'), k.latest('H'), k.history('H'), k.epoch('H'))
+  await publishOne(k, '{"symbol":"H","ts":9}', opts)
+  const flushed = JSON.parse(/** @type {string} */ (await r.get(k.latest('H'))))
+  assert.equal(flushed.seq, 1)
+  assert.notEqual(flushed.epoch, restarted)
+  // The counter alone is lost while the history expired (nothing to collide
+  // with): the floor keeps seq rising, and still a new epoch, since another
+  // fetcher may have published seqs this one never saw.
+  await r.del(k.seq('H'), k.history('H'))
+  const [next] = await r.wspsPublish(...publishArgs(k, [{ symbol: 'H', body: '{"symbol":"H","ts":10}', floor: 5 }], opts))
+  assert.equal(next, 6)
+  assert.notEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('H')))).epoch, flushed.epoch)
   // With history off: no stream, no epoch in the message.
   const off = freshKeys()
   await publishOne(off, '{"symbol":"N","ts":1}')
-  assert.equal(await r.exists(off.history('N')), 0)
+  assert.equal(await r.exists(off.history('N'), off.epoch('N')), 0)
   assert.equal(JSON.parse(/** @type {string} */ (await r.get(off.latest('N')))).epoch, undefined)
+  // History turned off and on again: the epoch goes on while the count did,
+  // and not once the counter was lost in between.
+  const t = freshKeys()
+  await publishOne(t, '{"symbol":"T","ts":1}', opts)
+  const first = await r.get(t.epoch('T'))
+  await publishOne(t, '{"symbol":"T","ts":2}')
+  await publishOne(t, '{"symbol":"T","ts":3}', opts)
+  assert.equal(JSON.parse(/** @type {string} */ (await r.get(t.latest('T')))).epoch, first)
+  await r.del(t.seq('T'))
+  await publishOne(t, '{"symbol":"T","ts":4}', { floor: 3 })
+  await publishOne(t, '{"symbol":"T","ts":5}', opts)
+  const later = JSON.parse(/** @type {string} */ (await r.get(t.latest('T'))))
+  assert.equal(later.seq, 5)
+  assert.notEqual(later.epoch, first, 'the counter was lost while history was off: a new epoch')
 })
 
 test('push wins: a pushed symbol gets no job while its push lease lasts, and provider quotes of it are refused', async () => {

@@ -28,6 +28,12 @@ export function redisKeys (prefix) {
      * field `q`), written by the publish script: recovery and gap fill.
      */
     history: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:hist`,
+    /**
+     * The epoch of the symbol's seqs (a short string, no expiry, like the
+     * counter it names), written by the publish script with history on.
+     * Readers take the epoch from the latest quote, which carries it.
+     */
+    epoch: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:epoch`,
     /** Symbol out of a channel name, or null when it is not ours. */
     symbolOf: (/** @type {string} */ channel) => {
       const open = prefix.length + 2

@@ -69,11 +69,14 @@ return {n, jobs, #expired, pushed}
 `
 
 /**
- * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history
- * (all of one symbol's slot on a Redis Cluster, so there the fetcher sends
- * one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs, historySize,
- * historyTtlMs, then per quote: channel, quote JSON without seq (starts with
- * '{"symbol"'), floorSeq.
+ * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
+ * epoch (all of one symbol's slot on a Redis Cluster, so there the fetcher
+ * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
+ * historySize, historyTtlMs, defer (0/1), then per quote: channel, quote
+ * JSON without seq (starts with '{"symbol"'), floorSeq.
+ * defer 1: the script writes but does not publish, and returns the messages
+ * (after the seqs) for the caller to publish itself once replicas hold the
+ * writes (Redis WAIT; WSPS_PUBLISH_WAIT_REPLICAS).
  * seq = INCR, but never at or below floorSeq: the fetcher passes the last seq
  * it knows, so a Redis restart that lost the counter does not rewind it.
  * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
@@ -81,25 +84,36 @@ return {n, jobs, #expired, pushed}
  * was in flight when pushing began cannot interleave an older quote.
  *
  * History (historySize > 0): every published quote is also appended to the
- * symbol's stream (entry ID `<seq>-0`, field `q`: the message as published),
- * in the same script as the seq, so history and seq never disagree. It keeps
- * at least historySize entries (trimmed approximately: whole stream nodes of
- * up to 100 entries, the cheap way) and expires about historyTtlMs after its
- * last quote (the expiry is renewed on every 16th seq and when an epoch
- * starts: a quiet symbol's history is gone within historyTtlMs plus 16 of its
- * ticks). Every message carries the epoch: `{"seq":N,"epoch":"E",...}`. The
- * epoch names one unbroken count of seqs; it is read from the latest quote
- * (no key of its own), and a new one is drawn from Redis' clock when there is
- * no latest quote with one (first quote, history just turned on, FLUSH, a
- * restart without persistence) or when the seq does not follow the stream's
- * newest entry (the counter was lost). History that expired or was evicted
- * while the latest quote stayed keeps its epoch: the seqs still count on,
- * and a reader asking for what is gone sees the hole (entries start later).
- * Returns the seq of each quote, 0 for one refused for that reason.
+ * symbol's stream (entry ID `<seq>-0`, given as `<seq>`; field `q`: the
+ * message as published), in the same script as the seq, so history and seq
+ * never disagree. Every
+ * message carries the epoch: `{"seq":N,"epoch":"E",...}`. The epoch names
+ * one unbroken count of seqs, so it lives beside the counter and like it
+ * without expiry: the epoch key, a few bytes, read once per quote (reading
+ * it from the latest quote instead, a few hundred bytes and a pattern
+ * match, cost twice as much; that is still the fallback when the key is
+ * missing but the latest quote names an epoch: an upgrade from the version
+ * that had no key, or the key evicted alone). A new one is drawn from
+ * Redis' clock when neither has one (the first quote with history on,
+ * FLUSH, a restart without persistence), when the counter was lost (INCR
+ * came out at or below the floor, history on or off) or when the seq does
+ * not follow the stream's newest entry; the stream then starts over. Turning
+ * history off and on again keeps the epoch while the count went on. History that expired
+ * or was evicted alone keeps its epoch: the seqs still count on, and a
+ * reader asking for what is gone sees the hole (entries start later).
+ * The stream keeps at least historySize entries and expires about
+ * historyTtlMs after its last quote: trimmed (approximately: whole stream
+ * nodes, the cheap way) and its expiry renewed on every 16th seq and when an
+ * epoch starts, not per quote (two commands per quote would cost a third of
+ * what the append does). So it holds up to historySize plus a node plus 15
+ * entries, and a quiet symbol's history is gone within historyTtlMs plus 16
+ * of its ticks.
+ * Returns the seq of each quote, 0 for one refused for that reason; with
+ * defer, then the message of each quote ('' for a refused one).
  */
 const PUBLISH = `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
-local histSize, histTtl = tonumber(ARGV[4]), ARGV[5]
+local histSize, histTtl, defer = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
 local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
 local function newEpoch ()
   local t = redis.call('TIME')
@@ -112,9 +126,10 @@ local function newEpoch ()
   end
   return e
 end
-local out = {}
-for i = 1, #KEYS / 4 do
-  local k, a = 4 * i - 3, 3 * i + 3
+local out, n = {}, #KEYS / 5
+for i = 1, n do
+  local k, a = 5 * i - 4, 3 * i + 4
+  if defer then out[n + i] = '' end
   local seq = 0
   if pushMs > 0 then
     redis.call('SET', KEYS[k + 2], '1', 'PX', pushMs)
@@ -122,38 +137,61 @@ for i = 1, #KEYS / 4 do
   if pushMs > 0 or redis.call('EXISTS', KEYS[k + 2]) == 0 then
     seq = redis.call('INCR', KEYS[k])
     local floor = tonumber(ARGV[a + 2])
-    if seq <= floor then
+    local lost = seq <= floor
+    if lost then
       seq = floor + 1
       redis.call('SET', KEYS[k], seq)
+      -- The count is broken: its epoch goes too (with history off as well,
+      -- so turning history on later cannot continue it).
+      redis.call('DEL', KEYS[k + 4])
     end
+    local s = tostring(seq)
     local body = string.sub(ARGV[a + 1], 2)
     local msg
     if histSize > 0 then
-      local hist = KEYS[k + 3]
-      local last = redis.call('GET', KEYS[k + 1])
-      local epoch = last and string.match(last, '^{"seq":%d+,"epoch":"(%w+)"')
-      local fresh = not epoch
-      if fresh then
+      local hist, ekey = KEYS[k + 3], KEYS[k + 4]
+      local epoch = not lost and redis.call('GET', ekey)
+      local fresh = false
+      if not epoch and not lost then
+        -- No epoch key yet (written by a version that kept the epoch only
+        -- in the messages) or evicted alone: the latest quote's, when it
+        -- has one, still names this count.
+        local last = redis.call('GET', KEYS[k + 1])
+        epoch = last and string.match(last, '^{"seq":%d+,"epoch":"(%w+)"')
+        if epoch then redis.call('SET', ekey, epoch) end
+      end
+      if not epoch then
         epoch = newEpoch()
+        fresh = true
         redis.call('DEL', hist)
       end
-      msg = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '",' .. body
-      local added = redis.pcall('XADD', hist, 'MAXLEN', '~', histSize, seq .. '-0', 'q', msg)
+      msg = '{"seq":' .. s .. ',"epoch":"' .. epoch .. '",' .. body
+      local added = redis.pcall('XADD', hist, s, 'q', msg)
       if type(added) == 'table' and added.err then
         -- seq is not above the newest entry: the counter was lost, history
         -- cannot continue. A new epoch, and a history that starts here.
         epoch = newEpoch()
         fresh = true
         redis.call('DEL', hist)
-        msg = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '",' .. body
-        redis.call('XADD', hist, 'MAXLEN', '~', histSize, seq .. '-0', 'q', msg)
+        msg = '{"seq":' .. s .. ',"epoch":"' .. epoch .. '",' .. body
+        redis.call('XADD', hist, s, 'q', msg)
       end
-      if fresh or seq % 16 == 0 then redis.call('PEXPIRE', hist, histTtl) end
+      if fresh then redis.call('SET', ekey, epoch) end
+      if fresh or seq % 16 == 0 then
+        redis.call('XTRIM', hist, 'MAXLEN', '~', histSize)
+        redis.call('PEXPIRE', hist, histTtl)
+      end
     else
-      msg = '{"seq":' .. seq .. ',' .. body
+      msg = '{"seq":' .. s .. ',' .. body
     end
     redis.call('SET', KEYS[k + 1], msg, 'PX', ttl)
-    if sharded then redis.call('SPUBLISH', ARGV[a], msg) else redis.call('PUBLISH', ARGV[a], msg) end
+    if defer then
+      out[n + i] = msg
+    elseif sharded then
+      redis.call('SPUBLISH', ARGV[a], msg)
+    else
+      redis.call('PUBLISH', ARGV[a], msg)
+    end
   end
   out[i] = seq
 end
@@ -225,8 +263,8 @@ return n
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
- *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>,
- *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<number[]>,
+ *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
+ *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
  *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
@@ -238,17 +276,18 @@ return n
  *
  * @param {import('./keys.js').RedisKeys} keys
  * @param {{symbol: string, body: string, floor: number}[]} quotes body: the quote JSON without seq, starting with '{"symbol"'
- * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, historyTtlMs?: number}} options
- *   historySize 0 (the default): no history, no epoch
+ * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, historyTtlMs?: number, defer?: boolean}} options
+ *   historySize 0 (the default): no history, no epoch; defer: publish nothing,
+ *   return the messages after the seqs
  * @returns {[number, ...(string | number)[]]}
  */
-export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, historyTtlMs = 0 }) {
+export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, historyTtlMs = 0, defer = false }) {
   /** @type {string[]} */
   const k = []
   /** @type {(string | number)[]} */
-  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, historyTtlMs]
+  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, historyTtlMs, defer ? 1 : 0]
   for (const q of quotes) {
-    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol))
+    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol))
     a.push(keys.channel(q.symbol), q.body, q.floor)
   }
   return [k.length, ...k, ...a]
@@ -261,11 +300,11 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, histor
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
   client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
-  // Key count per call: 4 per quote. On a Cluster, ioredis routes (and
+  // Key count per call: 5 per quote. On a Cluster, ioredis routes (and
   // auto-pipelines) a command by its keys only when their count is declared:
   // wspsPublishOne is the same script for exactly one quote.
   client.defineCommand('wspsPublish', { lua: PUBLISH })
-  client.defineCommand('wspsPublishOne', { numberOfKeys: 4, lua: PUBLISH })
+  client.defineCommand('wspsPublishOne', { numberOfKeys: 5, lua: PUBLISH })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)

@@ -7,9 +7,11 @@
 //    interleaved rounds. Counted: quotes the script published (seq
 //    assigned, latest SET, PUBLISH, and with history the stream append) per
 //    second of wall time, and Redis CPU per published quote.
+//    The same again with a replica attached to the bench's Redis, history
+//    100, with and without WSPS_PUBLISH_WAIT_REPLICAS=1 (issue 25, item 5):
+//    what waiting for the replica costs.
 // 2. Redis memory per symbol of history: MEMORY USAGE of a full stream and
-//    at 100 and 1000 entries of a realistic quote (the epoch has no key: it
-//    rides in each message).
+//    at 100 and 1000 entries of a realistic quote, and of the epoch key.
 // 3. Recovery storm: a real fetcher (history on, 100) fed through its
 //    publish API and a real gateway; distinct subscribers (Node `ws`
 //    clients over processes: recovery-wave.js, recovery-clients.js)
@@ -20,7 +22,8 @@ import { Redis } from 'ioredis'
 import { Publisher } from '@wsps/quote-fetcher/src/publisher.js'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
-import { sleep } from '@wsps/testkit'
+import { execFileSync } from 'node:child_process'
+import { sleep, startRedis, waitFor } from '@wsps/testkit'
 import { CpuMeter } from '@wsps/testkit/proc'
 import { SERVERS } from '../servers.js'
 import { log, median, round } from '../bench-run.js'
@@ -31,18 +34,22 @@ import { recoveryWave } from '../recovery-wave.js'
 const QUOTE_TTL_MS = 86_400_000
 const HISTORY_TTL_MS = 120_000
 const PUSH_LEASE_MS = 5000
+const WAIT_TIMEOUT_MS = 500
 
 /**
  * @param {import('../bench-run.js').BenchRun} run
  */
-export async function history (run) {
+export async function history (run, { ingestOnly = false } = {}) {
   log('history: ingest with history off and on')
   const ingest = await historyIngest(run)
+  log('history: ingest with a replica, waiting for it and not')
+  const replication = await replicationIngest(run).catch((err) => ({ error: String(err.message) }))
+  if (ingestOnly) return { ingest, replication }
   log('history: Redis memory per symbol')
   const memory = await historyMemory(run)
   log(`history: ${run.P.recoveryClients} clients resuming at once`)
   const recovery = await recoveryStorm(run)
-  return { ingest, memory, recovery }
+  return { ingest, replication, memory, recovery }
 }
 
 /**
@@ -64,27 +71,94 @@ export function quoteOf (symbol, n) {
  * @param {string} redisUrl
  * @param {string} prefix
  * @param {number} historySize
+ * @param {number} [waitReplicas] WSPS_PUBLISH_WAIT_REPLICAS
+ * @param {Record<string, number>} [waits] counts of the waits' outcomes
  */
-function publisherOf (redisUrl, prefix, historySize) {
+function publisherOf (redisUrl, prefix, historySize, waitReplicas = 0, waits = {}) {
   const redis = registerScripts(new Redis(redisUrl, { enableAutoPipelining: false, maxRetriesPerRequest: null }))
-  return new Publisher({ redis, keys: redisKeys(prefix), ttlMs: QUOTE_TTL_MS, sharded: false, historySize, historyTtlMs: HISTORY_TTL_MS })
+  return new Publisher({
+    redis, keys: redisKeys(prefix), ttlMs: QUOTE_TTL_MS, sharded: false, historySize, historyTtlMs: HISTORY_TTL_MS,
+    waitReplicas, waitTimeoutMs: WAIT_TIMEOUT_MS, onWait: (r) => { waits[r] = (waits[r] ?? 0) + 1 }
+  })
 }
 
 /**
  * Part 1. Each history size has its own key prefix and Publisher, its
  * streams filled to their cap first (a stream still growing is not
- * trimmed: cheaper than the steady state). Then rounds; in each, every
- * size publishes for historyMeasureMs (historyConcurrency calls of
- * historyBatch quotes in flight, pushed quotes as through the publish API),
- * in an order that rotates, so outside load hits all alike. Reported per
- * size: the median over rounds, and its ratio to history off.
+ * trimmed: cheaper than the steady state). Then rounds (compare()).
+ * Reported per size: the median over rounds, and its ratio to history off.
  *
  * @param {import('../bench-run.js').BenchRun} run
  */
 async function historyIngest (run) {
+  const subjects = run.P.historySizes.map((size) => ({ size, wait: 0, label: `history ${size}`, waits: {}, pub: publisherOf(run.redisUrl, `hi${size}`, size) }))
+  const rows = await compare(run, subjects)
+  const off = rows.find((x) => x.historySize === 0)
+  // vsOff: wall-clock rate against history off. vsOffRedis: the same for
+  // the rate one Redis core sustains (history off's Redis CPU per quote over
+  // this size's): what is left of ingest where Redis is the bottleneck, and
+  // less moved by outside load than the wall-clock rate.
+  return rows.map((x) => ({
+    ...x,
+    vsOff: off ? round(x.quotesPerSec / off.quotesPerSec, 3) : null,
+    vsOffRedis: off?.redisUsPerQuote && x.redisUsPerQuote ? round(off.redisUsPerQuote / x.redisUsPerQuote, 3) : null
+  }))
+}
+
+/**
+ * Part 1b (issue 25, item 5). A replica of the bench's Redis (a redis-server
+ * of its own, on the server core: idle in this section), attached for this
+ * part only; history 100, published without waiting and with
+ * WSPS_PUBLISH_WAIT_REPLICAS=1 (timeout 500 ms), in interleaved rounds as
+ * in part 1. Both pay for the replication stream; the difference is the
+ * WAIT: one more command per call, and calls on a connection taking turns
+ * (WAIT holds the connection until the replica acknowledged).
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ */
+async function replicationIngest (run) {
+  const replica = await startRedis()
+  try {
+    if (run.serverCore !== null) execFileSync('taskset', ['-pc', run.serverCore, String(replica.pid)], { stdio: 'ignore' })
+    const r = new Redis(replica.url)
+    try {
+      const primary = new URL(run.redisUrl)
+      await r.call('REPLICAOF', primary.hostname, primary.port)
+      await waitFor(async () => /master_link_status:up/.test(await r.info('replication')), { timeout: 20_000, message: 'the replica in sync' })
+    } finally {
+      r.disconnect()
+    }
+    const subjects = [0, 1].map((wait) => {
+      /** @type {Record<string, number>} */
+      const waits = {}
+      return { size: 100, wait, label: `wait ${wait}`, waits, pub: publisherOf(run.redisUrl, `hw${wait}`, 100, wait, waits) }
+    })
+    const rows = await compare(run, subjects)
+    const off = rows.find((x) => x.waitReplicas === 0)
+    return rows.map((x) => ({
+      ...x,
+      vsNoWait: off ? round(x.quotesPerSec / off.quotesPerSec, 3) : null,
+      vsNoWaitRedis: off?.redisUsPerQuote && x.redisUsPerQuote ? round(off.redisUsPerQuote / x.redisUsPerQuote, 3) : null
+    }))
+  } finally {
+    await replica.close()
+  }
+}
+
+/**
+ * Fills each subject's streams, then rounds: in each, every subject
+ * publishes for historyMeasureMs (historyConcurrency calls of historyBatch
+ * quotes in flight, pushed quotes as through the publish API), in an order
+ * that rotates, so outside load hits all alike. Per subject: the median
+ * over rounds of quotes/s and of Redis CPU per quote.
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ * @param {{size: number, wait: number, label: string, waits: Record<string, number>, pub: Publisher}[]} list
+ */
+async function compare (run, list) {
   const P = run.P
   const symbols = Array.from({ length: P.historySymbols }, (_, i) => `H${i}`)
-  const subjects = P.historySizes.map((size) => ({ size, pub: publisherOf(run.redisUrl, `hi${size}`, size), rounds: /** @type {{perSec: number, redisUsPerQuote: number | null}[]} */ ([]) }))
+  const subjects = list.map((x) => ({ ...x, rounds: /** @type {{perSec: number, redisUsPerQuote: number | null}[]} */ ([]) }))
   let n = 0
   const batch = () => Array.from({ length: P.historyBatch }, () => quoteOf(symbols[n % symbols.length], n++))
   try {
@@ -101,7 +175,14 @@ async function historyIngest (run) {
         const t0 = performance.now()
         const end = t0 + P.historyMeasureMs
         await Promise.all(Array.from({ length: P.historyConcurrency }, async () => {
-          while (performance.now() < end) published += (await x.pub.publish(batch(), { pushLeaseMs: PUSH_LEASE_MS })).published
+          while (performance.now() < end) {
+            // Not `published += (await ...)`: that reads the sum before the
+            // await and so drops what the other callers added meanwhile (it
+            // counted about one call in four, and made Redis look 4-5 times
+            // as expensive per quote as it is).
+            const { published: got } = await x.pub.publish(batch(), { pushLeaseMs: PUSH_LEASE_MS })
+            published += got
+          }
         }))
         const seconds = (performance.now() - t0) / 1000
         const cores = run.redisPid ? redisCpu.read() : null
@@ -109,25 +190,15 @@ async function historyIngest (run) {
         x.rounds.push({ perSec: Math.round(perSec), redisUsPerQuote: cores === null ? null : round(cores * 1e6 / perSec, 2) })
         await sleep(200)
       }
-      log(`  round ${r + 1}: ${order.map((x) => `history ${x.size}: ${x.rounds[x.rounds.length - 1].perSec} quotes/s`).join(', ')}`)
+      log(`  round ${r + 1}: ${order.map((x) => `${x.label}: ${x.rounds[x.rounds.length - 1].perSec} quotes/s, Redis ${x.rounds[x.rounds.length - 1].redisUsPerQuote} µs per quote`).join('; ')}`)
     }
   } finally {
     for (const x of subjects) x.pub.redis.disconnect()
   }
-  const rows = subjects.map((x) => {
+  return subjects.map((x) => {
     const us = /** @type {number[]} */ (x.rounds.map((r) => r.redisUsPerQuote).filter((v) => v !== null))
-    return { historySize: x.size, quotesPerSec: median(x.rounds.map((r) => r.perSec)), redisUsPerQuote: us.length ? median(us) : null, rounds: x.rounds }
+    return { historySize: x.size, waitReplicas: x.wait, quotesPerSec: median(x.rounds.map((r) => r.perSec)), redisUsPerQuote: us.length ? median(us) : null, rounds: x.rounds, waits: x.waits }
   })
-  const off = rows.find((x) => x.historySize === 0)
-  // vsOff: wall-clock rate against history off. vsOffRedis: the same for
-  // the rate one Redis core sustains (history off's Redis CPU per quote over
-  // this size's): what is left of ingest where Redis is the bottleneck, and
-  // less moved by outside load than the wall-clock rate.
-  return rows.map((x) => ({
-    ...x,
-    vsOff: off ? round(x.quotesPerSec / off.quotesPerSec, 3) : null,
-    vsOffRedis: off?.redisUsPerQuote && x.redisUsPerQuote ? round(off.redisUsPerQuote / x.redisUsPerQuote, 3) : null
-  }))
 }
 
 /**
@@ -147,15 +218,16 @@ async function historyMemory (run) {
       const keys = redisKeys(prefix)
       for (let n = 0; n < size + 250; n += 100) await pub.publish(Array.from({ length: Math.min(100, size + 250 - n) }, (_, i) => quoteOf('MEM', n + i)))
       const r = pub.redis
-      const [stream, entries, newest] = await Promise.all([
+      const [stream, epochKey, entries, newest] = await Promise.all([
         r.call('MEMORY', 'USAGE', keys.history('MEM'), 'SAMPLES', '0'),
+        r.call('MEMORY', 'USAGE', keys.epoch('MEM')),
         r.xlen(keys.history('MEM')),
         r.xrevrange(keys.history('MEM'), '+', '-', 'COUNT', 1)
       ])
       const messageBytes = Buffer.byteLength(newest[0]?.[1]?.[1] ?? '')
-      const row = { historySize: size, entries, streamBytes: Number(stream), perEntryBytes: round(Number(stream) / entries, 1), messageBytes }
+      const row = { historySize: size, entries, streamBytes: Number(stream), perEntryBytes: round(Number(stream) / entries, 1), messageBytes, epochKeyBytes: Number(epochKey) }
       out.push(row)
-      log(`  history ${size}: ${row.entries} entries, stream ${row.streamBytes} B per symbol (${row.perEntryBytes} B per entry of a ${messageBytes}-byte message)`)
+      log(`  history ${size}: ${row.entries} entries, stream ${row.streamBytes} B per symbol (${row.perEntryBytes} B per entry of a ${messageBytes}-byte message); epoch key ${row.epochKeyBytes} B`)
     } finally {
       pub.redis.disconnect()
     }
