@@ -12,7 +12,8 @@
 // prints pods, events and logs and exits 1.
 // Env: HELM, KUBECONFIG, TRAEFIK_NODEPORT (30080), PROMETHEUS_NODEPORT (30090),
 // E2E_CLIENTS (300), E2E_LATE_CLIENTS (200), E2E_K6_TARGET (3000),
-// E2E_K6_RAMP (45s), E2E_K6_HOLD (30s).
+// E2E_K6_RAMP (45s), E2E_K6_HOLD (30s), E2E_NODE_LOG_DIR (the cluster's component
+// logs, searched for secret values by secrets.mjs).
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -22,6 +23,9 @@ import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { sleep, waitFor } from '../../harness/testkit/src/wait.js'
 import { Fleet, pct } from './fleet.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
+import { checkNetworkPolicies } from './netpol.mjs'
+import { checkPodSecurity, enforceRestricted } from './podsecurity.mjs'
+import { checkSecretsStaySecret } from './secrets.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
 const REL = 'wsps'
@@ -221,6 +225,7 @@ async function checkLoopbackKubeconfig () {
 async function createPublishSecret () {
   const ns = await kubectl(['get', 'namespace', NS], { allowFail: true })
   if (ns.code !== 0) await run('kubectl', ['create', 'namespace', NS])
+  await enforceRestricted({ run, fail, ns: NS, release: REL })
   const file = '.run/e2e/publish-token'
   writeFileSync(file, randomBytes(24).toString('hex'), { mode: 0o600 })
   const secret = await kubectl(['create', 'secret', 'generic', PUBLISH_SECRET, `--from-file=publish-token=${file}`, '--dry-run=client', '-o', 'yaml'])
@@ -360,7 +365,7 @@ async function checkPublish () {
     if (client.problems.length) fail(`client problems (seq gaps, wrong symbols): ${client.problems.join('; ')}`)
     return `publish: POST /v1/quotes in-cluster -> ingress client in ${secs(at - out.postedAt)}s (pod labelled ${Object.values(PUBLISHER_LABEL)[0]} -> Service ${REL}-fetcher:${port}, ` +
       `{"accepted":1}, without the token 401 UNAUTHORIZED; quote ${quote.symbol} bid/ask/last ${quote.bid}/${quote.ask}/${last} as published, seq ${entry.seq}; POST through the ingress: HTTP ${routed.out}); ` +
-      'an unlabelled pod is not refused: this cluster\'s CNI (bridge) does not enforce NetworkPolicies'
+      'an unlabelled pod is refused: see the network policy line'
   } finally {
     await client.close()
   }
@@ -383,6 +388,13 @@ async function main (argv) {
   rulesLoaded.catch(() => {})
 
   await step('helm test', helmTest)
+
+  await step('network policies (kube-network-policies): the chart\'s named paths connect, an unnamed pod is refused', async () => {
+    const image = (await pods('fetcher'))[0].spec.containers[0].image
+    const line = await checkNetworkPolicies({ run, until, log, fail, ns: NS, release: REL, publisherLabels: PUBLISHER_LABEL, image })
+    log('  ' + line)
+    report.push(line)
+  })
 
   const fleet = new Fleet({ url: `ws://127.0.0.1:${PORT}/ws`, host: HOST })
   try {
@@ -416,6 +428,19 @@ async function main (argv) {
   }
 
   await step('make release REGISTRY=127.0.0.1:5000: the chart installs from oci://, its pods pull the image from that registry', releaseFromRegistry)
+
+  await step('pod security: every pod of the run admitted under restricted; a pod breaking it is refused', async () => {
+    const line = await checkPodSecurity({ run, fail, ns: NS, release: REL })
+    log('  ' + line)
+    report.push(line)
+  })
+
+  await step('secrets stay secret: no Secret value in logs, events, ConfigMaps, pod specs or the rendered chart', async () => {
+    const logDirs = ['.run/e2e', ...(process.env.E2E_NODE_LOG_DIR ? [process.env.E2E_NODE_LOG_DIR] : [])]
+    const line = await checkSecretsStaySecret({ run, fail, helm: HELM, ns: NS, release: REL, extraSecrets: [PUBLISH_SECRET], logDirs })
+    log('  ' + line)
+    report.push(line)
+  })
 }
 
 /**

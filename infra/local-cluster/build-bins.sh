@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the cluster's binaries from the Go module proxy into
 # $WSPS_CACHE/cluster/<name>-<version>/bin, skipping what is already there.
-#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause, prometheus, keda)
+#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause, prometheus, keda, network-policies)
 #   build-bins.sh k6         the k6 binary too (make images)
-#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6 prometheus keda)
+#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6 prometheus keda network-policies)
 . "$(dirname "$0")/lib.sh"
 
 # A k8s build peaks at ~2 GB and 2 cores: be nice to everything else.
@@ -205,21 +205,50 @@ build_keda() {
   rm -rf "$work"
 }
 
+# kube-network-policies (the NetworkPolicy enforcer), host process: the
+# wrapper's main (gomod/kube-network-policies) builds against a copy of the
+# module whose two nft `queue` expressions become the xtables NFQUEUE target
+# (queue-xt.go says why); the build fails if upstream's code moved.
+build_network_policies() {
+  if [[ -x "$NETPOL_BIN/kube-network-policies" ]]; then skip "kube-network-policies $KUBE_NETWORK_POLICIES_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-network-policies.XXXXXX")"
+  _netpol() {
+    cp -r "$LC_DIR/gomod/kube-network-policies/." "$work/src/"
+    cd "$work/src"
+    local dir
+    dir="$(go mod download -json "sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+    [[ -d "$dir" ]] || { echo "no source for kube-network-policies $KUBE_NETWORK_POLICIES_VERSION"; return 1; }
+    cp -r "$dir" upstream && chmod -R u+w upstream
+    mv queue-xt.go upstream/pkg/networkpolicy/
+    go mod edit -require="sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION"
+    perl -0pi -e 's/queue := &expr\.Queue\{Num: uint16\(c\.config\.QueueID\)\}\n\tif c\.config\.FailOpen \{\n\t\tqueue\.Flag = expr\.QueueFlagBypass\n\t\}/queue := queueExpr(c.config.QueueID, c.config.FailOpen)/g' upstream/pkg/networkpolicy/controller.go
+    local n; n="$(grep -c 'queue := queueExpr(c.config.QueueID' upstream/pkg/networkpolicy/controller.go || true)"
+    [[ "$n" == 2 ]] || { echo "expected 2 nft queue expressions in controller.go, patched $n"; return 1; }
+    # (dnsagent.go has one more, used only with AdminNetworkPolicies: off here.)
+    ! grep -n 'expr\.Queue{' upstream/pkg/networkpolicy/controller.go || { echo "an nft queue expression is left"; return 1; }
+    "${NICE[@]}" go build -v -ldflags "-s -w" -o "$work/out/bin/kube-network-policies" .
+    "$work/out/bin/kube-network-policies" --help 2>&1 | grep -q -- -kubeconfig
+  }
+  long_step "build kube-network-policies $KUBE_NETWORK_POLICIES_VERSION (1-5 min)" "$BUILD_LOGS/kube-network-policies.log" _netpol
+  finish "$work/out" "$CACHE_DIR/kube-network-policies-$KUBE_NETWORK_POLICIES_VERSION"
+  rm -rf "$work"
+}
+
 main() {
   mkdir -p "$CACHE_DIR" "$BUILD_LOGS"
   # One build of each binary at a time (cluster-up and make images may overlap);
   # a build killed half-way left a .build-NAME.* folder: it goes.
   command -v go >/dev/null || die "go is not installed"
   local want=("$@")
-  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda)
+  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda network-policies)
   local w
   for w in "${want[@]}"; do
     case "$w" in
-      kubernetes|etcd|coredns|traefik|pause|k6|prometheus|keda)
+      kubernetes|etcd|coredns|traefik|pause|k6|prometheus|keda|network-policies)
         exec 8>"$CACHE_DIR/.lock-$w"
         flock 8
         rm -rf "$CACHE_DIR/.build-$w".*
-        "build_$w"
+        "build_${w//-/_}"
         exec 8>&-
         ;;
       *) die "unknown binary set: $w" ;;
