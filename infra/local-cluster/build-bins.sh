@@ -207,8 +207,9 @@ build_keda() {
 
 # kube-network-policies (the NetworkPolicy enforcer), host process: the
 # wrapper's main (gomod/kube-network-policies) builds against a copy of the
-# module whose two nft `queue` expressions become the xtables NFQUEUE target
-# (queue-xt.go says why); the build fails if upstream's code moved.
+# module patched by gomod/kube-network-policies/patch.sh (xtables NFQUEUE
+# instead of nft queue; a nil NRI plugin); patch.sh fails if upstream's code
+# moved. The cache folder is keyed by that folder's content too (lib.sh).
 build_network_policies() {
   if [[ -x "$NETPOL_BIN/kube-network-policies" ]]; then skip "kube-network-policies $KUBE_NETWORK_POLICIES_VERSION" "cached"; return; fi
   local work; work="$(mktemp -d "$CACHE_DIR/.build-network-policies.XXXXXX")"
@@ -219,18 +220,14 @@ build_network_policies() {
     dir="$(go mod download -json "sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
     [[ -d "$dir" ]] || { echo "no source for kube-network-policies $KUBE_NETWORK_POLICIES_VERSION"; return 1; }
     cp -r "$dir" upstream && chmod -R u+w upstream
-    mv queue-xt.go upstream/pkg/networkpolicy/
+    ./patch.sh upstream
+    rm queue-xt.go patch.sh
     go mod edit -require="sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION"
-    perl -0pi -e 's/queue := &expr\.Queue\{Num: uint16\(c\.config\.QueueID\)\}\n\tif c\.config\.FailOpen \{\n\t\tqueue\.Flag = expr\.QueueFlagBypass\n\t\}/queue := queueExpr(c.config.QueueID, c.config.FailOpen)/g' upstream/pkg/networkpolicy/controller.go
-    local n; n="$(grep -c 'queue := queueExpr(c.config.QueueID' upstream/pkg/networkpolicy/controller.go || true)"
-    [[ "$n" == 2 ]] || { echo "expected 2 nft queue expressions in controller.go, patched $n"; return 1; }
-    # (dnsagent.go has one more, used only with AdminNetworkPolicies: off here.)
-    ! grep -n 'expr\.Queue{' upstream/pkg/networkpolicy/controller.go || { echo "an nft queue expression is left"; return 1; }
     "${NICE[@]}" go build -v -ldflags "-s -w" -o "$work/out/bin/kube-network-policies" .
     "$work/out/bin/kube-network-policies" --help 2>&1 | grep -q -- -kubeconfig
   }
   long_step "build kube-network-policies $KUBE_NETWORK_POLICIES_VERSION (1-5 min)" "$BUILD_LOGS/kube-network-policies.log" _netpol
-  finish "$work/out" "$CACHE_DIR/kube-network-policies-$KUBE_NETWORK_POLICIES_VERSION"
+  finish "$work/out" "$(dirname "$NETPOL_BIN")"
   rm -rf "$work"
 }
 

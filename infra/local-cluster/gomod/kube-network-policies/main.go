@@ -13,10 +13,10 @@
 //   - /readyz: the table exists and the nfqueue is bound, i.e. every new
 //     connection of a pod is being judged.
 //
-// The controller's nftables rules send packets to userspace with the
-// xtables NFQUEUE target instead of nft's queue expression (nft_queue is not
-// in every kernel; nft_compat + xt_NFQUEUE are): build-bins.sh patches that
-// one expression in a copy of the module (queue-xt.go).
+// The controller package is built from a copy of the module changed by
+// patch.sh: the xtables NFQUEUE target instead of nft's queue expression
+// (nft_queue is not in every kernel; nft_compat + xt_NFQUEUE are), and no
+// crash on a nil NRI plugin.
 package main
 
 import (
