@@ -6,7 +6,10 @@
 // cluster's Prometheus, Redis pod deletion firing and resolving the chart's
 // Redis alert, and the switch to the Ingress; SSE through the HTTPRoute and
 // the Ingress (issue #13) and a quote published by a pod through the
-// fetcher's publish Service reaching an ingress client (issue #12).
+// fetcher's publish Service reaching an ingress client (issue #12); the
+// chart's NetworkPolicies under an enforcer, Pod Security `restricted` on the
+// namespace and no secret value outside its Secret (issue #28: netpol.mjs,
+// podsecurity.mjs, secrets.mjs).
 // Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
 // apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
