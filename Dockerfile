@@ -28,8 +28,9 @@ FROM ${BASE_IMAGE} AS manifests
 WORKDIR /src
 COPY services ./services
 COPY harness ./harness
-RUN find services harness -type f ! -name package.json -delete \
- && find services harness -depth -type d -empty -delete
+COPY clients ./clients
+RUN find services harness clients ! -type d ! -name package.json -delete \
+ && find services harness clients -depth -type d -empty -delete
 
 # --- deps: production dependencies of the runtime workspaces only (no
 # devDependencies, no harness, no install scripts).
@@ -38,6 +39,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY --from=manifests /src/services ./services
 COPY --from=manifests /src/harness ./harness
+COPY --from=manifests /src/clients ./clients
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
       --workspace=@wsps/gateway --workspace=@wsps/quote-fetcher --workspace=@wsps/shared --workspace=@wsps/protocol \
  && npm cache clean --force
@@ -48,6 +50,9 @@ COPY services/protocol ./services/protocol
 COPY services/shared ./services/shared
 COPY services/gateway ./services/gateway
 COPY services/quote-fetcher ./services/quote-fetcher
+# The JS client the gateway serves to its page at /client/ (public/client is
+# a link to clients/js/src, whose protocol modules link to services/protocol).
+COPY clients/js ./clients/js
 # Workspaces the image does not run (the harness) must not leave links behind.
 RUN rm -rf node_modules/@wsps/testkit node_modules/@wsps/bench harness
 

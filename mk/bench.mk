@@ -20,6 +20,11 @@ bench-quick: bench-deps ## Reduced run (~3 min on a busy machine) for iteration;
 	@node harness/bench/src/bench.js --profile=quick --out=$(BENCH_QUICK_OUT) --bin=$(WSPS_CACHE)/bench/bin
 	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_QUICK_OUT)
 
+.PHONY: bench-compression
+bench-compression: bench-deps ## Only the compression section (~3 min): permessage-deflate off vs on, merge and distinct; writes docs/benchmarks/compression.md and .json
+	@node harness/bench/src/bench.js --profile=full --only=compression --out=.run/bench-compression --bin=$(WSPS_CACHE)/bench/bin
+	node harness/bench/scripts/compression-report.js .run/bench-compression/results.json $(BENCH_OUT)
+
 .PHONY: bench-plot
 bench-plot: bench-deps ## Redraw the PNG plots from docs/benchmarks/results.json
 	@$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_OUT)

@@ -6,7 +6,7 @@ TEST_TARGETS += test-e2e
 
 ##@ End-to-end (local cluster)
 .PHONY: e2e
-e2e: chart-tools ## Cluster up, images, helm install/test, HTTPRoute clients, k6 Job (3000 conns) with KEDA autoscaling 2->4->2, rolling upgrade, dashboard queries, Redis loss + alert, Ingress, SSE via route and Ingress, in-cluster publish, registry release, cluster down (E2E_KEEP_CLUSTER=1 keeps it)
+e2e: chart-tools ## Cluster up, images, helm install/test, HTTPRoute clients, k6 Job (3000 conns) with KEDA autoscaling 2->4->2, rolling upgrade, dashboard queries, Redis loss + alert, Ingress, SSE via route and Ingress, in-cluster publish, the F5 NGINX ingress (page, clients, SSE, idle sockets, rolling restart), registry release, cluster down (E2E_KEEP_CLUSTER=1 keeps it)
 	@infra/e2e/run.sh
 
 .PHONY: test-e2e

@@ -113,6 +113,11 @@ run "a misspelt gateway.config setting fails helm template" typo_refused
 run "README.md up to date (helm-docs)" readme_fresh
 run "files/k6 links loadtest/ and its imports" "$WSPS_PY" charts/scripts/sync-loadtest.py --check
 run "helm lint --strict (defaults)" "$HELM" lint --strict "$CHART"
+if command -v node >/dev/null; then
+  run "local nginx (infra/local) == the nginx presets (node --test)" env HELM="$HELM" node --test infra/local/nginx-presets.test.js
+else
+  skip "local nginx (infra/local) == the nginx presets (node --test)" "(node not installed)"
+fi
 
 scenarios=() rendered=()
 for values in "$CHART"/ci/*-values.yaml; do

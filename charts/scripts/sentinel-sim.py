@@ -13,6 +13,12 @@ touched). Then, in order:
   failover x2 the primary SIGKILLed: a replica promoted, a key written
               before is on it; the killed pod restarted joins as a replica
               of the new primary (it asked the Sentinels)
+  delete      the primary's pod deleted: its preStop (redis-prestop.sh)
+              hands over to a replica before it stops; the new pod, empty,
+              joins as a replica; a key written before is kept
+  --force     the primary's pod deleted without preStop and back at once,
+              empty, under the primary's name: it waits until the Sentinels
+              promote a replica instead of emptying them; the key is kept
   sentinel    a Sentinel pod replaced with an empty /data rejoins, watches
               the current primary, the others list it once
   AUTH        nodes and Sentinels refuse commands without the password
@@ -80,6 +86,17 @@ class Sim:
         env = dict(os.environ, POD_NAME=name, REDIS_PASSWORD=PASSWORD, REDISCLI_AUTH=PASSWORD)
         self.procs[name] = subprocess.Popen(['sh', os.path.join(d, 'etc', 'start.sh')], env=env,
                                             stdout=open(os.path.join(d, 'log'), 'a'), stderr=subprocess.STDOUT)
+
+    def stop(self, name):
+        """kubectl delete pod: the preStop hook, then SIGTERM; the pod's /data goes with it."""
+        kind, ip = self.pods[name]
+        script = self.scripts['redis-prestop.sh'].replace('-h 127.0.0.1', f'-h {ip}')
+        env = dict(os.environ, POD_NAME=name, REDISCLI_AUTH=PASSWORD)
+        out = subprocess.run(['sh', '-c', script], env=env, capture_output=True, text=True, timeout=30).stdout.strip()
+        self.procs[name].terminate()
+        self.procs[name].wait()
+        shutil.rmtree(os.path.join(self.tmp, name))
+        return out
 
     def kill(self, name, forget=False):
         self.procs[name].kill()  # sh exec'd redis-server: this is redis-server
@@ -152,6 +169,7 @@ class Sim:
             self.wait(lambda: self.cli(old, 6379, 'role').split('\n')[:2] == ['slave', new] and self.synced(old), f'failover {n}: {pod} rejoins as a replica of {new}')
             self.wait(lambda: all(self.known_replicas(i) == 2 for i in range(3)), f'failover {n}: every Sentinel knows both replicas again')
             self.ok(f'failover {n}: {pod} restarted, asked the Sentinels, replicates {new.split(".")[0]}')
+        self.deletes()
         self.kill(f'{SENTINEL}-1', forget=True)
         self.start(f'{SENTINEL}-1')
         self.wait(lambda: self.sentinel(1, 'get-master-addr-by-name', MASTER).split('\n')[0] == self.primary()
@@ -164,13 +182,49 @@ class Sim:
         self.ok('AUTH: a Sentinel and the primary answer NOAUTH without the password')
         self.services()
 
+    def replicated(self, key):
+        self.cli(self.primary(), 6379, 'set', key, 'v')
+        self.wait(lambda: all(self.cli(host(NODE, i), 6379, 'get', key) == 'v' for i in range(3)), f'{key} replicated')
+
+    def rejoined(self, pod, old, new, what):
+        self.wait(lambda: self.cli(old, 6379, 'role').split('\n')[:2] == ['slave', new] and self.synced(old), f'{what}: {pod} rejoins as a replica of {new}')
+        self.wait(lambda: all(self.known_replicas(i) == 2 for i in range(3)), f'{what}: every Sentinel knows both replicas again')
+
+    def deletes(self):
+        self.replicated('k3')
+        old = self.primary()
+        pod = old.split('.')[0]
+        t = time.time()
+        said = self.stop(pod)
+        new = self.primary()
+        if not new or new == old:
+            sys.exit(f'FAIL delete: after the preStop the Sentinels name {new} (preStop said: {said})')
+        handover = time.time() - t
+        self.start(pod)
+        self.rejoined(pod, old, new, 'delete')
+        self.ok(f'delete: {pod}\'s preStop handed over to {new.split(".")[0]} in {handover:.1f} s ("{said.splitlines()[-1] if said else ""}"); '
+                f'the new pod, empty, replicates it; k3 kept: {self.cli(new, 6379, "get", "k3") == "v" and self.cli(old, 6379, "get", "k3") == "v"}')
+        self.replicated('k4')
+        old = self.primary()
+        pod = old.split('.')[0]
+        t = time.time()
+        self.kill(pod, forget=True)
+        self.start(pod)
+        new = self.wait(lambda: (lambda p: p if p and p != old else None)(self.primary()), '--force: a replica promoted while the empty pod waits')
+        promoted = time.time() - t
+        self.rejoined(pod, old, new, '--force')
+        kept = [self.cli(host(NODE, i), 6379, 'get', 'k4') for i in range(3)]
+        if kept != ['v'] * 3:
+            sys.exit(f'FAIL --force: k4 on the nodes: {kept} (an empty pod came back as the primary and emptied its replicas)')
+        self.ok(f'--force: {pod} deleted without preStop and started again at once, empty: it waited, {new.split(".")[0]} promoted after {promoted:.1f} s, k4 kept on every node')
+
     def services(self):
         env = dict(self.env, WSPS_REDIS_PASSWORD=PASSWORD, WSPS_REDIS_SENTINEL_PASSWORD=PASSWORD)
         check = f'''
 import {{ execFileSync }} from 'node:child_process'
 import WebSocket from 'ws'
 import {{ startFetcher, startGateway, waitFor }} from './harness/testkit/src/index.js'
-import {{ WspsClient }} from './services/gateway/public/wsps-client.js'
+import {{ WspsClient }} from '@wsps/client'
 const env = {env!r}
 const fetcher = await startFetcher(env.WSPS_REDIS_URL, {{ ...env, WSPS_FETCH_INTERVAL_MS: 100 }})
 const gateway = await startGateway(env.WSPS_REDIS_URL, env)

@@ -3,10 +3,12 @@
 // test, host clients through Traefik's Gateway API (HTTPRoute), the chart's
 // k6 Job with KEDA scaling the gateways 2 -> 4 -> 2 on connections per pod,
 // a rolling upgrade under load, the chart's dashboard queries against the
-// cluster's Prometheus, Redis pod deletion firing and resolving the chart's
-// Redis alert, and the switch to the Ingress; SSE through the HTTPRoute and
+// cluster's Prometheus, the Redis primary's pod deleted (redis.mode=sentinel,
+// issue #25: infra/e2e/redis-failover.mjs) firing and resolving the chart's
+// Sentinel alert, and the switch to the Ingress; SSE through the HTTPRoute and
 // the Ingress (issue #13) and a quote published by a pod through the
-// fetcher's publish Service reaching an ingress client (issue #12); the
+// fetcher's publish Service reaching an ingress client (issue #12), then the
+// release behind the F5 NGINX Ingress Controller (issue #27, nginx.mjs); the
 // chart's NetworkPolicies under an enforcer, Pod Security `restricted` on the
 // namespace and no secret value outside its Secret (issue #28: netpol.mjs,
 // podsecurity.mjs, secrets.mjs).
@@ -25,10 +27,12 @@ import { SseStream } from '../../harness/testkit/src/sse-stream.js'
 import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { sleep, waitFor } from '../../harness/testkit/src/wait.js'
 import { Fleet, pct } from './fleet.mjs'
+import { nginxIngress } from './nginx.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
 import { checkNetworkPolicies } from './netpol.mjs'
 import { checkPodSecurity, enforceRestricted } from './podsecurity.mjs'
 import { checkSecretsStaySecret } from './secrets.mjs'
+import { redisFailover, sentinelSet } from './redis-failover.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
 const REL = 'wsps'
@@ -149,6 +153,8 @@ async function pods (component) {
   return JSON.parse(r.out).items
 }
 const isReady = (p) => !p.metadata.deletionTimestamp && (p.status.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True')
+/** What infra/e2e/redis-failover.mjs needs of this file. @type {import('./redis-failover.mjs').Cluster} */
+const cluster = { ns: NS, rel: REL, masterName: 'wsps', kubectl, pods, isReady, prom, until, log, fail }
 
 const helmUpgrade = (sets, timeout = '5m') =>
   helm(['upgrade', REL, 'charts/wsps', ...VALUES, ...sets.flatMap((s) => s.startsWith('S:') ? ['--set-string', s.slice(2)] : ['--set', s]), '--wait', '--timeout', timeout], { timeoutMs: 330000 })
@@ -241,10 +247,12 @@ async function createPublishSecret () {
  * release has): an unbuffered event stream (hello, snap, then q events with
  * ids), and the documented 400s with the protocol's codes.
  * @param {string} via
+ * @param {string} [port] the NodePort of the ingress (Traefik's by default)
+ * @param {boolean} [nginx] the ingress is nginx, which obeys X-Accel-Buffering and does not pass it on
  * @returns {Promise<string>} the report fragment
  */
-async function checkSse (via) {
-  const url = (symbols) => `http://127.0.0.1:${PORT}/sse?symbols=${symbols.map(encodeURIComponent).join(',')}`
+async function checkSse (via, port = PORT, nginx = false) {
+  const url = (symbols) => `http://127.0.0.1:${port}/sse?symbols=${symbols.map(encodeURIComponent).join(',')}`
   const t = Date.now()
   const s = await SseStream.open(url(['AAPL', 'MSFT']), { host: HOST })
   let hello
@@ -255,7 +263,7 @@ async function checkSse (via) {
     const buffering = s.headers?.get('x-accel-buffering')
     log(`  ${via}: GET /sse HTTP ${s.status}, content-type ${type}, x-accel-buffering ${buffering}`)
     if (!type.startsWith('text/event-stream')) fail(`GET /sse through the ${via}: content-type ${type}`)
-    if (buffering !== 'no') fail(`GET /sse through the ${via}: X-Accel-Buffering ${buffering} (the gateway sends "no")`)
+    if (buffering !== (nginx ? null : 'no')) fail(`GET /sse through the ${via}: X-Accel-Buffering ${buffering} (the gateway sends "no"${nginx ? ', for nginx only' : ''})`)
     // Events arriving while the stream is open show the proxy does not
     // buffer it (a buffering proxy would hold them until the stream ends).
     firstQ = await until(`hello, snap and a q event through the ${via}`, 60000, () => {
@@ -386,7 +394,7 @@ async function main (argv) {
   await step('host-side traffic on loopback: the kubeconfig names the apiserver on 127.0.0.0/8', checkLoopbackKubeconfig)
   await step('clean up a leftover release', cleanUpLeftover)
 
-  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers with the publish API, built-in Redis, HTTPRoute on Traefik\'s Gateway)', install)
+  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers with the publish API, Redis with Sentinel, HTTPRoute on Traefik\'s Gateway)', install)
   const rulesLoaded = loadChartRules() // in the background: the kubelet takes its time with ConfigMap volumes
   rulesLoaded.catch(() => {})
 
@@ -400,18 +408,24 @@ async function main (argv) {
   })
 
   const fleet = new Fleet({ url: `ws://127.0.0.1:${PORT}/ws`, host: HOST })
+  /** @type {Promise<string> | undefined} */
+  let alertResolved
   try {
     await step(`${CLIENTS} host clients through the HTTPRoute (Traefik Gateway API): snapshots, updates, both pods`, () => routeClients(fleet))
 
     const sseRoute = await step('SSE through the HTTPRoute: GET /sse streams hello, snap, then q events with ids; bad requests get 400 with the protocol\'s codes', () => checkSse('httproute'))
+
+    // Early, so that WspsRedisFailover's 5 min window passes while the
+    // later steps run (on the promoted primary and its rejoined replica).
+    const failover = await step('delete the Redis primary\'s pod (redis.mode=sentinel) under distinct subscriptions: a replica promoted, every subscription resumes; WspsRedisFailover fires', () => redisFailover(cluster, fleet, rulesLoaded))
+    report.push(...failover.lines)
+    alertResolved = failover.resolved
 
     await step(`k6 Job in the cluster: ramp to ${K6_TARGET} connections (ramp ${K6_RAMP}, hold ${K6_HOLD}); KEDA scales 2 -> 4 -> 2`, () => k6Autoscale(fleet))
 
     await step('rolling upgrade under load: every client reconnects and resubscribes', () => rollingUpgrade(fleet))
 
     await step('dashboard: every panel query of the chart\'s dashboard returns data from Prometheus', dashboardHasData)
-
-    await step('delete the Redis pod: updates resume for every client; the chart\'s Redis alert fires and resolves', () => redisLoss(fleet, rulesLoaded))
 
     await step('Ingress instead of the HTTPRoute (Traefik IngressClass): clients move over, new ones connect', () => switchToIngress(fleet))
 
@@ -430,7 +444,11 @@ async function main (argv) {
     fleet.stop()
   }
 
+  await nginxIngress({ ns: NS, rel: REL, host: HOST, helmBin: HELM, run, kubectl, until, step, fail, log, pods, checkSse, report })
+
   await step('make release REGISTRY=127.0.0.1:5000: the chart installs from oci://, its pods pull the image from that registry', releaseFromRegistry)
+
+  if (alertResolved) await step('WspsRedisFailover resolves once its 5 min window has passed since the failover', async () => { report.push(await alertResolved) })
 
   await step('pod security: every pod of the run admitted under restricted; a pod breaking it is refused', async () => {
     const line = await checkPodSecurity({ run, fail, ns: NS, release: REL })
@@ -469,8 +487,10 @@ async function install () {
   const so = JSON.parse((await kubectl(['get', 'scaledobject', `${REL}-gateway`, '-o', 'json'])).out)
   const ready = (so.status?.conditions || []).find((c) => c.type === 'Ready')
   log(`  ScaledObject ${so.metadata.name}: Ready=${ready?.status} (${ready?.reason}); HPA ${so.status?.hpaName}`)
-  const f = await pods('fetcher'); const r = await pods('redis')
-  if (f.filter(isReady).length !== 2 || r.filter(isReady).length !== 1) fail('not every fetcher/redis pod is ready after helm --wait')
+  const f = await pods('fetcher')
+  if (f.filter(isReady).length !== 2) fail('not every fetcher pod is ready after helm --wait')
+  const redis = await until('Redis with Sentinel: 3 nodes, 3 Sentinels, one primary and its replicas', 120000, () => sentinelSet(cluster))
+  log(`  Redis: primary ${redis.primary}, replicas ${redis.replicas.join(', ')} (redis.mode=sentinel)`)
 }
 
 /**
@@ -689,61 +709,6 @@ async function dashboardHasData () {
 }
 
 /**
- * The Redis pod deleted: updates resume for every host client, and the chart's WspsRedisDown alert fires and resolves.
- *
- * @param {Fleet} fleet the host clients
- * @param {Promise<void>} rulesLoaded loadChartRules(), started after the install
- */
-async function redisLoss (fleet, rulesLoaded) {
-  await rulesLoaded
-  const [old] = await pods('redis')
-  if ((await prom.alerts('WspsRedisDown', NS)).length) fail('WspsRedisDown is active before Redis was touched')
-  /** @type {{state: string, at: number}[]} */
-  const seen = []
-  let watching = true
-  const alertWatch = (async () => {
-    while (watching) {
-      const a = await prom.alerts('WspsRedisDown', NS).catch(() => null)
-      if (a) {
-        const state = a.some((x) => x.state === 'firing') ? 'firing' : a.length ? 'pending' : 'inactive'
-        if (seen.at(-1)?.state !== state) { seen.push({ state, at: Date.now() }); log(`  alert WspsRedisDown: ${state}`) }
-      }
-      await sleep(500)
-    }
-  })()
-  const t = Date.now()
-  await kubectl(['delete', 'pod', old.metadata.name, '--wait=true', '--timeout=120s'], { timeoutMs: 130000 })
-  await until('the new Redis pod to be ready', 180000, async () => {
-    const [p] = await pods('redis')
-    return (p && p.metadata.uid !== old.metadata.uid && isReady(p)) || `redis ${p ? p.status.phase : 'missing'}`
-  })
-  const back = Date.now()
-  await until('every client to get an update after Redis returned', 180000, () => {
-    const stale = fleet.clients.filter((c) => !c.ws || c.lastUpdateAt <= back)
-    return stale.length === 0 || `${stale.length}/${fleet.clients.length} without an update since Redis returned`
-  })
-  const resumeMs = Math.max(...fleet.clients.map((c) => c.lastUpdateAt)) - back
-  const firsts = fleet.clients.map((c) => c.lastUpdateAt - back)
-  await until('WspsRedisDown to fire and then resolve', 120000, () => {
-    const fired = seen.find((x) => x.state === 'firing')
-    return (fired && seen.at(-1)?.state === 'inactive') || `alert states so far: ${seen.map((x) => x.state).join(' -> ') || 'none'}`
-  })
-  watching = false
-  await alertWatch
-  const fired = /** @type {{at: number}} */ (seen.find((x) => x.state === 'firing'))
-  const resolved = /** @type {{at: number}} */ (seen.at(-1))
-  const tot = fleet.totals()
-  const line = `redis pod deleted: back after ${secs(back - t)}s; all ${fleet.clients.length} clients updated again within ${secs(Math.min(resumeMs, Math.max(...firsts)))}s; ` +
-    `per pod ${JSON.stringify(fleet.perNode())}; clients lost 0, wrong ${tot.wrong}, seq gaps over the whole run ${tot.gaps}`
-  log('  ' + line)
-  report.push(line)
-  const alertLine = `alerts: WspsRedisDown fired after ${secs(fired.at - t)}s (Redis pod deleted), resolved after ${secs(resolved.at - back)}s (Redis back)`
-  log('  ' + alertLine)
-  report.push(alertLine)
-  if (tot.wrong) fail(`wrong-symbol ${tot.wrong}`)
-}
-
-/**
  * The release moves from the HTTPRoute to the Ingress: earlier clients reconnect, new ones connect.
  *
  * @param {Fleet} fleet the host clients
@@ -799,11 +764,11 @@ async function diagnose () {
     const r = await kubectl(args, { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- kubectl -n ${NS} ${args.join(' ')}\n${r.out}${r.err || ''}`.split('\n').slice(-60).join('\n'))
   }
-  for (const c of ['gateway', 'fetcher', 'redis', 'loadtest']) {
+  for (const c of ['gateway', 'fetcher', 'redis', 'redis-node', 'redis-sentinel', 'loadtest']) {
     const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${c}\n${`${r.out}${r.err || ''}`.split('\n').map((l) => l.slice(0, 400)).join('\n')}`)
   }
-  for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus']]) {
+  for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus'], ['nginx-ingress', 'app.kubernetes.io/name=nginx-ingress']]) {
     const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${ns}/${sel}\n${r.out}${r.err || ''}`)
   }

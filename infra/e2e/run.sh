@@ -3,7 +3,8 @@
 #   1. make cluster-up + make images   (cached builds are reused)
 #   2-7. infra/e2e/e2e.mjs             (helm install/test, HTTPRoute clients, k6 Job
 #                                       with KEDA autoscaling 2 -> 4 -> 2, rolling upgrade
-#                                       under load, dashboard queries, Redis loss + alert,
+#                                       under load, dashboard queries, Redis primary
+#                                       failover (Sentinel) + alert,
 #                                       Ingress, SSE, in-cluster publish, registry release)
 #   8. make cluster-down               (always, unless E2E_KEEP_CLUSTER=1)
 # Bounded: the whole run is killed after E2E_TIMEOUT (default 40m).
@@ -57,7 +58,7 @@ say "   images ok ($(( $(date +%s) - t ))s)"
 # shellcheck source=../local-cluster/env.sh
 . infra/local-cluster/env.sh
 eval "$(tools/tools.sh env)"
-export HELM TRAEFIK_NODEPORT PROMETHEUS_NODEPORT
+export HELM TRAEFIK_NODEPORT PROMETHEUS_NODEPORT NGINX_NODEPORT
 # The cluster's component logs, searched for secret values (infra/e2e/secrets.mjs).
 export E2E_NODE_LOG_DIR="${WSPS_CLUSTER_STATE:-/var/lib/wsps-cluster}/logs"
 say "2-7. infra/e2e/e2e.mjs (kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | head -1), helm $("$HELM" version --short))"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the cluster's binaries from the Go module proxy into
 # $WSPS_CACHE/cluster/<name>-<version>/bin, skipping what is already there.
-#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause, prometheus, keda, network-policies)
+#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause, prometheus, keda, nginx-ingress, network-policies)
 #   build-bins.sh k6         the k6 binary too (make images)
-#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6 prometheus keda network-policies)
+#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6 prometheus keda nginx-ingress network-policies)
 . "$(dirname "$0")/lib.sh"
 
 # A k8s build peaks at ~2 GB and 2 cores: be nice to everything else.
@@ -205,6 +205,37 @@ build_keda() {
   rm -rf "$work"
 }
 
+# The F5 NGINX Ingress Controller from its vendored release archive (the
+# module proxy refuses the module), checked against NGINX_INGRESS_SHA256 in
+# tools/versions.env before anything in it is used. Kept beside the binary:
+# the nginx templates and njs scripts the image needs (the upstream image
+# copies them the same way, build/scripts/common.sh) and the Helm chart, with
+# its crds link resolved. The sources themselves are not kept.
+build_nginx_ingress() {
+  if [[ -x "$NGINX_INGRESS_DIR/bin/nginx-ingress" && -f "$NGINX_INGRESS_DIR/chart/Chart.yaml" ]]; then
+    skip "nginx-ingress $NGINX_INGRESS_VERSION (vendored)" "cached"; return
+  fi
+  [[ -f "$NGINX_INGRESS_TGZ" ]] || die "no $NGINX_INGRESS_TGZ: the F5 NGINX Ingress Controller is built from that vendored archive (set WSPS_VENDOR_DIR to its folder, or WSPS_CLUSTER_NGINX=0 to go without it)"
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-nginx-ingress.XXXXXX")"
+  _nginx_ingress() {
+    echo "$NGINX_INGRESS_SHA256  $NGINX_INGRESS_TGZ" | sha256sum --check --strict
+    tar -xzf "$NGINX_INGRESS_TGZ" -C "$work"
+    local src="$work/kubernetes-ingress-$NGINX_INGRESS_VERSION" out="$work/out"
+    cd "$src"
+    "${NICE[@]}" go build -v -ldflags "-s -w -X main.version=$NGINX_INGRESS_VERSION" -o "$out/bin/nginx-ingress" ./cmd/nginx-ingress
+    expect_version "Version=$NGINX_INGRESS_VERSION" "$out/bin/nginx-ingress" -version
+    mkdir -p "$out/templates"
+    cp internal/configs/version1/nginx.tmpl internal/configs/version1/nginx.ingress.tmpl \
+      internal/configs/version2/nginx.virtualserver.tmpl internal/configs/version2/nginx.transportserver.tmpl "$out/templates/"
+    cp -r internal/configs/njs "$out/njs"
+    cp -rL charts/nginx-ingress "$out/chart"
+    cp LICENSE "$out/"
+  }
+  long_step "build nginx-ingress $NGINX_INGRESS_VERSION (vendored, 3-10 min cold)" "$BUILD_LOGS/nginx-ingress.log" _nginx_ingress
+  finish "$work/out" "$NGINX_INGRESS_DIR"
+  rm -rf "$work"
+}
+
 # kube-network-policies (the NetworkPolicy enforcer), host process: the
 # wrapper's main (gomod/kube-network-policies) builds against a copy of the
 # module patched by gomod/kube-network-policies/patch.sh (xtables NFQUEUE
@@ -237,11 +268,11 @@ main() {
   # a build killed half-way left a .build-NAME.* folder: it goes.
   command -v go >/dev/null || die "go is not installed"
   local want=("$@")
-  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda network-policies)
+  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda nginx-ingress network-policies)
   local w
   for w in "${want[@]}"; do
     case "$w" in
-      kubernetes|etcd|coredns|traefik|pause|k6|prometheus|keda|network-policies)
+      kubernetes|etcd|coredns|traefik|pause|k6|prometheus|keda|nginx-ingress|network-policies)
         exec 8>"$CACHE_DIR/.lock-$w"
         flock 8
         rm -rf "$CACHE_DIR/.build-$w".*

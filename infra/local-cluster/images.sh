@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cluster's images without a Docker engine or a registry, and
 # imports them into the cluster's containerd when it runs.
-#   images.sh                 all: base pause traefik k6 redis wsps prometheus keda
+#   images.sh                 all: base pause traefik k6 redis wsps prometheus keda nginx-ingress
 #   images.sh NAME...         only those
 #   images.sh --import-only   import the archives already built (cluster-up does this)
 #
@@ -13,6 +13,8 @@
 # keda    base + keda (operator) and keda-adapter (metrics API server), uid 65532
 # k6      base + the k6 binary
 # redis   base + Debian's redis-server and redis-tools (uid 999)
+# nginx-ingress  base + Debian's nginx, njs and stream modules + the F5 NGINX
+#         Ingress Controller built from its vendored source (uid 101)
 # wsps    the repo's Dockerfile, built by buildah with --build-arg BASE_IMAGE=<base>
 #
 # Archives land in $WSPS_CACHE/cluster/images/<name>.tar (docker-archive, with
@@ -38,7 +40,8 @@ LOGS="$CACHE_DIR/build-logs"
 archive() { echo "$IMAGE_DIR/$1.tar"; }
 # Which image each archive holds.
 declare -A IMAGE_OF=([base]="$BASE_IMAGE" [pause]="$PAUSE_IMAGE" [traefik]="$TRAEFIK_IMAGE" [k6]="$K6_IMAGE"
-                     [redis]="$REDIS_IMAGE" [wsps]="$WSPS_IMAGE" [prometheus]="$PROMETHEUS_IMAGE" [keda]="$KEDA_IMAGE")
+                     [redis]="$REDIS_IMAGE" [wsps]="$WSPS_IMAGE" [prometheus]="$PROMETHEUS_IMAGE" [keda]="$KEDA_IMAGE"
+                     [nginx-ingress]="$NGINX_INGRESS_IMAGE")
 
 have_image() { "${BUILDAH[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 
@@ -194,6 +197,61 @@ EOF
   step "image $REDIS_IMAGE (debian redis-server)" "$LOGS/image-redis.log" _redis_img
 }
 
+# The F5 NGINX Ingress Controller on the project's base, laid out as its
+# upstream image is (build/Dockerfile, build/scripts/common.sh: templates in
+# /, njs scripts in /etc/nginx/njs, uid 101 owning /etc/nginx and nginx's
+# state folders), with Debian's nginx instead of nginx.org's. Debian builds
+# the stream module as a dynamic module, so the image's main template (the
+# controller reads /nginx.tmpl) is the vendored one with its load_module line
+# added; the njs module's line is already in it. Nothing else differs from
+# the vendored templates. No setcap for :80: the chart's values lower
+# net.ipv4.ip_unprivileged_port_start in the pod (infra/nginx-ingress-f5/values.yaml).
+build_nginx_ingress() {
+  build_base
+  "$LC_DIR/build-bins.sh" nginx-ingress
+  local bin="$NGINX_INGRESS_DIR/bin/nginx-ingress"
+  if [[ -f "$(archive nginx-ingress)" && "$(archive nginx-ingress)" -nt "$bin" && "$(archive nginx-ingress)" -nt "$(archive base)" ]]; then
+    skip "image $NGINX_INGRESS_IMAGE" "cached"; return
+  fi
+  _nginx_ingress_img() {
+    local ctx; ctx="$(mktemp -d "$CACHE_DIR/.ctx.XXXXXX")"
+    cp "$bin" "$ctx/nginx-ingress"
+    cp -r "$NGINX_INGRESS_DIR/templates" "$ctx/templates"
+    cp -r "$NGINX_INGRESS_DIR/njs" "$ctx/njs"
+    local js='load_module modules/ngx_http_js_module.so;'
+    grep -qxF "$js" "$ctx/templates/nginx.tmpl" || { echo "the vendored nginx.tmpl has no line '$js' to put the stream module beside"; return 1; }
+    sed -i "s|^$js\$|load_module modules/ngx_stream_module.so;\n$js|" "$ctx/templates/nginx.tmpl"
+    grep -qxF 'load_module modules/ngx_stream_module.so;' "$ctx/templates/nginx.tmpl"
+    cat >"$ctx/Dockerfile" <<EOF
+FROM $BASE_IMAGE
+RUN apt-get update -qq \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
+      nginx libnginx-mod-http-js libnginx-mod-stream ca-certificates \\
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log \\
+ && test -f /usr/share/nginx/modules/ngx_stream_module.so && test -f /usr/share/nginx/modules/ngx_http_js_module.so \\
+ && groupadd --system --gid 101 nginx \\
+ && useradd --system --uid 101 --gid nginx --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nginx \\
+ && rm -rf /etc/nginx/conf.d/* /etc/nginx/sites-enabled /etc/nginx/modules-enabled \\
+ && mkdir -p /etc/nginx/njs /etc/nginx/secrets /etc/nginx/stream-conf.d /var/lib/nginx /var/cache/nginx /var/log/nginx \\
+ && ln -sf /dev/stdout /var/log/nginx/access.log && ln -sf /dev/stderr /var/log/nginx/error.log
+COPY templates/ /
+COPY njs/ /etc/nginx/njs/
+COPY nginx-ingress /nginx-ingress
+RUN chown -R 101:0 /etc/nginx /var/cache/nginx /var/lib/nginx /var/log/nginx /nginx.tmpl /nginx.ingress.tmpl \\
+      /nginx.virtualserver.tmpl /nginx.transportserver.tmpl \\
+ && chmod -R g=u /etc/nginx /var/cache/nginx /var/lib/nginx /var/log/nginx \\
+ && /usr/sbin/nginx -v && /nginx-ingress -version
+WORKDIR /
+USER 101
+EXPOSE 80 443
+ENTRYPOINT ["/nginx-ingress"]
+EOF
+    bud nginx-ingress "$ctx" "$ctx/Dockerfile"
+    rm -rf "$ctx"
+  }
+  step "image $NGINX_INGRESS_IMAGE (debian nginx)" "$LOGS/image-nginx-ingress.log" _nginx_ingress_img
+}
+
 # The repo's Dockerfile is the one description of the wsps image; only its
 # base comes from here. Always rebuilt (buildah's layer cache makes an
 # unchanged tree quick).
@@ -250,16 +308,16 @@ main() {
   trap '"${BUILDAH[@]}" rm --all >/dev/null 2>&1 || true' EXIT
   if [[ "${1:-}" == "--import-only" ]]; then
     shift
-    (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda
+    (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda nginx-ingress
     import_archives "$@"
     return
   fi
-  (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda
+  (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda nginx-ingress
   local n
   for n in "$@"; do
     case "$n" in
-      base|pause|traefik|k6|redis|wsps|prometheus|keda) "build_$n" ;;
-      *) die "unknown image: $n (base pause traefik k6 redis wsps prometheus keda)" ;;
+      base|pause|traefik|k6|redis|wsps|prometheus|keda|nginx-ingress) "build_${n//-/_}" ;;
+      *) die "unknown image: $n (base pause traefik k6 redis wsps prometheus keda nginx-ingress)" ;;
     esac
   done
   import_archives "$@"

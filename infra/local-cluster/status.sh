@@ -10,4 +10,4 @@ if (( n == 0 )); then echo "cluster: not running (make cluster-up)"; exit 0; fi
 export KUBECONFIG="$STATE_DIR/admin.kubeconfig"
 "$K8S_BIN/kubectl" --request-timeout=5s get nodes -o wide || true
 "$K8S_BIN/kubectl" --request-timeout=5s get pods -A -o wide || true
-echo "KUBECONFIG=$KUBECONFIG_OUT   ingress: http://127.0.0.1:$TRAEFIK_NODEPORT/  prometheus: http://127.0.0.1:$PROMETHEUS_NODEPORT/   logs: $LOG_DIR"
+echo "KUBECONFIG=$KUBECONFIG_OUT   ingress: http://127.0.0.1:$TRAEFIK_NODEPORT/ (traefik), http://127.0.0.1:$NGINX_NODEPORT/ (nginx)  prometheus: http://127.0.0.1:$PROMETHEUS_NODEPORT/   logs: $LOG_DIR"

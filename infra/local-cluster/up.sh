@@ -2,9 +2,9 @@
 # make cluster-up: builds what is not cached, then starts a single-node
 # Kubernetes cluster on this machine (etcd, kube-apiserver, containerd,
 # controller-manager, scheduler, kubelet, kube-proxy, CoreDNS on the node,
-# Traefik in a pod). Idempotent: a healthy running cluster is left alone; a
-# half-started one is torn down first. Non-interactive; exits non-zero with
-# the failing log's tail.
+# Traefik and the F5 NGINX Ingress Controller in pods). Idempotent: a healthy
+# running cluster is left alone; a half-started one is torn down first.
+# Non-interactive; exits non-zero with the failing log's tail.
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=pki.sh
 . "$LC_DIR/pki.sh"
@@ -24,12 +24,17 @@ render() {
   local sedargs=()
   for v in STATE_DIR RUN_DIR PKI_DIR CONTAINERD_ROOT NODE_IP NODE_NAME POD_CIDR POD_GW SERVICE_CIDR DNS_SVC_IP \
            CLUSTER_DOMAIN CNI_BRIDGE PAUSE_IMAGE TRAEFIK_IMAGE TRAEFIK_VERSION TRAEFIK_NODEPORT \
-           PROMETHEUS_IMAGE PROMETHEUS_VERSION PROMETHEUS_NODEPORT KEDA_IMAGE KEDA_VERSION CA_BUNDLE REGISTRY_PORT; do
+           PROMETHEUS_IMAGE PROMETHEUS_VERSION PROMETHEUS_NODEPORT KEDA_IMAGE KEDA_VERSION CA_BUNDLE REGISTRY_PORT \
+           NGINX_INGRESS_VERSION NGINX_INGRESS_REPOSITORY NGINX_INGRESS_TAG NGINX_NODEPORT; do
     sedargs+=(-e "s|@$v@|${!v}|g")
   done
   sed "${sedargs[@]}" "$src" >"$out"
   if grep -q '@[A-Z_]*@' "$out"; then die "unrendered placeholder in $out: $(grep -o '@[A-Z_]*@' "$out" | head -1)"; fi
 }
+
+# The controller image's name in the chart's two values.
+NGINX_INGRESS_REPOSITORY="${NGINX_INGRESS_IMAGE%:*}"
+NGINX_INGRESS_TAG="${NGINX_INGRESS_IMAGE##*:}"
 
 # The cluster CA, base64 (KEDA's APIService); set once the PKI exists.
 CA_BUNDLE=""
@@ -349,6 +354,32 @@ start_traefik() {
     bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://127.0.0.1:$TRAEFIK_NODEPORT/) == 404 ]]"
 }
 
+# The F5 NGINX Ingress Controller (IngressClass "nginx"), from its vendored
+# chart with the project's values (infra/nginx-ingress-f5/values.yaml) and
+# the local cluster's overrides (manifests/nginx-ingress-values.yaml).
+start_nginx_ingress() {
+  render "$LC_DIR/manifests/nginx-ingress-values.yaml" "$STATE_DIR/nginx-ingress-values.yaml"
+  local helm; helm="$(eval "$("$REPO_ROOT/tools/tools.sh" env)"; echo "$HELM")"
+  [[ -x "$helm" ]] || "$REPO_ROOT/tools/tools.sh" helm >>"$LOG_DIR/manifests.log" 2>&1
+  _install() {
+    "$helm" --kubeconfig "$STATE_DIR/admin.kubeconfig" upgrade --install nginx-ingress "$NGINX_INGRESS_DIR/chart" \
+      --namespace nginx-ingress --create-namespace --skip-crds --skip-schema-validation \
+      -f "$REPO_ROOT/infra/nginx-ingress-f5/values.yaml" -f "$STATE_DIR/nginx-ingress-values.yaml" \
+      --wait --timeout 3m
+  }
+  step "helm install nginx-ingress $NGINX_INGRESS_VERSION (vendored chart)" "$LOG_DIR/nginx-ingress-install.log" _install
+  # nginx answers 404 for a host no Ingress names: the NodePort path works.
+  wait_for "nginx-ingress via NodePort 127.0.0.1:$NGINX_NODEPORT" 60 nginx_ingress_evidence \
+    bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://127.0.0.1:$NGINX_NODEPORT/) == 404 ]]"
+}
+nginx_ingress_ready() {
+  [[ "$("${KUBECTL[@]}" -n nginx-ingress get deploy nginx-ingress-controller -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" == 1 ]]
+}
+nginx_ingress_evidence() {
+  "${KUBECTL[@]}" -n nginx-ingress get pods,svc -o wide
+  "${KUBECTL[@]}" -n nginx-ingress logs deploy/nginx-ingress-controller --tail=30
+}
+
 # Prometheus (manifests/prometheus.yaml): kubernetes_sd scraping, API on
 # NodePort $PROMETHEUS_NODEPORT at 127.0.0.1.
 start_prometheus() {
@@ -411,6 +442,7 @@ usage() {
     export KUBECONFIG=$KUBECONFIG_OUT      # or: . infra/local-cluster/env.sh (apiserver https://127.0.0.1:$APISERVER_PORT)
     kubectl get nodes                            # kubectl is in \$WSPS_CACHE/bin ($K8S_BIN)
     ingress (Traefik: IngressClass "traefik", Gateway traefik/traefik): http://127.0.0.1:$TRAEFIK_NODEPORT/
+    ingress (F5 NGINX Ingress Controller $NGINX_INGRESS_VERSION: IngressClass "nginx"): http://127.0.0.1:$NGINX_NODEPORT/
     prometheus: http://127.0.0.1:$PROMETHEUS_NODEPORT/ (monitoring/prometheus-operated:9090); keda in namespace keda
     registry: 127.0.0.1:$REGISTRY_PORT (plain HTTP; pods may pull from it)
     images: $WSPS_IMAGE $REDIS_IMAGE $K6_IMAGE (make images; imagePullPolicy: Never)
@@ -420,11 +452,14 @@ EOF
 
 # WSPS_CLUSTER_INGRESS=0: no Traefik (neither built nor installed).
 INGRESS="${WSPS_CLUSTER_INGRESS:-1}"
+# WSPS_CLUSTER_NGINX=0: no F5 NGINX Ingress Controller (neither built nor installed).
+NGINX="${WSPS_CLUSTER_NGINX:-$INGRESS}"
 # WSPS_CLUSTER_MONITORING=0: no Prometheus and KEDA (neither built nor installed).
 MONITORING="${WSPS_CLUSTER_MONITORING:-1}"
 
 addons() {
   if (( INGRESS )) && ! traefik_ready; then start_traefik; fi
+  if (( NGINX )) && ! nginx_ingress_ready; then start_nginx_ingress; fi
   if (( MONITORING )) && ! prometheus_ready; then start_prometheus; fi
   if (( MONITORING )) && ! keda_ready 2>/dev/null; then start_keda; fi
 }
@@ -433,6 +468,7 @@ main() {
   "$LC_DIR/deps.sh"
   local bins=(kubernetes etcd coredns pause network-policies) imgs=(base pause)
   if (( INGRESS )); then bins+=(traefik); imgs+=(traefik); fi
+  if (( NGINX )); then bins+=(nginx-ingress); imgs+=(nginx-ingress); fi
   if (( MONITORING )); then bins+=(prometheus keda); imgs+=(prometheus keda); fi
   "$LC_DIR/build-bins.sh" "${bins[@]}"
   WSPS_IMAGES_QUIET_IMPORT=1 "$LC_DIR/images.sh" "${imgs[@]}"

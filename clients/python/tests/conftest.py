@@ -6,11 +6,15 @@ gateway). Node comes from PATH (`make test-python` puts $WSPS_CACHE/bin first).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -51,11 +55,35 @@ class Stack:
 
 @pytest.fixture
 def stack() -> Iterator[Stack]:
+    yield from _start()
+
+
+AUTH_SECRET = "hs256-secret-for-the-python-sdk-tests"
+
+
+@pytest.fixture
+def auth_stack() -> Iterator[Stack]:
+    """The stack with auth on: the gateways want HS256 tokens signed with AUTH_SECRET (see ``token``)."""
+    yield from _start("--auth-secret", AUTH_SECRET)
+
+
+def token(exp_in: float, **claims: object) -> str:
+    """A JWT the ``auth_stack`` gateways accept for ``exp_in`` seconds (HS256, by hand: no JWT library needed)."""
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    payload = b64(json.dumps({**claims, "exp": int(time.time() + exp_in)}).encode())
+    signature = hmac.new(AUTH_SECRET.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}.{payload}.{b64(signature)}"
+
+
+def _start(*args: str) -> Iterator[Stack]:
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not on PATH (run through `make test-python`)")
     proc = subprocess.Popen(
-        [node, str(STACK_JS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True,
+        [node, str(STACK_JS), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True,
         env={**os.environ},
     )
     try:

@@ -49,6 +49,23 @@ fi
 ln -sfn "bin-$sum" "$CACHE/bin"
 [[ $ONLY == all ]] || exit 0
 
+# Centrifugo (a peer in the fan-out): `go install` of the pinned release from
+# the module proxy, version stamped as its own release build does, linked as
+# $CACHE/centrifugo (harness/bench/src/go-bin.js).
+. "$ROOT/tools/versions.env"
+cf=$CACHE/centrifugo-$CENTRIFUGO_VERSION
+if [[ ! -x $cf/centrifugo ]]; then
+  say "building Centrifugo $CENTRIFUGO_VERSION from the Go module proxy (about 3 min, once)"
+  tmp=$(mktemp -d "$cf.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  GOBIN=$tmp CGO_ENABLED=0 go install -trimpath \
+    -ldflags "-X github.com/centrifugal/centrifugo/v6/internal/build.Version=${CENTRIFUGO_VERSION#v}" \
+    "github.com/centrifugal/centrifugo/v6@$CENTRIFUGO_VERSION"
+  chmod 755 "$tmp"
+  mv -T "$tmp" "$cf"
+fi
+ln -sfn "centrifugo-$CENTRIFUGO_VERSION/centrifugo" "$CACHE/centrifugo"
+
 # Plotting: matplotlib pinned (with its dependencies) in a venv of its own.
 venv=$CACHE/venv-plot-1
 if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then

@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
-//   [--only=fanout,hot,idle,nginx,sim,ingest,history] [--servers=wsps,wsps-distinct,naive,socketio,pushpin]
+//   [--only=fanout,hot,idle,nginx,sim,ingest,history,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
 //
 // --bin: the directory of the bench's Go programs (loadgen, floor, hiccup;
 // go-bin.js), by default the one scripts/setup.sh links in the cache.
@@ -25,20 +25,22 @@ import { HiccupMeter } from './hiccup.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
 import { capacitySim } from './sections/capacity-sim.js'
+import { compression } from './sections/compression.js'
 import { fanoutAll } from './sections/fanout.js'
 import { history } from './sections/history.js'
 import { hotSymbols } from './sections/hot.js'
 import { idleAndStorm } from './sections/idle.js'
 import { ingest } from './sections/ingest.js'
 import { nginxVsDirect } from './sections/nginx.js'
+import { floorCost, judgeShape } from './sections/shape.js'
 import { NICE, start } from './spawn.js'
 
 const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' } })
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)
-const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest,history').split(','))
-const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,socketio,pushpin').split(',')
+const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest,history,compression').split(','))
+const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,centrifugo,socketio,pushpin').split(',')
 
 /** Server under test on core 1; load generator, Redis, publisher, nginx on core 0. */
 const SERVER_CORE = cpus().length > 1 ? '1' : null
@@ -58,12 +60,14 @@ const results = {
   params: P,
   placement: { serverCore: SERVER_CORE, loadCore: LOAD_CORE, nice: NICE },
   fanout: {},
+  fanoutShape: null,
   hot: null,
   idle: {},
   nginx: null,
   sim: null,
   ingest: null,
-  history: null
+  history: null,
+  compression: null
 }
 
 log(`profile ${PROFILE}; loadgen ${BIN.loadgen}; run dir ${runDir}`)
@@ -97,7 +101,11 @@ async function part (what, fn) {
 
 try {
   if (ONLY.has('fanout')) {
+    log('fanout shape: the floor\'s cost per write')
+    const floor = await part('floor', () => floorCost(run))
     results.fanout = await fanoutAll(run, SERVER_NAMES)
+    results.fanoutShape = floor.error ? floor : judgeShape(floor, results.fanout)
+    log(`fanout shape: ${results.fanoutShape.verdict ?? results.fanoutShape.error}`)
     save()
   }
   if (ONLY.has('hot')) results.hot = await part('hot', () => hotSymbols(run))
@@ -112,6 +120,7 @@ try {
   if (ONLY.has('sim')) results.sim = await part('sim', () => capacitySim(run))
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
   if (ONLY.has('history')) results.history = await part('history', () => history(run))
+  if (ONLY.has('compression')) results.compression = await part('compression', () => compression(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
   results.machine.hiccup = hiccup.summary()

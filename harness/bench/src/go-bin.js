@@ -20,6 +20,8 @@ export const GO_BIN_DIR = join(process.env.WSPS_CACHE ?? join(process.env.HOME ?
  * @property {string} loadgen the load generator (cmd/loadgen)
  * @property {string} floor the floor server of the hot section (cmd/floor)
  * @property {string} hiccup the host hiccup meter (cmd/hiccup)
+ * @property {string} centrifugo Centrifugo, a peer server (not ours: setup.sh builds the
+ *   release pinned in tools/versions.env and links it beside the bin directory)
  */
 
 /**
@@ -29,7 +31,7 @@ export const GO_BIN_DIR = join(process.env.WSPS_CACHE ?? join(process.env.HOME ?
  * @returns {GoBin}
  */
 export function goBin (dir = GO_BIN_DIR) {
-  return { loadgen: join(dir, 'loadgen'), floor: join(dir, 'floor'), hiccup: join(dir, 'hiccup') }
+  return { loadgen: join(dir, 'loadgen'), floor: join(dir, 'floor'), hiccup: join(dir, 'hiccup'), centrifugo: join(GO_BIN_DIR, '../centrifugo') }
 }
 
 /**

@@ -1,9 +1,9 @@
 // Server adapters: how to start each server under test and how it is fed
 // from the shared Redis publisher. The client side of each protocol lives in
-// loadgen/internal/adapter. To add a server (e.g. Centrifugo: subscribe over its
-// JSON protocol, fed by a bridge calling its publish API), add an entry here
-// with start() and a matching Go adapter; nothing else changes.
+// loadgen/internal/adapter. To add a server, add an entry here with start()
+// and a matching Go adapter; nothing else changes.
 
+import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -56,9 +56,10 @@ const gcVia = (p) => async () => {
  * @property {string} [prefix] Redis key prefix of its quote stream (default wsps)
  * @property {boolean} [inspect] Node servers: open the inspector so gc() works
  * @property {import('./go-bin.js').GoBin} [bin] the bench's Go programs (the floor server is one of them)
+ * @property {string | null} [loadCore] CPU list of the load generator and the feed (servers with a feed process of their own)
  */
 
-/** @type {Record<string, {label: string, strict?: boolean, start: (o: StartOptions) => Promise<ServerHandle>}>} */
+/** @type {Record<string, {label: string, strict?: boolean, snapshots?: boolean, start: (o: StartOptions) => Promise<ServerHandle>}>} */
 export const SERVERS = {
   wsps: gatewayServer('wsps', 'wsps gateway (merge)', join(ROOT, 'services/gateway/src/main.js')),
   // Every tick, counted tick by tick; seq gaps fail the step.
@@ -78,6 +79,38 @@ export const SERVERS = {
     }
   },
   socketio: nodeServer('socketio', 'Socket.IO 4 + redis-adapter'),
+  centrifugo: {
+    label: 'Centrifugo v6 (Redis engine) + API bridge',
+    // No snapshot on subscribe (its history is off, as in its defaults): a
+    // client is ready on its subscribe replies.
+    snapshots: false,
+    async start ({ redisUrl, core, runDir, prefix = 'wsps', bin, loadCore }) {
+      if (!bin) throw new Error('Centrifugo is started from the bench\'s cache: start it with bin')
+      const port = await freePort()
+      const key = randomBytes(16).toString('hex')
+      const config = join(runDir, `centrifugo-${port}.json`)
+      writeFileSync(config, JSON.stringify(centrifugoConfig({ port, redisUrl, prefix, key }), null, 2))
+      const cf = start(bin.centrifugo, ['--config', config], { core, name: 'centrifugo', stdin: false })
+      await waitFor(async () => {
+        if (!cf.alive) throw new Error(`centrifugo exited: ${cf.logs.slice(-20).join('\n')}`)
+        return httpOk(`http://127.0.0.1:${port}/health`)
+      }, { timeout: 30_000, message: 'centrifugo /health' })
+      // The bridge is the feed (like the publisher), not the server: on the load core.
+      const bridge = start(NODE, [join(HERE, 'servers/centrifugo-bridge.js'), `--redis=${redisUrl}`, `--prefix=${prefix}`, `--api=http://127.0.0.1:${port}/api`, `--key=${key}`], { core: loadCore ?? null, name: 'centrifugo-bridge', stdin: false })
+      await bridge.waitLine((l) => l.type === 'ready', 15_000)
+      return {
+        name: 'centrifugo',
+        adapter: 'centrifugo',
+        url: `ws://127.0.0.1:${port}`,
+        port,
+        roots: () => [cf.pid],
+        async stop () {
+          await bridge.stop('SIGTERM', { killAfterMs: 3000 })
+          await cf.stop('SIGTERM', { killAfterMs: 5000 })
+        }
+      }
+    }
+  },
   pushpin: {
     label: 'Pushpin (GRIP) + bridge',
     async start ({ redisUrl, core, runDir, prefix = 'wsps' }) {
@@ -250,4 +283,27 @@ function pushpinConf ({ dir, port, pubPort, pullPort, subPort, cmdPort }) {
     if (extra.length) text = text.replace(`[${sec}]`, `[${sec}]\n${extra.join('\n')}`)
   }
   return text
+}
+
+/**
+ * Centrifugo's configuration in the bench: on loopback, its Redis engine on
+ * the shared Redis (its own key prefix), insecure client mode (anyone may
+ * connect and subscribe to any channel: the comparison is of delivery, not
+ * of auth, and wsps's bench gateways run without auth too), the HTTP server
+ * API behind a key, logs at error, no usage statistics. Everything else is
+ * Centrifugo's default (no history, no recovery: like wsps merge, and wsps
+ * distinct keeps its history on in the bench).
+ *
+ * @param {{port: number, redisUrl: string, prefix: string, key: string}} o
+ */
+function centrifugoConfig ({ port, redisUrl, prefix, key }) {
+  return {
+    http_server: { address: '127.0.0.1', port },
+    log: { level: 'error' },
+    engine: { type: 'redis', redis: { address: [redisUrl], prefix: `cf-${prefix}` } },
+    client: { insecure: true, allowed_origins: ['*'], channel_limit: 1024 },
+    http_api: { key },
+    health: { enabled: true },
+    usage_stats: { disabled: true }
+  }
 }

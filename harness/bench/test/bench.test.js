@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { bucketMs, quantiles } from '../src/fleet.js'
 import { renderMarkdown } from '../src/report.js'
+import { judgeShape } from '../src/sections/shape.js'
 import { StealMeter, machineTimes } from '@wsps/testkit/proc'
 
 test('bucketMs matches the Go load generator buckets (0.1 ms below 100 ms, 1 ms above)', () => {
@@ -33,14 +34,18 @@ test('the report renders a headline row per server with the ratio to the naive b
     params: { conns: 10, k: 2, symbols: 5, zipf: 1, storm: 10, stormProcs: 1, nginxConns: 1, nginxReps: 1, simConns: 1 },
     fanout: {
       wsps: { label: 'wsps gateway', steps: [step(5000, 0.5)], max: step(5000, 0.5), limit: 'p99', at50: step(2500, 0.2), saturated: step(6000, 1) },
-      naive: { label: 'naive', steps: [step(1000, 0.5)], max: step(1000, 0.5), limit: 'p99', at50: step(500, 0.2), saturated: step(1200, 1) }
+      naive: { label: 'naive', steps: [step(1000, 0.5)], max: step(1000, 0.5), limit: 'p99', at50: step(500, 0.2), saturated: step(1200, 1) },
+      centrifugo: { label: 'Centrifugo', steps: [step(2000, 0.5)], max: step(2000, 0.5), limit: 'p99', lowerBound: true, at50: step(1000, 0.2), saturated: step(2400, 1) }
     },
+    fanoutShape: judgeShape({ usPerWrite: 20 }, { wsps: { maxSubsPerSymbol: 1150 }, naive: { maxSubsPerSymbol: 1150 } }),
     idle: {},
     nginx: null,
     sim: null
   })
-  assert.match(md, /\| wsps gateway \| 5,000 \| 5\.0× \|/)
-  assert.match(md, /\| naive \| 1,000 \| 1\.0× \|/)
+  assert.match(md, /\| wsps gateway \| 5,000 \| 5\.0× \| 2\.5× \|/)
+  assert.match(md, /\| naive \| 1,000 \| 1\.0× \| 0\.5× \|/)
+  assert.match(md, /\| Centrifugo \| ≥ 2,000 \| ≥ 2\.0× \| ≥ 1\.0× \|/, 'a max the load core may have limited is a lower bound')
+  assert.match(md, /23\.0 ms pass for any server\. That is within half the 100 ms bound: \*\*the table ranks the servers/)
   assert.match(md, /CPU steal 6\.1% of the run/)
   assert.match(md, /\| CPU redis \| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){15} \| --- \|/, 'the ramp table has a steal column, and its separator as many cells')
   assert.match(md, /\| 0\.10 \| 12\.5 \| {2}\| 10 \| yes \|/, 'each step shows its steal (and no hiccup: this run had no meter)')
@@ -109,14 +114,27 @@ test('the hot-symbol sweep renders p99 per connection count, server and worker c
   })
   // server µs per delivery / per frame: 0.5 cores over 40,000/s
   assert.match(md, /\| 10,000 \| wsps \| 1 \| 10,000 \| 40,000 \(40,000\) \| 1\.0 \| 1\.0 \/ 90\.0 \/ 90\.0 \| 0\.50 \| 12\.5 \/ 12\.5 \|/)
-  assert.match(md, /\| steal % \| hiccup ms \|\n\| ---:(?: \| ---:| \| ---){10} \|/, 'the hot table has a hiccup column, and as many separator cells')
+  assert.match(md, /\| steal % \| hiccup ms \| gaps \/ ticks lost \(distinct\) \|\n\| ---:(?: \| ---:| \| ---){11} \|/, 'the hot table has hiccup and distinct-loss columns, and as many separator cells')
+  assert.match(md, /\| hot symbols, merge: gateway p99 within 10% of the floor's \| 10,000 connections: p99 90\.0 ms vs the floor's 45\.0 ms \(2\.00×\) \| not met \|/)
   assert.match(md, /\| 10,000 \| wsps-2w \| 2 \| 5,000 \|/)
   assert.match(md, /\| 2,500 \| floor \| 1 \| 2,500 \| 10,000 \(10,000\) \| 1\.0 \| 1\.0 \/ 45\.0 \/ 45\.0 \| 0\.20 \| 20\.0 \/ 20\.0 \|/)
   assert.match(md, /\*\*floor\*\*: bare write loop \(Go, 1 thread\): the floor/)
   assert.match(md, /\| \(no target\) the floor at the same load: .* \| 10,000 connections, 40,000 deliveries\/s: p99 45\.0 ms, 5\.0 µs server CPU per delivery \(wsps: 12\.5\) \| \|/)
   assert.match(md, /\| merge mode ≥ 12× naive at p99 ≤ 100 ms \| .*13\.0× \| met \|/)
-  assert.match(md, /\| distinct mode ≥ 4× naive, every tick in order \| .*3\.0×; seq gaps over its ramp: 0, ticks lost: n\/a \| not met \|/, 'steps of a load generator that did not count ticks lost: n/a')
+  assert.match(md, /\| distinct mode ≥ 12× naive, every tick in order \| .*3\.0×; seq gaps over its ramp: 0, ticks lost: n\/a \| not met \|/, 'steps of a load generator that did not count ticks lost: n/a')
   assert.match(md, /\| hot symbols, one core: p99 ≤ 100 ms \| 10,000 connections, 40,000 deliveries\/s: p99 90\.0 ms \| met \|/)
   assert.match(md, /\| hot symbols, 2 workers: about half of 1 worker's p99 \| .*\(0\.67×;.* \| not met \|/)
   assert.match(md, /\| p99 ≤ 50 ms at 50% of the latency-bounded max \| 40\.0 ms/)
+})
+
+test('the fan-out shape ranks servers only when its largest pass at the floor is within half the latency bound', () => {
+  const ok = judgeShape({ usPerWrite: 20 }, { a: { maxSubsPerSymbol: 1150 }, b: { maxSubsPerSymbol: 900 } })
+  assert.equal(ok.largestAudience, 1150)
+  assert.equal(ok.largestPassMs, 23)
+  assert.equal(ok.ranking, true)
+  // The old shape: 10,000 connections x 20 of 2,000 symbols at Zipf 1, ~6,800 readers of the hottest.
+  const old = judgeShape({ usPerWrite: 17 }, { a: { maxSubsPerSymbol: 6800 } })
+  assert.equal(old.largestPassMs, 115.6)
+  assert.equal(old.ranking, false)
+  assert.match(old.verdict, /cannot rank servers/)
 })

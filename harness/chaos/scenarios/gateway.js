@@ -1,5 +1,5 @@
 // Gateway loss with reconnecting clients (the browser/Node client
-// services/gateway/public/wsps-client.js, given both gateway URLs):
+// @wsps/client (clients/js), given both gateway URLs):
 //
 // 1. SIGTERM: clients are closed with 1012 spread over WSPS_DRAIN_MS,
 //    reconnect to the other gateway, resubscribe and get a snapshot —
@@ -11,7 +11,7 @@
 //    2 x heartbeatMs) and recover the same way.
 
 import WebSocket from 'ws'
-import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
+import { WspsClient } from '@wsps/client'
 import { Report } from '../lib/report.js'
 import { percentile } from '../../testkit/src/stats.js'
 import { Stack, sleep, waitFor } from '../../testkit/src/index.js'

@@ -6,7 +6,7 @@
 // on 127.0.0.1.
 
 import { request } from 'node:http'
-import { SseParser } from '../../../services/gateway/public/sse-socket.js'
+import { SseParser } from '@wsps/client/sse'
 import { waitFor } from './wait.js'
 
 export class SseStream {

@@ -10,7 +10,7 @@ import WebSocket from 'ws'
 import { redisKeys } from '@wsps/shared/keys'
 import { publishArgs, registerScripts } from '@wsps/shared/scripts'
 import { setUp, ticksDisordered, ticksLost, useStack, waitFor } from '../src/index.js'
-import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
+import { WspsClient } from '@wsps/client'
 
 const SYMBOLS = ['ET1', 'ET2', 'ET3', 'ET4']
 const CLIENTS = 6

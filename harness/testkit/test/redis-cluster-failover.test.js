@@ -13,7 +13,7 @@ import { after, test } from 'node:test'
 import WebSocket from 'ws'
 import { redisCommand, setUp, startFetcher, startGateway, startRedisCluster, waitFor } from '../src/index.js'
 import { ticksLost } from '../src/ticks.js'
-import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
+import { WspsClient } from '@wsps/client'
 
 const NODE_TIMEOUT_MS = 2000
 const FAILOVERS = 5

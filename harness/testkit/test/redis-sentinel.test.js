@@ -15,7 +15,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import WebSocket from 'ws'
 import { parseMetrics, startFetcher, startGateway, startRedisSentinel, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
-import { WspsClient } from '../../../services/gateway/public/wsps-client.js'
+import { WspsClient } from '@wsps/client'
 import { connectRedis } from '../../../services/shared/src/redis.js'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3', 'SF4', 'SF5', 'SF6']

@@ -1,13 +1,12 @@
 // The page: wires the watchlist, the table and the status line to one
 // WspsClient. Everything else lives in the small modules it imports.
 
-import { ErrorCode } from './protocol.js'
 import { LatencyMeter } from './latency.js'
 import { QuoteTable } from './quote-table.js'
 import { StatusBar } from './status-bar.js'
 import { tokenProvider } from './token-provider.js'
 import { Watchlist, parseSymbols } from './watchlist.js'
-import { WspsClient } from './wsps-client.js'
+import { ErrorCode, WspsClient } from './client/index.js'
 import { wsUrlsFromLocation } from './ws-urls.js'
 
 /** @param {string} id */
@@ -73,7 +72,7 @@ function removeSymbol (symbol) {
   if (hadFocus) (next ?? input).focus()
 }
 
-/** @param {import('./wsps-client.js').ErrorInfo} error */
+/** @param {import('./client/index.js').ErrorInfo} error */
 function showError (error) {
   const code = document.createElement('code')
   code.textContent = error.code

@@ -9,8 +9,8 @@ import { sparkPoints } from './sparkline.js'
 const HISTORY = 60
 
 /**
- * @typedef {import('./wsps-client.js').Quote} Quote
- * @typedef {import('./wsps-client.js').QuoteEvent} QuoteEvent
+ * @typedef {import('./client/index.js').Quote} Quote
+ * @typedef {import('./client/index.js').QuoteEvent} QuoteEvent
  *
  * @typedef {object} Row
  * @property {string} symbol

@@ -6,7 +6,7 @@
 import { formatLatency } from './format.js'
 
 /**
- * @typedef {import('./wsps-client.js').StatusInfo} StatusInfo
+ * @typedef {import('./client/index.js').StatusInfo} StatusInfo
  *
  * @typedef {object} StatusElements
  * @property {HTMLElement} root carries data-state for the colours

@@ -11,6 +11,8 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_HEARTBEAT_MS', key: 'heartbeatMs', type: 'int', min: 1000, max: 300000, default: 15000, doc: 'Server ping interval. A peer that misses a ping is dropped: idle timeout = 2 x this.' },
   { env: 'WSPS_BATCH_MS', key: 'batchMs', type: 'int', min: 0, max: 1000, default: 0, doc: 'Batching window for updates. 0 (adaptive): a pass per event-loop turn, so quotes are written at once when idle and batch up by themselves under load (a pass takes longer, more arrive meanwhile). A fixed window trades latency for fewer, larger frames.' },
   { env: 'WSPS_MAX_SUBSCRIPTIONS', key: 'maxSubscriptions', type: 'int', min: 1, max: 10000, default: 200, doc: 'Symbols one connection may hold.' },
+  { env: 'WSPS_COMPRESSION', key: 'compression', type: 'bool', default: false, doc: 'Offer permessage-deflate (RFC 7692) on `/ws` to clients that ask for it; one that does not, or any client while this is off, gets an uncompressed connection (the standard negotiation, never an error). No context takeover either way and a 1 KiB window: a compressed connection keeps no history between messages; frames under 256 bytes go uncompressed. Costs gateway CPU per frame per compressed client (docs/benchmarks/compression.md).' },
+  { env: 'WSPS_COMPRESSION_MAX_CONNECTIONS', key: 'compressionMaxConnections', type: 'int', min: 0, max: 1000000, default: 2000, doc: 'With WSPS_COMPRESSION on, compressed connections per process at most: each keeps its deflate state between messages. Past it, clients that ask get uncompressed connections. 0: no cap.' },
   { env: 'WSPS_MAX_PAYLOAD_BYTES', key: 'maxPayload', type: 'int', min: 128, max: 1048576, default: 4096, doc: 'Largest client frame; larger ones close the socket with 1009.' },
   { env: 'WSPS_RATE_PER_SEC', key: 'ratePerSec', type: 'number', min: 0.1, max: 100000, default: 20, doc: 'Client messages per second (token bucket refill rate).' },
   { env: 'WSPS_RATE_BURST', key: 'rateBurst', type: 'int', min: 1, max: 100000, default: 40, doc: 'Token bucket size: messages a client may send at once.' },
@@ -61,6 +63,8 @@ export const gatewaySettings = Object.freeze([
  * @property {number} batchMs
  * @property {number} maxSubscriptions
  * @property {number} maxPayload
+ * @property {boolean} compression
+ * @property {number} compressionMaxConnections
  * @property {number} ratePerSec
  * @property {number} rateBurst
  * @property {number} maxConnections

@@ -90,7 +90,7 @@ export async function createGateway (config, logger) {
     connected: () => connections.size
   })
   const connections = new Connections({ ctx, admission, sessions, metrics, heartbeatMs: config.heartbeatMs, logger })
-  const ws = new WsServer({ admission, connections, sessions, metrics, maxPayload: config.maxPayload, authTimeoutMs: config.authTimeoutMs, logger })
+  const ws = new WsServer({ admission, connections, sessions, metrics, maxPayload: config.maxPayload, compression: config.compression, compressionMaxConnections: config.compressionMaxConnections, authTimeoutMs: config.authTimeoutMs, logger })
   const sse = new SseServer({ admission, connections, sessions, metrics, maxSubscriptions: config.maxSubscriptions })
 
   const app = createHttpApp(logger, (handler) => {

@@ -7,6 +7,7 @@ import { STATUS_CODES } from 'node:http'
 import { WebSocketServer } from 'ws'
 import { Disconnect } from '@wsps/protocol'
 import { bearerOf, hasQueryToken } from './auth.js'
+import { CompressionBudget, deflateOptions } from './compression.js'
 import { WsTransport } from './ws-transport.js'
 
 export const WS_PATH = '/ws'
@@ -31,6 +32,7 @@ export class WsServer {
   #metrics
   #authTimeoutMs
   #wss
+  #compression
   #handlers
   #log
 
@@ -41,10 +43,12 @@ export class WsServer {
    * @param {import('./session.js').Sessions} options.sessions
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxPayload largest client frame (larger: 1009)
+   * @param {boolean} [options.compression] offer permessage-deflate (compression.js)
+   * @param {number} [options.compressionMaxConnections] compressed connections at most (0: no cap)
    * @param {number} options.authTimeoutMs auth on and no header: the `auth` frame must come within this
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ admission, connections, sessions, metrics, maxPayload, authTimeoutMs, logger }) {
+  constructor ({ admission, connections, sessions, metrics, maxPayload, compression = false, compressionMaxConnections = 0, authTimeoutMs, logger }) {
     this.#admission = admission
     this.#connections = connections
     this.#sessions = sessions
@@ -54,13 +58,14 @@ export class WsServer {
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload,
-      perMessageDeflate: false,
+      perMessageDeflate: deflateOptions(compression),
       clientTracking: false,
       // Pings are answered by Sessions.onPing, under the rate limit.
       autoPong: false,
       WebSocket: WsTransport
     })
-    this.#handlers = socketHandlers(this.#log, sessions, connections)
+    this.#compression = new CompressionBudget(compressionMaxConnections)
+    this.#handlers = socketHandlers(this.#log, sessions, connections, this.#compression)
   }
 
   /** @param {import('node:http').Server} server */
@@ -99,6 +104,7 @@ export class WsServer {
       m.inc({ result: lease.result })
       return refuse(socket, lease.status, lease.message, lease.retryAfter ? { 'Retry-After': lease.retryAfter } : {})
     }
+    this.#compression.admit(req)
     try {
       this.#wss.handleUpgrade(req, socket, head, (ws) => {
         // `ws` handles the socket's errors from now on; a second listener
@@ -118,6 +124,7 @@ export class WsServer {
    */
   #onConnection (ws, lease) {
     const client = this.#connections.open(ws, lease)
+    this.#compression.opened(ws)
     ws.serve(client, this.#handlers)
     if (lease.authed) this.#sessions.welcome(client, lease.grants, lease.expiresAt)
     else client.closeAt(Date.now() + this.#authTimeoutMs, Disconnect.AUTH_TIMEOUT)
@@ -148,8 +155,9 @@ const clientOf = (ws) => /** @type {WsTransport} */ (ws).connection
  * @param {import('pino').Logger} log
  * @param {import('./session.js').Sessions} sessions
  * @param {import('./connections.js').Connections} connections
+ * @param {CompressionBudget} compression
  */
-function socketHandlers (log, sessions, connections) {
+function socketHandlers (log, sessions, connections, compression) {
   return {
     /**
      * @this {import('ws').WebSocket}
@@ -188,6 +196,7 @@ function socketHandlers (log, sessions, connections) {
      * @param {number} code
      */
     close (code) {
+      compression.closed(this)
       const client = /** @type {WsTransport} */ (this).detach()
       if (client) connections.onClose(client, code)
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ErrorCode } from '@wsps/protocol'
-import { SseParser, sseUrlFor } from '../public/sse-socket.js'
+import { SseParser, sseUrlFor } from '@wsps/client/sse'
 import { parseSymbols } from '../src/sse-server.js'
 import { firstEventId } from '../src/sse-transport.js'
 

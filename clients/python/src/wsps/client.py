@@ -1,6 +1,6 @@
 """wsps.Client: one connection to a wsps gateway that stays connected by itself
 and keeps a consistent quote per watched symbol (the Python twin of
-services/gateway/public/wsps-client.js).
+the JS client, clients/js).
 
 One task runs the connection loop: connect (rotating over the URLs), send
 ``auth`` as the first frame when there is a token, wait for ``hello``,
@@ -9,6 +9,12 @@ and epoch), then read frames until the socket closes, and pick the delay
 before the next attempt by the close code (1012: at once, jittered; others:
 backoff; 1000/4001/4002/4003: stop, unless a token callable can give a new
 token). Quotes are held by the receiver rules (receiver.py).
+
+Transports: WebSocket first; with ``transport="auto"`` an upgrade the server
+answers without upgrading (a proxy stripped it) makes the next attempt an SSE
+stream (sse.py), and an SSE attempt nothing answers sends the next one back to
+WebSocket. Over SSE the watch set is part of the request, so subscribe(),
+unsubscribe() and a token refresh reopen the stream (once per burst).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, Union
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed as WsClosed
+from websockets.exceptions import InvalidHandshake
 
 from .backoff import Retry
 from .errors import ConnectionClosed, WspsError
@@ -39,12 +46,14 @@ from .protocol import (
     ServerOp,
 )
 from .receiver import Cursor, Outcome, QuoteReceiver
+from .sse import SseRefused, SseStream, stream_url
 
 log = logging.getLogger("wsps")
 
 TokenSource = Union[str, Callable[[], Union[str, Awaitable[str]]]]
 """A fixed token, or a callable (sync or async) asked for one before every connection and refresh."""
 Callback = Callable[[Event], Union[None, Awaitable[None]]]
+TRANSPORTS = ("auto", "websocket", "sse")
 
 # Errors whose `symbols` leave the watch set even when they answer no request of ours.
 _DROPS_NAMED = frozenset({ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS})
@@ -86,6 +95,7 @@ class Client:
         token: TokenSource | None = None,
         *,
         token_in_header: bool = False,
+        transport: str = "auto",
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
         restart_jitter: float = 0.5,
@@ -101,6 +111,8 @@ class Client:
             connection and before the token expires (a callable is what lets 4001/4002/4003 reconnect)
         :param token_in_header: send the token as ``Authorization: Bearer`` on the upgrade
             (a bad token is then refused with HTTP 401) instead of as the first frame
+        :param transport: ``"auto"``: WebSocket, and SSE (``GET /sse`` beside the URL) when an
+            upgrade is refused; ``"websocket"`` or ``"sse"`` to use only that one
         :param initial_backoff: seconds before the first retry (doubles per failure, equal jitter)
         :param max_backoff: cap of the backoff, seconds
         :param restart_jitter: a 1012 (drain) close is retried within this many seconds
@@ -115,6 +127,21 @@ class Client:
             raise TypeError("wsps.Client: url is empty")
         if max_queue < 1:
             raise TypeError("wsps.Client: max_queue must be at least 1")
+        if transport not in TRANSPORTS:
+            raise TypeError(f"wsps.Client: transport must be one of {TRANSPORTS}, not {transport!r}")
+        self._transport = transport
+        self._use_sse = transport == "sse"
+        self._sse: SseStream | None = None
+        self._last_event_id = ""
+        self._streamed: list[str] = []
+        """SSE: the watch set the current stream was asked for, and its cursors."""
+        self._streamed_since: dict[str, Cursor] = {}
+        self._restarting = False
+        """SSE: the stream is being reopened for a new watch set or token (not a reconnect)."""
+        self._limits: dict[str, Any] = {}
+        """The last ``hello``'s limits: a reopened stream asks for no more than maxSubscriptions."""
+        self._stream_waiters: list[asyncio.Future[list[str]]] = []
+        """SSE: subscribe()/unsubscribe() calls waiting for the reopened stream's ack."""
         self._token = token
         self._token_in_header = token_in_header
         self._connect_timeout = connect_timeout
@@ -177,6 +204,11 @@ class Client:
         return self._live.is_set()
 
     @property
+    def transport(self) -> str:
+        """``"websocket"`` or ``"sse"``: the transport of the current (or next) connection."""
+        return "sse" if self._use_sse else "websocket"
+
+    @property
     def symbols(self) -> list[str]:
         """The watch set, in the order added."""
         return list(self._watch)
@@ -217,6 +249,8 @@ class Client:
             self._watch[s] = delivery
         if not self._live.is_set():
             return self.symbols
+        if self._sse is not None:
+            return await asyncio.wait_for(self._reopen_stream(), self._request_timeout)
         futures = [self._send_request(ClientOp.SUB.value, chunk, delivery, want_answer=True) for chunk in _chunks(wanted)]
         acked: list[str] = []
         for f in futures:
@@ -231,6 +265,9 @@ class Client:
             self._receiver.forget(s)
         if not self._live.is_set() or not removed:
             return
+        if self._sse is not None:
+            await asyncio.wait_for(self._reopen_stream(), self._request_timeout)
+            return
         futures = [self._send_request(ClientOp.UNSUB.value, chunk, None, want_answer=True) for chunk in _chunks(removed)]
         for f in futures:
             assert f is not None
@@ -241,11 +278,13 @@ class Client:
     async def _run(self) -> None:
         while not self._stopped:
             self.url = url = self._retry.url
-            self._emit(StatusEvent("connecting", url))
+            if not self._restarting:
+                self._emit(StatusEvent("connecting", url))
+            self._restarting = False
             code: int | None = None
             reason = ""
             try:
-                code, reason = await self._connection(url)
+                code, reason = await (self._stream_connection(url) if self._use_sse else self._connection(url))
             except asyncio.CancelledError:
                 raise
             except WspsError as err:  # no token
@@ -253,10 +292,13 @@ class Client:
             except Exception as err:  # refused upgrade (HTTP 503/401), DNS, connection refused, timeout
                 reason = f"{type(err).__name__}: {err}"
                 log.debug("wsps: connection to %s failed: %s", url, reason)
+                self._pick_transport(err)
             finally:
-                self._drop_connection()
+                self._drop_connection(keep_waiters=self._restarting)
             if self._stopped:
                 return
+            if self._restarting:
+                continue  # the same stream asked for again with the current watch set (or token)
             if code is not None and code in NO_RECONNECT_CODES and not (code in AUTH_CLOSE_CODES and callable(self._token)):
                 self._end(ConnectionClosed(code, reason))
                 return
@@ -290,9 +332,13 @@ class Client:
         while not self._live.is_set():
             self._on_text(await ws.recv())
 
-    def _drop_connection(self) -> None:
-        """Forgets the current socket and what was tied to it; keeps the watch set and the held quotes."""
+    def _drop_connection(self, keep_waiters: bool = False) -> None:
+        """Forgets the current socket and what was tied to it; keeps the watch set and the held quotes
+        (and, for a stream reopened on purpose, the calls waiting for the next stream's ack)."""
         self._ws = None
+        self._sse = None
+        if not keep_waiters:
+            self._settle_waiters(self.symbols)
         self._live.clear()
         self.hello = None
         for req in self._inflight.values():
@@ -339,6 +385,10 @@ class Client:
 
     async def _refresh(self, delay: float) -> None:
         await asyncio.sleep(delay)
+        if self._sse is not None:
+            # The token is part of the stream's request: a new stream asks for a new one.
+            self._restart_stream()
+            return
         while self._live.is_set():
             try:
                 token = await self._get_token()
@@ -349,6 +399,79 @@ class Client:
                 continue
             self._send_request(ClientOp.AUTH.value, [], None, extra={"token": token})
             return
+
+    # ---- SSE --------------------------------------------------------------------
+
+    def _pick_transport(self, err: Exception) -> None:
+        """auto: an upgrade answered without upgrading makes the next attempt SSE; a stream that
+        nothing (or something that is not the gateway) answered makes it WebSocket again."""
+        if self._transport != "auto":
+            return
+        if not self._use_sse and isinstance(err, InvalidHandshake):
+            self._use_sse = True
+        elif self._use_sse and not (isinstance(err, SseRefused) and err.error is not None):
+            self._use_sse = False
+
+    async def _stream_connection(self, url: str) -> tuple[int | None, str]:
+        """One SSE stream for the watch set (one delivery: distinct when every symbol wants it),
+        resuming from the held cursors: returns its close code and reason."""
+        token = await self._get_token() if self._token is not None else None
+        max_subs = self._limits.get("maxSubscriptions")
+        self._streamed = self.symbols if not isinstance(max_subs, int) else self.symbols[:max_subs]
+        self._streamed_since = self._cursors(self._streamed)
+        distinct = bool(self._streamed) and all(self._watch[s].mode == Mode.DISTINCT.value for s in self._streamed)
+        target = stream_url(url, self._streamed, Mode.DISTINCT.value if distinct else Mode.MERGE.value, self._streamed_since)
+        try:
+            stream = await asyncio.wait_for(SseStream.open(target, token=token, last_event_id=self._last_event_id), self._connect_timeout)
+        except SseRefused as refused:
+            if refused.error is None:
+                raise
+            # The gateway refused the request itself: the error frame it answered with, as on a WebSocket.
+            self._emit(ErrorEvent(refused.error))
+            if refused.error.symbols and refused.error.code in _DROPS_NAMED:
+                self._reject(refused.error.symbols, refused.error)
+            self._settle_waiters(refused.error)
+            return refused.close_code, str(refused)
+        self._sse = stream
+        try:
+            async for data in stream.frames(self._idle_timeout):
+                self._on_text(data)
+        finally:
+            self._last_event_id = stream.last_event_id
+            await stream.close()
+        if not self._live.is_set() and stream.close_reason.startswith("no event"):
+            return None, "no hello from the server"
+        return stream.close_code, stream.close_reason
+
+    def _idle_timeout(self) -> float:
+        """Before hello: the connect timeout; after: nothing at all for 2 x heartbeatMs means the stream is dead."""
+        heartbeat = (self.hello or {}).get("heartbeatMs")
+        return 2 * heartbeat / 1000 if isinstance(heartbeat, (int, float)) and heartbeat > 0 else self._connect_timeout
+
+    async def _reopen_stream(self) -> list[str]:
+        """Reopens the stream with the current watch set; returns the new stream's ack (its symbols)."""
+        future: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        self._stream_waiters.append(future)
+        self._restart_stream()
+        return await future
+
+    def _restart_stream(self) -> None:
+        """Closes the stream so the loop opens the next one at once (changes in one turn share it)."""
+        if self._restarting or self._sse is None:
+            return
+        self._restarting = True
+        stream = self._sse
+        asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(stream.close()))
+
+    def _settle_waiters(self, outcome: list[str] | WspsError) -> None:
+        waiters, self._stream_waiters = self._stream_waiters, []
+        for f in waiters:
+            if f.done():
+                continue
+            if isinstance(outcome, WspsError):
+                f.set_exception(outcome)
+            else:
+                f.set_result(outcome)
 
     # ---- frames -----------------------------------------------------------------
 
@@ -377,6 +500,7 @@ class Client:
             self._emit(ErrorEvent(WspsError(ErrorCode.BAD_SERVER_FRAME.value,
                                             f"server speaks protocol v{hello.get('v')}, this client v{PROTOCOL_VERSION}")))
         self.hello = hello
+        self._limits = hello.get("limits") or {}
         self._live.set()
         self._retry.live()
         self._emit(StatusEvent("live", self.url, node=hello.get("node")))
@@ -391,13 +515,17 @@ class Client:
         over = self.symbols[len(keep):]
         if over:
             self._reject(over, WspsError(ErrorCode.TOO_MANY_SUBSCRIPTIONS.value, f"this gateway allows {max_subs} subscriptions"))
-        since = self._cursors(keep)
+        since = self._streamed_since if self._sse is not None else self._cursors(keep)
         now = time.monotonic()
         for s in keep:
             # A resumed symbol's replay continues what is held: its deltas must apply, not wait for a snapshot.
             if s not in since:
                 self._receiver.resync(s, now)
-        self._request_sub(keep, since)
+        if self._sse is None:
+            self._request_sub(keep, since)
+        elif set(keep) != set(self._streamed):
+            # The stream carries the watch set of the moment it was asked for; it changed meanwhile.
+            self._restart_stream()
 
     def _cursors(self, symbols: Iterable[str]) -> dict[str, Cursor]:
         out: dict[str, Cursor] = {}
@@ -450,6 +578,8 @@ class Client:
             for symbol, ok in recovered.items():
                 if symbol in self._watch:
                     self._emit(RecoveryEvent(symbol, ok is True))
+        if self._sse is not None and "id" not in ack and not self._restarting:
+            self._settle_waiters(list(ack.get("symbols") or []))  # the stream's own ack: its request is answered
         req = self._inflight.pop(ack["id"], None) if isinstance(ack.get("id"), int) else None
         if req is not None and req.op == ClientOp.AUTH.value:
             self._schedule_refresh(ack.get("expiresInMs"))
@@ -500,6 +630,9 @@ class Client:
     ) -> asyncio.Future[list[str]] | None:
         ws = self._ws
         future: asyncio.Future[list[str]] | None = asyncio.get_running_loop().create_future() if want_answer else None
+        if self._sse is not None and op != ClientOp.AUTH.value:
+            # A gap's resubscribe over SSE: a new stream for the watch set (a snapshot for the gap).
+            self._restart_stream()
         if ws is None:
             if future is not None:
                 future.set_result(self.symbols)

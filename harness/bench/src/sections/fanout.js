@@ -19,7 +19,8 @@ import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
  * @param {string[]} names
  */
 export async function fanoutAll (run, names) {
-  const conns = run.P.conns
+  const conns = run.P.fanConns
+  const symbols = run.P.fanSymbols
   /** @type {Record<string, any>} */
   const out = {}
   /** @type {any[]} */
@@ -30,25 +31,26 @@ export async function fanoutAll (run, names) {
       log(`fanout: starting ${name}`)
       try {
         await run.setLast(prefix)
-        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix, bin: run.bin })
+        const srv = await SERVERS[name].start({ redisUrl: run.redisUrl, core: run.serverCore, loadCore: run.loadCore, runDir: run.runDir, prefix, bin: run.bin })
         const subject = { name, prefix, srv, fleet: /** @type {any} */ (null), steps: /** @type {any[]} */ ([]), lastPass: null, firstFail: null, done: false, rate: 0 }
         subjects.push(subject)
         await sleep(500)
         const rssStart = rssBytes(tree(srv.roots()))
         const fleet = subject.fleet = await startFleet({
           bin: run.bin.loadgen, adapter: srv.adapter, url: srv.url, conns, procs: run.P.procs,
-          symbols: run.P.symbols, k: run.P.k, zipf: run.P.zipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64,
+          symbols, k: run.P.fanK, zipf: run.P.fanZipf, core: run.loadCore, maxSeconds: 1500, concurrency: 64, waitSnap: SERVERS[name].snapshots ?? true,
           readyTimeout: run.P.readyTimeout
         })
         log(`  ${fleet.conns}/${conns} connected and subscribed in ${(fleet.elapsedMs / 1000).toFixed(1)} s (${fleet.failed} failed) ${fleet.errors.slice(0, 2).join('; ')}`)
         await sleep(1000)
-        subject.rate = run.P.startDeliveries / (fleet.totalSubs / run.P.symbols)
+        subject.rate = run.P.startDeliveries / (fleet.totalSubs / symbols)
         out[name] = {
           label: SERVERS[name].label,
           conns: fleet.conns,
           failed: fleet.failed,
           totalSubs: fleet.totalSubs,
-          avgSubsPerSymbol: round(fleet.totalSubs / run.P.symbols, 1),
+          avgSubsPerSymbol: round(fleet.totalSubs / symbols, 1),
+          maxSubsPerSymbol: Math.max(...fleet.subsPerSymbol),
           connectSeconds: round(fleet.elapsedMs / 1000, 1),
           rssStartMiB: round(rssStart / 2 ** 20, 1),
           rssIdleMiB: round(rssBytes(tree(srv.roots())) / 2 ** 20, 1)
@@ -66,9 +68,9 @@ export async function fanoutAll (run, names) {
       }
     }
     const measure = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {number} */ measureMs) => {
-      const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix, strict: SERVERS[x.name].strict })
+      const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix, strict: SERVERS[x.name].strict, symbols })
       run.setRate(0, x.prefix)
-      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
+      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms${s.gaps || s.ticksLost ? `, gaps ${s.gaps} ticks lost ${s.ticksLost}` : ''}, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis}${s.loadBound ? ` (load core ${s.loadCore}: a lower bound)` : ''} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
       await sleep(1000) // let it drain before the next one is measured
       return s
     }
@@ -119,7 +121,7 @@ export async function fanoutAll (run, names) {
     // bottleneck whatever the latency. Shows what the design does with a
     // full core (quotes per frame, deliveries per CPU-second).
     for (const x of subjects.filter((y) => y.fleet && y.fleet.totalSubs > 0)) {
-      const rate = Math.min(run.P.maxPublish, run.P.saturationDeliveries / (x.fleet.totalSubs / run.P.symbols))
+      const rate = Math.min(run.P.maxPublish, run.P.saturationDeliveries / (x.fleet.totalSubs / symbols))
       const s = await measure(x, rate, run.P.measureMs)
       s.saturation = true
       x.steps.push(s)
@@ -135,6 +137,8 @@ export async function fanoutAll (run, names) {
       Object.assign(out[x.name], {
         steps: x.steps,
         max: x.best,
+        // The max is a lower bound when the load core was the busy one at it or at the step that failed.
+        lowerBound: Boolean(x.best?.loadBound || x.firstFail?.loadBound),
         limit: x.firstFail ? limitReason(x.firstFail) : (x.steps.length >= run.P.maxSteps ? 'step limit (not saturated)' : 'n/a'),
         at50: x.at50 ?? null,
         saturated: x.saturated ?? null,
@@ -158,5 +162,7 @@ function limitReason (s) {
   if (s.p99 > P99_LIMIT_MS) why.push(`p99 ${s.p99} ms > ${P99_LIMIT_MS} ms`)
   if (!s.keptUp) why.push(`delivered ${s.delivered}/s < ${KEEP_UP} x expected ${s.expected}/s`)
   if (!s.publisherKeptUp) why.push(`publisher reached ${s.published} of ${s.rate}/s`)
+  if (s.strict && (s.gaps || s.ticksLost)) why.push(`${s.gaps} seq gaps, ${s.ticksLost} ticks lost`)
+  if (s.loadBound) why.push(`load core ${Math.round(s.loadCore * 100)}% busy: the load generator may be the limit`)
   return why.join('; ')
 }

@@ -14,7 +14,8 @@ import { startFleet } from '../fleet.js'
 import { sleep } from '@wsps/testkit'
 import { hostNote, log } from '../bench-run.js'
 
-const NAMES = ['wsps', 'wsps-2w', 'floor']
+// Distinct too (issue 29): every tick counted, a step with a gap fails.
+const NAMES = ['wsps', 'wsps-distinct', 'wsps-2w', 'floor']
 
 /**
  * @param {import('../bench-run.js').BenchRun} run
@@ -83,9 +84,9 @@ async function hotStep (run, x, conns) {
     // Each of the hot symbols is published at the same rate, so every
     // connection (one symbol each) gets hotPerConnRate quotes per second.
     const rate = P.hotPerConnRate * P.hotSymbols
-    const s = await run.step({ fleet, roots: x.srv.roots, rate, settleMs: P.settleMs, measureMs: P.latMeasureMs, prefix: x.prefix, symbols: P.hotSymbols })
+    const s = await run.step({ fleet, roots: x.srv.roots, rate, settleMs: P.settleMs, measureMs: P.latMeasureMs, prefix: x.prefix, symbols: P.hotSymbols, strict: SERVERS[x.name].strict })
     run.setRate(0, x.prefix)
-    log(`  hot ${x.name.padEnd(8)} ${fleet.conns} conns: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms, cpu server ${s.cpu.server} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
+    log(`  hot ${x.name.padEnd(8)} ${fleet.conns} conns: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms${s.strict ? `, gaps ${s.gaps} ticks lost ${s.ticksLost}` : ''}, cpu server ${s.cpu.server} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
     return { connected: fleet.conns, ...s }
   } finally {
     await fleet.stop()

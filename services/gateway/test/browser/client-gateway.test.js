@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
 import WebSocket from 'ws'
 import { setUp, useStack, waitFor } from '@wsps/testkit'
-import { WspsClient } from '../../public/wsps-client.js'
+import { WspsClient } from '@wsps/client'
 import { filteringProxy, recordingWebSocket } from './stack.js'
 
 /** Every gateway here: small enough for the test of the subscription limit. */
@@ -33,7 +33,7 @@ function client (options) {
  * @param {WspsClient} c
  */
 function collect (c) {
-  /** @type {Map<string, import('../../public/wsps-client.js').QuoteEvent[]>} */
+  /** @type {Map<string, import('@wsps/client').QuoteEvent[]>} */
   const bySymbol = new Map()
   c.on('quote', (e) => {
     if (!bySymbol.has(e.symbol)) bySymbol.set(e.symbol, [])
@@ -49,7 +49,7 @@ function collect (c) {
 /**
  * Every non-snapshot update must continue the one before it: what the client
  * emits is a consistent stream.
- * @param {import('../../public/wsps-client.js').QuoteEvent[]} events
+ * @param {import('@wsps/client').QuoteEvent[]} events
  */
 function assertContinuous (events) {
   for (const e of events) {
@@ -73,11 +73,11 @@ describe('WspsClient against a real gateway', () => {
     assert.equal(c.hello?.node, gw.name)
     await waitFor(() => quotes.count('AAPL') >= 4 && quotes.count('MSFT') >= 4, { message: 'ticks of AAPL and MSFT' })
     assert.deepEqual(states.slice(0, 2), ['connecting', 'live'])
-    const aapl = /** @type {import('../../public/wsps-client.js').QuoteEvent[]} */ (quotes.bySymbol.get('AAPL'))
+    const aapl = /** @type {import('@wsps/client').QuoteEvent[]} */ (quotes.bySymbol.get('AAPL'))
     assert.equal(aapl[0].snapshot, true, 'the first quote is the snapshot')
     assert.ok(aapl.slice(1).every((e) => !e.snapshot), 'then ticks')
     assertContinuous(aapl)
-    const last = /** @type {import('../../public/wsps-client.js').Quote} */ (c.quote('AAPL'))
+    const last = /** @type {import('@wsps/client').Quote} */ (c.quote('AAPL'))
     for (const f of ['bid', 'ask', 'last', 'prevClose', 'ts']) assert.equal(typeof last[/** @type {keyof typeof last} */ (f)], 'number', f)
     assert.ok(new Set(aapl.map((e) => e.quote.seq)).size === aapl.length, 'each event is a new seq')
   })
@@ -138,7 +138,7 @@ describe('WspsClient against a real gateway', () => {
     cleanups.push(() => proxy.close())
     const rec = recordingWebSocket()
     const c = client({ url: proxy.url, WebSocket: rec.WebSocket })
-    /** @type {import('../../public/wsps-client.js').GapEvent[]} */
+    /** @type {import('@wsps/client').GapEvent[]} */
     const gaps = []
     c.on('gap', (g) => gaps.push(g))
     const quotes = collect(c)
@@ -153,7 +153,7 @@ describe('WspsClient against a real gateway', () => {
     await waitFor(() => (quotes.bySymbol.get('AAPL') ?? []).filter((e) => e.snapshot).length === 2, { message: 'the resync snapshot' })
     const n = quotes.count('AAPL')
     await waitFor(() => quotes.count('AAPL') >= n + 3, { message: 'ticks after the resync' })
-    const events = /** @type {import('../../public/wsps-client.js').QuoteEvent[]} */ (quotes.bySymbol.get('AAPL'))
+    const events = /** @type {import('@wsps/client').QuoteEvent[]} */ (quotes.bySymbol.get('AAPL'))
     assert.ok(!events.some((e) => e.quote.seq === droppedSeq), 'the dropped seq was never applied')
     assertContinuous(events)
     assert.equal(gaps.length, 1)
@@ -163,7 +163,7 @@ describe('WspsClient against a real gateway', () => {
     const a = await stack.gateway(GATEWAY_ENV)
     const b = await stack.gateway(GATEWAY_ENV)
     const c = client({ url: [a.wsUrl, b.wsUrl] })
-    /** @type {import('../../public/wsps-client.js').StatusInfo[]} */
+    /** @type {import('@wsps/client').StatusInfo[]} */
     const statuses = []
     c.on('status', (s) => statuses.push(s))
     let gaps = 0
@@ -190,7 +190,7 @@ describe('WspsClient against a real gateway', () => {
     const a = await stack.gateway({ ...GATEWAY_ENV, WSPS_HEARTBEAT_MS: 1000 })
     const b = await stack.gateway({ ...GATEWAY_ENV, WSPS_HEARTBEAT_MS: 1000 })
     const c = client({ url: [a.wsUrl, b.wsUrl], connectTimeoutMs: 1000 })
-    /** @type {import('../../public/wsps-client.js').StatusInfo[]} */
+    /** @type {import('@wsps/client').StatusInfo[]} */
     const statuses = []
     c.on('status', (s) => statuses.push(s))
     const quotes = collect(c)

@@ -8,7 +8,7 @@ import { after, test } from 'node:test'
 import WebSocket from 'ws'
 import { ErrorCode } from '@wsps/protocol'
 import { waitFor } from '@wsps/testkit'
-import { WspsClient } from '../../public/wsps-client.js'
+import { WspsClient } from '@wsps/client'
 import { reachToken, useReachStack } from './stack.js'
 
 /** @type {WspsClient[]} */

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
 import WebSocket from 'ws'
 import { waitFor } from '@wsps/testkit'
-import { WspsClient, backoffDelay } from '../../public/wsps-client.js'
+import { WspsClient, backoffDelay } from '@wsps/client'
 import { fakeGateway, hello } from './stack.js'
 
 /** @type {(() => Promise<unknown> | void)[]} */
@@ -186,7 +186,7 @@ describe('seq gaps', () => {
     const c = client({ url: f.url })
     /** @type {number[]} */
     const seqs = []
-    /** @type {import('../../public/wsps-client.js').GapEvent[]} */
+    /** @type {import('@wsps/client').GapEvent[]} */
     const gaps = []
     c.on('quote', (e) => seqs.push(e.quote.seq))
     c.on('gap', (g) => gaps.push(g))

@@ -56,7 +56,7 @@ type options struct {
 func main() {
 	var o options
 	var src string
-	flag.StringVar(&o.adapter, "adapter", "wsps", "server protocol: wsps, naive, socketio, pushpin")
+	flag.StringVar(&o.adapter, "adapter", "wsps", "server protocol: wsps, wsps-distinct, naive, socketio, pushpin, centrifugo")
 	flag.StringVar(&o.url, "url", "ws://127.0.0.1:8080", "server base URL (the adapter adds its path)")
 	flag.IntVar(&o.conns, "conns", 1000, "connections to open")
 	flag.IntVar(&o.first, "first", 0, "global index of the first connection (seeds its subscriptions)")

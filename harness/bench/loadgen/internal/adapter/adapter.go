@@ -1,7 +1,7 @@
 // Package adapter holds the server adapters: everything the load generator
 // knows about one server's wire protocol. To plug in another server that
-// speaks a documented subscribe/publish model (Centrifugo, Ably-style, MQTT
-// over WebSocket, ...) add one Adapter here and one server adapter in
+// speaks a documented subscribe/publish model (Ably-style, MQTT over
+// WebSocket, ...) add one Adapter here and one server adapter in
 // harness/bench/src/servers.js (how to start it and how it is fed from the
 // shared Redis publisher).
 package adapter
@@ -48,6 +48,8 @@ func New(name string) (Adapter, error) {
 		return socketioAdapter{}, nil
 	case "pushpin":
 		return pushpinAdapter{}, nil
+	case "centrifugo":
+		return centrifugoAdapter{}, nil
 	}
 	return nil, fmt.Errorf("unknown adapter %q", name)
 }

@@ -4,43 +4,42 @@
 // fails. With `getToken` it authenticates every connection and refreshes
 // the token before it expires.
 //
-// Plain ESM with no Node-only or DOM-only APIs, so the page, tests and tools
-// share it. In Node 20 pass a WebSocket constructor (the `ws` package):
-//   new WspsClient({ url: 'ws://127.0.0.1:8081/ws', WebSocket })
-// See docs/client.md.
+// Plain ESM with no Node-only or DOM-only APIs: the package's entry points
+// (index.js for browsers, node.js for Node, which brings `ws`) export it.
+// See the package README and docs/client.md.
 //
-// This module is the state machine that joins the client's parts (client/):
-// which transport (transports.js), when to retry (backoff.js), the token
+// This module is the state machine that joins the client's parts: which
+// transport (transports.js), when to retry (backoff.js), the token
 // (token.js), the watch set (subscriptions.js), the silence check
 // (liveness.js) and the listeners (events.js); the quotes are held by the
 // protocol's QuoteReceiver.
 
 import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
-import { Retry } from './client/backoff.js'
-import { Emitter } from './client/events.js'
-import { Liveness } from './client/liveness.js'
-import { Subscriptions } from './client/subscriptions.js'
-import { TokenSource } from './client/token.js'
-import { Transports } from './client/transports.js'
-import { Status, Transport } from './client/types.js'
+import { Retry } from './backoff.js'
+import { Emitter } from './events.js'
+import { Liveness } from './liveness.js'
+import { Subscriptions } from './subscriptions.js'
+import { TokenSource } from './token.js'
+import { Transports } from './transports.js'
+import { Status, Transport } from './types.js'
 
-export { backoffDelay } from './client/backoff.js'
-export { Status, Transport } from './client/types.js'
+export { backoffDelay } from './backoff.js'
+export { Status, Transport } from './types.js'
 
 /**
- * @typedef {import('./client/types.js').StatusState} StatusState
- * @typedef {import('./client/types.js').Quote} Quote
- * @typedef {import('./client/types.js').Delta} Delta
- * @typedef {import('./client/types.js').Hello} Hello
- * @typedef {import('./client/types.js').StatusInfo} StatusInfo
- * @typedef {import('./client/types.js').ErrorInfo} ErrorInfo
- * @typedef {import('./client/types.js').QuoteEvent} QuoteEvent
- * @typedef {import('./client/types.js').GapEvent} GapEvent
- * @typedef {import('./client/types.js').WspsEvents} WspsEvents
- * @typedef {import('./client/types.js').SocketLike} SocketLike
- * @typedef {import('./client/types.js').SocketConstructor} SocketConstructor
- * @typedef {import('./client/types.js').Delivery} Delivery
- * @typedef {import('./client/types.js').WspsClientOptions} WspsClientOptions
+ * @typedef {import('./types.js').StatusState} StatusState
+ * @typedef {import('./types.js').Quote} Quote
+ * @typedef {import('./types.js').Delta} Delta
+ * @typedef {import('./types.js').Hello} Hello
+ * @typedef {import('./types.js').StatusInfo} StatusInfo
+ * @typedef {import('./types.js').ErrorInfo} ErrorInfo
+ * @typedef {import('./types.js').QuoteEvent} QuoteEvent
+ * @typedef {import('./types.js').GapEvent} GapEvent
+ * @typedef {import('./types.js').WspsEvents} WspsEvents
+ * @typedef {import('./types.js').SocketLike} SocketLike
+ * @typedef {import('./types.js').SocketConstructor} SocketConstructor
+ * @typedef {import('./types.js').Delivery} Delivery
+ * @typedef {import('./types.js').WspsClientOptions} WspsClientOptions
  */
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */

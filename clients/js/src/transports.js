@@ -3,7 +3,7 @@
 // WebSocket when SSE fails the same way (a gateway that was only down is
 // not left on SSE). An SSE stream resumes the event ids of the last one.
 
-import { SseSocket } from '../sse-socket.js'
+import { SseSocket } from './sse-socket.js'
 import { Transport } from './types.js'
 
 /**

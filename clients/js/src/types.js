@@ -1,6 +1,6 @@
 // The client's public vocabulary: the states and transports the page shows,
-// and the shapes of its options, events and frames. wsps-client.js
-// re-exports all of it.
+// and the shapes of its options, events and frames. The entry points
+// (index.js, node.js) re-export all of it.
 
 /** The transports, in the words the page shows. */
 export const Transport = Object.freeze({

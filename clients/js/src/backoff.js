@@ -2,7 +2,7 @@
 // equal jitter, reset by a connection that stayed live; a drain (1012)
 // retried at once, only jittered; the next URL of the list each time.
 
-import { CloseCode } from '../protocol.js'
+import { CloseCode } from './protocol.js'
 
 /**
  * Retry delay after `attempt` failures in a row: exponential, capped, with

@@ -1,0 +1,22 @@
+// @wsps/client for browsers and bundlers: the client, the words of its
+// events and the protocol's codes a program matches on. No dependencies:
+// it uses the standard WebSocket, fetch, URL, timers and JSON.
+
+export { WspsClient, backoffDelay, Status, Transport } from './client.js'
+export { AUTH_CLOSE_CODES, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
+
+/**
+ * @typedef {import('./types.js').StatusState} StatusState
+ * @typedef {import('./types.js').Quote} Quote
+ * @typedef {import('./types.js').Delta} Delta
+ * @typedef {import('./types.js').Hello} Hello
+ * @typedef {import('./types.js').StatusInfo} StatusInfo
+ * @typedef {import('./types.js').ErrorInfo} ErrorInfo
+ * @typedef {import('./types.js').QuoteEvent} QuoteEvent
+ * @typedef {import('./types.js').GapEvent} GapEvent
+ * @typedef {import('./types.js').WspsEvents} WspsEvents
+ * @typedef {import('./types.js').SocketLike} SocketLike
+ * @typedef {import('./types.js').SocketConstructor} SocketConstructor
+ * @typedef {import('./types.js').Delivery} Delivery
+ * @typedef {import('./types.js').WspsClientOptions} WspsClientOptions
+ */

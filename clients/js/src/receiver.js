@@ -1,0 +1,1 @@
+../../../services/protocol/receiver.js

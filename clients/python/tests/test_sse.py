@@ -1,0 +1,165 @@
+"""The SSE transport against real gateways (tests/stack.js): a stream for the watch set,
+reopened on subscribe/unsubscribe, a refused symbol, the fallback after an upgrade a
+proxy strips, resume with ``since`` through a drain, and a token refreshed by a new stream."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+from urllib.parse import urlsplit
+
+import pytest
+
+import wsps
+from conftest import Stack, token
+from wsps.sse import sse_url_for, stream_url
+
+
+async def wait_until(pred: Callable[[], bool], timeout: float = 20.0) -> None:
+    async def poll() -> None:
+        while not pred():
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(poll(), timeout)
+
+
+def quotes_of(events: list[wsps.Event], symbol: str) -> list[wsps.QuoteEvent]:
+    return [e for e in events if isinstance(e, wsps.QuoteEvent) and e.symbol == symbol]
+
+
+def test_the_stream_url_beside_the_websocket_url() -> None:
+    assert sse_url_for("ws://127.0.0.1:8081/ws") == "http://127.0.0.1:8081/sse"
+    assert sse_url_for("wss://quotes.example.com/feed/ws?x=1") == "https://quotes.example.com/feed/sse"
+    since = {"AAPL": wsps.Cursor(1042, "hohrttbiv1")}
+    assert stream_url("ws://h/ws", ["AAPL", "MSFT"], "distinct", since) == \
+        "http://h/sse?symbols=AAPL,MSFT&mode=distinct&since=AAPL:1042:hohrttbiv1"
+    assert stream_url("ws://h/ws", ["BRK.B"], "merge", {}) == "http://h/sse?symbols=BRK.B"
+
+
+async def test_sse_streams_and_subscribe_unsubscribe_reopen_the_stream(stack: Stack) -> None:
+    events: list[wsps.Event] = []
+    client = wsps.Client(stack.gateways[0], transport="sse")
+    client.on(events.append)
+    await client.connect()
+    try:
+        assert client.transport == "sse"
+        assert set(await client.subscribe(["AAPL", "MSFT"])) == {"AAPL", "MSFT"}
+        await wait_until(lambda: len(quotes_of(events, "AAPL")) >= 3 and len(quotes_of(events, "MSFT")) >= 3)
+        assert quotes_of(events, "AAPL")[0].snapshot
+
+        await client.unsubscribe(["MSFT"])
+        after = len(quotes_of(events, "MSFT"))
+        n = len(quotes_of(events, "AAPL"))
+        await wait_until(lambda: len(quotes_of(events, "AAPL")) >= n + 5)
+        assert len(quotes_of(events, "MSFT")) == after  # the new stream does not carry it
+        assert client.symbols == ["AAPL"]
+
+        with pytest.raises(wsps.WspsError) as info:
+            await client.subscribe(["AAPL", "not a symbol"])
+        assert info.value.code == wsps.ErrorCode.BAD_SYMBOL
+        assert client.symbols == ["AAPL"]
+        await wait_until(lambda: client.live)
+        n = len(quotes_of(events, "AAPL"))
+        await wait_until(lambda: len(quotes_of(events, "AAPL")) > n)  # streaming again without it
+        seqs = [q.quote["seq"] for q in quotes_of(events, "AAPL")]
+        assert seqs == sorted(seqs), seqs
+    finally:
+        await client.close()
+
+
+async def strip_upgrades(gateway: str) -> tuple[str, asyncio.AbstractServer]:
+    """A proxy in front of ``gateway`` that refuses every WebSocket upgrade (as some proxies
+    do) and passes plain requests such as ``GET /sse`` through. Returns its ws:// URL."""
+    target = urlsplit(gateway)
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        if b"upgrade: websocket" in head.lower():
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(target.hostname, target.port)
+        up_writer.write(head)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return f"ws://127.0.0.1:{port}/ws", server
+
+
+async def test_auto_falls_back_to_sse_when_a_proxy_refuses_the_upgrade(stack: Stack) -> None:
+    url, proxy = await strip_upgrades(stack.gateways[0])
+    events: list[wsps.Event] = []
+    client = wsps.Client(url, initial_backoff=0.1)
+    client.on(events.append)
+    try:
+        assert client.transport == "websocket"
+        await client.connect()
+        assert client.transport == "sse"
+        await client.subscribe(["AAPL"])
+        await wait_until(lambda: len(quotes_of(events, "AAPL")) >= 2)
+    finally:
+        await client.close()
+        proxy.close()
+
+
+async def test_a_distinct_stream_resumes_through_a_drain_without_losing_a_tick(stack: Stack) -> None:
+    symbols = ["AAPL", "MSFT"]
+    events: list[wsps.Event] = []
+    client = wsps.Client(stack.gateways, transport="sse", restart_jitter=0.2)
+    client.on(events.append)
+    await client.connect()
+    try:
+        await client.subscribe(symbols, mode="distinct")
+        await wait_until(lambda: all(len(quotes_of(events, s)) >= 5 for s in symbols))
+        assert client.hello is not None
+        first_node = client.hello["node"]
+        await asyncio.to_thread(stack.terminate_gateway, 0)
+        before = {s: len(quotes_of(events, s)) for s in symbols}
+        await wait_until(lambda: client.live and client.hello is not None and client.hello["node"] != first_node, 30)
+        await wait_until(lambda: all(len(quotes_of(events, s)) >= before[s] + 10 for s in symbols), 30)
+
+        statuses = [e for e in events if isinstance(e, wsps.StatusEvent)]
+        assert any(e.state == "reconnecting" and e.close_code == 1012 for e in statuses), statuses
+        recoveries = [e for e in events if isinstance(e, wsps.RecoveryEvent)]
+        assert sorted(r.symbol for r in recoveries) == sorted(symbols) and all(r.recovered for r in recoveries), recoveries
+        for s in symbols:
+            seqs = [q.quote["seq"] for q in quotes_of(events, s)]
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"{s}: ticks lost or repeated: {seqs}"
+    finally:
+        await client.close()
+
+
+async def test_over_sse_a_token_is_refreshed_by_a_new_stream_before_it_expires(auth_stack: Stack) -> None:
+    minted: list[float] = []
+
+    def source() -> str:
+        minted.append(time.monotonic())
+        return token(3, sub="sse")
+
+    events: list[wsps.Event] = []
+    client = wsps.Client(auth_stack.gateways[0], token=source, transport="sse")
+    client.on(events.append)
+    await client.connect()
+    try:
+        await client.subscribe(["AAPL"])
+        await wait_until(lambda: time.monotonic() > minted[0] + 5, 15)
+        n = len(quotes_of(events, "AAPL"))
+        await wait_until(lambda: len(quotes_of(events, "AAPL")) > n)
+        assert len(minted) >= 2, minted
+        closes = [e.close_code for e in events if isinstance(e, wsps.StatusEvent) and e.state == "reconnecting"]
+        assert 4002 not in closes, closes  # reopened before exp, never ended by it
+        assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
+    finally:
+        await client.close()

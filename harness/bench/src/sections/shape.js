@@ -1,0 +1,75 @@
+// The fan-out's shape, judged (issue 29): can this machine rank servers by
+// latency with it? One publish of a symbol with A readers is a pass of A
+// writes; at the floor's cost per write (the least any server pays: the
+// bare write loop, loadgen/internal/floor) that pass alone takes A × µs. If
+// it nears the latency bound, every server fails whenever the hottest
+// symbol is published in a window, and the "max at p99 ≤ bound" measures
+// the shape, not the server. So the run measures the floor's µs per write
+// on the server core, multiplies by the fan-out's largest audience, and
+// calls the latency-bounded table a ranking only when that pass stays
+// within half the bound.
+
+import { SERVERS } from '../servers.js'
+import { startFleet } from '../fleet.js'
+import { sleep } from '@wsps/testkit'
+import { hostNote, log, round } from '../bench-run.js'
+import { P99_LIMIT_MS } from '../profiles.js'
+
+/** Connections of the calibration: enough writes per publish that per-write cost dominates. */
+const CAL_CONNS = 2000
+/** Publishes per second of the one symbol (× CAL_CONNS writes each). */
+const CAL_RATE = 10
+
+/**
+ * The floor's server CPU per write, from one short step on the server core.
+ *
+ * @param {import('../bench-run.js').BenchRun} run
+ * @returns {Promise<{usPerWrite: number, conns: number, delivered: number, p99: number}>}
+ */
+export async function floorCost (run) {
+  const prefix = 'fcal'
+  await run.setLast(prefix)
+  const srv = await SERVERS.floor.start({ redisUrl: run.redisUrl, core: run.serverCore, runDir: run.runDir, prefix, bin: run.bin })
+  try {
+    const fleet = await startFleet({
+      bin: run.bin.loadgen, adapter: srv.adapter, url: srv.url, conns: Math.min(CAL_CONNS, run.P.fanConns), procs: 1,
+      symbols: 1, k: 1, zipf: 0, core: run.loadCore, maxSeconds: 300, concurrency: 64, readyTimeout: run.P.readyTimeout
+    })
+    try {
+      await sleep(500)
+      const s = await run.step({ fleet, roots: srv.roots, rate: CAL_RATE, settleMs: 1000, measureMs: 3000, prefix, symbols: 1 })
+      run.setRate(0, prefix)
+      const usPerWrite = s.delivered > 0 ? round(s.cpu.server * 1e6 / s.delivered, 2) : NaN
+      log(`  floor: ${fleet.conns} connections on one symbol, ${s.delivered} writes/s: ${usPerWrite} µs server CPU per write, p99 ${s.p99} ms ${hostNote(s)}`)
+      return { usPerWrite, conns: fleet.conns, delivered: s.delivered, p99: s.p99 }
+    } finally {
+      await fleet.stop()
+    }
+  } finally {
+    await srv.stop()
+  }
+}
+
+/**
+ * The verdict on the fan-out's shape: its largest audience (every server's
+ * fleet has the same plan: same seed, same shape) times the floor's cost.
+ *
+ * @param {{usPerWrite: number}} floor
+ * @param {Record<string, any>} fanout results.fanout
+ */
+export function judgeShape (floor, fanout) {
+  const audiences = Object.values(fanout).map((x) => x.maxSubsPerSymbol).filter((a) => Number.isFinite(a))
+  const largestAudience = audiences.length ? Math.max(...audiences) : NaN
+  const largestPassMs = round(largestAudience * floor.usPerWrite / 1000, 1)
+  const ranking = largestPassMs <= P99_LIMIT_MS / 2
+  return {
+    usPerWrite: floor.usPerWrite,
+    largestAudience,
+    largestPassMs,
+    boundMs: P99_LIMIT_MS,
+    ranking,
+    verdict: ranking
+      ? `largest pass at the floor ${largestPassMs} ms (${largestAudience} readers × ${floor.usPerWrite} µs) is within half the ${P99_LIMIT_MS} ms bound: the latency-bounded table ranks servers`
+      : `largest pass at the floor ${largestPassMs} ms (${largestAudience} readers × ${floor.usPerWrite} µs) exceeds half the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a window fails whenever the hottest symbol is published in it, whatever the server); the table is not a ranking`
+  }
+}
