@@ -8,13 +8,17 @@
 // Sentinel alert, and the switch to the Ingress; SSE through the HTTPRoute and
 // the Ingress (issue #13) and a quote published by a pod through the
 // fetcher's publish Service reaching an ingress client (issue #12), then the
-// release behind the F5 NGINX Ingress Controller (issue #27, nginx.mjs).
+// release behind the F5 NGINX Ingress Controller (issue #27, nginx.mjs); the
+// chart's NetworkPolicies under an enforcer, Pod Security `restricted` on the
+// namespace and no secret value outside its Secret (issue #28: netpol.mjs,
+// podsecurity.mjs, secrets.mjs).
 // Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
 // apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
 // Env: HELM, KUBECONFIG, TRAEFIK_NODEPORT (30080), PROMETHEUS_NODEPORT (30090),
 // E2E_CLIENTS (300), E2E_LATE_CLIENTS (200), E2E_K6_TARGET (3000),
-// E2E_K6_RAMP (45s), E2E_K6_HOLD (30s).
+// E2E_K6_RAMP (45s), E2E_K6_HOLD (30s), E2E_NODE_LOG_DIR (the cluster's component
+// logs, searched for secret values by secrets.mjs).
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -25,6 +29,9 @@ import { sleep, waitFor } from '../../harness/testkit/src/wait.js'
 import { Fleet, pct } from './fleet.mjs'
 import { nginxIngress } from './nginx.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
+import { checkNetworkPolicies } from './netpol.mjs'
+import { checkPodSecurity, enforceRestricted } from './podsecurity.mjs'
+import { checkSecretsStaySecret } from './secrets.mjs'
 import { redisFailover, sentinelSet } from './redis-failover.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
@@ -227,6 +234,7 @@ async function checkLoopbackKubeconfig () {
 async function createPublishSecret () {
   const ns = await kubectl(['get', 'namespace', NS], { allowFail: true })
   if (ns.code !== 0) await run('kubectl', ['create', 'namespace', NS])
+  await enforceRestricted({ run, fail, ns: NS, release: REL })
   const file = '.run/e2e/publish-token'
   writeFileSync(file, randomBytes(24).toString('hex'), { mode: 0o600 })
   const secret = await kubectl(['create', 'secret', 'generic', PUBLISH_SECRET, `--from-file=publish-token=${file}`, '--dry-run=client', '-o', 'yaml'])
@@ -368,7 +376,7 @@ async function checkPublish () {
     if (client.problems.length) fail(`client problems (seq gaps, wrong symbols): ${client.problems.join('; ')}`)
     return `publish: POST /v1/quotes in-cluster -> ingress client in ${secs(at - out.postedAt)}s (pod labelled ${Object.values(PUBLISHER_LABEL)[0]} -> Service ${REL}-fetcher:${port}, ` +
       `{"accepted":1}, without the token 401 UNAUTHORIZED; quote ${quote.symbol} bid/ask/last ${quote.bid}/${quote.ask}/${last} as published, seq ${entry.seq}; POST through the ingress: HTTP ${routed.out}); ` +
-      'an unlabelled pod is not refused: this cluster\'s CNI (bridge) does not enforce NetworkPolicies'
+      'an unlabelled pod is refused: see the network policy line'
   } finally {
     await client.close()
   }
@@ -391,6 +399,13 @@ async function main (argv) {
   rulesLoaded.catch(() => {})
 
   await step('helm test', helmTest)
+
+  await step('network policies (kube-network-policies): the chart\'s named paths connect, an unnamed pod is refused', async () => {
+    const image = (await pods('fetcher'))[0].spec.containers[0].image
+    const line = await checkNetworkPolicies({ run, until, log, fail, ns: NS, release: REL, publisherLabels: PUBLISHER_LABEL, image })
+    log('  ' + line)
+    report.push(line)
+  })
 
   const fleet = new Fleet({ url: `ws://127.0.0.1:${PORT}/ws`, host: HOST })
   /** @type {Promise<string> | undefined} */
@@ -434,6 +449,19 @@ async function main (argv) {
   await step('make release REGISTRY=127.0.0.1:5000: the chart installs from oci://, its pods pull the image from that registry', releaseFromRegistry)
 
   if (alertResolved) await step('WspsRedisFailover resolves once its 5 min window has passed since the failover', async () => { report.push(await alertResolved) })
+
+  await step('pod security: every pod of the run admitted under restricted; a pod breaking it is refused', async () => {
+    const line = await checkPodSecurity({ run, fail, ns: NS, release: REL })
+    log('  ' + line)
+    report.push(line)
+  })
+
+  await step('secrets stay secret: no Secret value in logs, events, ConfigMaps, pod specs or the rendered chart', async () => {
+    const logDirs = ['.run/e2e', ...(process.env.E2E_NODE_LOG_DIR ? [process.env.E2E_NODE_LOG_DIR] : [])]
+    const line = await checkSecretsStaySecret({ run, fail, helm: HELM, ns: NS, release: REL, extraSecrets: [PUBLISH_SECRET], logDirs })
+    log('  ' + line)
+    report.push(line)
+  })
 }
 
 /**

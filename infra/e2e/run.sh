@@ -59,5 +59,7 @@ say "   images ok ($(( $(date +%s) - t ))s)"
 . infra/local-cluster/env.sh
 eval "$(tools/tools.sh env)"
 export HELM TRAEFIK_NODEPORT PROMETHEUS_NODEPORT NGINX_NODEPORT
+# The cluster's component logs, searched for secret values (infra/e2e/secrets.mjs).
+export E2E_NODE_LOG_DIR="${WSPS_CLUSTER_STATE:-/var/lib/wsps-cluster}/logs"
 say "2-7. infra/e2e/e2e.mjs (kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(v[^"]*\)".*/\1/p' | head -1), helm $("$HELM" version --short))"
 timeout --kill-after=30s "$E2E_TIMEOUT" node infra/e2e/e2e.mjs 2>&1 | tee "$LOG_DIR/e2e.log"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the cluster's binaries from the Go module proxy into
 # $WSPS_CACHE/cluster/<name>-<version>/bin, skipping what is already there.
-#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause, prometheus, keda, nginx-ingress)
+#   build-bins.sh            everything the cluster needs (k8s, etcd, coredns, traefik, pause, prometheus, keda, nginx-ingress, network-policies)
 #   build-bins.sh k6         the k6 binary too (make images)
-#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6 prometheus keda nginx-ingress)
+#   build-bins.sh NAME...    only those (kubernetes etcd coredns traefik pause k6 prometheus keda nginx-ingress network-policies)
 . "$(dirname "$0")/lib.sh"
 
 # A k8s build peaks at ~2 GB and 2 cores: be nice to everything else.
@@ -236,17 +236,43 @@ build_nginx_ingress() {
   rm -rf "$work"
 }
 
+# kube-network-policies (the NetworkPolicy enforcer), host process: the
+# wrapper's main (gomod/kube-network-policies) builds against a copy of the
+# module patched by gomod/kube-network-policies/patch.sh (xtables NFQUEUE
+# instead of nft queue; a nil NRI plugin); patch.sh fails if upstream's code
+# moved. The cache folder is keyed by that folder's content too (lib.sh).
+build_network_policies() {
+  if [[ -x "$NETPOL_BIN/kube-network-policies" ]]; then skip "kube-network-policies $KUBE_NETWORK_POLICIES_VERSION" "cached"; return; fi
+  local work; work="$(mktemp -d "$CACHE_DIR/.build-network-policies.XXXXXX")"
+  _netpol() {
+    cp -r "$LC_DIR/gomod/kube-network-policies/." "$work/src/"
+    cd "$work/src"
+    local dir
+    dir="$(go mod download -json "sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+    [[ -d "$dir" ]] || { echo "no source for kube-network-policies $KUBE_NETWORK_POLICIES_VERSION"; return 1; }
+    cp -r "$dir" upstream && chmod -R u+w upstream
+    ./patch.sh upstream
+    rm queue-xt.go patch.sh
+    go mod edit -require="sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION"
+    "${NICE[@]}" go build -v -ldflags "-s -w" -o "$work/out/bin/kube-network-policies" .
+    "$work/out/bin/kube-network-policies" --help 2>&1 | grep -q -- -kubeconfig
+  }
+  long_step "build kube-network-policies $KUBE_NETWORK_POLICIES_VERSION (1-5 min)" "$BUILD_LOGS/kube-network-policies.log" _netpol
+  finish "$work/out" "$(dirname "$NETPOL_BIN")"
+  rm -rf "$work"
+}
+
 main() {
   mkdir -p "$CACHE_DIR" "$BUILD_LOGS"
   # One build of each binary at a time (cluster-up and make images may overlap);
   # a build killed half-way left a .build-NAME.* folder: it goes.
   command -v go >/dev/null || die "go is not installed"
   local want=("$@")
-  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda nginx-ingress)
+  (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda nginx-ingress network-policies)
   local w
   for w in "${want[@]}"; do
     case "$w" in
-      kubernetes|etcd|coredns|traefik|pause|k6|prometheus|keda|nginx-ingress)
+      kubernetes|etcd|coredns|traefik|pause|k6|prometheus|keda|nginx-ingress|network-policies)
         exec 8>"$CACHE_DIR/.lock-$w"
         flock 8
         rm -rf "$CACHE_DIR/.build-$w".*

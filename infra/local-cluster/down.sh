@@ -35,6 +35,8 @@ stop() {
 }
 
 stop_control() {
+  # First: on SIGTERM it deletes its nftables table (pods' packets are no longer queued).
+  stop kube-network-policies 10
   stop registry 5
   stop coredns 5
   stop kube-controller-manager
@@ -116,6 +118,8 @@ network() {
   # old master are named veth* with no peer netns: leave unrelated ones alone.
   purge_chains iptables
   purge_chains ip6tables
+  # The enforcer's nftables table, if a kill -9 left it (it is no iptables chain).
+  if [[ -x "$NETPOL_BIN/kube-network-policies" ]]; then "$NETPOL_BIN/kube-network-policies" --cleanup && echo "removed nftables table inet kube-network-policies"; fi
   if [[ -f "$SAVED_DIR/lo-address-added" ]] || { [[ ! -d "$SAVED_DIR" ]] && ip -o addr show dev lo | grep -q " $NODE_IP/32"; }; then
     ip addr del "$NODE_IP/32" dev lo 2>/dev/null && echo "removed $NODE_IP/32 from lo" || true
   fi

@@ -18,6 +18,8 @@ TRAEFIK_BIN="$CACHE_DIR/traefik-$TRAEFIK_VERSION/bin"
 K6_BIN="$WSPS_CACHE/tools/k6-$K6_VERSION"     # the one k6 (tools/tools.sh), shared with make loadtest
 PAUSE_BIN="$CACHE_DIR/pause-$PAUSE_VERSION/bin"
 PROMETHEUS_BIN="$CACHE_DIR/prometheus-$PROMETHEUS_VERSION/bin"   # prometheus + promtool
+# The NetworkPolicy enforcer (host process), keyed by its main and patch too.
+NETPOL_BIN="$CACHE_DIR/kube-network-policies-$KUBE_NETWORK_POLICIES_VERSION-$(cat "$LC_DIR"/gomod/kube-network-policies/{main.go,queue-xt.go,patch.sh,go.mod,go.sum} | sha256sum | cut -c1-8)/bin"
 KEDA_BIN="$CACHE_DIR/keda-$KEDA_VERSION/bin"                     # keda (operator) + keda-adapter (metrics API server)
 # The F5 NGINX Ingress Controller: built from a vendored archive (no registry
 # serves it), which lives outside the repository: WSPS_VENDOR_DIR, by default

@@ -69,6 +69,7 @@ make_pki() {
   _cert kubelet "/CN=$NODE_NAME" server "DNS:$NODE_NAME,IP:$NODE_IP"
   _cert kube-proxy "/CN=system:kube-proxy" client
   _cert coredns "/CN=wsps:coredns" client
+  _cert network-policies "/CN=wsps:kube-network-policies" client
   # The aggregation layer: the apiserver proxies external.metrics.k8s.io to
   # KEDA's metrics API server with this client certificate.
   _cert front-proxy-client "/CN=front-proxy-client" client
@@ -89,4 +90,5 @@ make_pki() {
   _kubeconfig "$STATE_DIR/kubelet.kubeconfig" "system:node:$NODE_NAME" kubelet-client
   _kubeconfig "$STATE_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
   _kubeconfig "$STATE_DIR/coredns.kubeconfig" wsps:coredns coredns
+  _kubeconfig "$STATE_DIR/network-policies.kubeconfig" wsps:kube-network-policies network-policies
 }

@@ -2,7 +2,7 @@
 # make cluster-status: what runs, and how to reach it.
 . "$(dirname "$0")/lib.sh"
 n=0
-for c in etcd kube-apiserver registry containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns; do
+for c in etcd kube-apiserver registry containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns kube-network-policies; do
   if pid_alive "$c"; then printf '  %-24s running  pid %s\n' "$c" "$(cat "$PID_DIR/$c.pid")"; n=$((n + 1))
   else printf '  %-24s stopped\n' "$c"; fi
 done

@@ -15,7 +15,7 @@ exec 7>"$WSPS_CACHE/.cluster.lock"
 exec 6>&2
 flock 7
 
-COMPONENTS=(etcd kube-apiserver registry containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+COMPONENTS=(etcd kube-apiserver registry containerd kube-controller-manager kube-scheduler kubelet kube-proxy coredns kube-network-policies)
 KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$STATE_DIR/admin.kubeconfig" --request-timeout=10s)
 
 # render TEMPLATE OUT: replaces @NAME@ with the value of $NAME.
@@ -145,7 +145,7 @@ preflight() {
   [[ -d /sys/fs/cgroup/memory && -d /sys/fs/cgroup/cpu ]] || \
     [[ -f /sys/fs/cgroup/cgroup.controllers ]] || die "no usable cgroup hierarchy under /sys/fs/cgroup"
   local p busy=()
-  for p in "$APISERVER_PORT" 2379 2380 10250 10248 10249 10256 10257 10259 18181 53 "$REGISTRY_PORT"; do
+  for p in "$APISERVER_PORT" 2379 2380 10250 10248 10249 10256 10257 10259 18181 53 "$REGISTRY_PORT" "$NETPOL_PORT"; do
     [[ -z "$(ss -Hltn "sport = :$p")" ]] || busy+=("tcp/$p")
   done
   [[ -z "$(ss -Hlun "sport = :53")" ]] || busy+=("udp/53")
@@ -292,6 +292,22 @@ start_dns() {
     tail -n 20 "$LOG_DIR/manifests.log" >&2; die "could not apply cluster-dns.yaml"; }
   start coredns "$COREDNS_BIN/coredns" -conf "$STATE_DIR/Corefile"
   wait_up coredns 30 curl -sf --max-time 2 http://127.0.0.1:18181/ready
+}
+
+# NetworkPolicies are enforced by kube-network-policies on the node (the
+# bridge CNI has no policy engine): the first packet of every new connection
+# from or to a pod goes through nfqueue to it, and it accepts or drops it
+# by the policies that select either end (infra/local-cluster/README.md).
+# Host-side traffic is not judged: root's own packets (kubelet probes, the
+# e2e's NodePort clients, the apiserver) and anything delivered to the node
+# itself (CoreDNS, the apiserver DNAT) never pass its postrouting hook.
+start_network_policies() {
+  _rbac() { "${KUBECTL[@]}" apply -f "$LC_DIR/manifests/network-policies.yaml"; }
+  step "network policy enforcer RBAC" "$LOG_DIR/manifests.log" _rbac
+  start kube-network-policies "$NETPOL_BIN/kube-network-policies" \
+    --kubeconfig="$STATE_DIR/network-policies.kubeconfig" --hostname-override="$NODE_NAME" \
+    --listen="127.0.0.1:$NETPOL_PORT" --v=1
+  wait_up kube-network-policies 60 curl -sf --max-time 2 "http://127.0.0.1:$NETPOL_PORT/readyz"
 }
 
 # module_dir MODULE@VERSION: the module's source in the Go module cache
@@ -450,7 +466,7 @@ addons() {
 
 main() {
   "$LC_DIR/deps.sh"
-  local bins=(kubernetes etcd coredns pause) imgs=(base pause)
+  local bins=(kubernetes etcd coredns pause network-policies) imgs=(base pause)
   if (( INGRESS )); then bins+=(traefik); imgs+=(traefik); fi
   if (( NGINX )); then bins+=(nginx-ingress); imgs+=(nginx-ingress); fi
   if (( MONITORING )); then bins+=(prometheus keda); imgs+=(prometheus keda); fi
@@ -485,6 +501,7 @@ main() {
   start_kube_proxy
   step "apiserver for pods (iptables nat WSPS-APISERVER)" "$LOG_DIR/iptables-apiserver.log" apiserver_for_pods
   start_dns
+  start_network_policies
   wait_for "default service account" 30 "$LOG_DIR/kube-controller-manager.log" default_sa
   addons
   write_kubeconfig
