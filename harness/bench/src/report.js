@@ -51,6 +51,7 @@ export function renderMarkdown (r) {
       }
       const a = x.at50
       if (x.partial) notes.push(`${x.label}: ${x.partial}.`)
+      if (x.left) notes.push(`${x.label}: left the run (${x.left}), so that its backlog would not take the server core from the others; no later steps.`)
       const ge = x.lowerBound ? '≥ ' : ''
       out.push(`| ${x.label} | ${ge}${f(x.max.delivered)} | ${naive ? `${ge}${(x.max.delivered / naive).toFixed(1)}×` : 'n/a'} | ${cf ? `${ge}${(x.max.delivered / cf).toFixed(1)}×` : 'n/a'} | ${f(x.max.quotesPerFrame, 1)} | ${f(x.max.cpu.server, 2)} | ${f(x.max.rssMiB)} MiB | ${x.max.loadCore === undefined ? 'n/a' : pct(x.max.loadCore)} | ${x.limit} | ${a ? `${f(a.p50, 1)} / ${f(a.p99, 1)} / ${f(a.p999, 1)}` : 'n/a'} | ${satCells} |`)
     }
