@@ -28,12 +28,22 @@ function freshIp () {
  * @property {string | null} core
  * @property {number} maxSeconds
  * @property {number} [readyTimeout] seconds; then go on with the connections ready so far (0: wait for all)
+ * @property {'goroutine' | 'epoll'} [mode] the load generator's client (loadgen -mode; epoll only for EPOLL_ADAPTERS)
  * @property {string[]} [extraArgs] more loadgen flags
  * @property {AbortSignal} [signal] aborted: stop connecting now and go on with the connections ready so far
  */
 
+/**
+ * The adapters the load generator's epoll mode speaks (a client that only
+ * subscribes): far less of the load core per frame than a goroutine and a
+ * gorilla connection each, so the load generator stays out of the way of the
+ * servers it measures. The others (handshakes, pings) need the goroutine mode.
+ */
+export const EPOLL_ADAPTERS = new Set(['wsps', 'wsps-distinct', 'naive', 'pushpin'])
+
 /** @param {FleetOptions} o */
 export async function startFleet (o) {
+  if (o.mode === 'epoll' && !EPOLL_ADAPTERS.has(o.adapter)) throw new Error(`the load generator's epoll mode does not speak ${o.adapter}`)
   const per = Math.ceil(o.conns / o.procs)
   const kids = []
   for (let i = 0; i < o.procs; i++) {
@@ -43,7 +53,7 @@ export async function startFleet (o) {
       `-adapter=${o.adapter}`, `-url=${o.url}`, `-conns=${n}`, `-first=${(o.first ?? 0) + i * per}`,
       `-src=${freshIp()},${freshIp()}`, `-symbols=${o.symbols}`, `-k=${o.k}`, `-zipf=${o.zipf}`,
       `-seed=${o.seed ?? 1}`, `-concurrency=${o.concurrency ?? 64}`, `-wait-snap=${o.waitSnap ?? true}`,
-      `-max-seconds=${o.maxSeconds}`, `-ready-timeout=${o.readyTimeout ?? 0}`, ...(o.extraArgs ?? [])
+      `-max-seconds=${o.maxSeconds}`, `-ready-timeout=${o.readyTimeout ?? 0}`, `-mode=${o.mode ?? 'goroutine'}`, ...(o.extraArgs ?? [])
     ], { core: o.core, name: `loadgen-${o.adapter}-${i}` }))
   }
   const cutAll = () => { for (const k of kids) k.send({ cmd: 'cut' }) }

@@ -8,8 +8,9 @@
 // bounds how many connections one machine holds with both ends on it
 // (docs/capacity.md).
 //
-// It speaks the adapters whose client only subscribes (wsps, naive,
-// pushpin); Socket.IO's handshake and pings stay in the goroutine mode.
+// It speaks the adapters whose client only subscribes (wsps, wsps-distinct,
+// naive, pushpin); Socket.IO's and Centrifugo's handshakes and pings stay in
+// the goroutine mode.
 package epoll
 
 import (
@@ -31,7 +32,7 @@ import (
 
 // Options are what every loop of one run shares. Nothing here changes them.
 type Options struct {
-	Adapter     string   // -adapter: wsps, naive or pushpin (a client that only subscribes)
+	Adapter     string   // -adapter: wsps, wsps-distinct, naive or pushpin (a client that only subscribes)
 	URL         string   // -url: a ws:// base URL; the adapter adds its path
 	Src         []string // -src: IPv4 source addresses; connection i dials from Src[i%len(Src)]
 	First       int      // -first: global index of connection 0 (names its Sec-WebSocket-Key)
@@ -92,7 +93,8 @@ type econn struct {
 type Loop struct {
 	o        LoopOptions
 	a        adapter.Adapter
-	next     int // next connection to start
+	subMode  string // the sub frame's delivery mode ("" for the server's default)
+	next     int    // next connection to start
 	inflight map[int]struct{}
 	conns    []econn
 	ep       int
@@ -113,7 +115,7 @@ const (
 // NewLoop makes one loop; Run turns it.
 func NewLoop(o LoopOptions) (*Loop, error) {
 	switch o.Adapter {
-	case "wsps", "naive", "pushpin":
+	case "wsps", "wsps-distinct", "naive", "pushpin":
 	default:
 		return nil, fmt.Errorf("-mode=epoll does not speak -adapter=%s (use -mode=goroutine)", o.Adapter)
 	}
@@ -134,6 +136,9 @@ func NewLoop(o LoopOptions) (*Loop, error) {
 		o: o, a: a, next: o.Lo, inflight: map[int]struct{}{}, conns: make([]econn, o.Hi-o.Lo),
 		dst: syscall.SockaddrInet4{Port: addr.Port}, host: u.Host, path: u.RequestURI(),
 		buf: make([]byte, 64<<10), rng: rand.New(rand.NewSource(int64(o.Lo))),
+	}
+	if o.Adapter == "wsps-distinct" {
+		l.subMode = "distinct"
 	}
 	copy(l.dst.Addr[:], addr.IP.To4())
 	for _, s := range o.Src {
@@ -386,7 +391,7 @@ func (l *Loop) consume(i int, b []byte) {
 		for j, r := range c.subs.Plan() {
 			names[j] = account.SymbolName(r)
 		}
-		if !l.write(i, wsframe.OpText, adapter.SubFrame(names, "")) {
+		if !l.write(i, wsframe.OpText, adapter.SubFrame(names, l.subMode)) {
 			return
 		}
 	}
