@@ -96,15 +96,17 @@ export async function fanoutAll (run, names) {
     // A server still working through the backlog of its failed step would
     // take the server core from the next one measured (seen: Pushpin's
     // backlog cost the wsps step after it half its core). It gets the drain
-    // time; if that is not enough it leaves the run: its clients are
-    // disconnected (which ends its backlog) and it is measured no more
-    // (no 50% or saturation step).
+    // time; if that is not enough it leaves the run: it is stopped, clients
+    // and server, and measured no more (no 50% or saturation step).
     const leave = async (/** @type {any} */ x, /** @type {string} */ why) => {
-      log(`  ${x.name}: ${why}; its clients are disconnected and it leaves the run`)
+      log(`  ${x.name}: ${why}; it is stopped (server and clients) and leaves the run`)
       x.stopped = true
       x.left = why
+      // The server too: closing thousands of connections is work of its own
+      // on the server core (Pushpin's took half of it from the next step).
       await x.fleet.stop()
-      await sleep(1000)
+      await x.srv.stop()
+      await sleep(2000)
     }
     const settle = async (/** @type {any} */ x) => {
       if (!await run.drained(x.fleet, Math.min(10_000, run.P.drainMs))) await leave(x, 'its backlog did not drain within 10 s of its failed step')
@@ -151,7 +153,7 @@ export async function fanoutAll (run, names) {
     }
     for (const x of subjects.filter((y) => y.fleet)) {
       let gatewayMetrics = null
-      if (x.srv.metrics) {
+      if (x.srv.metrics && !x.stopped) {
         const m = await x.srv.metrics()
         gatewayMetrics = { quotesOut: m.wsps_gateway_quotes_out_total, conflated: m.wsps_gateway_conflated_total, slowClients: m.wsps_gateway_slow_clients }
       }
