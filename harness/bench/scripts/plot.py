@@ -55,7 +55,7 @@ def main(out: Path) -> None:
             a2.set_ylim(0, max(fan[n]["max"]["delivered"] for n in names) * 1.2)
         else:
             a2.text(0.5, 0.5, "no server held p99 <= 100 ms\nat the lowest step in this run", ha="center", va="center", transform=a2.transAxes)
-        a2.set(ylabel="max deliveries/s (p99 <= 100 ms)", title=f'Latency-bounded max, {r["params"]["conns"]:,} connections')
+        a2.set(ylabel="max deliveries/s (p99 <= 100 ms)", title=f'Latency-bounded max, {r["params"].get("fanConns", r["params"]["conns"]):,} connections')
         a2.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         fig.savefig(out / "fanout-max.png", dpi=110)
