@@ -30,8 +30,9 @@ def render(rows: dict[str, dict], status: str) -> str:
 
 async def main(url: str, symbols: list[str], seconds: float, tty: bool) -> None:
     rows: dict[str, dict] = {}
-    status = "connecting"
     async with wsps.Client(url) as client:
+        # `async with` returns once live; later changes come as StatusEvents.
+        status = "live"
         await client.subscribe(symbols)
 
         async def show() -> None:

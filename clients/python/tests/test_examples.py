@@ -22,6 +22,7 @@ def run(stack: Stack, script: str, *args: str, timeout: float = 60.0) -> subproc
 def test_live_table_prints_a_row_per_symbol(stack: Stack) -> None:
     r = run(stack, "live_table.py", "--seconds", "3", "AAPL", "MSFT")
     assert r.returncode == 0, r.stderr
+    assert "[live]" in r.stdout, r.stdout[-2000:]
     last = r.stdout.strip().split("[live]")[-2].strip().splitlines()
     assert last[0].split() == ["symbol", "bid", "ask", "last", "volume", "seq"]
     rows = {line.split()[0]: line.split() for line in last[1:]}
