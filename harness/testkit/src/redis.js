@@ -324,6 +324,20 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
     quorum,
     /** `host:port,...` of the Sentinels (WSPS_REDIS_SENTINELS). */
     sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
+    /**
+     * What a service needs to find the primary through these Sentinels
+     * (its WSPS_REDIS_URL counts only for its scheme in sentinel mode).
+     * @returns {Record<string, string>}
+     */
+    serviceEnv () {
+      return {
+        WSPS_REDIS_MODE: 'sentinel',
+        WSPS_REDIS_SENTINELS: this.sentinels,
+        WSPS_REDIS_MASTER_NAME: masterName,
+        WSPS_REDIS_PASSWORD: password,
+        WSPS_REDIS_SENTINEL_PASSWORD: password
+      }
+    },
     sentinelPorts,
     /** Ports of every Redis node, the primary's first as started. */
     nodePorts: nodes.map((n) => n.port),

@@ -36,13 +36,7 @@ before(async () => {
   // Of WSPS_REDIS_URL only the scheme counts in sentinel mode: a host that
   // does not resolve proves the services never dial it.
   const url = 'redis://sentinel-mode.invalid:6379'
-  const env = {
-    WSPS_REDIS_MODE: 'sentinel',
-    WSPS_REDIS_SENTINELS: redis.sentinels,
-    WSPS_REDIS_MASTER_NAME: redis.masterName,
-    WSPS_REDIS_PASSWORD: redis.password,
-    WSPS_REDIS_SENTINEL_PASSWORD: redis.password
-  }
+  const env = redis.serviceEnv()
   // 20 ticks a second per symbol; the history (100) covers 5 s of each.
   services.push(await startFetcher(url, { ...env, WSPS_FETCH_INTERVAL_MS: 50 }))
   for (let i = 0; i < 2; i++) services.push(await startGateway(url, env))

@@ -39,13 +39,7 @@ const clients = []
 before(async () => {
   redis = await startRedisSentinel({ replicas: 2, sentinels: 3, downAfterMs: 1000, failoverTimeoutMs: 3000 })
   const url = 'redis://sentinel-mode.invalid:6379'
-  const env = {
-    WSPS_REDIS_MODE: 'sentinel',
-    WSPS_REDIS_SENTINELS: redis.sentinels,
-    WSPS_REDIS_MASTER_NAME: redis.masterName,
-    WSPS_REDIS_PASSWORD: redis.password,
-    WSPS_REDIS_SENTINEL_PASSWORD: redis.password
-  }
+  const env = redis.serviceEnv()
   // 20 ticks a second per symbol; WAIT longer than the primary runs alone,
   // so no publish of that window gives up waiting and goes out anyway.
   services.push(await startFetcher(url, { ...env, WSPS_FETCH_INTERVAL_MS: 50, WSPS_PUBLISH_WAIT_REPLICAS: 1, WSPS_PUBLISH_WAIT_TIMEOUT_MS: 3000 }))
