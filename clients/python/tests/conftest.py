@@ -6,6 +6,7 @@ gateway). Node comes from PATH (`make test-python` puts $WSPS_CACHE/bin first).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -16,9 +17,11 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
+
+import wsps
 
 STACK_JS = Path(__file__).with_name("stack.js")
 START_TIMEOUT = 120.0
@@ -109,3 +112,15 @@ def _start(*args: str) -> Iterator[Stack]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# Helpers the test files share.
+async def wait_until(pred: Callable[[], bool], timeout: float = 20.0) -> None:
+    async def poll() -> None:
+        while not pred():
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(poll(), timeout)
+
+
+def quotes_of(events: list[wsps.Event], symbol: str) -> list[wsps.QuoteEvent]:
+    return [e for e in events if isinstance(e, wsps.QuoteEvent) and e.symbol == symbol]

@@ -4,25 +4,12 @@ and grants (NOT_ENTITLED on subscribe, GRANT_REVOKED on a refresh)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import Callable
 
 import pytest
 
 import wsps
-from conftest import Stack, token
-
-
-async def wait_until(pred: Callable[[], bool], timeout: float = 20.0) -> None:
-    async def poll() -> None:
-        while not pred():
-            await asyncio.sleep(0.05)
-    await asyncio.wait_for(poll(), timeout)
-
-
-def quotes_of(events: list[wsps.Event], symbol: str) -> list[wsps.QuoteEvent]:
-    return [e for e in events if isinstance(e, wsps.QuoteEvent) and e.symbol == symbol]
+from conftest import Stack, quotes_of, token, wait_until
 
 
 @pytest.mark.parametrize("in_header", [False, True], ids=["first-frame", "header"])

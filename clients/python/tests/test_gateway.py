@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 import wsps
-from conftest import Stack
+from conftest import Stack, quotes_of
 
 
 async def collect(client: wsps.Client, until, timeout: float = 20.0) -> list[wsps.Event]:
@@ -22,10 +22,6 @@ async def collect(client: wsps.Client, until, timeout: float = 20.0) -> list[wsp
 
     await asyncio.wait_for(read(), timeout)
     return events
-
-
-def quotes_of(events: list[wsps.Event], symbol: str) -> list[wsps.QuoteEvent]:
-    return [e for e in events if isinstance(e, wsps.QuoteEvent) and e.symbol == symbol]
 
 
 async def test_quotes_arrive_and_keep_changing(stack: Stack) -> None:

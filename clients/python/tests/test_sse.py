@@ -6,25 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
 from urllib.parse import urlsplit
 
 import pytest
 
 import wsps
-from conftest import Stack, token
+from conftest import Stack, quotes_of, token, wait_until
 from wsps.sse import sse_url_for, stream_url
 
-
-async def wait_until(pred: Callable[[], bool], timeout: float = 20.0) -> None:
-    async def poll() -> None:
-        while not pred():
-            await asyncio.sleep(0.05)
-    await asyncio.wait_for(poll(), timeout)
-
-
-def quotes_of(events: list[wsps.Event], symbol: str) -> list[wsps.QuoteEvent]:
-    return [e for e in events if isinstance(e, wsps.QuoteEvent) and e.symbol == symbol]
 
 
 def test_the_stream_url_beside_the_websocket_url() -> None:
