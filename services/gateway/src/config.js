@@ -37,7 +37,8 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_AUTH_AUDIENCE', key: 'authAudience', type: 'string', default: '', doc: 'Required `aud` claim (empty: not checked).' },
   { env: 'WSPS_AUTH_SYMBOLS_CLAIM', key: 'authSymbolsClaim', type: 'string', default: 'symbols', doc: 'Claim listing the symbols a token grants (array of symbols or prefixes ending in `*`; absent: all).' },
   { env: 'WSPS_WORKERS', key: 'workers', type: 'string', default: '1', doc: 'Gateway processes in this pod sharing WSPS_HTTP_PORT (1-64, or `auto`: the CPUs this process may use, a cgroup CPU limit included). Each has its own Redis subscriptions and its own limits (WSPS_MAX_CONNECTIONS is per process); `/readyz` is ready only when every one is; `/metrics` labels series with `worker`; SIGTERM drains them together.' },
-  { env: 'WSPS_STATIC_DIR', key: 'staticDir', type: 'string', default: '', doc: 'Directory of the browser client (empty: the bundled one; `-` to serve none).' }
+  { env: 'WSPS_STATIC_DIR', key: 'staticDir', type: 'string', default: '', doc: 'Directory of the browser client (empty: the bundled one; `-` to serve none).' },
+  { env: 'WSPS_PAGE_TOKEN_URL', key: 'pageTokenUrl', type: 'string', default: '', doc: 'With auth on, where the served page gets its tokens: a same-origin path (`/…`, the page\'s CSP allows no other origin) answering GET with the token as text or `{"token":"…"}`, cookies sent; written into `index.html` as `<meta name="wsps-token-url">`. Empty: the page connects without a token unless its host page defines `window.wspsGetToken`.' }
 ])
 
 /**
@@ -86,6 +87,7 @@ export const gatewaySettings = Object.freeze([
  * @property {string} authAudience
  * @property {string} authSymbolsClaim
  * @property {string} staticDir
+ * @property {string} pageTokenUrl
  * @property {string} workers a count or `auto` (workers.js)
  */
 
@@ -103,6 +105,9 @@ export function loadGatewayConfig (env, overrides = {}) {
   if (config.sendMax <= config.sendHighWater) problems.push('WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES')
   if (config.authMode === 'hs256' && Buffer.byteLength(config.authSecret) < 32) problems.push('WSPS_AUTH_HS256_SECRET must be at least 32 bytes when WSPS_AUTH_MODE=hs256')
   if (config.authMode === 'jwks' && !/^https?:\/\//.test(config.authJwksUrl)) problems.push('WSPS_AUTH_JWKS_URL must be an http(s) URL when WSPS_AUTH_MODE=jwks')
+  if (config.pageTokenUrl && !/^\/(?!\/)[^"<>\s\\]*$/.test(config.pageTokenUrl)) problems.push('WSPS_PAGE_TOKEN_URL must be a same-origin path: starting with one /, without quotes, angle brackets, backslashes or spaces')
+  if (config.pageTokenUrl && config.authMode === 'none') problems.push('WSPS_PAGE_TOKEN_URL gives the page tokens, but WSPS_AUTH_MODE=none checks none')
+  if (config.pageTokenUrl && config.staticDir === '-') problems.push('WSPS_PAGE_TOKEN_URL is for the served page, but WSPS_STATIC_DIR=- serves none')
   if (problems.length) throw new ConfigError(problems)
   return Object.freeze(config)
 }
