@@ -1,8 +1,13 @@
 // Publishes quotes: one round trip per job or publish request, through the
-// publish script (per quote: seq INCR, latest SET with TTL, PUBLISH,
-// and history append, atomically), many quotes per script call on a single Redis. On a Redis
-// Cluster the script uses SPUBLISH (the channel shares the symbol's slot)
-// and ioredis batches the calls per shard.
+// publish script (per quote: seq INCR, PUBLISH, and the latest quote: a SET
+// with TTL, or with history on the history append, atomically), many quotes
+// per script call on a single Redis. On a Redis Cluster the script uses
+// SPUBLISH (the channel shares the symbol's slot) and ioredis batches the
+// calls per shard.
+//
+// With history on, a symbol this publisher stops publishing has its history
+// cut to its latest quote WSPS_HISTORY_TTL_MS later (the retire pass): the
+// stream holds the latest quote, so it cannot simply expire then.
 //
 // With WSPS_PUBLISH_WAIT_REPLICAS > 0 a call is: the script's writes (seq,
 // history, latest) without the PUBLISH, then Redis WAIT on the same
@@ -19,12 +24,24 @@ const CHUNK = 200
 /** Remembered seqs are dropped beyond this many symbols (oldest first). */
 const MAX_REMEMBERED = 200_000
 
+/** The retire pass runs this often per WSPS_HISTORY_TTL_MS (and at most every 250 ms). */
+const RETIRE_PASSES = 4
+
 export class Publisher {
   /** Messages held back until replicas hold their writes (WAIT), per call. */
   #waitReplicas
   #waitTimeoutMs
   /** @type {((result: 'acked' | 'short' | 'failed') => void) | null} */
   #onWait
+  /**
+   * With history on: symbol -> when this publisher last published it, until
+   * the retire pass takes it.
+   * @type {Map<string, number>}
+   */
+  #publishedAt = new Map()
+  /** @type {NodeJS.Timeout | null} the next retire pass, while #publishedAt holds symbols */
+  #retireTimer = null
+  #stopped = false
 
   /**
    * @param {object} options
@@ -33,7 +50,8 @@ export class Publisher {
    * @param {number} options.ttlMs
    * @param {boolean} options.sharded Redis Cluster: sharded pub/sub
    * @param {number} [options.historySize] ticks kept per symbol (0: none)
-   * @param {number} [options.historyTtlMs]
+   * @param {number} [options.historyTtlMs] a symbol not published for this
+   *   long has its history cut to its latest quote
    * @param {number} [options.waitReplicas] WSPS_PUBLISH_WAIT_REPLICAS: > 0 makes
    *   each call write, then wait (Redis WAIT) until that many replicas hold the
    *   writes, then publish (0: the script publishes at once)
@@ -102,7 +120,7 @@ export class Publisher {
     if (quotes.length === 0) return { published: 0, refused: 0 }
     const { keys } = this
     const wait = this.#waitReplicas > 0
-    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, historyTtlMs: this.historyTtlMs, defer: wait }
+    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, defer: wait }
     const entries = quotes.map((q) => {
       // symbol first: the script splices seq (and epoch) in front of the
       // body. Neither may come along in the body: a reader's JSON.parse
@@ -191,16 +209,64 @@ export class Publisher {
     let refused = 0
     /** @type {Error | null} */
     let failed = null
+    const now = Date.now()
+    const history = this.historySize > 0
     seqs.forEach((seq, i) => {
       if (seq instanceof Error) failed = seq
       else if (seq === 0) refused++
       else {
         published++
         this.#remember(quotes[i].symbol, seq)
+        if (history) this.#publishedAt.set(quotes[i].symbol, now)
       }
     })
+    if (history && published > 0) this.#armRetire()
     if (failed && (published === 0 || pushLeaseMs > 0)) throw failed
     return { published, refused }
+  }
+
+  /** Stops the retire pass (the fetcher stopping). */
+  stop () {
+    this.#stopped = true
+    if (this.#retireTimer) clearTimeout(this.#retireTimer)
+    this.#retireTimer = null
+  }
+
+  #armRetire () {
+    if (this.#retireTimer || this.#stopped) return
+    this.#retireTimer = setTimeout(() => {
+      this.#retireTimer = null
+      this.#retire().finally(() => { if (this.#publishedAt.size) this.#armRetire() })
+    }, Math.max(250, this.historyTtlMs / RETIRE_PASSES))
+    this.#retireTimer.unref()
+  }
+
+  /**
+   * The retire pass: each symbol this publisher has not published for
+   * WSPS_HISTORY_TTL_MS has its history cut to its latest quote (the
+   * RETIRE script, which cuts nothing another fetcher published meanwhile).
+   * Best effort: a symbol it could not reach, or one this process stopped
+   * before, keeps its history until the stream expires with its latest
+   * quote (WSPS_QUOTE_TTL_MS).
+   */
+  async #retire () {
+    const due = Date.now() - this.historyTtlMs
+    /** @type {string[]} */
+    const quiet = []
+    for (const [symbol, at] of this.#publishedAt) {
+      if (at > due) continue
+      quiet.push(symbol)
+      this.#publishedAt.delete(symbol)
+    }
+    if (quiet.length === 0) return
+    const { keys } = this
+    if (this.sharded) {
+      await Promise.all(quiet.map((s) => this.redis.wspsRetire(keys.history(s), this.ttlMs, this.historyTtlMs).catch(ignore)))
+      return
+    }
+    const pipeline = this.redis.pipeline()
+    for (const s of quiet) /** @type {any} */ (pipeline).wspsRetire(keys.history(s), this.ttlMs, this.historyTtlMs)
+    await pipeline.exec().catch(ignore)
   }
 
   /**
