@@ -240,11 +240,11 @@ export function historySection (h, p) {
     // Where the commands' time goes: µs per quote of each command the script
     // ran (inside its own time), median over rounds.
     const named = ['incr', 'get', 'set', 'xadd', 'pexpire', 'publish', 'xtrim', 'del']
-    for (const x of h.ingest) {
-      if (!x.commands) continue
+    const split = h.ingest.filter((/** @type {any} */ x) => x.commands)
+    for (const x of split) {
       out.push(`- history ${f(x.historySize)}: script ${f(x.commands.evalsha, 2)} µs per quote, of which ${named.filter((c) => x.commands[c]).map((c) => `${c.toUpperCase()} ${f(x.commands[c], 2)}`).join(', ')}; lease ZADD ${f(x.commands.zadd ?? 0, 2)}`)
     }
-    out.push('')
+    if (split.length) out.push('')
   }
   if (h.replication?.error) out.push(`With a replica, waiting for it: failed: ${h.replication.error}`, '')
   else if (Array.isArray(h.replication) && h.replication.length) {
