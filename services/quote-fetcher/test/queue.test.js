@@ -223,24 +223,38 @@ test('latest quote: with history on the stream\'s newest entry, with history off
   assert.equal(await latestOf(k, 'NONE'), null)
 })
 
-test('retire: a quiet symbol\'s history is cut to its latest quote, which keeps its expiry; a symbol published meanwhile is not cut', async () => {
+test('retire: a quiet symbol\'s history is cut to its latest quote, which gets the expiry it has left; not when a later quote was published', async () => {
   const k = freshKeys()
   const opts = { ttlMs: 60_000, historySize: 100 }
   for (let ts = 1; ts <= 30; ts++) await publishOne(k, `{"symbol":"Q","ts":${ts}}`, opts)
   const newest = /** @type {string} */ ((await latestQuotes(r, k, ['Q']))[0])
-  assert.equal(await r.wspsRetire(k.history('Q'), 60_000, 1000), 0, 'published less than idleMs ago: kept')
+  assert.equal(await r.wspsRetire(k.history('Q'), 29, 58_000), 0, 'seq 30 was published after 29 (by another fetcher): kept')
   assert.equal(await r.xlen(k.history('Q')), 30)
-  // As if the last quote were 2 s ago.
-  await r.pexpire(k.history('Q'), 58_000)
-  assert.equal(await r.wspsRetire(k.history('Q'), 60_000, 1000), 1)
+  assert.equal(await r.wspsRetire(k.history('Q'), 30, 58_000), 1)
   assert.deepEqual((await r.xrange(k.history('Q'), '-', '+')).map(([id, f]) => [id, f[1]]), [['30-0', newest]], 'only the newest entry, as it was')
   assert.deepEqual((await latestQuotes(r, k, ['Q']))[0], newest, 'still the latest quote')
   const ttl = await r.pttl(k.history('Q'))
-  assert.ok(ttl > 57_000 && ttl <= 58_000, `its expiry unchanged (${ttl} ms)`)
-  assert.equal(await r.wspsRetire(k.history('Q'), 60_000, 1000), 0, 'nothing left to cut')
+  assert.ok(ttl > 57_000 && ttl <= 58_000, `the expiry it has left (${ttl} ms)`)
+  assert.equal(await r.wspsRetire(k.history('NONE'), 1, 1000), 0, 'no stream: nothing')
   // The count goes on in the same epoch.
   assert.equal(await publishOne(k, '{"symbol":"Q","ts":31}', opts), 31)
   assert.equal((await latestOf(k, 'Q')).epoch, JSON.parse(newest).epoch)
+})
+
+test('the history stream\'s expiry: renewed to streamTtlMs when a quote asks (renew), on every 16th seq and when an epoch starts; not by the other quotes', async () => {
+  const k = freshKeys()
+  const publish = (/** @type {number} */ ts, /** @type {boolean} */ renew) => r.wspsPublish(...publishArgs(k, [{ symbol: 'X', body: `{"symbol":"X","ts":${ts}}`, floor: 0, renew }], { ttlMs: 1000, sharded: false, pushLeaseMs: 0, historySize: 100, streamTtlMs: 60_000 }))
+  await publish(1, false)
+  assert.ok(await r.pttl(k.history('X')) > 59_000, 'a new epoch: the new stream gets its expiry')
+  await r.pexpire(k.history('X'), 30_000)
+  await publish(2, false)
+  assert.ok(await r.pttl(k.history('X')) <= 30_000, 'a quote that does not ask: unchanged')
+  await publish(3, true)
+  assert.ok(await r.pttl(k.history('X')) > 59_000, 'one that asks: renewed')
+  await r.pexpire(k.history('X'), 30_000)
+  for (let ts = 4; ts <= 16; ts++) await publish(ts, false)
+  assert.ok(await r.pttl(k.history('X')) > 59_000, 'the 16th seq: renewed')
+  assert.equal(await r.exists(k.latest('X')), 0)
 })
 
 test('push wins: a pushed symbol gets no job while its push lease lasts, and provider quotes of it are refused', async () => {

@@ -90,9 +90,10 @@ end
  * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
  * epoch (all of one symbol's slot on a Redis Cluster, so there the fetcher
  * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
- * historySize, defer (0/1), then per quote: channel, quote JSON without seq
- * and without its opening brace (starts with '"symbol"': the script puts
- * seq and epoch in front of it without copying it first), floorSeq.
+ * historySize, defer (0/1), streamTtlMs, then per quote: channel, quote JSON
+ * without seq and without its opening brace (starts with '"symbol"': the
+ * script puts seq and epoch in front of it without copying it first),
+ * floorSeq, renew (0/1).
  * defer 1: the script writes but does not publish, and returns the messages
  * (after the seqs) for the caller to publish itself once replicas hold the
  * writes (Redis WAIT; WSPS_PUBLISH_WAIT_REPLICAS).
@@ -104,9 +105,13 @@ end
  *
  * The latest quote (the snapshot, kept ttlMs after the symbol's last quote)
  * is, with history off, the `last` key (SET with its expiry); with history
- * on, the stream's newest entry, and nothing else: the stream's expiry is
- * renewed to ttlMs on every quote instead, which costs half a SET of the
- * message (readers: latestQuotes() in latest.js, the newer of the two).
+ * on, the stream's newest entry, and nothing else (readers: latestQuotes()
+ * in latest.js, the newer of the two). The stream's expiry is then set to
+ * streamTtlMs from now when a quote says renew 1, on every 16th seq and
+ * when an epoch starts: the caller (the fetcher's Publisher) asks for a
+ * renewal so often, and passes a streamTtlMs so much longer than ttlMs,
+ * that the stream outlives every quote it published by ttlMs. Renewing per
+ * quote cost as much as the SET it replaces.
  *
  * History (historySize > 0): every published quote is also appended to the
  * symbol's stream (entry ID `<seq>-0`, given as `<seq>`; field `q`: the
@@ -137,7 +142,7 @@ end
  */
 const PUBLISH = NEWEST + `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
-local histSize, defer = tonumber(ARGV[4]), ARGV[5] == '1'
+local histSize, defer, streamTtl = tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
 local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
 local function newEpoch ()
   local t = redis.call('TIME')
@@ -151,8 +156,19 @@ local function newEpoch ()
   return e
 end
 local out, n = {}, #KEYS / 5
+-- The stream's expiry, as a time (PEXPIREAT: a relative PEXPIRE is
+-- rewritten to one for replication on every call, and costs a third more),
+-- from Redis' clock, read once per call when a stream's is renewed.
+local expireAt
+local function renewAt ()
+  if not expireAt then
+    local t = redis.call('TIME')
+    expireAt = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + streamTtl)
+  end
+  return expireAt
+end
 for i = 1, n do
-  local k, a = 5 * i - 4, 3 * i + 3
+  local k, a = 5 * i - 4, 4 * i + 3
   if defer then out[n + i] = '' end
   local seq = 0
   if pushMs > 0 then
@@ -201,9 +217,13 @@ for i = 1, n do
         redis.call('XADD', hist, s, 'q', msg)
       end
       if fresh then redis.call('SET', ekey, epoch) end
-      -- The stream's newest entry is the latest quote: it lives as long as
-      -- the latest quote would (ttl after the symbol's last quote).
-      redis.call('PEXPIRE', hist, ttl)
+      -- The stream's newest entry is the latest quote: it must live at
+      -- least as long as the latest quote would (ttl after the symbol's
+      -- last quote). The caller asks for a renewal often enough for that
+      -- (renew 1), not per quote; a new stream gets its expiry at once.
+      if fresh or ARGV[a + 3] == '1' or seq % 16 == 0 then
+        redis.call('PEXPIREAT', hist, renewAt())
+      end
       if fresh or seq % 16 == 0 then
         redis.call('XTRIM', hist, 'MAXLEN', '~', histSize)
         -- A latest quote written while history was off: older than the
@@ -240,22 +260,23 @@ return out
 
 /**
  * Cuts a quiet symbol's history to its newest entry, which is its latest
- * quote and must stay. KEYS: history. ARGV: ttlMs (the expiry every publish
- * renews), idleMs (WSPS_HISTORY_TTL_MS). Only when nobody published for
- * idleMs (ttlMs minus the stream's time to live), so a fetcher that did not
- * see another's quotes cuts nothing they still need. The stream is written
- * anew rather than trimmed: XTRIM would leave the newest in a stream node
- * holding its deleted neighbours' bytes (up to 4 KiB).
- * Returns 1 when it cut, else 0.
+ * quote and must stay, and gives the stream the expiry that quote has left.
+ * KEYS: history. ARGV: seq (the last the caller published of the symbol),
+ * leftMs (WSPS_QUOTE_TTL_MS minus the time since). Only when that seq is
+ * still the newest: a quote published since by another fetcher is its to
+ * retire. The stream is written anew rather than trimmed: XTRIM would leave
+ * the newest in a stream node holding its deleted neighbours' bytes (up to
+ * 4 KiB).
+ * Returns 1 when it retired the stream, else 0.
  */
 const RETIRE = `
-local left = redis.call('PTTL', KEYS[1])
-if left < 0 or tonumber(ARGV[1]) - left < tonumber(ARGV[2]) then return 0 end
-if redis.call('XLEN', KEYS[1]) <= 1 then return 0 end
 local e = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-redis.call('DEL', KEYS[1])
-redis.call('XADD', KEYS[1], e[1], unpack(e[2]))
-redis.call('PEXPIRE', KEYS[1], left)
+if not e or e[1] ~= ARGV[1] .. '-0' then return 0 end
+if redis.call('XLEN', KEYS[1]) > 1 then
+  redis.call('DEL', KEYS[1])
+  redis.call('XADD', KEYS[1], e[1], unpack(e[2]))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `
 
@@ -328,7 +349,7 @@ return n
  *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
  *   wspsLatest(numKeys: number, ...keys: string[]): Promise<(string | null)[]>,
  *   wspsLatestOne(history: string, latest: string): Promise<(string | null)[]>,
- *   wspsRetire(history: string, ttlMs: number, idleMs: number): Promise<number>,
+ *   wspsRetire(history: string, seq: number, leftMs: number): Promise<number>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
  *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
@@ -339,20 +360,22 @@ return n
  * known here only.
  *
  * @param {import('./keys.js').RedisKeys} keys
- * @param {{symbol: string, body: string, floor: number}[]} quotes body: the quote JSON without seq, starting with '{"symbol"'
- * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, defer?: boolean}} options
- *   historySize 0 (the default): no history, no epoch; defer: publish nothing,
- *   return the messages after the seqs
+ * @param {{symbol: string, body: string, floor: number, renew?: boolean}[]} quotes body: the quote JSON without seq,
+ *   starting with '{"symbol"'; renew false: the stream's expiry need not be renewed for this quote
+ * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, streamTtlMs?: number, defer?: boolean}} options
+ *   historySize 0 (the default): no history, no epoch; streamTtlMs: the
+ *   history stream's expiry when renewed (default ttlMs); defer: publish
+ *   nothing, return the messages after the seqs
  * @returns {[number, ...(string | number)[]]}
  */
-export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, defer = false }) {
+export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, streamTtlMs, defer = false }) {
   /** @type {string[]} */
   const k = []
   /** @type {(string | number)[]} */
-  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, defer ? 1 : 0]
+  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, defer ? 1 : 0, streamTtlMs ?? ttlMs]
   for (const q of quotes) {
     k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol))
-    a.push(keys.channel(q.symbol), q.body.slice(1), q.floor)
+    a.push(keys.channel(q.symbol), q.body.slice(1), q.floor, q.renew === false ? 0 : 1)
   }
   return [k.length, ...k, ...a]
 }
