@@ -8,7 +8,8 @@
 // With history on, the latest quote is the history stream's newest entry
 // (scripts.js, PUBLISH), so the stream must outlive every quote by
 // WSPS_QUOTE_TTL_MS: this publisher asks the script to renew its expiry
-// (to that plus twice RENEW_MS) once per RENEW_MS per symbol, not per quote.
+// (to that plus twice renewEvery()) once per renewEvery() per symbol, not
+// per quote.
 // A symbol it stops publishing has its history cut to the latest quote
 // WSPS_HISTORY_TTL_MS later (the retire pass), which also sets the stream's
 // expiry to what that quote has left.
@@ -234,7 +235,7 @@ export class Publisher {
       else {
         published++
         this.#remember(quotes[i].symbol, seq)
-        if (history) this.#published.set(quotes[i].symbol, this.#after(this.#published.get(quotes[i].symbol), now, seq, entries[i].renew))
+        if (history) this.#note(quotes[i].symbol, now, seq, entries[i].renew)
       }
     })
     if (history && published > 0) this.#armRetire()
@@ -243,18 +244,21 @@ export class Publisher {
   }
 
   /**
-   * A symbol's record after this publisher published seq at now.
-   * @param {{at: number, seq: number, renewedAt: number} | undefined} known
+   * This publisher published seq of symbol at now (history on).
+   * @param {string} symbol
    * @param {number} now
    * @param {number} seq
-   * @param {boolean} renewed
+   * @param {boolean} renewed the call renewed the stream's expiry
    */
-  #after (known, now, seq, renewed) {
-    if (!known) return { at: now, seq, renewedAt: now }
+  #note (symbol, now, seq, renewed) {
+    const known = this.#published.get(symbol)
+    if (!known) {
+      this.#published.set(symbol, { at: now, seq, renewedAt: now })
+      return
+    }
     known.at = now
     if (seq > known.seq) known.seq = seq
     if (renewed) known.renewedAt = now
-    return known
   }
 
   /** Stops the retire pass (the fetcher stopping). */

@@ -136,7 +136,7 @@ end
  * starts, not per quote, so it holds up to historySize plus a node plus 15
  * entries. A quiet symbol's history is cut to its newest entry (RETIRE)
  * by the fetcher that published it, WSPS_HISTORY_TTL_MS after its last
- * quote; the stream goes when the latest quote would.
+ * quote; the stream then goes when the latest quote would.
  * Returns the seq of each quote, 0 for one refused for that reason; with
  * defer, then the message of each quote ('' for a refused one).
  */
@@ -220,7 +220,9 @@ for i = 1, n do
       -- The stream's newest entry is the latest quote: it must live at
       -- least as long as the latest quote would (ttl after the symbol's
       -- last quote). The caller asks for a renewal often enough for that
-      -- (renew 1), not per quote; a new stream gets its expiry at once.
+      -- (renew 1), not per quote. A new epoch's stream gets its expiry at
+      -- once; one written anew after it was evicted alone, by the next
+      -- renewal or 16th seq (or the caller's retire pass).
       if fresh or ARGV[a + 3] == '1' or seq % 16 == 0 then
         redis.call('PEXPIREAT', hist, renewAt())
       end
