@@ -253,7 +253,9 @@ export class Publisher {
   #note (symbol, now, seq, renewed) {
     const known = this.#published.get(symbol)
     if (!known) {
-      this.#published.set(symbol, { at: now, seq, renewedAt: now })
+      // (Not renewed: the retire pass took the symbol while the call was
+      // in flight; the next quote renews.)
+      this.#published.set(symbol, { at: now, seq, renewedAt: renewed ? now : 0 })
       return
     }
     known.at = now
