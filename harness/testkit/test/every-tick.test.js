@@ -155,7 +155,7 @@ test('a pub/sub message Redis never delivered (published, in history): the gap i
       // The publish script as the fetcher calls it, but PUBLISHing to a
       // channel nobody listens on: the quote is in seq and history only.
       const body = JSON.stringify({ symbol, ts: Date.now(), bid: 1, ask: 2, last: 1.5 })
-      const args = publishArgs(keys, [{ symbol, body, floor: 0 }], { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100, historyTtlMs: 120000 })
+      const args = publishArgs(keys, [{ symbol, body, floor: 0 }], { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100 })
       args[args.indexOf(keys.channel(symbol))] = `${keys.channel(symbol)}:void`
       await redis.wspsPublish(...args)
     }

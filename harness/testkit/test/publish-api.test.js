@@ -3,7 +3,9 @@
 // (separate key prefixes), WebSocket clients.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { latestQuotes } from '@wsps/shared/latest'
 import { redisKeys } from '@wsps/shared/keys'
+import { registerScripts } from '@wsps/shared/scripts'
 import { setUp, useStack, waitFor } from '../src/index.js'
 
 const TOKEN = 'test-publish-token-0123456789'
@@ -21,8 +23,19 @@ const on = setUp(async () => {
   })
   const simGateway = await stack.gateway(gw)
   const simFetcher = await stack.fetcher({ WSPS_PUBLISH_TOKEN: TOKEN, WSPS_PUSH_LEASE_MS: PUSH_LEASE_MS })
-  return { redis: await stack.redisClient(), pushGateway, pushFetcher, simGateway, simFetcher }
+  return { redis: registerScripts(await stack.redisClient()), pushGateway, pushFetcher, simGateway, simFetcher }
 })
+
+/**
+ * The symbol's latest quote in Redis, parsed, as the gateway reads it.
+ * @param {import('@wsps/shared/keys').RedisKeys} keys
+ * @param {string} symbol
+ */
+async function latestOf (keys, symbol) {
+  const [raw] = await latestQuotes(on.redis, keys, [symbol])
+  if (raw instanceof Error) throw raw
+  return raw === null ? null : JSON.parse(raw)
+}
 
 /**
  * @param {import('../src/index.js').ServiceHandle} fetcher
@@ -47,7 +60,7 @@ test('a published quote reaches a subscribed client with its fields and a seq, a
   const q = c.quote('PUB1') ?? {}
   assert.equal(q.bid, 10.7)
   assert.equal(typeof q.ts, 'number')
-  const latest = JSON.parse(/** @type {string} */ (await on.redis.get(pushKeys.latest('PUB1'))))
+  const latest = await latestOf(pushKeys, 'PUB1')
   assert.deepEqual({ bid: latest.bid, seq: latest.seq }, { bid: 10.7, seq: 2 })
   // A new client gets it as its snapshot.
   const late = await stack.client(on.pushGateway.wsUrl)
@@ -84,7 +97,7 @@ test('bad requests get coded errors and publish nothing of the request', async (
     assert.equal(typeof res.body.message, 'string')
     if ('index' in k) assert.equal(res.body.index, k.index)
   }
-  assert.equal(await on.redis.exists(pushKeys.seq('BAD1'), pushKeys.latest('BAD1')), 0, 'nothing of a refused request was published')
+  assert.equal(await on.redis.exists(pushKeys.seq('BAD1'), pushKeys.latest('BAD1'), pushKeys.history('BAD1')), 0, 'nothing of a refused request was published')
   const m = await on.pushFetcher.metrics()
   assert.equal(m['wsps_fetcher_publish_requests_total{outcome="UNAUTHORIZED"}'], 2)
   assert.equal(m['wsps_fetcher_publish_requests_total{outcome="BAD_QUOTE"}'], 3)
@@ -153,7 +166,27 @@ test('the API is off without a token; a token over its rate gets 429 with Retry-
   const over = await publish(on.pushFetcher, { quotes: [{ symbol: 'R0', bid: 2 }] })
   assert.deepEqual([over.status, over.body.code], [429, 'RATE_LIMITED'])
   assert.ok(Number(over.headers.get('retry-after')) >= 1)
-  assert.equal(JSON.parse(/** @type {string} */ (await on.redis.get(pushKeys.latest('R0')))).bid, 1, 'the refused quote was not published')
+  assert.equal((await latestOf(pushKeys, 'R0')).bid, 1, 'the refused quote was not published')
   const m = await on.pushFetcher.metrics()
   assert.equal(m['wsps_fetcher_publish_requests_total{outcome="RATE_LIMITED"}'], 1)
+})
+
+test('a symbol quiet for longer than WSPS_HISTORY_TTL_MS keeps its latest quote as the snapshot; only its history was cut', async () => {
+  // History on (the default): the latest quote is the history stream's
+  // newest entry, so the stream outlives the history window.
+  const keys = redisKeys('pq')
+  const gateway = await stack.gateway({ WSPS_REDIS_KEY_PREFIX: 'pq' })
+  const fetcher = await stack.fetcher({ WSPS_REDIS_KEY_PREFIX: 'pq', WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN, WSPS_HISTORY_TTL_MS: 1000 })
+  for (let i = 1; i <= 5; i++) assert.equal((await publish(fetcher, { quotes: [{ symbol: 'QUIET', bid: i }] })).status, 200)
+  assert.equal(await on.redis.xlen(keys.history('QUIET')), 5)
+  const quietSince = Date.now()
+  await waitFor(async () => await on.redis.xlen(keys.history('QUIET')) === 1, { timeout: 10_000, message: 'the quiet symbol\'s history cut to its latest quote' })
+  assert.ok(Date.now() - quietSince >= 900, 'not before the history window passed')
+  assert.equal(await on.redis.exists(keys.latest('QUIET')), 0, 'no `last` key: the stream holds the latest quote')
+  assert.ok(await on.redis.pttl(keys.history('QUIET')) > 86_000_000, 'which lives as long as the latest quote would (WSPS_QUOTE_TTL_MS, 1 day)')
+  const late = await stack.client(gateway.wsUrl)
+  await late.sub(['QUIET'])
+  await waitFor(() => late.quote('QUIET')?.bid === 5, { message: 'the snapshot of the quiet symbol' })
+  assert.equal(late.quote('QUIET')?.seq, 5)
+  assert.deepEqual(late.problems, [])
 })

@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Cluster } from 'ioredis'
+import { latestQuotes } from '@wsps/shared/latest'
 import { redisKeys } from '@wsps/shared/keys'
+import { registerScripts } from '@wsps/shared/scripts'
 import { TestClient, startFetcher, startGateway, startRedisCluster, waitFor } from '../src/index.js'
 
 /** @type {Awaited<ReturnType<typeof startRedisCluster>>} */
@@ -52,4 +54,29 @@ test('quotes of symbols on every shard reach clients on both gateways, in order'
     r.disconnect()
   }
   await waitFor(async () => (await procs[0].metrics()).wsps_gateway_redis_channels === symbols.length, { message: 'channel gauge' })
+})
+
+test('history on (the default): each symbol\'s latest quote is its history stream\'s newest entry, read per shard, and a new client\'s snapshot', async () => {
+  const symbols = Array.from({ length: 12 }, (_, i) => `CL${i}`)
+  const keys = redisKeys('wsps')
+  const r = registerScripts(new Cluster([{ host: '127.0.0.1', port: cluster.ports[0] }]))
+  try {
+    await new Promise((resolve) => r.once('ready', resolve))
+    const late = await TestClient.connect(procs[1].wsUrl)
+    clients.push(late)
+    await late.sub(symbols)
+    for (const s of symbols) await late.waitQuotes(s, 1)
+    const latest = await latestQuotes(r, keys, symbols)
+    symbols.forEach((s, i) => {
+      const q = latest[i]
+      assert.ok(typeof q === 'string', `${s}: ${q}`)
+      const snap = /** @type {number[]} */ (late.seqs.get(s))[0]
+      assert.ok(JSON.parse(q).seq >= snap, `${s}: the latest (${JSON.parse(q).seq}) is at or after the snapshot (${snap})`)
+    })
+    const lastKeys = await Promise.all(symbols.map((s) => r.exists(keys.latest(s))))
+    assert.deepEqual(lastKeys, symbols.map(() => 0), 'no `last` key with history on')
+    assert.deepEqual(late.problems, [])
+  } finally {
+    r.disconnect()
+  }
 })

@@ -4,7 +4,8 @@
 // owns its symbol, so a gateway talks only to the shards of its symbols.
 
 import calculateSlot from 'cluster-key-slot'
-import { connectRedis, getEach, watchPrimary } from '@wsps/shared/redis'
+import { connectRedis, watchPrimary } from '@wsps/shared/redis'
+import { latestQuotes } from '@wsps/shared/latest'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 
@@ -158,7 +159,7 @@ export function createRedisBroker (config, logger) {
         ownerAt.delete(c)
       }
     },
-    latest: (symbols) => getEach(cmd, symbols.map(keys.latest)),
+    latest: (symbols) => latestQuotes(cmd, keys, symbols),
     async history (symbol, fromSeq, toSeq, max) {
       const entries = await cmd.xrange(keys.history(symbol), `${fromSeq}-0`, toSeq === null ? '+' : `${toSeq}-0`, 'COUNT', max)
       // Each entry holds one field, `q`: the quote as it was published.

@@ -131,6 +131,7 @@ export async function createFetcher (config, logger) {
       stopping = true
       for (const s of sources) await s.stop()
       await app.close()
+      publisher.stop()
       await redis.quit().catch(() => {})
       if (pub !== redis) await pub.quit().catch(() => {})
     }

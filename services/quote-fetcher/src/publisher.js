@@ -1,8 +1,18 @@
 // Publishes quotes: one round trip per job or publish request, through the
-// publish script (per quote: seq INCR, latest SET with TTL, PUBLISH,
-// and history append, atomically), many quotes per script call on a single Redis. On a Redis
-// Cluster the script uses SPUBLISH (the channel shares the symbol's slot)
-// and ioredis batches the calls per shard.
+// publish script (per quote: seq INCR, PUBLISH, and the latest quote: a SET
+// with TTL, or with history on the history append, atomically), many quotes
+// per script call on a single Redis. On a Redis Cluster the script uses
+// SPUBLISH (the channel shares the symbol's slot) and ioredis batches the
+// calls per shard.
+//
+// With history on, the latest quote is the history stream's newest entry
+// (scripts.js, PUBLISH), so the stream must outlive every quote by
+// WSPS_QUOTE_TTL_MS: this publisher asks the script to renew its expiry
+// (to that plus twice renewEvery()) once per renewEvery() per symbol, not
+// per quote.
+// A symbol it stops publishing has its history cut to the latest quote
+// WSPS_HISTORY_TTL_MS later (the retire pass), which also sets the stream's
+// expiry to what that quote has left.
 //
 // With WSPS_PUBLISH_WAIT_REPLICAS > 0 a call is: the script's writes (seq,
 // history, latest) without the PUBLISH, then Redis WAIT on the same
@@ -19,12 +29,34 @@ const CHUNK = 200
 /** Remembered seqs are dropped beyond this many symbols (oldest first). */
 const MAX_REMEMBERED = 200_000
 
+/** The retire pass runs this often per WSPS_HISTORY_TTL_MS (and at most every 250 ms). */
+const RETIRE_PASSES = 4
+
+/**
+ * How often a symbol's history stream gets its expiry renewed: a quarter of
+ * WSPS_QUOTE_TTL_MS, at most a minute. The expiry is then WSPS_QUOTE_TTL_MS
+ * plus twice this: once for the quotes between renewals, once for a call
+ * that reaches Redis late.
+ * @param {number} ttlMs
+ */
+const renewEvery = (ttlMs) => Math.min(ttlMs / 4, 60_000)
+
 export class Publisher {
   /** Messages held back until replicas hold their writes (WAIT), per call. */
   #waitReplicas
   #waitTimeoutMs
   /** @type {((result: 'acked' | 'short' | 'failed') => void) | null} */
   #onWait
+  /**
+   * With history on, per symbol this publisher published and has not
+   * retired: when and which seq it last published, and when it last asked
+   * for the stream's expiry to be renewed.
+   * @type {Map<string, {at: number, seq: number, renewedAt: number}>}
+   */
+  #published = new Map()
+  /** @type {NodeJS.Timeout | null} the next retire pass, while #published holds symbols */
+  #retireTimer = null
+  #stopped = false
 
   /**
    * @param {object} options
@@ -33,7 +65,8 @@ export class Publisher {
    * @param {number} options.ttlMs
    * @param {boolean} options.sharded Redis Cluster: sharded pub/sub
    * @param {number} [options.historySize] ticks kept per symbol (0: none)
-   * @param {number} [options.historyTtlMs]
+   * @param {number} [options.historyTtlMs] a symbol not published for this
+   *   long has its history cut to its latest quote
    * @param {number} [options.waitReplicas] WSPS_PUBLISH_WAIT_REPLICAS: > 0 makes
    *   each call write, then wait (Redis WAIT) until that many replicas hold the
    *   writes, then publish (0: the script publishes at once)
@@ -102,7 +135,10 @@ export class Publisher {
     if (quotes.length === 0) return { published: 0, refused: 0 }
     const { keys } = this
     const wait = this.#waitReplicas > 0
-    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, historyTtlMs: this.historyTtlMs, defer: wait }
+    const history = this.historySize > 0
+    const now = Date.now()
+    const every = renewEvery(this.ttlMs)
+    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, streamTtlMs: this.ttlMs + 2 * every, defer: wait }
     const entries = quotes.map((q) => {
       // symbol first: the script splices seq (and epoch) in front of the
       // body. Neither may come along in the body: a reader's JSON.parse
@@ -110,7 +146,9 @@ export class Publisher {
       // one (the sim provider copies it whole) would carry the previous
       // epoch past a new one, and a new history would pass for the old.
       const { symbol, seq: _seq, epoch: _epoch, ...rest } = /** @type {Record<string, unknown> & {symbol: string}} */ (q)
-      return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0 }
+      const known = history ? this.#published.get(symbol) : undefined
+      const renew = !known || now - known.renewedAt >= every
+      return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0, renew }
     })
     /** The scheduler's view of the push leases: one ZADD for the batch. */
     const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, Date.now() + pushLeaseMs)] : null
@@ -197,10 +235,79 @@ export class Publisher {
       else {
         published++
         this.#remember(quotes[i].symbol, seq)
+        if (history) this.#note(quotes[i].symbol, now, seq, entries[i].renew)
       }
     })
+    if (history && published > 0) this.#armRetire()
     if (failed && (published === 0 || pushLeaseMs > 0)) throw failed
     return { published, refused }
+  }
+
+  /**
+   * This publisher published seq of symbol at now (history on).
+   * @param {string} symbol
+   * @param {number} now
+   * @param {number} seq
+   * @param {boolean} renewed the call renewed the stream's expiry
+   */
+  #note (symbol, now, seq, renewed) {
+    const known = this.#published.get(symbol)
+    if (!known) {
+      // (Not renewed: the retire pass took the symbol while the call was
+      // in flight; the next quote renews.)
+      this.#published.set(symbol, { at: now, seq, renewedAt: renewed ? now : 0 })
+      return
+    }
+    known.at = now
+    if (seq > known.seq) known.seq = seq
+    if (renewed) known.renewedAt = now
+  }
+
+  /** Stops the retire pass (the fetcher stopping). */
+  stop () {
+    this.#stopped = true
+    if (this.#retireTimer) clearTimeout(this.#retireTimer)
+    this.#retireTimer = null
+  }
+
+  #armRetire () {
+    if (this.#retireTimer || this.#stopped) return
+    this.#retireTimer = setTimeout(() => {
+      this.#retireTimer = null
+      this.#retire().finally(() => { if (this.#published.size) this.#armRetire() })
+    }, Math.max(250, this.historyTtlMs / RETIRE_PASSES))
+    this.#retireTimer.unref()
+  }
+
+  /**
+   * The retire pass: each symbol this publisher has not published for
+   * WSPS_HISTORY_TTL_MS has its history cut to its latest quote, and the
+   * stream the expiry that quote has left of WSPS_QUOTE_TTL_MS (the RETIRE
+   * script, which does nothing when another fetcher published it since).
+   * Best effort: a symbol it could not reach, or one this process stopped
+   * before, keeps its history until the stream expires, at most twice the
+   * renewal interval after its latest quote would have.
+   */
+  async #retire () {
+    const now = Date.now()
+    const due = now - this.historyTtlMs
+    /** @type {[string, number, number][]} symbol, seq, ms its latest quote has left */
+    const quiet = []
+    for (const [symbol, p] of this.#published) {
+      if (p.at > due) continue
+      // (Plus a renewal interval for a call that reached Redis late.)
+      quiet.push([symbol, p.seq, Math.max(1, this.ttlMs + renewEvery(this.ttlMs) - (now - p.at))])
+      this.#published.delete(symbol)
+    }
+    if (quiet.length === 0) return
+    const { keys } = this
+    if (this.sharded) {
+      await Promise.all(quiet.map(([s, seq, left]) => this.redis.wspsRetire(keys.history(s), seq, left).catch(ignore)))
+      return
+    }
+    const pipeline = /** @type {any} */ (this.redis.pipeline())
+    for (const [s, seq, left] of quiet) pipeline.wspsRetire(keys.history(s), seq, left)
+    await pipeline.exec().catch(ignore)
   }
 
   /**

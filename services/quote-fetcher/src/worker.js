@@ -3,7 +3,7 @@
 // dropped: the scheduler has already pushed a fresher one for its symbols,
 // so a backlog never turns into a burst of stale fetches.
 
-import { getEach } from '@wsps/shared/redis'
+import { latestQuotes } from '@wsps/shared/latest'
 
 /** BLPOP timeout: how quickly a stopping worker notices. */
 const POP_TIMEOUT_S = 1
@@ -104,7 +104,7 @@ export class Worker {
       const previous = new Map()
       let symbols = job.s
       if (this.provider.needsPrevious) {
-        const raws = await getEach(this.redis, symbols.map(this.keys.latest))
+        const raws = await latestQuotes(this.redis, this.keys, symbols)
         // On a cluster, symbols of a shard that is failing over are left to
         // the next interval; the other shards' symbols go on.
         const unread = raws.filter((raw) => raw instanceof Error)

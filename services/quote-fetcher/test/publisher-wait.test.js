@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
+import { latestQuotes } from '@wsps/shared/latest'
 import { registerScripts } from '@wsps/shared/scripts'
 import { startRedis, waitFor } from '@wsps/testkit'
 import { Publisher } from '../src/publisher.js'
@@ -62,13 +63,14 @@ test('waiting for 1 replica: the quotes are published once the replica holds the
   const res = await pub.publish([{ symbol: 'A', ts: 1 }, { symbol: 'B', ts: 2 }, { symbol: 'A', ts: 3 }], { pushLeaseMs: 5000 })
   assert.deepEqual(res, { published: 3, refused: 0 })
   assert.deepEqual(waits, ['acked'])
-  // The replica has every write (WAIT came back before the PUBLISH).
-  assert.equal(await rep.get(keys.latest('A')), await r.get(keys.latest('A')))
+  // The replica has every write (WAIT came back before the PUBLISH); the
+  // newest history entry is the latest quote.
   assert.deepEqual((await rep.xrange(keys.history('A'), '-', '+')).map(([id]) => id), ['1-0', '2-0'])
+  assert.deepEqual(await rep.xrange(keys.history('A'), '-', '+'), await r.xrange(keys.history('A'), '-', '+'))
   await waitFor(() => l.got.length === 3, { message: 'three messages' })
   assert.deepEqual(l.got.map((m) => [m.symbol, m.seq, m.ts]), [['A', 1, 1], ['B', 1, 2], ['A', 2, 3]])
   assert.ok(l.got.every((m) => typeof m.epoch === 'string' && m.epoch.length > 0))
-  assert.equal(JSON.stringify(l.got.at(-1)), await r.get(keys.latest('A')), 'the message published is the latest quote, byte for byte')
+  assert.deepEqual([JSON.stringify(l.got.at(-1))], await latestQuotes(r, keys, ['A']), 'the message published is the latest quote, byte for byte')
   l.close()
 })
 
@@ -128,9 +130,9 @@ test('the connection breaks while waiting: nothing is published, the call fails,
 test('a quote built on the previous one (seq and epoch copied along) is published with the script\'s seq and epoch only', async () => {
   const { pub, keys } = publisher(0)
   await pub.publish([{ symbol: 'E', ts: 1 }])
-  const raw = /** @type {string} */ (await r.get(keys.latest('E')))
+  const [raw] = /** @type {string[]} */ (await latestQuotes(r, keys, ['E']))
   await pub.publish([/** @type {any} */ ({ ...JSON.parse(raw), epoch: 'stale', seq: 99, ts: 2 })])
-  const next = /** @type {string} */ (await r.get(keys.latest('E')))
+  const [next] = /** @type {string[]} */ (await latestQuotes(r, keys, ['E']))
   assert.equal((next.match(/"epoch"/g) ?? []).length, 1, next)
   assert.equal((next.match(/"seq"/g) ?? []).length, 1, next)
   assert.deepEqual([JSON.parse(next).seq, JSON.parse(next).epoch], [2, await r.get(keys.epoch('E'))])

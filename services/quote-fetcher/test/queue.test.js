@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
+import { latestQuotes } from '@wsps/shared/latest'
 import { publishArgs, registerScripts } from '@wsps/shared/scripts'
 import { startRedis } from '@wsps/testkit'
 
@@ -24,14 +25,25 @@ let n = 0
 const freshKeys = () => redisKeys(`t${n++}`)
 
 /**
+ * The symbol's latest quote, parsed, as every reader reads it.
+ * @param {import('@wsps/shared/keys').RedisKeys} k
+ * @param {string} symbol
+ */
+async function latestOf (k, symbol) {
+  const [raw] = await latestQuotes(r, k, [symbol])
+  if (raw instanceof Error) throw raw
+  return raw === null ? null : JSON.parse(raw)
+}
+
+/**
  * One quote through the publish script; its seq (0: refused).
  * @param {import('@wsps/shared/keys').RedisKeys} k
  * @param {string} body
- * @param {{ttlMs?: number, floor?: number, pushLeaseMs?: number, historySize?: number, historyTtlMs?: number}} [o]
+ * @param {{ttlMs?: number, floor?: number, pushLeaseMs?: number, historySize?: number}} [o]
  */
-async function publishOne (k, body, { ttlMs = 60000, floor = 0, pushLeaseMs = 0, historySize = 0, historyTtlMs = 0 } = {}) {
+async function publishOne (k, body, { ttlMs = 60000, floor = 0, pushLeaseMs = 0, historySize = 0 } = {}) {
   const symbol = JSON.parse(body).symbol
-  const [seq] = await r.wspsPublish(...publishArgs(k, [{ symbol, body, floor }], { ttlMs, sharded: false, pushLeaseMs, historySize, historyTtlMs }))
+  const [seq] = await r.wspsPublish(...publishArgs(k, [{ symbol, body, floor }], { ttlMs, sharded: false, pushLeaseMs, historySize }))
   return seq
 }
 
@@ -93,7 +105,7 @@ test('publish: seq rises by one, latest is stored with a TTL, subscribers get th
   const s1 = await publishOne(k, '{"symbol":"AAPL","ts":1,"bid":1}')
   const s2 = await publishOne(k, '{"symbol":"AAPL","ts":2,"bid":2}')
   assert.deepEqual([s1, s2], [1, 2])
-  assert.deepEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('AAPL')))), { seq: 2, symbol: 'AAPL', ts: 2, bid: 2 })
+  assert.deepEqual(await latestOf(k, 'AAPL'), { seq: 2, symbol: 'AAPL', ts: 2, bid: 2 })
   assert.ok((await r.pttl(k.latest('AAPL'))) > 50000)
   await new Promise((resolve) => setTimeout(resolve, 50))
   assert.deepEqual(got.map((m) => JSON.parse(m).seq), [1, 2])
@@ -113,12 +125,12 @@ test('publish: many quotes in one call, in order; a pushed symbol among them is 
   await publishOne(k, '{"symbol":"P","ts":1}', { pushLeaseMs: 5000 })
   const quotes = ['A', 'B', 'A', 'P'].map((symbol, i) => ({ symbol, body: `{"symbol":"${symbol}","ts":${i}}`, floor: 0 }))
   assert.deepEqual(await r.wspsPublish(...publishArgs(k, quotes, { ttlMs: 60000, sharded: false, pushLeaseMs: 0 })), [1, 1, 2, 0])
-  assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('A')))).ts, 2, 'the later quote of A is the latest')
+  assert.equal((await latestOf(k, 'A')).ts, 2, 'the later quote of A is the latest')
 })
 
 test('history: each published quote is kept in the symbol\'s stream under its seq, at least historySize of them, with one epoch while the seqs continue', async () => {
   const k = freshKeys()
-  const opts = { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100, historyTtlMs: 5000 }
+  const opts = { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100 }
   const quotes = Array.from({ length: 250 }, (_, i) => ({ symbol: 'H', body: `{"symbol":"H","ts":${i + 1}}`, floor: 0 }))
   assert.deepEqual(await r.wspsPublish(...publishArgs(k, quotes, opts)), quotes.map((_, i) => i + 1))
   const entries = await r.xrange(k.history('H'), '-', '+')
@@ -129,9 +141,11 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   const epoch = msgs[0].epoch
   assert.match(epoch, /^[0-9a-z]{6,16}$/)
   assert.ok(msgs.every((m, i) => m.seq === ids[i] && m.epoch === epoch && m.ts === ids[i]))
-  assert.equal(await r.get(k.latest('H')), entries.at(-1)?.[1][1], 'the latest quote is the newest history entry, byte for byte')
+  const [latest] = await latestQuotes(r, k, ['H'])
+  assert.equal(latest, entries.at(-1)?.[1][1], 'the latest quote is the newest history entry, byte for byte')
+  assert.equal(await r.exists(k.latest('H')), 0, 'and nothing else: no `last` key with history on')
   const ttl = await r.pttl(k.history('H'))
-  assert.ok(ttl > 0 && ttl <= 5000, 'the history expires (renewed every 16th seq)')
+  assert.ok(ttl > 55_000 && ttl <= 60_000, `the history expires as the latest quote would: ttlMs after the last quote (${ttl} ms)`)
   assert.equal(await r.get(k.epoch('H')), epoch, 'the epoch key names it')
   assert.equal(await r.pttl(k.epoch('H')), -1, 'and lives as long as the counter: no expiry')
 
@@ -154,12 +168,12 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   // kept the epoch only in the messages): the latest quote still names it.
   await r.del(k.epoch('H'))
   await publishOne(k, '{"symbol":"H","ts":8}', opts)
-  assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('H')))).epoch, restarted)
+  assert.equal((await latestOf(k, 'H')).epoch, restarted)
   assert.equal(await r.get(k.epoch('H')), restarted)
   // Everything is gone (FLUSH, a restart without persistence): a new epoch.
   await r.del(k.seq('H'), k.latest('H'), k.history('H'), k.epoch('H'))
   await publishOne(k, '{"symbol":"H","ts":9}', opts)
-  const flushed = JSON.parse(/** @type {string} */ (await r.get(k.latest('H'))))
+  const flushed = await latestOf(k, 'H')
   assert.equal(flushed.seq, 1)
   assert.notEqual(flushed.epoch, restarted)
   // The counter alone is lost while the history expired (nothing to collide
@@ -168,12 +182,12 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   await r.del(k.seq('H'), k.history('H'))
   const [next] = await r.wspsPublish(...publishArgs(k, [{ symbol: 'H', body: '{"symbol":"H","ts":10}', floor: 5 }], opts))
   assert.equal(next, 6)
-  assert.notEqual(JSON.parse(/** @type {string} */ (await r.get(k.latest('H')))).epoch, flushed.epoch)
+  assert.notEqual((await latestOf(k, 'H')).epoch, flushed.epoch)
   // With history off: no stream, no epoch in the message.
   const off = freshKeys()
   await publishOne(off, '{"symbol":"N","ts":1}')
   assert.equal(await r.exists(off.history('N'), off.epoch('N')), 0)
-  assert.equal(JSON.parse(/** @type {string} */ (await r.get(off.latest('N')))).epoch, undefined)
+  assert.equal((await latestOf(off, 'N')).epoch, undefined)
   // History turned off and on again: the epoch goes on while the count did,
   // and not once the counter was lost in between.
   const t = freshKeys()
@@ -181,13 +195,66 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   const first = await r.get(t.epoch('T'))
   await publishOne(t, '{"symbol":"T","ts":2}')
   await publishOne(t, '{"symbol":"T","ts":3}', opts)
-  assert.equal(JSON.parse(/** @type {string} */ (await r.get(t.latest('T')))).epoch, first)
+  assert.equal((await latestOf(t, 'T')).epoch, first)
   await r.del(t.seq('T'))
   await publishOne(t, '{"symbol":"T","ts":4}', { floor: 3 })
   await publishOne(t, '{"symbol":"T","ts":5}', opts)
-  const later = JSON.parse(/** @type {string} */ (await r.get(t.latest('T'))))
+  const later = await latestOf(t, 'T')
   assert.equal(later.seq, 5)
   assert.notEqual(later.epoch, first, 'the counter was lost while history was off: a new epoch')
+})
+
+test('latest quote: with history on the stream\'s newest entry, with history off the `last` key; after a switch the newer of the two', async () => {
+  const k = freshKeys()
+  const on = { historySize: 100 }
+  await publishOne(k, '{"symbol":"L","ts":1}', on)
+  assert.equal((await latestOf(k, 'L')).ts, 1)
+  // Off: the `last` key, newer than the stream left behind.
+  await publishOne(k, '{"symbol":"L","ts":2}')
+  assert.equal((await latestOf(k, 'L')).ts, 2)
+  assert.equal((await r.xrevrange(k.history('L'), '+', '-', 'COUNT', 1)).length, 1, 'the stream is still there, older')
+  // On again: the stream, newer than the `last` key; the key goes at the
+  // next trim (every 16th seq).
+  await publishOne(k, '{"symbol":"L","ts":3}', on)
+  assert.deepEqual(await latestOf(k, 'L'), { seq: 3, epoch: (await latestOf(k, 'L')).epoch, symbol: 'L', ts: 3 })
+  for (let ts = 4; ts <= 16; ts++) await publishOne(k, `{"symbol":"L","ts":${ts}}`, on)
+  assert.equal(await r.exists(k.latest('L')), 0, 'the `last` key of the time history was off is gone')
+  assert.equal((await latestOf(k, 'L')).seq, 16)
+  assert.equal(await latestOf(k, 'NONE'), null)
+})
+
+test('retire: a quiet symbol\'s history is cut to its latest quote, which gets the expiry it has left; not when a later quote was published', async () => {
+  const k = freshKeys()
+  const opts = { ttlMs: 60_000, historySize: 100 }
+  for (let ts = 1; ts <= 30; ts++) await publishOne(k, `{"symbol":"Q","ts":${ts}}`, opts)
+  const newest = /** @type {string} */ ((await latestQuotes(r, k, ['Q']))[0])
+  assert.equal(await r.wspsRetire(k.history('Q'), 29, 58_000), 0, 'seq 30 was published after 29 (by another fetcher): kept')
+  assert.equal(await r.xlen(k.history('Q')), 30)
+  assert.equal(await r.wspsRetire(k.history('Q'), 30, 58_000), 1)
+  assert.deepEqual((await r.xrange(k.history('Q'), '-', '+')).map(([id, f]) => [id, f[1]]), [['30-0', newest]], 'only the newest entry, as it was')
+  assert.deepEqual((await latestQuotes(r, k, ['Q']))[0], newest, 'still the latest quote')
+  const ttl = await r.pttl(k.history('Q'))
+  assert.ok(ttl > 57_000 && ttl <= 58_000, `the expiry it has left (${ttl} ms)`)
+  assert.equal(await r.wspsRetire(k.history('NONE'), 1, 1000), 0, 'no stream: nothing')
+  // The count goes on in the same epoch.
+  assert.equal(await publishOne(k, '{"symbol":"Q","ts":31}', opts), 31)
+  assert.equal((await latestOf(k, 'Q')).epoch, JSON.parse(newest).epoch)
+})
+
+test('the history stream\'s expiry: renewed to streamTtlMs when a quote asks (renew), on every 16th seq and when an epoch starts; not by the other quotes', async () => {
+  const k = freshKeys()
+  const publish = (/** @type {number} */ ts, /** @type {boolean} */ renew) => r.wspsPublish(...publishArgs(k, [{ symbol: 'X', body: `{"symbol":"X","ts":${ts}}`, floor: 0, renew }], { ttlMs: 1000, sharded: false, pushLeaseMs: 0, historySize: 100, streamTtlMs: 60_000 }))
+  await publish(1, false)
+  assert.ok(await r.pttl(k.history('X')) > 59_000, 'a new epoch: the new stream gets its expiry')
+  await r.pexpire(k.history('X'), 30_000)
+  await publish(2, false)
+  assert.ok(await r.pttl(k.history('X')) <= 30_000, 'a quote that does not ask: unchanged')
+  await publish(3, true)
+  assert.ok(await r.pttl(k.history('X')) > 59_000, 'one that asks: renewed')
+  await r.pexpire(k.history('X'), 30_000)
+  for (let ts = 4; ts <= 16; ts++) await publish(ts, false)
+  assert.ok(await r.pttl(k.history('X')) > 59_000, 'the 16th seq: renewed')
+  assert.equal(await r.exists(k.latest('X')), 0)
 })
 
 test('push wins: a pushed symbol gets no job while its push lease lasts, and provider quotes of it are refused', async () => {
@@ -208,7 +275,7 @@ test('push wins: a pushed symbol gets no job while its push lease lasts, and pro
   assert.equal(await publishOne(k, body, { pushLeaseMs: 5000 }), 2, 'a pushed quote is published and takes the lease')
   assert.ok((await r.pttl(k.pushed('PUSHED'))) > 4000)
   assert.equal(await publishOne(k, body), 0, 'a provider quote under the lease is refused')
-  assert.equal(JSON.parse(/** @type {string} */ (await r.get(k.latest('PUSHED')))).seq, 2)
+  assert.equal((await latestOf(k, 'PUSHED')).seq, 2)
 })
 
 test('stream claims: each demanded symbol has one holder; a dead holder\'s symbols are taken over; undemanded ones are released', async () => {

@@ -13,7 +13,12 @@ export function redisKeys (prefix) {
   return Object.freeze({
     /** Pub/sub channel carrying full quotes of a symbol. */
     channel: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:q`,
-    /** The latest full quote (JSON string, with TTL): the snapshot. */
+    /**
+     * The latest full quote (JSON string, with TTL): the snapshot, with
+     * history off. With history on the history stream's newest entry is the
+     * latest quote and this key is not written; read either through
+     * latestQuotes() (latest.js), which takes the newer.
+     */
     latest: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:last`,
     /** Counter behind a symbol's seq. */
     seq: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:seq`,
@@ -25,7 +30,8 @@ export function redisKeys (prefix) {
     pushed: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:push`,
     /**
      * STREAM of the symbol's last published quotes (entry ID `<seq>-0`,
-     * field `q`), written by the publish script: recovery and gap fill.
+     * field `q`), written by the publish script: recovery and gap fill, and
+     * its newest entry is the latest quote.
      */
     history: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:hist`,
     /**

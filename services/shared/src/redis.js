@@ -182,32 +182,3 @@ export function watchPrimary (client, { onFailover, onOutage }) {
     address = now
   })
 }
-
-/**
- * GET of many keys in one round trip: MGET on a single Redis; on a cluster
- * (where MGET cannot span slots) one GET per key, all sent at once.
- *
- * @param {RedisClient} client
- * @param {string[]} keys
- * @returns {Promise<(string | null)[]>}
- */
-export function getMany (client, keys) {
-  if (keys.length === 0) return Promise.resolve([])
-  if (client instanceof Cluster) return Promise.all(keys.map((k) => client.get(k)))
-  return client.mget(...keys)
-}
-
-/**
- * Like getMany, but on a cluster a key whose shard fails (down, failing
- * over) is an Error in its place instead of failing every key: one shard's
- * trouble must not stop the others. On a single Redis it is one MGET, all
- * or nothing.
- *
- * @param {RedisClient} client
- * @param {string[]} keys
- * @returns {Promise<(string | null | Error)[]>}
- */
-export function getEach (client, keys) {
-  if (!(client instanceof Cluster)) return getMany(client, keys)
-  return Promise.all(keys.map((k) => client.get(k).catch((/** @type {Error} */ err) => err)))
-}

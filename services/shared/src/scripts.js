@@ -69,11 +69,31 @@ return {n, jobs, #expired, pushed}
 `
 
 /**
+ * The newer of a symbol's stream's newest entry and its `last` key (by seq),
+ * or nil: its latest quote. With history on, the script writes the latest
+ * quote only to the stream; with history off, only to the `last` key; a key
+ * left from before a switch is older and loses.
+ * Lua, put in front of the scripts that call it.
+ */
+const NEWEST = `
+local function seqOf (m) return tonumber(string.match(m, '^{"seq":(%d+)')) or -1 end
+local function newest (hist, last)
+  local e = redis.call('XREVRANGE', hist, '+', '-', 'COUNT', 1)[1]
+  local q = e and e[2][2]
+  local l = redis.call('GET', last)
+  if l and (not q or seqOf(l) > seqOf(q)) then return l end
+  return q
+end
+`
+
+/**
  * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
  * epoch (all of one symbol's slot on a Redis Cluster, so there the fetcher
  * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
- * historySize, historyTtlMs, defer (0/1), then per quote: channel, quote
- * JSON without seq (starts with '{"symbol"'), floorSeq.
+ * historySize, defer (0/1), streamTtlMs, then per quote: channel, quote JSON
+ * without seq and without its opening brace (starts with '"symbol"': the
+ * script puts seq and epoch in front of it without copying it first),
+ * floorSeq, renew (0/1).
  * defer 1: the script writes but does not publish, and returns the messages
  * (after the seqs) for the caller to publish itself once replicas hold the
  * writes (Redis WAIT; WSPS_PUBLISH_WAIT_REPLICAS).
@@ -82,6 +102,16 @@ return {n, jobs, #expired, pushed}
  * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
  * 0 (a provider) publishes nothing while the symbol is pushed, so a job that
  * was in flight when pushing began cannot interleave an older quote.
+ *
+ * The latest quote (the snapshot, kept ttlMs after the symbol's last quote)
+ * is, with history off, the `last` key (SET with its expiry); with history
+ * on, the stream's newest entry, and nothing else (readers: latestQuotes()
+ * in latest.js, the newer of the two). The stream's expiry is then set to
+ * streamTtlMs from now when a quote says renew 1, on every 16th seq and
+ * when an epoch starts: the caller (the fetcher's Publisher) asks for a
+ * renewal so often, and passes a streamTtlMs so much longer than ttlMs,
+ * that the stream outlives every quote it published by ttlMs. Renewing per
+ * quote cost as much as the SET it replaces.
  *
  * History (historySize > 0): every published quote is also appended to the
  * symbol's stream (entry ID `<seq>-0`, given as `<seq>`; field `q`: the
@@ -101,19 +131,18 @@ return {n, jobs, #expired, pushed}
  * history off and on again keeps the epoch while the count went on. History that expired
  * or was evicted alone keeps its epoch: the seqs still count on, and a
  * reader asking for what is gone sees the hole (entries start later).
- * The stream keeps at least historySize entries and expires about
- * historyTtlMs after its last quote: trimmed (approximately: whole stream
- * nodes, the cheap way) and its expiry renewed on every 16th seq and when an
- * epoch starts, not per quote (two commands per quote would cost a third of
- * what the append does). So it holds up to historySize plus a node plus 15
- * entries, and a quiet symbol's history is gone within historyTtlMs plus 16
- * of its ticks.
+ * The stream keeps at least historySize entries: trimmed (approximately:
+ * whole stream nodes, the cheap way) on every 16th seq and when an epoch
+ * starts, not per quote, so it holds up to historySize plus a node plus 15
+ * entries. A quiet symbol's history is cut to its newest entry (RETIRE)
+ * by the fetcher that published it, WSPS_HISTORY_TTL_MS after its last
+ * quote; the stream then goes when the latest quote would.
  * Returns the seq of each quote, 0 for one refused for that reason; with
  * defer, then the message of each quote ('' for a refused one).
  */
-const PUBLISH = `
+const PUBLISH = NEWEST + `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
-local histSize, histTtl, defer = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
+local histSize, defer, streamTtl = tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
 local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
 local function newEpoch ()
   local t = redis.call('TIME')
@@ -127,8 +156,19 @@ local function newEpoch ()
   return e
 end
 local out, n = {}, #KEYS / 5
+-- The stream's expiry, as a time (PEXPIREAT: a relative PEXPIRE is
+-- rewritten to one for replication on every call, and costs a third more),
+-- from Redis' clock, read once per call when a stream's is renewed.
+local expireAt
+local function renewAt ()
+  if not expireAt then
+    local t = redis.call('TIME')
+    expireAt = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + streamTtl)
+  end
+  return expireAt
+end
 for i = 1, n do
-  local k, a = 5 * i - 4, 3 * i + 4
+  local k, a = 5 * i - 4, 4 * i + 3
   if defer then out[n + i] = '' end
   local seq = 0
   if pushMs > 0 then
@@ -146,7 +186,7 @@ for i = 1, n do
       redis.call('DEL', KEYS[k + 4])
     end
     local s = tostring(seq)
-    local body = string.sub(ARGV[a + 1], 2)
+    local body = ARGV[a + 1]
     local msg
     if histSize > 0 then
       local hist, ekey = KEYS[k + 3], KEYS[k + 4]
@@ -156,7 +196,7 @@ for i = 1, n do
         -- No epoch key yet (written by a version that kept the epoch only
         -- in the messages) or evicted alone: the latest quote's, when it
         -- has one, still names this count.
-        local last = redis.call('GET', KEYS[k + 1])
+        local last = newest(hist, KEYS[k + 1])
         epoch = last and string.match(last, '^{"seq":%d+,"epoch":"(%w+)"')
         if epoch then redis.call('SET', ekey, epoch) end
       end
@@ -177,14 +217,25 @@ for i = 1, n do
         redis.call('XADD', hist, s, 'q', msg)
       end
       if fresh then redis.call('SET', ekey, epoch) end
+      -- The stream's newest entry is the latest quote: it must live at
+      -- least as long as the latest quote would (ttl after the symbol's
+      -- last quote). The caller asks for a renewal often enough for that
+      -- (renew 1), not per quote. A new epoch's stream gets its expiry at
+      -- once; one written anew after it was evicted alone, by the next
+      -- renewal or 16th seq (or the caller's retire pass).
+      if fresh or ARGV[a + 3] == '1' or seq % 16 == 0 then
+        redis.call('PEXPIREAT', hist, renewAt())
+      end
       if fresh or seq % 16 == 0 then
         redis.call('XTRIM', hist, 'MAXLEN', '~', histSize)
-        redis.call('PEXPIRE', hist, histTtl)
+        -- A latest quote written while history was off: older than the
+        -- stream's newest, and readers take the newer; gone within 16 seqs.
+        redis.call('DEL', KEYS[k + 1])
       end
     else
       msg = '{"seq":' .. s .. ',' .. body
+      redis.call('SET', KEYS[k + 1], msg, 'PX', ttl)
     end
-    redis.call('SET', KEYS[k + 1], msg, 'PX', ttl)
     if defer then
       out[n + i] = msg
     elseif sharded then
@@ -196,6 +247,39 @@ for i = 1, n do
   out[i] = seq
 end
 return out
+`
+
+/**
+ * Reads latest quotes. KEYS: per symbol history, latest. Returns the latest
+ * quote of each (nil where none): the newer of the stream's newest entry and
+ * the `last` key (NEWEST).
+ */
+const LATEST = NEWEST + `
+local out = {}
+for i = 1, #KEYS, 2 do out[#out + 1] = newest(KEYS[i], KEYS[i + 1]) or false end
+return out
+`
+
+/**
+ * Cuts a quiet symbol's history to its newest entry, which is its latest
+ * quote and must stay, and gives the stream the expiry that quote has left.
+ * KEYS: history. ARGV: seq (the last the caller published of the symbol),
+ * leftMs (WSPS_QUOTE_TTL_MS minus the time since). Only when that seq is
+ * still the newest: a quote published since by another fetcher is its to
+ * retire. The stream is written anew rather than trimmed: XTRIM would leave
+ * the newest in a stream node holding its deleted neighbours' bytes (up to
+ * 4 KiB).
+ * Returns 1 when it retired the stream, else 0.
+ */
+const RETIRE = `
+local e = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+if not e or e[1] ~= ARGV[1] .. '-0' then return 0 end
+if redis.call('XLEN', KEYS[1]) > 1 then
+  redis.call('DEL', KEYS[1])
+  redis.call('XADD', KEYS[1], e[1], unpack(e[2]))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
 `
 
 /**
@@ -265,6 +349,9 @@ return n
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
  *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
  *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
+ *   wspsLatest(numKeys: number, ...keys: string[]): Promise<(string | null)[]>,
+ *   wspsLatestOne(history: string, latest: string): Promise<(string | null)[]>,
+ *   wspsRetire(history: string, seq: number, leftMs: number): Promise<number>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
  *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
@@ -275,20 +362,22 @@ return n
  * known here only.
  *
  * @param {import('./keys.js').RedisKeys} keys
- * @param {{symbol: string, body: string, floor: number}[]} quotes body: the quote JSON without seq, starting with '{"symbol"'
- * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, historyTtlMs?: number, defer?: boolean}} options
- *   historySize 0 (the default): no history, no epoch; defer: publish nothing,
- *   return the messages after the seqs
+ * @param {{symbol: string, body: string, floor: number, renew?: boolean}[]} quotes body: the quote JSON without seq,
+ *   starting with '{"symbol"'; renew false: the stream's expiry need not be renewed for this quote
+ * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, streamTtlMs?: number, defer?: boolean}} options
+ *   historySize 0 (the default): no history, no epoch; streamTtlMs: the
+ *   history stream's expiry when renewed (default ttlMs); defer: publish
+ *   nothing, return the messages after the seqs
  * @returns {[number, ...(string | number)[]]}
  */
-export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, historyTtlMs = 0, defer = false }) {
+export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, streamTtlMs, defer = false }) {
   /** @type {string[]} */
   const k = []
   /** @type {(string | number)[]} */
-  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, historyTtlMs, defer ? 1 : 0]
+  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, defer ? 1 : 0, streamTtlMs ?? ttlMs]
   for (const q of quotes) {
     k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol))
-    a.push(keys.channel(q.symbol), q.body, q.floor)
+    a.push(keys.channel(q.symbol), q.body.slice(1), q.floor, q.renew === false ? 0 : 1)
   }
   return [k.length, ...k, ...a]
 }
@@ -305,6 +394,9 @@ export function registerScripts (client) {
   // wspsPublishOne is the same script for exactly one quote.
   client.defineCommand('wspsPublish', { lua: PUBLISH })
   client.defineCommand('wspsPublishOne', { numberOfKeys: 5, lua: PUBLISH })
+  client.defineCommand('wspsLatest', { lua: LATEST })
+  client.defineCommand('wspsLatestOne', { numberOfKeys: 2, lua: LATEST })
+  client.defineCommand('wspsRetire', { numberOfKeys: 1, lua: RETIRE })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)

@@ -5,8 +5,10 @@
 //    script through ioredis pipelines, as the publish API calls it) against
 //    the bench's redis-server with WSPS_HISTORY_SIZE 0, 100 and 1000, in
 //    interleaved rounds. Counted: quotes the script published (seq
-//    assigned, latest SET, PUBLISH, and with history the stream append) per
-//    second of wall time, and Redis CPU per published quote.
+//    assigned, PUBLISH, and the latest quote: its SET with history off, the
+//    stream append, which holds it, with history on) per second of wall
+//    time, Redis CPU per published quote, and Redis command time per quote
+//    (INFO commandstats: the script, the commands it ran, the lease ZADD).
 //    The same again with a replica attached to the bench's Redis, history
 //    100, with and without WSPS_PUBLISH_WAIT_REPLICAS=1 (issue 25, item 5):
 //    what waiting for the replica costs.
@@ -101,7 +103,8 @@ async function historyIngest (run) {
   return rows.map((x) => ({
     ...x,
     vsOff: off ? round(x.quotesPerSec / off.quotesPerSec, 3) : null,
-    vsOffRedis: off?.redisUsPerQuote && x.redisUsPerQuote ? round(off.redisUsPerQuote / x.redisUsPerQuote, 3) : null
+    vsOffRedis: off?.redisUsPerQuote && x.redisUsPerQuote ? round(off.redisUsPerQuote / x.redisUsPerQuote, 3) : null,
+    vsOffCommands: off?.commandUsPerQuote && x.commandUsPerQuote ? round(off.commandUsPerQuote / x.commandUsPerQuote, 3) : null
   }))
 }
 
@@ -158,7 +161,8 @@ async function replicationIngest (run) {
 async function compare (run, list) {
   const P = run.P
   const symbols = Array.from({ length: P.historySymbols }, (_, i) => `H${i}`)
-  const subjects = list.map((x) => ({ ...x, rounds: /** @type {{perSec: number, redisUsPerQuote: number | null}[]} */ ([]) }))
+  const subjects = list.map((x) => ({ ...x, rounds: /** @type {{perSec: number, redisUsPerQuote: number | null, commands: Record<string, number>}[]} */ ([]) }))
+  const admin = new Redis(run.redisUrl)
   let n = 0
   const batch = () => Array.from({ length: P.historyBatch }, () => quoteOf(symbols[n % symbols.length], n++))
   try {
@@ -171,6 +175,7 @@ async function compare (run, list) {
       const order = subjects.map((_, i) => subjects[(i + r) % subjects.length])
       for (const x of order) {
         const redisCpu = new CpuMeter(run.redisPids)
+        const stats0 = await commandStats(admin)
         let published = 0
         const t0 = performance.now()
         const end = t0 + P.historyMeasureMs
@@ -187,18 +192,53 @@ async function compare (run, list) {
         const seconds = (performance.now() - t0) / 1000
         const cores = run.redisPid ? redisCpu.read() : null
         const perSec = published / seconds
-        x.rounds.push({ perSec: Math.round(perSec), redisUsPerQuote: cores === null ? null : round(cores * 1e6 / perSec, 2) })
+        const stats1 = await commandStats(admin)
+        /** @type {Record<string, number>} µs per quote of each command (the script's own included) */
+        const commands = {}
+        for (const [name, [, usec]] of stats1) {
+          const spent = usec - (stats0.get(name)?.[1] ?? 0)
+          if (spent > 0 && name !== 'info') commands[name] = round(spent / published, 3)
+        }
+        x.rounds.push({ perSec: Math.round(perSec), redisUsPerQuote: cores === null ? null : round(cores * 1e6 / perSec, 2), commands })
         await sleep(200)
       }
-      log(`  round ${r + 1}: ${order.map((x) => `${x.label}: ${x.rounds[x.rounds.length - 1].perSec} quotes/s, Redis ${x.rounds[x.rounds.length - 1].redisUsPerQuote} µs per quote`).join('; ')}`)
+      log(`  round ${r + 1}: ${order.map((x) => {
+        const last = x.rounds[x.rounds.length - 1]
+        return `${x.label}: ${last.perSec} quotes/s, Redis ${last.redisUsPerQuote} µs per quote (commands ${round((last.commands.evalsha ?? 0) + (last.commands.zadd ?? 0), 2)})`
+      }).join('; ')}`)
     }
   } finally {
-    for (const x of subjects) x.pub.redis.disconnect()
+    admin.disconnect()
+    for (const x of subjects) {
+      x.pub.stop()
+      x.pub.redis.disconnect()
+    }
   }
   return subjects.map((x) => {
     const us = /** @type {number[]} */ (x.rounds.map((r) => r.redisUsPerQuote).filter((v) => v !== null))
-    return { historySize: x.size, waitReplicas: x.wait, quotesPerSec: median(x.rounds.map((r) => r.perSec)), redisUsPerQuote: us.length ? median(us) : null, rounds: x.rounds, waits: x.waits }
+    /** @type {Record<string, number>} median over rounds of each command's µs per quote */
+    const commands = {}
+    for (const name of new Set(x.rounds.flatMap((r) => Object.keys(r.commands)))) commands[name] = median(x.rounds.map((r) => r.commands[name] ?? 0))
+    // The script (EVALSHA: the commands it ran included) and the lease ZADD
+    // beside it: Redis' time executing commands, without reading them off
+    // the socket and writing replies.
+    const commandUsPerQuote = median(x.rounds.map((r) => (r.commands.evalsha ?? 0) + (r.commands.zadd ?? 0)))
+    return { historySize: x.size, waitReplicas: x.wait, quotesPerSec: median(x.rounds.map((r) => r.perSec)), redisUsPerQuote: us.length ? median(us) : null, commandUsPerQuote: commandUsPerQuote || null, commands, rounds: x.rounds, waits: x.waits }
   })
+}
+
+/**
+ * INFO commandstats: command -> [calls, µs spent] since the server started
+ * (commands a script runs are counted too, and in the script's own time).
+ *
+ * @param {Redis} redis
+ * @returns {Promise<Map<string, [number, number]>>}
+ */
+async function commandStats (redis) {
+  /** @type {Map<string, [number, number]>} */
+  const out = new Map()
+  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/gm)) out.set(m[1], [Number(m[2]), Number(m[3])])
+  return out
 }
 
 /**
@@ -229,6 +269,7 @@ async function historyMemory (run) {
       out.push(row)
       log(`  history ${size}: ${row.entries} entries, stream ${row.streamBytes} B per symbol (${row.perEntryBytes} B per entry of a ${messageBytes}-byte message); epoch key ${row.epochKeyBytes} B`)
     } finally {
+      pub.stop()
       pub.redis.disconnect()
     }
   }

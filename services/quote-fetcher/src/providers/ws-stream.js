@@ -5,7 +5,7 @@
 // into the last known quote of the symbol (vendors send only what changed,
 // e.g. a trade without bid/ask) and published in batches per event-loop turn.
 
-import { getMany } from '@wsps/shared/redis'
+import { latestQuotes } from '@wsps/shared/latest'
 import { authFrame, compileMapping, subscribeFrames } from './stream-mapping.js'
 import { StreamOwnership } from './stream-ownership.js'
 import { VendorSocket } from './vendor-socket.js'
@@ -118,13 +118,17 @@ export class WsStreamFeed {
    */
   async #seed (symbols) {
     try {
-      const raws = await getMany(this.#redis, symbols.map(this.#keys.latest))
+      const raws = await latestQuotes(this.#redis, this.#keys, symbols)
       raws.forEach((raw, i) => {
-        if (raw === null) return
+        if (raw === null || raw instanceof Error) return
         const { seq, ...fields } = JSON.parse(raw)
         this.#publisher.remember(symbols[i], seq)
         this.#last.set(symbols[i], fields)
       })
+      // On a cluster, a symbol of a shard that is failing over starts
+      // without its previous fields; the others' were read.
+      const unread = raws.find((raw) => raw instanceof Error)
+      if (unread) throw unread
     } catch (err) {
       this.#log.warn({ err: /** @type {Error} */ (err).message }, 'could not read latest quotes of new symbols')
     }

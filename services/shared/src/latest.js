@@ -1,0 +1,41 @@
+// Reading symbols' latest quotes, the one way every reader does it. The
+// publish script keeps the latest quote in the symbol's `last` key with
+// history off and as its history stream's newest entry with history on
+// (scripts.js, PUBLISH): a reader asks the LATEST script, which returns the
+// newer of the two, so it needs to know neither the fetcher's setting nor
+// whether it changed.
+
+import { Cluster } from 'ioredis'
+
+/** Symbols per script call: bounds how long one call holds Redis. */
+const CHUNK = 500
+
+/**
+ * The latest quote (JSON, as published) of each symbol, null where none. On
+ * a single Redis one round trip, all or nothing; on a Cluster one call per
+ * symbol (its keys share its slot), and a symbol whose shard fails (down,
+ * failing over) is an Error in its place instead of failing every symbol.
+ *
+ * @param {import('./scripts.js').ScriptedRedis} client a single Redis or a Cluster (typed as the former), with registerScripts()
+ * @param {import('./keys.js').RedisKeys} keys
+ * @param {string[]} symbols
+ * @returns {Promise<(string | null | Error)[]>}
+ */
+export async function latestQuotes (client, keys, symbols) {
+  if (symbols.length === 0) return []
+  if (/** @type {unknown} */ (client) instanceof Cluster) {
+    // (Typed as the single client, a Cluster narrows to never.)
+    const one = /** @type {import('./scripts.js').ScriptedRedis} */ (/** @type {unknown} */ (client))
+    return Promise.all(symbols.map((s) => one.wspsLatestOne(keys.history(s), keys.latest(s)).then(([q]) => q, (/** @type {Error} */ err) => err)))
+  }
+  const pipeline = /** @type {any} */ (client.pipeline())
+  for (let i = 0; i < symbols.length; i += CHUNK) {
+    const part = symbols.slice(i, i + CHUNK).flatMap((s) => [keys.history(s), keys.latest(s)])
+    pipeline.wspsLatest(part.length, ...part)
+  }
+  const results = /** @type {[Error | null, (string | null)[]][]} */ (await pipeline.exec())
+  return results.flatMap(([err, quotes]) => {
+    if (err) throw err
+    return quotes
+  })
+}
