@@ -33,6 +33,7 @@ import { checkNetworkPolicies } from './netpol.mjs'
 import { checkPodSecurity, enforceRestricted } from './podsecurity.mjs'
 import { checkSecretsStaySecret } from './secrets.mjs'
 import { redisFailover, sentinelSet } from './redis-failover.mjs'
+import { checkRedisTls } from './redis-tls.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
 const REL = 'wsps'
@@ -154,7 +155,8 @@ async function pods (component) {
 }
 const isReady = (p) => !p.metadata.deletionTimestamp && (p.status.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True')
 /** What infra/e2e/redis-failover.mjs needs of this file. @type {import('./redis-failover.mjs').Cluster} */
-const cluster = { ns: NS, rel: REL, masterName: 'wsps', kubectl, pods, isReady, prom, until, log, fail }
+// redis.tls is on in infra/e2e/values.yaml: redis-cli in the Redis pods speaks TLS with the chart's CA.
+const cluster = { ns: NS, rel: REL, masterName: 'wsps', cli: ['redis-cli', '--tls', '--cacert', '/etc/redis-tls/ca.crt'], kubectl, pods, isReady, prom, until, log, fail }
 
 const helmUpgrade = (sets, timeout = '5m') =>
   helm(['upgrade', REL, 'charts/wsps', ...VALUES, ...sets.flatMap((s) => s.startsWith('S:') ? ['--set-string', s.slice(2)] : ['--set', s]), '--wait', '--timeout', timeout], { timeoutMs: 330000 })
@@ -403,6 +405,12 @@ async function main (argv) {
   await step('network policies (kube-network-policies): the chart\'s named paths connect, an unnamed pod is refused', async () => {
     const image = (await pods('fetcher'))[0].spec.containers[0].image
     const line = await checkNetworkPolicies({ run, until, log, fail, ns: NS, release: REL, publisherLabels: PUBLISHER_LABEL, image })
+    log('  ' + line)
+    report.push(line)
+  })
+
+  await step('redis tls: nodes and Sentinels TLS-only (TLS 1.3), the services verify them, a client with the wrong CA is refused', async () => {
+    const line = await checkRedisTls({ run, pods, isReady, log, fail, ns: NS, release: REL })
     log('  ' + line)
     report.push(line)
   })
