@@ -34,6 +34,7 @@ import { checkPodSecurity, enforceRestricted } from './podsecurity.mjs'
 import { checkSecretsStaySecret } from './secrets.mjs'
 import { redisFailover, sentinelSet } from './redis-failover.mjs'
 import { checkRedisTls } from './redis-tls.mjs'
+import { checkHostileInput } from './hostile.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
 const REL = 'wsps'
@@ -445,6 +446,12 @@ async function main (argv) {
 
     await step('publish: a pod POSTs one quote to the fetcher Service\'s publish port; a host client through the Ingress gets it', async () => {
       const line = await checkPublish()
+      log('  ' + line)
+      report.push(line)
+    })
+
+    await step('hostile input through the Ingress (Traefik): every case ends with its promised close code or status; the host clients see no gap and no close', async () => {
+      const line = await checkHostileInput({ fleet, port: Number(PORT), host: HOST, via: 'Traefik Ingress', until, log, fail })
       log('  ' + line)
       report.push(line)
     })
