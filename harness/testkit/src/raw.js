@@ -44,7 +44,7 @@ export async function rawRequest (port, request, { timeout = 10_000, keepOpen = 
     let text = ''
     const done = () => {
       clearTimeout(timer)
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0)
       if (!keepOpen) socket.destroy()
       resolve({ status, text, ms: Date.now() - started, socket })
     }
