@@ -265,6 +265,23 @@ include "wsps.redis.pingCommand" (dict "ctx" . "port" 6379)
 {{- concat $args (list "-e" "-h" "127.0.0.1" "-p" (toString .port) "ping") | toJson -}}
 {{- end -}}
 
+{{/*
+The startup and liveness probe's check: the port accepts connections
+(tcpSocket); with redis.tls, a PING over TLS answered at all (an error reply
+such as LOADING counts: no -e), since a bare TCP connect to a TLS port makes
+Redis log a failed handshake at every probe.
+include "wsps.redis.aliveCheck" (dict "ctx" . "port" 6379 "portName" "redis")
+*/}}
+{{- define "wsps.redis.aliveCheck" -}}
+{{- if include "wsps.redisTls.enabled" .ctx -}}
+exec:
+  command: {{ list "redis-cli" "--tls" "--cacert" (printf "%s/ca.crt" (include "wsps.redisTls.dir" .ctx)) "-h" "127.0.0.1" "-p" (toString .port) "ping" | toJson }}
+{{- else -}}
+tcpSocket:
+  port: {{ .portName }}
+{{- end -}}
+{{- end -}}
+
 {{/* Volume of a Redis pod with its certificate, key and CA. */}}
 {{- define "wsps.redisTls.volume" -}}
 {{- if include "wsps.redisTls.enabled" . }}
