@@ -59,6 +59,25 @@ export async function checkRedisTls (ctx) {
   ctx.log(`  probed from ${gateway.metadata.name}: ${JSON.stringify(out.targets.map((/** @type {any} */ t) => ({ [t.target.split('.')[0]]: [t.plain, t.right.protocol, t.tls12.code, t.wrong.code] })))}`)
   ctx.log(`  the service's own connection: ${JSON.stringify(out.service)}; with the wrong CA: ${JSON.stringify(out.serviceWrongCa)}`)
 
+  const bad = tlsProblems(out, targets.length)
+  if (bad.length) ctx.fail(`redis tls: ${bad.join('; ')}`)
+
+  const codes = [...new Set(out.targets.map((/** @type {any} */ t) => t.wrong.code))].join('/')
+  const n = `${nodes.length} nodes + ${sentinels.length} sentinels`
+  return `redis tls: sentinels and nodes TLS-only (TLS 1.3, CA made by the chart), services verify it (rediss:// + WSPS_REDIS_TLS_CA_FILE, PING over ${out.service.protocol}); ` +
+    `a client with the wrong CA refused (${n}: ${codes}; the service's own connection code: WSPS_ERR_REDIS_TLS); plain text and TLS 1.2 refused at ${n}`
+}
+
+/**
+ * What is wrong in a result of redis-tls-probe.mjs; empty when every node and
+ * Sentinel is TLS-only (TLS 1.3), verified with the chart's CA, refused with
+ * another, and the service's own code connects and refuses as it should.
+ *
+ * @param {any} out the probe's JSON line
+ * @param {number} expected how many targets were probed
+ * @returns {string[]}
+ */
+export function tlsProblems (out, expected) {
   const bad = []
   for (const t of out.targets) {
     if (t.plain !== 'refused') bad.push(`${t.target}: answered in plain text`)
@@ -66,13 +85,8 @@ export async function checkRedisTls (ctx) {
     if (t.tls12.ok) bad.push(`${t.target}: accepted TLS 1.2`)
     if (t.wrong.ok || !UNTRUSTED.includes(t.wrong.code)) bad.push(`${t.target}: with another CA ${JSON.stringify(t.wrong)} (want one of ${UNTRUSTED.join(', ')})`)
   }
-  if (out.targets.length !== targets.length) bad.push(`${out.targets.length} of ${targets.length} targets probed`)
+  if (out.targets.length !== expected) bad.push(`${out.targets.length} of ${expected} targets probed`)
   if (!out.service.ok || out.service.reply !== 'PONG' || out.service.protocol !== 'TLSv1.3') bad.push(`the service's settings: ${JSON.stringify(out.service)} (want PONG over TLSv1.3)`)
   if (out.serviceWrongCa.ok || out.serviceWrongCa.code !== 'WSPS_ERR_REDIS_TLS') bad.push(`the service's settings with the wrong CA: ${JSON.stringify(out.serviceWrongCa)} (want WSPS_ERR_REDIS_TLS)`)
-  if (bad.length) ctx.fail(`redis tls: ${bad.join('; ')}`)
-
-  const codes = [...new Set(out.targets.map((/** @type {any} */ t) => t.wrong.code))].join('/')
-  const n = `${nodes.length} nodes + ${sentinels.length} sentinels`
-  return `redis tls: sentinels and nodes TLS-only (TLS 1.3, CA made by the chart), services verify it (rediss:// + WSPS_REDIS_TLS_CA_FILE, PING over ${out.service.protocol}); ` +
-    `a client with the wrong CA refused (${n}: ${codes}; the service's own connection code: WSPS_ERR_REDIS_TLS); plain text and TLS 1.2 refused at ${n}`
+  return bad
 }
