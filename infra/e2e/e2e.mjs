@@ -10,8 +10,10 @@
 // fetcher's publish Service reaching an ingress client (issue #12), then the
 // release behind the F5 NGINX Ingress Controller (issue #27, nginx.mjs); the
 // chart's NetworkPolicies under an enforcer, Pod Security `restricted` on the
-// namespace and no secret value outside its Secret (issue #28: netpol.mjs,
-// podsecurity.mjs, secrets.mjs).
+// namespace, no secret value outside its Secret, Redis and its Sentinels
+// TLS-only with a wrong CA refused, and hostile input through the Ingress
+// while the host clients stay served (issue #28: netpol.mjs, podsecurity.mjs,
+// secrets.mjs, redis-tls.mjs, hostile.mjs).
 // Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
 // apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
