@@ -8,7 +8,7 @@
 // clients must see no gap, no close and keep getting ticks.
 // Called from infra/e2e/e2e.mjs while the ingress (Traefik) serves the fleet.
 import { TestClient } from '../../harness/testkit/src/test-client.js'
-import { runHostileCases, slowHandshake } from '../../harness/testkit/src/hostile-cases.js'
+import { hostileCases, runHostileCases, slowHandshake } from '../../harness/testkit/src/hostile-cases.js'
 
 /**
  * What the e2e lends this module.
@@ -46,7 +46,8 @@ export async function checkHostileInput (ctx) {
   const before = { totals: ctx.fleet.totals(live), closes: closes(ctx.fleet) }
   const t0 = Date.now()
   const slow = slowHandshake(target, SLOW_LIMIT_MS)
-  const results = await runHostileCases(target)
+  const direct = hostileCases.filter((c) => c.direct)
+  const results = await runHostileCases(target, hostileCases.filter((c) => !c.direct))
   for (const r of results) ctx.log(`  ${r.ok ? 'ok' : 'BROKEN'}: ${r.name} -> ${r.got}${r.ok ? '' : ` (promised: ${r.expect})`}`)
   const slowMs = await slow
   ctx.log(`  slow handshake (a header byte every 500 ms): ${slowMs === null ? `still open after ${SLOW_LIMIT_MS / 1000} s` : `cut off after ${(slowMs / 1000).toFixed(1)} s`}`)
@@ -73,5 +74,6 @@ export async function checkHostileInput (ctx) {
   for (const r of results) byOutcome.set(r.got, [...(byOutcome.get(r.got) ?? []), r.name])
   const outcomes = [...byOutcome].map(([got, names]) => `${names.join(', ')}: ${got}`).join('; ')
   return `hostile input through the ${ctx.via} (127.0.0.1:${ctx.port}): ${results.length} cases as promised (${outcomes}); ` +
+    `not sent through a proxy: ${direct.map((c) => c.name).join(', ')}; ` +
     `a slow handshake cut off after ${(/** @type {number} */ (slowMs) / 1000).toFixed(0)} s; meanwhile ${live.length} well-behaved clients: ${gaps} gaps, ${closed} closes, ${updates} updates, each ticked after the last case (${((tEnd - t0) / 1000).toFixed(0)} s of cases)`
 }
