@@ -10,8 +10,10 @@
 // fetcher's publish Service reaching an ingress client (issue #12), then the
 // release behind the F5 NGINX Ingress Controller (issue #27, nginx.mjs); the
 // chart's NetworkPolicies under an enforcer, Pod Security `restricted` on the
-// namespace and no secret value outside its Secret (issue #28: netpol.mjs,
-// podsecurity.mjs, secrets.mjs).
+// namespace, no secret value outside its Secret, Redis and its Sentinels
+// TLS-only with a wrong CA refused, and hostile input through the Ingress
+// while the host clients stay served (issue #28: netpol.mjs, podsecurity.mjs,
+// secrets.mjs, redis-tls.mjs, hostile.mjs).
 // Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
 // apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
@@ -33,6 +35,8 @@ import { checkNetworkPolicies } from './netpol.mjs'
 import { checkPodSecurity, enforceRestricted } from './podsecurity.mjs'
 import { checkSecretsStaySecret } from './secrets.mjs'
 import { redisFailover, sentinelSet } from './redis-failover.mjs'
+import { checkRedisTls } from './redis-tls.mjs'
+import { checkHostileInput } from './hostile.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
 const REL = 'wsps'
@@ -154,7 +158,8 @@ async function pods (component) {
 }
 const isReady = (p) => !p.metadata.deletionTimestamp && (p.status.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True')
 /** What infra/e2e/redis-failover.mjs needs of this file. @type {import('./redis-failover.mjs').Cluster} */
-const cluster = { ns: NS, rel: REL, masterName: 'wsps', kubectl, pods, isReady, prom, until, log, fail }
+// redis.tls is on in infra/e2e/values.yaml: redis-cli in the Redis pods speaks TLS with the chart's CA.
+const cluster = { ns: NS, rel: REL, masterName: 'wsps', cli: ['redis-cli', '--tls', '--cacert', '/etc/redis-tls/ca.crt'], kubectl, pods, isReady, prom, until, log, fail }
 
 const helmUpgrade = (sets, timeout = '5m') =>
   helm(['upgrade', REL, 'charts/wsps', ...VALUES, ...sets.flatMap((s) => s.startsWith('S:') ? ['--set-string', s.slice(2)] : ['--set', s]), '--wait', '--timeout', timeout], { timeoutMs: 330000 })
@@ -407,6 +412,12 @@ async function main (argv) {
     report.push(line)
   })
 
+  await step('redis tls: nodes and Sentinels TLS-only (TLS 1.3), the services verify them, a client with the wrong CA is refused', async () => {
+    const line = await checkRedisTls({ run, pods, isReady, log, fail, ns: NS, release: REL })
+    log('  ' + line)
+    report.push(line)
+  })
+
   const fleet = new Fleet({ url: `ws://127.0.0.1:${PORT}/ws`, host: HOST })
   /** @type {Promise<string> | undefined} */
   let alertResolved
@@ -437,6 +448,12 @@ async function main (argv) {
 
     await step('publish: a pod POSTs one quote to the fetcher Service\'s publish port; a host client through the Ingress gets it', async () => {
       const line = await checkPublish()
+      log('  ' + line)
+      report.push(line)
+    })
+
+    await step('hostile input through the Ingress (Traefik): every case ends with its promised close code or status; the host clients see no gap and no close', async () => {
+      const line = await checkHostileInput({ fleet, port: Number(PORT), host: HOST, via: 'Traefik Ingress', until, log, fail })
       log('  ' + line)
       report.push(line)
     })

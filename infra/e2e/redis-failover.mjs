@@ -13,6 +13,7 @@ import { sleep } from '../../harness/testkit/src/wait.js'
  * @property {string} ns the release's namespace
  * @property {string} rel the release name
  * @property {string} masterName redis.sentinel.masterName
+ * @property {string[]} cli redis-cli and the options that reach the pods' Redis (with redis.tls: --tls --cacert <the chart's CA>)
  * @property {(args: string[], o?: {timeoutMs?: number, allowFail?: boolean}) => Promise<{code: number | null, out: string, err: string}>} kubectl in the namespace
  * @property {(component: string) => Promise<any[]>} pods the release's pods of a component
  * @property {(p: any) => boolean} isReady
@@ -62,7 +63,7 @@ class AlertWatch {
  */
 async function askSentinel (c, sentinelPod) {
   // REDISCLI_AUTH is set in the container (the chart's StatefulSet).
-  const r = await c.kubectl(['exec', sentinelPod, '-c', 'sentinel', '--', 'redis-cli', '--no-auth-warning', '--raw', '-p', '26379',
+  const r = await c.kubectl(['exec', sentinelPod, '-c', 'sentinel', '--', ...c.cli, '--no-auth-warning', '--raw', '-p', '26379',
     'sentinel', 'get-master-addr-by-name', c.masterName], { allowFail: true, timeoutMs: 15000 })
   return r.code === 0 ? r.out.split('\n')[0].trim() : ''
 }
@@ -74,7 +75,7 @@ async function askSentinel (c, sentinelPod) {
  * @param {string} pod
  */
 async function role (c, pod) {
-  const r = await c.kubectl(['exec', pod, '-c', 'redis', '--', 'redis-cli', '--no-auth-warning', '--raw', 'role'], { allowFail: true, timeoutMs: 15000 })
+  const r = await c.kubectl(['exec', pod, '-c', 'redis', '--', ...c.cli, '--no-auth-warning', '--raw', 'role'], { allowFail: true, timeoutMs: 15000 })
   const lines = r.out.split('\n').map((l) => l.trim())
   return { role: r.code === 0 ? lines[0] : '', state: lines[3] ?? '' }
 }

@@ -137,6 +137,173 @@ true
 {{- end -}}
 {{- end -}}
 
+{{/* ---------- TLS of the Redis in the release (redis.tls) ---------- */}}
+
+{{/* True ("true") when the Redis in the release (builtin or sentinel) serves TLS only. */}}
+{{- define "wsps.redisTls.enabled" -}}
+{{- if and .Values.redis.tls.enabled (include "wsps.redis.inRelease" .) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* Secret with tls.crt, tls.key and ca.crt mounted by Redis (and ca.crt by the services). */}}
+{{- define "wsps.redisTls.secretName" -}}
+{{- .Values.redis.tls.existingSecret | default (printf "%s-tls" (include "wsps.redis.name" .)) -}}
+{{- end -}}
+
+{{/* Where the Redis containers find tls.crt, tls.key and ca.crt. */}}
+{{- /* Not under /etc/redis: that is a ConfigMap volume, and a mount point cannot be made inside it. */ -}}
+{{- define "wsps.redisTls.dir" -}}/etc/redis-tls{{- end -}}
+
+{{/*
+Every name the services and the Redis pods dial Redis and the Sentinels by,
+each also namespace-qualified: the Services and every pod's stable name
+(the Sentinels announce and hand out those). JSON list.
+*/}}
+{{- define "wsps.redisTls.dnsNames" -}}
+{{- $names := list -}}
+{{- $sets := list -}}
+{{- if eq .Values.redis.mode "sentinel" -}}
+{{- $node := include "wsps.redisNode.name" . -}}
+{{- $sentinel := include "wsps.redisSentinel.name" . -}}
+{{- $names = list (printf "%s-headless" $node) (printf "%s-headless" $sentinel) $sentinel -}}
+{{- $sets = list (list $node .Values.redis.sentinel.nodes) (list $sentinel .Values.redis.sentinel.replicas) -}}
+{{- else -}}
+{{- $r := include "wsps.redis.name" . -}}
+{{- $names = list $r (printf "%s-headless" $r) -}}
+{{- $sets = list (list $r 1) -}}
+{{- end -}}
+{{- range $sets -}}
+{{- $set := index . 0 -}}
+{{- range $i := until (int (index . 1)) -}}
+{{- $names = append $names (include "wsps.podHost" (dict "set" $set "i" $i)) -}}
+{{- end -}}
+{{- end -}}
+{{- $out := list "localhost" -}}
+{{- range $names -}}
+{{- $out = concat $out (list . (printf "%s.%s" . $.Release.Namespace) (printf "%s.%s.svc" . $.Release.Namespace) (printf "%s.%s.svc.cluster.local" . $.Release.Namespace)) -}}
+{{- end -}}
+{{- $out | toJson -}}
+{{- end -}}
+
+{{/*
+The chart-made CA and server certificate, computed once per render and kept
+on the root context (the Secret's template is also included for the pods'
+checksum annotations: every include must see the same certificate).
+The CA is read back from its live Secret (`lookup`) and reused for ever; the
+server certificate too, unless the names it must carry changed, it was not
+signed by that CA, or it is in the last third of its validity: then a new
+one is signed by the same CA, which the services keep trusting. (`helm
+template` cannot look up and prints a fresh CA.)
+*/}}
+{{- define "wsps.redisTls.material" -}}
+{{- if not (hasKey . "wspsRedisTls") -}}
+{{- $t := .Values.redis.tls -}}
+{{- $redis := include "wsps.redis.name" . -}}
+{{- $names := include "wsps.redisTls.dnsNames" . | fromJsonArray -}}
+{{- $namesSum := $names | toJson | sha256sum | trunc 16 -}}
+{{- $ca := dict -}}
+{{- $liveCa := lookup "v1" "Secret" .Release.Namespace (printf "%s-tls-ca" $redis) -}}
+{{- if and $liveCa $liveCa.data (hasKey $liveCa.data "tls.crt") (hasKey $liveCa.data "tls.key") -}}
+{{- $ca = buildCustomCert (index $liveCa.data "tls.crt") (index $liveCa.data "tls.key") -}}
+{{- else -}}
+{{- $ca = genCA (printf "%s Redis CA" (include "wsps.fullname" .)) (int $t.caDays) -}}
+{{- end -}}
+{{- $now := now | unixEpoch | int64 -}}
+{{- $cert := dict -}}
+{{- $renewAfter := 0 -}}
+{{- $live := lookup "v1" "Secret" .Release.Namespace (printf "%s-tls" $redis) -}}
+{{- $a := dict -}}
+{{- if and $live $live.metadata -}}{{- $a = $live.metadata.annotations | default dict -}}{{- end -}}
+{{- if and $live $live.data (hasKey $live.data "tls.crt") (eq (index $live.data "ca.crt" | default "") ($ca.Cert | b64enc)) (eq (index $a "wsps.io/tls-names" | default "") $namesSum) (lt $now (index $a "wsps.io/tls-renew-after" | default "0" | int64)) -}}
+{{- $cert = dict "Cert" (index $live.data "tls.crt" | b64dec) "Key" (index $live.data "tls.key" | b64dec) -}}
+{{- $renewAfter = index $a "wsps.io/tls-renew-after" | int64 -}}
+{{- else -}}
+{{- $cert = genSignedCert $redis (list "127.0.0.1") $names (int $t.certDays) $ca -}}
+{{- $renewAfter = add $now (mul (div (mul (int $t.certDays) 2) 3) 86400) -}}
+{{- end -}}
+{{- $_ := set . "wspsRedisTls" (dict "caCert" $ca.Cert "caKey" $ca.Key "cert" $cert.Cert "key" $cert.Key "namesSum" $namesSum "renewAfter" (toString $renewAfter)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+redis.conf lines of a TLS-only Redis node or Sentinel on `port`: no plain
+port; replication, and a Sentinel's connections to the nodes and the other
+Sentinels, over TLS; no client certificate asked for (the password is).
+include "wsps.redisTls.conf" (dict "ctx" . "port" 6379)
+*/}}
+{{- define "wsps.redisTls.conf" -}}
+{{- $dir := include "wsps.redisTls.dir" .ctx -}}
+port 0
+tls-port {{ .port }}
+tls-cert-file {{ $dir }}/tls.crt
+tls-key-file {{ $dir }}/tls.key
+tls-ca-cert-file {{ $dir }}/ca.crt
+tls-auth-clients no
+tls-replication yes
+tls-protocols {{ .ctx.Values.redis.tls.protocols | quote }}
+{{- end -}}
+
+{{/* redis-cli's options to reach the Redis in the release ("" without TLS). */}}
+{{- define "wsps.redisTls.cliArgs" -}}
+{{- if include "wsps.redisTls.enabled" . -}}
+--tls --cacert {{ include "wsps.redisTls.dir" . }}/ca.crt
+{{- end -}}
+{{- end -}}
+
+{{/*
+The readiness probe's command: PING answered (-e: a non-zero exit on an error
+reply such as NOAUTH or LOADING, not only when the connection fails), over
+TLS when redis.tls is on.
+include "wsps.redis.pingCommand" (dict "ctx" . "port" 6379)
+*/}}
+{{- define "wsps.redis.pingCommand" -}}
+{{- $args := list "redis-cli" -}}
+{{- if include "wsps.redisTls.enabled" .ctx -}}
+{{- $args = concat $args (list "--tls" "--cacert" (printf "%s/ca.crt" (include "wsps.redisTls.dir" .ctx))) -}}
+{{- end -}}
+{{- concat $args (list "-e" "-h" "127.0.0.1" "-p" (toString .port) "ping") | toJson -}}
+{{- end -}}
+
+{{/*
+The startup and liveness probe's check: the port accepts connections
+(tcpSocket); with redis.tls, a PING over TLS answered at all (an error reply
+such as LOADING counts: no -e), since a bare TCP connect to a TLS port makes
+Redis log a failed handshake at every probe.
+include "wsps.redis.aliveCheck" (dict "ctx" . "port" 6379 "portName" "redis")
+*/}}
+{{- define "wsps.redis.aliveCheck" -}}
+{{- if include "wsps.redisTls.enabled" .ctx -}}
+exec:
+  command: {{ list "redis-cli" "--tls" "--cacert" (printf "%s/ca.crt" (include "wsps.redisTls.dir" .ctx)) "-h" "127.0.0.1" "-p" (toString .port) "ping" | toJson }}
+{{- else -}}
+tcpSocket:
+  port: {{ .portName }}
+{{- end -}}
+{{- end -}}
+
+{{/* Volume of a Redis pod with its certificate, key and CA. */}}
+{{- define "wsps.redisTls.volume" -}}
+{{- if include "wsps.redisTls.enabled" . }}
+- name: tls
+  secret:
+    secretName: {{ include "wsps.redisTls.secretName" . }}
+    defaultMode: 0440
+    items:
+      - {key: tls.crt, path: tls.crt}
+      - {key: tls.key, path: tls.key}
+      - {key: ca.crt, path: ca.crt}
+{{- end }}
+{{- end -}}
+
+{{- define "wsps.redisTls.mount" -}}
+{{- if include "wsps.redisTls.enabled" . }}
+- name: tls
+  mountPath: {{ include "wsps.redisTls.dir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
 {{/* ---------- Redis with Sentinel (redis.mode=sentinel) ---------- */}}
 
 {{/* The Redis pods: <fullname>-redis-node-0..N-1. */}}
@@ -190,13 +357,14 @@ Service name, so the rendered manifests do not depend on the namespace
 (kustomize overlays may move them).
 */}}
 {{- define "wsps.redis.url" -}}
+{{- $scheme := ternary "rediss" "redis" (eq (include "wsps.redisTls.enabled" .) "true") -}}
 {{- if include "wsps.redis.viaSentinel" . -}}
 {{- /* The Sentinels name the primary; of the URL only the scheme counts. */ -}}
-redis://
+{{ $scheme }}://
 {{- else if eq .Values.redis.mode "external" -}}
 {{- .Values.redis.external.url -}}
 {{- else -}}
-{{- printf "redis://%s:6379" (include "wsps.redis.name" .) -}}
+{{- printf "%s://%s:6379" $scheme (include "wsps.redis.name" .) -}}
 {{- end -}}
 {{- end -}}
 
@@ -205,6 +373,15 @@ redis://
 {{- $u := urlParse .Values.redis.external.url -}}
 {{- $hostport := splitList ":" $u.host -}}
 {{- if gt (len $hostport) 1 -}}{{ last $hostport }}{{- else -}}6379{{- end -}}
+{{- end -}}
+
+{{/* Secret whose ca.crt the services verify Redis against: the release's Redis TLS Secret, or redis.external.tlsCaSecret. */}}
+{{- define "wsps.redis.caSecret" -}}
+{{- if include "wsps.redisTls.enabled" . -}}
+{{- include "wsps.redisTls.secretName" . -}}
+{{- else if eq .Values.redis.mode "external" -}}
+{{- .Values.redis.external.tlsCaSecret -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Volume + mount + env for the Redis password file (wsps containers). */}}
@@ -218,10 +395,10 @@ redis://
       - key: {{ include "wsps.redis.secretKey" . }}
         path: redis-password
 {{- end }}
-{{- if and (eq .Values.redis.mode "external") .Values.redis.external.tlsCaSecret }}
+{{- if include "wsps.redis.caSecret" . }}
 - name: redis-tls-ca
   secret:
-    secretName: {{ .Values.redis.external.tlsCaSecret }}
+    secretName: {{ include "wsps.redis.caSecret" . }}
     defaultMode: 0444
     items:
       - key: ca.crt
@@ -235,7 +412,7 @@ redis://
   mountPath: /var/run/secrets/wsps/redis
   readOnly: true
 {{- end }}
-{{- if and (eq .Values.redis.mode "external") .Values.redis.external.tlsCaSecret }}
+{{- if include "wsps.redis.caSecret" . }}
 - name: redis-tls-ca
   mountPath: /var/run/secrets/wsps/redis-ca
   readOnly: true
@@ -269,7 +446,7 @@ WSPS_REDIS_USERNAME: {{ . | quote }}
 {{- if include "wsps.redis.hasPassword" . }}
 WSPS_REDIS_PASSWORD_FILE: "/var/run/secrets/wsps/redis/redis-password"
 {{- end }}
-{{- if and (eq .Values.redis.mode "external") .Values.redis.external.tlsCaSecret }}
+{{- if include "wsps.redis.caSecret" . }}
 WSPS_REDIS_TLS_CA_FILE: "/var/run/secrets/wsps/redis-ca/ca.crt"
 {{- end }}
 {{- end -}}

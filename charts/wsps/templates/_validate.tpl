@@ -88,6 +88,17 @@ wsps: redis.sentinel.replicas
     number survives no more losses than one fewer. Use an odd number (3, 5).
 {{- end -}}
 {{- end -}}
+{{- if and $r.tls.enabled (eq $r.mode "external") }}
+wsps: redis.tls.enabled
+    redis.tls is TLS for the Redis the chart runs (redis.mode builtin or
+    sentinel). For your own Redis use a rediss:// redis.external.url and
+    redis.external.tlsCaSecret.
+{{- end -}}
+{{- if and $r.tls.existingSecret (not $r.tls.enabled) }}
+wsps: redis.tls.existingSecret
+    redis.tls.existingSecret is set but redis.tls.enabled is false: set
+    redis.tls.enabled=true to use it, or remove it.
+{{- end -}}
 {{- end -}}
 
 {{- define "wsps.validate.config" -}}

@@ -10,11 +10,12 @@ import { connect } from 'node:net'
  * The request line and headers of a WebSocket upgrade, without the final
  * blank line.
  *
- * @param {{path?: string, headers?: Record<string, string>, extra?: string}} [options]
+ * @param {{path?: string, host?: string, headers?: Record<string, string>, extra?: string}} [options]
+ *   host: the Host header (an ingress routes on it)
  */
-export function upgradeHead ({ path = '/ws', headers = {}, extra = '' } = {}) {
+export function upgradeHead ({ path = '/ws', host = '127.0.0.1', headers = {}, extra = '' } = {}) {
   const all = {
-    Host: '127.0.0.1',
+    Host: host,
     Upgrade: 'websocket',
     Connection: 'Upgrade',
     'Sec-WebSocket-Version': '13',
@@ -43,7 +44,7 @@ export async function rawRequest (port, request, { timeout = 10_000, keepOpen = 
     let text = ''
     const done = () => {
       clearTimeout(timer)
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0)
       if (!keepOpen) socket.destroy()
       resolve({ status, text, ms: Date.now() - started, socket })
     }
@@ -97,9 +98,10 @@ export function clientFrame (opcode, payload, { fin = true, declaredLength } = {
  * after the 101 response, plus a reader of the server's close code.
  *
  * @param {number} port
+ * @param {{host?: string}} [options] the Host header
  */
-export async function rawWebSocket (port) {
-  const { status, text, socket } = await rawRequest(port, `${upgradeHead()}\r\n`, { keepOpen: true })
+export async function rawWebSocket (port, { host } = {}) {
+  const { status, text, socket } = await rawRequest(port, `${upgradeHead({ host })}\r\n`, { keepOpen: true })
   if (status !== 101) {
     socket.destroy()
     throw new Error(`upgrade answered ${status}: ${text.split('\r\n')[0]}`)

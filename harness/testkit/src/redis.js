@@ -2,7 +2,9 @@
 // loopback port, without persistence; with a password (and an ACL user),
 // TLS-only (a throwaway CA made by the openssl CLI: how managed Redis
 // services, and the chart's external Redis with `rediss://`, are reached),
-// as a Redis Cluster, or as a primary with replicas watched by Sentinels.
+// as a Redis Cluster, or as a primary with replicas watched by Sentinels
+// (those too TLS-only, replicating and monitoring over TLS, as the chart's
+// redis.tls runs them).
 
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -45,6 +47,33 @@ export function makeCerts (dir, name) {
  */
 
 /**
+ * A socket to 127.0.0.1:port, over TLS (verified against `ca`) when `ca` is given.
+ *
+ * @param {number} port
+ * @param {string | undefined} ca
+ * @param {() => void} onConnect
+ */
+function dial (port, ca, onConnect) {
+  return ca
+    ? tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca: readFileSync(ca) }, onConnect)
+    : createConnection({ host: '127.0.0.1', port }, onConnect)
+}
+
+/**
+ * The redis.conf lines of a TLS-only server (Redis node or Sentinel) on
+ * `port`, as the chart's redis.tls writes them: no plain port, TLS 1.3, no
+ * client certificates asked for; replication and a Sentinel's own
+ * connections (to the nodes and the other Sentinels) over TLS too.
+ *
+ * @param {number} port
+ * @param {{ca: string, cert: string, key: string}} certs
+ */
+function tlsConfig (port, certs) {
+  return ['port 0', `tls-port ${port}`, `tls-cert-file ${certs.cert}`, `tls-key-file ${certs.key}`, `tls-ca-cert-file ${certs.ca}`,
+    'tls-auth-clients no', 'tls-replication yes', 'tls-protocols "TLSv1.3"']
+}
+
+/**
  * One reply to PING (after AUTH, when a password is given), over TLS when `ca` is given.
  *
  * @param {{port: number, password?: string, username?: string, ca?: string}} o
@@ -53,10 +82,7 @@ export function makeCerts (dir, name) {
 function ping ({ port, password, username, ca }) {
   return new Promise((resolve) => {
     const auth = password === undefined ? '' : `AUTH ${username ? `${username} ` : ''}${password}\r\n`
-    const hello = () => s.write(`${auth}PING\r\n`)
-    const s = ca
-      ? tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca: readFileSync(ca) }, hello)
-      : createConnection({ host: '127.0.0.1', port }, hello)
+    const s = dial(port, ca, () => s.write(`${auth}PING\r\n`))
     let out = ''
     s.setTimeout(1000, () => { s.destroy(); resolve(false) })
     s.on('data', (d) => {
@@ -90,12 +116,7 @@ export async function startRedis ({ port, password, username, tls = false, persi
   const p = port ?? await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'wsps-redis-'))
   const certs = tls ? makeCerts(dir, 'redis') : null
-  const config = [`dir ${dir}`, 'bind 127.0.0.1']
-  if (certs) {
-    config.push('port 0', `tls-port ${p}`, `tls-cert-file ${certs.cert}`, `tls-key-file ${certs.key}`, `tls-ca-cert-file ${certs.ca}`, 'tls-auth-clients no')
-  } else {
-    config.push(`port ${p}`)
-  }
+  const config = [`dir ${dir}`, 'bind 127.0.0.1', ...(certs ? tlsConfig(p, certs) : [`port ${p}`])]
   if (persist) config.push('appendonly yes', 'appendfsync always')
   if (password !== undefined && username) config.push('user default off', `user ${username} on >${password} ~* &* +@all`)
   else if (password !== undefined) config.push(`requirepass ${password}`)
@@ -242,6 +263,8 @@ export function redisCommand (port, command) {
  * @property {number} [downAfterMs] `down-after-milliseconds`: how long the primary may not answer before
  *   a Sentinel calls it down (the chart's default is 5000; low here so the tests are fast)
  * @property {number} [failoverTimeoutMs] `failover-timeout`
+ * @property {boolean} [tls] nodes and Sentinels TLS-only (TLS 1.3), with a fresh CA (`ca` of the handle);
+ *   replication and the Sentinels' own connections over TLS
  */
 
 /**
@@ -253,8 +276,12 @@ export function redisCommand (port, command) {
  *
  * @param {SentinelOptions} [options]
  */
-export async function startRedisSentinel ({ replicas = 2, sentinels = 3, password = 'sentinel-test-pw', masterName = 'wsps', downAfterMs = 1000, failoverTimeoutMs = 3000 } = {}) {
+export async function startRedisSentinel ({ replicas = 2, sentinels = 3, password = 'sentinel-test-pw', masterName = 'wsps', downAfterMs = 1000, failoverTimeoutMs = 3000, tls = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'wsps-sentinel-'))
+  const certs = tls ? makeCerts(dir, 'redis') : null
+  const ca = certs?.ca
+  /** @param {number} port */
+  const listen = (port) => (certs ? tlsConfig(port, certs) : [`port ${port}`])
   const quorum = Math.floor(sentinels / 2) + 1
   const auth = [`requirepass ${password}`, `masterauth ${password}`]
 
@@ -270,14 +297,14 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
       get alive () { return child?.alive ?? false },
       /** @param {number | null} primaryPort null: start as the primary */
       async start (primaryPort) {
-        const config = [`dir ${nodeDir}`, 'bind 127.0.0.1', `port ${port}`, 'appendonly yes', 'appendfsync everysec', 'replica-announce-ip 127.0.0.1', ...auth]
+        const config = [`dir ${nodeDir}`, 'bind 127.0.0.1', ...listen(port), 'appendonly yes', 'appendfsync everysec', 'replica-announce-ip 127.0.0.1', ...auth]
         if (primaryPort !== null) config.push(`replicaof 127.0.0.1 ${primaryPort}`)
         const c = startProcess('redis-server', ['-'], { name: `redis ${port}`, stdin: true })
         c.proc.stdin?.end([...config, ''].join('\n'))
         child = c
         await waitFor(() => {
           if (!c.alive) throw new Error(`redis-server exited: ${c.logs.join('\n')}`)
-          return ping({ port, password })
+          return ping({ port, password, ca })
         }, { timeout: 10_000, message: `redis on ${port}` })
       },
       kill: () => child?.stop('SIGKILL')
@@ -297,7 +324,7 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
     const port = await freePort()
     const file = join(dir, `sentinel-${port}.conf`)
     writeFileSync(file, [
-      `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `requirepass ${password}`,
+      ...listen(port), 'bind 127.0.0.1', `dir ${dir}`, `requirepass ${password}`,
       `sentinel monitor ${masterName} 127.0.0.1 ${nodes[0].port} ${quorum}`,
       `sentinel auth-pass ${masterName} ${password}`,
       `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
@@ -308,7 +335,7 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
     sentinelProcs.push(startProcess('redis-server', [file, '--sentinel'], { name: `sentinel ${port}` }))
   }
   /** @type {Redis[]} */
-  const conns = sentinelPorts.map((port) => new Redis({ host: '127.0.0.1', port, password, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200, enableOfflineQueue: true }))
+  const conns = sentinelPorts.map((port) => new Redis({ host: '127.0.0.1', port, password, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200, enableOfflineQueue: true, ...(ca ? { tls: { ca: readFileSync(ca) } } : {}) }))
   for (const c of conns) c.on('error', () => {})
 
   /**
@@ -322,6 +349,10 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
     masterName,
     password,
     quorum,
+    /** The CA file that signed the nodes' and Sentinels' certificate (with `tls`; '' without). */
+    ca: ca ?? '',
+    /** Its scratch directory (removed by close()). */
+    dir,
     /** `host:port,...` of the Sentinels (WSPS_REDIS_SENTINELS). */
     sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
     /**
@@ -331,6 +362,7 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
      */
     serviceEnv () {
       return {
+        ...(ca ? { WSPS_REDIS_TLS_CA_FILE: ca } : {}),
         WSPS_REDIS_MODE: 'sentinel',
         WSPS_REDIS_SENTINELS: this.sentinels,
         WSPS_REDIS_MASTER_NAME: masterName,
@@ -378,7 +410,7 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
       await waitFor(async () => {
         const p = await handle.primary()
         if (p === null || p === old) return false
-        const role = await redisCommandAuth(p, password, 'ROLE').catch(() => '')
+        const role = await redisCommandAuth(p, password, 'ROLE', ca).catch(() => '')
         if (!role.includes('master')) return false
         port = p
         return true
@@ -398,7 +430,7 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
       const primary = await handle.primary()
       if (!n || n.alive || primary === null) throw new Error(`cannot restart ${port} (primary ${primary})`)
       await n.start(primary)
-      await waitFor(async () => (await redisCommandAuth(port, password, 'INFO replication').catch(() => '')).includes('master_link_status:up'), { timeout: 20_000, message: `${port} in sync with ${primary}` })
+      await waitFor(async () => (await redisCommandAuth(port, password, 'INFO replication', ca).catch(() => '')).includes('master_link_status:up'), { timeout: 20_000, message: `${port} in sync with ${primary}` })
       await handle.healthy()
     },
     /**
@@ -445,17 +477,18 @@ export async function startRedisSentinel ({ replicas = 2, sentinels = 3, passwor
 /** @typedef {Awaited<ReturnType<typeof startRedisSentinel>>} RedisSentinelHandle */
 
 /**
- * One command after AUTH over a plain socket: its reply text.
+ * One command after AUTH over a plain socket (TLS when `ca` is given): its reply text.
  *
  * @param {number} port
  * @param {string} password
  * @param {string} command
+ * @param {string} [ca]
  * @returns {Promise<string>}
  */
-function redisCommandAuth (port, password, command) {
+function redisCommandAuth (port, password, command, ca) {
   return new Promise((resolve, reject) => {
     let buf = ''
-    const s = createConnection({ host: '127.0.0.1', port }, () => s.write(`AUTH ${password}\r\n${command}\r\n`))
+    const s = dial(port, ca, () => s.write(`AUTH ${password}\r\n${command}\r\n`))
     s.setTimeout(1000, () => { s.destroy(); resolve(buf) })
     s.on('data', (d) => {
       buf += d

@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
 import { TestClient, getJson, sleep, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
 import { runFuzz } from '../src/fuzz.js'
-import { clientFrame, rawRequest, rawWebSocket, upgradeHead } from '../src/raw.js'
+import { hostileCases, runHostileCases } from '../src/hostile-cases.js'
+import { upgradeHead } from '../src/raw.js'
 import { connect } from 'node:net'
 
 /** @type {Awaited<ReturnType<typeof startRedis>>} */
@@ -125,43 +126,15 @@ test('a stream of invalid frames is closed with 4009 after the error replies', a
   assert.ok(errors.length >= 10 && errors.every((e) => e.code === ErrorCode.BAD_JSON), `${errors.length} BAD_JSON errors before the close`)
 })
 
-test('frames over maxPayload close with 1009, including lying length headers and fragments', async () => {
+/** The gateway `gw` as a target of the shared hostile cases (src/hostile-cases.js). */
+const target = () => ({ port: gw.port, host: '127.0.0.1', maxPayload: 4096, maxSubscriptions: MAX_SUBS })
+
+test('frames over maxPayload close with 1009 (lying length headers and fragments too); RFC 6455 violations with 1002 and 1007', async () => {
   const c = await connectClient(gw.wsUrl)
-  assert.equal(c.hello.limits.maxPayload, 4096)
-  c.ws.send('{"op":"ping","pad":"' + 'x'.repeat(5000) + '"}')
-  assert.equal((await c.closedPromise).code, CloseCode.MESSAGE_TOO_BIG)
-
-  // A header announcing 1 TiB: refused before any payload arrives.
-  const liar = await rawWebSocket(gw.port)
-  liar.socket.write(clientFrame(1, Buffer.alloc(0), { declaredLength: 2 ** 40 }))
-  assert.equal(await liar.closeCode, CloseCode.MESSAGE_TOO_BIG)
-  liar.socket.destroy()
-
-  // Fragments that each fit but add up to more.
-  const frag = await rawWebSocket(gw.port)
-  frag.socket.write(clientFrame(1, 'x'.repeat(3000), { fin: false }))
-  frag.socket.write(clientFrame(0, 'x'.repeat(3000), { fin: false }))
-  assert.equal(await frag.closeCode, CloseCode.MESSAGE_TOO_BIG)
-  frag.socket.destroy()
-})
-
-test('WebSocket protocol violations get the RFC 6455 close codes (1002, 1007)', async () => {
-  const unmasked = Buffer.concat([Buffer.from([0x81, 2]), Buffer.from('{}')])
-  const violations = [
-    ['unmasked client frame', unmasked, 1002],
-    ['RSV1 set without an extension', (() => { const f = clientFrame(1, '{}'); f[0] |= 0x40; return f })(), 1002],
-    ['unknown opcode 3', clientFrame(3, 'x'), 1002],
-    ['fragmented ping', clientFrame(9, 'x', { fin: false }), 1002],
-    ['control frame over 125 bytes', clientFrame(9, 'x'.repeat(200)), 1002],
-    ['continuation without a start', clientFrame(0, 'x'), 1002],
-    ['close with an invalid code', clientFrame(8, Buffer.from([0x03, 0xe7])), 1002],
-    ['text frame with invalid UTF-8', clientFrame(1, Buffer.from([0x22, 0xff, 0xfe, 0x22])), 1007]
-  ]
-  for (const [name, frame, expected] of violations) {
-    const ws = await rawWebSocket(gw.port)
-    ws.socket.write(/** @type {Buffer} */ (frame))
-    assert.equal(await ws.closeCode, expected, /** @type {string} */ (name))
-    ws.socket.destroy()
+  assert.equal(c.hello.limits.maxPayload, target().maxPayload)
+  c.ws.terminate()
+  for (const r of await runHostileCases(target(), hostileCases.filter((x) => x.kind === 'frames'))) {
+    assert.equal(r.got, r.expect, r.name)
   }
 })
 
@@ -253,18 +226,10 @@ test('X-Forwarded-For does not get around the per-IP limit unless WSPS_TRUST_PRO
   await Promise.all(mine.map((c) => c.close()))
 })
 
-test('oversized or numerous headers are refused with 431; garbage and wrong paths get 400/404', async () => {
-  const big = await rawRequest(gw.port, `${upgradeHead({ headers: { 'X-Big': 'a'.repeat(9000) } })}\r\n`)
-  assert.equal(big.status, 431)
-  const many = Array.from({ length: 3000 }, (_, i) => `X-H${i}: 1\r\n`).join('')
-  const numerous = await rawRequest(gw.port, `${upgradeHead({ extra: many })}\r\n`)
-  assert.equal(numerous.status, 431)
-  const tls = await rawRequest(gw.port, Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]))
-  assert.equal(tls.status, 400, 'a TLS ClientHello on the plain port')
-  const wrongPath = await rawRequest(gw.port, `${upgradeHead({ path: '/socket' })}\r\n`)
-  assert.equal(wrongPath.status, 404)
-  const noKey = await rawRequest(gw.port, `${upgradeHead({ headers: { 'Sec-WebSocket-Key': 'short' } })}\r\n`)
-  assert.equal(noKey.status, 400, 'a malformed Sec-WebSocket-Key')
+test('oversized or numerous headers are refused with 431; garbage and wrong paths get 400/404; an SSE request over the limit 400', async () => {
+  for (const r of await runHostileCases(target(), hostileCases.filter((x) => x.kind === 'http'))) {
+    assert.equal(r.got, r.expect, r.name)
+  }
   await assertAlive(gw)
 })
 

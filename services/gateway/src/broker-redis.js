@@ -42,7 +42,7 @@ export function createRedisBroker (config, logger) {
   let closing = false
 
   /** @param {string} conn */
-  const onError = (conn) => (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
+  const onError = (conn) => (/** @type {Error} */ err) => log.warn({ conn, err: err.message, code: /** @type {{code?: string}} */ (err).code }, 'redis connection error')
 
   /** @type {import('ioredis').Redis} the subscription connection (start() opens it) */
   let sub

@@ -53,7 +53,7 @@ export async function createFetcher (config, logger) {
   /** @param {string} conn */
   const watch = (conn) => ({
     name: `wsps-fetcher-${conn}-${config.nodeName}`,
-    onError: (/** @type {Error} */ err) => log.warn({ conn, err: err.message }, 'redis connection error')
+    onError: (/** @type {Error} */ err) => log.warn({ conn, err: err.message, code: /** @type {{code?: string}} */ (err).code }, 'redis connection error')
   })
   const redis = registerScripts(connectRedis(config, watch('cmd')))
   /** @type {Map<string, import('@wsps/shared/redis').RedisClient>} */

@@ -3,6 +3,7 @@
 // (WSPS_REDIS_MODE).
 
 import { readFileSync } from 'node:fs'
+import { connect as tlsConnect } from 'node:tls'
 import { Cluster, Redis } from 'ioredis'
 import { parseHostPort } from './common-settings.js'
 
@@ -20,6 +21,78 @@ import { parseHostPort } from './common-settings.js'
  *
  * @typedef {Redis | Cluster} RedisClient
  */
+
+/**
+ * Node's codes for a server certificate the client does not trust (OpenSSL's
+ * verify results, and the host name check of tls.checkServerIdentity).
+ */
+const UNTRUSTED_CERT_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_SIGNATURE_FAILURE', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED',
+  'CERT_REJECTED', 'INVALID_CA', 'INVALID_PURPOSE', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID'
+])
+// In sentinel mode ioredis passes on only the text of a Sentinel's error
+// ("All sentinels are unreachable ... Last error: <message>"): Node's
+// messages for the same failures.
+const UNTRUSTED_CERT_TEXT = /self[- ]signed certificate|unable to (verify the first|get (local )?issuer) certificate|does not match certificate's altnames|certificate (has expired|is not yet valid|signature failure)/i
+const HANDSHAKE_TEXT = /wrong version number|tlsv1 alert|ssl3_|unsupported protocol|packet length too long|handshake failure/i
+
+/**
+ * A connection to Redis (or a Sentinel) that failed in TLS: the server's
+ * certificate is not trusted by WSPS_REDIS_TLS_CA_FILE, or the handshake
+ * itself failed (a plain-text server, no common TLS version). Retrying does
+ * not fix it; the services stay up and unready and log it with its code.
+ */
+export class RedisTlsError extends Error {
+  /**
+   * @param {string} message
+   * @param {Error} cause
+   */
+  constructor (message, cause) {
+    super(message, { cause })
+    this.name = 'RedisTlsError'
+    this.code = 'WSPS_ERR_REDIS_TLS'
+  }
+}
+
+/**
+ * The RedisTlsError an ioredis error stands for, or null when it is no TLS failure.
+ *
+ * @param {Error & {code?: string}} err
+ * @param {Pick<RedisSettings, 'redisTlsCaFile'>} settings
+ * @returns {RedisTlsError | null}
+ */
+export function redisTlsError (err, settings) {
+  if (err instanceof RedisTlsError) return err
+  const ca = settings.redisTlsCaFile ? `WSPS_REDIS_TLS_CA_FILE=${settings.redisTlsCaFile}` : 'the system CAs (WSPS_REDIS_TLS_CA_FILE is empty)'
+  if ((err.code && UNTRUSTED_CERT_CODES.has(err.code)) || UNTRUSTED_CERT_TEXT.test(err.message)) {
+    return new RedisTlsError(`Redis TLS: the server's certificate is not trusted by ${ca}: ${err.message}`, err)
+  }
+  if (err.code?.startsWith('ERR_SSL_') || HANDSHAKE_TEXT.test(err.message)) {
+    return new RedisTlsError(`Redis TLS: the handshake failed (a plain-text server, or no TLS version in common?): ${err.message}`, err)
+  }
+  return null
+}
+
+/**
+ * The TLS error a handshake with host:port ends in, null when it succeeds.
+ *
+ * Why: ioredis asks each Sentinel through a client whose errors it drops;
+ * a certificate the client does not trust reaches the caller only as "All
+ * sentinels are unreachable ... Last error: Connection is closed." This one
+ * handshake, with the same TLS options, finds out the reason.
+ *
+ * @param {{host: string, port: number}} at
+ * @param {import('node:tls').ConnectionOptions} tls
+ * @returns {Promise<Error | null>}
+ */
+function tlsHandshakeError ({ host, port }, tls) {
+  return new Promise((resolve) => {
+    const s = tlsConnect({ ...tls, host, port }, () => { s.destroy(); resolve(null) })
+    s.setTimeout(3000, () => { s.destroy(); resolve(null) })
+    s.on('error', (err) => { s.destroy(); resolve(err) })
+  })
+}
 
 /** Capped exponential backoff with jitter; never gives up. @param {number} times */
 const retry = (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000) + Math.floor(Math.random() * 100)
@@ -141,8 +214,22 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, ...
       ...options
     })
   }
-  // Without a listener ioredis prints every reconnect error to stderr.
-  client.on('error', onError ?? (() => {}))
+  // Without a listener ioredis prints every reconnect error to stderr. A TLS
+  // failure is handed on as the RedisTlsError (code WSPS_ERR_REDIS_TLS) it is;
+  // for the Sentinels it is first found out (tlsHandshakeError), one
+  // handshake per failed round at most.
+  const sentinelTls = settings.redisMode === 'sentinel' ? auth.tls : undefined
+  let probing = false
+  client.on('error', (/** @type {Error} */ err) => {
+    const known = redisTlsError(err, settings)
+    const first = (settings.redisSentinels ?? []).map((x) => parseHostPort(x))[0]
+    if (known || !sentinelTls || !first || probing || !err.message.startsWith('All sentinels are unreachable')) return onError?.(known ?? err)
+    probing = true
+    tlsHandshakeError(first, sentinelTls).then((tlsErr) => {
+      probing = false
+      onError?.((tlsErr && redisTlsError(tlsErr, settings)) || err)
+    })
+  })
   return client
 }
 
