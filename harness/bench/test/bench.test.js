@@ -31,7 +31,7 @@ test('the report renders a headline row per server with the ratio to the naive b
     startedAt: 'now',
     machine: { cpus: 2, model: 'x', memGiB: 1, node: 'v20', loadavgStart: [1, 1, 1], steal: 0.061 },
     placement: { serverCore: '1', loadCore: '0' },
-    params: { conns: 10, k: 2, symbols: 5, zipf: 1, storm: 10, stormProcs: 1, nginxConns: 1, nginxReps: 1, simConns: 1 },
+    params: { conns: 10, k: 2, symbols: 5, zipf: 1, storm: 10, stormProcs: 1, simConns: 1 },
     fanout: {
       wsps: { label: 'wsps gateway', steps: [step(5000, 0.5)], max: step(5000, 0.5), limit: 'p99', at50: step(2500, 0.2), saturated: step(6000, 1) },
       naive: { label: 'naive', steps: [step(1000, 0.5)], max: step(1000, 0.5), limit: 'p99', at50: step(500, 0.2), saturated: step(1200, 1) },
@@ -39,7 +39,7 @@ test('the report renders a headline row per server with the ratio to the naive b
     },
     fanoutShape: judgeShape({ usPerWrite: 20 }, { wsps: { maxSubsPerSymbol: 1150 }, naive: { maxSubsPerSymbol: 1150 } }),
     idle: {},
-    nginx: null,
+    proxy: null,
     sim: null
   })
   assert.match(md, /\| wsps gateway \| 5,000 \| 5\.0× \| 2\.5× \|/)
@@ -109,7 +109,7 @@ test('the hot-symbol sweep renders p99 per connection count, server and worker c
     },
     hot: { shape: { symbols: 5, zipf: 2, perConnRate: 4.2, cores2w: '1,0' }, labels: { floor: 'bare write loop (Go, 1 thread): the floor' }, levels: [hotAt(2500, 30, 20), hotAt(10_000, 90, 60)] },
     idle: {},
-    nginx: null,
+    proxy: null,
     sim: null
   })
   // server µs per delivery / per frame: 0.5 cores over 40,000/s

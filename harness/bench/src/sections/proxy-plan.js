@@ -159,6 +159,7 @@ export function summarize (scenarios, runs) {
         p99: med((r) => r.p99),
         addedP50: path === 'direct' ? null : added('p50'),
         addedP99: path === 'direct' ? null : added('p99'),
+        proxyProcesses: med((r) => r.proxyProcesses),
         proxyBytesPerConn: med((r) => r.proxyBytesPerConn),
         proxyCpu: med((r) => r.cpu?.proxy),
         proxyUsPerFrame: med((r) => r.proxyUsPerFrame),

@@ -55,13 +55,13 @@ export function proxySection (pr, p) {
  */
 function mainTable (sc, s, pr, label) {
   const out = [`**${sc.title}**: ${pr.layouts?.[sc.layout]?.text ?? sc.layout}; ${f(sc.deliveries)} deliveries/s offered to every path, median of ${sc.reps} round(s).`, '']
-  out.push('| path | held (connected) | proxy RSS per conn | handshakes/s | handshake p50 / p99 (ms) | delivered/s | p50 / p99 (ms) | added p50 / p99 (ms) | proxy CPU µs/frame | proxy CPU (cores) | gateway µs/frame |')
-  out.push('| --- | --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |')
+  out.push('| path | proxy processes | held (connected) | proxy RSS per conn | handshakes/s | handshake p50 / p99 (ms) | delivered/s | p50 / p99 (ms) | added p50 / p99 (ms) | proxy CPU µs/frame | proxy CPU (cores) | gateway µs/frame |')
+  out.push('| --- | ---: | --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: |')
   for (const path of sc.paths) {
     const x = s[path]
-    if (!x) { out.push(`| ${label(path)} | failed: ${pr.runs.find((/** @type {any} */ r) => r.scenario === sc.id && r.path === path && r.error)?.error ?? 'no run'} | | | | | | | | | |`); continue }
+    if (!x) { out.push(`| ${label(path)} | | failed: ${pr.runs.find((/** @type {any} */ r) => r.scenario === sc.id && r.path === path && r.error)?.error ?? 'no run'} | | | | | | | | | |`); continue }
     const proxied = path !== 'direct'
-    out.push(`| ${label(path)} | ${f(x.held)} (${f(x.conns)}) | ${proxied ? `${f(x.proxyBytesPerConn / 1024, 1)} KiB` : ''} | ${f(x.handshakesPerSec)} | ${f(x.handshakeP50, 1)} / ${f(x.handshakeP99, 1)} | ${f(x.delivered)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${proxied ? `${signed(x.addedP50)} / ${signed(x.addedP99)}` : ''} | ${proxied ? f(x.proxyUsPerFrame, 1) : ''} | ${proxied ? f(x.proxyCpu, 2) : ''} | ${f(x.gatewayUsPerFrame, 1)} |`)
+    out.push(`| ${label(path)} | ${proxied ? f(x.proxyProcesses) : ''} | ${f(x.held)} (${f(x.conns)}) | ${proxied ? `${f(x.proxyBytesPerConn / 1024, 1)} KiB` : ''} | ${f(x.handshakesPerSec)} | ${f(x.handshakeP50, 1)} / ${f(x.handshakeP99, 1)} | ${f(x.delivered)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${proxied ? `${signed(x.addedP50)} / ${signed(x.addedP99)}` : ''} | ${proxied ? f(x.proxyUsPerFrame, 1) : ''} | ${proxied ? f(x.proxyCpu, 2) : ''} | ${f(x.gatewayUsPerFrame, 1)} |`)
   }
   out.push('')
   return out
