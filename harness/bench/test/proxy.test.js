@@ -64,6 +64,8 @@ test('scenarios: every path at one rate in each layout, and the old run with ngi
     ['old-run', 'proxy-with-loadgen', 60_000, 2, 'goroutine']
   ])
   assert.deepEqual(sc[0].paths, PATHS)
+  assert.deepEqual(sc[1].paths, PATHS)
+  assert.deepEqual(sc[2].paths, PATHS.filter((p) => p !== 'nginx-1w'), 'one nginx worker or two: asked where the proxy has a core, not beside the load generator')
   assert.deepEqual(sc[3].paths, ['direct', 'nginx'])
   assert.deepEqual(proxyScenarios({ proxyDeliveries: 1, proxyReps: 1, proxyAltReps: 1, proxyOldDeliveries: 1 }, ['direct', 'haproxy'])[3].paths, ['direct'])
 })
@@ -91,7 +93,7 @@ test('per connection and per frame: RSS growth over connections, CPU over frames
 
 /** One run of the section, as sections/proxy.js records it. */
 const run = (/** @type {string} */ path, /** @type {number} */ rep, /** @type {number} */ p50, /** @type {number} */ p99, extra = {}) => ({
-  scenario: 'main', path, rep, conns: 100, held: 100, failed: 0, handshakesPerSec: 1000, handshakeMs: { p50: 5, p99: 9 }, delivered: 2000, frames: 1500, p50, p99,
+  scenario: 'main', path, rep, conns: 100, held: 100, failed: 0, handshakesPerSec: 1000, handshakeMs: { p50: 5, p99: 9 }, expected: 2000, entries: 1990, delivered: 2000, frames: 1500, p50, p99,
   cpu: { server: 0.1, loadgen: 0.1, redis: 0, publisher: 0, ...(path === 'direct' ? {} : { proxy: 0.05 }) },
   coreBusy: { 0: 0.2, 1: path === 'direct' ? 0 : 0.05 },
   ...(path === 'direct' ? {} : { proxyProcesses: 3, proxyBytesPerConn: 20 * 1024, proxyUsPerFrame: 33.3 }),
@@ -123,8 +125,8 @@ test('the proxy table: one row per path in the main layout, and the old run expl
   const pr = { scenarios, layouts: LAYOUTS, proxies: { nginx: { label: 'nginx (local stack)', config: 'tmpl' }, haproxy: { label: 'HAProxy (Debian)', config: 'gen' } }, runs, summary: summarize(scenarios, runs) }
   const md = proxySection(pr, { proxyConns: 100, k: 5, symbols: 100, zipf: 1, proxyMeasureMs: 2000, settleMs: 1000 }).join('\n')
   assert.match(md, /\| path \| proxy processes \| held \(connected\) \| proxy RSS per conn \| handshakes\/s \|/)
-  assert.match(md, /\| direct \| {2}\| 100 \(100\) \| {2}\| 1,000 \| 5\.0 \/ 9\.0 \| 2,000 \| 1\.0 \/ 10\.0 \| {2}\| {2}\| {2}\| 66\.7 \|/)
-  assert.match(md, /\| nginx \(local stack\) \| 3 \| 100 \(100\) \| 20\.0 KiB \| 1,000 \| 5\.0 \/ 9\.0 \| 2,000 \| 1\.5 \/ 12\.0 \| \+0\.5 \/ \+2\.0 \| 33\.3 \| 0\.05 \| 66\.7 \|/)
+  assert.match(md, /\| direct \| {2}\| 100 \(100\) \| {2}\| 1,000 \| 5\.0 \/ 9\.0 \| 1,990 \(2,000\) \| 1,500 \| 1\.0 \/ 10\.0 \| {2}\| {2}\| {2}\| 66\.7 \|/)
+  assert.match(md, /\| nginx \(local stack\) \| 3 \| 100 \(100\) \| 20\.0 KiB \| 1,000 \| 5\.0 \/ 9\.0 \| 1,990 \(2,000\) \| 1,500 \| 1\.5 \/ 12\.0 \| \+0\.5 \/ \+2\.0 \| 33\.3 \| 0\.05 \| 66\.7 \|/)
   assert.match(md, /\| HAProxy \(Debian\) \| 1 \| 100 \(100\) \| 7\.0 KiB \|/)
   assert.match(md, /nginx added \+110\.0 \/ \+180\.0 ms with core 0 \(load generator, Redis, publisher, nginx\) 99% busy \(direct: 70%\)/)
   const header = md.split('\n').find((l) => l.startsWith('| path |')) ?? ''

@@ -3,6 +3,7 @@
 // config source) and what its process tree is (CPU and RSS are read there).
 
 import { execFileSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort, httpOk, waitFor } from '@wsps/testkit'
 import { renderNginxConf, writeNginxConf } from '@wsps/testkit/nginx-conf'
@@ -32,6 +33,20 @@ export const PROXIES = {
       const port = await freePort()
       const conf = writeNginxConf(dir, { listen: [`127.0.0.1:${port}`], upstreams: [upstream] })
       return running(start(nginxBin(), ['-p', join(dir, 'nginx'), '-c', conf], { core, name: 'nginx', stdin: false }), port)
+    }
+  },
+  // The same render with one worker: the local config runs two, which share
+  // the one core the bench gives a proxy.
+  'nginx-1w': {
+    label: 'nginx (local stack, 1 worker)',
+    config: 'the same render with `worker_processes 1`',
+    async start ({ upstream, core, dir }) {
+      const port = await freePort()
+      const conf = writeNginxConf(dir, { listen: [`127.0.0.1:${port}`], upstreams: [upstream] })
+      const text = readFileSync(conf, 'utf8')
+      if (!/^worker_processes \d+;$/m.test(text)) throw new Error('the local nginx config has no worker_processes line')
+      writeFileSync(conf, text.replace(/^worker_processes \d+;$/m, 'worker_processes 1;'))
+      return running(start(nginxBin(), ['-p', join(dir, 'nginx'), '-c', conf], { core, name: 'nginx-1w', stdin: false }), port)
     }
   },
   haproxy: {

@@ -5,7 +5,9 @@
 import { median, round } from '../bench-run.js'
 
 /** The paths to one gateway: direct, then each proxy of proxies/start.js. */
-export const PATHS = ['direct', 'nginx', 'haproxy', 'f5-nginx']
+export const PATHS = ['direct', 'nginx', 'nginx-1w', 'haproxy', 'f5-nginx']
+/** Paths that only the layouts with the proxy on a core of its own or beside the gateway measure. */
+const MAIN_ONLY = new Set(['nginx-1w'])
 
 /**
  * Where each party runs on a 2-core machine. Redis and the publisher are
@@ -45,10 +47,11 @@ export const LAYOUTS = {
  */
 export function proxyScenarios (P, paths = PATHS) {
   const nginxOnly = paths.filter((p) => p === 'direct' || p === 'nginx')
+  const proxies = paths.filter((p) => !MAIN_ONLY.has(p))
   return [
     { id: 'main', title: 'main layout', layout: 'proxy-alone', deliveries: P.proxyDeliveries, paths, reps: P.proxyReps, mode: 'epoll' },
     { id: 'with-gateway', title: 'proxy beside the gateway', layout: 'proxy-with-gateway', deliveries: P.proxyDeliveries, paths, reps: P.proxyAltReps, mode: 'epoll' },
-    { id: 'with-loadgen', title: 'proxy beside the load generator', layout: 'proxy-with-loadgen', deliveries: P.proxyDeliveries, paths, reps: P.proxyAltReps, mode: 'epoll' },
+    { id: 'with-loadgen', title: 'proxy beside the load generator', layout: 'proxy-with-loadgen', deliveries: P.proxyDeliveries, paths: proxies, reps: P.proxyAltReps, mode: 'epoll' },
     { id: 'old-run', title: 'the 2026-11-22 run repeated', layout: 'proxy-with-loadgen', deliveries: P.proxyOldDeliveries, paths: nginxOnly, reps: P.proxyAltReps, mode: 'goroutine' }
   ]
 }
@@ -153,6 +156,8 @@ export function summarize (scenarios, runs) {
         handshakesPerSec: med((r) => r.handshakesPerSec),
         handshakeP50: med((r) => r.handshakeMs?.p50),
         handshakeP99: med((r) => r.handshakeMs?.p99),
+        expected: med((r) => r.expected),
+        entries: med((r) => r.entries),
         delivered: med((r) => r.delivered),
         frames: med((r) => r.frames),
         p50: med((r) => r.p50),

@@ -24,7 +24,7 @@ import { LAYOUTS, PATHS, bytesPerConn, coreBusy, proxyScenarios, rounds, summari
  * @param {string[]} [paths] a subset of PATHS
  */
 export async function proxyPaths (run, paths = PATHS) {
-  log('proxies: direct vs nginx vs HAProxy vs the F5 controller\'s nginx')
+  log('proxies: direct vs nginx (2 and 1 workers) vs HAProxy vs the F5 controller\'s nginx')
   const P = run.P
   const pinned = cpus().length > 1
   const scenarios = proxyScenarios(P, paths)
@@ -41,7 +41,7 @@ export async function proxyPaths (run, paths = PATHS) {
         try {
           const r = await onePath(run, { sc, layout: L, pinned, srv, path, rep })
           runs.push(r)
-          log(`    ${path} #${rep}: ${r.held}/${r.conns} held, ${r.handshakesPerSec} handshakes/s; ${r.delivered} deliveries/s p50 ${r.p50} p99 ${r.p99} ms${r.proxyBytesPerConn === undefined ? '' : `; proxy ${round((r.proxyBytesPerConn ?? NaN) / 1024, 1)} KiB/conn, ${r.proxyUsPerFrame} µs/frame`}; cores ${JSON.stringify(r.coreBusy)}`)
+          log(`    ${path} #${rep}: ${r.held}/${r.conns} held, ${r.handshakesPerSec} handshakes/s; ${r.entries} quotes/s (${r.expected} offered) in ${r.frames} frames/s p50 ${r.p50} p99 ${r.p99} ms${r.proxyBytesPerConn === undefined ? '' : `; proxy ${round((r.proxyBytesPerConn ?? NaN) / 1024, 1)} KiB/conn, ${r.proxyUsPerFrame} µs/frame`}; cores ${JSON.stringify(r.coreBusy)}`)
         } catch (err) {
           log(`    ${path} #${rep} failed: ${/** @type {Error} */ (err).message}`)
           runs.push({ scenario: sc.id, path, rep, error: String(/** @type {Error} */ (err).message) })
@@ -123,6 +123,7 @@ async function onePath (run, { sc, layout, pinned, srv, path, rep }) {
         rate: s.rate,
         expected: s.expected,
         delivered: s.delivered,
+        entries: s.entries,
         frames: s.frames,
         p50: s.p50,
         p99: s.p99,
