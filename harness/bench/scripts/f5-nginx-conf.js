@@ -83,5 +83,19 @@ try {
 } finally {
   rmSync(tmp, { recursive: true, force: true })
 }
+writeFileSync(join(OUT, 'README.md'), `# The F5 NGINX Ingress Controller's nginx config for wsps (generated)
+
+Written by \`node harness/bench/scripts/f5-nginx-conf.js\`; do not edit. \`nginx.conf\`
+and \`conf.d/\` are what the vendored F5 NGINX Ingress Controller ${VERSION} renders,
+with its own Go code (\`generateNginxCfg\`, \`GenerateNginxMainConfig\`) and
+templates (\`internal/configs/version1/nginx*.tmpl\`), for the Ingress the
+chart renders with className \`nginx\` and preset \`f5-nginx\`, under the
+ConfigMap entries of the e2e's controller
+(\`infra/local-cluster/manifests/nginx-ingress-values.yaml\`) and the
+controller's default flags; the gateway endpoint is ${ENDPOINT}. Inputs:
+\`inputs.json\`. The bench's proxy section runs it through
+\`harness/bench/src/proxies/f5-conf.js\`, which lists what it changes to run
+outside a pod.
+`)
 writeFileSync(join(OUT, 'inputs.json'), JSON.stringify({ controller: `F5 NGINX Ingress Controller ${VERSION} (sha256 ${SHA})`, configMapEntries: entries, endpoint: ENDPOINT, ingress }, null, 2) + '\n')
 say(`wrote ${OUT}`)

@@ -15,7 +15,7 @@ const full = {
   // The proxy section (sections/proxy-plan.js): every path at one delivery
   // rate far from the gateway's limit (~70k/s on one core), so what a proxy
   // adds is not the gateway's queue; and the 2026-11-22 run's own rate.
-  proxyConns: 4000, proxyDeliveries: 20_000, proxyReps: 3, proxyAltReps: 2, proxyOldDeliveries: 60_000, proxyMeasureMs: 5000,
+  proxyConns: 4000, proxyDeliveries: 20_000, proxyReps: 4, proxyAltReps: 2, proxyOldDeliveries: 60_000, proxyMeasureMs: 5000,
   simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000,
   hotSweep: [2500, 5000, 10_000], hotPerConnRate: 4.2, hotSymbols: 5, hotZipf: 2.0,
   ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4,

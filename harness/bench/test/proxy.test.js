@@ -9,7 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { renderNginxConf } from '@wsps/testkit/nginx-conf'
 import { nginxTimeouts, renderHaproxyConf } from '../src/proxies/haproxy-conf.js'
 import { adaptF5Conf } from '../src/proxies/f5-conf.js'
-import { LAYOUTS, PATHS, bytesPerConn, coreBusy, proxyScenarios, rounds, summarize, usPerFrame } from '../src/sections/proxy-plan.js'
+import { LAYOUTS, PATHS, bytesPerConn, coreBusy, median, proxyScenarios, rounds, summarize, usPerFrame } from '../src/sections/proxy-plan.js'
 import { proxySection } from '../src/sections/proxy-report.js'
 
 const localNginx = renderNginxConf('/run', { listen: ['127.0.0.1:1'], upstreams: ['127.0.0.1:2'] })
@@ -99,6 +99,12 @@ const run = (/** @type {string} */ path, /** @type {number} */ rep, /** @type {n
   ...(path === 'direct' ? {} : { proxyProcesses: 3, proxyBytesPerConn: 20 * 1024, proxyUsPerFrame: 33.3 }),
   gatewayUsPerFrame: 66.7,
   ...extra
+})
+
+test('median: the middle value, or the mean of the middle two', () => {
+  assert.equal(median([3, 1, 2]), 2)
+  assert.equal(median([-229, 263]), 17)
+  assert.ok(Number.isNaN(median([])))
 })
 
 test('the summary: medians per path, and added latency paired with the direct run of the same round', () => {

@@ -2,7 +2,7 @@
 // party runs (layouts), what is measured in which order (scenarios, rounds),
 // and what the runs add up to (the summary the report and plot read).
 
-import { median, round } from '../bench-run.js'
+import { round } from '../bench-run.js'
 
 /** The paths to one gateway: direct, then each proxy of proxies/start.js. */
 export const PATHS = ['direct', 'nginx', 'nginx-1w', 'haproxy', 'f5-nginx']
@@ -116,6 +116,19 @@ export function usPerFrame (cores, framesPerSec) {
 }
 
 /**
+ * The median; of an even count, the mean of the middle two (two rounds
+ * give their mean, not the lower one).
+ *
+ * @param {number[]} xs
+ * @returns {number}
+ */
+export function median (xs) {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+
+/**
  * The medians of each scenario's paths, and what each proxy added to the
  * direct path: per round (the proxied run minus the direct run of the same
  * round), then the median of those differences.
@@ -136,7 +149,7 @@ export function summarize (scenarios, runs) {
       if (!rs.length) continue
       const med = (/** @type {(r: any) => number | null | undefined} */ f) => {
         const xs = rs.map(f).filter((x) => typeof x === 'number' && Number.isFinite(x))
-        return xs.length ? median(/** @type {number[]} */ (xs)) : null
+        return xs.length ? round(median(/** @type {number[]} */ (xs)), 3) : null
       }
       const added = (/** @type {'p50' | 'p99'} */ q) => {
         const ds = rs.map((r) => {

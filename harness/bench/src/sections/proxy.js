@@ -22,12 +22,13 @@ import { LAYOUTS, PATHS, bytesPerConn, coreBusy, proxyScenarios, rounds, summari
 /**
  * @param {import('../bench-run.js').BenchRun} run
  * @param {string[]} [paths] a subset of PATHS
+ * @param {string[]} [only] scenario ids to run (default: all)
  */
-export async function proxyPaths (run, paths = PATHS) {
+export async function proxyPaths (run, paths = PATHS, only = undefined) {
   log('proxies: direct vs nginx (2 and 1 workers) vs HAProxy vs the F5 controller\'s nginx')
   const P = run.P
   const pinned = cpus().length > 1
-  const scenarios = proxyScenarios(P, paths)
+  const scenarios = proxyScenarios(P, paths).filter((s) => !only || only.includes(s.id))
   /** @type {any[]} */
   const runs = []
   await run.setLast()
