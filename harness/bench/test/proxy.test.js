@@ -135,8 +135,11 @@ test('the proxy table: one row per path in the main layout, and the old run expl
   assert.match(md, /\| nginx \(local stack\) \| 3 \| 100 \(100\) \| 20\.0 KiB \| 1,000 \| 5\.0 \/ 9\.0 \| 1,990 \(2,000\) \| 1,500 \| 1\.5 \/ 12\.0 \| \+0\.5 \/ \+2\.0 \| 33\.3 \| 0\.05 \| 66\.7 \|/)
   assert.match(md, /\| HAProxy \(Debian\) \| 1 \| 100 \(100\) \| 7\.0 KiB \|/)
   assert.match(md, /nginx added \+110\.0 \/ \+180\.0 ms with core 0 \(load generator, Redis, publisher, nginx\) 99% busy \(direct: 70%\)/)
-  const header = md.split('\n').find((l) => l.startsWith('| path |')) ?? ''
-  const sep = md.split('\n')[md.split('\n').indexOf(header) + 1]
-  assert.equal(sep.split('|').length, header.split('|').length, 'the separator has as many cells as the header')
+  for (const start of ['| path |', '| scenario |']) {
+    const lines = md.split('\n')
+    const at = lines.findIndex((l) => l.startsWith(start))
+    const cells = (/** @type {string} */ l) => l.split('|').length
+    for (const row of lines.slice(at + 1, lines.indexOf('', at))) assert.equal(cells(row), cells(lines[at]), `as many cells as the header: ${row}`)
+  }
   assert.deepEqual(proxySection({ error: 'no nginx' }, {}), ['## Proxies in front of one gateway: direct, nginx, HAProxy, the F5 controller\'s nginx', '', 'failed: no nginx', ''])
 })

@@ -182,7 +182,9 @@ export function summarize (scenarios, runs) {
         proxyCpu: med((r) => r.cpu?.proxy),
         proxyUsPerFrame: med((r) => r.proxyUsPerFrame),
         gatewayUsPerFrame: med((r) => r.gatewayUsPerFrame),
-        coreBusy: busy
+        coreBusy: busy,
+        steal: med((r) => r.steal),
+        hiccupMs: med((r) => r.hiccupMs)
       }
     }
     out[sc.id] = paths

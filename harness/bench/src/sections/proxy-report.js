@@ -21,15 +21,15 @@ export function proxySection (pr, p) {
   out.push('Configs: ' + Object.entries(pr.proxies ?? {}).map(([k, v]) => `**${k}**: ${/** @type {any} */ (v).config}`).join('; ') + '.', '')
   out.push('How each figure is measured: **held**: sockets the clients still had open at the end of the window (of those that connected); **proxy RSS per conn**: the proxy\'s resident memory (VmRSS of its processes, /proc) at the end of the window minus before the clients connected, over the connections; **handshakes/s**: connections over the time to connect, subscribe and get the snapshots, 64 in flight per load generator process; **quotes/s received**: quote entries the clients got per second (offered: published × subscribers); **p50 / p99**: publish→client latency at the fixed delivery rate; **added**: the proxied run minus the direct run of the same round, median over rounds; **µs per frame**: the process\'s CPU (utime + stime from /proc/<pid>/stat) over the window per frame the clients received.', '')
   if (main) out.push(...mainTable(main, pr.summary?.[main.id] ?? {}, pr, label))
-  out.push('Every scenario (layout) side by side: cores busy are the sums of what each party used (load generator, Redis, publisher, gateway, proxy) on the core the layout put it on; other processes on the machine are not in them.', '')
-  out.push('| scenario | layout | deliveries/s offered | client | path | quotes/s received | p50 / p99 (ms) | added p50 / p99 (ms) | proxy µs/frame | core 0 busy | core 1 busy |')
-  out.push('| --- | --- | ---: | --- | --- | ---: | --- | --- | ---: | ---: | ---: |')
+  out.push('Every scenario (layout) side by side: cores busy are the sums of what each party used (load generator, Redis, publisher, gateway, proxy) on the core the layout put it on; other processes on the machine are not in them. Steal and host stall (the hiccup meter\'s longest late wake-up in the window) say how much the machine itself stalled a run (medians over its rounds).', '')
+  out.push('| scenario | layout | deliveries/s offered | client | path | quotes/s received | p50 / p99 (ms) | added p50 / p99 (ms) | proxy µs/frame | core 0 busy | core 1 busy | steal % | host stall (ms) |')
+  out.push('| --- | --- | ---: | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |')
   for (const sc of pr.scenarios) {
     const s = pr.summary?.[sc.id] ?? {}
     for (const path of sc.paths) {
       const x = s[path]
-      if (!x) { out.push(`| ${sc.title} | ${sc.layout} | ${f(sc.deliveries)} | ${sc.mode} | ${label(path)} | failed | | | | | |`); continue }
-      out.push(`| ${sc.title} | ${sc.layout} | ${f(sc.deliveries)} | ${sc.mode} | ${label(path)} | ${f(x.entries)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${path === 'direct' ? '' : `${signed(x.addedP50)} / ${signed(x.addedP99)}`} | ${path === 'direct' ? '' : f(x.proxyUsPerFrame, 1)} | ${pct(x.coreBusy?.['0'])} | ${pct(x.coreBusy?.['1'])} |`)
+      if (!x) { out.push(`| ${sc.title} | ${sc.layout} | ${f(sc.deliveries)} | ${sc.mode} | ${label(path)} | failed | | | | | | | |`); continue }
+      out.push(`| ${sc.title} | ${sc.layout} | ${f(sc.deliveries)} | ${sc.mode} | ${label(path)} | ${f(x.entries)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} | ${path === 'direct' ? '' : `${signed(x.addedP50)} / ${signed(x.addedP99)}`} | ${path === 'direct' ? '' : f(x.proxyUsPerFrame, 1)} | ${pct(x.coreBusy?.['0'])} | ${pct(x.coreBusy?.['1'])} | ${x.steal === null || x.steal === undefined ? 'n/a' : f(x.steal * 100, 1)} | ${f(x.hiccupMs, 1)} |`)
     }
   }
   out.push('')
