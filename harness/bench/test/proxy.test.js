@@ -9,6 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { renderNginxConf } from '@wsps/testkit/nginx-conf'
 import { nginxTimeouts, renderHaproxyConf } from '../src/proxies/haproxy-conf.js'
 import { adaptF5Conf } from '../src/proxies/f5-conf.js'
+import { NGINX_VARIANTS } from '../src/proxies/start.js'
 import { LAYOUTS, PATHS, bytesPerConn, coreBusy, median, proxyScenarios, rounds, summarize, usPerFrame } from '../src/sections/proxy-plan.js'
 import { proxySection } from '../src/sections/proxy-report.js'
 
@@ -29,6 +30,20 @@ test('the HAProxy config proxies WebSocket with the given idle timeout, least-co
   }
   assert.throws(() => renderHaproxyConf({ listen: 'x', upstreams: [], timeoutSeconds: 1 }), TypeError)
   assert.throws(() => renderHaproxyConf({ listen: 'x', upstreams: ['y'], timeoutSeconds: 0 }), TypeError)
+})
+
+test('each local nginx variant changes one line of the same render', () => {
+  for (const [name, v] of Object.entries(NGINX_VARIANTS)) {
+    const before = localNginx.split('\n')
+    const after = localNginx.replace(v.re, v.to).split('\n')
+    const changed = after.filter((l, i) => l !== before[i])
+    assert.equal(changed.length, 1, `${name}: ${changed.join(' | ')}`)
+  }
+  const at = (/** @type {string} */ t, /** @type {string} */ loc) => t.slice(t.indexOf(`location ${loc} {`), t.indexOf('}', t.indexOf(`location ${loc} {`)))
+  const buffered = localNginx.replace(NGINX_VARIANTS['nginx-buffered'].re, NGINX_VARIANTS['nginx-buffered'].to)
+  assert.match(at(buffered, '/'), /proxy_buffering on;/)
+  assert.match(at(buffered, '= /sse'), /proxy_buffering off;/, 'SSE keeps its buffering off')
+  assert.match(localNginx.replace(NGINX_VARIANTS['nginx-1w'].re, NGINX_VARIANTS['nginx-1w'].to), /^worker_processes 1;$/m)
 })
 
 test('the F5 fixture runs outside a pod with its proxied location as the controller rendered it', () => {
@@ -64,8 +79,9 @@ test('scenarios: every path at one rate in each layout, and the old run with ngi
     ['old-run', 'proxy-with-loadgen', 60_000, 2, 'goroutine']
   ])
   assert.deepEqual(sc[0].paths, PATHS)
-  assert.deepEqual(sc[1].paths, PATHS)
-  assert.deepEqual(sc[2].paths, PATHS.filter((p) => p !== 'nginx-1w'), 'one nginx worker or two: asked where the proxy has a core, not beside the load generator')
+  const proxies = ['direct', 'nginx', 'haproxy', 'f5-nginx']
+  assert.deepEqual(sc[1].paths, proxies, 'the local nginx\'s variants (one directive changed) only in the main layout')
+  assert.deepEqual(sc[2].paths, proxies)
   assert.deepEqual(sc[3].paths, ['direct', 'nginx'])
   assert.deepEqual(proxyScenarios({ proxyDeliveries: 1, proxyReps: 1, proxyAltReps: 1, proxyOldDeliveries: 1 }, ['direct', 'haproxy'])[3].paths, ['direct'])
 })

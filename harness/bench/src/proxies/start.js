@@ -24,6 +24,19 @@ import { nginxTimeouts, writeHaproxyConf } from './haproxy-conf.js'
  * @property {string} dir scratch directory of this proxy
  */
 
+/**
+ * Variants of the local stack's nginx, each changing one directive of the
+ * same render: one worker (the local config runs two, which share the one
+ * core the bench gives a proxy), and response buffering on in the WebSocket
+ * location (off there).
+ *
+ * @type {Record<string, {label: string, change: string, re: RegExp, to: string}>}
+ */
+export const NGINX_VARIANTS = {
+  'nginx-1w': { label: 'nginx (local stack, 1 worker)', change: '`worker_processes 1`', re: /^worker_processes \d+;$/m, to: 'worker_processes 1;' },
+  'nginx-buffered': { label: 'nginx (local stack, proxy_buffering on)', change: '`proxy_buffering on` in `location /`', re: /(location \/ \{[^}]*?)proxy_buffering off;/, to: '$1proxy_buffering on;' }
+}
+
 /** @type {Record<string, {label: string, config: string, start: (o: ProxyStart) => Promise<ProxyHandle>}>} */
 export const PROXIES = {
   nginx: {
@@ -35,20 +48,7 @@ export const PROXIES = {
       return running(start(nginxBin(), ['-p', join(dir, 'nginx'), '-c', conf], { core, name: 'nginx', stdin: false }), port)
     }
   },
-  // The same render with one worker: the local config runs two, which share
-  // the one core the bench gives a proxy.
-  'nginx-1w': {
-    label: 'nginx (local stack, 1 worker)',
-    config: 'the same render with `worker_processes 1`',
-    async start ({ upstream, core, dir }) {
-      const port = await freePort()
-      const conf = writeNginxConf(dir, { listen: [`127.0.0.1:${port}`], upstreams: [upstream] })
-      const text = readFileSync(conf, 'utf8')
-      if (!/^worker_processes \d+;$/m.test(text)) throw new Error('the local nginx config has no worker_processes line')
-      writeFileSync(conf, text.replace(/^worker_processes \d+;$/m, 'worker_processes 1;'))
-      return running(start(nginxBin(), ['-p', join(dir, 'nginx'), '-c', conf], { core, name: 'nginx-1w', stdin: false }), port)
-    }
-  },
+  ...Object.fromEntries(Object.entries(NGINX_VARIANTS).map(([k, v]) => [k, localNginxVariant(v)])),
   haproxy: {
     label: 'HAProxy (Debian)',
     config: 'harness/bench/src/proxies/haproxy-conf.js, timeouts from the local nginx config',
@@ -67,6 +67,26 @@ export const PROXIES = {
       const port = await freePort()
       const conf = writeF5Conf(dir, { listen: `127.0.0.1:${port}`, upstream })
       return running(start(nginxBin(), ['-p', dir, '-c', conf], { core, name: 'f5-nginx', stdin: false }), port)
+    }
+  }
+}
+
+/**
+ * The local stack's nginx with one directive changed in its rendered file.
+ *
+ * @param {{label: string, change: string, re: RegExp, to: string}} v
+ */
+function localNginxVariant ({ label, change, re, to }) {
+  return {
+    label,
+    config: `the same render with ${change}`,
+    async start (/** @type {ProxyStart} */ { upstream, core, dir }) {
+      const port = await freePort()
+      const conf = writeNginxConf(dir, { listen: [`127.0.0.1:${port}`], upstreams: [upstream] })
+      const text = readFileSync(conf, 'utf8')
+      if (!re.test(text)) throw new Error(`the local nginx config has no match for ${re}`)
+      writeFileSync(conf, text.replace(re, to))
+      return running(start(nginxBin(), ['-p', join(dir, 'nginx'), '-c', conf], { core, name: label, stdin: false }), port)
     }
   }
 }

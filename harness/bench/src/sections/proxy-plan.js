@@ -5,9 +5,9 @@
 import { round } from '../bench-run.js'
 
 /** The paths to one gateway: direct, then each proxy of proxies/start.js. */
-export const PATHS = ['direct', 'nginx', 'nginx-1w', 'haproxy', 'f5-nginx']
-/** Paths that only the layouts with the proxy on a core of its own or beside the gateway measure. */
-const MAIN_ONLY = new Set(['nginx-1w'])
+export const PATHS = ['direct', 'nginx', 'nginx-1w', 'nginx-buffered', 'haproxy', 'f5-nginx']
+/** Variants of the local nginx (one directive changed): measured in the main layout only. */
+const VARIANTS = new Set(['nginx-1w', 'nginx-buffered'])
 
 /**
  * Where each party runs on a 2-core machine. Redis and the publisher are
@@ -47,10 +47,10 @@ export const LAYOUTS = {
  */
 export function proxyScenarios (P, paths = PATHS) {
   const nginxOnly = paths.filter((p) => p === 'direct' || p === 'nginx')
-  const proxies = paths.filter((p) => !MAIN_ONLY.has(p))
+  const proxies = paths.filter((p) => !VARIANTS.has(p))
   return [
     { id: 'main', title: 'main layout', layout: 'proxy-alone', deliveries: P.proxyDeliveries, paths, reps: P.proxyReps, mode: 'epoll' },
-    { id: 'with-gateway', title: 'proxy beside the gateway', layout: 'proxy-with-gateway', deliveries: P.proxyDeliveries, paths, reps: P.proxyAltReps, mode: 'epoll' },
+    { id: 'with-gateway', title: 'proxy beside the gateway', layout: 'proxy-with-gateway', deliveries: P.proxyDeliveries, paths: proxies, reps: P.proxyAltReps, mode: 'epoll' },
     { id: 'with-loadgen', title: 'proxy beside the load generator', layout: 'proxy-with-loadgen', deliveries: P.proxyDeliveries, paths: proxies, reps: P.proxyAltReps, mode: 'epoll' },
     { id: 'old-run', title: 'the 2026-11-22 run repeated', layout: 'proxy-with-loadgen', deliveries: P.proxyOldDeliveries, paths: nginxOnly, reps: P.proxyAltReps, mode: 'goroutine' }
   ]

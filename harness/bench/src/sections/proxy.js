@@ -25,7 +25,7 @@ import { LAYOUTS, PATHS, bytesPerConn, coreBusy, proxyScenarios, rounds, summari
  * @param {string[]} [only] scenario ids to run (default: all)
  */
 export async function proxyPaths (run, paths = PATHS, only = undefined) {
-  log('proxies: direct vs nginx (2 and 1 workers) vs HAProxy vs the F5 controller\'s nginx')
+  log('proxies: direct vs nginx (and variants) vs HAProxy vs the F5 controller\'s nginx')
   const P = run.P
   const pinned = cpus().length > 1
   const scenarios = proxyScenarios(P, paths).filter((s) => !only || only.includes(s.id))
