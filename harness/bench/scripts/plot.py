@@ -117,7 +117,7 @@ def main(out: Path) -> None:
         plot_proxy(proxy, out)
 
 
-PATH_COLORS = {"nginx": "#2ca02c", "haproxy": "#ff7f0e", "f5-nginx": "#9467bd"}
+PATH_COLORS = {"nginx": "#2ca02c", "nginx-1w": "#98df8a", "nginx-buffered": "#bcbd22", "haproxy": "#ff7f0e", "f5-nginx": "#9467bd"}
 
 
 def plot_proxy(proxy: dict, out: Path) -> None:
@@ -126,7 +126,7 @@ def plot_proxy(proxy: dict, out: Path) -> None:
     scenarios = [s for s in proxy["scenarios"] if summary.get(s["id"])]
     label = lambda p: (proxy.get("proxies") or {}).get(p, {}).get("label", p)  # noqa: E731
     proxies = [p for p in ["nginx", "haproxy", "f5-nginx"] if any(p in summary[s["id"]] for s in scenarios)]
-    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4.5), gridspec_kw={"width_ratios": [2.2, 1, 1]})
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(17, 5), gridspec_kw={"width_ratios": [2, 1.2, 1.2]})
     width = 0.8 / max(1, len(proxies))
     for i, p in enumerate(proxies):
         xs = [j + i * width for j in range(len(scenarios))]
@@ -142,14 +142,15 @@ def plot_proxy(proxy: dict, out: Path) -> None:
     a1.set(ylabel="ms added vs direct (same round, median)", title="Latency added at a fixed delivery rate, per layout")
     a1.legend(fontsize=7)
     main = summary.get("main") or {}
-    ps = [p for p in proxies if main.get(p)]
+    ps = [p for p in main if p != "direct"]
+    names = [textwrap.fill(label(p), 16) for p in ps]
     kib = [(main[p].get("proxyBytesPerConn") or 0) / 1024 for p in ps]
-    bars = a2.bar([label(p) for p in ps], kib, color=[PATH_COLORS.get(p) for p in ps])
+    bars = a2.bar(names, kib, color=[PATH_COLORS.get(p) for p in ps])
     for b, v in zip(bars, kib):
         a2.annotate(f"{v:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
     a2.set(ylabel="KiB RSS per proxied connection", title="Proxy memory (main layout)")
     us = [main[p].get("proxyUsPerFrame") or 0 for p in ps]
-    bars = a3.bar([label(p) for p in ps], us, color=[PATH_COLORS.get(p) for p in ps])
+    bars = a3.bar(names, us, color=[PATH_COLORS.get(p) for p in ps])
     for b, v in zip(bars, us):
         a3.annotate(f"{v:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
     gw = (main.get("direct") or {}).get("gatewayUsPerFrame")
@@ -160,7 +161,7 @@ def plot_proxy(proxy: dict, out: Path) -> None:
     for a in (a1, a2, a3):
         a.grid(axis="y", alpha=0.3)
     for a in (a2, a3):
-        a.tick_params(axis="x", labelsize=7)
+        a.tick_params(axis="x", labelsize=6)
     fig.tight_layout()
     fig.savefig(out / "proxy.png", dpi=110)
     plt.close(fig)
