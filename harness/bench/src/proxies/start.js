@@ -7,7 +7,6 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort, httpOk, waitFor } from '@wsps/testkit'
 import { renderNginxConf, writeNginxConf } from '@wsps/testkit/nginx-conf'
-import { tree } from '@wsps/testkit/proc'
 import { start } from '../spawn.js'
 import { writeF5Conf, F5_ORIGIN } from './f5-conf.js'
 import { nginxTimeouts, writeHaproxyConf } from './haproxy-conf.js'
@@ -15,7 +14,9 @@ import { nginxTimeouts, writeHaproxyConf } from './haproxy-conf.js'
 /**
  * @typedef {object} ProxyHandle
  * @property {string} url ws:// base the load generator connects to
- * @property {() => number[]} pids the proxy's processes (master and workers)
+ * @property {() => number[]} roots the proxy's first process (nginx's master, HAProxy): its tree is
+ *   the proxy (CpuMeter and tree() walk the descendants themselves; a list that already holds them
+ *   would count each worker twice)
  * @property {() => Promise<void>} stop
  *
  * @typedef {object} ProxyStart
@@ -118,7 +119,7 @@ async function running (p, port) {
   }
   return {
     url: `ws://127.0.0.1:${port}`,
-    pids: () => tree([p.pid]),
+    roots: () => [p.pid],
     async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) }
   }
 }

@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { cpus } from 'node:os'
 import { sleep } from '@wsps/testkit'
-import { rssBytes } from '@wsps/testkit/proc'
+import { rssBytes, tree } from '@wsps/testkit/proc'
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
 import { PROXIES } from '../proxies/start.js'
@@ -97,7 +97,7 @@ async function onePath (run, { sc, layout, pinned, srv, path, rep }) {
   mkdirSync(dir, { recursive: true })
   const proxy = path === 'direct' ? null : await PROXIES[path].start({ upstream: `127.0.0.1:${srv.port}`, core: pinned ? layout.proxy : null, dir })
   try {
-    const rss0 = proxy ? rssBytes(proxy.pids()) : 0
+    const rss0 = proxy ? rssBytes(tree(proxy.roots())) : 0
     const fleet = await startFleet({
       bin: run.bin.loadgen, adapter: 'wsps', url: proxy?.url ?? srv.url, conns: P.proxyConns, procs: 2,
       symbols: P.symbols, k: P.k, zipf: P.zipf, core: pinned ? layout.load : null, maxSeconds: 300, concurrency: 64, seed: 31 + rep, mode: sc.mode
@@ -106,9 +106,9 @@ async function onePath (run, { sc, layout, pinned, srv, path, rep }) {
       const seconds = Math.max(...fleet.readies.map((r) => r.elapsedMs)) / 1000
       const rate = sc.deliveries / (fleet.totalSubs / P.symbols)
       await fleet.command('hold')
-      const s = await run.step({ fleet, roots: srv.roots, rate, settleMs: P.settleMs, measureMs: P.proxyMeasureMs, meters: proxy ? { proxy: proxy.pids } : {} })
+      const s = await run.step({ fleet, roots: srv.roots, rate, settleMs: P.settleMs, measureMs: P.proxyMeasureMs, meters: proxy ? { proxy: proxy.roots } : {} })
       run.setRate(0)
-      const rss1 = proxy ? rssBytes(proxy.pids()) : 0
+      const rss1 = proxy ? rssBytes(tree(proxy.roots())) : 0
       const checks = await fleet.command('check')
       return {
         scenario: sc.id,
@@ -133,7 +133,7 @@ async function onePath (run, { sc, layout, pinned, srv, path, rep }) {
         steal: s.steal,
         hiccupMs: s.hiccupMs,
         gatewayRssMiB: s.rssMiB,
-        ...(proxy ? { proxyProcesses: proxy.pids().length, proxyRssBeforeMiB: round(rss0 / 2 ** 20, 1), proxyRssMiB: round(rss1 / 2 ** 20, 1), proxyBytesPerConn: bytesPerConn(rss0, rss1, fleet.conns), proxyUsPerFrame: usPerFrame(s.cpu.proxy, s.frames) } : {}),
+        ...(proxy ? { proxyProcesses: tree(proxy.roots()).length, proxyRssBeforeMiB: round(rss0 / 2 ** 20, 1), proxyRssMiB: round(rss1 / 2 ** 20, 1), proxyBytesPerConn: bytesPerConn(rss0, rss1, fleet.conns), proxyUsPerFrame: usPerFrame(s.cpu.proxy, s.frames) } : {}),
         gatewayUsPerFrame: usPerFrame(s.cpu.server, s.frames),
         coreBusy: coreBusy(layout, /** @type {any} */ (s.cpu))
       }
