@@ -4,6 +4,8 @@
 
 BENCH_OUT ?= docs/benchmarks
 BENCH_QUICK_OUT ?= .run/bench-quick
+BENCH_PROXY_OUT ?= .run/bench-proxy
+BENCH_PROXY_PROFILE ?= full
 
 ##@ Benchmarks
 .PHONY: bench-deps
@@ -24,6 +26,11 @@ bench-quick: bench-deps ## Reduced run (~3 min on a busy machine) for iteration;
 bench-compression: bench-deps ## Only the compression section (~3 min): permessage-deflate off vs on, merge and distinct; writes docs/benchmarks/compression.md and .json
 	@node harness/bench/src/bench.js --profile=full --only=compression --out=.run/bench-compression --bin=$(WSPS_CACHE)/bench/bin
 	node harness/bench/scripts/compression-report.js .run/bench-compression/results.json $(BENCH_OUT)
+
+.PHONY: bench-proxy
+bench-proxy: bench-deps ## Only the proxy section (~10 min): direct vs nginx vs HAProxy vs the F5 controller's nginx, 3 core layouts; writes .run/bench-proxy/ (BENCH_PROXY_OUT, BENCH_PROXY_PROFILE=full|quick|smoke)
+	@node harness/bench/src/bench.js --profile=$(BENCH_PROXY_PROFILE) --only=proxy --out=$(BENCH_PROXY_OUT) --bin=$(WSPS_CACHE)/bench/bin
+	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_PROXY_OUT)
 
 .PHONY: bench-plot
 bench-plot: bench-deps ## Redraw the PNG plots from docs/benchmarks/results.json

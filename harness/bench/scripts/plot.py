@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""results.json -> PNG plots next to it (matplotlib, Agg backend, no display)."""
+"""results.json -> PNG plots next to it (matplotlib, Agg backend, no display): fanout.png, fanout-max.png,
+latency-at-50.png, idle-storm.png, capacity-sim.png, proxy.png (each when its section ran)."""
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 COLORS = {"wsps": "#1f77b4", "naive": "#d62728", "socketio": "#2ca02c", "pushpin": "#9467bd"}
 
@@ -108,6 +111,60 @@ def main(out: Path) -> None:
         fig.tight_layout()
         fig.savefig(out / "capacity-sim.png", dpi=110)
         plt.close(fig)
+
+    proxy = r.get("proxy")
+    if isinstance(proxy, dict) and proxy.get("summary"):
+        plot_proxy(proxy, out)
+
+
+PATH_COLORS = {"nginx": "#2ca02c", "nginx-1w": "#98df8a", "nginx-buffered": "#bcbd22", "haproxy": "#ff7f0e", "f5-nginx": "#9467bd"}
+
+
+def plot_proxy(proxy: dict, out: Path) -> None:
+    """proxy.png: latency each proxy added in each layout; its memory and CPU in the main one."""
+    summary = proxy["summary"]
+    scenarios = [s for s in proxy["scenarios"] if summary.get(s["id"])]
+    label = lambda p: (proxy.get("proxies") or {}).get(p, {}).get("label", p)  # noqa: E731
+    proxies = [p for p in ["nginx", "haproxy", "f5-nginx"] if any(p in summary[s["id"]] for s in scenarios)]
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(17, 5), gridspec_kw={"width_ratios": [2, 1.2, 1.2]})
+    width = 0.8 / max(1, len(proxies))
+    for i, p in enumerate(proxies):
+        xs = [j + i * width for j in range(len(scenarios))]
+        p50 = [(summary[s["id"]].get(p) or {}).get("addedP50") for s in scenarios]
+        p99 = [(summary[s["id"]].get(p) or {}).get("addedP99") for s in scenarios]
+        a1.bar(xs, [v if v is not None else 0 for v in p99], width, color=PATH_COLORS.get(p), alpha=0.45, label=f"{label(p)}: p99")
+        a1.bar(xs, [v if v is not None else 0 for v in p50], width * 0.5, color=PATH_COLORS.get(p), label=f"{label(p)}: p50")
+    a1.set_xticks([j + width * (len(proxies) - 1) / 2 for j in range(len(scenarios))],
+                  [f'{textwrap.fill(s["title"], 22)}\n{s["deliveries"]:,}/s, {s["mode"]} client' for s in scenarios], fontsize=7)
+    a1.axhline(0, color="grey", lw=0.8)
+    a1.set_yscale("symlog", linthresh=5)
+    a1.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    a1.set(ylabel="ms added vs direct (same round, median)", title="Latency added at a fixed delivery rate, per layout")
+    a1.legend(fontsize=7)
+    main = summary.get("main") or {}
+    ps = [p for p in main if p != "direct"]
+    names = [textwrap.fill(label(p), 16) for p in ps]
+    kib = [(main[p].get("proxyBytesPerConn") or 0) / 1024 for p in ps]
+    bars = a2.bar(names, kib, color=[PATH_COLORS.get(p) for p in ps])
+    for b, v in zip(bars, kib):
+        a2.annotate(f"{v:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
+    a2.set(ylabel="KiB RSS per proxied connection", title="Proxy memory (main layout)")
+    us = [main[p].get("proxyUsPerFrame") or 0 for p in ps]
+    bars = a3.bar(names, us, color=[PATH_COLORS.get(p) for p in ps])
+    for b, v in zip(bars, us):
+        a3.annotate(f"{v:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
+    gw = (main.get("direct") or {}).get("gatewayUsPerFrame")
+    if gw:
+        a3.axhline(gw, color="#1f77b4", ls=":", label=f"gateway, direct: {gw:.1f}")
+        a3.legend(fontsize=7)
+    a3.set(ylabel="proxy CPU µs per delivered frame", title="Proxy CPU (main layout)")
+    for a in (a1, a2, a3):
+        a.grid(axis="y", alpha=0.3)
+    for a in (a2, a3):
+        a.tick_params(axis="x", labelsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "proxy.png", dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

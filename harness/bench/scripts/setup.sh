@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything `make bench` needs, installed only when missing and cached
 # under $WSPS_CACHE/bench: the bench's Go programs (loadgen, floor, hiccup;
-# rebuilt when their source changes), redis-server, nginx and pushpin (Debian packages, as root), and a
-# venv with the pinned plotting stack.
+# rebuilt when their source changes), redis-server, nginx, HAProxy and pushpin (Debian packages, as
+# root; HAProxy's series checked against tools/versions.env), and a venv with the pinned plotting stack.
 #
 #   setup.sh           everything
 #   setup.sh loadgen   only what `make capacity` needs: redis-server, Go, the Go programs
@@ -19,6 +19,8 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 if [[ $ONLY == all ]]; then
   command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
   command -v pushpin >/dev/null || missing+=(pushpin)
+  # The proxy section's second proxy (sections/proxy.js).
+  command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
   command -v taskset >/dev/null || missing+=(util-linux)
 fi
 if ((${#missing[@]})); then
@@ -26,7 +28,15 @@ if ((${#missing[@]})); then
   say "installing ${missing[*]} (apt-get)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # apt's own progress lines: a first install fetches a few MB.
+  apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+. "$ROOT/tools/versions.env"
+if [[ $ONLY == all ]]; then
+  # The bench compares proxies by version: the series Debian's suite ships
+  # (tools/versions.env HAPROXY_SERIES), refused when another one is found.
+  have=$(/usr/sbin/haproxy -v 2>/dev/null | sed -n 's/^HAProxy version \([0-9]*\.[0-9]*\)\..*/\1/p')
+  [[ $have == "$HAPROXY_SERIES" ]] || { echo "haproxy ${have:-not found}: the bench expects the $HAPROXY_SERIES series (Debian $DEBIAN_SUITE, tools/versions.env HAPROXY_SERIES)" >&2; exit 1; }
 fi
 # Go as the rest of the suite gets it (Debian's golang-go is too old for the
 # load generator's go.mod): an installed one recent enough, else the pinned
@@ -55,7 +65,6 @@ ln -sfn "bin-$sum" "$CACHE/bin"
 # Centrifugo (a peer in the fan-out): `go install` of the pinned release from
 # the module proxy, version stamped as its own release build does, linked as
 # $CACHE/centrifugo (harness/bench/src/go-bin.js).
-. "$ROOT/tools/versions.env"
 cf=$CACHE/centrifugo-$CENTRIFUGO_VERSION
 if [[ ! -x $cf/centrifugo ]]; then
   say "building Centrifugo $CENTRIFUGO_VERSION from the Go module proxy (about 3 min, once)"

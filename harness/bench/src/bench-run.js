@@ -26,7 +26,7 @@ export class BenchRun {
    * @param {import('./profiles.js').Profile} o.P
    * @param {import('./go-bin.js').GoBin} o.bin the bench's Go programs (load generator, floor)
    * @param {string | null} o.serverCore CPU list for servers under test
-   * @param {string | null} o.loadCore CPU list for the load generator, Redis, publisher, nginx
+   * @param {string | null} o.loadCore CPU list for the load generator, Redis, publisher
    * @param {string} o.runDir scratch directory
    * @param {string} o.redisUrl
    * @param {number | null} o.redisPid
@@ -102,16 +102,20 @@ export class BenchRun {
    *
    * symbols: publish only the first this many symbols (default: all).
    *
-   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean, symbols?: number}} o
+   * meters: more processes whose CPU is read over the same window (name ->
+   * root pids), reported in `cpu` by name (a proxy in front of the server).
+   *
+   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean, symbols?: number, meters?: Record<string, () => number[]>}} o
    */
-  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false, symbols = undefined }) {
+  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false, symbols = undefined, meters: more = {} }) {
     this.setRate(rate, prefix, symbols)
     await sleep(settleMs)
     const meters = {
       server: new CpuMeter(roots),
       loadgen: new CpuMeter(fleet.pids),
       redis: new CpuMeter(this.redisPids),
-      publisher: new CpuMeter(() => [this.publisher.pid])
+      publisher: new CpuMeter(() => [this.publisher.pid]),
+      ...Object.fromEntries(Object.entries(more).map(([k, r]) => [k, new CpuMeter(r)]))
     }
     const steal = new StealMeter()
     const t0 = Date.now()

@@ -4,7 +4,10 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
-//   [--only=fanout,hot,idle,nginx,sim,ingest,history|history-ingest,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
+//   [--only=fanout,hot,idle,proxy,sim,ingest,history|history-ingest,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
+//
+// --proxies, --proxy-scenarios: the proxy section's paths and scenarios (sections/proxy-plan.js:
+// PATHS and proxyScenarios; default all).
 //
 // --bin: the directory of the bench's Go programs (loadgen, floor, hiccup;
 // go-bin.js), by default the one scripts/setup.sh links in the cache.
@@ -31,18 +34,20 @@ import { history } from './sections/history.js'
 import { hotSymbols } from './sections/hot.js'
 import { idleAndStorm } from './sections/idle.js'
 import { ingest } from './sections/ingest.js'
-import { nginxVsDirect } from './sections/nginx.js'
+import { proxyPaths } from './sections/proxy.js'
 import { floorCost, judgeShape } from './sections/shape.js'
 import { NICE, start } from './spawn.js'
 
-const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' } })
+const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' }, proxies: { type: 'string' }, 'proxy-scenarios': { type: 'string' } })
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)
-const ONLY = new Set((args.only ?? 'fanout,hot,idle,nginx,sim,ingest,history,compression').split(','))
+const ONLY = new Set((args.only ?? 'fanout,hot,idle,proxy,sim,ingest,history,compression').split(','))
+const PROXY_PATHS = args.proxies?.split(',')
+const PROXY_SCENARIOS = args['proxy-scenarios']?.split(',')
 const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,centrifugo,socketio,pushpin').split(',')
 
-/** Server under test on core 1; load generator, Redis, publisher, nginx on core 0. */
+/** Server under test on core 1; load generator, Redis, publisher on core 0 (the proxy section has layouts of its own). */
 const SERVER_CORE = cpus().length > 1 ? '1' : null
 const LOAD_CORE = cpus().length > 1 ? '0' : null
 
@@ -63,7 +68,7 @@ const results = {
   fanoutShape: null,
   hot: null,
   idle: {},
-  nginx: null,
+  proxy: null,
   sim: null,
   ingest: null,
   history: null,
@@ -117,7 +122,7 @@ try {
       results.idle[name] = await part(`idle ${name}`, () => idleAndStorm(run, name))
     }
   }
-  if (ONLY.has('nginx')) results.nginx = await part('nginx', () => nginxVsDirect(run))
+  if (ONLY.has('proxy')) results.proxy = await part('proxy', () => proxyPaths(run, PROXY_PATHS, PROXY_SCENARIOS))
   if (ONLY.has('sim')) results.sim = await part('sim', () => capacitySim(run))
   if (ONLY.has('ingest')) results.ingest = await part('ingest', () => ingest(run))
   if (ONLY.has('history')) results.history = await part('history', () => history(run))

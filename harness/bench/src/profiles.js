@@ -12,7 +12,10 @@ const full = {
   fanConns: 5000, fanSymbols: 500, fanK: 10, fanZipf: 0.5,
   startDeliveries: 20_000, factor: 1.6, saturationDeliveries: 2_000_000, maxPublish: 20_000, settleMs: 2000, measureMs: 5000, maxSteps: 12, latMeasureMs: 10_000, drainMs: 20_000,
   storm: 18_000, stormProcs: 4, idleExtra: 1500, readyTimeout: 100,
-  nginxConns: 4000, nginxReps: 2, nginxDeliveries: 60_000,
+  // The proxy section (sections/proxy-plan.js): every path at one delivery
+  // rate far from the gateway's limit (~70k/s on one core), so what a proxy
+  // adds is not the gateway's queue; and the 2026-11-22 run's own rate.
+  proxyConns: 4000, proxyDeliveries: 20_000, proxyReps: 4, proxyAltReps: 2, proxyOldDeliveries: 60_000, proxyMeasureMs: 5000,
   simProcs: [1, 2, 4], simConns: 6000, simDeliveries: 60_000, simMeasureMs: 6000,
   hotSweep: [2500, 5000, 10_000], hotPerConnRate: 4.2, hotSymbols: 5, hotZipf: 2.0,
   ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4,
@@ -30,7 +33,7 @@ export const PROFILES = {
     fanConns: 200, fanSymbols: 100, fanK: 5,
     startDeliveries: 2000, factor: 2, saturationDeliveries: 10_000, maxPublish: 2000, settleMs: 1000, measureMs: 2000, maxSteps: 2, latMeasureMs: 2000, drainMs: 3000,
     storm: 300, stormProcs: 1, idleExtra: 50, readyTimeout: 20,
-    nginxConns: 100, nginxReps: 1, nginxDeliveries: 2000,
+    proxyConns: 100, proxyDeliveries: 2000, proxyReps: 1, proxyAltReps: 1, proxyOldDeliveries: 4000, proxyMeasureMs: 2000,
     simProcs: [1, 2], simConns: 200, simDeliveries: 2000, simMeasureMs: 2000,
     hotSweep: [100, 200],
     ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2,
@@ -44,7 +47,7 @@ export const PROFILES = {
     fanConns: 2000,
     factor: 2, saturationDeliveries: 200_000, settleMs: 1000, measureMs: 2500, maxSteps: 4, latMeasureMs: 3000, drainMs: 5000,
     storm: 3000, stormProcs: 2, idleExtra: 0, readyTimeout: 20,
-    nginxConns: 1000, nginxReps: 1, nginxDeliveries: 20_000,
+    proxyConns: 1000, proxyReps: 1, proxyAltReps: 1, proxyMeasureMs: 3000,
     simProcs: [1, 2], simConns: 2000, simDeliveries: 20_000, simMeasureMs: 2000,
     hotSweep: [750, 1500, 3000],
     ingestMeasureMs: 2500,

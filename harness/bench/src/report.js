@@ -1,6 +1,7 @@
 // results.json -> results.md (the README headline table comes from here).
 
 import { compressionSection } from './sections/compression.js'
+import { proxySection } from './sections/proxy-report.js'
 
 const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
 /** A steal share (0..1) as a percentage cell; empty where a run did not measure it. */
@@ -98,22 +99,7 @@ export function renderMarkdown (r) {
     }
     out.push('')
   }
-  if (r.nginx?.summary) {
-    const d = r.nginx.summary.direct
-    const g = r.nginx.summary.nginx
-    out.push('## Through nginx vs direct (one wsps gateway)', '')
-    out.push(`${f(p.nginxConns)} connections, median of ${p.nginxReps} alternating run(s); nginx (1 worker, the local ingress settings) shares the load generator's core.`, '')
-    out.push('| path | handshakes/s | handshake p50 / p99 (ms) | deliveries/s | p50 / p99 latency (ms) |')
-    out.push('| --- | ---: | --- | ---: | --- |')
-    out.push(`| direct | ${f(d.handshakesPerSec)} | ${f(d.handshakeP50, 1)} / ${f(d.handshakeP99, 1)} | ${f(d.delivered)} | ${f(d.p50, 1)} / ${f(d.p99, 1)} |`)
-    out.push(`| nginx | ${f(g.handshakesPerSec)} | ${f(g.handshakeP50, 1)} / ${f(g.handshakeP99, 1)} | ${f(g.delivered)} | ${f(g.p50, 1)} / ${f(g.p99, 1)} |`)
-    const hsLoss = 1 - g.handshakesPerSec / d.handshakesPerSec
-    const sign = (/** @type {number} */ x) => `${x >= 0 ? '+' : ''}${f(x, 1)}`
-    out.push(`| nginx vs direct | ${hsLoss >= 0 ? `${pct(hsLoss)} fewer` : `${pct(-hsLoss)} more`} | | | ${sign(g.p50 - d.p50)} / ${sign(g.p99 - d.p99)} ms |`)
-    out.push('')
-  } else if (r.nginx?.error) {
-    out.push('## Through nginx vs direct', '', `failed: ${r.nginx.error}`, '')
-  }
+  out.push(...proxySection(r.proxy, p))
   if (Array.isArray(r.sim)) {
     out.push('## Capacity simulation: several gateway processes on this machine', '')
     out.push(`${f(p.simConns)} connections split evenly, the same publish rate; all gateways share one core (see docs/capacity.md).`, '')
@@ -201,13 +187,10 @@ function targets (r) {
   rows.push(`| ≤ 4.2 KiB RSS per idle subscribed connection | ${rss === undefined ? 'n/a' : `${f(rss / 1024, 2)} KiB (naive: ${f((r.idle?.naive?.rssPerConnBytes ?? NaN) / 1024, 1)} KiB)`} | ${verdict(rss === undefined ? null : rss <= 4.2 * 1024)} |`)
   const coreRatio = ratio(w.saturated?.perCore, n?.saturated?.perCore)
   rows.push(`| (secondary, no target) saturation per server core-second | ${coreRatio === null ? 'n/a' : `${coreRatio.toFixed(1)}× naive`} at ~${f(r.params?.saturationDeliveries)} offered deliveries/s, latency unbounded | |`)
-  const g = r.nginx?.summary
-  if (g) {
-    const hs = 1 - g.nginx.handshakesPerSec / g.direct.handshakesPerSec
-    const lat = g.nginx.p50 - g.direct.p50
-    const spread = (r.nginx.runs ?? []).filter((/** @type {any} */ x) => x.via === 'direct').map((/** @type {any} */ x) => x.handshakesPerSec)
-    const noisy = spread.length > 1 && (Math.max(...spread) / Math.min(...spread) - 1) > 0.1
-    rows.push(`| nginx overhead ≤ 10% | handshake rate ${hs >= 0 ? `${pct(hs)} lower` : `${pct(-hs)} higher`} through nginx; p50 latency ${lat >= 0 ? '+' : ''}${f(lat, 1)} ms${noisy ? ` (direct runs alone differ by ${pct(Math.max(...spread) / Math.min(...spread) - 1)}: below the noise)` : ''} | ${verdict(noisy ? null : hs <= 0.1)} |`)
+  const px = r.proxy?.summary?.main
+  if (px?.direct && px.nginx) {
+    const hs = 1 - px.nginx.handshakesPerSec / px.direct.handshakesPerSec
+    rows.push(`| nginx overhead ≤ 10% (proxy section, main layout) | handshake rate ${hs >= 0 ? `${pct(hs)} lower` : `${pct(-hs)} higher`} through nginx; latency added at ${f(r.proxy.scenarios.find((/** @type {any} */ s) => s.id === 'main')?.deliveries)} deliveries/s: p50 ${px.nginx.addedP50 >= 0 ? '+' : ''}${f(px.nginx.addedP50, 1)} ms, p99 ${px.nginx.addedP99 >= 0 ? '+' : ''}${f(px.nginx.addedP99, 1)} ms | ${verdict(hs <= 0.1)} |`)
   }
   const st = r.idle?.wsps
   if (st?.stormSeconds) rows.push(`| connection storm (no target) | ${f(st.stormConns)} clients connected and snapshotted in ${f(st.stormSeconds, 1)} s (${f(st.stormRatePerSec)}/s) | |`)
