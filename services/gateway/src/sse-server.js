@@ -132,7 +132,7 @@ export class SseServer {
     transport.serve(client)
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
-    this.#sessions.welcome(client, lease.grants, lease.expiresAt)
+    this.#sessions.welcome(client, lease.grants, lease.expiresAt, lease.delayed)
     if (lease.symbols.length) {
       // A resumed stream's sub is applied once its history is read; nothing
       // else arrives on a stream meanwhile.
