@@ -36,6 +36,7 @@ const ERROR_BACKOFF_MS = 1000
  * @property {number | null} after the seq of the last entry released (null:
  *   not started: latest() sets it from the snapshot it reads)
  * @property {Entry[]} ahead entries read but not due yet, in seq order
+ * @property {unknown} epoch of the last entry read (undefined: none yet)
  * @property {boolean} reading
  * @property {number} readAt no read before this (ms)
  */
@@ -62,6 +63,9 @@ export class DelayedBroker {
   #pumps = new Map()
   /** @type {NodeJS.Timeout | null} runs only while a pump exists */
   #timer = null
+  #onHole
+  /** Symbols whose history was found short of the delay (warned once each). */
+  #short = new Set()
 
   /**
    * @param {object} options
@@ -69,8 +73,12 @@ export class DelayedBroker {
    * @param {number} options.delayMs WSPS_DELAY_MS
    * @param {import('pino').Logger} options.logger
    * @param {() => number} [options.now] the clock (tests)
+   * @param {(symbol: string) => void} [options.onHole] entries were trimmed
+   *   from a symbol's history before they were due: it does not reach back
+   *   the delay (counted: wsps_gateway_delayed_holes_total)
    */
-  constructor ({ broker, delayMs, logger, now = Date.now }) {
+  constructor ({ broker, delayMs, logger, now = Date.now, onHole = () => {} }) {
+    this.#onHole = onHole
     this.#broker = broker
     this.#timeline = new HistoryTimeline(broker)
     this.#delayMs = delayMs
@@ -93,7 +101,7 @@ export class DelayedBroker {
    * @returns {Promise<string[]>} none refused: a pump needs no channel
    */
   async subscribe (symbols) {
-    for (const s of symbols) if (!this.#pumps.has(s)) this.#pumps.set(s, { after: null, ahead: [], reading: false, readAt: 0 })
+    for (const s of symbols) if (!this.#pumps.has(s)) this.#pumps.set(s, { after: null, epoch: undefined, ahead: [], reading: false, readAt: 0 })
     if (this.#timer === null && this.#pumps.size) {
       this.#timer = setInterval(() => this.#tick(), TICK_MS)
       this.#timer.unref()
@@ -123,7 +131,10 @@ export class DelayedBroker {
       try {
         const { entry, after } = await this.#timeline.at(symbol, cutoff)
         const pump = this.#pumps.get(symbol)
-        if (pump !== undefined && pump.after === null) pump.after = after
+        if (pump !== undefined && pump.after === null) {
+          pump.after = after
+          pump.epoch = entry?.epoch
+        }
         return entry === null ? null : markDelayed(entry.raw)
       } catch (err) {
         return /** @type {Error} */ (err)
@@ -222,6 +233,10 @@ export class DelayedBroker {
         await this.#rewound(symbol, pump, after)
         return
       }
+      // Entries of this history between what was released and what is
+      // there now were trimmed before they were due.
+      if (entries[0].seq > after + 1 && after > 0 && entries[0].epoch === pump.epoch) this.#hole(symbol, after, entries[0].seq)
+      pump.epoch = entries[entries.length - 1].epoch
       pump.ahead = entries
       pump.readAt = 0
       this.#release(symbol, pump, this.#cutoff())
@@ -231,6 +246,19 @@ export class DelayedBroker {
     }).finally(() => {
       pump.reading = false
     })
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} after the last seq released
+   * @param {number} next the oldest seq history still has
+   */
+  #hole (symbol, after, next) {
+    this.#onHole(symbol)
+    if (this.#short.has(symbol)) return
+    this.#short.add(symbol)
+    this.#log.warn({ symbol, released: after, oldest: next, delayMs: this.#delayMs },
+      'history does not reach back the delay (entries were trimmed before they were due): raise the fetchers\' WSPS_HISTORY_SIZE / WSPS_HISTORY_TTL_MS')
   }
 
   /**

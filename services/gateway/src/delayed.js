@@ -29,7 +29,8 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
     redisChannels: new client.Gauge({ name: 'wsps_gateway_delayed_pumps', help: 'Symbols whose history this process reads for delayed subscribers (one pump each).', ...reg }),
     quotesIn: new client.Counter({ name: 'wsps_gateway_delayed_quotes_in_total', help: 'Quotes released to delayed feeds (read from history once WSPS_DELAY_MS old).', ...reg })
   }
-  const delayedBroker = new DelayedBroker({ broker, delayMs: config.delayMs, logger: log })
+  const holes = new client.Counter({ name: 'wsps_gateway_delayed_holes_total', help: 'Times a delayed pump found entries trimmed from a symbol\'s history before they were WSPS_DELAY_MS old: the fetchers\' history does not reach back the delay (its subscribers skip those ticks).', ...reg })
+  const delayedBroker = new DelayedBroker({ broker, delayMs: config.delayMs, logger: log, onHole: () => holes.inc() })
   const hub = new Hub({
     broker: delayedBroker,
     fanout,

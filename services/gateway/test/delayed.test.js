@@ -13,7 +13,7 @@ import { memoryBroker, silent } from './helper.js'
  * A symbol's history of n ticks, one per `stepMs` from `t0`, the last one
  * also its latest quote.
  *
- * @param {ReturnType<typeof memoryBroker>} broker
+ * @param {{histories: Map<string, string[]>, latestValues: Map<string, string>}} broker
  * @param {string} symbol
  * @param {number} n
  * @param {{t0?: number, stepMs?: number, first?: number}} [options]
@@ -108,4 +108,27 @@ test('entitlementsFrom: real-time wins; a delayed claim without a symbols claim 
   assert.deepEqual(entitlementsFrom(undefined, undefined), { grants: null, delayed: null })
   assert.deepEqual(entitlementsFrom(['*'], ['AAPL']), { grants: null, delayed: null }, 'everything real-time')
   for (const bad of ['AAPL', {}, ['AAPL', 1], null]) assert.equal(entitlementsFrom(undefined, bad), null)
+})
+
+test('DelayedBroker: entries trimmed before they were due are counted as a hole of history, never served early', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 1_000_000 + 49 * 100 })
+  const broker = memoryBroker()
+  publish(broker, 'AAPL', 50)
+  /** @type {string[]} */
+  const holes = []
+  const delayed = new DelayedBroker({ broker, delayMs: 2000, logger: silent, onHole: (s) => holes.push(s) })
+  /** @type {number[]} */
+  const got = []
+  delayed.start({ onQuote: (_s, raw) => got.push(JSON.parse(raw).seq) })
+  await delayed.subscribe(['AAPL'])
+  await delayed.latest(['AAPL'])
+  // History loses 31-35 (trimmed: WSPS_HISTORY_SIZE too small for the delay).
+  broker.histories.set('AAPL', /** @type {string[]} */ (broker.histories.get('AAPL')).filter((r) => !/"seq":3[1-5],/.test(r)))
+  t.mock.timers.tick(100)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.mock.timers.tick(500)
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.deepEqual(holes, ['AAPL'])
+  assert.deepEqual(got, [36], 'what is left, once due')
+  await delayed.close()
 })
