@@ -134,6 +134,12 @@ test('a delayed grant asking for real-time gets DELAYED_ONLY; a claim of the wro
   const s = await SseStream.open(`${gw.url}/sse?symbols=AAPL`, { authorization: `Bearer ${await token({ delayedSymbols: 'AAPL' })}` })
   assert.equal(s.status, 401)
   assert.equal(JSON.parse(s.body).code, ErrorCode.BAD_GRANT)
+  const rt = await SseStream.open(`${gw.url}/sse?symbols=AAPL,MSFT&delayed=false`, { authorization: `Bearer ${await token({ symbols: ['MSFT'], delayedSymbols: ['AAPL'] })}` })
+  assert.equal(rt.status, 403)
+  assert.deepEqual(JSON.parse(rt.body), { op: 'error', code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', symbols: ['AAPL'] })
+  const odd = await SseStream.open(`${gw.url}/sse?symbols=AAPL&delayed=maybe`, { authorization: `Bearer ${await token({ delayedSymbols: ['AAPL'] })}` })
+  assert.equal(odd.status, 400)
+  assert.equal(JSON.parse(odd.body).code, ErrorCode.BAD_REQUEST)
 })
 
 test('SSE: the snapshot and events of a delayed grant are delayed', async () => {
