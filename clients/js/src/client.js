@@ -436,7 +436,7 @@ export class WspsClient {
       const previous = this.quote(q.symbol) ?? null
       this.#receiver.snap(q)
       const quote = /** @type {Quote} */ (this.quote(q.symbol))
-      this.#events.emit('quote', { symbol: q.symbol, quote, previous, snapshot: true, latencyMs: now - q.ts })
+      this.#events.emit('quote', { symbol: q.symbol, quote, previous, snapshot: true, delayed: quote.delayed === true, latencyMs: now - q.ts })
     }
   }
 
@@ -452,7 +452,7 @@ export class WspsClient {
       const outcome = this.#receiver.delta(d)
       if (outcome === Outcome.APPLIED) {
         const quote = /** @type {Quote} */ (this.quote(symbol))
-        this.#events.emit('quote', { symbol, quote, previous: held ?? null, snapshot: false, latencyMs: now - d.ts })
+        this.#events.emit('quote', { symbol, quote, previous: held ?? null, snapshot: false, delayed: quote.delayed === true, latencyMs: now - d.ts })
         continue
       }
       // Not applicable (receiver rule 3). Right after a (re)subscribe that

@@ -13,6 +13,8 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { SignJWT } from 'jose'
+import WebSocket from 'ws'
+import { WspsClient } from '@wsps/client'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
 import { SseStream, TestClient, useStack, waitFor } from '../src/index.js'
 
@@ -263,4 +265,26 @@ test('the delay is served from Redis: a gateway started after the quotes were pu
   const m = await fresh.metrics()
   assert.ok(m.wsps_gateway_delayed_subscriptions >= 1)
   await fresh.stop()
+})
+
+test('the JS client (WebSocket and SSE) tells delayed quotes by quote.delayed and the event\'s delayed', async () => {
+  for (const transport of /** @type {const} */ (['websocket', 'sse'])) {
+    const c = new WspsClient({ url: gw.wsUrl, WebSocket, transport, getToken: () => token({ symbols: ['MSFT'], delayedSymbols: ['AAPL'] }), symbols: ['AAPL', 'MSFT'] })
+    /** @type {string[]} */
+    const wrong = []
+    const seen = { AAPL: 0, MSFT: 0 }
+    c.on('quote', (e) => {
+      const delayed = e.symbol === 'AAPL'
+      if (e.delayed !== delayed || (e.quote.delayed === true) !== delayed) wrong.push(`${transport} ${e.symbol} seq ${e.quote.seq} delayed ${e.delayed}`)
+      if (delayed && !(e.latencyMs >= DELAY_MS)) wrong.push(`${transport} ${e.symbol} seq ${e.quote.seq} only ${e.latencyMs} ms old`)
+      seen[/** @type {'AAPL' | 'MSFT'} */ (e.symbol)]++
+    })
+    c.connect()
+    try {
+      await waitFor(() => seen.AAPL >= 5 && seen.MSFT >= 5, { message: `${transport}: quotes of both` })
+      assert.deepEqual(wrong, [])
+    } finally {
+      c.close()
+    }
+  }
 })
