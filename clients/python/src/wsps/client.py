@@ -543,7 +543,7 @@ class Client:
             if lost:
                 self._emit(RecoveryEvent(symbol, False))
             held = self._receiver.snap(q)
-            self._emit(QuoteEvent(symbol, held, True))
+            self._emit(QuoteEvent(symbol, held, True, held.get("delayed") is True))
 
     def _on_deltas(self, deltas: list[dict[str, Any]]) -> None:
         now = time.monotonic()
@@ -554,7 +554,8 @@ class Client:
                 continue
             outcome = self._receiver.delta(d)
             if outcome is Outcome.APPLIED:
-                self._emit(QuoteEvent(symbol, self._receiver.quote(symbol) or {}, False))
+                quote = self._receiver.quote(symbol) or {}
+                self._emit(QuoteEvent(symbol, quote, False, quote.get("delayed") is True))
                 continue
             # Receiver rule 3. Right after a (re)subscribe this is expected until the snapshot arrives.
             since = self._receiver.resyncing_since(symbol)
