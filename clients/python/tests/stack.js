@@ -15,7 +15,7 @@ const { values: args } = parseArgs({ options: { 'auth-secret': { type: 'string' 
 const secret = args['auth-secret']
 /** @type {Record<string, string>} */
 // A short delay (docs/protocol.md, "Delayed grants"): a delayed grant's quotes come within seconds.
-const auth = secret === undefined ? {} : { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: secret, WSPS_DELAY_MS: 1500 }
+const auth = secret === undefined ? {} : { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: secret, WSPS_DELAY_MS: '1500' }
 
 const redis = await startRedis()
 const fetcher = await startFetcher(redis.url, { WSPS_FETCH_INTERVAL_MS: 100 })

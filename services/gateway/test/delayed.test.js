@@ -6,8 +6,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { entitlementsFrom } from '../src/auth.js'
 import { DelayedBroker, markDelayed } from '../src/delayed-broker.js'
+import { diffQuotes } from '../src/delta.js'
 import { HistoryTimeline } from '../src/history-timeline.js'
-import { memoryBroker, silent } from './helper.js'
+import { Outbox, Verdict } from '../src/outbox.js'
+import { metrics, memoryBroker, silent } from './helper.js'
 
 /**
  * A symbol's history of n ticks, one per `stepMs` from `t0`, the last one
@@ -131,4 +133,23 @@ test('DelayedBroker: entries trimmed before they were due are counted as a hole 
   assert.deepEqual(holes, ['AAPL'])
   assert.deepEqual(got, [36], 'what is left, once due')
   await delayed.close()
+})
+
+test('a delayed feed\'s deltas say delayed; a slow reader catching up asks for the delayed timeline\'s quote of its delayed symbols', () => {
+  const prev = { symbol: 'AAPL', seq: 1, ts: 1, last: 1, delayed: true }
+  const u = diffQuotes(prev, { ...prev, seq: 2, ts: 2, last: 2 })
+  assert.equal(u.fields.delayed, true)
+  assert.equal(diffQuotes({ symbol: 'MSFT', seq: 1, ts: 1, last: 1 }, { symbol: 'MSFT', seq: 2, ts: 2, last: 2 }).fields.delayed, undefined)
+
+  /** @type {[string, number, boolean][]} */
+  const asked = []
+  const outbox = new Outbox({ metrics: metrics(), sendHighWater: 100, slowCloseMs: 60_000, latest: (s, d, delayed) => { asked.push([s, d, delayed]); return null } })
+  const subs = { deliveryOf: () => 0, delayedOf: (/** @type {string} */ s) => s === 'AAPL' }
+  const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
+  outbox.push(u, stats)
+  outbox.push(diffQuotes({ symbol: 'MSFT', seq: 1, ts: 1, last: 1 }, { symbol: 'MSFT', seq: 2, ts: 2, last: 2 }), stats)
+  assert.equal(outbox.verdict(1000, 1, subs, stats), Verdict.SKIP, 'slow: conflated')
+  assert.equal(outbox.verdict(0, 2, subs, stats), Verdict.WRITE)
+  outbox.catchUp(subs, stats)
+  assert.deepEqual(asked.sort(), [['AAPL', 0, true], ['MSFT', 0, false]])
 })
