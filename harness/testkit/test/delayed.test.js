@@ -95,6 +95,7 @@ test('WebSocket merge: the snapshot and every delta of a delayed grant are at le
   const ack = await c.sub(['AAPL', 'MSFT', 'NVDA'])
   assert.equal(ack.op, 'ack')
   assert.deepEqual(ack.delayed, ['AAPL', 'NVDA'])
+  assert.equal(ack.delayMs, DELAY_MS)
   await c.waitQuotes('AAPL', 10)
   await c.waitQuotes('NVDA', 10)
   await c.waitQuotes('MSFT', 10)

@@ -47,6 +47,7 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
   return {
     hub,
     recovery,
+    delayMs: config.delayMs,
     start: () => hub.start(),
     async stop () {
       hub.stop()

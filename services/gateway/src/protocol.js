@@ -228,10 +228,10 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
 /**
  * @param {number | string | undefined} id
  * @param {readonly string[]} symbols
- * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[]} | null} [extra] a sub's
+ * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number} | null} [extra] a sub's
  *   delivery as it named it, and whether each symbol of its `since` was
  *   recovered; expiresInMs on the answer to a token refresh; delayed: the
- *   held symbols served delayed, when any is
+ *   held symbols served delayed, when any is, and delayMs: by how much
  */
 export function encodeAck (id, symbols, extra = null) {
   const ack = id === undefined ? { op: ServerOp.ACK, symbols } : { op: ServerOp.ACK, id, symbols }

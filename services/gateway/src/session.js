@@ -29,7 +29,8 @@ import { TextFrame } from './text-frame.js'
 /**
  * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
- * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery}} DelayedTimeline
+ * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery, delayMs?: number}} DelayedTimeline
+ *   delayMs: how old its quotes are (WSPS_DELAY_MS), told in acks
  */
 
 /** Quotes per replay frame. */
@@ -218,7 +219,7 @@ export class Sessions {
         quotes.push(raw)
       }
     }
-    /** @type {{expiresInMs?: number, delayed?: string[]}} */
+    /** @type {{expiresInMs?: number, delayed?: string[], delayMs?: number}} */
     const extra = this.#delayedOf(client)
     if (auth.expiresAt !== null) extra.expiresInMs = auth.expiresAt - Date.now()
     client.send(encodeAck(id, client.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
@@ -227,14 +228,14 @@ export class Sessions {
 
   /**
    * What an ack says of the symbols served delayed: `delayed`, the held
-   * ones that are, when any is.
+   * ones that are, and `delayMs`, by how much, when any is.
    *
    * @param {Client} client
-   * @returns {{delayed?: string[]}}
+   * @returns {{delayed?: string[], delayMs?: number}}
    */
   #delayedOf (client) {
     const delayed = client.symbols.filter((s) => client.delayedOf(s))
-    return delayed.length ? { delayed } : {}
+    return delayed.length ? { delayed, delayMs: this.delayed?.delayMs } : {}
   }
 
   /**
@@ -455,7 +456,7 @@ export class Sessions {
     }
     // Resumed symbols the connection held already lost nothing on it.
     if (since !== undefined) for (const s of since.keys()) if (!(s in recovered)) recovered[s] = true
-    /** @type {{mode?: string, maxRate?: number, recovered?: Record<string, boolean>, delayed?: string[]}} */
+    /** @type {{mode?: string, maxRate?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number}} */
     const extra = mode === undefined && maxRate === undefined ? {} : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
     Object.assign(extra, this.#delayedOf(client))
     if (since !== undefined) extra.recovered = recovered
