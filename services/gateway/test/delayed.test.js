@@ -4,11 +4,13 @@
 // (auth.js). The real-process paths are in harness/testkit/test/delayed.test.js.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { ErrorCode } from '@wsps/protocol'
 import { entitlementsFrom } from '../src/auth.js'
 import { DelayedBroker, markDelayed } from '../src/delayed-broker.js'
 import { diffQuotes } from '../src/delta.js'
 import { HistoryTimeline } from '../src/history-timeline.js'
 import { Outbox, Verdict } from '../src/outbox.js'
+import { parseClientFrame, parseStreamSub } from '../src/protocol.js'
 import { metrics, memoryBroker, silent } from './helper.js'
 
 /**
@@ -152,4 +154,21 @@ test('a delayed feed\'s deltas say delayed; a slow reader catching up asks for t
   assert.equal(outbox.verdict(0, 2, subs, stats), Verdict.WRITE)
   outbox.catchUp(subs, stats)
   assert.deepEqual(asked.sort(), [['AAPL', 0, true], ['MSFT', 0, false]])
+})
+
+test('a sub\'s delayed (WebSocket and SSE): true or false, anything else BAD_REQUEST', () => {
+  for (const [delayed, want] of /** @type {const} */ ([[true, true], [false, false], [undefined, undefined]])) {
+    const r = parseClientFrame(Buffer.from(JSON.stringify({ op: 'sub', symbols: ['AAPL'], delayed })), false)
+    assert.ok(r.ok && r.request.op === 'sub' && r.request.delayed === want)
+  }
+  for (const delayed of ['true', 1, null, {}]) {
+    const r = parseClientFrame(Buffer.from(JSON.stringify({ op: 'sub', symbols: ['AAPL'], delayed, id: 3 })), false)
+    assert.deepEqual(!r.ok && [r.error.code, r.error.id], [ErrorCode.BAD_REQUEST, 3], JSON.stringify(delayed))
+  }
+  const sse = parseStreamSub({ delayed: 'false' }, ['AAPL'])
+  assert.equal(sse.ok && sse.request.delayed, false)
+  for (const delayed of ['yes', ['true', 'true']]) {
+    const r = parseStreamSub({ delayed }, ['AAPL'])
+    assert.equal(!r.ok && r.error.code, ErrorCode.BAD_REQUEST)
+  }
 })
