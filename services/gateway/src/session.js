@@ -345,7 +345,14 @@ export class Sessions {
       // Checked again: a refresh or another request meanwhile may have
       // changed the grants or what the connection holds.
       const now = this.#admit(client, req, delivery)
-      if (now !== null) this.#apply(client, req, delivery, now, new Map([...realtime, ...later]))
+      if (now === null) return
+      // A symbol whose timeline changed meanwhile (a refresh narrowed it)
+      // cannot use what the other timeline planned: not recovered.
+      /** @type {Map<string, string[] | null>} */
+      const plan = new Map()
+      for (const [s, p] of realtime) plan.set(s, now.delayed(s) ? null : p)
+      for (const [s, p] of later) plan.set(s, now.delayed(s) ? p : null)
+      this.#apply(client, req, delivery, now, plan)
     }).catch((err) => {
       this.log.error({ err, client: client.id }, 'recovery failed')
       if (!client.closed) this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id })
