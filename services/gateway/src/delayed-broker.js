@@ -29,6 +29,8 @@ const CHUNK = 200
 const IDLE_POLL_MS = 1000
 /** After a failed read (Redis away), a pump waits this long. */
 const ERROR_BACKOFF_MS = 1000
+/** Reads in a row that found nothing before a pump checks whether its history started over. */
+const REWIND_CHECK_EVERY = 10
 
 /**
  * @typedef {import('./history-timeline.js').Entry} Entry
@@ -37,6 +39,7 @@ const ERROR_BACKOFF_MS = 1000
  *   not started: latest() sets it from the snapshot it reads)
  * @property {Entry[]} ahead entries read but not due yet, in seq order
  * @property {unknown} epoch of the last entry read (undefined: none yet)
+ * @property {number} empty reads in a row that found nothing
  * @property {boolean} reading
  * @property {number} readAt no read before this (ms)
  */
@@ -101,7 +104,7 @@ export class DelayedBroker {
    * @returns {Promise<string[]>} none refused: a pump needs no channel
    */
   async subscribe (symbols) {
-    for (const s of symbols) if (!this.#pumps.has(s)) this.#pumps.set(s, { after: null, epoch: undefined, ahead: [], reading: false, readAt: 0 })
+    for (const s of symbols) if (!this.#pumps.has(s)) this.#pumps.set(s, { after: null, epoch: undefined, ahead: [], empty: 0, reading: false, readAt: 0 })
     if (this.#timer === null && this.#pumps.size) {
       this.#timer = setInterval(() => this.#tick(), TICK_MS)
       this.#timer.unref()
@@ -230,9 +233,10 @@ export class DelayedBroker {
       if (this.#pumps.get(symbol) !== pump) return
       if (entries.length === 0) {
         pump.readAt = this.#now() + IDLE_POLL_MS
-        await this.#rewound(symbol, pump, after)
+        if (++pump.empty % REWIND_CHECK_EVERY === 0) await this.#rewound(symbol, pump, after)
         return
       }
+      pump.empty = 0
       // Entries of this history between what was released and what is
       // there now were trimmed before they were due.
       if (entries[0].seq > after + 1 && after > 0 && entries[0].epoch === pump.epoch) this.#hole(symbol, after, entries[0].seq)

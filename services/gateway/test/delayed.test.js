@@ -172,3 +172,37 @@ test('a sub\'s delayed (WebSocket and SSE): true or false, anything else BAD_REQ
     assert.equal(!r.ok && r.error.code, ErrorCode.BAD_REQUEST)
   }
 })
+
+test('DelayedBroker: history that started over below the pump (Redis lost it) is read again from its beginning', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 1_000_000 + 49 * 100 })
+  const broker = memoryBroker()
+  publish(broker, 'AAPL', 50)
+  const delayed = new DelayedBroker({ broker, delayMs: 2000, logger: silent })
+  /** @type {{seq: number, epoch: string}[]} */
+  const got = []
+  delayed.start({ onQuote: (_s, raw) => got.push(JSON.parse(raw)) })
+  await delayed.subscribe(['AAPL'])
+  await delayed.latest(['AAPL'])
+  const flush = async (/** @type {number} */ ms) => {
+    for (let i = 0; i < ms / 100; i++) {
+      t.mock.timers.tick(100)
+      await new Promise((resolve) => setImmediate(resolve))
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+  await flush(3000)
+  assert.equal(got.at(-1)?.seq, 50, 'caught up with the old history')
+  // A new epoch from seq 1, published from now on.
+  /** @type {string[]} */
+  const fresh = []
+  broker.histories.set('AAPL', fresh)
+  const t0 = Date.now()
+  for (let seq = 1; seq <= 5; seq++) {
+    const raw = JSON.stringify({ seq, epoch: 'e2', symbol: 'AAPL', ts: t0 + seq * 100, last: seq })
+    fresh.push(raw)
+    broker.latestValues.set('AAPL', raw)
+  }
+  await flush(15_000)
+  assert.deepEqual(got.filter((q) => q.epoch === 'e2').map((q) => q.seq), [1, 2, 3, 4, 5])
+  await delayed.close()
+})
