@@ -126,6 +126,7 @@ async def test_a_delayed_grant_gets_quotes_marked_delayed_and_at_least_the_delay
                 assert ev.quote["ts"] <= at - 1500, (at - ev.quote["ts"], ev)
             else:
                 assert not ev.delayed and "delayed" not in ev.quote, ev
+        assert client.delay_ms == 1500
     finally:
         await client.close()
 

@@ -286,6 +286,7 @@ test('the JS client (WebSocket and SSE) tells delayed quotes by quote.delayed an
     try {
       await waitFor(() => seen.AAPL >= 5 && seen.MSFT >= 5, { message: `${transport}: quotes of both` })
       assert.deepEqual(wrong, [])
+      assert.equal(c.delayMs, DELAY_MS)
     } finally {
       c.close()
     }

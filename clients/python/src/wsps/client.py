@@ -161,6 +161,7 @@ class Client:
         self._task: asyncio.Task[None] | None = None
         self._refresh_task: asyncio.Task[None] | None = None
         self._live = asyncio.Event()
+        self._delay_ms: int | None = None
         self._stopped = True
         self._failure: ConnectionClosed | None = None
         self.hello: dict[str, Any] | None = None
@@ -212,6 +213,11 @@ class Client:
     def symbols(self) -> list[str]:
         """The watch set, in the order added."""
         return list(self._watch)
+
+    @property
+    def delay_ms(self) -> int | None:
+        """How old the gateway serves delayed quotes (ms; 900000: "delayed 15 min"), once an ack said so; None before."""
+        return self._delay_ms
 
     def quote(self, symbol: str) -> dict[str, Any] | None:
         """The latest full quote held for ``symbol``."""
@@ -574,6 +580,8 @@ class Client:
         self._request_sub(gaps, {})
 
     def _on_ack(self, ack: dict[str, Any]) -> None:
+        if isinstance(ack.get("delayMs"), int):
+            self._delay_ms = ack["delayMs"]
         recovered = ack.get("recovered")
         if isinstance(recovered, dict):
             for symbol, ok in recovered.items():
