@@ -78,9 +78,10 @@ export const ErrorCode = Object.freeze({
    */
   DELAYED_ONLY: 'DELAYED_ONLY',
   /**
-   * The token's delayed-grant claim (WSPS_AUTH_DELAYED_CLAIM) is not an
-   * array of symbols and prefixes: the token is rejected as a whole (a
-   * 4001 close follows on WebSocket; HTTP 401 on SSE).
+   * A grant claim of the token (WSPS_AUTH_SYMBOLS_CLAIM or
+   * WSPS_AUTH_DELAYED_CLAIM) is there but not an array of symbols and
+   * prefixes: the token is rejected as a whole (a 4001 close follows on
+   * WebSocket; HTTP 401 on SSE).
    */
   BAD_GRANT: 'BAD_GRANT',
   /** The gateway is draining; reconnect (the close follows). */

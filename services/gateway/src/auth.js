@@ -5,6 +5,8 @@
 // only, by the same rules: served as they were WSPS_DELAY_MS ago
 // (delayed-broker.js). A symbol in both claims is real-time; a token with
 // the delayed claim but without the symbols claim grants nothing real-time.
+// A claim of any other shape than an array of strings rejects the token
+// (BAD_GRANT): an issuer's mistake is told, not taken as "nothing".
 //
 // Where a token comes from (docs/protocol.md, "Authentication"): the
 // `Authorization` header at the upgrade or on GET /sse, the first frame
@@ -44,7 +46,7 @@ export function createAuthenticator (config) {
     try {
       const { payload } = await jwtVerify(token, /** @type {any} */ (key), options)
       const entitled = entitlementsFrom(payload[config.authSymbolsClaim], payload[config.authDelayedClaim])
-      if (entitled === null) return { ok: false, reason: `claim ${config.authDelayedClaim} must be an array of symbols and prefixes`, code: ErrorCode.BAD_GRANT }
+      if (entitled === null) return { ok: false, reason: `claims ${config.authSymbolsClaim} and ${config.authDelayedClaim} must be arrays of symbols and prefixes`, code: ErrorCode.BAD_GRANT }
       return { ok: true, ...entitled, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null }
     } catch (err) {
       return { ok: false, reason: /** @type {{code?: string}} */ (err).code ?? 'invalid token' }
@@ -78,18 +80,26 @@ export function grantsFrom (claim) {
  * @param {unknown} delayedClaim
  * @returns {{grants: Grants | null, delayed: Grants | null} | null} grants:
  *   every symbol granted either way (null: all); delayed: those granted
- *   delayed only (null: none); null when the delayed claim has the wrong
- *   shape (not an array of strings)
+ *   delayed only (null: none); null when a claim that is there has the
+ *   wrong shape (not an array of strings)
  */
 export function entitlementsFrom (symbolsClaim, delayedClaim) {
+  if (!claimShape(symbolsClaim) || !claimShape(delayedClaim)) return null
   if (delayedClaim === undefined) return { grants: grantsFrom(symbolsClaim), delayed: null }
-  if (!Array.isArray(delayedClaim) || delayedClaim.some((g) => typeof g !== 'string')) return null
   // The delayed claim present, the symbols claim absent: a delayed-only
   // token, not one that grants everything real-time.
   const realtime = grantsFrom(symbolsClaim ?? [])
   const later = /** @type {Grants} */ (grantsFrom(delayedClaim) ?? (() => true))
   if (realtime === null) return { grants: null, delayed: null }
   return { grants: (s) => realtime(s) || later(s), delayed: (s) => !realtime(s) && later(s) }
+}
+
+/**
+ * @param {unknown} claim
+ * @returns {boolean} whether it is absent or an array of strings
+ */
+function claimShape (claim) {
+  return claim === undefined || (Array.isArray(claim) && claim.every((g) => typeof g === 'string'))
 }
 
 /**

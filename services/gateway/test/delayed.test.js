@@ -111,7 +111,11 @@ test('entitlementsFrom: real-time wins; a delayed claim without a symbols claim 
   assert.equal(only.delayed('TSLA'), true)
   assert.deepEqual(entitlementsFrom(undefined, undefined), { grants: null, delayed: null })
   assert.deepEqual(entitlementsFrom(['*'], ['AAPL']), { grants: null, delayed: null }, 'everything real-time')
-  for (const bad of ['AAPL', {}, ['AAPL', 1], null]) assert.equal(entitlementsFrom(undefined, bad), null)
+  for (const bad of ['AAPL', {}, ['AAPL', 1], null]) {
+    assert.equal(entitlementsFrom(undefined, bad), null)
+    assert.equal(entitlementsFrom(bad, undefined), null)
+    assert.equal(entitlementsFrom(bad, ['MSFT']), null)
+  }
 })
 
 test('DelayedBroker: entries trimmed before they were due are counted as a hole of history, never served early', async (t) => {
