@@ -23,7 +23,7 @@ stop_pid() {
 [[ -d $RUN_DIR ]] || { say "nothing to stop"; exit 0; }
 stop_pid nginx "$RUN_DIR/nginx/nginx.pid"
 shopt -s nullglob
-for f in "$PID_DIR"/gateway-*.pid "$PID_DIR"/fetcher-*.pid "$PID_DIR"/redis.pid; do
+for f in "$PID_DIR"/gateway-*.pid "$PID_DIR"/fetcher-*.pid "$PID_DIR"/token-server.pid "$PID_DIR"/redis.pid; do
   stop_pid "$(basename "$f" .pid)" "$f"
 done
 say "stopped"

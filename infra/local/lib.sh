@@ -9,6 +9,8 @@ REDIS_PORT=${WSPS_LOCAL_REDIS_PORT:-6380}
 NGINX_PORT=${WSPS_LOCAL_PORT:-8080}
 GATEWAY_PORTS=(${WSPS_LOCAL_GATEWAY_PORTS:-8081 8082})
 FETCHER_PORTS=(${WSPS_LOCAL_FETCHER_PORTS:-9091})
+# AUTH=hs256 only: the page's token server, behind nginx at /local-token.
+TOKEN_PORT=${WSPS_LOCAL_TOKEN_PORT:-8088}
 
 say() { printf '\033[36m==>\033[0m %s\n' "$*"; }
 die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }

@@ -10,22 +10,16 @@
 //   node infra/local/token.js --secret-file PATH   another secret file
 //
 // Prints the token alone on stdout, so `TOKEN=$(node infra/local/token.js)`
-// works. Signed with node:crypto: a JWT is two base64url JSON documents and
-// an HMAC over them, no library needed.
+// works (signed by jwt.js; the page gets its tokens from token-server.js).
 
-import { createHmac } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+import { SECRET_FILE, mintHs256, readSecret } from './jwt.js'
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     ttl: { type: 'string', default: '3600' },
-    'secret-file': { type: 'string', default: join(ROOT, '.run', 'auth-secret') }
+    'secret-file': { type: 'string', default: SECRET_FILE }
   }
 })
 
@@ -36,19 +30,9 @@ if (!Number.isInteger(ttl) || ttl < 1) {
 }
 let secret
 try {
-  secret = readFileSync(values['secret-file'], 'utf8').trim()
+  secret = readSecret(values['secret-file'])
 } catch (err) {
-  process.stderr.write(`token.js: ${/** @type {Error} */ (err).message}\n  (start the stack with \`make up AUTH=hs256\`: it writes the secret)\n`)
+  process.stderr.write(`token.js: ${/** @type {Error} */ (err).message}\n`)
   process.exit(1)
 }
-
-/** @param {object} doc */
-const b64 = (doc) => Buffer.from(JSON.stringify(doc)).toString('base64url')
-const now = Math.floor(Date.now() / 1000)
-/** @type {Record<string, unknown>} */
-const claims = { sub: 'local-user', iat: now, exp: now + ttl }
-// The gateway's default WSPS_AUTH_SYMBOLS_CLAIM; no claim grants every symbol.
-if (positionals.length) claims.symbols = positionals
-const unsigned = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`
-const signature = createHmac('sha256', secret).update(unsigned).digest('base64url')
-process.stdout.write(`${unsigned}.${signature}\n`)
+process.stdout.write(`${mintHs256(secret, { ttl, symbols: positionals })}\n`)

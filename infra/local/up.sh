@@ -59,7 +59,8 @@ echo "$AUTH" >"$AUTH_FILE"
 gateway_auth=()
 if [[ $AUTH == hs256 ]]; then
   [[ -s $SECRET_FILE ]] || (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(32).toString('hex'))" >"$SECRET_FILE")
-  gateway_auth=(WSPS_AUTH_MODE=hs256 WSPS_AUTH_HS256_SECRET_FILE="$SECRET_FILE")
+  gateway_auth=(WSPS_AUTH_MODE=hs256 WSPS_AUTH_HS256_SECRET_FILE="$SECRET_FILE" WSPS_PAGE_TOKEN_URL=/local-token)
+  start token-server node infra/local/token-server.js --port "$TOKEN_PORT" --secret-file "$SECRET_FILE"
 fi
 # The publish API (docs/feeding.md) is on, with a token made once per .run/.
 TOKEN_FILE=$RUN_DIR/publish-token
@@ -77,6 +78,7 @@ done
 nginx_args=()
 for p in "${GATEWAY_PORTS[@]}"; do nginx_args+=(--upstream "127.0.0.1:$p"); done
 nginx_args+=(--listen "127.0.0.1:$NGINX_PORT")
+[[ $AUTH == hs256 ]] && nginx_args+=(--token "127.0.0.1:$TOKEN_PORT")
 # Browsers and k6 may try ::1 first for "localhost".
 if [[ -f /proc/net/if_inet6 ]] && ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; then
   nginx_args+=(--listen "[::1]:$NGINX_PORT")
@@ -96,6 +98,7 @@ say "waiting for everything to be ready"
 for i in "${!FETCHER_PORTS[@]}"; do wait_http "http://127.0.0.1:${FETCHER_PORTS[$i]}/readyz" 30 "fetcher-$((i + 1))"; done
 for i in "${!GATEWAY_PORTS[@]}"; do wait_http "http://127.0.0.1:${GATEWAY_PORTS[$i]}/readyz" 30 "gateway-$((i + 1))"; done
 wait_http "http://127.0.0.1:$NGINX_PORT/readyz" 10 nginx
+[[ $AUTH == hs256 ]] && wait_http "http://127.0.0.1:$NGINX_PORT/local-token" 10 token-server
 
 cat <<MSG
 
@@ -116,7 +119,7 @@ if [[ $AUTH == hs256 ]]; then
     Mint one         node infra/local/token.js AAPL MSFT      (--ttl SECONDS; no symbols: all)
     Sample (1 h)     $(node infra/local/token.js --secret-file "$SECRET_FILE" AAPL MSFT)
     Use it           Authorization: Bearer <token> on /ws or /sse, or {"op":"auth","token":"<token>"} first
-    The page at / has no token source on the local stack; see README, "Auth on the local stack".
+    The page         http://localhost:$NGINX_PORT/ gets its tokens from /local-token (infra/local/token-server.js)
 
 MSG
 fi

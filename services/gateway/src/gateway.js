@@ -115,7 +115,7 @@ export async function createGateway (config, logger) {
   const podReadiness = peer === null ? readiness : podReadinessOf(peer, readiness, workerCount(config.workers))
   const registry = peer === null ? metrics.registry : podRegistryOf(peer, metrics.registry)
   const separateMetrics = config.metricsPort !== 0
-  await registerHttpRoutes(app, { readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir })
+  await registerHttpRoutes(app, { readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir, pageTokenUrl: config.pageTokenUrl })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, registry)
   sse.register(app)

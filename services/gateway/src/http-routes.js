@@ -1,6 +1,8 @@
 // HTTP endpoints beside the WebSocket: health, readiness, metrics and the
 // browser client.
 
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import { registerProbes } from '@wsps/shared/http-app'
@@ -13,13 +15,28 @@ export const BUNDLED_STATIC_DIR = fileURLToPath(new URL('../public/', import.met
  * @param {() => Record<string, boolean> | Promise<Record<string, boolean>>} options.readiness checks; ready when all pass
  * @param {import('@wsps/shared/http-app').MetricsSource | null} options.registry null: /metrics is served elsewhere
  * @param {string} options.staticDir '' bundled client, '-' none
+ * @param {string} [options.pageTokenUrl] '' none; else written into the page (WSPS_PAGE_TOKEN_URL)
  */
-export async function registerHttpRoutes (app, { readiness, registry, staticDir }) {
+export async function registerHttpRoutes (app, { readiness, registry, staticDir, pageTokenUrl = '' }) {
   registerProbes(app, readiness, registry)
 
   if (staticDir !== '-') {
+    const root = staticDir || BUNDLED_STATIC_DIR
+    if (pageTokenUrl) {
+      // The page is rendered once, at start: the file with the token URL's
+      // meta tag (token-provider.js reads it) before the first module runs.
+      const page = withTokenUrl(readFileSync(join(root, 'index.html'), 'utf8'), pageTokenUrl)
+      const servePage = (/** @type {any} */ _req, /** @type {import('fastify').FastifyReply} */ reply) => reply
+        .header('Cache-Control', 'public, max-age=0')
+        .header('X-Content-Type-Options', 'nosniff')
+        .type('text/html; charset=utf-8')
+        .send(page)
+      app.get('/', servePage)
+      app.get('/index.html', servePage)
+    }
     await app.register(fastifyStatic, {
-      root: staticDir || BUNDLED_STATIC_DIR,
+      root,
+      index: pageTokenUrl ? false : undefined,
       // The client is small and changes with each release; let browsers
       // revalidate instead of pinning an old protocol module.
       cacheControl: true,
@@ -29,4 +46,19 @@ export async function registerHttpRoutes (app, { readiness, registry, staticDir 
       }
     })
   }
+}
+
+/**
+ * The page with `<meta name="wsps-token-url">` for url, right after its
+ * charset (the URL is validated by the config: a path with no quote or
+ * angle bracket, so it needs no escaping).
+ *
+ * @param {string} html
+ * @param {string} url
+ */
+export function withTokenUrl (html, url) {
+  const at = html.indexOf('<meta charset')
+  const end = at < 0 ? -1 : html.indexOf('>', at)
+  if (end < 0) throw new Error('index.html has no <meta charset> to put the token URL after')
+  return `${html.slice(0, end + 1)}\n  <meta name="wsps-token-url" content="${url}">${html.slice(end + 1)}`
 }

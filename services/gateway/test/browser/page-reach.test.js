@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
 import { launchChromium } from './chromium.js'
-import { reachToken, useReachStack } from './stack.js'
+import { PAGE_TOKEN_PATH, reachToken, useReachStack } from './stack.js'
 
 const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
 /** Lifetime of each token the page gets: short, so the test sees a refresh. */
@@ -114,6 +114,29 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     await distinctPrices(page, 'AAPL', 2)
     await distinctPrices(page, 'MSFT', 2)
     assert.equal(await page.textContent('#conn-transport'), 'sse')
+    assert.deepEqual(errors, [])
+  })
+
+  test('with auth on and WSPS_PAGE_TOKEN_URL, the page fetches its tokens from that same-origin path, and again before they expire', async () => {
+    const { page, errors } = await newPage()
+    /** @type {number[]} */
+    const fetched = []
+    await page.route(`**${PAGE_TOKEN_PATH}`, async (route) => {
+      const exp = Math.floor(Date.now() / 1000) + TOKEN_SECONDS
+      fetched.push(exp * 1000)
+      await route.fulfill({ status: 200, contentType: 'text/plain', headers: { 'Cache-Control': 'no-store' }, body: await reachToken({ sub: 'page-meta' }, exp) })
+    })
+    await page.goto(`${gw.authed.url}/`)
+    assert.equal(await page.getAttribute('meta[name="wsps-token-url"]', 'content'), PAGE_TOKEN_PATH)
+    await add(page, 'MSFT')
+    await distinctPrices(page, 'MSFT', 2)
+    assert.equal(await page.textContent('#conn-state'), 'live')
+    const first = fetched[0]
+    assert.ok(first, 'the page fetched a token from the meta tag\'s path')
+    await waitFor(() => Date.now() > first + 1500, { timeout: 20_000, interval: 200, message: 'past the first token\'s exp' })
+    await distinctPrices(page, 'MSFT', 3)
+    assert.equal(await page.textContent('#conn-state'), 'live')
+    assert.ok(fetched.length >= 2, `fetched again to refresh (${fetched.length} fetches)`)
     assert.deepEqual(errors, [])
   })
 

@@ -8,13 +8,17 @@ import { SignJWT } from 'jose'
 import WebSocket, { WebSocketServer } from 'ws'
 import { setUp, useStack } from '@wsps/testkit'
 
+/** The `authed` gateway's WSPS_PAGE_TOKEN_URL: a path nothing serves but a test's route. */
+export const PAGE_TOKEN_PATH = '/page-token'
+
 /** The HS256 secret of the `authed` gateway of useReachStack. */
 const REACH_SECRET = 'hs256-secret-for-the-browser-reach-tests'
 
 /**
  * The stack of a test of what reaches every client, on the testkit's stack
  * (closed in the file's `after` hook): a fetcher, an `open` gateway, an
- * `authed` one that wants HS256 tokens (reachToken signs them) and a `small`
+ * `authed` one that wants HS256 tokens (reachToken signs them; its page
+ * fetches them from PAGE_TOKEN_PATH) and a `small`
  * one that allows 2 subscriptions per client. The gateways
  * are there once the file's `before` hooks have run.
  */
@@ -25,7 +29,7 @@ export function useReachStack () {
     const open = await stack.gateway()
     return {
       open,
-      authed: await stack.gateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: REACH_SECRET }),
+      authed: await stack.gateway({ WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: REACH_SECRET, WSPS_PAGE_TOKEN_URL: PAGE_TOKEN_PATH }),
       small: await stack.gateway({ WSPS_MAX_SUBSCRIPTIONS: '2' })
     }
   })

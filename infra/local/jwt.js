@@ -1,0 +1,43 @@
+// HS256 tokens for the local stack (`make up AUTH=hs256`), signed with
+// node:crypto: a JWT is two base64url JSON documents and an HMAC over them,
+// no library needed. Used by token.js (a terminal) and token-server.js (the
+// page). Not for production: a real issuer signs tokens for its logged-in users.
+
+import { createHmac } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** Where `make up AUTH=hs256` writes the secret. */
+export const SECRET_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '.run', 'auth-secret')
+
+/**
+ * The secret in file, or an error that says how to make one.
+ *
+ * @param {string} file
+ */
+export function readSecret (file) {
+  try {
+    return readFileSync(file, 'utf8').trim()
+  } catch (err) {
+    throw new Error(`${/** @type {Error} */ (err).message}\n  (start the stack with \`make up AUTH=hs256\`: it writes the secret)`)
+  }
+}
+
+/**
+ * @param {string} secret
+ * @param {object} o
+ * @param {number} o.ttl seconds until `exp`
+ * @param {string[]} [o.symbols] the gateway's default WSPS_AUTH_SYMBOLS_CLAIM; none or empty: every symbol
+ * @param {string} [o.sub]
+ */
+export function mintHs256 (secret, { ttl, symbols = [], sub = 'local-user' }) {
+  /** @param {object} doc */
+  const b64 = (doc) => Buffer.from(JSON.stringify(doc)).toString('base64url')
+  const now = Math.floor(Date.now() / 1000)
+  /** @type {Record<string, unknown>} */
+  const claims = { sub, iat: now, exp: now + ttl }
+  if (symbols.length) claims.symbols = symbols
+  const unsigned = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`
+  return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`
+}
