@@ -4,8 +4,8 @@
 // one: WebSocket snap and q (merge, distinct, maxRate, batched frames), SSE,
 // recovery with `since`, a refresh that narrows real-time to delayed, and
 // a gateway that starts after the quotes were published (the delay is
-// served from Redis history, not from a gateway's memory). Bad input gets
-// coded errors (DELAYED_ONLY, BAD_GRANT).
+// served from Redis history, not from a gateway's memory), a Redis Cluster,
+// and the JS client. Bad input gets coded errors (DELAYED_ONLY, BAD_GRANT).
 //
 // Every quote of a delayed symbol is checked as it arrives, by its `ts`
 // against this process's clock (the gateways run on the same machine):
@@ -16,7 +16,7 @@ import { SignJWT } from 'jose'
 import WebSocket from 'ws'
 import { WspsClient } from '@wsps/client'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
-import { SseStream, TestClient, useStack, waitFor } from '../src/index.js'
+import { SseStream, TestClient, startFetcher, startGateway, startRedisCluster, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-delayed-grants-0123456789'
 const DELAY_MS = 2000
@@ -290,5 +290,24 @@ test('the JS client (WebSocket and SSE) tells delayed quotes by quote.delayed an
     } finally {
       c.close()
     }
+  }
+})
+
+test('on a Redis Cluster: each symbol\'s history is read on the shard that owns it, delayed the same way', async () => {
+  const cluster = await startRedisCluster()
+  const env = { WSPS_REDIS_MODE: 'cluster' }
+  const procs = await Promise.all([startGateway(cluster.url, { ...GATEWAY, ...env }), startFetcher(cluster.url, { ...env, WSPS_FETCH_INTERVAL_MS: 100 })])
+  try {
+    // Enough symbols that every shard owns some.
+    const symbols = Array.from({ length: 9 }, (_, i) => `DL${i}`)
+    const { c, leaks } = await open({ delayedSymbols: ['DL*'] }, { url: procs[0].wsUrl, delayed: () => true })
+    assert.equal((await c.sub(symbols, { mode: 'distinct' })).op, 'ack')
+    for (const s of symbols) await c.waitQuotes(s, 5)
+    assert.deepEqual(leaks, [])
+    assert.deepEqual(c.problems, [])
+    c.ws.terminate()
+  } finally {
+    await Promise.all(procs.map((p) => p.stop()))
+    await cluster.close()
   }
 })
