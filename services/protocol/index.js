@@ -71,6 +71,19 @@ export const ErrorCode = Object.freeze({
   RATE_LIMITED: 'RATE_LIMITED',
   /** The token does not grant these symbols. */
   NOT_ENTITLED: 'NOT_ENTITLED',
+  /**
+   * A `sub` with `"delayed": false` (real-time required) names symbols the
+   * token grants delayed only (`symbols` lists them); nothing was
+   * subscribed. Without `delayed` the gateway serves them delayed.
+   */
+  DELAYED_ONLY: 'DELAYED_ONLY',
+  /**
+   * A grant claim of the token (WSPS_AUTH_SYMBOLS_CLAIM or
+   * WSPS_AUTH_DELAYED_CLAIM) is there but not an array of symbols and
+   * prefixes: the token is rejected as a whole (a 4001 close follows on
+   * WebSocket; HTTP 401 on SSE).
+   */
+  BAD_GRANT: 'BAD_GRANT',
   /** The gateway is draining; reconnect (the close follows). */
   DRAINING: 'DRAINING',
   /** The token is missing, malformed, expired or not signed by a trusted key (a 4001 close follows on WebSocket; HTTP 401 on SSE). */
@@ -186,11 +199,21 @@ export const SYMBOL_PATTERN = /^[A-Z0-9.^=-]{1,16}$/
  * Every field of a full quote, in wire order. `epoch` is there when the
  * fetchers keep history (WSPS_HISTORY_SIZE > 0): it names the unbroken
  * history `seq` counts in, and a client resuming with `since` sends it back.
+ * A quote served delayed carries one more field, DELAYED_FIELD.
  */
 export const QUOTE_FIELDS = Object.freeze([
   'symbol', 'seq', 'ts', 'bid', 'ask', 'last', 'bidSize', 'askSize',
   'volume', 'open', 'high', 'low', 'prevClose', 'epoch'
 ])
+
+/**
+ * `"delayed": true` is on every quote and delta (in `snap` and `q` frames,
+ * replays included) of a symbol served delayed (a delayed grant): the quote
+ * is as it was the gateway's delay (WSPS_DELAY_MS) ago, never newer. Quotes
+ * served real-time do not have it. Not a quote field of its own: the
+ * publisher never sets it, the gateway adds it.
+ */
+export const DELAYED_FIELD = 'delayed'
 
 // The receiver rules (continues(), QuoteReceiver) live in receiver.js, which
 // imports nothing, so a browser can load it beside this file.

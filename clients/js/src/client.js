@@ -98,6 +98,8 @@ export class WspsClient {
   #streamed = /** @type {string[]} */ ([])
   /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} the cursors the current SSE stream resumes */
   #streamedSince = NO_CURSORS
+  /** @type {number | null} how old delayed quotes are, from the last ack that said (`delayMs`) */
+  #delayMs = null
   /** Bumped per socket: events of an abandoned socket are ignored. */
   #gen = 0
   #nextId = 1
@@ -152,6 +154,12 @@ export class WspsClient {
   get symbols () { return this.#subs.list }
   /** @returns {number | null} round trip of the last answered ping, ms */
   get rttMs () { return this.#liveness.rttMs }
+  /**
+   * @returns {number | null} how old the gateway serves delayed quotes, ms
+   *   (e.g. 900000: "delayed 15 min"), once an ack has said; null before
+   *   (no delayed symbol held yet)
+   */
+  get delayMs () { return this.#delayMs }
   /**
    * @param {string} symbol
    * @returns {Quote | undefined} the latest full quote held
@@ -436,7 +444,7 @@ export class WspsClient {
       const previous = this.quote(q.symbol) ?? null
       this.#receiver.snap(q)
       const quote = /** @type {Quote} */ (this.quote(q.symbol))
-      this.#events.emit('quote', { symbol: q.symbol, quote, previous, snapshot: true, latencyMs: now - q.ts })
+      this.#events.emit('quote', { symbol: q.symbol, quote, previous, snapshot: true, delayed: quote.delayed === true, latencyMs: now - q.ts })
     }
   }
 
@@ -452,7 +460,7 @@ export class WspsClient {
       const outcome = this.#receiver.delta(d)
       if (outcome === Outcome.APPLIED) {
         const quote = /** @type {Quote} */ (this.quote(symbol))
-        this.#events.emit('quote', { symbol, quote, previous: held ?? null, snapshot: false, latencyMs: now - d.ts })
+        this.#events.emit('quote', { symbol, quote, previous: held ?? null, snapshot: false, delayed: quote.delayed === true, latencyMs: now - d.ts })
         continue
       }
       // Not applicable (receiver rule 3). Right after a (re)subscribe that
@@ -470,8 +478,9 @@ export class WspsClient {
     this.#request(ClientOp.SUB, gaps)
   }
 
-  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>}} ack */
+  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayMs?: number}} ack */
   #onAck (ack) {
+    if (typeof ack.delayMs === 'number') this.#delayMs = ack.delayMs
     // The answer to a resumed sub: which symbols continued without a loss.
     if (ack.recovered !== null && typeof ack.recovered === 'object') {
       for (const [symbol, recovered] of Object.entries(ack.recovered)) {

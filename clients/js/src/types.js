@@ -41,6 +41,9 @@ export const Status = Object.freeze({
  * @property {number} prevClose
  * @property {string} [epoch] the history `seq` counts in (gateways whose fetchers keep history); a
  *   reconnect resumes from seq and epoch
+ * @property {true} [delayed] the quote is as it was the gateway's delay (WSPS_DELAY_MS, 15 min by default)
+ *   ago, never newer: the token grants the symbol delayed only (docs/protocol.md, "Delayed grants");
+ *   absent on real-time quotes
  *
  * @typedef {{symbol: string, seq: number, ts: number, base?: number} & Partial<Quote>} Delta
  *
@@ -74,7 +77,9 @@ export const Status = Object.freeze({
  * @property {Quote} quote the full quote after this update (a new object per update)
  * @property {Quote | null} previous the one before, if any
  * @property {boolean} snapshot true when it came from a `snap` (a (re)subscription), not a tick
- * @property {number} latencyMs receive time minus `quote.ts` (includes clock skew)
+ * @property {boolean} delayed true when the quote is delayed (`quote.delayed`): show it as such
+ * @property {number} latencyMs receive time minus `quote.ts` (includes clock skew; for a delayed
+ *   quote about the delay)
  *
  * @typedef {object} GapEvent
  * @property {string} symbol

@@ -1,6 +1,7 @@
 // A real stack for the Python SDK's tests: redis-server, a quote-fetcher
 // (sim feed, 100 ms) and two gateways on free loopback ports; with
-// `--auth-secret S` they want HS256 tokens signed with S. Prints one
+// `--auth-secret S` they want HS256 tokens signed with S, and serve
+// delayed grants 1.5 s late. Prints one
 // JSON line {"gateways": [ws urls], "redis": url} when ready, then reads
 // commands from stdin, one per line:
 //   term <i>   SIGTERM gateway i (it drains: 1012 to its clients); prints {"terminated": i}
@@ -13,7 +14,8 @@ import { startFetcher, startGateway, startRedis } from '../../../harness/testkit
 const { values: args } = parseArgs({ options: { 'auth-secret': { type: 'string' } } })
 const secret = args['auth-secret']
 /** @type {Record<string, string>} */
-const auth = secret === undefined ? {} : { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: secret }
+// A short delay (docs/protocol.md, "Delayed grants"): a delayed grant's quotes come within seconds.
+const auth = secret === undefined ? {} : { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: secret, WSPS_DELAY_MS: '1500' }
 
 const redis = await startRedis()
 const fetcher = await startFetcher(redis.url, { WSPS_FETCH_INTERVAL_MS: 100 })

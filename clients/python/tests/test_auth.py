@@ -1,6 +1,7 @@
 """Tokens against real gateways with auth on (tests/stack.js --auth-secret): the first
 frame, the header, the in-band refresh past the first token's exp, a refused token,
-and grants (NOT_ENTITLED on subscribe, GRANT_REVOKED on a refresh)."""
+and grants (NOT_ENTITLED on subscribe, GRANT_REVOKED on a refresh; a delayed grant's quotes
+marked and old enough, a delayed claim of the wrong shape refused with BAD_GRANT)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,43 @@ async def test_grants_NOT_ENTITLED_on_subscribe_and_GRANT_REVOKED_on_a_refresh(a
         assert client.live
     finally:
         await client.close()
+
+
+async def test_a_delayed_grant_gets_quotes_marked_delayed_and_at_least_the_delay_old(auth_stack: Stack) -> None:
+    # The auth stack's gateways serve delayed grants 1.5 s late (tests/stack.js).
+    received: list[tuple[float, wsps.QuoteEvent]] = []
+
+    def on_event(ev: wsps.Event) -> None:
+        if isinstance(ev, wsps.QuoteEvent):
+            received.append((time.time() * 1000, ev))
+
+    client = wsps.Client(auth_stack.gateways[0], token=lambda: token(60, sub="late", symbols=["MSFT"], delayedSymbols=["AAPL"]))
+    client.on(on_event)
+    await client.connect()
+    try:
+        await client.subscribe(["AAPL", "MSFT"])
+        await wait_until(lambda: sum(ev.symbol == "AAPL" for _, ev in received) >= 5 and sum(ev.symbol == "MSFT" for _, ev in received) >= 5)
+        for at, ev in received:
+            if ev.symbol == "AAPL":
+                assert ev.delayed and ev.quote["delayed"] is True, ev
+                assert ev.quote["ts"] <= at - 1500, (at - ev.quote["ts"], ev)
+            else:
+                assert not ev.delayed and "delayed" not in ev.quote, ev
+        assert client.delay_ms == 1500
+    finally:
+        await client.close()
+
+
+async def test_a_delayed_claim_of_the_wrong_shape_is_refused_with_BAD_GRANT_and_4001(auth_stack: Stack) -> None:
+    events: list[wsps.Event] = []
+    client = wsps.Client(auth_stack.gateways[0], token=token(60, sub="odd", delayedSymbols="AAPL"))
+    client.on(events.append)
+    stream = client.events()
+    await client.connect(wait=False)
+    with pytest.raises(wsps.ConnectionClosed) as info:
+        async for _ev in stream:
+            pass
+    assert info.value.close_code == 4001
+    codes = [e.error.code for e in events if isinstance(e, wsps.ErrorEvent)]
+    assert wsps.ErrorCode.BAD_GRANT in codes, codes
+    await client.close()

@@ -130,7 +130,7 @@ export class TestClient {
 
   /**
    * @param {string[]} symbols
-   * @param {{mode?: string, maxRate?: number}} [delivery] the sub's delivery (docs/protocol.md)
+   * @param {{mode?: string, maxRate?: number, delayed?: unknown}} [delivery] the sub's delivery and timeline (docs/protocol.md)
    * @returns {Promise<any>} the ack (or error)
    */
   async sub (symbols, delivery = {}) {

@@ -13,10 +13,10 @@ import { notEntitled, ungranted } from './auth.js'
  * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string, symbols?: string[]}} Refused
  *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label;
  *   symbols: those the token does not grant (NOT_ENTITLED)
- * @typedef {{ok: true, ip: string, authed: boolean, grants: import('./auth.js').Grants | null, expiresAt: number | null, symbols: string[]}} Lease
+ * @typedef {{ok: true, ip: string, authed: boolean, grants: import('./auth.js').Grants | null, delayed: import('./auth.js').Grants | null, expiresAt: number | null, symbols: string[]}} Lease
  *   a connection that may open: its place in the per-IP count (held until
  *   settle(), then until release()); authed: false when auth is on and the
- *   token is to come in the first frame; grants and expiresAt: the token's;
+ *   token is to come in the first frame; grants, delayed and expiresAt: the token's;
  *   symbols: what it subscribes at once (granted)
  */
 
@@ -155,12 +155,15 @@ export class Admission {
       }
       /** @type {import('./auth.js').Grants | null} */
       let grants = null
+      /** @type {import('./auth.js').Grants | null} */
+      let delayed = null
       let expiresAt = null
       const authed = this.#authenticate === null || token !== null || !authFrame
       if (this.#authenticate !== null && authed) {
         const auth = await this.verify(token)
-        if (!auth.ok) return { ok: false, status: 401, code: ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}`, result: 'unauthorized' }
+        if (!auth.ok) return { ok: false, status: 401, code: auth.code ?? ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}`, result: 'unauthorized' }
         grants = auth.grants
+        delayed = auth.delayed ?? null
         expiresAt = auth.expiresAt
         const denied = ungranted(grants, symbols.symbols)
         if (denied.length) {
@@ -172,7 +175,7 @@ export class Admission {
         return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: this.#draining ? 'draining' : 'aborted' }
       }
       leased = true
-      return { ok: true, ip: gate.ip, authed, grants, expiresAt, symbols: symbols.symbols }
+      return { ok: true, ip: gate.ip, authed, grants, delayed, expiresAt, symbols: symbols.symbols }
     } finally {
       if (!leased) this.settle(gate.ip, false)
     }

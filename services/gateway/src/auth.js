@@ -1,6 +1,12 @@
 // Optional JWT check, and per-symbol entitlements from a claim.
 // Market-data permissions are per user: a token lists the symbols (or
 // prefixes ending in `*`) it grants; without the claim it grants all.
+// A second claim (WSPS_AUTH_DELAYED_CLAIM) lists symbols granted delayed
+// only, by the same rules: served as they were WSPS_DELAY_MS ago
+// (delayed-broker.js). A symbol in both claims is real-time; a token with
+// the delayed claim but without the symbols claim grants nothing real-time.
+// A claim of any other shape than an array of strings rejects the token
+// (BAD_GRANT): an issuer's mistake is told, not taken as "nothing".
 //
 // Where a token comes from (docs/protocol.md, "Authentication"): the
 // `Authorization` header at the upgrade or on GET /sse, the first frame
@@ -13,13 +19,16 @@ import { ErrorCode } from '@wsps/protocol'
 
 /**
  * @typedef {(symbol: string) => boolean} Grants
- * @typedef {{ok: true, grants: Grants | null, expiresAt: number | null} | {ok: false, reason: string}} AuthResult
+ * @typedef {{ok: true, grants: Grants | null, delayed?: Grants | null, expiresAt: number | null} | {ok: false, reason: string, code?: string}} AuthResult
+ *   grants: every symbol the token grants, real-time or delayed (null: all);
+ *   delayed: those it grants delayed only (null: none); code: the
+ *   ErrorCode of a refusal when it is not UNAUTHORIZED
  * @typedef {(token: string | null) => Promise<AuthResult>} Authenticator
  */
 
 /**
  * @param {Pick<import('./config.js').GatewayConfig,
- *   'authMode' | 'authSecret' | 'authJwksUrl' | 'authIssuer' | 'authAudience' | 'authSymbolsClaim'>} config
+ *   'authMode' | 'authSecret' | 'authJwksUrl' | 'authIssuer' | 'authAudience' | 'authSymbolsClaim' | 'authDelayedClaim'>} config
  * @returns {Authenticator | null} null when auth is off
  */
 export function createAuthenticator (config) {
@@ -36,11 +45,9 @@ export function createAuthenticator (config) {
     if (!token) return { ok: false, reason: 'missing token' }
     try {
       const { payload } = await jwtVerify(token, /** @type {any} */ (key), options)
-      return {
-        ok: true,
-        grants: grantsFrom(payload[config.authSymbolsClaim]),
-        expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null
-      }
+      const entitled = entitlementsFrom(payload[config.authSymbolsClaim], payload[config.authDelayedClaim])
+      if (entitled === null) return { ok: false, reason: `claims ${config.authSymbolsClaim} and ${config.authDelayedClaim} must be arrays of symbols and prefixes`, code: ErrorCode.BAD_GRANT }
+      return { ok: true, ...entitled, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null }
     } catch (err) {
       return { ok: false, reason: /** @type {{code?: string}} */ (err).code ?? 'invalid token' }
     }
@@ -64,6 +71,35 @@ export function grantsFrom (claim) {
     else exact.add(g)
   }
   return (symbol) => exact.has(symbol) || prefixes.some((p) => symbol.startsWith(p))
+}
+
+/**
+ * The real-time and delayed grants of a token's two claims.
+ *
+ * @param {unknown} symbolsClaim
+ * @param {unknown} delayedClaim
+ * @returns {{grants: Grants | null, delayed: Grants | null} | null} grants:
+ *   every symbol granted either way (null: all); delayed: those granted
+ *   delayed only (null: none); null when a claim that is there has the
+ *   wrong shape (not an array of strings)
+ */
+export function entitlementsFrom (symbolsClaim, delayedClaim) {
+  if (!claimShape(symbolsClaim) || !claimShape(delayedClaim)) return null
+  if (delayedClaim === undefined) return { grants: grantsFrom(symbolsClaim), delayed: null }
+  // The delayed claim present, the symbols claim absent: a delayed-only
+  // token, not one that grants everything real-time.
+  const realtime = grantsFrom(symbolsClaim ?? [])
+  const later = /** @type {Grants} */ (grantsFrom(delayedClaim) ?? (() => true))
+  if (realtime === null) return { grants: null, delayed: null }
+  return { grants: (s) => realtime(s) || later(s), delayed: (s) => !realtime(s) && later(s) }
+}
+
+/**
+ * @param {unknown} claim
+ * @returns {boolean} whether it is absent or an array of strings
+ */
+function claimShape (claim) {
+  return claim === undefined || (Array.isArray(claim) && claim.every((g) => typeof g === 'string'))
 }
 
 /**

@@ -35,7 +35,9 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_AUTH_JWKS_URL', key: 'authJwksUrl', type: 'string', default: '', doc: 'JWKS URL for `jwks`.' },
   { env: 'WSPS_AUTH_ISSUER', key: 'authIssuer', type: 'string', default: '', doc: 'Required `iss` claim (empty: not checked).' },
   { env: 'WSPS_AUTH_AUDIENCE', key: 'authAudience', type: 'string', default: '', doc: 'Required `aud` claim (empty: not checked).' },
-  { env: 'WSPS_AUTH_SYMBOLS_CLAIM', key: 'authSymbolsClaim', type: 'string', default: 'symbols', doc: 'Claim listing the symbols a token grants (array of symbols or prefixes ending in `*`; absent: all).' },
+  { env: 'WSPS_AUTH_SYMBOLS_CLAIM', key: 'authSymbolsClaim', type: 'string', default: 'symbols', doc: 'Claim listing the symbols a token grants (array of symbols or prefixes ending in `*`; absent: all; any other shape rejects the token with BAD_GRANT).' },
+  { env: 'WSPS_AUTH_DELAYED_CLAIM', key: 'authDelayedClaim', type: 'string', default: 'delayedSymbols', doc: 'Claim listing the symbols a token grants delayed only (same shape and prefix rules as WSPS_AUTH_SYMBOLS_CLAIM; a symbol in both is real-time). Served as they were WSPS_DELAY_MS ago, marked `"delayed":true`. With this claim present and the symbols claim absent, nothing is real-time. Any other shape rejects the token (BAD_GRANT), as for the symbols claim.' },
+  { env: 'WSPS_DELAY_MS', key: 'delayMs', type: 'int', min: 1000, max: 86400000, default: 900000, doc: 'How old quotes served to a delayed grant are (15 min by default): each is released once its `ts` is this old, read from the symbol\'s history in Redis, never from this process\'s memory. The fetchers\' history must reach this far back (WSPS_HISTORY_TTL_MS at least this, WSPS_HISTORY_SIZE at least the ticks of a symbol in this time); where it does not, a delayed subscriber gets no quote until one is old enough (docs/protocol.md, Delayed grants).' },
   { env: 'WSPS_WORKERS', key: 'workers', type: 'string', default: '1', doc: 'Gateway processes in this pod sharing WSPS_HTTP_PORT (1-64, or `auto`: the CPUs this process may use, a cgroup CPU limit included). Each has its own Redis subscriptions and its own limits (WSPS_MAX_CONNECTIONS is per process); `/readyz` is ready only when every one is; `/metrics` labels series with `worker`; SIGTERM drains them together.' },
   { env: 'WSPS_STATIC_DIR', key: 'staticDir', type: 'string', default: '', doc: 'Directory of the browser client (empty: the bundled one; `-` to serve none).' },
   { env: 'WSPS_PAGE_TOKEN_URL', key: 'pageTokenUrl', type: 'string', default: '', doc: 'With auth on, where the served page gets its tokens: a same-origin path (`/…`, the page\'s CSP allows no other origin) answering GET with the token as text or `{"token":"…"}`, cookies sent; written into `index.html` as `<meta name="wsps-token-url">`. Empty: the page connects without a token unless its host page defines `window.wspsGetToken`.' }
@@ -86,6 +88,8 @@ export const gatewaySettings = Object.freeze([
  * @property {string} authIssuer
  * @property {string} authAudience
  * @property {string} authSymbolsClaim
+ * @property {string} authDelayedClaim
+ * @property {number} delayMs
  * @property {string} staticDir
  * @property {string} pageTokenUrl
  * @property {string} workers a count or `auto` (workers.js)
@@ -105,6 +109,7 @@ export function loadGatewayConfig (env, overrides = {}) {
   if (config.sendMax <= config.sendHighWater) problems.push('WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES')
   if (config.authMode === 'hs256' && Buffer.byteLength(config.authSecret) < 32) problems.push('WSPS_AUTH_HS256_SECRET must be at least 32 bytes when WSPS_AUTH_MODE=hs256')
   if (config.authMode === 'jwks' && !/^https?:\/\//.test(config.authJwksUrl)) problems.push('WSPS_AUTH_JWKS_URL must be an http(s) URL when WSPS_AUTH_MODE=jwks')
+  if (config.authDelayedClaim === '' || config.authDelayedClaim === config.authSymbolsClaim) problems.push('WSPS_AUTH_DELAYED_CLAIM must be a claim name other than WSPS_AUTH_SYMBOLS_CLAIM')
   if (config.pageTokenUrl && !/^\/(?!\/)[^"<>\s\\]*$/.test(config.pageTokenUrl)) problems.push('WSPS_PAGE_TOKEN_URL must be a same-origin path: starting with one /, without quotes, angle brackets, backslashes or spaces')
   if (config.pageTokenUrl && config.authMode === 'none') problems.push('WSPS_PAGE_TOKEN_URL gives the page tokens, but WSPS_AUTH_MODE=none checks none')
   if (config.pageTokenUrl && config.staticDir === '-') problems.push('WSPS_PAGE_TOKEN_URL is for the served page, but WSPS_STATIC_DIR=- serves none')

@@ -64,6 +64,8 @@ export class Connection {
   #ip
   /** @type {((symbol: string) => boolean) | null} */
   #grants
+  /** @type {((symbol: string) => boolean) | null} the symbols the token grants delayed only (null: none) */
+  #delayedGrants = null
   /** False while auth is on and no token was accepted yet: only `auth` is served. */
   #authed
   /** Set once the transport closed and dispose() ran. */
@@ -82,6 +84,12 @@ export class Connection {
    * @type {Map<string, number> | null}
    */
   #delivery = null
+  /**
+   * The held symbols served delayed (from the delayed hub); null while
+   * none is (the common case costs no set).
+   * @type {Set<string> | null}
+   */
+  #delayed = null
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
@@ -121,6 +129,8 @@ export class Connection {
   get ip () { return this.#ip }
   /** The token's entitlement check; null: every symbol. */
   get grants () { return this.#grants }
+  /** The symbols the token grants delayed only; null: none. */
+  get delayedGrants () { return this.#delayedGrants }
   /** False while auth is on and no token was accepted yet. */
   get authed () { return this.#authed }
   /** True once the transport closed and dispose() ran. */
@@ -212,9 +222,11 @@ export class Connection {
    *
    * @param {((symbol: string) => boolean) | null} grants
    * @param {number | null} expiresAt ms since the epoch
+   * @param {((symbol: string) => boolean) | null} [delayed] those of the grants that are delayed only
    */
-  authorize (grants, expiresAt) {
+  authorize (grants, expiresAt, delayed = null) {
     this.#grants = grants
+    this.#delayedGrants = delayed
     this.#authed = true
     this.closeAt(expiresAt, Disconnect.TOKEN_EXPIRED)
   }
@@ -270,6 +282,31 @@ export class Connection {
   }
 
   /**
+   * @param {string} symbol
+   * @returns {boolean} whether it is held delayed
+   */
+  delayedOf (symbol) {
+    return this.#delayed !== null && this.#delayed.has(symbol)
+  }
+
+  /**
+   * Marks a held symbol delayed or real-time (the caller moves it between
+   * the hubs); what was queued for it is forgotten (a snapshot follows).
+   *
+   * @param {string} symbol
+   * @param {boolean} delayed
+   */
+  setDelayed (symbol, delayed) {
+    this.#outbox.drop([symbol])
+    if (delayed) {
+      (this.#delayed ??= new Set()).add(symbol)
+    } else if (this.#delayed !== null) {
+      this.#delayed.delete(symbol)
+      if (this.#delayed.size === 0) this.#delayed = null
+    }
+  }
+
+  /**
    * Adds symbols it does not hold yet (the caller checked).
    *
    * @param {string[]} fresh
@@ -311,8 +348,8 @@ export class Connection {
    * Removes symbols and forgets what is queued for them.
    *
    * @param {string[]} symbols
-   * @param {(symbol: string, delivery: number) => void} onRemoved called for
-   *   each symbol that was held, with the delivery it had
+   * @param {(symbol: string, delivery: number, delayed: boolean) => void} onRemoved called for
+   *   each symbol that was held, with the delivery it had and whether it was delayed
    */
   unsubscribe (symbols, onRemoved) {
     const gone = new Set(symbols)
@@ -320,13 +357,15 @@ export class Connection {
     const kept = []
     for (const s of this.#symbols) {
       if (gone.has(s)) {
-        onRemoved(s, this.deliveryOf(s))
+        onRemoved(s, this.deliveryOf(s), this.delayedOf(s))
         this.#setDelivery(s, FULL_RATE)
+        this.#delayed?.delete(s)
       } else {
         kept.push(s)
       }
     }
     this.#symbols = kept
+    if (this.#delayed?.size === 0) this.#delayed = null
     this.#outbox.drop(symbols)
   }
 
@@ -429,6 +468,7 @@ export class Connection {
     this.#closed = true
     this.#symbols = []
     this.#delivery = null
+    this.#delayed = null
     this.#outbox.dispose()
   }
 }

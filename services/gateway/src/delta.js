@@ -82,6 +82,9 @@ export function diffQuotes (prev, next) {
   for (const f of DIFFED) {
     if (next[f] !== prev[f] && next[f] !== undefined) fields[f] = next[f]
   }
+  // A delayed feed's quotes say so in every delta too, not only in the
+  // snapshot (docs/protocol.md, Delayed grants).
+  if (next.delayed === true) fields.delayed = true
   return new Update(next.symbol, next.seq, base, next.ts, fields, JSON.stringify(fields))
 }
 

@@ -176,7 +176,8 @@ export class Fanout {
       // Taken after the chunk's last socket write: the worst case over the
       // update's subscribers in this chunk.
       const t = Date.now()
-      for (const u of s.sent) m.publishToSend.observe(Math.max(0, t - u.ts) / 1000)
+      // Delayed quotes are old on purpose: they are not latency samples.
+      for (const u of s.sent) if (u.fields.delayed !== true) m.publishToSend.observe(Math.max(0, t - u.ts) / 1000)
     }
     if (s.frames) m.framesOut.q.inc(s.frames)
     if (s.snaps) m.framesOut.snap.inc(s.snaps)

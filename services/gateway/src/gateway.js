@@ -13,6 +13,7 @@ import { createRedisBroker } from './broker-redis.js'
 import { Recovery } from './recovery.js'
 import { Fanout } from './fanout.js'
 import { Connections } from './connections.js'
+import { createDelayedTimeline } from './delayed.js'
 import { registerHttpRoutes } from './http-routes.js'
 import { Hub } from './hub.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
@@ -40,6 +41,7 @@ export async function createGateway (config, logger) {
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
   const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax, restoreDeadlineMs: config.restoreDeadlineMs })
   const recovery = new Recovery({ hub, broker, max: config.recoveryMax, logger })
+  const delayed = createDelayedTimeline({ config, broker, fanout, metrics, logger })
   broker.start({
     onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
     onReconnect: (symbols) => hub.resync(symbols),
@@ -52,6 +54,7 @@ export async function createGateway (config, logger) {
   const sessions = new Sessions({
     hub,
     recovery,
+    delayed,
     metrics,
     maxSubscriptions: config.maxSubscriptions,
     draining: () => draining,
@@ -78,7 +81,7 @@ export async function createGateway (config, logger) {
       metrics,
       sendHighWater: config.sendHighWater,
       slowCloseMs: config.slowCloseMs,
-      latest: (symbol, delivery) => hub.latest(symbol, delivery)
+      latest: (symbol, delivery, isDelayed) => (isDelayed ? delayed.hub : hub).latest(symbol, delivery)
     }
   }
   const admission = new Admission({
@@ -119,6 +122,7 @@ export async function createGateway (config, logger) {
   ws.attach(app.server)
   connections.start()
   hub.start()
+  delayed.start()
 
   let stopping = null
   return {
@@ -149,6 +153,7 @@ export async function createGateway (config, logger) {
         connections.close()
         ws.close()
         hub.stop()
+        await delayed.stop()
         fanout.stop()
         await app.close()
         await metricsApp?.close()

@@ -16,16 +16,16 @@ import { TextFrame } from './text-frame.js'
 /**
  * @typedef {import('./delta.js').Update} Update
  * @typedef {import('./fanout.js').PassStats} PassStats
- * @typedef {{deliveryOf: (symbol: string) => number}} Subscriptions the delivery of each
- *   symbol (the Connection)
+ * @typedef {{deliveryOf: (symbol: string) => number, delayedOf: (symbol: string) => boolean}} Subscriptions
+ *   the delivery of each symbol, and whether it is served delayed (the Connection)
  *
  * @typedef {object} OutboxContext shared by every outbox of a gateway
  * @property {import('./metrics.js').GatewayMetrics} metrics
  * @property {number} sendHighWater buffered bytes above which a reader is slow
  * @property {number} slowCloseMs how long a reader may stay slow before a 4008
- * @property {(symbol: string, delivery: number) => string | null} latest the
+ * @property {(symbol: string, delivery: number, delayed: boolean) => string | null} latest the
  *   full quote a merge reader catching up gets for a symbol (the base of the
- *   next update it is handed)
+ *   next update it is handed), from the delayed timeline when it is served delayed
  */
 
 /** What the outbox tells its connection to do with this pass's updates. */
@@ -150,7 +150,7 @@ export class Outbox {
     if (stale === null) return null
     const quotes = []
     for (const s of stale) {
-      const raw = this.#ctx.latest(s, subs.deliveryOf(s))
+      const raw = this.#ctx.latest(s, subs.deliveryOf(s), subs.delayedOf(s))
       if (raw !== null) quotes.push(raw)
     }
     this.#stale = null

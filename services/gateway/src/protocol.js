@@ -14,9 +14,11 @@ const MAX_TOKEN_LENGTH = 8192
 
 /**
  * @typedef {{seq: number, epoch: string}} Cursor where a client's held quote of a symbol stands
- * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>}} SymbolsRequest
+ * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>, delayed?: boolean}} SymbolsRequest
  *   mode and maxRate: a sub's delivery, when it named one; since: the
- *   symbols it resumes (docs/protocol.md, Recovery)
+ *   symbols it resumes (docs/protocol.md, Recovery); delayed: true asks
+ *   for the delayed timeline, false for real-time only (DELAYED_ONLY where
+ *   the token grants delayed only); absent: as the token grants
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
  * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
@@ -99,6 +101,10 @@ export function parseClientFrame (data, isBinary) {
       if (op === ClientOp.SUB) {
         const bad = parseDelivery(msg, request) ?? parseSince(msg.since, request)
         if (bad) return fail(bad.code, bad.message, id, bad.symbols)
+        if (msg.delayed !== undefined) {
+          if (typeof msg.delayed !== 'boolean') return fail(ErrorCode.BAD_REQUEST, 'delayed must be true or false', id)
+          request.delayed = msg.delayed
+        }
       } else if (msg.since !== undefined) {
         return fail(ErrorCode.BAD_SINCE, 'since belongs to sub only', id)
       }
@@ -115,13 +121,19 @@ export function parseClientFrame (data, isBinary) {
  * and epoch per resumed symbol), validated by the same rules as a
  * WebSocket `sub` (BAD_MODE, BAD_SINCE).
  *
- * @param {{mode?: unknown, since?: unknown}} query
+ * `delayed` (`true` or `false`) is a WebSocket sub's `delayed`.
+ *
+ * @param {{mode?: unknown, since?: unknown, delayed?: unknown}} query
  * @param {string[]} symbols already validated
  * @returns {{ok: true, request: SymbolsRequest} | {ok: false, error: ProtocolError}}
  */
-export function parseStreamSub ({ mode, since }, symbols) {
+export function parseStreamSub ({ mode, since, delayed }, symbols) {
   /** @type {SymbolsRequest} */
   const request = { op: ClientOp.SUB, symbols }
+  if (delayed !== undefined) {
+    if (delayed !== 'true' && delayed !== 'false') return fail(ErrorCode.BAD_REQUEST, 'delayed must be true or false, once')
+    request.delayed = delayed === 'true'
+  }
   if (mode !== undefined && typeof mode !== 'string') return fail(ErrorCode.BAD_MODE, 'mode must be given once')
   if (since !== undefined && typeof since !== 'string') return fail(ErrorCode.BAD_SINCE, 'since must be given once')
   /** @type {Record<string, {seq: unknown, epoch: unknown}> | undefined} */
@@ -216,9 +228,10 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
 /**
  * @param {number | string | undefined} id
  * @param {readonly string[]} symbols
- * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>} | null} [extra] a sub's
+ * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number} | null} [extra] a sub's
  *   delivery as it named it, and whether each symbol of its `since` was
- *   recovered; expiresInMs on the answer to a token refresh
+ *   recovered; expiresInMs on the answer to a token refresh; delayed: the
+ *   held symbols served delayed, when any is, and delayMs: by how much
  */
 export function encodeAck (id, symbols, extra = null) {
   const ack = id === undefined ? { op: ServerOp.ACK, symbols } : { op: ServerOp.ACK, id, symbols }

@@ -10,6 +10,14 @@
 // A `sub` with `since` (recovery.js) waits for history reads before it is
 // applied; the connection's later frames wait for it, so requests still
 // take effect in the order they were sent.
+//
+// Delayed grants (auth.js): a symbol the token grants delayed only (or one
+// a `sub` asks for with `"delayed":true`) is held in the delayed hub, whose
+// feeds only ever see quotes WSPS_DELAY_MS old (delayed-broker.js); the
+// connection remembers which hub holds each symbol (delayedOf()). A token
+// refresh that narrows a symbol from real-time to delayed moves it there
+// before the refresh is acked, dropping whatever real-time update was
+// queued for it.
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
 import { notEntitled, ungranted } from './auth.js'
@@ -21,6 +29,8 @@ import { TextFrame } from './text-frame.js'
 /**
  * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
+ * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery, delayMs?: number}} DelayedTimeline
+ *   delayMs: how old its quotes are (WSPS_DELAY_MS), told in acks
  */
 
 /** Quotes per replay frame. */
@@ -46,6 +56,9 @@ export class Sessions {
    * @param {object} options
    * @param {import('./hub.js').Hub} options.hub
    * @param {import('./recovery.js').Recovery} options.recovery
+   * @param {DelayedTimeline | null} [options.delayed] the hub of delayed
+   *   subscriptions and its recovery (delayed.js); null: none (unit tests
+   *   of real-time delivery)
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
@@ -53,9 +66,10 @@ export class Sessions {
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ hub, recovery, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
+  constructor ({ hub, recovery, delayed = null, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
     this.hub = hub
     this.recovery = recovery
+    this.delayed = delayed
     this.metrics = metrics
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
@@ -73,9 +87,10 @@ export class Sessions {
    * @param {Client} client
    * @param {import('./auth.js').Grants | null} grants
    * @param {number | null} expiresAt
+   * @param {import('./auth.js').Grants | null} [delayed] those of the grants that are delayed only
    */
-  welcome (client, grants, expiresAt) {
-    client.authorize(grants, expiresAt)
+  welcome (client, grants, expiresAt, delayed = null) {
+    client.authorize(grants, expiresAt, delayed)
     const { node, heartbeatMs, limits } = this.helloInfo
     client.send(expiresAt === null ? this.hello : encodeHello(node, heartbeatMs, limits, expiresAt - Date.now()), ServerOp.HELLO)
   }
@@ -169,23 +184,79 @@ export class Sessions {
     const auth = await this.authenticate(token)
     if (client.closed) return
     if (!auth.ok) {
-      this.metrics.clientErrors.inc({ code: ErrorCode.UNAUTHORIZED })
-      client.send(encodeError({ code: ErrorCode.UNAUTHORIZED, message: `token rejected: ${auth.reason}`, ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
+      const code = auth.code ?? ErrorCode.UNAUTHORIZED
+      this.metrics.clientErrors.inc({ code })
+      client.send(encodeError({ code, message: `token rejected: ${auth.reason}`, ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
       client.close(Disconnect.UNAUTHORIZED)
       return
     }
     if (!client.authed) {
-      this.welcome(client, auth.grants, auth.expiresAt)
+      this.welcome(client, auth.grants, auth.expiresAt, auth.delayed)
       return
     }
-    client.authorize(auth.grants, auth.expiresAt)
+    client.authorize(auth.grants, auth.expiresAt, auth.delayed)
     const revoked = ungranted(auth.grants, client.symbols)
     if (revoked.length) {
       this.removeSymbols(client, revoked)
       this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
       client.send(encodeError({ code: ErrorCode.GRANT_REVOKED, message: 'the new token does not grant these symbols; unsubscribed', symbols: revoked }), ServerOp.ERROR)
     }
-    client.send(encodeAck(id, client.symbols, auth.expiresAt === null ? null : { expiresInMs: auth.expiresAt - Date.now() }), ServerOp.ACK)
+    // Symbols now granted delayed only move to the delayed hub before the
+    // ack: from here on nothing real-time is written for them.
+    const delayedOnly = auth.delayed ?? null
+    const narrowed = delayedOnly === null ? [] : client.symbols.filter((s) => !client.delayedOf(s) && delayedOnly(s))
+    /** @type {string[]} */
+    const snapped = []
+    /** @type {string[]} */
+    const quotes = []
+    for (const s of narrowed) {
+      const delivery = client.deliveryOf(s)
+      this.hub.remove(s, client, delivery)
+      client.setDelayed(s, true)
+      const raw = this.#timeline(true).hub.add(s, client, delivery)
+      if (raw !== null) {
+        snapped.push(s)
+        quotes.push(raw)
+      }
+    }
+    /** @type {{expiresInMs?: number, delayed?: string[], delayMs?: number}} */
+    const extra = this.#delayedOf(client)
+    if (auth.expiresAt !== null) extra.expiresInMs = auth.expiresAt - Date.now()
+    client.send(encodeAck(id, client.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
+    if (quotes.length) client.sendSnap(snapped, new TextFrame(encodeSnap(quotes)))
+  }
+
+  /**
+   * What an ack says of the symbols served delayed: `delayed`, the held
+   * ones that are, and `delayMs`, by how much, when any is.
+   *
+   * @param {Client} client
+   * @returns {{delayed?: string[], delayMs?: number}}
+   */
+  #delayedOf (client) {
+    const delayed = client.symbols.filter((s) => client.delayedOf(s))
+    return delayed.length ? { delayed, delayMs: this.delayed?.delayMs } : {}
+  }
+
+  /**
+   * The hub and recovery of the real-time or the delayed timeline.
+   *
+   * @param {boolean} delayed
+   * @returns {DelayedTimeline}
+   */
+  #timeline (delayed) {
+    if (!delayed) return this
+    if (this.delayed === null) throw new Error('no delayed timeline')
+    return this.delayed
+  }
+
+  /**
+   * The hub that holds (or is to hold) a symbol of a connection.
+   *
+   * @param {boolean} delayed
+   */
+  #hub (delayed) {
+    return this.#timeline(delayed).hub
   }
 
   /**
@@ -238,38 +309,50 @@ export class Sessions {
    *   (it never rejects: a failure is answered INTERNAL); null: done
    */
   subscribe (client, req) {
-    const { symbols, id, mode, maxRate, since } = req
+    const { id, mode, maxRate, since } = req
     if (this.draining()) {
       this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id })
       return null
     }
     const delivery = mode === DeliveryMode.DISTINCT ? DISTINCT : maxRate ?? FULL_RATE
-    const admitted = this.#admit(client, symbols, delivery, id)
+    const admitted = this.#admit(client, req, delivery)
     if (admitted === null) return null
-    const { fresh, moved } = admitted
+    const { fresh, moved, delayed } = admitted
     if (since === undefined) {
-      this.#apply(client, req, delivery, fresh, moved, null)
+      this.#apply(client, req, delivery, admitted, null)
       return null
     }
     // Symbols this connection holds already with this delivery lost nothing
-    // on it; the others resume from their cursor.
-    /** @type {Map<string, import('./protocol.js').Cursor>} */
-    const resumed = new Map()
+    // on it; the others resume from their cursor, each on its own timeline.
+    /** @type {[Map<string, import('./protocol.js').Cursor>, Map<string, import('./protocol.js').Cursor>]} */
+    const resumed = [new Map(), new Map()]
     for (const s of fresh.concat(moved)) {
       const cursor = since.get(s)
-      if (cursor !== undefined) resumed.set(s, cursor)
+      if (cursor !== undefined) resumed[delayed(s) ? 1 : 0].set(s, cursor)
     }
-    if (resumed.size === 0) {
-      this.#apply(client, req, delivery, fresh, moved, new Map())
+    if (resumed[0].size === 0 && resumed[1].size === 0) {
+      this.#apply(client, req, delivery, admitted, new Map())
       return null
     }
-    return this.recovery.plan(resumed, delivery, delivery === DISTINCT).then((plan) => {
+    const plans = resumed.map((cursors, i) => cursors.size === 0
+      ? Promise.resolve(new Map())
+      : this.#timeline(i === 1).recovery.plan(cursors, delivery, delivery === DISTINCT))
+    return Promise.all(plans).then(([realtime, later]) => {
       // The turn plan() resolved in (recovery.js): apply now, before any I/O.
+      // (A sub resuming on both timelines: the one planned first may have
+      // moved on meanwhile; its symbols then get recovered:false.)
       if (client.closed) return
       // Checked again: a refresh or another request meanwhile may have
       // changed the grants or what the connection holds.
-      const now = this.#admit(client, symbols, delivery, id)
-      if (now !== null) this.#apply(client, req, delivery, now.fresh, now.moved, plan)
+      const now = this.#admit(client, req, delivery)
+      if (now === null) return
+      // A symbol whose timeline changed meanwhile (a refresh narrowed it)
+      // cannot use what the other timeline planned: not recovered.
+      /** @type {Map<string, string[] | null>} */
+      const plan = new Map()
+      for (const [s, p] of realtime) plan.set(s, now.delayed(s) ? null : p)
+      for (const [s, p] of later) plan.set(s, now.delayed(s) ? p : null)
+      this.#apply(client, req, delivery, now, plan)
     }).catch((err) => {
       this.log.error({ err, client: client.id }, 'recovery failed')
       if (!client.closed) this.reject(client, { code: ErrorCode.INTERNAL, message: 'recovery failed; retry', id })
@@ -278,20 +361,32 @@ export class Sessions {
 
   /**
    * What a sub would change, if the connection may have it: the symbols it
-   * does not hold and those it holds with another delivery. Refused (and
-   * null) when the token does not grant a new symbol or the subscription
-   * limit would be passed.
+   * does not hold and those it holds with another delivery or on the other
+   * timeline (real-time or delayed), and which are to be delayed. Refused
+   * (and null) when the token does not grant a new symbol, grants delayed
+   * only a symbol the sub asks real-time for (`"delayed":false`), or the
+   * subscription limit would be passed.
    *
    * @param {Client} client
-   * @param {string[]} symbols
+   * @param {import('./protocol.js').SymbolsRequest} req
    * @param {number} delivery
-   * @param {number | string | undefined} id
-   * @returns {{fresh: string[], moved: string[]} | null}
+   * @returns {{fresh: string[], moved: string[], delayed: (symbol: string) => boolean} | null}
    */
-  #admit (client, symbols, delivery, id) {
+  #admit (client, req, delivery) {
+    const { symbols, id } = req
+    const delayedOnly = client.delayedGrants
+    if (req.delayed === false && delayedOnly !== null) {
+      const only = symbols.filter(delayedOnly)
+      if (only.length) {
+        this.reject(client, { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', id, symbols: only })
+        return null
+      }
+    }
+    /** @param {string} s @returns {boolean} whether the sub serves it delayed */
+    const delayed = req.delayed === true ? () => true : delayedOnly ?? (() => false)
     const held = client.holds()
     const fresh = symbols.filter((s) => !held(s))
-    const moved = symbols.filter((s) => held(s) && client.deliveryOf(s) !== delivery)
+    const moved = symbols.filter((s) => held(s) && (client.deliveryOf(s) !== delivery || client.delayedOf(s) !== delayed(s)))
     const denied = ungranted(client.grants, fresh)
     if (denied.length) {
       this.reject(client, notEntitled(denied, id))
@@ -305,7 +400,7 @@ export class Sessions {
       })
       return null
     }
-    return { fresh, moved }
+    return { fresh, moved, delayed }
   }
 
   /**
@@ -315,17 +410,20 @@ export class Sessions {
    * @param {Client} client
    * @param {import('./protocol.js').SymbolsRequest} req
    * @param {number} delivery
-   * @param {string[]} fresh symbols the connection does not hold
-   * @param {string[]} moved symbols it holds with another delivery
+   * @param {{fresh: string[], moved: string[], delayed: (symbol: string) => boolean}} admitted
+   *   fresh: symbols the connection does not hold; moved: symbols it holds
+   *   with another delivery or timeline; delayed: which are to be delayed
    * @param {Map<string, string[] | null> | null} plan resumed symbols: what
    *   to replay (null: not recoverable); null when the sub has no `since`
    */
-  #apply (client, req, delivery, fresh, moved, plan) {
+  #apply (client, req, delivery, { fresh, moved, delayed }, plan) {
     const { id, mode, maxRate, since } = req
     client.subscribe(fresh, delivery)
+    for (const s of fresh) if (delayed(s)) client.setDelayed(s, true)
     for (const s of moved) {
-      this.hub.remove(s, client, client.deliveryOf(s))
+      this.#hub(client.delayedOf(s)).remove(s, client, client.deliveryOf(s))
       client.redeliver(s, delivery)
+      client.setDelayed(s, delayed(s))
     }
     /** @type {string[]} */
     const snapped = []
@@ -339,7 +437,7 @@ export class Sessions {
     const replayed = []
     const modeName = delivery === DISTINCT ? 'distinct' : 'merge'
     for (const s of fresh.concat(moved)) {
-      const raw = this.hub.add(s, client, delivery)
+      const raw = this.#hub(client.delayedOf(s)).add(s, client, delivery)
       const cursor = since?.get(s)
       const planned = plan?.get(s)
       if (cursor !== undefined && planned !== undefined) {
@@ -365,8 +463,9 @@ export class Sessions {
     }
     // Resumed symbols the connection held already lost nothing on it.
     if (since !== undefined) for (const s of since.keys()) if (!(s in recovered)) recovered[s] = true
-    /** @type {{mode?: string, maxRate?: number, recovered?: Record<string, boolean>}} */
+    /** @type {{mode?: string, maxRate?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number}} */
     const extra = mode === undefined && maxRate === undefined ? {} : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
+    Object.assign(extra, this.#delayedOf(client))
     if (since !== undefined) extra.recovered = recovered
     client.send(encodeAck(id, client.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
     if (replay.length) {
@@ -413,7 +512,8 @@ export class Sessions {
    */
   unsubscribe (client, symbols, id) {
     this.removeSymbols(client, symbols)
-    client.send(encodeAck(id, client.symbols), ServerOp.ACK)
+    const extra = this.#delayedOf(client)
+    client.send(encodeAck(id, client.symbols, extra.delayed ? extra : null), ServerOp.ACK)
   }
 
   /**
@@ -421,7 +521,7 @@ export class Sessions {
    * @param {string[]} symbols
    */
   removeSymbols (client, symbols) {
-    client.unsubscribe(symbols, (s, delivery) => this.hub.remove(s, client, delivery))
+    client.unsubscribe(symbols, (s, delivery, delayed) => this.#hub(delayed).remove(s, client, delivery))
   }
 
   /**
@@ -430,7 +530,7 @@ export class Sessions {
    * @param {Client} client
    */
   onClose (client) {
-    for (const s of client.symbols) this.hub.remove(s, client, client.deliveryOf(s))
+    for (const s of client.symbols) this.#hub(client.delayedOf(s)).remove(s, client, client.deliveryOf(s))
     client.dispose()
   }
 }

@@ -100,6 +100,13 @@ export class SseServer {
       if (lease.retryAfter) reply.header('Retry-After', lease.retryAfter)
       return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols })
     }
+    // Real-time asked for (delayed=false) where the token grants delayed only.
+    const delayedOnly = sub?.ok && sub.request.delayed === false && lease.delayed !== null ? lease.symbols.filter(lease.delayed) : []
+    if (delayedOnly.length) {
+      this.#admission.settle(lease.ip, false)
+      m.inc({ result: 'not_entitled' })
+      return refuse(request, reply, 403, { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', symbols: delayedOnly })
+    }
     try {
       this.#stream(reply, lease, sub?.ok ? sub.request : null)
       m.inc({ result: 'accepted' })
@@ -132,7 +139,7 @@ export class SseServer {
     transport.serve(client)
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
-    this.#sessions.welcome(client, lease.grants, lease.expiresAt)
+    this.#sessions.welcome(client, lease.grants, lease.expiresAt, lease.delayed)
     if (lease.symbols.length) {
       // A resumed stream's sub is applied once its history is read; nothing
       // else arrives on a stream meanwhile.

@@ -126,7 +126,7 @@ export class WsServer {
     const client = this.#connections.open(ws, lease)
     this.#compression.opened(ws)
     ws.serve(client, this.#handlers)
-    if (lease.authed) this.#sessions.welcome(client, lease.grants, lease.expiresAt)
+    if (lease.authed) this.#sessions.welcome(client, lease.grants, lease.expiresAt, lease.delayed)
     else client.closeAt(Date.now() + this.#authTimeoutMs, Disconnect.AUTH_TIMEOUT)
   }
 

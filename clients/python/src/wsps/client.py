@@ -161,6 +161,7 @@ class Client:
         self._task: asyncio.Task[None] | None = None
         self._refresh_task: asyncio.Task[None] | None = None
         self._live = asyncio.Event()
+        self._delay_ms: int | None = None
         self._stopped = True
         self._failure: ConnectionClosed | None = None
         self.hello: dict[str, Any] | None = None
@@ -212,6 +213,11 @@ class Client:
     def symbols(self) -> list[str]:
         """The watch set, in the order added."""
         return list(self._watch)
+
+    @property
+    def delay_ms(self) -> int | None:
+        """How old the gateway serves delayed quotes (ms; 900000: "delayed 15 min"), once an ack said so; None before."""
+        return self._delay_ms
 
     def quote(self, symbol: str) -> dict[str, Any] | None:
         """The latest full quote held for ``symbol``."""
@@ -543,7 +549,7 @@ class Client:
             if lost:
                 self._emit(RecoveryEvent(symbol, False))
             held = self._receiver.snap(q)
-            self._emit(QuoteEvent(symbol, held, True))
+            self._emit(QuoteEvent(symbol, held, True, held.get("delayed") is True))
 
     def _on_deltas(self, deltas: list[dict[str, Any]]) -> None:
         now = time.monotonic()
@@ -554,7 +560,8 @@ class Client:
                 continue
             outcome = self._receiver.delta(d)
             if outcome is Outcome.APPLIED:
-                self._emit(QuoteEvent(symbol, self._receiver.quote(symbol) or {}, False))
+                quote = self._receiver.quote(symbol) or {}
+                self._emit(QuoteEvent(symbol, quote, False, quote.get("delayed") is True))
                 continue
             # Receiver rule 3. Right after a (re)subscribe this is expected until the snapshot arrives.
             since = self._receiver.resyncing_since(symbol)
@@ -573,6 +580,8 @@ class Client:
         self._request_sub(gaps, {})
 
     def _on_ack(self, ack: dict[str, Any]) -> None:
+        if isinstance(ack.get("delayMs"), int):
+            self._delay_ms = ack["delayMs"]
         recovered = ack.get("recovered")
         if isinstance(recovered, dict):
             for symbol, ok in recovered.items():

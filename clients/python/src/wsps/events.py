@@ -11,11 +11,17 @@ from .errors import WspsError
 
 @dataclass(frozen=True)
 class QuoteEvent:
-    """A symbol's full quote after an update (``snapshot``: it came in a ``snap``, replacing what was held)."""
+    """A symbol's full quote after an update (``snapshot``: it came in a ``snap``, replacing what was held).
+
+    ``delayed``: the quote is as it was the gateway's delay (15 min by default) ago, never newer,
+    because the token grants the symbol delayed only (``quote["delayed"]`` is ``True`` too;
+    docs/protocol.md, "Delayed grants"). Show it as delayed.
+    """
 
     symbol: str
     quote: dict[str, Any]
     snapshot: bool
+    delayed: bool = False
 
 
 @dataclass(frozen=True)
