@@ -90,6 +90,25 @@ test('SIGTERM drains: readiness false, upgrades refused, clients closed with 101
   assert.equal(code, 0)
 })
 
+test('SIGTERM while Redis is gone: gateway and fetcher stop anyway, exit 0, well inside their stop bound', { timeout: 60_000 }, async (t) => {
+  const { redis, gws, fs, connect } = await stack(t, { gatewayEnv: { WSPS_DRAIN_MS: 200 } })
+  const c = await connect(gws[0].wsUrl)
+  await c.sub(['GONE1', 'GONE2'])
+  await allUpdate(c, ['GONE1', 'GONE2'], 5000)
+  await redis.kill()
+  // Both are reconnecting with commands queued behind the lost connection.
+  await waitFor(async () => (await getJson(`${gws[0].url}/readyz`)).status === 503, { message: 'readyz 503 without Redis' })
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  const started = Date.now()
+  gws[0].proc.kill('SIGTERM')
+  fs[0].proc.kill('SIGTERM')
+  const [g, f] = await Promise.all([gws[0].exited, fs[0].exited])
+  const tookMs = Date.now() - started
+  t.diagnostic(`both exited ${tookMs} ms after SIGTERM`)
+  assert.deepEqual([g.code, f.code], [0, 0], 'a graceful exit, not the stop bound (WSPS_ERR_SHUTDOWN_TIMEOUT exits 1)')
+  assert.ok(![...gws[0].logs, ...fs[0].logs].some((l) => l.includes('WSPS_ERR_SHUTDOWN_TIMEOUT')))
+})
+
 test('a peer that stops answering pings is dropped after the idle timeout', async (t) => {
   const { gws } = await stack(t, { gatewayEnv: { WSPS_HEARTBEAT_MS: 1000 } })
   const silent = await TestClient.connect(gws[0].wsUrl, { autoPong: false })

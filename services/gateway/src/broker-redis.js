@@ -4,7 +4,7 @@
 // owns its symbol, so a gateway talks only to the shards of its symbols.
 
 import calculateSlot from 'cluster-key-slot'
-import { connectRedis, watchPrimary } from '@wsps/shared/redis'
+import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { latestQuotes } from '@wsps/shared/latest'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
@@ -181,9 +181,7 @@ export function createRedisBroker (config, logger) {
     async close () {
       closing = true
       if (resyncTimer) clearTimeout(resyncTimer)
-      await Promise.allSettled([sub.quit(), cmd.quit()])
-      sub.disconnect()
-      cmd.disconnect()
+      await Promise.all([closeRedis(sub), closeRedis(cmd)])
     }
   }
 }

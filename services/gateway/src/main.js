@@ -14,6 +14,8 @@ await runService({
   settings: gatewaySettings,
   load: loadGatewayConfig,
   create: createGateway,
+  // The drain, then a few seconds to release Redis (under the chart's grace margin).
+  stopTimeoutMs: (config) => config.shutdownDelayMs + config.drainMs + 5000,
   supervise: (config, logger) => {
     const workers = workerCount(config.workers)
     if (workers <= 1 || !cluster.isPrimary) return false

@@ -4,7 +4,7 @@
 // (`ws-stream`), or nothing (`push`: the publish API only).
 
 import { createHttpApp, registerProbes } from '@wsps/shared/http-app'
-import { connectRedis, watchPrimary } from '@wsps/shared/redis'
+import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 import { createFetcherMetrics } from './metrics.js'
@@ -129,11 +129,14 @@ export async function createFetcher (config, logger) {
     },
     async stop () {
       stopping = true
-      for (const s of sources) await s.stop()
+      const stopped = Promise.all(sources.map((s) => s.stop()))
+      // Jobs in hand finish by publishing; with Redis gone they would wait
+      // for it for ever, so its connections are closed now (the jobs fail).
+      if (![...conns.values()].every((c) => c.status === 'ready')) await Promise.all([...conns.values()].map((c) => closeRedis(c)))
+      await stopped
       await app.close()
       publisher.stop()
-      await redis.quit().catch(() => {})
-      if (pub !== redis) await pub.quit().catch(() => {})
+      await Promise.all([...conns.values()].map((c) => closeRedis(c)))
     }
   }
 }

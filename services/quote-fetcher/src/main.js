@@ -5,4 +5,11 @@ import { runService } from '@wsps/shared/run-service'
 import { fetcherSettings, loadFetcherConfig } from './config.js'
 import { createFetcher } from './fetcher.js'
 
-await runService({ name: 'wsps-quote-fetcher', settings: fetcherSettings, load: loadFetcherConfig, create: createFetcher })
+await runService({
+  name: 'wsps-quote-fetcher',
+  settings: fetcherSettings,
+  load: loadFetcherConfig,
+  create: createFetcher,
+  // Jobs in hand finish (one upstream request, one publish that may wait for replicas), then Redis is released.
+  stopTimeoutMs: (config) => config.upstreamTimeoutMs + config.waitTimeoutMs + 10_000
+})

@@ -12,11 +12,13 @@ import { createLogger } from './logger.js'
  * @param {readonly import('./config.js').Setting[]} options.settings for the redacted config log
  * @param {(env: Record<string, string | undefined>) => Readonly<C>} options.load
  * @param {(config: Readonly<C>, logger: import('pino').Logger) => Promise<{listen(): Promise<string>, stop(): Promise<void>}>} options.create
+ * @param {(config: Readonly<C>) => number} options.stopTimeoutMs how long a graceful stop may take
+ *   before the process exits anyway (code 1, logged with WSPS_ERR_SHUTDOWN_TIMEOUT)
  * @param {(config: Readonly<C>, logger: import('pino').Logger) => boolean} [options.supervise] called once
  *   the config is read: true when this process only supervises worker
  *   processes (it then neither creates the service nor listens)
  */
-export async function runService ({ name, settings, load, create, supervise }) {
+export async function runService ({ name, settings, load, create, stopTimeoutMs, supervise }) {
   let config
   try {
     config = load(process.env)
@@ -41,6 +43,14 @@ export async function runService ({ name, settings, load, create, supervise }) {
         process.exit(1)
       }
       logger.info({ signal }, 'signal received')
+      // Whatever a stop waits for (a Redis that is gone, a job that hangs),
+      // the process ends: an orchestrator or a test waiting for the exit
+      // must not wait for ever.
+      const timeoutMs = stopTimeoutMs(config)
+      setTimeout(() => {
+        logger.error({ code: 'WSPS_ERR_SHUTDOWN_TIMEOUT', timeoutMs }, 'graceful stop took too long: exiting')
+        process.exit(1)
+      }, timeoutMs).unref()
       service.stop().then(() => process.exit(0), (err) => {
         logger.error({ err }, 'shutdown failed')
         process.exit(1)
