@@ -16,7 +16,8 @@ import { SignJWT } from 'jose'
 import WebSocket from 'ws'
 import { WspsClient } from '@wsps/client'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
-import { SseStream, TestClient, startFetcher, startGateway, startRedisCluster, useStack, waitFor } from '../src/index.js'
+import { Redis } from 'ioredis'
+import { SseStream, TestClient, startFetcher, startGateway, startRedis, startRedisCluster, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-delayed-grants-0123456789'
 const DELAY_MS = 2000
@@ -268,6 +269,33 @@ test('the delay is served from Redis: a gateway started after the quotes were pu
   const m = await fresh.metrics()
   assert.ok(m.wsps_gateway_delayed_subscriptions >= 1)
   await fresh.stop()
+})
+
+test('history pins: fetchers keeping far less history than the delay still serve every delayed tick (the gateway pins what it needs)', async () => {
+  const redis = await startRedis()
+  // Trimming drops whole stream nodes: small nodes make WSPS_HISTORY_SIZE
+  // 5 keep 5 to 10 entries, under 1 s at 10 quotes/s, against a 2 s delay.
+  const admin = new Redis(redis.url)
+  await admin.config('SET', 'stream-node-max-entries', '5')
+  const procs = await Promise.all([startGateway(redis.url, GATEWAY), startFetcher(redis.url, { WSPS_FETCH_INTERVAL_MS: 100, WSPS_HISTORY_SIZE: 5 })])
+  try {
+    const { c, leaks } = await open({ delayedSymbols: ['PIN*'] }, { url: procs[0].wsUrl, delayed: () => true })
+    assert.equal((await c.sub(['PIN1'], { mode: 'distinct' })).op, 'ack')
+    await c.waitQuotes('PIN1', 40)
+    const seqs = /** @type {number[]} */ (c.seqs.get('PIN1'))
+    for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, 'every delayed tick, in order')
+    assert.deepEqual(leaks, [])
+    assert.deepEqual(c.problems, [])
+    assert.ok(!c.frames.some((f) => f.recovered === false), 'no snapshot over a hole')
+    assert.equal((await procs[0].metrics()).wsps_gateway_delayed_holes_total ?? 0, 0)
+    const kept = await admin.xlen('wsps:{PIN1}:hist')
+    assert.ok(kept >= 20, `the pinned history holds the delay (${kept} entries, 2 s at 10/s)`)
+    c.ws.terminate()
+  } finally {
+    admin.disconnect()
+    await Promise.all(procs.map((p) => p.stop()))
+    await redis.close()
+  }
 })
 
 test('the JS client (WebSocket and SSE) tells delayed quotes by quote.delayed and the event\'s delayed', async () => {

@@ -176,6 +176,19 @@ export function createRedisBroker (config, logger) {
       const failed = results?.find(([err]) => err)
       if (failed) throw failed[0]
     },
+    async keepHistory (pins, ttlMs) {
+      if (pins.length === 0) return
+      if (sharded) {
+        // One slot per symbol: one command each (ioredis sends them at once).
+        await Promise.all(pins.map(([s, seq]) => cmd.set(keys.historyPin(s), seq, 'PX', ttlMs)))
+        return
+      }
+      const pipeline = cmd.pipeline()
+      for (const [s, seq] of pins) pipeline.set(keys.historyPin(s), seq, 'PX', ttlMs)
+      const results = await pipeline.exec()
+      const failed = results?.find(([err]) => err)
+      if (failed) throw failed[0]
+    },
     ready: () => sub.status === 'ready' && cmd.status === 'ready',
     channelCount: () => channels.size,
     async close () {

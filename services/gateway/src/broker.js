@@ -32,6 +32,9 @@
  *   the symbol's published quotes with seq from fromSeq to toSeq (null: the
  *   newest), in seq order, at most max; [] when history is off or expired
  * @property {(symbols: string[], leaseMs: number) => Promise<void>} renewDemand ask the fetchers to keep fetching these
+ * @property {(pins: [symbol: string, seq: number][], ttlMs: number) => Promise<void>} keepHistory ask the
+ *   fetchers to keep each symbol's history from that seq on (for ttlMs; renewed by the caller): a
+ *   delayed timeline reads it later than the history would otherwise be kept
  * @property {() => boolean} ready both connections usable
  * @property {() => number} channelCount channels currently subscribed
  * @property {() => Promise<void>} close

@@ -12,8 +12,8 @@
 // and releases each entry once its `ts` is WSPS_DELAY_MS old, at most one
 // pump tick (TICK_MS) later. The snapshot is the newest entry at or before
 // now - delay. So any gateway serves the same delayed timeline, one that
-// restarted included; what it needs is history reaching back the delay
-// (WSPS_HISTORY_TTL_MS and WSPS_HISTORY_SIZE of the fetchers).
+// restarted included; what it needs is history reaching back the delay,
+// which the pumps ask the fetchers for by pinning it (#pin).
 //
 // Guarantee: a quote is handed on (onQuote, latest(), history()) only when
 // its `ts` is at least the delay old on this gateway's clock: never newer.
@@ -29,6 +29,13 @@ const CHUNK = 200
 const IDLE_POLL_MS = 1000
 /** After a failed read (Redis away), a pump waits this long. */
 const ERROR_BACKOFF_MS = 1000
+/**
+ * How often the pumps' positions are written as history pins (keys.js
+ * historyPin), and how long a pin lives unless written again: a gateway
+ * that stops holds no history back for longer than that.
+ */
+const PIN_EVERY_MS = 2000
+const PIN_TTL_MS = 10000
 /** Reads in a row that found nothing before a pump checks whether its history started over. */
 const REWIND_CHECK_EVERY = 10
 
@@ -69,6 +76,8 @@ export class DelayedBroker {
   #onHole
   /** Symbols whose history was found short of the delay (warned once each). */
   #short = new Set()
+  /** No pins written before this (ms); 0: at the next tick. */
+  #pinAt = 0
 
   /**
    * @param {object} options
@@ -104,7 +113,12 @@ export class DelayedBroker {
    * @returns {Promise<string[]>} none refused: a pump needs no channel
    */
   async subscribe (symbols) {
-    for (const s of symbols) if (!this.#pumps.has(s)) this.#pumps.set(s, { after: null, epoch: undefined, ahead: [], empty: 0, reading: false, readAt: 0 })
+    for (const s of symbols) {
+      if (this.#pumps.has(s)) continue
+      this.#pumps.set(s, { after: null, epoch: undefined, ahead: [], empty: 0, reading: false, readAt: 0 })
+      // Pinned at once: history is kept for it from now on.
+      this.#pinAt = 0
+    }
     if (this.#timer === null && this.#pumps.size) {
       this.#timer = setInterval(() => this.#tick(), TICK_MS)
       this.#timer.unref()
@@ -178,6 +192,14 @@ export class DelayedBroker {
     return this.#broker.renewDemand(symbols, leaseMs)
   }
 
+  /**
+   * @param {[string, number][]} pins
+   * @param {number} ttlMs
+   */
+  keepHistory (pins, ttlMs) {
+    return this.#broker.keepHistory(pins, ttlMs)
+  }
+
   ready () {
     return this.#broker.ready()
   }
@@ -195,11 +217,29 @@ export class DelayedBroker {
   #tick () {
     const cutoff = this.#cutoff()
     const now = this.#now()
+    if (now >= this.#pinAt) {
+      this.#pinAt = now + PIN_EVERY_MS
+      this.#pin()
+    }
     for (const [symbol, pump] of this.#pumps) {
       if (pump.after === null) continue
       this.#release(symbol, pump, cutoff)
       if (pump.ahead.length === 0 && !pump.reading && now >= pump.readAt) this.#read(symbol, pump)
     }
+  }
+
+  /**
+   * Tells the fetchers how far back each pumped symbol's history must
+   * reach: from the last entry released on (what is read ahead and not yet
+   * due included). Without, history is trimmed to WSPS_HISTORY_SIZE, which
+   * for most symbols is far short of the delay. A pump not started yet pins
+   * everything from now on (0): its first entries old enough are still to come.
+   */
+  #pin () {
+    const pins = /** @type {[string, number][]} */ ([...this.#pumps].map(([symbol, pump]) => [symbol, pump.after ?? 0]))
+    this.#broker.keepHistory(pins, PIN_TTL_MS).catch((err) => {
+      this.#log.debug({ err: err.message }, 'history pins not written; again at the next pass')
+    })
   }
 
   /**
@@ -262,7 +302,7 @@ export class DelayedBroker {
     if (this.#short.has(symbol)) return
     this.#short.add(symbol)
     this.#log.warn({ symbol, released: after, oldest: next, delayMs: this.#delayMs },
-      'history does not reach back the delay (entries were trimmed before they were due): raise the fetchers\' WSPS_HISTORY_SIZE / WSPS_HISTORY_TTL_MS')
+      'history does not reach back the delay (entries were trimmed before they were due): it is kept for delayed readers from when a gateway first pins the symbol, up to 200000 entries')
   }
 
   /**

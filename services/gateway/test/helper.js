@@ -43,6 +43,7 @@ export function memoryBroker () {
     async unsubscribe (symbols) { calls.push(['unsubscribe', ...symbols]); for (const s of symbols) channels.delete(s) },
     async latest (symbols) { return symbols.map((s) => latestValues.get(s) ?? null) },
     async renewDemand (symbols) { calls.push(['demand', ...symbols]) },
+    async keepHistory (pins) { calls.push(['pin', ...pins.map(([s, seq]) => `${s}@${seq}`)]) },
     ready: () => true,
     channelCount: () => channels.size,
     async close () {}

@@ -301,13 +301,20 @@ export class Publisher {
     }
     if (quiet.length === 0) return
     const { keys } = this
+    /** @type {(number | null)[]} */
+    let results
     if (this.sharded) {
-      await Promise.all(quiet.map(([s, seq, left]) => this.redis.wspsRetire(keys.history(s), seq, left).catch(ignore)))
-      return
+      results = await Promise.all(quiet.map(([s, seq, left]) => this.redis.wspsRetire(keys.history(s), keys.historyPin(s), seq, left).catch(() => null)))
+    } else {
+      const pipeline = /** @type {any} */ (this.redis.pipeline())
+      for (const [s, seq, left] of quiet) pipeline.wspsRetire(keys.history(s), keys.historyPin(s), seq, left)
+      const replies = /** @type {[Error | null, number][] | null} */ (await pipeline.exec().catch(() => null))
+      results = quiet.map((_, i) => replies?.[i]?.[1] ?? null)
     }
-    const pipeline = /** @type {any} */ (this.redis.pipeline())
-    for (const [s, seq, left] of quiet) pipeline.wspsRetire(keys.history(s), seq, left)
-    await pipeline.exec().catch(ignore)
+    // Pinned (delayed subscribers still read it): again one window later.
+    quiet.forEach(([symbol, seq], i) => {
+      if (results[i] === 2 && !this.#published.has(symbol)) this.#published.set(symbol, { seq, at: now, renewedAt: 0 })
+    })
   }
 
   /**

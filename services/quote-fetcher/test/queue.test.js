@@ -228,17 +228,42 @@ test('retire: a quiet symbol\'s history is cut to its latest quote, which gets t
   const opts = { ttlMs: 60_000, historySize: 100 }
   for (let ts = 1; ts <= 30; ts++) await publishOne(k, `{"symbol":"Q","ts":${ts}}`, opts)
   const newest = /** @type {string} */ ((await latestQuotes(r, k, ['Q']))[0])
-  assert.equal(await r.wspsRetire(k.history('Q'), 29, 58_000), 0, 'seq 30 was published after 29 (by another fetcher): kept')
+  assert.equal(await r.wspsRetire(k.history('Q'), k.historyPin('Q'), 29, 58_000), 0, 'seq 30 was published after 29 (by another fetcher): kept')
   assert.equal(await r.xlen(k.history('Q')), 30)
-  assert.equal(await r.wspsRetire(k.history('Q'), 30, 58_000), 1)
+  assert.equal(await r.wspsRetire(k.history('Q'), k.historyPin('Q'), 30, 58_000), 1)
   assert.deepEqual((await r.xrange(k.history('Q'), '-', '+')).map(([id, f]) => [id, f[1]]), [['30-0', newest]], 'only the newest entry, as it was')
   assert.deepEqual((await latestQuotes(r, k, ['Q']))[0], newest, 'still the latest quote')
   const ttl = await r.pttl(k.history('Q'))
   assert.ok(ttl > 57_000 && ttl <= 58_000, `the expiry it has left (${ttl} ms)`)
-  assert.equal(await r.wspsRetire(k.history('NONE'), 1, 1000), 0, 'no stream: nothing')
+  assert.equal(await r.wspsRetire(k.history('NONE'), k.historyPin('NONE'), 1, 1000), 0, 'no stream: nothing')
   // The count goes on in the same epoch.
   assert.equal(await publishOne(k, '{"symbol":"Q","ts":31}', opts), 31)
   assert.equal((await latestOf(k, 'Q')).epoch, JSON.parse(newest).epoch)
+})
+
+test('a history pin keeps the stream from the pinned seq on (less historySize), and the retire pass leaves a pinned stream alone', async () => {
+  const k = freshKeys()
+  const opts = { historySize: 10 }
+  const ids = async () => (await r.xrange(k.history('P'), '-', '+')).map(([id]) => Number(id.split('-')[0]))
+  const publishUpTo = async (/** @type {number} */ from, /** @type {number} */ to) => {
+    for (let ts = from; ts <= to; ts++) await publishOne(k, `{"symbol":"P","ts":${ts}}`, opts)
+  }
+  // Trimming drops whole stream nodes (100 entries each by default).
+  await publishUpTo(1, 320)
+  const unpinned = await ids()
+  assert.ok(unpinned[0] > 200, `without a pin: trimmed to about historySize (oldest ${unpinned[0]})`)
+  await r.set(k.historyPin('P'), 330, 'PX', 60_000)
+  await publishUpTo(321, 800)
+  const pinned = await ids()
+  // MINID ~ 320 (pin 330 less historySize 10): the oldest kept is at or
+  // below 320, and nothing from 320 on is gone.
+  assert.ok(pinned[0] <= 320, `pinned at 330: kept from 320 on (oldest ${pinned[0]})`)
+  assert.deepEqual(pinned.slice(pinned.indexOf(320)), Array.from({ length: 481 }, (_, i) => 320 + i), 'every entry from 320 to 800')
+  assert.equal(await r.wspsRetire(k.history('P'), k.historyPin('P'), 800, 58_000), 2, 'pinned: not retired')
+  assert.equal((await ids()).length, pinned.length)
+  await r.del(k.historyPin('P'))
+  await publishUpTo(801, 1120)
+  assert.ok((await ids())[0] > 1000, 'the pin gone: trimmed to about historySize again')
 })
 
 test('the history stream\'s expiry: renewed to streamTtlMs when a quote asks (renew), on every 16th seq and when an epoch starts; not by the other quotes', async () => {

@@ -40,6 +40,14 @@ export function redisKeys (prefix) {
      * Readers take the epoch from the latest quote, which carries it.
      */
     epoch: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:epoch`,
+    /**
+     * The oldest seq of the symbol's history that some gateway's delayed
+     * subscribers still need (a number as a string, with a short PX that
+     * the gateways serving them renew): the publish script keeps the
+     * history from there on (less WSPS_HISTORY_SIZE more), and the retire
+     * pass leaves it alone. Absent: trimmed to WSPS_HISTORY_SIZE.
+     */
+    historyPin: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:pin`,
     /** Symbol out of a channel name, or null when it is not ours. */
     symbolOf: (/** @type {string} */ channel) => {
       const open = prefix.length + 2

@@ -87,8 +87,16 @@ end
 `
 
 /**
+ * Most history entries a pin keeps (history-pin in keys.js): about 50 MiB
+ * of Redis per symbol, a 15-minute delay at 220 ticks per second. A pin
+ * left by a gateway that needs more is not served beyond it (its delayed
+ * subscribers see the hole, counted).
+ */
+export const PIN_MAX = 200000
+
+/**
  * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
- * epoch (all of one symbol's slot on a Redis Cluster, so there the fetcher
+ * epoch, history pin (all of one symbol's slot on a Redis Cluster, so there the fetcher
  * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
  * historySize, defer (0/1), streamTtlMs, then per quote: channel, quote JSON
  * without seq and without its opening brace (starts with '"symbol"': the
@@ -155,7 +163,7 @@ local function newEpoch ()
   end
   return e
 end
-local out, n = {}, #KEYS / 5
+local out, n = {}, #KEYS / 6
 -- The stream's expiry, as a time (PEXPIREAT: a relative PEXPIRE is
 -- rewritten to one for replication on every call, and costs a third more),
 -- from Redis' clock, read once per call when a stream's is renewed.
@@ -168,7 +176,7 @@ local function renewAt ()
   return expireAt
 end
 for i = 1, n do
-  local k, a = 5 * i - 4, 4 * i + 3
+  local k, a = 6 * i - 5, 4 * i + 3
   if defer then out[n + i] = '' end
   local seq = 0
   if pushMs > 0 then
@@ -227,7 +235,17 @@ for i = 1, n do
         redis.call('PEXPIREAT', hist, renewAt())
       end
       if fresh or seq % 16 == 0 then
-        redis.call('XTRIM', hist, 'MAXLEN', '~', histSize)
+        -- A pin (a gateway serving the symbol delayed) keeps what it still
+        -- needs, and WSPS_HISTORY_SIZE before it for the gateways whose
+        -- delayed cursors are a little behind the one that wrote the pin;
+        -- never more than PIN_MAX entries.
+        local pin = tonumber(redis.call('GET', KEYS[k + 5]))
+        if pin then
+          local keep = math.max(math.min(pin, seq) - histSize, seq - ${PIN_MAX})
+          if keep > 1 then redis.call('XTRIM', hist, 'MINID', '~', tostring(keep)) end
+        else
+          redis.call('XTRIM', hist, 'MAXLEN', '~', histSize)
+        end
         -- A latest quote written while history was off: older than the
         -- stream's newest, and readers take the newer; gone within 16 seqs.
         redis.call('DEL', KEYS[k + 1])
@@ -263,15 +281,18 @@ return out
 /**
  * Cuts a quiet symbol's history to its newest entry, which is its latest
  * quote and must stay, and gives the stream the expiry that quote has left.
- * KEYS: history. ARGV: seq (the last the caller published of the symbol),
+ * KEYS: history, history pin. ARGV: seq (the last the caller published of the symbol),
  * leftMs (WSPS_QUOTE_TTL_MS minus the time since). Only when that seq is
  * still the newest: a quote published since by another fetcher is its to
  * retire. The stream is written anew rather than trimmed: XTRIM would leave
  * the newest in a stream node holding its deleted neighbours' bytes (up to
  * 4 KiB).
- * Returns 1 when it retired the stream, else 0.
+ * A pinned history (a gateway serves the symbol delayed and still needs
+ * it) is left as it is: returns 2, and the caller tries again later.
+ * Returns 1 when it retired the stream, 2 when pinned, else 0.
  */
 const RETIRE = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
 local e = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
 if not e or e[1] ~= ARGV[1] .. '-0' then return 0 end
 if redis.call('XLEN', KEYS[1]) > 1 then
@@ -351,7 +372,7 @@ return n
  *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
  *   wspsLatest(numKeys: number, ...keys: string[]): Promise<(string | null)[]>,
  *   wspsLatestOne(history: string, latest: string): Promise<(string | null)[]>,
- *   wspsRetire(history: string, seq: number, leftMs: number): Promise<number>,
+ *   wspsRetire(history: string, pin: string, seq: number, leftMs: number): Promise<number>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
  *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
  * }} ScriptedRedis
@@ -376,7 +397,7 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, histor
   /** @type {(string | number)[]} */
   const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, defer ? 1 : 0, streamTtlMs ?? ttlMs]
   for (const q of quotes) {
-    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol))
+    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol), keys.historyPin(q.symbol))
     a.push(keys.channel(q.symbol), q.body.slice(1), q.floor, q.renew === false ? 0 : 1)
   }
   return [k.length, ...k, ...a]
@@ -389,14 +410,14 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, histor
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
   client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
-  // Key count per call: 5 per quote. On a Cluster, ioredis routes (and
+  // Key count per call: 6 per quote. On a Cluster, ioredis routes (and
   // auto-pipelines) a command by its keys only when their count is declared:
   // wspsPublishOne is the same script for exactly one quote.
   client.defineCommand('wspsPublish', { lua: PUBLISH })
-  client.defineCommand('wspsPublishOne', { numberOfKeys: 5, lua: PUBLISH })
+  client.defineCommand('wspsPublishOne', { numberOfKeys: 6, lua: PUBLISH })
   client.defineCommand('wspsLatest', { lua: LATEST })
   client.defineCommand('wspsLatestOne', { numberOfKeys: 2, lua: LATEST })
-  client.defineCommand('wspsRetire', { numberOfKeys: 1, lua: RETIRE })
+  client.defineCommand('wspsRetire', { numberOfKeys: 2, lua: RETIRE })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
   return /** @type {ScriptedRedis} */ (client)
