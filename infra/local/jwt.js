@@ -28,16 +28,19 @@ export function readSecret (file) {
  * @param {string} secret
  * @param {object} o
  * @param {number} o.ttl seconds until `exp`
- * @param {string[]} [o.symbols] the gateway's default WSPS_AUTH_SYMBOLS_CLAIM; none or empty: every symbol
+ * @param {string[]} [o.symbols] the gateway's default WSPS_AUTH_SYMBOLS_CLAIM; none or empty: every
+ *   symbol (or, with delayed, none real-time)
+ * @param {string[]} [o.delayed] the default WSPS_AUTH_DELAYED_CLAIM: symbols granted delayed only
  * @param {string} [o.sub]
  */
-export function mintHs256 (secret, { ttl, symbols = [], sub = 'local-user' }) {
+export function mintHs256 (secret, { ttl, symbols = [], delayed = [], sub = 'local-user' }) {
   /** @param {object} doc */
   const b64 = (doc) => Buffer.from(JSON.stringify(doc)).toString('base64url')
   const now = Math.floor(Date.now() / 1000)
   /** @type {Record<string, unknown>} */
   const claims = { sub, iat: now, exp: now + ttl }
   if (symbols.length) claims.symbols = symbols
+  if (delayed.length) claims.delayedSymbols = delayed
   const unsigned = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`
   return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`
 }

@@ -7,6 +7,9 @@
 //   node infra/local/token.js                      every symbol, valid 1 hour
 //   node infra/local/token.js AAPL 'MS*'           only these (a prefix ends in *)
 //   node infra/local/token.js --ttl 5 AAPL         expires in 5 s (then 4002)
+//   node infra/local/token.js --delayed 'AAPL,NV*' MSFT
+//                                                  MSFT real-time; AAPL and NV* delayed only
+//                                                  (WSPS_DELAY_MS, 15 min by default)
 //   node infra/local/token.js --secret-file PATH   another secret file
 //
 // Prints the token alone on stdout, so `TOKEN=$(node infra/local/token.js)`
@@ -19,6 +22,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     ttl: { type: 'string', default: '3600' },
+    delayed: { type: 'string', default: '' },
     'secret-file': { type: 'string', default: SECRET_FILE }
   }
 })
@@ -35,4 +39,5 @@ try {
   process.stderr.write(`token.js: ${/** @type {Error} */ (err).message}\n`)
   process.exit(1)
 }
-process.stdout.write(`${mintHs256(secret, { ttl, symbols: positionals })}\n`)
+const delayed = values.delayed.split(',').map((x) => x.trim()).filter(Boolean)
+process.stdout.write(`${mintHs256(secret, { ttl, symbols: positionals, delayed })}\n`)
