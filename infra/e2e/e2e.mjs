@@ -12,8 +12,9 @@
 // chart's NetworkPolicies under an enforcer, Pod Security `restricted` on the
 // namespace, no secret value outside its Secret, Redis and its Sentinels
 // TLS-only with a wrong CA refused, and hostile input through the Ingress
-// while the host clients stay served (issue #28: netpol.mjs, podsecurity.mjs,
-// secrets.mjs, redis-tls.mjs, hostile.mjs).
+// while the host clients stay served, and auth enforced through nginx
+// (issue #28: netpol.mjs, podsecurity.mjs, secrets.mjs, redis-tls.mjs,
+// hostile.mjs, auth.mjs).
 // Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
 // apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
@@ -29,6 +30,7 @@ import { SseStream } from '../../harness/testkit/src/sse-stream.js'
 import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { sleep, waitFor } from '../../harness/testkit/src/wait.js'
 import { Fleet, pct } from './fleet.mjs'
+import { AUTH_SECRET, enforcedAuth } from './auth.mjs'
 import { nginxIngress } from './nginx.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
 import { checkNetworkPolicies } from './netpol.mjs'
@@ -461,7 +463,14 @@ async function main (argv) {
     fleet.stop()
   }
 
-  await nginxIngress({ ns: NS, rel: REL, host: HOST, helmBin: HELM, run, kubectl, until, step, fail, log, pods, checkSse, report })
+  const e = { ns: NS, rel: REL, host: HOST, helmBin: HELM, run, kubectl, until, step, fail, log, pods, checkSse, report }
+  await nginxIngress(e)
+
+  await step('auth enforced through the nginx ingress: the release upgraded to HS256 JWT; every wrong token gets its promised status or close code, a good one streams (WebSocket and SSE)', async () => {
+    const line = await enforcedAuth(e)
+    log('  ' + line)
+    report.push(line)
+  })
 
   await step('make release REGISTRY=127.0.0.1:5000: the chart installs from oci://, its pods pull the image from that registry', releaseFromRegistry)
 
@@ -475,7 +484,7 @@ async function main (argv) {
 
   await step('secrets stay secret: no Secret value in logs, events, ConfigMaps, pod specs or the rendered chart', async () => {
     const logDirs = ['.run/e2e', ...(process.env.E2E_NODE_LOG_DIR ? [process.env.E2E_NODE_LOG_DIR] : [])]
-    const line = await checkSecretsStaySecret({ run, fail, helm: HELM, ns: NS, release: REL, extraSecrets: [PUBLISH_SECRET], logDirs })
+    const line = await checkSecretsStaySecret({ run, fail, helm: HELM, ns: NS, release: REL, extraSecrets: [PUBLISH_SECRET, AUTH_SECRET], logDirs })
     log('  ' + line)
     report.push(line)
   })

@@ -122,7 +122,7 @@ async function switchToNginx (e, base) {
  *
  * @param {E2E} e
  */
-async function upstreamsSettled (e) {
+export async function upstreamsSettled (e) {
   const conf = `/etc/nginx/conf.d/${e.ns}-${e.rel}-gateway.conf`
   await e.until(`nginx's upstream (${conf}) to list exactly the ready gateway pods`, 120000, async () => {
     const ready = new Set((await e.pods('gateway'))
