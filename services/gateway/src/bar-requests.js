@@ -127,7 +127,9 @@ export class BarRequests {
    * A token refresh was accepted (the connection's grants are the new
    * ones): bar subscriptions it no longer grants end, and those it now
    * grants delayed only move to the delayed timeline before the refresh is
-   * acked: a delayed `bars` frame (the default backfill) replaces the series.
+   * acked (no real-time bar follows the ack): a delayed `bars` frame (the
+   * default backfill) replaces the series, before the ack when this
+   * gateway has the delayed series loaded already, else once it is.
    *
    * @param {Client} client
    * @returns {string[]} the symbols whose bars were unsubscribed
