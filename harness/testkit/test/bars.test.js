@@ -10,6 +10,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { SignJWT } from 'jose'
+import WebSocket from 'ws'
+import { WspsClient } from '@wsps/client'
 import { ErrorCode } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
 import { barsOf, BarBuilder } from '../../../services/gateway/src/bar-builder.js'
@@ -176,14 +178,34 @@ test('a refresh that narrows real-time to delayed moves the bars: from its ack o
   assert.deepEqual(c.barProblems, [])
 })
 
-test('quotes and bars of one symbol at once, several intervals; unsub ends one series only', async () => {
+test('the JS client: subscribeBars() holds the series from its backfill and live bars, as history makes them, delayed where the token says', async () => {
+  const c = new WspsClient({ url: on.gws[1].wsUrl, WebSocket, getToken: () => token({ symbols: ['AAPL'], delayedSymbols: ['MSFT'] }) })
+  test.after(() => c.close())
+  /** @type {string[]} */
+  const closed = []
+  c.on('bar', (e) => { if (e.closed) closed.push(`${e.symbol} ${e.bar.t}`) })
+  c.connect()
+  assert.deepEqual(await c.subscribeBars(['AAPL', 'MSFT'], '1s', { backfill: 5 }), { ok: true })
+  await waitFor(() => closed.filter((k) => k.startsWith('AAPL')).length >= 2 && closed.some((k) => k.startsWith('MSFT')), { timeout: 15_000, message: 'closed bars of both' })
+  const aapl = /** @type {import('@wsps/client').BarSeries} */ (c.bars('AAPL', '1s'))
+  const want = barsOf(1000, await history('AAPL')).closed
+  assert.deepEqual(aapl.bars, want.filter((b) => b.t >= aapl.bars[0].t && b.t <= /** @type {{t: number}} */ (aapl.bars.at(-1)).t))
+  assert.equal(aapl.bars.length, 5 + 2, 'the backfill asked for, then the live ones')
+  assert.equal(aapl.delayed, false)
+  assert.equal(c.bars('MSFT', '1s')?.delayed, true)
+  assert.equal(c.delayMs, DELAY_MS)
+})
+
+test('quotes and bars of one symbol at once, several intervals, on one Redis subscription; unsub ends one series only', async () => {
   const c = await open(0, {})
-  await c.sub(['AAPL'])
-  const a1 = await c.subBars(['AAPL'], '1m', { backfill: 5 })
-  const a5 = await c.subBars(['AAPL'], '5m')
-  assert.deepEqual([a1.symbols, a5.symbols], [['AAPL'], ['AAPL']])
+  await c.sub(['BARQ'])
+  const a1 = await c.subBars(['BARQ'], '1m', { backfill: 5 })
+  const a5 = await c.subBars(['BARQ'], '5m')
+  assert.deepEqual([a1.symbols, a5.symbols], [['BARQ'], ['BARQ']])
   await c.next((m) => m.op === 'bars' && m.interval === '5m', { from: 0 })
-  const gone = await c.unsubBars(['AAPL'], '1m')
+  // The bar series read the feed the quotes come from: one channel subscription, one gateway.
+  assert.deepEqual(await on.redis.pubsub('NUMSUB', keys.channel('BARQ')), [keys.channel('BARQ'), 1])
+  const gone = await c.unsubBars(['BARQ'], '1m')
   assert.deepEqual(gone, { op: 'ack', id: gone.id, symbols: [], bars: '1m' })
   const from = c.frames.length
   await c.next((m) => m.op === 'bar' && m.interval === '5m', { from })
