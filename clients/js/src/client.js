@@ -11,11 +11,12 @@
 // This module is the state machine that joins the client's parts: which
 // transport (transports.js), when to retry (backoff.js), the token
 // (token.js), the watch set (subscriptions.js), the silence check
-// (liveness.js) and the listeners (events.js); the quotes are held by the
-// protocol's QuoteReceiver.
+// (liveness.js), the bar subscriptions (bar-subscriptions.js) and the
+// listeners (events.js); the quotes are held by the protocol's QuoteReceiver.
 
 import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
 import { Retry } from './backoff.js'
+import { BarSubscriptions } from './bar-subscriptions.js'
 import { Emitter } from './events.js'
 import { Liveness } from './liveness.js'
 import { Subscriptions } from './subscriptions.js'
@@ -48,6 +49,12 @@ const { MAX_SYMBOLS_PER_REQUEST } = Limits
 const MAX_INFLIGHT = 256
 /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} */
 const NO_CURSORS = new Map()
+
+/**
+ * The `op` of the bar frames (docs/protocol.md, "Bars"): a backfill
+ * (`bars`, once after the ack of a bar `sub`) and a live update (`bar`).
+ */
+const BarOp = Object.freeze({ BACKFILL: 'bars', UPDATE: 'bar' })
 
 /** Errors whose `symbols` leave the watch set even when they answer no request of ours (see #onError). */
 const DROPS_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS]))
@@ -82,12 +89,13 @@ export class WspsClient {
   #retry
   #token
   #subs
+  #bars = new BarSubscriptions()
   #liveness
   /** @type {Emitter<WspsEvents>} */
   #events = new Emitter()
   /** Held quotes by the receiver rules; a resync's `since` is when its snapshot was asked for (deltas before it are expected gaps). */
   #receiver = new QuoteReceiver()
-  /** @type {Map<number, {op: string, symbols: string[]}>} requests awaiting ack/error, by id */
+  /** @type {Map<number, {op: string, symbols: string[], bars?: string}>} requests awaiting ack/error, by id (bars: a bar request's interval) */
   #inflight = new Map()
 
   /** @type {SocketLike | null} */
@@ -100,6 +108,8 @@ export class WspsClient {
   #streamedSince = NO_CURSORS
   /** @type {number | null} how old delayed quotes are, from the last ack that said (`delayMs`) */
   #delayMs = null
+  /** @type {Set<string>} the held symbols the last ack said are served delayed */
+  #delayed = new Set()
   /** Bumped per socket: events of an abandoned socket are ignored. */
   #gen = 0
   #nextId = 1
@@ -160,6 +170,12 @@ export class WspsClient {
    *   (no delayed symbol held yet)
    */
   get delayMs () { return this.#delayMs }
+  /**
+   * @param {string} symbol
+   * @returns {boolean} the gateway serves its quotes delayed (the last ack's
+   *   `delayed`): known from the ack on, before any quote of it arrives
+   */
+  isDelayed (symbol) { return this.#delayed.has(symbol) }
   /**
    * @param {string} symbol
    * @returns {Quote | undefined} the latest full quote held
@@ -238,6 +254,34 @@ export class WspsClient {
     const removed = this.#subs.unwatch(symbols)
     for (const s of removed) this.#receiver.forget(s)
     if (this.#live) this.#requestAll(ClientOp.UNSUB, removed)
+  }
+
+  /**
+   * Streams bars of `symbols` (docs/protocol.md, "Bars"): a `bars` event
+   * with the last `backfill` closed bars and the open one once the gateway
+   * has the subscription (again after every reconnect), then a `bar` event
+   * per update of the open bar and one, `closed: true`, when it ends.
+   * Separate from the quote subscription of the same symbols. WebSocket
+   * only: over SSE no bars come.
+   *
+   * @param {string[]} symbols
+   * @param {'1s' | '1m' | '5m'} interval
+   * @param {{backfill?: number}} [options] closed bars to get first, 0..500 (default 0)
+   */
+  subscribeBars (symbols, interval, { backfill = 0 } = {}) {
+    const send = this.#bars.add([...new Set(symbols)], interval, backfill)
+    if (this.#live && send.length) this.#requestBars(ClientOp.SUB, send, interval, backfill)
+  }
+
+  /**
+   * Stops the bars of `symbols` at `interval`; late frames of them are ignored.
+   *
+   * @param {string[]} symbols
+   * @param {string} interval
+   */
+  unsubscribeBars (symbols, interval) {
+    const removed = this.#bars.remove(symbols, interval)
+    if (this.#live && removed.length) this.#requestBars(ClientOp.UNSUB, removed, interval)
   }
 
   // ---- connection ------------------------------------------------------------
@@ -407,6 +451,15 @@ export class WspsClient {
       case ServerOp.ACK: return this.#onAck(msg)
       case ServerOp.ERROR: return this.#onError(msg)
       case ServerOp.PONG: return this.#liveness.pong(msg.id)
+      case BarOp.BACKFILL:
+        if (this.#bars.wants(msg.symbol, msg.interval)) {
+          this.#events.emit('bars', { symbol: msg.symbol, interval: msg.interval, bars: msg.bars ?? [], current: msg.current ?? null, delayed: msg.delayed === true })
+        }
+        return
+      case BarOp.UPDATE:
+        if (this.#bars.wants(msg.symbol, msg.interval)) {
+          this.#events.emit('bar', { symbol: msg.symbol, interval: msg.interval, bar: msg.bar, closed: msg.closed === true, delayed: msg.delayed === true })
+        }
     }
   }
 
@@ -478,9 +531,16 @@ export class WspsClient {
     this.#request(ClientOp.SUB, gaps)
   }
 
-  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayMs?: number}} ack */
+  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string}} ack */
   #onAck (ack) {
     if (typeof ack.delayMs === 'number') this.#delayMs = ack.delayMs
+    if (ack.bars !== undefined) {
+      // A bar request's answer lists the bar subscriptions of its interval,
+      // not the quote subscriptions: the watch set is not its business.
+      if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
+      return
+    }
+    if (Array.isArray(ack.symbols)) this.#setDelayed(Array.isArray(ack.delayed) ? ack.delayed : [])
     // The answer to a resumed sub: which symbols continued without a loss.
     if (ack.recovered !== null && typeof ack.recovered === 'object') {
       for (const [symbol, recovered] of Object.entries(ack.recovered)) {
@@ -504,6 +564,12 @@ export class WspsClient {
     if (msg.id !== undefined) error.id = msg.id
     this.#events.emit('error', error)
 
+    if (req?.bars !== undefined) {
+      // A refused bar request (a bad interval, symbol or backfill): the bar
+      // subscriptions it asked for are dropped; quotes are not concerned.
+      if (req.op === ClientOp.SUB) this.#bars.remove(msg.symbols?.length ? msg.symbols : req.symbols, req.bars)
+      return
+    }
     if (req?.op === ClientOp.SUB) {
       switch (msg.code) {
         case ErrorCode.BAD_SYMBOL:
@@ -595,6 +661,17 @@ export class WspsClient {
       return
     }
     if (keep.length) this.#requestAll(ClientOp.SUB, keep, since)
+    for (const { interval, backfill, symbols } of this.#bars.groups()) this.#requestBars(ClientOp.SUB, symbols, interval, backfill)
+  }
+
+  /**
+   * @param {string[]} list what the last quote ack said is served delayed
+   */
+  #setDelayed (list) {
+    const next = new Set(list)
+    if (next.size === this.#delayed.size && list.every((s) => this.#delayed.has(s))) return
+    this.#delayed = next
+    this.#events.emit('delayed', { symbols: [...next], delayMs: this.#delayMs })
   }
 
   // ---- token refresh ---------------------------------------------------------
@@ -658,6 +735,25 @@ export class WspsClient {
   }
 
   // ---- sending ---------------------------------------------------------------
+
+  /**
+   * A bar `sub` or `unsub` (WebSocket only: an SSE stream carries no bars).
+   *
+   * @param {string} op
+   * @param {string[]} symbols
+   * @param {string} interval
+   * @param {number} [backfill] a sub's
+   */
+  #requestBars (op, symbols, interval, backfill) {
+    if (this.#status.transport !== Transport.WEBSOCKET) return
+    for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) {
+      const chunk = symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST)
+      const id = this.#nextId++
+      this.#inflight.set(id, { op, symbols: chunk, bars: interval })
+      if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
+      this.#send(op === ClientOp.SUB ? { op, symbols: chunk, bars: interval, backfill, id } : { op, symbols: chunk, bars: interval, id })
+    }
+  }
 
   #ping () {
     const id = this.#nextId++

@@ -20,6 +20,9 @@ export { AUTH_CLOSE_CODES, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONN
  * @typedef {import('./types.js').ErrorInfo} ErrorInfo
  * @typedef {import('./types.js').QuoteEvent} QuoteEvent
  * @typedef {import('./types.js').GapEvent} GapEvent
+ * @typedef {import('./types.js').Bar} Bar
+ * @typedef {import('./types.js').BarsEvent} BarsEvent
+ * @typedef {import('./types.js').BarEvent} BarEvent
  * @typedef {import('./types.js').WspsEvents} WspsEvents
  * @typedef {import('./types.js').SocketLike} SocketLike
  * @typedef {import('./types.js').SocketConstructor} SocketConstructor

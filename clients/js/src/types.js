@@ -81,6 +81,29 @@ export const Status = Object.freeze({
  * @property {number} latencyMs receive time minus `quote.ts` (includes clock skew; for a delayed
  *   quote about the delay)
  *
+ * @typedef {object} Bar one interval of ticks (docs/protocol.md, "Bars")
+ * @property {number} t start of the interval, ms since the epoch (a multiple of the interval)
+ * @property {number} o open
+ * @property {number} h high
+ * @property {number} l low
+ * @property {number} c close
+ * @property {number} v volume traded in it
+ * @property {number} n ticks in it
+ *
+ * @typedef {object} BarsEvent the backfill of a bar subscription: once after each (re)subscription
+ * @property {string} symbol
+ * @property {string} interval `1s`, `1m` or `5m`
+ * @property {Bar[]} bars closed bars, oldest first (at most the backfill asked for)
+ * @property {Bar | null} current the open bar, if any
+ * @property {boolean} delayed the bars are delayed (a delayed grant)
+ *
+ * @typedef {object} BarEvent a live bar update
+ * @property {string} symbol
+ * @property {string} interval
+ * @property {Bar} bar the open bar as it is now, or (closed) its final version
+ * @property {boolean} closed final: exactly once per bar; the next update starts a new bar
+ * @property {boolean} delayed
+ *
  * @typedef {object} GapEvent
  * @property {string} symbol
  * @property {number | null} heldSeq
@@ -93,6 +116,10 @@ export const Status = Object.freeze({
  * @property {QuoteEvent} quote a symbol's quote changed
  * @property {ErrorInfo} error the server rejected something (or the client gave up on it)
  * @property {{symbols: string[], error: ErrorInfo}} rejected symbols dropped from the watch set because the server refused them
+ * @property {BarsEvent} bars the backfill of a bar subscription (subscribeBars)
+ * @property {BarEvent} bar a live bar update
+ * @property {{symbols: string[], delayMs: number | null}} delayed the set of held symbols the gateway serves
+ *   delayed changed (an ack said so); delayMs: by how much (e.g. 900000: "delayed 15 min")
  * @property {GapEvent} gap a delta did not continue the held quote; the symbol is being resubscribed
  * @property {{symbol: string, recovered: boolean}} recovery a reconnect resumed the symbol from the quote held:
  *   recovered true, nothing was lost (distinct: the missed ticks were replayed as quote events); false, the
