@@ -53,7 +53,9 @@ export function layoutCandles (bars, slots = Math.max(30, bars.length)) {
     const cx = slot * i + slot / 2
     const top = y(Math.max(b.o, b.c))
     const bottom = y(Math.min(b.o, b.c))
+    // A doji's line is centred on its price, half a pixel past it either side.
     const height = Math.max(MIN_BODY, bottom - top)
+    const bodyTop = (top + bottom) / 2 - height / 2
     return {
       t: b.t,
       dir: /** @type {Candle['dir']} */ (b.c > b.o ? 'up' : b.c < b.o ? 'down' : 'flat'),
@@ -61,7 +63,7 @@ export function layoutCandles (bars, slots = Math.max(30, bars.length)) {
       x: round(cx - width / 2),
       width: round(width),
       cx: round(cx),
-      top: round(Math.min(top, CHART_HEIGHT - PAD_Y - height)),
+      top: round(bodyTop),
       height: round(height),
       high: round(y(b.h)),
       low: round(y(b.l))
