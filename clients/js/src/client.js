@@ -50,12 +50,6 @@ const MAX_INFLIGHT = 256
 /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} */
 const NO_CURSORS = new Map()
 
-/**
- * The `op` of the bar frames (docs/protocol.md, "Bars"): a backfill
- * (`bars`, once after the ack of a bar `sub`) and a live update (`bar`).
- */
-const BarOp = Object.freeze({ BACKFILL: 'bars', UPDATE: 'bar' })
-
 /** Errors whose `symbols` leave the watch set even when they answer no request of ours (see #onError). */
 const DROPS_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS]))
 
@@ -265,10 +259,11 @@ export class WspsClient {
    * only: over SSE no bars come.
    *
    * @param {string[]} symbols
-   * @param {'1s' | '1m' | '5m'} interval
-   * @param {{backfill?: number}} [options] closed bars to get first, 0..500 (default 0)
+   * @param {string} interval a key of BAR_INTERVALS: `1s`, `1m` or `5m` (the gateway refuses others: BAD_INTERVAL)
+   * @param {{backfill?: number}} [options] closed bars to get first, 0..Limits.MAX_BACKFILL
+   *   (default Limits.DEFAULT_BACKFILL, as the gateway's)
    */
-  subscribeBars (symbols, interval, { backfill = 0 } = {}) {
+  subscribeBars (symbols, interval, { backfill = Limits.DEFAULT_BACKFILL } = {}) {
     const send = this.#bars.add([...new Set(symbols)], interval, backfill)
     if (this.#live && send.length) this.#requestBars(ClientOp.SUB, send, interval, backfill)
   }
@@ -451,12 +446,12 @@ export class WspsClient {
       case ServerOp.ACK: return this.#onAck(msg)
       case ServerOp.ERROR: return this.#onError(msg)
       case ServerOp.PONG: return this.#liveness.pong(msg.id)
-      case BarOp.BACKFILL:
+      case ServerOp.BARS:
         if (this.#bars.wants(msg.symbol, msg.interval)) {
           this.#events.emit('bars', { symbol: msg.symbol, interval: msg.interval, bars: msg.bars ?? [], current: msg.current ?? null, delayed: msg.delayed === true })
         }
         return
-      case BarOp.UPDATE:
+      case ServerOp.BAR:
         if (this.#bars.wants(msg.symbol, msg.interval)) {
           this.#events.emit('bar', { symbol: msg.symbol, interval: msg.interval, bar: msg.bar, closed: msg.closed === true, delayed: msg.delayed === true })
         }

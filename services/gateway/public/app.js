@@ -112,7 +112,7 @@ function selectSymbol (symbol) {
 function streamBars (symbol, interval) {
   if (barsOf) client.unsubscribeBars([barsOf.symbol], barsOf.interval)
   barsOf = symbol === null ? null : { symbol, interval }
-  if (barsOf) client.subscribeBars([barsOf.symbol], /** @type {'1s' | '1m' | '5m'} */ (interval), { backfill: BACKFILL })
+  if (barsOf) client.subscribeBars([barsOf.symbol], interval, { backfill: BACKFILL })
 }
 
 /** @param {import('./client/index.js').ErrorInfo} error */

@@ -11,11 +11,12 @@
 import { BarSeries } from './bar-series.js'
 import { CHART_HEIGHT, CHART_WIDTH, layoutCandles } from './candles.js'
 import { formatPrice, formatTime } from './format.js'
+import { BAR_INTERVALS } from './client/index.js'
 
 const SVG = 'http://www.w3.org/2000/svg'
 
 /** The intervals the gateway streams, and the one shown first (bars appear within seconds). */
-export const INTERVALS = Object.freeze(['1s', '1m', '5m'])
+export const INTERVALS = Object.freeze(Object.keys(BAR_INTERVALS))
 export const DEFAULT_INTERVAL = '1s'
 
 /**

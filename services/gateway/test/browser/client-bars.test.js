@@ -150,7 +150,7 @@ describe('bars', () => {
     const rejected = []
     c.on('error', (e) => errors.push(e.code))
     c.on('rejected', (r) => rejected.push(...r.symbols))
-    c.subscribeBars(['AAPL'], /** @type {any} */ ('2h'))
+    c.subscribeBars(['AAPL'], '2h')
     c.connect()
     await waitFor(() => errors.length === 1, { message: 'the error' })
     assert.deepEqual(errors, ['BAD_INTERVAL'])

@@ -114,6 +114,8 @@ describe('the chart and the delayed markers', { timeout: 90_000 }, () => {
     // Drawn from the gateway's bar frames: a backfill, then live bars.
     assert.ok(received.some((m) => m.op === 'bars' && m.symbol === 'AAPL' && m.interval === '1s'), 'a backfill came')
     assert.ok(received.some((m) => m.op === 'bar' && m.symbol === 'AAPL' && m.closed === true), 'a bar closed')
+    // A few more for the picture.
+    await liveCandles(page, 6)
     mkdirSync(ARTIFACTS, { recursive: true })
     await page.screenshot({ path: join(ARTIFACTS, 'browser-chart.png') })
 
