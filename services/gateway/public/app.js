@@ -136,6 +136,7 @@ function clearError () {
 client.on('status', (s) => {
   status.setStatus(s)
   table.setStale(s.state !== 'live')
+  if (s.transport !== null) chart.setAvailable(s.transport !== 'sse')
   if (s.state !== 'live') latency.clear()
 })
 client.on('quote', (ev) => {

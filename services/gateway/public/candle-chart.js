@@ -89,6 +89,16 @@ export class CandleChart {
     this.#els.delayed.textContent = label ?? ''
   }
 
+  /**
+   * Whether bars can come over the current connection: an SSE stream
+   * carries none (the gateway streams bars over WebSocket only), and the
+   * chart says so instead of waiting.
+   * @param {boolean} available
+   */
+  setAvailable (available) {
+    setText(this.#els.empty, available ? 'Waiting for the first bar…' : 'Bars come over WebSocket only; this connection is SSE.')
+  }
+
   /** @param {import('./client/index.js').BarsEvent} ev */
   backfill (ev) {
     if (!this.#mine(ev)) return
@@ -150,4 +160,12 @@ function candleNode (c, bar) {
  */
 function set (el, attrs) {
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v))
+}
+
+/**
+ * @param {HTMLElement} el
+ * @param {string} text
+ */
+function setText (el, text) {
+  if (el.textContent !== text) el.textContent = text
 }
