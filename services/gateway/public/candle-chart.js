@@ -1,6 +1,6 @@
 // The chart of the selected symbol: a candlestick per bar of its live bar
 // stream, an interval picker and a "delayed" badge. It owns the bars shown
-// (a BarSeries) and draws them once per animation frame, like the table;
+// (a ChartBars) and draws them once per animation frame, like the table;
 // which bars to stream is app.js's business (it asks on `onInterval`).
 //
 // The SVG has one <g class="candle"> per bar, with data-t (bar start, ms),
@@ -8,7 +8,7 @@
 // low) and a body <rect> (open to close): the DOM is the data, so tests
 // and assistive tech read it without parsing pixels.
 
-import { BarSeries } from './bar-series.js'
+import { ChartBars } from './chart-bars.js'
 import { CHART_HEIGHT, CHART_WIDTH, layoutCandles } from './candles.js'
 import { formatPrice, formatTime } from './format.js'
 import { BAR_INTERVALS } from './client/index.js'
@@ -32,7 +32,7 @@ export const DEFAULT_INTERVAL = '1s'
 
 export class CandleChart {
   #els
-  #series = new BarSeries()
+  #series = new ChartBars()
   /** @type {string | null} */
   #symbol = null
   #interval = DEFAULT_INTERVAL
@@ -134,7 +134,7 @@ export class CandleChart {
 
 /**
  * @param {import('./candles.js').Candle} c
- * @param {import('./bar-series.js').Bar} bar
+ * @param {import('./chart-bars.js').Bar} bar
  */
 function candleNode (c, bar) {
   const g = document.createElementNS(SVG, 'g')

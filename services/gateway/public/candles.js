@@ -30,7 +30,7 @@ const MIN_BODY = 1
  * slots the chart fills from the left, so a candle keeps its width while
  * the series grows. The price axis spans the lows and highs shown.
  *
- * @param {readonly (import('./bar-series.js').Bar & {closed?: boolean})[]} bars oldest first
+ * @param {readonly {t: number, o: number, h: number, l: number, c: number, closed?: boolean}[]} bars oldest first (a bar's prices; closed: false for the open one)
  * @param {number} [slots] candles the width holds (default: the bars, at least 30)
  * @returns {{candles: Candle[], min: number, max: number}}
  */

@@ -1,8 +1,8 @@
-// The page's bar state (public/bar-series.js): backfill, then live updates,
+// The page's bar state (public/chart-bars.js): backfill, then live updates,
 // as the gateway's `bars` and `bar` frames bring them.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { BarSeries } from '../public/bar-series.js'
+import { ChartBars } from '../public/chart-bars.js'
 
 const T0 = 1_763_800_020_000
 const MIN = 60_000
@@ -13,18 +13,18 @@ const MIN = 60_000
  */
 const bar = (i, c = 100 + i) => ({ t: T0 + i * MIN, o: 100, h: Math.max(100, c) + 1, l: Math.min(100, c) - 1, c, v: 10 * (i + 1), n: i + 1 })
 
-/** @param {BarSeries} s */
+/** @param {ChartBars} s */
 const shape = (s) => s.bars.map((b) => `${(b.t - T0) / MIN}:${b.c}${b.closed ? '' : '*'}`)
 
 test('backfill: closed bars oldest first, then the open one', () => {
-  const s = new BarSeries()
+  const s = new ChartBars()
   s.backfill({ bars: [bar(0), bar(1), bar(2)], current: bar(3) })
   assert.deepEqual(shape(s), ['0:100', '1:101', '2:102', '3:103*'])
   assert.deepEqual({ ...s.bars[1] }, { ...bar(1), closed: true })
 })
 
 test('backfill without an open bar, and empty', () => {
-  const s = new BarSeries()
+  const s = new ChartBars()
   s.backfill({ bars: [bar(0), bar(1)] })
   assert.deepEqual(shape(s), ['0:100', '1:101'])
   s.backfill({ bars: [] })
@@ -32,7 +32,7 @@ test('backfill without an open bar, and empty', () => {
 })
 
 test('a backfill replaces what was held (a resubscription after a reconnect)', () => {
-  const s = new BarSeries()
+  const s = new ChartBars()
   s.backfill({ bars: [bar(0)], current: bar(1) })
   s.apply({ bar: bar(1, 99), closed: true })
   s.backfill({ bars: [bar(5), bar(6)], current: bar(7) })
@@ -40,7 +40,7 @@ test('a backfill replaces what was held (a resubscription after a reconnect)', (
 })
 
 test('live: the open bar is replaced in place, never appended twice', () => {
-  const s = new BarSeries()
+  const s = new ChartBars()
   s.backfill({ bars: [bar(0)], current: bar(1, 101) })
   assert.equal(s.apply({ bar: bar(1, 104), closed: false }), true)
   assert.equal(s.apply({ bar: bar(1, 98), closed: false }), true)
@@ -48,7 +48,7 @@ test('live: the open bar is replaced in place, never appended twice', () => {
 })
 
 test('live: a closed bar is final; a late update of it changes nothing', () => {
-  const s = new BarSeries()
+  const s = new ChartBars()
   s.backfill({ bars: [bar(0)], current: bar(1) })
   assert.equal(s.apply({ bar: bar(1, 110), closed: true }), true)
   assert.deepEqual(shape(s), ['0:100', '1:110'])
@@ -59,7 +59,7 @@ test('live: a closed bar is final; a late update of it changes nothing', () => {
 })
 
 test('live: a new bar starts after the closed one; one whose close was lost is final anyway', () => {
-  const s = new BarSeries()
+  const s = new ChartBars()
   s.backfill({ bars: [], current: bar(0) })
   s.apply({ bar: bar(0, 100), closed: true })
   s.apply({ bar: bar(1, 101), closed: false })
@@ -71,7 +71,7 @@ test('live: a new bar starts after the closed one; one whose close was lost is f
 })
 
 test('at most `max` bars, the newest', () => {
-  const s = new BarSeries(3)
+  const s = new ChartBars(3)
   s.backfill({ bars: [bar(0), bar(1), bar(2), bar(3)], current: bar(4) })
   assert.deepEqual(shape(s), ['2:102', '3:103', '4:104*'])
   s.apply({ bar: bar(5), closed: false })
@@ -79,7 +79,7 @@ test('at most `max` bars, the newest', () => {
 })
 
 test('malformed bars are skipped; out-of-order backfill entries are dropped', () => {
-  const s = new BarSeries()
+  const s = new ChartBars()
   s.backfill({ bars: [bar(1), { t: T0 }, bar(0), null, bar(2)], current: bar(2) })
   assert.deepEqual(shape(s), ['1:101', '2:102'], 'an open bar no newer than the last closed one is dropped')
   assert.equal(s.apply({ bar: { t: T0 + 3 * MIN, o: 1, h: 'x', l: 1, c: 1 } }), false)

@@ -4,15 +4,7 @@
 // bar). Pure state, no DOM: the chart draws `bars`, the tests feed frames.
 
 /**
- * @typedef {object} Bar one interval of trades (docs/protocol.md, "Bars")
- * @property {number} t start of the interval, ms since the epoch
- * @property {number} o open
- * @property {number} h high
- * @property {number} l low
- * @property {number} c close
- * @property {number} v volume
- * @property {number} [n] ticks in it
- *
+ * @typedef {import('./client/index.js').Bar} Bar
  * @typedef {Bar & {closed: boolean}} SeriesBar a bar and whether it is final
  */
 
@@ -26,7 +18,7 @@ const isBar = (b) => {
     ['t', 'o', 'h', 'l', 'c'].every((k) => typeof bar[k] === 'number' && Number.isFinite(bar[k]))
 }
 
-export class BarSeries {
+export class ChartBars {
   /** @type {SeriesBar[]} oldest first, at most one open bar (the last) */
   #bars = []
   #max
