@@ -562,7 +562,10 @@ export class WspsClient {
     if (req?.bars !== undefined) {
       // A refused bar request (a bad interval, symbol or backfill): the bar
       // subscriptions it asked for are dropped; quotes are not concerned.
-      if (req.op === ClientOp.SUB) this.#bars.remove(msg.symbols?.length ? msg.symbols : req.symbols, req.bars)
+      // A draining or failing gateway refused nothing: the next connection
+      // asks again.
+      const retryable = msg.code === ErrorCode.DRAINING || msg.code === ErrorCode.INTERNAL
+      if (req.op === ClientOp.SUB && !retryable) this.#bars.remove(msg.symbols?.length ? msg.symbols : req.symbols, req.bars)
       return
     }
     if (req?.op === ClientOp.SUB) {

@@ -133,6 +133,31 @@ describe('bars', () => {
     assert.equal(c.isDelayed('AAPL'), false, 'only quote acks say which quotes are delayed')
   })
 
+  test('a bar sub answered DRAINING is asked for again on the next connection', async () => {
+    /** @type {any[][]} */
+    const conns = []
+    const f = await fakeGateway((ws, frames) => {
+      conns.push(frames)
+      const draining = conns.length === 1
+      ws.send(hello('fake'))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        if (m.bars === undefined) return
+        if (draining) {
+          ws.send(JSON.stringify({ op: 'error', id: m.id, code: 'DRAINING', message: 'restarting' }))
+          setTimeout(() => ws.close(1012, 'server restart'), 5)
+        } else {
+          ws.send(JSON.stringify({ op: 'ack', id: m.id, bars: m.bars, symbols: m.symbols }))
+        }
+      })
+    })
+    cleanups.push(() => f.close())
+    const c = client({ url: f.url })
+    c.subscribeBars(['AAPL'], '1s')
+    c.connect()
+    await waitFor(() => conns[1]?.some((m) => m.bars === '1s'), { message: 'the bar sub again on the second connection' })
+  })
+
   test('a refused bar sub drops that bar subscription only', async () => {
     const f = await fakeGateway((ws) => {
       ws.send(hello('fake'))
