@@ -173,6 +173,12 @@ export class WspsClient {
   get delayMs () { return this.#delayMs }
   /**
    * @param {string} symbol
+   * @returns {boolean} the gateway serves its quotes delayed (the last ack's
+   *   `delayed`): known from the ack on, before any quote of it arrives
+   */
+  isDelayed (symbol) { return this.#subs.isDelayed(symbol) }
+  /**
+   * @param {string} symbol
    * @returns {Quote | undefined} the latest full quote held
    */
   quote (symbol) { return /** @type {Quote | undefined} */ (this.#receiver.quote(symbol)) }
@@ -552,7 +558,7 @@ export class WspsClient {
     this.#request(ClientOp.SUB, gaps)
   }
 
-  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayMs?: number, bars?: string}} ack */
+  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string}} ack */
   #onAck (ack) {
     if (typeof ack.delayMs === 'number') this.#delayMs = ack.delayMs
     if (typeof ack.bars === 'string') {
@@ -570,8 +576,11 @@ export class WspsClient {
     const req = typeof ack.id === 'number' ? this.#inflight.get(ack.id) : undefined
     if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
     if (req?.op === ClientOp.AUTH) this.#scheduleRefresh(ack.expiresInMs)
-    // The ack lists the connection's full subscription set after the request.
-    if (Array.isArray(ack.symbols)) this.#subs.acked(ack.symbols)
+    // The ack lists the connection's full subscription set after the
+    // request, and which of it is served delayed.
+    if (Array.isArray(ack.symbols) && this.#subs.acked(ack.symbols, Array.isArray(ack.delayed) ? ack.delayed : [])) {
+      this.#events.emit('delayed', { symbols: this.#subs.delayed, delayMs: this.#delayMs })
+    }
   }
 
   /** @param {{id?: number | string, code: string, message: string, symbols?: string[]}} msg */

@@ -132,6 +132,8 @@ export const Status = Object.freeze({
  *   because the server refused them (`interval`: their bars of this interval, not their quotes)
  * @property {BarsEvent} bars a bar series (re)started from its backfill
  * @property {BarEvent} bar a live bar of a series
+ * @property {{symbols: string[], delayMs: number | null}} delayed the set of held symbols the gateway serves
+ *   delayed changed (an ack said so; see isDelayed()); delayMs: by how much (e.g. 900000: "delayed 15 min")
  * @property {GapEvent} gap a delta did not continue the held quote; the symbol is being resubscribed
  * @property {{symbol: string, recovered: boolean}} recovery a reconnect resumed the symbol from the quote held:
  *   recovered true, nothing was lost (distinct: the missed ticks were replayed as quote events); false, the

@@ -76,6 +76,7 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     assert.equal(await page.textContent('#conn-state'), 'live')
     assert.equal(await page.textContent('#conn-transport'), 'sse')
     assert.deepEqual(sockets, [], 'no WebSocket was opened')
+    assert.equal(await page.textContent('#chart-empty'), 'Bars come over WebSocket only; this connection is SSE.')
     // Removing a symbol reopens the stream without it; the other keeps ticking.
     await page.click('#rows tr[data-symbol="MSFT"] .remove')
     await distinctPrices(page, 'AAPL', 5)
