@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { after, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { ROOT, waitFor } from '@wsps/testkit'
-import { launchChromium } from './chromium.js'
+import { useBrowsers } from './chromium.js'
 import { PAGE_TOKEN_PATH, reachToken, useReachStack } from './stack.js'
 
 const ARTIFACTS = join(ROOT, 'artifacts')
@@ -19,20 +19,13 @@ const INTERVAL_MS = { '1s': 1000, '1m': 60_000, '5m': 300_000 }
 
 /** @typedef {{t: number, dir: string, closed: boolean, body: boolean, wick: boolean}} DrawnCandle */
 
-/** @type {Awaited<ReturnType<typeof launchChromium>>[]} */
-const browsers = []
-// Registered before the stack's own hook, so the pages close before their gateways.
-after(async () => { for (const b of browsers) await b.close() })
+// Before the stack's own hook, so the pages close before their gateways.
+const openPage = useBrowsers()
 const gw = useReachStack()
 
 /** A fresh browser (own profile: no watchlist carried over), recording what the page sends and its errors. */
 async function newPage () {
-  const browser = await launchChromium()
-  browsers.push(browser)
-  const page = browser.context.pages()[0] ?? await browser.context.newPage()
-  /** @type {string[]} */
-  const errors = []
-  page.on('pageerror', (err) => errors.push(String(err)))
+  const { page, errors } = await openPage()
   /** @type {any[]} */
   const sent = []
   /** @type {any[]} */

@@ -7,31 +7,18 @@
 /* global window */
 
 import assert from 'node:assert/strict'
-import { after, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
-import { launchChromium } from './chromium.js'
+import { useBrowsers } from './chromium.js'
 import { PAGE_TOKEN_PATH, reachToken, useReachStack } from './stack.js'
 
 const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
 /** Lifetime of each token the page gets: short, so the test sees a refresh. */
 const TOKEN_SECONDS = 4
 
-/** @type {Awaited<ReturnType<typeof launchChromium>>[]} */
-const browsers = []
-// Registered before the stack's own hook, so the pages close before their gateways.
-after(async () => { for (const b of browsers) await b.close() })
+// Before the stack's own hook, so the pages close before their gateways.
+const newPage = useBrowsers()
 const gw = useReachStack()
-
-/** A fresh browser (own profile, so no watchlist carried over). */
-async function newPage () {
-  const browser = await launchChromium()
-  browsers.push(browser)
-  const page = browser.context.pages()[0] ?? await browser.context.newPage()
-  /** @type {string[]} */
-  const errors = []
-  page.on('pageerror', (err) => errors.push(String(err)))
-  return { browser, page, errors }
-}
 
 /**
  * @param {import('playwright-core').Page} page
