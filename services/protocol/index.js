@@ -34,7 +34,11 @@ export const ServerOp = Object.freeze({
   ERROR: 'error',
   SNAP: 'snap',
   QUOTES: 'q',
-  PONG: 'pong'
+  PONG: 'pong',
+  /** Backfill of a bar series: closed bars, oldest first, and the open one (docs/protocol.md, Bars). */
+  BARS: 'bars',
+  /** A live bar: an update of the open bar, or (`"closed":true`) its final value, once. */
+  BAR: 'bar'
 })
 
 /** @typedef {typeof ServerOp[keyof typeof ServerOp]} ServerOpName the `op` of a server frame */
@@ -58,6 +62,15 @@ export const ErrorCode = Object.freeze({
   BAD_MODE: 'BAD_MODE',
   /** `maxRate` is not a number within Limits.MIN_RATE..MAX_RATE, or was given with `distinct`. */
   BAD_RATE: 'BAD_RATE',
+  /** A `sub` or `unsub`'s `bars` is not one of BAR_INTERVALS. Nothing changed; the connection stays. */
+  BAD_INTERVAL: 'BAD_INTERVAL',
+  /**
+   * A bars `sub` also names `mode`, `maxRate` or `since` (quote delivery,
+   * not bars'), or its `backfill` is not an integer from 0 to
+   * Limits.MAX_BACKFILL; or bars were asked over SSE (WebSocket only).
+   * Nothing changed; the connection stays.
+   */
+  BAD_BARS: 'BAD_BARS',
   /**
    * A `sub`'s `since` is malformed: not an object of `{seq, epoch}` per
    * symbol, a symbol not in the same `sub`, a seq that is not a
@@ -186,8 +199,27 @@ export const Limits = Object.freeze({
   /** Lowest `maxRate` (updates per second per symbol) a `sub` may ask for. */
   MIN_RATE: 0.1,
   /** Highest `maxRate` a `sub` may ask for. */
-  MAX_RATE: 1000
+  MAX_RATE: 1000,
+  /** Most closed bars a bars `sub` may ask for as its `backfill`. */
+  MAX_BACKFILL: 500,
+  /** Closed bars sent first when a bars `sub` names no `backfill`. */
+  DEFAULT_BACKFILL: 50
 })
+
+/**
+ * The bar intervals a `sub` may name as `bars`, and their length in ms.
+ * A bar's `t` is floor(ts / length) * length (ts: the quote's, the
+ * fetcher's clock), so every party cuts the same bars from the same ticks.
+ */
+export const BAR_INTERVALS = Object.freeze({ '1s': 1000, '1m': 60_000, '5m': 300_000 })
+
+/**
+ * Every field of a bar, in wire order: `t` its start (ms since the epoch),
+ * `o` `h` `l` `c` open, high, low and close of the ticks' `last`, `v` the
+ * volume traded in it (the rises of the quotes' cumulative `volume`), `n`
+ * its ticks.
+ */
+export const BAR_FIELDS = Object.freeze(['t', 'o', 'h', 'l', 'c', 'v', 'n'])
 
 /** A valid epoch in a `sub`'s `since` (the server draws them; clients only echo them). */
 export const EPOCH_PATTERN = /^[0-9A-Za-z]{1,32}$/

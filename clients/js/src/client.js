@@ -11,11 +11,12 @@
 // This module is the state machine that joins the client's parts: which
 // transport (transports.js), when to retry (backoff.js), the token
 // (token.js), the watch set (subscriptions.js), the silence check
-// (liveness.js) and the listeners (events.js); the quotes are held by the
-// protocol's QuoteReceiver.
+// (liveness.js), the bar subscriptions and series (bars.js) and the
+// listeners (events.js); the quotes are held by the protocol's QuoteReceiver.
 
 import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
 import { Retry } from './backoff.js'
+import { BarSubscriptions } from './bars.js'
 import { Emitter } from './events.js'
 import { Liveness } from './liveness.js'
 import { Subscriptions } from './subscriptions.js'
@@ -40,6 +41,9 @@ export { Status, Transport } from './types.js'
  * @typedef {import('./types.js').SocketConstructor} SocketConstructor
  * @typedef {import('./types.js').Delivery} Delivery
  * @typedef {import('./types.js').WspsClientOptions} WspsClientOptions
+ * @typedef {import('./types.js').Bar} Bar
+ * @typedef {import('./types.js').BarSeries} BarSeries
+ * @typedef {import('./types.js').BarOptions} BarOptions
  */
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */
@@ -51,6 +55,11 @@ const NO_CURSORS = new Map()
 
 /** Errors whose `symbols` leave the watch set even when they answer no request of ours (see #onError). */
 const DROPS_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS]))
+
+/** Refusals of a bars sub that name the symbols at fault: the rest of the request is asked for again. */
+const BARS_DROP_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.DELAYED_ONLY]))
+/** Refusals of a bars sub as a whole. */
+const BARS_DROP_ALL = Object.freeze(/** @type {string[]} */ ([ErrorCode.TOO_MANY_SUBSCRIPTIONS, ErrorCode.BAD_INTERVAL, ErrorCode.BAD_BARS, ErrorCode.BAD_REQUEST]))
 
 /**
  * Same-origin `/ws` of the page, when there is a page.
@@ -87,8 +96,10 @@ export class WspsClient {
   #events = new Emitter()
   /** Held quotes by the receiver rules; a resync's `since` is when its snapshot was asked for (deltas before it are expected gaps). */
   #receiver = new QuoteReceiver()
-  /** @type {Map<number, {op: string, symbols: string[]}>} requests awaiting ack/error, by id */
+  /** @type {Map<number, {op: string, symbols: string[], bars?: string}>} requests awaiting ack/error, by id (bars: a bars request's interval) */
   #inflight = new Map()
+  /** Bar subscriptions and the series held. */
+  #bars = new BarSubscriptions()
 
   /** @type {SocketLike | null} */
   #socket = null
@@ -162,9 +173,23 @@ export class WspsClient {
   get delayMs () { return this.#delayMs }
   /**
    * @param {string} symbol
+   * @returns {boolean} the gateway serves its quotes delayed (the last ack's
+   *   `delayed`): known from the ack on, before any quote of it arrives
+   */
+  isDelayed (symbol) { return this.#subs.isDelayed(symbol) }
+  /**
+   * @param {string} symbol
    * @returns {Quote | undefined} the latest full quote held
    */
   quote (symbol) { return /** @type {Quote | undefined} */ (this.#receiver.quote(symbol)) }
+
+  /**
+   * @param {string} symbol
+   * @param {string} interval
+   * @returns {BarSeries | undefined} the bars held of a bar subscription
+   *   (closed ones oldest first, and the open one), once its backfill came
+   */
+  bars (symbol, interval) { return this.#bars.series(symbol, interval) }
 
   /**
    * Listens to an event; returns a function that stops listening. A
@@ -204,6 +229,7 @@ export class WspsClient {
       try { ws.close(CloseCode.NORMAL) } catch {}
     }
     this.#subs.settleAll({ code: 'CLOSED', message: 'client closed' })
+    this.#bars.settleAll({ code: 'CLOSED', message: 'client closed' })
     this.#setStatus(Status.OFFLINE, { closeCode: CloseCode.NORMAL, closeReason: 'client closed', retryAt: null, retryInMs: null })
   }
 
@@ -238,6 +264,44 @@ export class WspsClient {
     const removed = this.#subs.unwatch(symbols)
     for (const s of removed) this.#receiver.forget(s)
     if (this.#live) this.#requestAll(ClientOp.UNSUB, removed)
+  }
+
+  /**
+   * Subscribes to live bars of these symbols (docs/protocol.md, Bars): a
+   * `bars` event with the backfill (the last `backfill` closed bars and the
+   * open one), then a `bar` event per update of the open bar and once per
+   * bar closed. Apart from the quotes of the same symbols. Sent now when
+   * live, else on (re)connect; every reconnect asks for the backfill again,
+   * which replaces the series held. WebSocket only: over SSE the
+   * subscription waits (an `error` BAD_BARS says so) until a WebSocket
+   * connection. Resolves like subscribe(); never rejects.
+   *
+   * @param {string[]} symbols
+   * @param {string} interval `1s`, `1m` or `5m`
+   * @param {BarOptions} [options]
+   * @returns {Promise<{ok: true} | {ok: false, error: ErrorInfo}>}
+   */
+  subscribeBars (symbols, interval, { backfill = Limits.DEFAULT_BACKFILL, delayed } = {}) {
+    const list = [...new Set(symbols)]
+    const send = this.#bars.watch(list, interval, delayed === undefined ? { backfill } : { backfill, delayed })
+    const result = this.#bars.held(list, interval, this.#live)
+    if (this.#live && send.length) {
+      if (this.#status.transport === Transport.SSE) this.#barsOverSse()
+      else for (const r of this.#bars.requests({ symbols: send, interval })) this.#requestBars(ClientOp.SUB, r)
+    }
+    return result
+  }
+
+  /**
+   * Ends bar subscriptions; their series are forgotten at once (late
+   * frames for them are ignored).
+   *
+   * @param {string[]} symbols
+   * @param {string} interval
+   */
+  unsubscribeBars (symbols, interval) {
+    const removed = this.#bars.unwatch(symbols, interval)
+    if (this.#live && removed.length && this.#status.transport !== Transport.SSE) this.#requestBars(ClientOp.UNSUB, { symbols: removed, interval })
   }
 
   // ---- connection ------------------------------------------------------------
@@ -355,6 +419,7 @@ export class WspsClient {
     if (!(needsToken && this.#token.enabled) && /** @type {readonly number[]} */ (NO_RECONNECT_CODES).includes(code)) {
       this.#stopped = true
       this.#subs.settleAll({ code: 'CLOSED', message: `server closed the connection (${code})` })
+      this.#bars.settleAll({ code: 'CLOSED', message: `server closed the connection (${code})` })
       this.#setStatus(Status.OFFLINE, { closeCode: code, closeReason: reason, retryAt: null, retryInMs: null })
       return
     }
@@ -368,6 +433,7 @@ export class WspsClient {
     this.#socket = null
     this.#live = false
     this.#subs.clearHeld()
+    this.#bars.clearHeld()
     this.#inflight.clear()
     this.#liveness.stop()
     this.#token.cancel()
@@ -407,7 +473,21 @@ export class WspsClient {
       case ServerOp.ACK: return this.#onAck(msg)
       case ServerOp.ERROR: return this.#onError(msg)
       case ServerOp.PONG: return this.#liveness.pong(msg.id)
+      case ServerOp.BARS: return this.#onBars(msg)
+      case ServerOp.BAR: return this.#onBar(msg)
     }
+  }
+
+  /** @param {any} msg a `bars` frame */
+  #onBars (msg) {
+    const series = this.#bars.backfill(msg)
+    if (series !== null) this.#events.emit('bars', { symbol: series.symbol, interval: series.interval, series, delayed: series.delayed })
+  }
+
+  /** @param {any} msg a `bar` frame */
+  #onBar (msg) {
+    const series = this.#bars.bar(msg)
+    if (series !== null) this.#events.emit('bar', { symbol: series.symbol, interval: series.interval, bar: msg.bar, closed: msg.closed === true, series, delayed: series.delayed })
   }
 
   /** @param {Hello} hello */
@@ -478,9 +558,15 @@ export class WspsClient {
     this.#request(ClientOp.SUB, gaps)
   }
 
-  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayMs?: number}} ack */
+  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string}} ack */
   #onAck (ack) {
     if (typeof ack.delayMs === 'number') this.#delayMs = ack.delayMs
+    if (typeof ack.bars === 'string') {
+      // The answer to a bars request: the bar subscriptions of its interval.
+      if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
+      if (Array.isArray(ack.symbols)) this.#bars.acked(ack.bars, ack.symbols)
+      return
+    }
     // The answer to a resumed sub: which symbols continued without a loss.
     if (ack.recovered !== null && typeof ack.recovered === 'object') {
       for (const [symbol, recovered] of Object.entries(ack.recovered)) {
@@ -490,8 +576,11 @@ export class WspsClient {
     const req = typeof ack.id === 'number' ? this.#inflight.get(ack.id) : undefined
     if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
     if (req?.op === ClientOp.AUTH) this.#scheduleRefresh(ack.expiresInMs)
-    // The ack lists the connection's full subscription set after the request.
-    if (Array.isArray(ack.symbols)) this.#subs.acked(ack.symbols)
+    // The ack lists the connection's full subscription set after the
+    // request, and which of it is served delayed.
+    if (Array.isArray(ack.symbols) && this.#subs.acked(ack.symbols, Array.isArray(ack.delayed) ? ack.delayed : [])) {
+      this.#events.emit('delayed', { symbols: this.#subs.delayed, delayMs: this.#delayMs })
+    }
   }
 
   /** @param {{id?: number | string, code: string, message: string, symbols?: string[]}} msg */
@@ -504,7 +593,21 @@ export class WspsClient {
     if (msg.id !== undefined) error.id = msg.id
     this.#events.emit('error', error)
 
-    if (req?.op === ClientOp.SUB) {
+    if (req?.op === ClientOp.SUB && req.bars !== undefined) {
+      const interval = req.bars
+      if (BARS_DROP_NAMED.includes(msg.code)) {
+        const bad = msg.symbols?.length ? msg.symbols : req.symbols
+        this.#rejectBars(bad, interval, error)
+        const rest = req.symbols.filter((s) => !bad.includes(s) && this.#bars.wants(s, interval))
+        for (const r of this.#bars.requests({ symbols: rest, interval })) this.#requestBars(ClientOp.SUB, r)
+        return
+      }
+      if (BARS_DROP_ALL.includes(msg.code)) {
+        this.#rejectBars(req.symbols, interval, error)
+        return
+      }
+    }
+    if (req?.op === ClientOp.SUB && req.bars === undefined) {
       switch (msg.code) {
         case ErrorCode.BAD_SYMBOL:
         case ErrorCode.NOT_ENTITLED: {
@@ -528,6 +631,8 @@ export class WspsClient {
     // refused SSE stream (its request is the stream itself).
     if (!req && msg.symbols?.length && DROPS_NAMED.includes(msg.code)) {
       this.#reject(msg.symbols, error)
+      // A revoked grant ends the symbol's bars too.
+      if (msg.code === ErrorCode.GRANT_REVOKED) this.#rejectBars(msg.symbols, null, error)
       return
     }
     // RATE_LIMITED has no id (the dropped message is unknown) and INTERNAL is
@@ -543,6 +648,7 @@ export class WspsClient {
       const { remove, add } = this.#subs.diff()
       this.#requestAll(ClientOp.UNSUB, remove)
       this.#requestAll(ClientOp.SUB, add)
+      if (this.#status.transport !== Transport.SSE) for (const r of this.#bars.missing()) this.#requestBars(ClientOp.SUB, r)
     }, this.#opts.retryRejectedMs)
   }
 
@@ -592,9 +698,17 @@ export class WspsClient {
       // was opening (e.g. a retry after a stream the network cut) are not
       // on it: reopen it with the current set.
       if (!sameSymbols(keep, this.#streamed)) this.#restartStream()
+      if (this.#bars.size) this.#barsOverSse()
       return
     }
     if (keep.length) this.#requestAll(ClientOp.SUB, keep, since)
+    // Every bar series starts over from its backfill.
+    for (const r of this.#bars.requests()) this.#requestBars(ClientOp.SUB, r)
+  }
+
+  /** Bars are wanted on an SSE connection, which has none: say so (they start on a WebSocket). */
+  #barsOverSse () {
+    this.#events.emit('error', { code: ErrorCode.BAD_BARS, message: 'bars are served over WebSocket only; they start once the client is on a WebSocket' })
   }
 
   // ---- token refresh ---------------------------------------------------------
@@ -711,6 +825,47 @@ export class WspsClient {
     }
     if (Object.keys(cursors).length) frame.since = cursors
     this.#send(frame)
+  }
+
+  /**
+   * A bars `sub` or `unsub`, in requests of at most MAX_SYMBOLS_PER_REQUEST.
+   *
+   * @param {string} op
+   * @param {{symbols: string[], interval: string, backfill?: number, delayed?: boolean}} request
+   */
+  #requestBars (op, { symbols, interval, backfill, delayed }) {
+    for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) {
+      const group = symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST)
+      const id = this.#nextId++
+      this.#inflight.set(id, { op, symbols: group, bars: interval })
+      if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
+      /** @type {Record<string, unknown>} */
+      const frame = { op, symbols: group, bars: interval, id }
+      if (op === ClientOp.SUB) {
+        frame.backfill = backfill
+        if (delayed !== undefined) frame.delayed = delayed
+      }
+      this.#send(frame)
+    }
+  }
+
+  /**
+   * Drops bar subscriptions the server refused (or stopped granting) and
+   * tells whoever waits, one `rejected` event per interval.
+   *
+   * @param {string[]} symbols
+   * @param {string | null} interval null: every interval of them
+   * @param {ErrorInfo} error
+   */
+  #rejectBars (symbols, interval, error) {
+    /** @type {Map<string, string[]>} */
+    const byInterval = new Map()
+    for (const d of this.#bars.refuse(symbols, interval, error)) {
+      const list = byInterval.get(d.interval)
+      if (list) list.push(d.symbol)
+      else byInterval.set(d.interval, [d.symbol])
+    }
+    for (const [iv, dropped] of byInterval) this.#events.emit('rejected', { symbols: dropped, error, interval: iv })
   }
 
   /** @param {object} frame */

@@ -3,7 +3,7 @@
 // it uses the standard WebSocket, fetch, URL, timers and JSON.
 
 export { WspsClient, backoffDelay, Status, Transport } from './client.js'
-export { AUTH_CLOSE_CODES, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
+export { AUTH_CLOSE_CODES, BAR_INTERVALS, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
 
 /**
  * @typedef {import('./types.js').StatusState} StatusState
@@ -19,4 +19,9 @@ export { AUTH_CLOSE_CODES, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONN
  * @typedef {import('./types.js').SocketConstructor} SocketConstructor
  * @typedef {import('./types.js').Delivery} Delivery
  * @typedef {import('./types.js').WspsClientOptions} WspsClientOptions
+ * @typedef {import('./types.js').Bar} Bar
+ * @typedef {import('./types.js').BarSeries} BarSeries
+ * @typedef {import('./types.js').BarOptions} BarOptions
+ * @typedef {import('./types.js').BarsEvent} BarsEvent
+ * @typedef {import('./types.js').BarEvent} BarEvent
  */

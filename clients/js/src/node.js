@@ -9,7 +9,7 @@
 import { WspsClient as Client } from './client.js'
 
 export { backoffDelay, Status, Transport } from './client.js'
-export { AUTH_CLOSE_CODES, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
+export { AUTH_CLOSE_CODES, BAR_INTERVALS, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
 
 /**
  * @typedef {import('./types.js').StatusState} StatusState
@@ -25,6 +25,11 @@ export { AUTH_CLOSE_CODES, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONN
  * @typedef {import('./types.js').SocketConstructor} SocketConstructor
  * @typedef {import('./types.js').Delivery} Delivery
  * @typedef {import('./types.js').WspsClientOptions} WspsClientOptions
+ * @typedef {import('./types.js').Bar} Bar
+ * @typedef {import('./types.js').BarSeries} BarSeries
+ * @typedef {import('./types.js').BarOptions} BarOptions
+ * @typedef {import('./types.js').BarsEvent} BarsEvent
+ * @typedef {import('./types.js').BarEvent} BarEvent
  */
 
 // A name in a variable: the optional peer is looked up at run time only,

@@ -1,7 +1,8 @@
 // The watch set and what the server holds of it: the symbols the user
 // wants (in the order added) with their delivery, the connection's
-// subscription set from its latest ack, and the subscribe() calls waiting
-// for the server to hold their symbols.
+// subscription set from its latest ack (and which of it the server serves
+// delayed), and the subscribe() calls waiting for the server to hold their
+// symbols.
 
 /**
  * @typedef {import('./types.js').Delivery} Delivery
@@ -27,6 +28,8 @@ export class Subscriptions {
   #delivery = new Map()
   /** @type {Set<string>} what the server holds, from the latest ack */
   #held = new Set()
+  /** @type {Set<string>} what the server serves delayed, from the latest ack's `delayed` */
+  #delayed = new Set()
   /** @type {Set<{pending: Set<string>, resolve: (r: HeldResult) => void}>} */
   #waiters = new Set()
 
@@ -56,6 +59,16 @@ export class Subscriptions {
   /** @param {string} symbol */
   serverHolds (symbol) {
     return this.#held.has(symbol)
+  }
+
+  /** @param {string} symbol */
+  isDelayed (symbol) {
+    return this.#delayed.has(symbol)
+  }
+
+  /** @returns {string[]} the held symbols the server serves delayed */
+  get delayed () {
+    return [...this.#delayed]
   }
 
   /**
@@ -125,12 +138,17 @@ export class Subscriptions {
 
   /**
    * An ack: it lists the connection's full subscription set after the
-   * request. Resolves the waits it completes.
+   * request, and those of it served delayed. Resolves the waits it completes.
    *
    * @param {string[]} symbols
+   * @param {string[]} [delayed] the ack's `delayed` (absent: none)
+   * @returns {boolean} whether the set served delayed changed
    */
-  acked (symbols) {
+  acked (symbols, delayed = []) {
     this.#held = new Set(symbols)
+    const before = this.#delayed
+    this.#delayed = new Set(delayed)
+    const changed = before.size !== this.#delayed.size || delayed.some((s) => !before.has(s))
     for (const w of this.#waiters) {
       for (const s of w.pending) if (this.#held.has(s)) w.pending.delete(s)
       if (w.pending.size === 0) {
@@ -138,6 +156,7 @@ export class Subscriptions {
         w.resolve({ ok: true })
       }
     }
+    return changed
   }
 
   /** A new connection holds nothing. */

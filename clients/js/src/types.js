@@ -81,6 +81,42 @@ export const Status = Object.freeze({
  * @property {number} latencyMs receive time minus `quote.ts` (includes clock skew; for a delayed
  *   quote about the delay)
  *
+ * @typedef {object} Bar one bar (docs/protocol.md, Bars)
+ * @property {number} t its start, ms since the epoch (floor(ts / interval) x interval)
+ * @property {number} o first `last` of its ticks
+ * @property {number} h highest
+ * @property {number} l lowest
+ * @property {number} c last
+ * @property {number} v volume traded in it
+ * @property {number} n ticks in it
+ *
+ * @typedef {object} BarSeries the bars held of one symbol and interval (updated in place)
+ * @property {string} symbol
+ * @property {string} interval `1s`, `1m` or `5m`
+ * @property {Bar[]} bars closed bars, oldest first (at most 500)
+ * @property {Bar | null} current the open bar, if any
+ * @property {boolean} complete false when the gateway's history held fewer closed bars than the backfill asked for
+ * @property {boolean} delayed the bars are built from delayed quotes (a delayed grant): show them as such
+ *
+ * @typedef {object} BarOptions how subscribeBars() asks (docs/protocol.md, Bars)
+ * @property {number} [backfill] closed bars sent first, 0-500 (default 50); asked again on every reconnect
+ * @property {boolean} [delayed] true: delayed bars even where real-time is granted; false: real-time only
+ *   (DELAYED_ONLY where the token grants delayed only); default: as the token grants
+ *
+ * @typedef {object} BarsEvent a series (re)started from its backfill: after a subscribeBars(), and after every reconnect
+ * @property {string} symbol
+ * @property {string} interval
+ * @property {BarSeries} series
+ * @property {boolean} delayed
+ *
+ * @typedef {object} BarEvent a live bar
+ * @property {string} symbol
+ * @property {string} interval
+ * @property {Bar} bar
+ * @property {boolean} closed true: the bar's final value (once per bar); false: the open bar's latest
+ * @property {BarSeries} series the series after it
+ * @property {boolean} delayed
+ *
  * @typedef {object} GapEvent
  * @property {string} symbol
  * @property {number | null} heldSeq
@@ -92,7 +128,12 @@ export const Status = Object.freeze({
  * @property {Hello} hello a connection was established
  * @property {QuoteEvent} quote a symbol's quote changed
  * @property {ErrorInfo} error the server rejected something (or the client gave up on it)
- * @property {{symbols: string[], error: ErrorInfo}} rejected symbols dropped from the watch set because the server refused them
+ * @property {{symbols: string[], error: ErrorInfo, interval?: string}} rejected symbols dropped from the watch set
+ *   because the server refused them (`interval`: their bars of this interval, not their quotes)
+ * @property {BarsEvent} bars a bar series (re)started from its backfill
+ * @property {BarEvent} bar a live bar of a series
+ * @property {{symbols: string[], delayMs: number | null}} delayed the set of held symbols the gateway serves
+ *   delayed changed (an ack said so; see isDelayed()); delayMs: by how much (e.g. 900000: "delayed 15 min")
  * @property {GapEvent} gap a delta did not continue the held quote; the symbol is being resubscribed
  * @property {{symbol: string, recovered: boolean}} recovery a reconnect resumed the symbol from the quote held:
  *   recovered true, nothing was lost (distinct: the missed ticks were replayed as quote events); false, the

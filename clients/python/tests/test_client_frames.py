@@ -130,3 +130,86 @@ async def test_1012_reconnects_at_once_and_resumes_with_since() -> None:
         assert subs[1]["since"] == {"AAPL": {"seq": 8, "epoch": "e1"}}
         assert [e for e in events if isinstance(e, wsps.RecoveryEvent)] == [wsps.RecoveryEvent("AAPL", True)]
         assert [q.quote["seq"] for q in events if isinstance(q, wsps.QuoteEvent)] == [7, 8, 9]
+
+
+def bar(t: int, c: float) -> dict[str, Any]:
+    return {"t": t, "o": c, "h": c, "l": c, "c": c, "v": 0, "n": 1}
+
+
+async def test_bars_backfill_then_live_apart_from_quotes_and_asked_again_after_a_reconnect() -> None:
+    connections = 0
+
+    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
+        nonlocal connections
+        connections += 1
+        await ws.send(json.dumps(HELLO))
+        held: dict[str, set[str]] = {}
+        async for text in ws:
+            m = json.loads(text)
+            received.append(m)
+            if m["op"] not in ("sub", "unsub"):
+                continue
+            if "bars" not in m:
+                await ws.send(json.dumps({"op": "ack", "id": m["id"], "symbols": m["symbols"]}))
+                continue
+            got = held.setdefault(m["bars"], set())
+            for s in m["symbols"]:
+                (got.add if m["op"] == "sub" else got.discard)(s)
+            await ws.send(json.dumps({"op": "ack", "id": m["id"], "bars": m["bars"], "symbols": sorted(got)}))
+            if m["op"] != "sub":
+                continue
+            for s in m["symbols"]:
+                await ws.send(json.dumps({"op": "bars", "symbol": s, "interval": m["bars"], "bars": [bar(1000, 1), bar(2000, 2)][-m["backfill"]:],
+                                          "current": bar(3000, 3), "complete": True, "delayed": True}))
+                await ws.send(json.dumps({"op": "bar", "symbol": s, "interval": m["bars"], "bar": {**bar(3000, 3), "c": 4, "n": 2}, "closed": True, "delayed": True}))
+                await ws.send(json.dumps({"op": "bar", "symbol": s, "interval": m["bars"], "bar": bar(2000, 9), "closed": False, "delayed": True}))
+                await ws.send(json.dumps({"op": "bar", "symbol": s, "interval": m["bars"], "bar": bar(4000, 5), "closed": False, "delayed": True}))
+            if connections == 1:
+                await ws.close(1012, "server restart")
+                return
+
+    url, received, server = await scripted(script)
+    async with server, wsps.Client(url, restart_jitter=0.05) as client:
+        events: list[wsps.Event] = []
+        client.on(events.append)
+        await client.subscribe(["AAPL"])
+        assert await client.subscribe_bars(["AAPL"], "1m", backfill=1, delayed=True) == ["AAPL"]
+        await until(lambda: sum(isinstance(e, wsps.BarsEvent) for e in events) == 2
+                    and (client.bars("AAPL", "1m") or wsps.BarSeries("", "")).current == bar(4000, 5))
+        series = client.bars("AAPL", "1m")
+        assert series == wsps.BarSeries("AAPL", "1m", [bar(2000, 2), {**bar(3000, 3), "c": 4, "n": 2}], bar(4000, 5), True, True)
+        kinds = [(type(e).__name__, getattr(e, "closed", None)) for e in events if isinstance(e, (wsps.BarsEvent, wsps.BarEvent))]
+        assert kinds == [("BarsEvent", None), ("BarEvent", True), ("BarEvent", False)] * 2, "the late bar of 2000 was dropped"
+        assert all(e.delayed for e in events if isinstance(e, (wsps.BarsEvent, wsps.BarEvent)))
+        assert client.symbols == ["AAPL"], "bars do not touch the quote watch set"
+        bar_subs = [(m["symbols"], m["bars"], m["backfill"], m["delayed"]) for m in received if m["op"] == "sub" and "bars" in m]
+        assert bar_subs == [(["AAPL"], "1m", 1, True), (["AAPL"], "1m", 1, True)], "asked for again after the 1012"
+        await client.unsubscribe_bars(["AAPL"], "1m")
+        assert client.bars("AAPL", "1m") is None
+
+
+async def test_a_refused_bars_sub_raises_and_the_rest_is_asked_for_again() -> None:
+    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
+        await ws.send(json.dumps(HELLO))
+        async for text in ws:
+            m = json.loads(text)
+            received.append(m)
+            if m["op"] != "sub":
+                continue
+            if m["bars"] == "2h":
+                await ws.send(json.dumps({"op": "error", "id": m["id"], "code": "BAD_INTERVAL", "message": "bars must be one of 1s, 1m, 5m"}))
+            elif "MSFT" in m["symbols"]:
+                await ws.send(json.dumps({"op": "error", "id": m["id"], "code": "DELAYED_ONLY", "message": "delayed only", "symbols": ["MSFT"]}))
+            else:
+                await ws.send(json.dumps({"op": "ack", "id": m["id"], "bars": m["bars"], "symbols": m["symbols"]}))
+
+    url, received, server = await scripted(script)
+    async with server, wsps.Client(url) as client:
+        with pytest.raises(wsps.WspsError) as info:
+            await client.subscribe_bars(["AAPL"], "2h")
+        assert info.value.code == wsps.ErrorCode.BAD_INTERVAL
+        with pytest.raises(wsps.WspsError) as info:
+            await client.subscribe_bars(["IBM", "MSFT"], "1m", delayed=False)
+        assert info.value.code == wsps.ErrorCode.DELAYED_ONLY and info.value.symbols == ["MSFT"]
+        await until(lambda: any(m.get("symbols") == ["IBM"] for m in received))
+        assert await client.subscribe_bars(["IBM"], "1m", delayed=False) == ["IBM"]

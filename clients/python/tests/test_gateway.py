@@ -108,3 +108,34 @@ async def test_distinct_subscriber_resumes_through_a_drain_without_losing_a_tick
         assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
     finally:
         await client.close()
+
+
+async def test_bars_backfill_then_live_closed_bars_in_order(stack: Stack) -> None:
+    async with wsps.Client(stack.gateways[1]) as client:
+        stream = client.events()
+        assert await client.subscribe_bars(["BARPY"], "1s", backfill=10) == ["BARPY"]
+        events = await collect_from(stream, lambda evs: sum(isinstance(e, wsps.BarEvent) and e.closed for e in evs) >= 3)
+        assert isinstance(events[0], wsps.BarsEvent) and events[0].interval == "1s"
+        series = client.bars("BARPY", "1s")
+        assert series is not None and not series.delayed
+        ts = [b["t"] for b in series.bars]
+        assert ts == sorted(set(ts)) and len(ts) >= 3, ts
+        assert all(b["n"] >= 1 and b["l"] <= min(b["o"], b["c"]) and b["h"] >= max(b["o"], b["c"]) for b in series.bars)
+        with pytest.raises(wsps.WspsError) as info:
+            await client.subscribe_bars(["BARPY"], "2m")
+        assert info.value.code == wsps.ErrorCode.BAD_INTERVAL
+        assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
+
+
+async def collect_from(stream: wsps.EventStream, until, timeout: float = 20.0) -> list[wsps.Event]:
+    """Events of an iterator until ``until(events)`` holds."""
+    events: list[wsps.Event] = []
+
+    async def read() -> None:
+        async for ev in stream:
+            events.append(ev)
+            if until(events):
+                return
+
+    await asyncio.wait_for(read(), timeout)
+    return events

@@ -5,6 +5,7 @@
 
 import WebSocket from 'ws'
 import { QuoteReceiver } from '@wsps/protocol'
+import { BarReader } from './bar-reader.js'
 import { QuoteReader } from './quote-reader.js'
 import { waitFor } from './wait.js'
 
@@ -50,6 +51,8 @@ export class TestClient {
     this.subscribed = new Set()
     /** @type {string[]} */
     this.problems = []
+    /** Bar series held, from `bars` and `bar` frames (its problems are in barProblems). */
+    this.bars = new BarReader()
     // A stray quote is noted and still read; a delta that does not apply is
     // noted and its symbol resynced without a resubscribe: the test has
     // failed already, and the next snapshot of the symbol (if any)
@@ -92,6 +95,12 @@ export class TestClient {
   onFrame (msg) {
     this.frames.push(msg)
     this.#reader.read(msg)
+    this.bars.read(msg)
+  }
+
+  /** @returns {string[]} what broke the bar rules (docs/protocol.md, Bars) */
+  get barProblems () {
+    return this.bars.problems
   }
 
   /**
@@ -139,6 +148,35 @@ export class TestClient {
     const from = this.frames.length
     this.send({ op: 'sub', symbols, id, ...delivery })
     return this.next((m) => m.id === id && (m.op === 'ack' || m.op === 'error'), { from })
+  }
+
+  /**
+   * A bars `sub` (docs/protocol.md, Bars).
+   *
+   * @param {string[]} symbols
+   * @param {string} interval `bars`: 1s, 1m or 5m (anything, to test refusals)
+   * @param {Record<string, unknown>} [more] backfill, delayed, or fields that do not belong
+   * @returns {Promise<any>} the ack (or error)
+   */
+  async subBars (symbols, interval, more = {}) {
+    const id = this.nextId++
+    const from = this.frames.length
+    this.send({ op: 'sub', symbols, bars: interval, id, ...more })
+    return this.next((m) => m.id === id && (m.op === 'ack' || m.op === 'error'), { from })
+  }
+
+  /**
+   * @param {string[]} symbols
+   * @param {string} interval
+   * @returns {Promise<any>} the ack (or error)
+   */
+  async unsubBars (symbols, interval) {
+    const id = this.nextId++
+    const from = this.frames.length
+    this.send({ op: 'unsub', symbols, bars: interval, id })
+    const ack = await this.next((m) => m.id === id, { from })
+    if (ack.op === 'ack') for (const s of symbols) this.bars.forget(s, interval)
+    return ack
   }
 
   /** @param {string[]} symbols */

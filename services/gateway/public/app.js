@@ -1,6 +1,8 @@
-// The page: wires the watchlist, the table and the status line to one
-// WspsClient. Everything else lives in the small modules it imports.
+// The page: wires the watchlist, the table, the chart and the status line
+// to one WspsClient. Everything else lives in the small modules it imports.
 
+import { CandleChart } from './candle-chart.js'
+import { formatDelay } from './format.js'
 import { LatencyMeter } from './latency.js'
 import { QuoteTable } from './quote-table.js'
 import { StatusBar } from './status-bar.js'
@@ -29,6 +31,7 @@ function storage () {
 const watchlist = new Watchlist(storage())
 const table = new QuoteTable(/** @type {HTMLTableSectionElement} */ (byId('rows')), /** @type {HTMLTemplateElement} */ (byId('row-template')), {
   onRemove: removeSymbol,
+  onSelect: selectSymbol,
   onChange: (count) => { empty.hidden = count > 0 }
 })
 const status = new StatusBar({
@@ -40,11 +43,25 @@ const status = new StatusBar({
   transport: byId('conn-transport'),
   reconnect: /** @type {HTMLButtonElement} */ (byId('reconnect'))
 })
+const chart = new CandleChart({
+  root: byId('chart'),
+  symbol: byId('chart-symbol'),
+  delayed: byId('chart-delayed'),
+  intervals: byId('chart-intervals'),
+  range: byId('chart-range'),
+  svg: /** @type {SVGSVGElement} */ (/** @type {unknown} */ (byId('chart-svg'))),
+  empty: byId('chart-empty')
+}, { onInterval: (interval) => streamBars(chart.symbol, interval) })
+/** Closed bars asked for on subscribe: about what the chart shows. */
+const BACKFILL = 60
+/** @type {{symbol: string, interval: string} | null} the bars subscribed, for the chart */
+let barsOf = null
 const latency = new LatencyMeter()
 const client = new WspsClient({ url: wsUrlsFromLocation(location), symbols: watchlist.symbols, getToken: tokenProvider(document, /** @type {{wspsGetToken?: unknown}} */ (globalThis)) })
 
 table.addAll(watchlist.symbols)
 empty.hidden = table.size > 0
+selectSymbol(watchlist.symbols[0] ?? null)
 
 form.addEventListener('submit', (ev) => {
   ev.preventDefault()
@@ -55,6 +72,7 @@ form.addEventListener('submit', (ev) => {
   table.addAll(fresh)
   input.value = ''
   if (fresh.length) client.subscribe(fresh)
+  if (chart.symbol === null && fresh.length) selectSymbol(fresh[0])
 })
 
 input.addEventListener('input', () => {
@@ -69,7 +87,32 @@ function removeSymbol (symbol) {
   watchlist.remove(symbol)
   table.remove(symbol)
   client.unsubscribe([symbol])
+  if (chart.symbol === symbol) selectSymbol(watchlist.symbols[0] ?? null)
   if (hadFocus) (next ?? input).focus()
+}
+
+/**
+ * Charts `symbol` (null: none): its row is marked, and the bars streamed
+ * are its own, at the chart's interval.
+ * @param {string | null} symbol
+ */
+function selectSymbol (symbol) {
+  if (symbol === chart.symbol) return
+  chart.show(symbol)
+  table.select(symbol)
+  chart.setDelayed(symbol !== null && client.isDelayed(symbol) ? formatDelay(client.delayMs ?? NaN) : null)
+  streamBars(symbol, chart.interval)
+}
+
+/**
+ * Bars of the charted symbol only: the previous subscription ends first.
+ * @param {string | null} symbol
+ * @param {string} interval
+ */
+function streamBars (symbol, interval) {
+  if (barsOf) client.unsubscribeBars([barsOf.symbol], barsOf.interval)
+  barsOf = symbol === null ? null : { symbol, interval }
+  if (barsOf) client.subscribeBars([barsOf.symbol], interval, { backfill: BACKFILL })
 }
 
 /** @param {import('./client/index.js').ErrorInfo} error */
@@ -93,6 +136,7 @@ function clearError () {
 client.on('status', (s) => {
   status.setStatus(s)
   table.setStale(s.state !== 'live')
+  if (s.transport !== null) chart.setAvailable(s.transport !== 'sse')
   if (s.state !== 'live') latency.clear()
 })
 client.on('quote', (ev) => {
@@ -102,14 +146,32 @@ client.on('quote', (ev) => {
 })
 client.on('error', (error) => {
   // DRAINING is routine (a gateway restarting); the status line shows it.
-  if (error.code !== ErrorCode.DRAINING) showError(error)
+  if (error.code === ErrorCode.DRAINING) return
+  // Bars wait over SSE (the client says so with BAD_BARS); the chart says it.
+  if (error.code === ErrorCode.BAD_BARS && client.status.transport === 'sse') return
+  showError(error)
 })
-client.on('rejected', ({ symbols, error }) => {
+client.on('rejected', ({ symbols, error, interval }) => {
+  // A refused bar subscription (it names its interval) keeps the quotes.
+  if (interval !== undefined) {
+    showError(error)
+    return
+  }
   for (const s of symbols) {
     watchlist.remove(s)
     table.remove(s)
   }
+  if (chart.symbol !== null && symbols.includes(chart.symbol)) selectSymbol(watchlist.symbols[0] ?? null)
   showError(error)
+})
+client.on('bars', (ev) => chart.backfill(ev))
+client.on('bar', (ev) => chart.update(ev))
+// The acks say which symbols are delayed and by how much: the markers
+// show it before the first (delayed) quote comes, in the gateway's words.
+client.on('delayed', ({ symbols, delayMs }) => {
+  const label = formatDelay(delayMs ?? NaN)
+  for (const s of watchlist.symbols) table.setDelayed(s, symbols.includes(s) ? label : null)
+  chart.setDelayed(chart.symbol !== null && symbols.includes(chart.symbol) ? label : null)
 })
 
 setInterval(() => status.setLatency(latency.median()), 500)

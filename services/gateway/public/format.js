@@ -52,3 +52,15 @@ export function changeOf (q) {
   const change = last - prev
   return { change, pct: prev ? (change / prev) * 100 : NaN }
 }
+
+/**
+ * How old delayed quotes are, as the page says it: "delayed 15 min".
+ * Whole minutes or hours when the delay is one; seconds below a minute.
+ * @param {number} ms the gateway's delay (an ack's `delayMs`)
+ */
+export function formatDelay (ms) {
+  if (!Number.isFinite(ms) || ms <= 0) return 'delayed'
+  if (ms % 3_600_000 === 0) return `delayed ${ms / 3_600_000} h`
+  if (ms >= 60_000) return `delayed ${+(ms / 60_000).toFixed(1)} min`
+  return `delayed ${+(ms / 1000).toFixed(1)} s`
+}

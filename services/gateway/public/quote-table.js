@@ -1,6 +1,8 @@
 // The watchlist table: one row per symbol, in watchlist order. Quote events
 // only record what changed; the DOM is written once per animation frame, so
 // a burst of ticks costs one layout, and a hidden tab costs nothing.
+// A row is selected by a click on it (or its symbol button: keyboard), and
+// carries a "delayed" badge while the gateway serves its symbol delayed.
 
 import { changeOf, formatChange, formatPercent, formatPrice, formatTime } from './format.js'
 import { sparkPoints } from './sparkline.js'
@@ -17,6 +19,7 @@ const HISTORY = 60
  * @property {HTMLTableRowElement} tr
  * @property {Record<'last' | 'change' | 'pct' | 'bid' | 'ask', HTMLElement>} cells
  * @property {HTMLTimeElement} time
+ * @property {HTMLElement} badge the "delayed 15 min" marker
  * @property {SVGPolylineElement} spark
  * @property {number[]} history
  * @property {Quote | null} quote
@@ -38,16 +41,19 @@ export class QuoteTable {
    * @param {HTMLTemplateElement} template one `<tr>` with the cells (see index.html)
    * @param {object} options
    * @param {(symbol: string) => void} options.onRemove the remove button of a row was pressed
+   * @param {(symbol: string) => void} [options.onSelect] a row was clicked (anywhere but its remove button)
    * @param {(count: number) => void} [options.onChange] rows were added or removed
    */
-  constructor (tbody, template, { onRemove, onChange = () => {} }) {
+  constructor (tbody, template, { onRemove, onSelect = () => {}, onChange = () => {} }) {
     this.#tbody = tbody
     this.#template = template
     this.#onChange = onChange
     tbody.addEventListener('click', (ev) => {
-      const button = /** @type {Element} */ (ev.target).closest('button.remove')
-      const tr = button?.closest('tr')
-      if (tr?.dataset.symbol) onRemove(tr.dataset.symbol)
+      const target = /** @type {Element} */ (ev.target)
+      const tr = target.closest('tr')
+      if (!tr?.dataset.symbol) return
+      if (target.closest('button.remove')) onRemove(tr.dataset.symbol)
+      else onSelect(tr.dataset.symbol)
     })
   }
 
@@ -67,8 +73,9 @@ export class QuoteTable {
     const tr = /** @type {HTMLTableRowElement} */ (/** @type {DocumentFragment} */ (this.#template.content.cloneNode(true)).firstElementChild)
     tr.dataset.symbol = symbol
     const q = (/** @type {string} */ sel) => /** @type {HTMLElement} */ (tr.querySelector(sel))
-    q('.sym').textContent = symbol
-    q('.sym').title = symbol // long symbols are cut with an ellipsis
+    q('.pick').textContent = symbol
+    q('.pick').title = symbol // long symbols are cut with an ellipsis
+    q('.pick').setAttribute('aria-label', `Chart ${symbol}`)
     q('button.remove').setAttribute('aria-label', `Remove ${symbol}`)
     /** @type {Row} */
     const row = {
@@ -76,6 +83,7 @@ export class QuoteTable {
       tr,
       cells: { last: q('.last'), change: q('.change'), pct: q('.pct'), bid: q('.bid'), ask: q('.ask') },
       time: /** @type {HTMLTimeElement} */ (q('time')),
+      badge: q('.delayed'),
       spark: /** @type {SVGPolylineElement} */ (/** @type {unknown} */ (q('polyline'))),
       history: [],
       quote: null,
@@ -106,6 +114,32 @@ export class QuoteTable {
     const tr = this.#rows.get(symbol)?.tr
     const next = /** @type {HTMLElement | null} */ (tr?.nextElementSibling ?? tr?.previousElementSibling ?? null)
     return next?.querySelector('button.remove') ?? null
+  }
+
+  /**
+   * Marks the row of `symbol` as the one charted (none: null).
+   * @param {string | null} symbol
+   */
+  select (symbol) {
+    for (const row of this.#rows.values()) {
+      const on = row.symbol === symbol
+      if (on) row.tr.dataset.selected = 'true'
+      else delete row.tr.dataset.selected
+      row.tr.querySelector('button.pick')?.setAttribute('aria-pressed', String(on))
+    }
+  }
+
+  /**
+   * Shows or hides the delayed badge of a row.
+   * @param {string} symbol
+   * @param {string | null} label e.g. "delayed 15 min"; null: real-time
+   */
+  setDelayed (symbol, label) {
+    const row = this.#rows.get(symbol)
+    if (!row) return
+    row.badge.hidden = label === null
+    setText(row.badge, label ?? '')
+    row.tr.classList.toggle('is-delayed', label !== null)
   }
 
   /** @param {QuoteEvent} ev */

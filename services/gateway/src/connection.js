@@ -90,6 +90,12 @@ export class Connection {
    * @type {Set<string> | null}
    */
   #delayed = null
+  /**
+   * Bar subscriptions: `${symbol} ${interval}` -> whether served delayed;
+   * null while none (the series themselves are the BarHubs', bars.js).
+   * @type {Map<string, boolean> | null}
+   */
+  #bars = null
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
@@ -306,6 +312,65 @@ export class Connection {
     }
   }
 
+  /** Bar subscriptions held, each (symbol, interval) one. */
+  get barCount () {
+    return this.#bars?.size ?? 0
+  }
+
+  /**
+   * @param {string} interval
+   * @returns {string[]} the symbols it holds bars of this interval of, in the order subscribed
+   */
+  barsOf (interval) {
+    /** @type {string[]} */
+    const out = []
+    if (this.#bars === null) return out
+    const tail = ` ${interval}`
+    for (const key of this.#bars.keys()) if (key.endsWith(tail)) out.push(key.slice(0, -tail.length))
+    return out
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {string} interval
+   * @returns {boolean | undefined} whether its bars are served delayed; undefined: not held
+   */
+  barDelayed (symbol, interval) {
+    return this.#bars?.get(`${symbol} ${interval}`)
+  }
+
+  /** @returns {[symbol: string, interval: string, delayed: boolean][]} every bar subscription */
+  barSubscriptions () {
+    if (this.#bars === null) return []
+    return [...this.#bars].map(([key, delayed]) => {
+      const i = key.indexOf(' ')
+      return [key.slice(0, i), key.slice(i + 1), delayed]
+    })
+  }
+
+  /**
+   * Holds (or moves to the other timeline) a bar subscription (the caller
+   * adds it to its series).
+   *
+   * @param {string} symbol
+   * @param {string} interval
+   * @param {boolean} delayed
+   */
+  holdBars (symbol, interval, delayed) {
+    (this.#bars ??= new Map()).set(`${symbol} ${interval}`, delayed)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {string} interval
+   * @returns {boolean} whether it was held
+   */
+  dropBars (symbol, interval) {
+    if (this.#bars === null || !this.#bars.delete(`${symbol} ${interval}`)) return false
+    if (this.#bars.size === 0) this.#bars = null
+    return true
+  }
+
   /**
    * Adds symbols it does not hold yet (the caller checked).
    *
@@ -469,6 +534,7 @@ export class Connection {
     this.#symbols = []
     this.#delivery = null
     this.#delayed = null
+    this.#bars = null
     this.#outbox.dispose()
   }
 }

@@ -1,9 +1,11 @@
 // Wires the delayed timeline of one gateway process: the DelayedBroker
 // (quotes as they were WSPS_DELAY_MS ago, read from Redis history), a Hub
-// of its own on it, sharing the process's fan-out, and that hub's recovery.
+// of its own on it, sharing the process's fan-out, that hub's recovery,
+// and its bar series (bars.js: delayed bars, from the delayed feeds).
 // Sessions (session.js) send each delayed subscription here.
 
 import client from 'prom-client'
+import { BarHub } from './bars.js'
 import { DelayedBroker } from './delayed-broker.js'
 import { Hub } from './hub.js'
 import { Recovery } from './recovery.js'
@@ -43,13 +45,24 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
     restoreDeadlineMs: 0
   })
   const recovery = new Recovery({ hub, broker: delayedBroker, max: config.recoveryMax, logger: log })
+  const bars = new BarHub({
+    hub,
+    reader: delayedBroker,
+    broker,
+    delayMs: config.delayMs,
+    batchMs: config.batchMs,
+    gauges: { series: metrics.barSeries.labels({ timeline: 'delayed' }), subscriptions: metrics.barSubscriptions.labels({ timeline: 'delayed' }) },
+    logger: log
+  })
   delayedBroker.start({ onQuote: (symbol, raw) => hub.onQuote(symbol, raw) })
   return {
     hub,
     recovery,
+    bars,
     delayMs: config.delayMs,
     start: () => hub.start(),
     async stop () {
+      bars.stop()
       hub.stop()
       await delayedBroker.close()
     }

@@ -46,6 +46,12 @@ export const Taken = Object.freeze({
 })
 
 /**
+ * @typedef {object} Tap a reader of every quote a feed holds, in seq order
+ *   (a bar series, bar-series.js): it keeps the feed open like a subscriber
+ * @property {(quote: Quote) => void} onTick
+ */
+
+/**
  * The seq of a quote as published (`{"seq":N,...`).
  *
  * @param {string} raw
@@ -67,6 +73,8 @@ export class Feed {
   #lanes = null
   /** Subscribers in all lists. */
   #count = 0
+  /** @type {Tap[] | null} readers of every held quote (bar series) */
+  #taps = null
   /** @type {Update | null} merged update waiting for the next fan-out pass */
   #update = null
   /** @type {Update[] | null} every tick since the last pass, while distinct subscribers exist */
@@ -158,7 +166,32 @@ export class Feed {
    * @returns {boolean} whether it has had no subscriber for delayMs
    */
   idleFor (now, delayMs) {
-    return this.#count === 0 && this.#pins === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+    return this.#count === 0 && this.#taps === null && this.#pins === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+  }
+
+  /** Whether a tap reads it (its symbol stays wanted, like one with subscribers). */
+  get tapped () {
+    return this.#taps !== null
+  }
+
+  /**
+   * Adds a reader of every quote the feed holds from now on, in seq order:
+   * ticks a live quote skips are read from history first (as for distinct
+   * subscribers).
+   *
+   * @param {Tap} tap
+   */
+  tap (tap) {
+    (this.#taps ??= []).push(tap)
+    this.#idleSince = 0
+  }
+
+  /** @param {Tap} tap */
+  untap (tap) {
+    if (this.#taps === null || !removeFrom(this.#taps, tap)) return
+    if (this.#taps.length) return
+    this.#taps = null
+    if (this.#count === 0 && this.#pins === 0) this.#idleSince = Date.now()
   }
 
   /**
@@ -174,7 +207,7 @@ export class Feed {
       return
     }
     this.#recent = null
-    if (this.#count === 0) this.#idleSince = Date.now()
+    if (this.#count === 0 && this.#taps === null) this.#idleSince = Date.now()
   }
 
   /**
@@ -267,7 +300,7 @@ export class Feed {
       }
     }
     this.#count--
-    if (this.#count === 0) this.#idleSince = Date.now()
+    if (this.#count === 0 && this.#taps === null) this.#idleSince = Date.now()
     return true
   }
 
@@ -434,7 +467,7 @@ export class Feed {
       return Taken.HELD
     }
     const prev = this.#last
-    if (this.#live && this.#distinct !== null && prev !== null && typeof prev.epoch === 'string' &&
+    if (this.#live && (this.#distinct !== null || this.#taps !== null) && prev !== null && typeof prev.epoch === 'string' &&
         quote.epoch === prev.epoch && quote.seq > prev.seq + 1) {
       // Distinct readers get every tick: hold this one (and what follows)
       // back until the hub has read the ones in between from history. Merge
@@ -516,6 +549,7 @@ export class Feed {
     this.#last = quote
     this.#lastRaw = raw
     if (this.#recent !== null && this.#recent.length < this.#bufferMax) this.#recent.push(raw)
+    if (this.#taps !== null) for (const t of this.#taps) t.onTick(quote)
     return true
   }
 

@@ -8,6 +8,7 @@ import { createServer } from 'node:http'
 import client from 'prom-client'
 import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
 import { Admission } from './admission.js'
+import { BarHub } from './bars.js'
 import { createAuthenticator } from './auth.js'
 import { createRedisBroker } from './broker-redis.js'
 import { Recovery } from './recovery.js'
@@ -42,6 +43,14 @@ export async function createGateway (config, logger) {
   const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax, restoreDeadlineMs: config.restoreDeadlineMs })
   const recovery = new Recovery({ hub, broker, max: config.recoveryMax, logger })
   const delayed = createDelayedTimeline({ config, broker, fanout, metrics, logger })
+  const bars = new BarHub({
+    hub,
+    reader: broker,
+    broker,
+    batchMs: config.batchMs,
+    gauges: { series: metrics.barSeries.labels({ timeline: 'realtime' }), subscriptions: metrics.barSubscriptions.labels({ timeline: 'realtime' }) },
+    logger
+  })
   broker.start({
     onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
     onReconnect: (symbols) => hub.resync(symbols),
@@ -55,6 +64,7 @@ export async function createGateway (config, logger) {
     hub,
     recovery,
     delayed,
+    bars,
     metrics,
     maxSubscriptions: config.maxSubscriptions,
     draining: () => draining,
@@ -152,6 +162,7 @@ export async function createGateway (config, logger) {
         await connections.drain(drainMs)
         connections.close()
         ws.close()
+        bars.stop()
         hub.stop()
         await delayed.stop()
         fanout.stop()

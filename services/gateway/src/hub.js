@@ -205,6 +205,28 @@ export class Hub {
   }
 
   /**
+   * Adds a reader of every quote of a symbol from now on, in seq order (a
+   * bar series): it keeps the symbol's channel and demand like a
+   * subscriber, on the same feed, so no second subscription is made.
+   *
+   * @param {string} symbol
+   * @param {import('./feed.js').Tap} tap
+   */
+  tap (symbol, tap) {
+    const feed = this.#feeds.get(symbol) ?? this.#open(symbol, true)
+    feed.tap(tap)
+    if (feed.live) this.#renew([symbol])
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {import('./feed.js').Tap} tap
+   */
+  untap (symbol, tap) {
+    this.#feeds.get(symbol)?.untap(tap)
+  }
+
+  /**
    * @param {string} symbol
    * @param {Client} client
    * @param {number} [delivery] as it was added with
@@ -459,7 +481,7 @@ export class Hub {
   #renewAll () {
     /** @type {string[]} */
     const watched = []
-    for (const [symbol, feed] of this.#feeds) if (feed.count > 0) watched.push(symbol)
+    for (const [symbol, feed] of this.#feeds) if (feed.count > 0 || feed.tapped) watched.push(symbol)
     if (watched.length) this.#renew(watched)
   }
 

@@ -29,7 +29,7 @@ const BATCH_LABELS = BATCH_BUCKETS.map((upper, i) => {
 })
 
 /** The ops of frames counted per frame, in the order their series are created. */
-const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES])
+const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES, ServerOp.BARS, ServerOp.BAR])
 
 /**
  * @param {string} node
@@ -82,6 +82,8 @@ export function createGatewayMetrics (node, labels = {}) {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       ...reg
     }),
+    barSeries: new client.Gauge({ name: 'wsps_gateway_bar_series', help: 'Bar series (symbol and interval) this process builds, by timeline (realtime, delayed).', labelNames: ['timeline'], ...reg }),
+    barSubscriptions: new client.Gauge({ name: 'wsps_gateway_bar_subscriptions', help: 'Connection bar subscriptions (symbol and interval) held, by timeline (realtime, delayed).', labelNames: ['timeline'], ...reg }),
     clientErrors: new client.Counter({ name: 'wsps_gateway_client_errors_total', help: 'Error replies to clients by code.', labelNames: ['code'], ...reg })
   }
 }

@@ -2,10 +2,12 @@
 // encoding the server's frames. Quote frames are assembled from
 // pre-serialized parts (delta.js's Update, outbox.js).
 
-import { ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
+import { BAR_INTERVALS, ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 
 /** Symbols accepted in one sub/unsub request. */
-const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE } = Limits
+const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE, MAX_BACKFILL, DEFAULT_BACKFILL } = Limits
+/** @type {readonly string[]} */
+const INTERVALS = Object.keys(BAR_INTERVALS)
 /** @type {readonly string[]} */
 const MODES = Object.values(DeliveryMode)
 const MAX_ID_LENGTH = 64
@@ -14,11 +16,13 @@ const MAX_TOKEN_LENGTH = 8192
 
 /**
  * @typedef {{seq: number, epoch: string}} Cursor where a client's held quote of a symbol stands
- * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>, delayed?: boolean}} SymbolsRequest
+ * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>, delayed?: boolean, bars?: string, backfill?: number}} SymbolsRequest
  *   mode and maxRate: a sub's delivery, when it named one; since: the
  *   symbols it resumes (docs/protocol.md, Recovery); delayed: true asks
  *   for the delayed timeline, false for real-time only (DELAYED_ONLY where
- *   the token grants delayed only); absent: as the token grants
+ *   the token grants delayed only); absent: as the token grants. bars: the
+ *   request is about bars of this interval (a key of BAR_INTERVALS), not
+ *   quotes; backfill: a bars sub's closed bars to send first
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
  * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
@@ -98,6 +102,15 @@ export function parseClientFrame (data, isBinary) {
       /** @type {SymbolsRequest} */
       const request = { op, symbols: [...new Set(/** @type {string[]} */ (symbols))] }
       if (id !== undefined) request.id = id
+      if (msg.bars !== undefined || msg.backfill !== undefined) {
+        const bad = parseBars(msg, request)
+        if (bad) return fail(bad.code, bad.message, id)
+        if (op === ClientOp.SUB && msg.delayed !== undefined) {
+          if (typeof msg.delayed !== 'boolean') return fail(ErrorCode.BAD_REQUEST, 'delayed must be true or false', id)
+          request.delayed = msg.delayed
+        }
+        return { ok: true, request }
+      }
       if (op === ClientOp.SUB) {
         const bad = parseDelivery(msg, request) ?? parseSince(msg.since, request)
         if (bad) return fail(bad.code, bad.message, id, bad.symbols)
@@ -116,18 +129,52 @@ export function parseClientFrame (data, isBinary) {
 }
 
 /**
+ * Reads a bars `sub` or `unsub`'s `bars` and `backfill` into the request.
+ * Bars have no delivery modes, rates nor cursors: a bars sub naming any is
+ * refused whole (BAD_BARS), as is a `backfill` without `bars`.
+ *
+ * @param {Record<string, unknown>} msg
+ * @param {SymbolsRequest} request
+ * @returns {{code: string, message: string} | null} what is wrong, if anything
+ */
+function parseBars ({ op, bars, backfill, mode, maxRate, since }, request) {
+  if (bars === undefined) return { code: ErrorCode.BAD_BARS, message: 'backfill belongs to a bars sub' }
+  if (typeof bars !== 'string' || !INTERVALS.includes(bars)) {
+    return { code: ErrorCode.BAD_INTERVAL, message: `bars must be one of ${INTERVALS.join(', ')}` }
+  }
+  request.bars = bars
+  if (mode !== undefined || maxRate !== undefined || since !== undefined) {
+    return { code: ErrorCode.BAD_BARS, message: 'bars take no mode, maxRate or since' }
+  }
+  if (op !== ClientOp.SUB) {
+    return backfill === undefined ? null : { code: ErrorCode.BAD_BARS, message: 'backfill belongs to a bars sub' }
+  }
+  if (backfill === undefined) {
+    request.backfill = DEFAULT_BACKFILL
+    return null
+  }
+  if (typeof backfill !== 'number' || !Number.isInteger(backfill) || backfill < 0 || backfill > MAX_BACKFILL) {
+    return { code: ErrorCode.BAD_BARS, message: `backfill must be an integer from 0 to ${MAX_BACKFILL}` }
+  }
+  request.backfill = backfill
+  return null
+}
+
+/**
  * The `sub` a GET /sse asks for: its symbols, `mode` (`merge` or
  * `distinct`) and `since` (`AAPL:1042:hohrttbiv1,MSFT:77:...`: symbol, seq
  * and epoch per resumed symbol), validated by the same rules as a
  * WebSocket `sub` (BAD_MODE, BAD_SINCE).
  *
- * `delayed` (`true` or `false`) is a WebSocket sub's `delayed`.
+ * `delayed` (`true` or `false`) is a WebSocket sub's `delayed`. Bars are
+ * WebSocket only: a `bars` or `backfill` parameter is BAD_BARS.
  *
- * @param {{mode?: unknown, since?: unknown, delayed?: unknown}} query
+ * @param {{mode?: unknown, since?: unknown, delayed?: unknown, bars?: unknown, backfill?: unknown}} query
  * @param {string[]} symbols already validated
  * @returns {{ok: true, request: SymbolsRequest} | {ok: false, error: ProtocolError}}
  */
-export function parseStreamSub ({ mode, since, delayed }, symbols) {
+export function parseStreamSub ({ mode, since, delayed, bars, backfill }, symbols) {
+  if (bars !== undefined || backfill !== undefined) return fail(ErrorCode.BAD_BARS, 'bars are served over WebSocket only')
   /** @type {SymbolsRequest} */
   const request = { op: ClientOp.SUB, symbols }
   if (delayed !== undefined) {
@@ -228,7 +275,7 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
 /**
  * @param {number | string | undefined} id
  * @param {readonly string[]} symbols
- * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number} | null} [extra] a sub's
+ * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string} | null} [extra] a sub's
  *   delivery as it named it, and whether each symbol of its `since` was
  *   recovered; expiresInMs on the answer to a token refresh; delayed: the
  *   held symbols served delayed, when any is, and delayMs: by how much
@@ -236,6 +283,43 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
 export function encodeAck (id, symbols, extra = null) {
   const ack = id === undefined ? { op: ServerOp.ACK, symbols } : { op: ServerOp.ACK, id, symbols }
   return JSON.stringify(extra === null ? ack : { ...ack, ...extra })
+}
+
+/**
+ * A bar as it goes on the wire, its fields in BAR_FIELDS order.
+ *
+ * @param {import('./bar-builder.js').Bar} b
+ */
+function barJson (b) {
+  return `{"t":${b.t},"o":${b.o},"h":${b.h},"l":${b.l},"c":${b.c},"v":${b.v},"n":${b.n}}`
+}
+
+/**
+ * The backfill of a bar series: closed bars oldest first, the open one.
+ *
+ * @param {string} symbol
+ * @param {string} interval
+ * @param {readonly import('./bar-builder.js').Bar[]} bars
+ * @param {import('./bar-builder.js').Bar | null} current
+ * @param {boolean} complete false: history did not reach back far enough for the backfill asked
+ * @param {boolean} delayed
+ */
+export function encodeBars (symbol, interval, bars, current, complete, delayed) {
+  return `{"op":"${ServerOp.BARS}","symbol":"${symbol}","interval":"${interval}","bars":[${bars.map(barJson).join(',')}]` +
+    `${current === null ? '' : `,"current":${barJson(current)}`},"complete":${complete}${delayed ? ',"delayed":true' : ''}}`
+}
+
+/**
+ * A live bar: an update of the open one, or its final value (`closed`).
+ *
+ * @param {string} symbol
+ * @param {string} interval
+ * @param {import('./bar-builder.js').Bar} bar
+ * @param {boolean} closed
+ * @param {boolean} delayed
+ */
+export function encodeBar (symbol, interval, bar, closed, delayed) {
+  return `{"op":"${ServerOp.BAR}","symbol":"${symbol}","interval":"${interval}","bar":${barJson(bar)},"closed":${closed}${delayed ? ',"delayed":true' : ''}}`
 }
 
 /** @param {ProtocolError} error */

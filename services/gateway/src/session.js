@@ -18,9 +18,14 @@
 // refresh that narrows a symbol from real-time to delayed moves it there
 // before the refresh is acked, dropping whatever real-time update was
 // queued for it.
+//
+// A `sub` or `unsub` naming `bars` is about bar series, not quotes: it goes
+// to bar-requests.js, by the same rules of grants, delayed grants and the
+// subscription limit (each symbol and interval counts as one).
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
 import { notEntitled, ungranted } from './auth.js'
+import { BarRequests } from './bar-requests.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
 import { cursorOf } from './recovery.js'
@@ -29,8 +34,9 @@ import { TextFrame } from './text-frame.js'
 /**
  * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
- * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery, delayMs?: number}} DelayedTimeline
- *   delayMs: how old its quotes are (WSPS_DELAY_MS), told in acks
+ * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery, bars?: import('./bars.js').BarHub, delayMs?: number}} DelayedTimeline
+ *   delayMs: how old its quotes are (WSPS_DELAY_MS), told in acks; bars:
+ *   its bar series
  */
 
 /** Quotes per replay frame. */
@@ -59,6 +65,7 @@ export class Sessions {
    * @param {DelayedTimeline | null} [options.delayed] the hub of delayed
    *   subscriptions and its recovery (delayed.js); null: none (unit tests
    *   of real-time delivery)
+   * @param {import('./bars.js').BarHub | null} [options.bars] the real-time bar series (null: bars are refused, unit tests)
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
@@ -66,8 +73,12 @@ export class Sessions {
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ hub, recovery, delayed = null, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
+  constructor ({ hub, recovery, delayed = null, bars = null, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
     this.hub = hub
+    /** Bars `sub`/`unsub` (null: none here) */
+    this.barRequests = bars === null
+      ? null
+      : new BarRequests({ realtime: bars, delayed: delayed?.bars ?? null, delayMs: delayed?.delayMs, maxSubscriptions, reject: (c, e) => this.reject(c, e) })
     this.recovery = recovery
     this.delayed = delayed
     this.metrics = metrics
@@ -130,6 +141,10 @@ export class Sessions {
       this.reject(client, { code: ErrorCode.AUTH_REQUIRED, message: 'send {"op":"auth","token":...} first', id: req.id })
       return
     }
+    if (req.op !== ClientOp.PING && req.bars !== undefined) {
+      this.#onBars(client, /** @type {import('./protocol.js').SymbolsRequest & {bars: string}} */ (req))
+      return
+    }
     switch (req.op) {
       case ClientOp.PING:
         client.send(encodePong(req.id), ServerOp.PONG)
@@ -144,6 +159,28 @@ export class Sessions {
       case ClientOp.UNSUB:
         this.unsubscribe(client, req.symbols, req.id)
     }
+  }
+
+  /**
+   * A bars `sub` or `unsub` (bar-requests.js).
+   *
+   * @param {Client} client
+   * @param {import('./protocol.js').SymbolsRequest & {bars: string}} req
+   */
+  #onBars (client, req) {
+    if (this.barRequests === null) {
+      this.reject(client, { code: ErrorCode.BAD_BARS, message: 'bars are not served here', id: req.id })
+      return
+    }
+    if (req.op === ClientOp.UNSUB) {
+      this.barRequests.unsubscribe(client, req)
+      return
+    }
+    if (this.draining()) {
+      this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id: req.id })
+      return
+    }
+    this.barRequests.subscribe(client, req)
   }
 
   /**
@@ -196,6 +233,8 @@ export class Sessions {
     }
     client.authorize(auth.grants, auth.expiresAt, auth.delayed)
     const revoked = ungranted(auth.grants, client.symbols)
+    // Bars follow the new grants too: ended, or moved to the delayed timeline.
+    for (const s of this.barRequests?.regrant(client) ?? []) if (!revoked.includes(s)) revoked.push(s)
     if (revoked.length) {
       this.removeSymbols(client, revoked)
       this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
@@ -392,10 +431,12 @@ export class Sessions {
       this.reject(client, notEntitled(denied, id))
       return null
     }
-    if (client.symbols.length + fresh.length > this.maxSubscriptions) {
+    // Each bar subscription (symbol, interval) counts as one too.
+    const holding = client.symbols.length + client.barCount
+    if (holding + fresh.length > this.maxSubscriptions) {
       this.reject(client, {
         code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${client.symbols.length})`,
+        message: `at most ${this.maxSubscriptions} subscriptions per connection (holding ${holding})`,
         id
       })
       return null
@@ -531,6 +572,7 @@ export class Sessions {
    */
   onClose (client) {
     for (const s of client.symbols) this.#hub(client.delayedOf(s)).remove(s, client, client.deliveryOf(s))
+    this.barRequests?.onClose(client)
     client.dispose()
   }
 }

@@ -115,3 +115,32 @@ test('GET /sse mode and since: the rules of a WebSocket sub, every mistake coded
   assert.equal(code({ since: 'AAPL:1:e1:x' }), 'BAD_SINCE')
   assert.equal(code({ since: ['AAPL:1:e1', 'AAPL:2:e1'] }), 'BAD_SINCE')
 })
+
+test('bars: a sub and unsub name an interval; backfill defaults to 50; every mistake is BAD_INTERVAL or BAD_BARS', () => {
+  assert.deepEqual(parse('{"op":"sub","symbols":["AAPL"],"bars":"1m","backfill":0,"id":5}'), { ok: true, request: { op: 'sub', symbols: ['AAPL'], id: 5, bars: '1m', backfill: 0 } })
+  assert.deepEqual(parse('{"op":"sub","symbols":["AAPL"],"bars":"5m","delayed":true}'), { ok: true, request: { op: 'sub', symbols: ['AAPL'], bars: '5m', backfill: 50, delayed: true } })
+  assert.deepEqual(parse('{"op":"unsub","symbols":["AAPL"],"bars":"1s"}'), { ok: true, request: { op: 'unsub', symbols: ['AAPL'], bars: '1s' } })
+  /** @type {[string, string][]} */
+  const bad = [
+    ['{"op":"sub","symbols":["AAPL"],"bars":"2m"}', ErrorCode.BAD_INTERVAL],
+    ['{"op":"sub","symbols":["AAPL"],"bars":60}', ErrorCode.BAD_INTERVAL],
+    ['{"op":"unsub","symbols":["AAPL"],"bars":"1h"}', ErrorCode.BAD_INTERVAL],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","mode":"distinct"}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","maxRate":2}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","since":{}}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","backfill":501}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","backfill":-1}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","backfill":1.5}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","backfill":"9"}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"backfill":9}', ErrorCode.BAD_BARS],
+    ['{"op":"unsub","symbols":["AAPL"],"bars":"1m","backfill":9}', ErrorCode.BAD_BARS],
+    ['{"op":"sub","symbols":["AAPL"],"bars":"1m","delayed":"yes"}', ErrorCode.BAD_REQUEST]
+  ]
+  for (const [text, code] of bad) {
+    const r = parse(text)
+    assert.equal(r.ok, false, text)
+    if (!r.ok) assert.equal(r.error.code, code, text)
+  }
+  const sse = parseStreamSub({ bars: '1m' }, ['AAPL'])
+  assert.equal(!sse.ok && sse.error.code, ErrorCode.BAD_BARS, 'bars are WebSocket only')
+})

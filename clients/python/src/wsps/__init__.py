@@ -1,17 +1,18 @@
 """wsps-client: an asyncio client for the wsps stock-quote gateway (docs/protocol.md)."""
 
 from .backoff import Retry, backoff_delay
+from .bars import BarSeries
 from .client import Client, Delivery, TokenSource
 from .errors import ConnectionClosed, WspsError
-from .events import ErrorEvent, Event, EventStream, QuoteEvent, RecoveryEvent, StatusEvent
-from .protocol import AUTH_CLOSE_CODES, NO_RECONNECT_CODES, PROTOCOL_VERSION, ClientOp, CloseCode, ErrorCode, Mode, ServerOp
+from .events import BarEvent, BarsEvent, ErrorEvent, Event, EventStream, QuoteEvent, RecoveryEvent, StatusEvent
+from .protocol import AUTH_CLOSE_CODES, BAR_INTERVALS, NO_RECONNECT_CODES, PROTOCOL_VERSION, ClientOp, CloseCode, ErrorCode, Mode, ServerOp
 from .receiver import Cursor, Outcome, QuoteReceiver, continues
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AUTH_CLOSE_CODES", "NO_RECONNECT_CODES", "PROTOCOL_VERSION",
-    "Client", "ClientOp", "CloseCode", "ConnectionClosed", "Cursor", "Delivery", "ErrorCode", "ErrorEvent",
+    "AUTH_CLOSE_CODES", "BAR_INTERVALS", "NO_RECONNECT_CODES", "PROTOCOL_VERSION",
+    "BarEvent", "BarSeries", "BarsEvent", "Client", "ClientOp", "CloseCode", "ConnectionClosed", "Cursor", "Delivery", "ErrorCode", "ErrorEvent",
     "Event", "EventStream", "Mode", "Outcome", "QuoteEvent", "QuoteReceiver", "RecoveryEvent", "Retry",
     "ServerOp", "StatusEvent", "TokenSource", "WspsError", "backoff_delay", "continues",
 ]

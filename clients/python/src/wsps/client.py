@@ -10,6 +10,11 @@ before the next attempt by the close code (1012: at once, jittered; others:
 backoff; 1000/4001/4002/4003: stop, unless a token callable can give a new
 token). Quotes are held by the receiver rules (receiver.py).
 
+Bars (docs/protocol.md, Bars): ``subscribe_bars`` keeps bar subscriptions apart from the quote
+watch set (bars.py holds them and their series); every new WebSocket connection asks for them
+again with their backfill. Bars are WebSocket only: over SSE they wait, with an ``ErrorEvent``
+BAD_BARS, until the client is on a WebSocket.
+
 Transports: WebSocket first; with ``transport="auto"`` an upgrade the server
 answers without upgrading (a proxy stripped it) makes the next attempt an SSE
 stream (sse.py), and an SSE attempt nothing answers sends the next one back to
@@ -32,10 +37,12 @@ from websockets.exceptions import ConnectionClosed as WsClosed
 from websockets.exceptions import InvalidHandshake
 
 from .backoff import Retry
+from .bars import BarBook, BarSeries, Wanted
 from .errors import ConnectionClosed, WspsError
-from .events import ErrorEvent, Event, EventStream, QuoteEvent, RecoveryEvent, StatusEvent
+from .events import BarEvent, BarsEvent, ErrorEvent, Event, EventStream, QuoteEvent, RecoveryEvent, StatusEvent
 from .protocol import (
     AUTH_CLOSE_CODES,
+    DEFAULT_BACKFILL,
     MAX_SYMBOLS_PER_REQUEST,
     NO_RECONNECT_CODES,
     PROTOCOL_VERSION,
@@ -57,6 +64,8 @@ TRANSPORTS = ("auto", "websocket", "sse")
 
 # Errors whose `symbols` leave the watch set even when they answer no request of ours.
 _DROPS_NAMED = frozenset({ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS})
+# Refusals of a bars sub that name the symbols at fault: the rest of the request is asked for again.
+_BARS_DROP_NAMED = frozenset({ErrorCode.BAD_SYMBOL.value, ErrorCode.NOT_ENTITLED.value, ErrorCode.DELAYED_ONLY.value})
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,8 @@ class _Request:
     op: str
     symbols: list[str]
     future: asyncio.Future[list[str]] | None
+    bars: str | None = None
+    """A bars request's interval."""
 
 
 class Client:
@@ -153,6 +164,7 @@ class Client:
         )
         self._receiver = QuoteReceiver()
         self._watch: dict[str, Delivery] = {}
+        self._bars = BarBook()
         self._inflight: dict[int, _Request] = {}
         self._next_id = 1
         self._callbacks: list[Callback] = []
@@ -223,6 +235,10 @@ class Client:
         """The latest full quote held for ``symbol``."""
         return self._receiver.quote(symbol)
 
+    def bars(self, symbol: str, interval: str) -> BarSeries | None:
+        """The bars held of a bar subscription (closed ones oldest first, and the open one), once its backfill came."""
+        return self._bars.series(symbol, interval)
+
     def on(self, callback: Callback) -> Callable[[], None]:
         """Calls ``callback(event)`` for every event (a coroutine function's result is scheduled as a task).
         A callback that raises does not break the client. Returns a function that removes it."""
@@ -278,6 +294,41 @@ class Client:
         for f in futures:
             assert f is not None
             await asyncio.wait_for(f, self._request_timeout)
+
+    async def subscribe_bars(
+        self, symbols: Iterable[str], interval: str, backfill: int = DEFAULT_BACKFILL, delayed: bool | None = None
+    ) -> list[str]:
+        """Subscribes to live bars of ``interval`` (``"1s"``, ``"1m"``, ``"5m"``) of these symbols, apart
+        from their quotes: a ``BarsEvent`` with the backfill (the last ``backfill`` closed bars, 0-500, and
+        the open one), then a ``BarEvent`` per update of the open bar and once per bar closed. ``delayed``:
+        as a sub's (True: delayed bars; False: real-time only). Every reconnect asks for the backfill again.
+
+        When live, waits for the ack and returns the connection's bar subscriptions of that interval.
+        Raises ``WspsError`` (BAD_INTERVAL, BAD_BARS, NOT_ENTITLED, DELAYED_ONLY, TOO_MANY_SUBSCRIPTIONS, ...):
+        refused symbols leave the bar subscriptions, the others of the call are asked for again.
+        Over SSE (no bars) they wait for a WebSocket connection.
+        """
+        wanted = list(dict.fromkeys(symbols))
+        send = self._bars.watch(wanted, interval, Wanted(backfill, delayed))
+        if not self._live.is_set() or not send:
+            return self._bars.of(interval)
+        if self._sse is not None:
+            self._bars_over_sse()
+            return self._bars.of(interval)
+        futures = [f for f in self._request_bars(ClientOp.SUB.value, send, interval, want_answer=True) if f is not None]
+        acked = self._bars.of(interval)
+        for f in futures:
+            acked = await asyncio.wait_for(f, self._request_timeout)
+        return acked
+
+    async def unsubscribe_bars(self, symbols: Iterable[str], interval: str) -> None:
+        """Ends bar subscriptions; their series are forgotten at once (late frames for them are ignored)."""
+        removed = [s for s, _ in self._bars.drop(list(dict.fromkeys(symbols)), interval)]
+        if not self._live.is_set() or not removed or self._sse is not None:
+            return
+        for f in self._request_bars(ClientOp.UNSUB.value, removed, interval, want_answer=True):
+            if f is not None:
+                await asyncio.wait_for(f, self._request_timeout)
 
     # ---- connection loop ------------------------------------------------------
 
@@ -350,7 +401,7 @@ class Client:
         for req in self._inflight.values():
             if req.future is not None and not req.future.done():
                 # Not an error: the next connection asks again for the whole watch set.
-                req.future.set_result(self.symbols)
+                req.future.set_result(self.symbols if req.bars is None else self._bars.of(req.bars))
         self._inflight.clear()
         if self._refresh_task is not None:
             self._refresh_task.cancel()
@@ -497,6 +548,14 @@ class Client:
                 self._on_ack(msg)
             elif op == ServerOp.ERROR.value:
                 self._on_error(msg)
+            elif op == ServerOp.BARS.value:
+                series = self._bars.backfill(msg)
+                if series is not None:
+                    self._emit(BarsEvent(series.symbol, series.interval, series, series.delayed))
+            elif op == ServerOp.BAR.value:
+                series = self._bars.bar(msg)
+                if series is not None:
+                    self._emit(BarEvent(series.symbol, series.interval, msg["bar"], msg.get("closed") is True, series, series.delayed))
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             # A malformed frame is reported with a code; the connection stays.
             self._emit(ErrorEvent(WspsError(ErrorCode.BAD_SERVER_FRAME.value, f"malformed frame from the server: {err}")))
@@ -529,7 +588,12 @@ class Client:
                 self._receiver.resync(s, now)
         if self._sse is None:
             self._request_sub(keep, since)
-        elif set(keep) != set(self._streamed):
+            # Every bar series starts over from its backfill.
+            for interval, wanted, group in self._bars.requests():
+                self._request_bars(ClientOp.SUB.value, group, interval, wanted)
+        elif len(self._bars):
+            self._bars_over_sse()
+        if self._sse is not None and set(keep) != set(self._streamed):
             # The stream carries the watch set of the moment it was asked for; it changed meanwhile.
             self._restart_stream()
 
@@ -582,6 +646,12 @@ class Client:
     def _on_ack(self, ack: dict[str, Any]) -> None:
         if isinstance(ack.get("delayMs"), int):
             self._delay_ms = ack["delayMs"]
+        if isinstance(ack.get("bars"), str):
+            # The answer to a bars request: the connection's bar subscriptions of its interval.
+            breq = self._inflight.pop(ack["id"], None) if isinstance(ack.get("id"), int) else None
+            if breq is not None and breq.future is not None and not breq.future.done():
+                breq.future.set_result(list(ack.get("symbols") or []))
+            return
         recovered = ack.get("recovered")
         if isinstance(recovered, dict):
             for symbol, ok in recovered.items():
@@ -599,7 +669,16 @@ class Client:
         error = WspsError.from_frame(msg)
         req = self._inflight.pop(msg["id"], None) if isinstance(msg.get("id"), int) else None
         self._emit(ErrorEvent(error))
-        if req is not None and req.op == ClientOp.SUB.value:
+        if req is not None and req.op == ClientOp.SUB.value and req.bars is not None:
+            if error.code in _BARS_DROP_NAMED:
+                bad = error.symbols or req.symbols
+                self._bars.drop(bad, req.bars)
+                rest = [s for s in req.symbols if self._bars.wants(s, req.bars)]
+                for interval, wanted, group in self._bars.requests(rest, req.bars):
+                    self._request_bars(ClientOp.SUB.value, group, interval, wanted)
+            elif error.code != ErrorCode.DRAINING.value:
+                self._bars.drop(req.symbols, req.bars)
+        elif req is not None and req.op == ClientOp.SUB.value:
             if error.code in (ErrorCode.BAD_SYMBOL.value, ErrorCode.NOT_ENTITLED.value):
                 # The whole request was refused: drop the named symbols, ask again for the others.
                 bad = error.symbols or req.symbols
@@ -611,6 +690,8 @@ class Client:
                 self._reject(req.symbols, error)
         elif req is None and error.symbols and error.code in _DROPS_NAMED:
             self._reject(error.symbols, error)
+            if error.code == ErrorCode.GRANT_REVOKED.value:
+                self._bars.drop(error.symbols, None)  # a revoked grant ends the symbol's bars too
         if req is not None and req.future is not None and not req.future.done():
             req.future.set_exception(error)
 
@@ -633,9 +714,27 @@ class Client:
                 cursors = {s: since[s].to_wire() for s in chunk if s in since}
                 self._send_request(ClientOp.SUB.value, chunk, delivery, extra={"since": cursors} if cursors else None)
 
+    def _request_bars(
+        self, op: str, symbols: Sequence[str], interval: str, wanted: Wanted | None = None, *, want_answer: bool = False
+    ) -> list[asyncio.Future[list[str]] | None]:
+        """Bars ``sub`` (with its backfill and timeline) or ``unsub`` requests, at most 100 symbols each."""
+        if wanted is None and op == ClientOp.SUB.value:
+            return [f for i, w, group in self._bars.requests(symbols, interval)
+                    for f in self._request_bars(op, group, i, w, want_answer=want_answer)]
+        extra: dict[str, Any] = {"bars": interval}
+        if wanted is not None:
+            extra["backfill"] = wanted.backfill
+            if wanted.delayed is not None:
+                extra["delayed"] = wanted.delayed
+        return [self._send_request(op, chunk, None, want_answer=want_answer, extra=extra, bars=interval) for chunk in _chunks(list(symbols))]
+
+    def _bars_over_sse(self) -> None:
+        self._emit(ErrorEvent(WspsError(ErrorCode.BAD_BARS.value,
+                                        "bars are served over WebSocket only; they start once the client is on a WebSocket")))
+
     def _send_request(
         self, op: str, symbols: list[str], delivery: Delivery | None, *, want_answer: bool = False,
-        extra: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None, bars: str | None = None,
     ) -> asyncio.Future[list[str]] | None:
         ws = self._ws
         future: asyncio.Future[list[str]] | None = asyncio.get_running_loop().create_future() if want_answer else None
@@ -644,11 +743,11 @@ class Client:
             self._restart_stream()
         if ws is None:
             if future is not None:
-                future.set_result(self.symbols)
+                future.set_result(self.symbols if bars is None else self._bars.of(bars))
             return future
         rid = self._next_id
         self._next_id += 1
-        self._inflight[rid] = _Request(op, symbols, future)
+        self._inflight[rid] = _Request(op, symbols, future, bars)
         frame: dict[str, Any] = {"op": op, "id": rid}
         if op != ClientOp.AUTH.value:
             frame["symbols"] = symbols

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Union
 
+from .bars import Bar, BarSeries
 from .errors import WspsError
 
 
@@ -21,6 +22,28 @@ class QuoteEvent:
     symbol: str
     quote: dict[str, Any]
     snapshot: bool
+    delayed: bool = False
+
+
+@dataclass(frozen=True)
+class BarsEvent:
+    """A bar series (re)started from its backfill: after ``subscribe_bars`` and after every reconnect."""
+
+    symbol: str
+    interval: str
+    series: BarSeries
+    delayed: bool = False
+
+
+@dataclass(frozen=True)
+class BarEvent:
+    """A live bar: the open bar's latest value, or (``closed``, once per bar) its final one."""
+
+    symbol: str
+    interval: str
+    bar: Bar
+    closed: bool
+    series: BarSeries
     delayed: bool = False
 
 
@@ -51,7 +74,7 @@ class StatusEvent:
     delay: float | None = None
 
 
-Event = Union[QuoteEvent, RecoveryEvent, ErrorEvent, StatusEvent]
+Event = Union[QuoteEvent, RecoveryEvent, ErrorEvent, StatusEvent, BarsEvent, BarEvent]
 
 _END = object()
 

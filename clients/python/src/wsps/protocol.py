@@ -7,6 +7,12 @@ import enum
 PROTOCOL_VERSION = 1
 MAX_SYMBOLS_PER_REQUEST = 100
 """The gateway rejects sub/unsub requests with more symbols than this."""
+BAR_INTERVALS = {"1s": 1000, "1m": 60_000, "5m": 300_000}
+"""The bar intervals a ``sub`` may name as ``bars``, and their length in ms (docs/protocol.md, Bars)."""
+MAX_BACKFILL = 500
+"""Most closed bars a bars ``sub`` may ask for."""
+DEFAULT_BACKFILL = 50
+"""Closed bars sent first when a bars ``sub`` names no ``backfill``."""
 
 
 class ClientOp(str, enum.Enum):
@@ -23,6 +29,8 @@ class ServerOp(str, enum.Enum):
     SNAP = "snap"
     QUOTES = "q"
     PONG = "pong"
+    BARS = "bars"
+    BAR = "bar"
 
 
 class Mode(str, enum.Enum):
@@ -41,6 +49,10 @@ class ErrorCode(str, enum.Enum):
     BAD_MODE = "BAD_MODE"
     BAD_RATE = "BAD_RATE"
     BAD_SINCE = "BAD_SINCE"
+    BAD_INTERVAL = "BAD_INTERVAL"
+    """A bars sub or unsub named an interval that is not one of BAR_INTERVALS."""
+    BAD_BARS = "BAD_BARS"
+    """A bars sub with mode, maxRate or since, or a backfill not an integer 0-500; or bars over SSE (WebSocket only)."""
     TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"
     RATE_LIMITED = "RATE_LIMITED"
     NOT_ENTITLED = "NOT_ENTITLED"

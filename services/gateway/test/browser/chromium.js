@@ -5,6 +5,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { after } from 'node:test'
 import { chromium } from 'playwright-core'
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -39,5 +40,28 @@ export async function launchChromium (options = {}) {
       await context.close().catch(() => {})
       rmSync(profile, { recursive: true, force: true })
     }
+  }
+}
+
+/**
+ * Fresh pages for one test file: each in a browser of its own (own
+ * profile: no watchlist carried over), closed by an `after` hook. Call it
+ * before the file's stack hook, so the pages close before their gateways.
+ *
+ * @returns {() => Promise<{browser: Awaited<ReturnType<typeof launchChromium>>, page: import('playwright-core').Page, errors: string[]}>}
+ *   a page, and the errors it threw
+ */
+export function useBrowsers () {
+  /** @type {Awaited<ReturnType<typeof launchChromium>>[]} */
+  const browsers = []
+  after(async () => { for (const b of browsers) await b.close() })
+  return async () => {
+    const browser = await launchChromium()
+    browsers.push(browser)
+    const page = browser.context.pages()[0] ?? await browser.context.newPage()
+    /** @type {string[]} */
+    const errors = []
+    page.on('pageerror', (err) => errors.push(String(err)))
+    return { browser, page, errors }
   }
 }

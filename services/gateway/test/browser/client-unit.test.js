@@ -321,3 +321,85 @@ describe('delivery modes', () => {
     ])
   })
 })
+
+describe('bars', () => {
+  /** @param {number} t @param {number} c */
+  const bar = (t, c) => ({ t, o: c, h: c, l: c, c, v: 0, n: 1 })
+
+  test('subscribeBars: backfill, then live bars into the series; apart from quotes; asked again (with its backfill) after a reconnect', async () => {
+    /** @type {any[][]} */
+    const perConn = []
+    const f = await fake((ws, frames) => {
+      perConn.push(frames)
+      ws.send(hello('fake'))
+      /** @type {Map<string, Set<string>>} interval -> symbols held */
+      const held = new Map()
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        if (m.op !== 'sub' && m.op !== 'unsub') return
+        if (m.bars === undefined) {
+          ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.symbols }))
+          return
+        }
+        const set = held.get(m.bars) ?? new Set()
+        held.set(m.bars, set)
+        for (const s of m.symbols) m.op === 'sub' ? set.add(s) : set.delete(s)
+        ws.send(JSON.stringify({ op: 'ack', id: m.id, bars: m.bars, symbols: [...set] }))
+        if (m.op !== 'sub') return
+        for (const s of m.symbols) {
+          ws.send(JSON.stringify({ op: 'bars', symbol: s, interval: m.bars, bars: [bar(1000, 1), bar(2000, 2)].slice(-m.backfill), current: bar(3000, 3), complete: true }))
+          ws.send(JSON.stringify({ op: 'bar', symbol: s, interval: m.bars, bar: { ...bar(3000, 3), h: 4, c: 4, n: 2 }, closed: false }))
+          ws.send(JSON.stringify({ op: 'bar', symbol: s, interval: m.bars, bar: { ...bar(3000, 3), h: 4, c: 4, n: 2 }, closed: true }))
+          // A late frame of an older bar: never goes back.
+          ws.send(JSON.stringify({ op: 'bar', symbol: s, interval: m.bars, bar: bar(2000, 9), closed: false }))
+          ws.send(JSON.stringify({ op: 'bar', symbol: s, interval: m.bars, bar: bar(4000, 5), closed: false }))
+        }
+      })
+    })
+    const c = client({ url: f.url, initialBackoffMs: 10, symbols: ['AAPL'] })
+    /** @type {string[]} */
+    const events = []
+    c.on('bars', (e) => events.push(`bars ${e.symbol} ${e.interval} ${e.series.bars.length}`))
+    c.on('bar', (e) => events.push(`bar ${e.bar.t} ${e.closed}`))
+    c.connect()
+    await waitFor(() => c.status.state === 'live', { message: 'live' })
+    assert.deepEqual(await c.subscribeBars(['AAPL'], '1m', { backfill: 1 }), { ok: true })
+    await waitFor(() => c.bars('AAPL', '1m')?.current?.t === 4000, { message: 'the live bars' })
+    assert.deepEqual(events, ['bars AAPL 1m 1', 'bar 3000 false', 'bar 3000 true', 'bar 4000 false'])
+    assert.deepEqual(c.bars('AAPL', '1m'), { symbol: 'AAPL', interval: '1m', bars: [bar(2000, 2), { ...bar(3000, 3), h: 4, c: 4, n: 2 }], current: bar(4000, 5), complete: true, delayed: false })
+    assert.deepEqual(c.symbols, ['AAPL'], 'the bars ack does not touch the quote watch set')
+    const sent = perConn[0].filter((m) => m.bars !== undefined)
+    assert.deepEqual(sent.map(({ op, symbols, bars, backfill }) => ({ op, symbols, bars, backfill })), [{ op: 'sub', symbols: ['AAPL'], bars: '1m', backfill: 1 }])
+    for (const ws of f.sockets) ws.close(1012, 'server restart')
+    await waitFor(() => perConn[1]?.some((m) => m.bars === '1m'), { message: 'bars asked for again' })
+    assert.deepEqual(perConn[1].filter((m) => m.bars !== undefined).map(({ symbols, bars, backfill }) => ({ symbols, bars, backfill })), [{ symbols: ['AAPL'], bars: '1m', backfill: 1 }])
+    c.unsubscribeBars(['AAPL'], '1m')
+    assert.equal(c.bars('AAPL', '1m'), undefined)
+    await waitFor(() => perConn[1].some((m) => m.op === 'unsub' && m.bars === '1m'), { message: 'the unsub' })
+  })
+
+  test('a refused bars sub resolves with its error and a rejected event naming the interval; the rest is asked for again', async () => {
+    const f = await fake((ws) => {
+      ws.send(hello('strict'))
+      ws.on('message', (data) => {
+        const m = JSON.parse(String(data))
+        if (m.op !== 'sub') return
+        if (m.bars === '2h') ws.send(JSON.stringify({ op: 'error', id: m.id, code: 'BAD_INTERVAL', message: 'bars must be one of 1s, 1m, 5m' }))
+        else if (m.symbols.includes('MSFT')) ws.send(JSON.stringify({ op: 'error', id: m.id, code: 'DELAYED_ONLY', message: 'delayed only', symbols: ['MSFT'] }))
+        else ws.send(JSON.stringify({ op: 'ack', id: m.id, bars: m.bars, symbols: m.symbols }))
+      })
+    })
+    const c = client({ url: f.url })
+    /** @type {any[]} */
+    const rejected = []
+    c.on('rejected', (r) => rejected.push(r))
+    c.connect()
+    await waitFor(() => c.status.state === 'live', { message: 'live' })
+    const odd = await c.subscribeBars(['AAPL'], '2h')
+    assert.equal(!odd.ok && odd.error.code, 'BAD_INTERVAL')
+    const some = await c.subscribeBars(['IBM', 'MSFT'], '1m', { delayed: false })
+    assert.equal(!some.ok && some.error.code, 'DELAYED_ONLY')
+    assert.deepEqual(rejected.map((r) => [r.symbols, r.interval, r.error.code]), [[['AAPL'], '2h', 'BAD_INTERVAL'], [['MSFT'], '1m', 'DELAYED_ONLY']])
+    assert.deepEqual(await c.subscribeBars(['IBM'], '1m', { delayed: false }), { ok: true }, 'IBM was asked for again')
+  })
+})

@@ -7,31 +7,18 @@
 /* global window */
 
 import assert from 'node:assert/strict'
-import { after, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
-import { launchChromium } from './chromium.js'
+import { useBrowsers } from './chromium.js'
 import { PAGE_TOKEN_PATH, reachToken, useReachStack } from './stack.js'
 
 const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
 /** Lifetime of each token the page gets: short, so the test sees a refresh. */
 const TOKEN_SECONDS = 4
 
-/** @type {Awaited<ReturnType<typeof launchChromium>>[]} */
-const browsers = []
-// Registered before the stack's own hook, so the pages close before their gateways.
-after(async () => { for (const b of browsers) await b.close() })
+// Before the stack's own hook, so the pages close before their gateways.
+const newPage = useBrowsers()
 const gw = useReachStack()
-
-/** A fresh browser (own profile, so no watchlist carried over). */
-async function newPage () {
-  const browser = await launchChromium()
-  browsers.push(browser)
-  const page = browser.context.pages()[0] ?? await browser.context.newPage()
-  /** @type {string[]} */
-  const errors = []
-  page.on('pageerror', (err) => errors.push(String(err)))
-  return { browser, page, errors }
-}
 
 /**
  * @param {import('playwright-core').Page} page
@@ -76,6 +63,7 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     assert.equal(await page.textContent('#conn-state'), 'live')
     assert.equal(await page.textContent('#conn-transport'), 'sse')
     assert.deepEqual(sockets, [], 'no WebSocket was opened')
+    assert.equal(await page.textContent('#chart-empty'), 'Bars come over WebSocket only; this connection is SSE.')
     // Removing a symbol reopens the stream without it; the other keeps ticking.
     await page.click('#rows tr[data-symbol="MSFT"] .remove')
     await distinctPrices(page, 'AAPL', 5)

@@ -1,0 +1,162 @@
+// What a connection may ask of bars: a bars `sub` and `unsub`
+// (docs/protocol.md, Bars), with the same entitlement, delayed-grant and
+// limit rules as quotes; and what a token refresh or a close does to its
+// bar subscriptions. Sessions (session.js) hands it the requests that name
+// `bars`; the series are the BarHubs' (bars.js), one per timeline.
+
+import { ErrorCode, Limits, ServerOp } from '@wsps/protocol'
+import { notEntitled, ungranted } from './auth.js'
+import { encodeAck } from './protocol.js'
+
+/**
+ * @typedef {import('./connection.js').Connection} Client
+ * @typedef {import('./protocol.js').ProtocolError} ProtocolError
+ * @typedef {import('./protocol.js').SymbolsRequest} SymbolsRequest
+ */
+
+export class BarRequests {
+  #realtime
+  #delayed
+  #delayMs
+  #maxSubscriptions
+  #reject
+
+  /**
+   * @param {object} options
+   * @param {import('./bars.js').BarHub} options.realtime
+   * @param {import('./bars.js').BarHub | null} options.delayed null: no delayed timeline (unit tests)
+   * @param {number | undefined} options.delayMs told in acks
+   * @param {number} options.maxSubscriptions quote and bar subscriptions of a connection together
+   * @param {(client: Client, error: ProtocolError) => void} options.reject answers a refused request
+   */
+  constructor ({ realtime, delayed, delayMs, maxSubscriptions, reject }) {
+    this.#realtime = realtime
+    this.#delayed = delayed
+    this.#delayMs = delayMs
+    this.#maxSubscriptions = maxSubscriptions
+    this.#reject = reject
+  }
+
+  /** @param {boolean} delayed */
+  #hub (delayed) {
+    if (!delayed) return this.#realtime
+    if (this.#delayed === null) throw new Error('no delayed timeline')
+    return this.#delayed
+  }
+
+  /**
+   * A bars `sub`: refused whole (DELAYED_ONLY, NOT_ENTITLED,
+   * TOO_MANY_SUBSCRIPTIONS) or applied: the ack, then each new series'
+   * backfill. A held one on the other timeline moves there (a new backfill).
+   *
+   * @param {Client} client
+   * @param {SymbolsRequest & {bars: string}} req
+   */
+  subscribe (client, req) {
+    const { symbols, id, bars: interval, backfill = 0 } = req
+    const delayedOnly = client.delayedGrants
+    if (req.delayed === false && delayedOnly !== null) {
+      const only = symbols.filter(delayedOnly)
+      if (only.length) {
+        this.#reject(client, { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', id, symbols: only })
+        return
+      }
+    }
+    /** @param {string} s */
+    const delayed = (s) => req.delayed === true || (delayedOnly !== null && delayedOnly(s))
+    const fresh = symbols.filter((s) => client.barDelayed(s, interval) === undefined)
+    const moved = symbols.filter((s) => {
+      const held = client.barDelayed(s, interval)
+      return held !== undefined && held !== delayed(s)
+    })
+    const denied = ungranted(client.grants, fresh)
+    if (denied.length) {
+      this.#reject(client, notEntitled(denied, id))
+      return
+    }
+    const held = client.symbols.length + client.barCount
+    if (held + fresh.length > this.#maxSubscriptions) {
+      this.#reject(client, {
+        code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
+        message: `at most ${this.#maxSubscriptions} subscriptions per connection (holding ${held})`,
+        id
+      })
+      return
+    }
+    for (const s of moved) this.#hub(!delayed(s)).remove(client, s, interval)
+    for (const s of fresh.concat(moved)) client.holdBars(s, interval, delayed(s))
+    this.#ack(client, id, interval)
+    for (const s of fresh.concat(moved)) this.#hub(delayed(s)).add(client, s, interval, backfill)
+  }
+
+  /**
+   * A bars `unsub`: the series named end for this connection.
+   *
+   * @param {Client} client
+   * @param {SymbolsRequest & {bars: string}} req
+   */
+  unsubscribe (client, { symbols, id, bars: interval }) {
+    for (const s of symbols) this.#drop(client, s, interval)
+    this.#ack(client, id, interval)
+  }
+
+  /**
+   * @param {Client} client
+   * @param {number | string | undefined} id
+   * @param {string} interval
+   */
+  #ack (client, id, interval) {
+    const symbols = client.barsOf(interval)
+    const delayed = symbols.filter((s) => client.barDelayed(s, interval))
+    client.send(encodeAck(id, symbols, delayed.length ? { bars: interval, delayed, delayMs: this.#delayMs } : { bars: interval }), ServerOp.ACK)
+  }
+
+  /**
+   * @param {Client} client
+   * @param {string} symbol
+   * @param {string} interval
+   */
+  #drop (client, symbol, interval) {
+    const delayed = client.barDelayed(symbol, interval)
+    if (delayed === undefined) return
+    client.dropBars(symbol, interval)
+    this.#hub(delayed).remove(client, symbol, interval)
+  }
+
+  /**
+   * A token refresh was accepted (the connection's grants are the new
+   * ones): bar subscriptions it no longer grants end, and those it now
+   * grants delayed only move to the delayed timeline before the refresh is
+   * acked (no real-time bar follows the ack): a delayed `bars` frame (the
+   * default backfill) replaces the series, before the ack when this
+   * gateway has the delayed series loaded already, else once it is.
+   *
+   * @param {Client} client
+   * @returns {string[]} the symbols whose bars were unsubscribed
+   */
+  regrant (client) {
+    /** @type {Set<string>} */
+    const revoked = new Set()
+    const delayedOnly = client.delayedGrants
+    for (const [s, interval, delayed] of client.barSubscriptions()) {
+      if (ungranted(client.grants, [s]).length) {
+        this.#drop(client, s, interval)
+        revoked.add(s)
+      } else if (!delayed && delayedOnly !== null && delayedOnly(s)) {
+        this.#realtime.remove(client, s, interval)
+        client.holdBars(s, interval, true)
+        this.#hub(true).add(client, s, interval, Limits.DEFAULT_BACKFILL)
+      }
+    }
+    return [...revoked]
+  }
+
+  /**
+   * The connection closed: it leaves every series.
+   *
+   * @param {Client} client
+   */
+  onClose (client) {
+    for (const [s, interval, delayed] of client.barSubscriptions()) this.#hub(delayed).remove(client, s, interval)
+  }
+}
