@@ -13,7 +13,7 @@ bench-deps: deps ## Install what the benchmarks need: the Go programs (loadgen, 
 	@harness/bench/scripts/setup.sh
 
 .PHONY: bench
-bench: bench-deps ## Full side-by-side run (~10 min): wsps vs naive vs Socket.IO vs Pushpin; writes docs/benchmarks/
+bench: bench-deps ## Full side-by-side run (~30 min, every section): wsps vs naive vs Centrifugo vs Socket.IO vs Pushpin; writes docs/benchmarks/
 	@node harness/bench/src/bench.js --profile=full --out=$(BENCH_OUT) --bin=$(WSPS_CACHE)/bench/bin
 	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_OUT)
 
