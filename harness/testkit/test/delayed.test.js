@@ -17,6 +17,7 @@ import WebSocket from 'ws'
 import { WspsClient } from '@wsps/client'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
 import { Redis } from 'ioredis'
+import { redisKeys } from '@wsps/shared/keys'
 import { SseStream, TestClient, startFetcher, startGateway, startRedis, startRedisCluster, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-delayed-grants-0123456789'
@@ -288,7 +289,7 @@ test('history pins: fetchers keeping far less history than the delay still serve
     assert.deepEqual(c.problems, [])
     assert.ok(!c.frames.some((f) => f.recovered === false), 'no snapshot over a hole')
     assert.equal((await procs[0].metrics()).wsps_gateway_delayed_holes_total ?? 0, 0)
-    const kept = await admin.xlen('wsps:{PIN1}:hist')
+    const kept = await admin.xlen(redisKeys('wsps').history('PIN1'))
     assert.ok(kept >= 20, `the pinned history holds the delay (${kept} entries, 2 s at 10/s)`)
     c.ws.terminate()
   } finally {

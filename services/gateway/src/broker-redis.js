@@ -23,6 +23,17 @@ function * chunks (list, size) {
 }
 
 /**
+ * Runs a pipeline; rejects with the first command's error, if any (exec
+ * itself resolves with per-command errors).
+ *
+ * @param {import('ioredis').ChainableCommander} pipeline
+ */
+async function execAll (pipeline) {
+  const failed = (await pipeline.exec())?.find(([err]) => err)
+  if (failed) throw failed[0]
+}
+
+/**
  * @typedef {import('./broker.js').Broker & {start: (handlers: import('./broker.js').BrokerHandlers) => void}} RedisBroker
  *   start() connects and reports to the handlers; nothing is connected before
  */
@@ -172,9 +183,7 @@ export function createRedisBroker (config, logger) {
       for (const part of chunks(symbols, 500)) {
         /** @type {any} */ (pipeline).wspsDemand(keys.demand, keys.due, now + leaseMs, now, ...part)
       }
-      const results = await pipeline.exec()
-      const failed = results?.find(([err]) => err)
-      if (failed) throw failed[0]
+      await execAll(pipeline)
     },
     async keepHistory (pins, ttlMs) {
       if (pins.length === 0) return
@@ -185,9 +194,7 @@ export function createRedisBroker (config, logger) {
       }
       const pipeline = cmd.pipeline()
       for (const [s, seq] of pins) pipeline.set(keys.historyPin(s), seq, 'PX', ttlMs)
-      const results = await pipeline.exec()
-      const failed = results?.find(([err]) => err)
-      if (failed) throw failed[0]
+      await execAll(pipeline)
     },
     ready: () => sub.status === 'ready' && cmd.status === 'ready',
     channelCount: () => channels.size,

@@ -132,11 +132,12 @@ export async function createFetcher (config, logger) {
       const stopped = Promise.all(sources.map((s) => s.stop()))
       // Jobs in hand finish by publishing; with Redis gone they would wait
       // for it for ever, so its connections are closed now (the jobs fail).
-      if (![...conns.values()].every((c) => c.status === 'ready')) await Promise.all([...conns.values()].map((c) => closeRedis(c)))
+      const all = [...conns.values()]
+      if (!all.every((c) => c.status === 'ready')) await Promise.all(all.map((c) => closeRedis(c)))
       await stopped
       await app.close()
       publisher.stop()
-      await Promise.all([...conns.values()].map((c) => closeRedis(c)))
+      await Promise.all(all.map((c) => closeRedis(c)))
     }
   }
 }
