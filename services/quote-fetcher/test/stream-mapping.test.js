@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { compileMapping, DEFAULT_MAPPING, matcher } from '../src/providers/stream-mapping.js'
 import { loadFetcherConfig } from '../src/config.js'
+import { documented } from './feeding-doc.js'
 
 const NOW = 1_700_000_000_000
 
@@ -17,7 +18,7 @@ const POLYGON = '{"rules":[' +
   '{"match":{"ev":"Q"},"fields":{"symbol":"sym","bid":"bp","ask":"ap","bidSize":"bs","askSize":"as","ts":"t"}},' +
   '{"match":{"ev":"T"},"fields":{"symbol":"sym","last":"p","ts":"t"}},' +
   '{"match":{"ev":"status"},"ignore":true}]}'
-const FINNHUB = '{"match":{"type":"trade"},"records":"data","fields":{"symbol":"s","last":"p","volume":"v","ts":"t"}}'
+const FINNHUB = '{"match":{"type":"trade"},"records":"data","fields":{"symbol":"s","last":"p","ts":"t"}}'
 
 // Alpaca market data v2 stock stream (docs.alpaca.markets, Real-time Stock Data).
 const A = {
@@ -96,7 +97,7 @@ test('the older keys still make one rule: recordMatch picks the records, the oth
 test('Finnhub style: trades under data, picked by the message type; ms timestamps', () => {
   const map = compileMapping(FINNHUB)
   const out = map({ type: 'trade', data: [{ s: 'MSFT', p: 410.5, v: 100, t: 1_700_000_000_123 }, { s: 'BINANCE:BTCUSDT', p: 1, v: 1, t: 1 }] }, NOW)
-  assert.deepEqual(out.quotes, [{ symbol: 'MSFT', ts: 1_700_000_000_123, last: 410.5, volume: 100 }])
+  assert.deepEqual(out.quotes, [{ symbol: 'MSFT', ts: 1_700_000_000_123, last: 410.5 }])
   assert.equal(out.dropped.malformed, 1, 'a symbol outside the protocol rule is malformed')
   assert.equal(map({ type: 'ping' }, NOW).dropped.ignored, 1, 'a message `match` refuses counts as one ignored record')
   assert.equal(map({ type: 'trade' }, NOW).dropped.malformed, 1, 'a matched message without records is malformed')
@@ -119,6 +120,11 @@ test('match values: a list means one of; the first matching rule wins', () => {
   assert.deepEqual(map([{ T: 't', S: 'A', p: 1, c: 'I' }, { T: 't', S: 'A', p: 2 }], NOW).quotes, [{ symbol: 'A', ts: NOW, last: 2 }])
 })
 
+test('Polygon: the day\'s volume comes from the per-second aggregate (av), not from trades', () => {
+  const map = compileMapping('{"rules":[{"match":{"ev":"A"},"fields":{"symbol":"sym","volume":"av"}}]}')
+  assert.deepEqual(map([P.aggregate], NOW).quotes, [{ symbol: 'MSFT', ts: NOW, volume: 1862400 }])
+})
+
 test('a bad mapping is refused at start-up with the reason', () => {
   assert.throws(() => compileMapping('nope'), /not JSON/)
   assert.throws(() => compileMapping('{"fields":{"bid":"b"}}'), /must map "symbol"/)
@@ -139,7 +145,8 @@ test('a bad mapping is refused at start-up with the reason', () => {
   assert.throws(() => loadFetcherConfig({ WSPS_PUBLISH_TOKEN: 'short' }), /at least 16 characters/)
 })
 
-test('the documented configurations load', () => {
+test('docs/feeding.md shows these mappings, and they load', () => {
+  assert.deepEqual(documented('WSPS_STREAM_MAPPING').sort(), [ALPACA, POLYGON, FINNHUB].sort())
   for (const mapping of [ALPACA, POLYGON, FINNHUB]) {
     assert.equal(loadFetcherConfig({ WSPS_PROVIDER: 'ws-stream', WSPS_STREAM_URL: 'ws://x', WSPS_STREAM_MAPPING: mapping }).streamMapping, mapping)
   }

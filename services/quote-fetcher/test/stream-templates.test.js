@@ -5,11 +5,18 @@ import { test } from 'node:test'
 import { checkTemplate, subscribeFrames } from '../src/providers/stream-templates.js'
 import { authFrame } from '../src/providers/stream-mapping.js'
 import { loadFetcherConfig } from '../src/config.js'
+import { documented } from './feeding-doc.js'
 
 // The exact templates docs/feeding.md shows.
 const ALPACA_SUBSCRIBE = '{"action":"subscribe","quotes":{symbols},"trades":{symbols}}'
 const POLYGON_SUBSCRIBE = '{"action":"subscribe","params":"{symbols:Q.{symbol},T.{symbol}}"}'
 const FINNHUB_SUBSCRIBE = '{"type":"subscribe","symbol":{symbol}}'
+
+test('docs/feeding.md shows these templates, and their unsubscribe twins', () => {
+  const subscribe = [ALPACA_SUBSCRIBE, POLYGON_SUBSCRIBE, FINNHUB_SUBSCRIBE]
+  assert.deepEqual(documented('WSPS_STREAM_SUBSCRIBE').sort(), [...subscribe].sort())
+  assert.deepEqual(documented('WSPS_STREAM_UNSUBSCRIBE').sort(), subscribe.map((t) => t.replace('subscribe', 'unsubscribe')).sort())
+})
 
 const streamEnv = (more) => ({ WSPS_PROVIDER: 'ws-stream', WSPS_STREAM_URL: 'ws://x', ...more })
 
