@@ -12,13 +12,6 @@ export const NUMERIC_FIELDS = Object.freeze(QUOTE_FIELDS.filter((f) => f !== 'sy
 /** Records already in wsps field names: `{"symbol":"AAPL","bid":1,...}`, alone or in an array. */
 export const DEFAULT_MAPPING = '{}'
 
-/**
- * Why a record was not published (wsps_fetcher_stream_records_dropped_total
- * {reason}); `unknown_symbol` is counted by the provider, which knows what
- * this replica holds.
- */
-export const DROP_REASONS = Object.freeze(['unknown_symbol', 'ignored', 'unmatched', 'malformed', 'empty'])
-
 const MAPPING_KEYS = new Set(['records', 'match', 'rules', 'recordMatch', 'fields'])
 const RULE_KEYS = new Set(['match', 'fields', 'ignore'])
 const MAPPABLE = new Set(['symbol', 'ts', ...NUMERIC_FIELDS])
@@ -85,7 +78,9 @@ export function matcher (conditions, where = 'match') {
 /**
  * @typedef {object} MappedMessage
  * @property {import('./provider.js').QuoteFields[]} quotes one update per data record, each with at least one field besides symbol and ts
- * @property {Record<'ignored' | 'unmatched' | 'malformed' | 'empty', number>} dropped records not published, by reason
+ * @property {Record<'ignored' | 'unmatched' | 'malformed' | 'empty', number>} dropped records not
+ *   published, by reason (wsps_fetcher_stream_records_dropped_total{reason}; the provider adds
+ *   `unknown_symbol`, as only it knows which symbols this replica holds)
  */
 
 /**
