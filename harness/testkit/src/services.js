@@ -60,10 +60,10 @@ export async function startService (main, env, { ready = true, name = 'service' 
   }
   try {
     // Generous: on a busy 2-core machine a cold Node start can take many seconds.
-    await waitFor(async () => {
-      if (!child.alive) throw new Error(`exited with ${child.proc.exitCode}`)
-      return httpOk(`${base}${ready ? '/readyz' : '/healthz'}`)
-    }, { timeout: 60_000, message: `${name} on ${port}` })
+    // A process that exited is done waiting for (a config error exits at
+    // once): say so now, not after the timeout.
+    await waitFor(async () => !child.alive || httpOk(`${base}${ready ? '/readyz' : '/healthz'}`), { timeout: 60_000, message: `${name} on ${port}` })
+    if (!child.alive) throw new Error(`${name} exited with ${child.proc.exitCode ?? child.proc.signalCode} before it was ${ready ? 'ready' : 'healthy'}`)
   } catch (err) {
     await child.kill()
     throw new Error(`${/** @type {Error} */ (err).message}\n--- ${name} output:\n${child.logs.join('\n')}`)
