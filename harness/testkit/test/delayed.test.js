@@ -420,6 +420,41 @@ test('the JS client (WebSocket and SSE) tells delayed quotes by quote.delayed an
   }
 })
 
+test('the JS client: a refresh that widens the grant makes isDelayed() false from its ack on, on the same connection, and the quotes after it real-time', async () => {
+  let tokens = 0
+  // The first token is short: the client refreshes it at 3/4 of its life.
+  const getToken = () => tokens++ === 0 ? token({ delayedSymbols: ['AAPL'] }, '5s') : token({ symbols: ['AAPL'] })
+  const c = new WspsClient({ url: gw.wsUrl, WebSocket, getToken, symbols: ['AAPL'] })
+  /** @type {string[]} */
+  const states = []
+  c.on('status', (s) => states.push(s.state))
+  /** @type {string[][]} */
+  const changes = []
+  c.on('delayed', (e) => changes.push(e.symbols))
+  let widened = false
+  let after = 0
+  /** @type {string[]} */
+  const wrong = []
+  c.on('quote', (e) => {
+    if (!widened) return
+    after++
+    if (e.delayed || 'delayed' in e.quote) wrong.push(`seq ${e.quote.seq} delayed after the refresh`)
+  })
+  c.on('delayed', (e) => { if (tokens > 1 && !e.symbols.includes('AAPL')) widened = true })
+  c.connect()
+  try {
+    await waitFor(() => c.isDelayed('AAPL'), { message: 'AAPL delayed' })
+    await waitFor(() => widened, { timeout: 10_000, message: 'the refresh\'s ack says AAPL is real-time' })
+    assert.equal(c.isDelayed('AAPL'), false)
+    await waitFor(() => after >= 5, { message: 'quotes after the refresh' })
+    assert.deepEqual(wrong, [])
+    assert.deepEqual(changes, [['AAPL'], []])
+    assert.deepEqual(states.filter((s) => s !== 'live' && s !== 'connecting'), [], 'refreshed on the same connection')
+  } finally {
+    c.close()
+  }
+})
+
 test('on a Redis Cluster: each symbol\'s history is read on the shard that owns it, delayed the same way', async () => {
   const cluster = await startRedisCluster()
   const env = { WSPS_REDIS_MODE: 'cluster' }
