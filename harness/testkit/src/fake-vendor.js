@@ -31,7 +31,7 @@
 // Control (HTTP, same port):
 //   GET  /readyz        200
 //   GET  /state         {dialect, connections, authed, conns: [{id, authed, via}], subscribed: {SYM: n},
-//                        trades: {SYM: n}, events: [{conn, action, symbols, code?}]}
+//                        trades: {SYM: n}, events: [{conn, action, symbols, code?, at (ms)}]}
 //                        (subscribed: connections subscribed to the symbol's quotes, or any channel of it)
 //   POST /drop          closes every connection abruptly (no close frame)
 //   POST /garbage       sends malformed frames to every connection
@@ -83,8 +83,10 @@ const CLOSE_POLICY = 1008
  */
 /** @type {Set<Conn>} */
 const conns = new Set()
-/** @type {{conn: number, action: string, symbols: string[], code?: number}[]} */
+/** @type {{conn: number, action: string, symbols: string[], code?: number, at: number}[]} */
 const events = []
+/** @param {{conn: number, action: string, symbols: string[], code?: number}} e */
+const note = (e) => events.push({ ...e, at: Date.now() })
 let nextId = 1
 let price = 100
 let tradeId = 1000
@@ -148,24 +150,24 @@ const say = DIALECT === 'alpaca' ? ALPACA_SAYS : POLYGON_SAYS
 function authenticate (c, key, secret, via) {
   if (c.authTimer) clearTimeout(c.authTimer)
   c.authTimer = null
-  if (settings.authSilent) return events.push({ conn: c.id, action: 'auth-ignored', symbols: [] })
+  if (settings.authSilent) return note({ conn: c.id, action: 'auth-ignored', symbols: [] })
   const ok = !settings.key || (key === settings.key && (secret === undefined || !settings.secret || secret === settings.secret))
   if (!ok) {
-    events.push({ conn: c.id, action: 'auth-failed', symbols: [], code: 402 })
+    note({ conn: c.id, action: 'auth-failed', symbols: [], code: 402 })
     send(c, [say.authFailed()])
     if (settings.closeOnRefusal) c.ws.close(CLOSE_POLICY, 'auth failed')
     return
   }
   const authedNow = [...conns].filter((o) => o.authed).length
   if (settings.maxConnections > 0 && authedNow >= settings.maxConnections) {
-    events.push({ conn: c.id, action: 'limited', symbols: [], code: 406 })
+    note({ conn: c.id, action: 'limited', symbols: [], code: 406 })
     send(c, [say.limited()])
     c.ws.close(CLOSE_POLICY, 'connection limit exceeded')
     return
   }
   c.authed = true
   c.via = via
-  events.push({ conn: c.id, action: 'auth', symbols: [] })
+  note({ conn: c.id, action: 'auth', symbols: [] })
   send(c, [say.authenticated()])
 }
 
@@ -198,7 +200,7 @@ function subscribe (c, msg) {
   for (const [name, set] of /** @type {const} */ ([['quotes', c.quotes], ['trades', c.trades], ['statuses', c.statuses]])) {
     for (const s of want[name]) set[on ? 'add' : 'delete'](s)
   }
-  events.push({ conn: c.id, action: msg.action, symbols: [...new Set([...want.quotes, ...want.trades, ...want.statuses])] })
+  note({ conn: c.id, action: msg.action, symbols: [...new Set([...want.quotes, ...want.trades, ...want.statuses])] })
   if (DIALECT === 'alpaca') {
     const trades = [...c.trades]
     return send(c, [{ T: 'subscription', trades, quotes: [...c.quotes], bars: [], updatedBars: [], dailyBars: [], statuses: [...c.statuses], lulds: [], corrections: trades, cancelErrors: trades }])
@@ -286,7 +288,7 @@ wss.on('connection', (ws, req) => {
   /** @type {Conn} */
   const conn = { id: nextId++, ws, quotes: new Set(), trades: new Set(), statuses: new Set(), authed: !settings.key, via: '', authTimer: null }
   conns.add(conn)
-  events.push({ conn: conn.id, action: 'connect', symbols: [] })
+  note({ conn: conn.id, action: 'connect', symbols: [] })
   send(conn, [say.connected()])
   const headerKey = req.headers['apca-api-key-id']
   if (DIALECT === 'alpaca' && settings.key && typeof headerKey === 'string') {
@@ -295,7 +297,7 @@ wss.on('connection', (ws, req) => {
   } else if (settings.key && DIALECT === 'alpaca') {
     conn.authTimer = setTimeout(() => {
       if (conn.authed) return
-      events.push({ conn: conn.id, action: 'auth-timeout', symbols: [], code: 404 })
+      note({ conn: conn.id, action: 'auth-timeout', symbols: [], code: 404 })
       send(conn, [say.authTimeout()])
       ws.close(CLOSE_POLICY, 'auth timeout')
     }, AUTH_TIMEOUT_MS)
@@ -314,7 +316,7 @@ wss.on('connection', (ws, req) => {
   ws.on('close', () => {
     if (conn.authTimer) clearTimeout(conn.authTimer)
     conns.delete(conn)
-    events.push({ conn: conn.id, action: 'disconnect', symbols: [...new Set([...conn.quotes, ...conn.trades, ...conn.statuses])] })
+    note({ conn: conn.id, action: 'disconnect', symbols: [...new Set([...conn.quotes, ...conn.trades, ...conn.statuses])] })
   })
 })
 

@@ -125,7 +125,7 @@ export async function startFakeVendor ({ tickMs = 100, key = '', secret = '', di
     streamUrl: `ws://127.0.0.1:${handle.port}/stream`,
     /**
      * @returns {Promise<{dialect: string, connections: number, authed: number, conns: {id: number, authed: boolean, via: string}[],
-     *   subscribed: Record<string, number>, trades: Record<string, number>, events: {conn: number, action: string, symbols: string[], code?: number}[]}>}
+     *   subscribed: Record<string, number>, trades: Record<string, number>, events: {conn: number, action: string, symbols: string[], code?: number, at: number}[]}>}
      */
     async state () { return (await getJson(`${handle.url}/state`)).body },
     /** @param {'drop' | 'garbage'} what */
