@@ -102,7 +102,8 @@ test('problem 1: a vendor that accepts the socket, then refuses the credentials 
   const f = await fetcherWith({ ...ALPACA, WSPS_STREAM_URL: vendor.streamUrl, WSPS_STREAM_SECRET: 'not-the-secret' })
   const c = await clients.connect(gateway.wsUrl)
   await c.sub(['AAPL'])
-  const first = (await waitFor(() => eventsOf(vendor, 'auth-failed').then((e) => e[0]), { message: 'a refusal' })).at
+  await waitFor(async () => (await eventsOf(vendor, 'auth-failed')).length > 0, { message: 'a refusal' })
+  const first = (await eventsOf(vendor, 'auth-failed'))[0].at
   // Long enough for one retry after the 4 s auth backoff (up to 4.8 s with jitter).
   await sleep(Math.max(0, first + 6000 - Date.now()))
   const connects = await eventsOf(vendor, 'connect')
