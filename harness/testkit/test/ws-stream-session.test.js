@@ -165,6 +165,20 @@ test('problem 2: a replica whose credentials are refused on a socket the vendor 
   assert.deepEqual(c.problems, [])
 })
 
+test('a vendor that never answers the authentication: counted as timeout, the connection dropped and retried; ready once the vendor answers', async () => {
+  const vendor = await vendorWith({ key: KEY, secret: SECRET })
+  await vendor.configure({ authSilent: true })
+  const f = await fetcherWith({ ...ALPACA, WSPS_STREAM_URL: vendor.streamUrl, WSPS_STREAM_AUTH_TIMEOUT_MS: 1000 })
+  await waitFor(async () => (await metric(f, 'wsps_fetcher_stream_auth_total{result="timeout"}')) >= 1, { message: 'an auth timeout' })
+  assert.deepEqual(await eventsOf(vendor, 'subscribe'), [])
+  assert.ok(logLines(f).some((l) => l.code === 'WSPS_ERR_STREAM_AUTH_TIMEOUT'))
+  await vendor.configure({ authSilent: false })
+  await waitFor(async () => (await metric(f, 'wsps_fetcher_stream_session_state{state="ready"}')) === 1, { message: 'ready after the vendor answered' })
+  const c = await clients.connect(gateway.wsUrl)
+  await c.sub(['AAPL'])
+  await c.waitQuotes('AAPL', 3)
+})
+
 test('problem 5: with WSPS_STREAM_MAX_CONNECTIONS=1 two replicas hold one vendor connection; the standby takes over after kill -9 within the lease and a tick', async (t) => {
   const vendor = await vendorWith({ key: KEY, secret: SECRET, maxConnections: 1 })
   const env = { ...ALPACA, WSPS_STREAM_URL: vendor.streamUrl, WSPS_STREAM_MAX_CONNECTIONS: 1 }
