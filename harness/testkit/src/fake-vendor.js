@@ -43,9 +43,10 @@
 // the testkit's process starter passes), FAKE_VENDOR_DIALECT (alpaca),
 // FAKE_VENDOR_TICK_MS, FAKE_VENDOR_KEY (auth required when set),
 // FAKE_VENDOR_SECRET (checked when set), FAKE_VENDOR_MAX_CONNECTIONS
-// (authenticated connections per key, 0: no limit), FAKE_VENDOR_CLOSE_ON_REFUSAL
-// (1: close the socket after a refused auth; default: keep it open, as
-// Alpaca does, so the client may try again), FAKE_VENDOR_AUTH_TIMEOUT_MS
+// (authenticated connections per key, checked when one authenticates; 0: no
+// limit), FAKE_VENDOR_CLOSE_ON_REFUSAL (1: close the socket with 1008 after a
+// refused auth; default: keep it open, answering anything else with 401, so
+// both vendor behaviours can be tested), FAKE_VENDOR_AUTH_TIMEOUT_MS
 // (alpaca: 10000, as documented).
 // The credentials it was given are never printed and /state never shows them.
 
