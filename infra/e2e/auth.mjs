@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import http from 'node:http'
-import WebSocket from 'ws'
+import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { CloseCode, ErrorCode } from '../../services/protocol/index.js'
 import { signHs256 } from '../local/jwt.js'
 import { upstreamsSettled } from './nginx.mjs'
@@ -28,31 +28,38 @@ const AUTH_TIMEOUT_MS = 3000
  */
 
 /**
- * Opens a socket through nginx and plays `script` on it; resolves with how
- * it ended: the HTTP status of a refused upgrade, or the close code and the
- * frames received (`stopWhen` a frame: closed by us, code 1000).
+ * Opens a socket through nginx with the testkit's client, sends `first`
+ * once it is open and, when `stopWhen` is given, closes it (1000) at the
+ * first frame that matches; resolves with how it ended: the HTTP status of
+ * a refused upgrade, or the close code, with the frames received.
  *
  * @param {string} host
- * @param {{token?: string, first?: object[], stopWhen?: (f: any, ws: WebSocket) => boolean | void, timeoutMs?: number}} o
+ * @param {{token?: string, first?: object[], stopWhen?: (f: any) => boolean, timeoutMs?: number}} o
  * @returns {Promise<Outcome>}
  */
-function socket (host, { token, first = [], stopWhen = () => false, timeoutMs = 15000 }) {
-  return new Promise((resolve, reject) => {
-    const headers = { host, ...(token ? { authorization: `Bearer ${token}` } : {}) }
-    const ws = new WebSocket(`ws://127.0.0.1:${PORT}/ws`, { headers, handshakeTimeout: 10000 })
-    /** @type {any[]} */
-    const frames = []
-    const timer = setTimeout(() => { ws.terminate(); reject(new Error(`no outcome within ${timeoutMs} ms; frames ${JSON.stringify(frames).slice(0, 300)}`)) }, timeoutMs)
-    ws.on('unexpected-response', (_req, res) => { clearTimeout(timer); resolve({ status: res.statusCode, frames }); res.resume(); ws.terminate() })
-    ws.on('error', (err) => { clearTimeout(timer); reject(err) })
-    ws.on('open', () => { for (const f of first) ws.send(JSON.stringify(f)) })
-    ws.on('message', (data) => {
-      const f = JSON.parse(String(data))
-      frames.push(f)
-      if (stopWhen(f, ws)) ws.close(1000)
-    })
-    ws.on('close', (code) => { clearTimeout(timer); resolve({ code, frames }) })
+async function socket (host, { token, first = [], stopWhen, timeoutMs = 15000 }) {
+  const c = new TestClient(`ws://127.0.0.1:${PORT}/ws`, { headers: { host, ...(token ? { authorization: `Bearer ${token}` } : {}) }, handshakeTimeout: 10000 })
+  c.upgraded.then(() => { for (const f of first) c.send(f) })
+  // A refused upgrade rejects `opened` with its status; a socket closed
+  // before `hello` leaves it pending, and the close says how it ended.
+  const refused = c.opened.then(() => new Promise(() => {}), (/** @type {any} */ err) => {
+    if (err.status === undefined) throw err
+    return { status: err.status, frames: c.frames }
   })
+  const stopped = stopWhen === undefined ? new Promise(() => {}) : c.next(stopWhen, { timeout: timeoutMs, from: 0 }).then(() => { c.ws.close(1000); return c.closedPromise })
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer
+  const late = new Promise((_resolve, reject) => {
+    timer = setTimeout(() => { c.ws.terminate(); reject(new Error(`no outcome within ${timeoutMs} ms; frames ${JSON.stringify(c.frames).slice(0, 300)}`)) }, timeoutMs)
+  })
+  // Whichever settles first is the outcome; the others are left to settle
+  // (or not) unheard.
+  for (const p of [refused, stopped]) p.catch(() => {})
+  try {
+    return await Promise.race([refused, late, stopped.then(() => ({ code: c.closed?.code, frames: c.frames })), c.closedPromise.then((closed) => ({ code: closed.code, frames: c.frames }))])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /**
@@ -104,19 +111,23 @@ export async function enforcedAuth (e) {
   expect('token expiring without a refresh', await socket(host, { token: good({ symbols: ['AAPL'] }, 3) }), { code: CloseCode.TOKEN_EXPIRED })
 
   // A good token streams, in the header and as the first frame.
-  /** @type {[string, {token?: string, first?: object[]}][]} */
-  const goods = [['header', { token: good({ symbols: ['AAPL'] }) }], ['first frame', { first: [{ op: 'auth', token: good({ symbols: ['AAPL'] }) }] }]]
+  /** @type {[string, {token?: string, first?: string}][]} */
+  const goods = [['header', { token: good({ symbols: ['AAPL'] }) }], ['first frame', { first: good({ symbols: ['AAPL'] }) }]]
   for (const [how, o] of goods) {
-    let sent = false
-    const r = await socket(host, {
-      ...o,
-      stopWhen: (f, ws) => {
-        if (f.op === 'hello' && !sent) { sent = true; ws.send(JSON.stringify({ op: 'sub', symbols: ['AAPL'], id: 1 })) }
-        return f.op === 'q' || (f.op === 'snap' && f.quotes?.length > 0)
-      },
-      timeoutMs: 30000
-    })
-    if (!r.frames.some((f) => f.op === 'ack') || !r.frames.some((f) => f.op === 'snap' || f.op === 'q')) e.fail(`auth through nginx: a good token (${how}) got no quote: ${JSON.stringify(r.frames).slice(0, 300)}`)
+    const c = new TestClient(`ws://127.0.0.1:${PORT}/ws`, { headers: { host, ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) }, handshakeTimeout: 10000 }, o.first ? { token: o.first } : undefined)
+    /** @type {string | null} */
+    let problem = null
+    try {
+      await c.opened
+      const ack = await c.sub(['AAPL'])
+      if (ack.op !== 'ack') problem = `was refused AAPL: ${JSON.stringify(ack)}`
+      else await c.waitQuotes('AAPL', 1, 30000)
+    } catch (err) {
+      problem = `got no quote: ${/** @type {Error} */ (err).message}`
+    } finally {
+      c.ws.terminate()
+    }
+    if (problem !== null) e.fail(`auth through nginx: a good token (${how}) ${problem}; frames ${JSON.stringify(c.frames).slice(0, 300)}`)
     seen.push(`good token (${how}) streams`)
   }
 

@@ -5,12 +5,14 @@
 // `bars` and `bar` frames. A bar subscription is apart from the quote
 // subscription of the same symbol.
 
+import { HeldKeys } from './held-keys.js'
+
 /**
  * @typedef {import('./types.js').Bar} Bar
  * @typedef {import('./types.js').BarSeries} BarSeries
  * @typedef {import('./types.js').BarOptions} BarOptions
  * @typedef {import('./types.js').ErrorInfo} ErrorInfo
- * @typedef {{ok: true} | {ok: false, error: ErrorInfo}} HeldResult
+ * @typedef {import('./held-keys.js').HeldResult} HeldResult
  * @typedef {{backfill: number, delayed?: boolean}} Wanted
  */
 
@@ -26,12 +28,10 @@ const keyOf = (symbol, interval) => `${symbol} ${interval}`
 export class BarSubscriptions {
   /** @type {Map<string, Wanted & {symbol: string, interval: string}>} `${symbol} ${interval}` -> as asked, in the order added */
   #wanted = new Map()
-  /** @type {Set<string>} what the server holds, from the latest ack of each interval */
-  #held = new Set()
+  /** what the server holds, from the latest ack of each interval, and who waits for it */
+  #held = new HeldKeys()
   /** @type {Map<string, BarSeries>} the series held, from the frames */
   #series = new Map()
-  /** @type {Set<{pending: Set<string>, resolve: (r: HeldResult) => void}>} */
-  #waiters = new Set()
 
   /** Whether any bar subscription is wanted. */
   get size () {
@@ -147,15 +147,7 @@ export class BarSubscriptions {
    * @param {string[]} symbols
    */
   acked (interval, symbols) {
-    for (const key of [...this.#held]) if (key.endsWith(` ${interval}`)) this.#held.delete(key)
-    for (const s of symbols) this.#held.add(keyOf(s, interval))
-    for (const w of this.#waiters) {
-      for (const k of w.pending) if (this.#held.has(k)) w.pending.delete(k)
-      if (w.pending.size === 0) {
-        this.#waiters.delete(w)
-        w.resolve({ ok: true })
-      }
-    }
+    this.#held.acked(symbols.map((s) => keyOf(s, interval)), (key) => key.endsWith(` ${interval}`))
   }
 
   /** A new connection holds nothing (the series held stay until their new backfill). */
@@ -171,9 +163,7 @@ export class BarSubscriptions {
    *   with the error that made it refuse one
    */
   held (symbols, interval, live) {
-    const pending = new Set(symbols.map((s) => keyOf(s, interval)).filter((k) => !(live && this.#held.has(k))))
-    if (pending.size === 0) return Promise.resolve({ ok: true })
-    return new Promise((resolve) => this.#waiters.add({ pending, resolve }))
+    return this.#held.wait(symbols.map((s) => keyOf(s, interval)), live)
   }
 
   /**
@@ -183,18 +173,12 @@ export class BarSubscriptions {
    * @param {ErrorInfo} error
    */
   settle (keys, error) {
-    for (const w of this.#waiters) {
-      if (keys.some((k) => w.pending.has(k))) {
-        this.#waiters.delete(w)
-        w.resolve({ ok: false, error })
-      }
-    }
+    this.#held.settle(keys, error)
   }
 
   /** @param {ErrorInfo} error ends every wait with it */
   settleAll (error) {
-    for (const w of this.#waiters) w.resolve({ ok: false, error })
-    this.#waiters.clear()
+    this.#held.settleAll(error)
   }
 
   /**

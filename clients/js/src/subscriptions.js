@@ -2,12 +2,14 @@
 // wants (in the order added) with their delivery, the connection's
 // subscription set from its latest ack (and which of it the server serves
 // delayed), and the subscribe() calls waiting for the server to hold their
-// symbols.
+// symbols (HeldKeys).
+
+import { HeldKeys } from './held-keys.js'
 
 /**
  * @typedef {import('./types.js').Delivery} Delivery
  * @typedef {import('./types.js').ErrorInfo} ErrorInfo
- * @typedef {{ok: true} | {ok: false, error: ErrorInfo}} HeldResult
+ * @typedef {import('./held-keys.js').HeldResult} HeldResult
  */
 
 /**
@@ -26,12 +28,10 @@ export class Subscriptions {
   #wanted
   /** @type {Map<string, Delivery>} delivery of the watched symbols that do not use the default (merge, every update) */
   #delivery = new Map()
-  /** @type {Set<string>} what the server holds, from the latest ack */
-  #held = new Set()
+  /** what the server holds, from the latest ack, and who waits for it */
+  #held = new HeldKeys()
   /** @type {Set<string>} what the server serves delayed, from the latest ack's `delayed` */
   #delayed = new Set()
-  /** @type {Set<{pending: Set<string>, resolve: (r: HeldResult) => void}>} */
-  #waiters = new Set()
 
   /** @param {Iterable<string>} symbols the initial watch set */
   constructor (symbols) {
@@ -145,18 +145,10 @@ export class Subscriptions {
    * @returns {boolean} whether the set served delayed changed
    */
   acked (symbols, delayed = []) {
-    this.#held = new Set(symbols)
     const before = this.#delayed
     this.#delayed = new Set(delayed)
-    const changed = before.size !== this.#delayed.size || delayed.some((s) => !before.has(s))
-    for (const w of this.#waiters) {
-      for (const s of w.pending) if (this.#held.has(s)) w.pending.delete(s)
-      if (w.pending.size === 0) {
-        this.#waiters.delete(w)
-        w.resolve({ ok: true })
-      }
-    }
-    return changed
+    this.#held.acked(symbols)
+    return before.size !== this.#delayed.size || delayed.some((s) => !before.has(s))
   }
 
   /** A new connection holds nothing. */
@@ -171,9 +163,7 @@ export class Subscriptions {
    *   with the error that made it refuse one
    */
   held (symbols, live) {
-    const pending = new Set(symbols.filter((s) => !(live && this.#held.has(s))))
-    if (pending.size === 0) return Promise.resolve({ ok: true })
-    return new Promise((resolve) => this.#waiters.add({ pending, resolve }))
+    return this.#held.wait(symbols, live)
   }
 
   /**
@@ -183,18 +173,12 @@ export class Subscriptions {
    * @param {ErrorInfo} error
    */
   settle (symbols, error) {
-    for (const w of this.#waiters) {
-      if (symbols.some((s) => w.pending.has(s))) {
-        this.#waiters.delete(w)
-        w.resolve({ ok: false, error })
-      }
-    }
+    this.#held.settle(symbols, error)
   }
 
   /** @param {ErrorInfo} error ends every wait with it */
   settleAll (error) {
-    for (const w of this.#waiters) w.resolve({ ok: false, error })
-    this.#waiters.clear()
+    this.#held.settleAll(error)
   }
 
   /**
@@ -204,7 +188,7 @@ export class Subscriptions {
    */
   diff () {
     return {
-      remove: [...this.#held].filter((s) => !this.#wanted.has(s)),
+      remove: this.#held.list.filter((s) => !this.#wanted.has(s)),
       add: [...this.#wanted].filter((s) => !this.#held.has(s))
     }
   }

@@ -3,7 +3,7 @@
 // every part of the run is built from.
 
 import { quantiles } from './fleet.js'
-import { CpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
+import { CoreBusyMeter, CpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
 import { KEEP_UP, LOAD_CORE_LIMIT, P99_LIMIT_MS } from './profiles.js'
 import { monoMs } from './hiccup.js'
@@ -118,6 +118,9 @@ export class BenchRun {
       ...Object.fromEntries(Object.entries(more).map(([k, r]) => [k, new CpuMeter(r)]))
     }
     const steal = new StealMeter()
+    // Whole cores, softirq included, when each role has one of its own.
+    const single = (/** @type {string | null} */ c) => (c !== null && /^\d+$/.test(c) ? new CoreBusyMeter(c) : null)
+    const coreMeters = { server: single(this.serverCore), load: single(this.loadCore) }
     const t0 = Date.now()
     const m0 = monoMs()
     await sleep(measureMs)
@@ -125,6 +128,7 @@ export class BenchRun {
     const m1 = monoMs()
     const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
     const stolen = round(steal.read(), 3)
+    const cores = { server: coreMeters.server ? round(coreMeters.server.read(), 3) : null, load: coreMeters.load ? round(coreMeters.load.read(), 3) : null }
     const rss = rssBytes(tree(roots()))
     await fleet.tickedAfter(t1)
     await this.hiccup?.reportedAfter(m1)
@@ -142,7 +146,9 @@ export class BenchRun {
     // the load generator (a feed process of a server's own, like
     // Centrifugo's bridge, runs there too and is in its tree of pids only
     // when the server says so).
-    const loadCore = round(cpu.loadgen + cpu.redis + cpu.publisher, 3)
+    // The core's own busy share counts what the processes' CPU time misses
+    // (softirq work on it); the larger of the two decides.
+    const loadCore = round(Math.max(cpu.loadgen + cpu.redis + cpu.publisher, cores.load ?? 0), 3)
     return {
       rate: Math.round(rate),
       published: Math.round(pubPerSec),
@@ -158,6 +164,7 @@ export class BenchRun {
       p99: round(p99, 1),
       p999: round(p999, 1),
       cpu,
+      cores,
       steal: stolen,
       hiccup: hiccup.map((x) => (x === null ? null : round(x, 1))),
       hiccupMs: known.length ? round(Math.max(...known), 1) : null,

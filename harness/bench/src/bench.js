@@ -38,7 +38,7 @@ import { proxyPaths } from './sections/proxy.js'
 import { floorCost, judgeShape } from './sections/shape.js'
 import { NICE, start } from './spawn.js'
 
-const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' }, proxies: { type: 'string' }, 'proxy-scenarios': { type: 'string' } })
+const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' }, proxies: { type: 'string' }, 'proxy-scenarios': { type: 'string' }, 'coalesce-us': { type: 'string' } })
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)
@@ -51,8 +51,10 @@ const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,centrifugo,socke
 const SERVER_CORE = cpus().length > 1 ? '1' : null
 const LOAD_CORE = cpus().length > 1 ? '0' : null
 
-const P = PROFILES[/** @type {keyof typeof PROFILES} */ (PROFILE)]
-if (!P) throw new Error(`unknown profile ${PROFILE}`)
+const PROFILE_P = PROFILES[/** @type {keyof typeof PROFILES} */ (PROFILE)]
+if (!PROFILE_P) throw new Error(`unknown profile ${PROFILE}`)
+/** --coalesce-us overrides the profile's, for side-by-side runs of the load generator's pause. */
+const P = args['coalesce-us'] === undefined ? PROFILE_P : { ...PROFILE_P, fanCoalesceUs: Number(args['coalesce-us']) }
 
 const runDir = mkdtempSync(join(tmpdir(), 'wsps-bench-'))
 const started = Date.now()

@@ -6,6 +6,8 @@ import { proxySection } from './sections/proxy-report.js'
 const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
 /** A steal share (0..1) as a percentage cell; empty where a run did not measure it. */
 const stealCell = (/** @type {number | undefined} */ x) => (x === undefined ? '' : f(x * 100, 1))
+/** A core's busy share (softirq included) as a percentage; empty when not measured. */
+const coreCell = (/** @type {number | null | undefined} */ x) => (x === undefined || x === null ? '' : `${f(x * 100)}%`)
 /** A step's longest host stall (ms) as a cell; empty where a run had no meter. */
 const hiccupCell = (/** @type {number | null | undefined} */ x) => (x === undefined ? '' : f(x, 1))
 const pct = (/** @type {number} */ x) => `${Math.round(x * 100)}%`
@@ -60,12 +62,12 @@ export function renderMarkdown (r) {
     }
     out.push('')
     for (const n of notes) out.push(`Note: ${n}`, '')
-    out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries):', '')
-    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | per core-s | CPU loadgen | CPU redis | steal % | hiccup ms | RSS MiB | ok |')
-    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+    out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries; `core busy` is the whole core\'s busy share, softirq included: the kernel\'s loopback TCP work for a process is not always in its own CPU time):', '')
+    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | server core busy | per core-s | CPU loadgen | CPU redis | load core busy | steal % | hiccup ms | RSS MiB | ok |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
     for (const n of names) {
       for (const s of fan[n].steps ?? []) {
-        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${stealCell(s.steal)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${coreCell(s.cores?.server)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${coreCell(s.cores?.load)} | ${stealCell(s.steal)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
     }
     out.push('')

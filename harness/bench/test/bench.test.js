@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { bucketMs, quantiles } from '../src/fleet.js'
 import { renderMarkdown } from '../src/report.js'
 import { judgeShape } from '../src/sections/shape.js'
-import { StealMeter, machineTimes } from '@wsps/testkit/proc'
+import { CoreBusyMeter, StealMeter, coreTimes, machineTimes } from '@wsps/testkit/proc'
 
 test('bucketMs matches the Go load generator buckets (0.1 ms below 100 ms, 1 ms above)', () => {
   assert.equal(bucketMs(0), 0.1)
@@ -53,8 +53,8 @@ test('the report renders a headline row per server with the ratio to the naive b
   assert.match(md, /CPU steal 6\.1% of the run/)
   assert.match(md, /\| nginx overhead ≤ 10% \(proxy section, main layout\) \| handshake rate 5% lower through nginx; latency added at 20,000 deliveries\/s: p50 \+1\.0 ms, p99 \+2\.0 ms \| met \|/)
   assert.match(md, /## Proxies in front of one gateway/)
-  assert.match(md, /\| CPU redis \| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){15} \| --- \|/, 'the ramp table has a steal column, and its separator as many cells')
-  assert.match(md, /\| 0\.10 \| 12\.5 \| {2}\| 10 \| yes \|/, 'each step shows its steal (and no hiccup: this run had no meter)')
+  assert.match(md, /\| CPU redis \| load core busy \| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){17} \| --- \|/, 'the ramp table has core and steal columns, and its separator as many cells')
+  assert.match(md, /\| 0\.10 \| {2}\| 12\.5 \| {2}\| 10 \| yes \|/, 'each step shows its steal (and no core share or hiccup: this run measured neither)')
 })
 
 test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest time is not counted twice', () => {
@@ -63,6 +63,15 @@ test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest ti
   assert.deepEqual(machineTimes('cpu  1 2 3 4\n'), { steal: 0, total: 10 }, 'an old kernel without the steal field')
   const share = new StealMeter().read()
   assert.ok(share >= 0 && share <= 1, `a share of the machine's time: ${share}`)
+})
+
+test('coreTimes reads one CPU\'s line: busy is user, nice, system, irq and softirq; not idle, iowait or steal', () => {
+  const stat = 'cpu  100 5 50 800 10 1 2 32 7 0\ncpu0 50 2 25 400 5 0 1 16 0 0\ncpu1 50 3 25 400 5 1 1 16 7 0\nintr 1\n'
+  assert.deepEqual(coreTimes('0', stat), { busy: 78, total: 499 })
+  assert.deepEqual(coreTimes('1', stat), { busy: 80, total: 501 }, 'not cpu0 or the aggregate line; guest time is in user already')
+  assert.deepEqual(coreTimes('7', stat), { busy: 0, total: 0 }, 'a CPU the machine does not have')
+  const share = new CoreBusyMeter('0').read()
+  assert.ok(share >= 0 && share <= 1, `a share of one core: ${share}`)
 })
 
 test('offered deliveries count each published quote times its symbol\'s subscribers; published is per tick', async () => {

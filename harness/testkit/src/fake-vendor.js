@@ -47,7 +47,7 @@
 // limit), FAKE_VENDOR_CLOSE_ON_REFUSAL (1: close the socket with 1008 after a
 // refused auth; default: keep it open, answering anything else with 401, so
 // both vendor behaviours can be tested), FAKE_VENDOR_AUTH_TIMEOUT_MS
-// (alpaca: 10000, as documented).
+// (alpaca: 10000, as documented), FAKE_VENDOR_TRADES (0: no trade every tick).
 // The credentials it was given are never printed and /state never shows them.
 
 import { createServer } from 'node:http'
@@ -58,6 +58,8 @@ const PORT = Number(process.env.WSPS_HTTP_PORT ?? 0)
 const TICK_MS = Number(process.env.FAKE_VENDOR_TICK_MS ?? 100)
 const DIALECT = process.env.FAKE_VENDOR_DIALECT === 'polygon' ? 'polygon' : 'alpaca'
 const AUTH_TIMEOUT_MS = Number(process.env.FAKE_VENDOR_AUTH_TIMEOUT_MS || 10_000)
+/** Whether trade subscribers get a trade every tick (0: only what /send sends, for tests that set `last` themselves). */
+const TRADE_TICKS = process.env.FAKE_VENDOR_TRADES !== '0'
 
 /** Settings a test may change at run time (POST /config). */
 const settings = {
@@ -336,7 +338,7 @@ setInterval(() => {
         ? { T: 'q', S, bx: 'V', bp, bs: 1, ax: 'V', ap, as: 2, t, c: ['R'], z: 'C' }
         : { ev: 'Q', sym: S, bx: 4, bp, bs: 1, ax: 7, ap, as: 2, c: 0, t: ms, q: tradeId, z: 3 })
     }
-    for (const S of c.trades) {
+    for (const S of TRADE_TICKS ? c.trades : []) {
       const trade = { i: ++tradeId, p: Math.round(bp * 100 + 1) / 100, s: 100 }
       lastTrade.set(S, trade)
       records.push(DIALECT === 'alpaca'

@@ -96,6 +96,43 @@ export function machineTimes (text = readFileSync('/proc/stat', 'utf8')) {
 }
 
 /**
+ * @param {string} core a CPU number ("1")
+ * @param {string} [text] the contents of /proc/stat (read when not given)
+ * @returns {{busy: number, total: number}} that CPU's busy and total ticks:
+ *   busy is user, nice, system, irq and softirq (idle, iowait and steal are not)
+ */
+export function coreTimes (core, text = readFileSync('/proc/stat', 'utf8')) {
+  const f = (new RegExp(`^cpu${core}\\s+(.*)$`, 'm').exec(text)?.[1] ?? '').trim().split(/\s+/).map(Number)
+  const n = (/** @type {number} */ i) => (Number.isFinite(f[i]) ? f[i] : 0)
+  return { busy: n(0) + n(1) + n(2) + n(5) + n(6), total: n(0) + n(1) + n(2) + n(3) + n(4) + n(5) + n(6) + n(7) }
+}
+
+/**
+ * How busy one CPU was since it was made, whoever kept it busy. A process's
+ * own CPU time misses the kernel work done for it in softirq context on its
+ * core (on loopback, TCP delivery of what it writes, which the kernel may
+ * hand to ksoftirqd under load): a core whose processes add up to 70% can be
+ * full.
+ */
+export class CoreBusyMeter {
+  #core
+  #start
+
+  /** @param {string} core a CPU number */
+  constructor (core) {
+    this.#core = core
+    this.#start = coreTimes(core)
+  }
+
+  /** @returns {number} 0..1 */
+  read () {
+    const now = coreTimes(this.#core)
+    const total = now.total - this.#start.total
+    return total > 0 ? (now.busy - this.#start.busy) / total : 0
+  }
+}
+
+/**
  * The share of the machine's CPU time stolen by the hypervisor since it was
  * made. On a shared VM, steal stalls every process at once: a latency step
  * that fails while steal is high failed for the host, not the server.

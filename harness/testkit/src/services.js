@@ -60,10 +60,10 @@ export async function startService (main, env, { ready = true, name = 'service' 
   }
   try {
     // Generous: on a busy 2-core machine a cold Node start can take many seconds.
-    await waitFor(async () => {
-      if (!child.alive) throw new Error(`exited with ${child.proc.exitCode}`)
-      return httpOk(`${base}${ready ? '/readyz' : '/healthz'}`)
-    }, { timeout: 60_000, message: `${name} on ${port}` })
+    // A process that exited is done waiting for (a config error exits at
+    // once): say so now, not after the timeout.
+    await waitFor(async () => !child.alive || httpOk(`${base}${ready ? '/readyz' : '/healthz'}`), { timeout: 60_000, message: `${name} on ${port}` })
+    if (!child.alive) throw new Error(`${name} exited with ${child.proc.exitCode ?? child.proc.signalCode} before it was ${ready ? 'ready' : 'healthy'}`)
   } catch (err) {
     await child.kill()
     throw new Error(`${/** @type {Error} */ (err).message}\n--- ${name} output:\n${child.logs.join('\n')}`)
@@ -98,6 +98,7 @@ export function startFetcher (redisUrl, env = {}) {
  * @property {number} [maxConnections] authenticated connections per key (0: no limit)
  * @property {boolean} [closeOnRefusal] close the socket after refusing auth (default: keep it open)
  * @property {number} [authTimeoutMs] alpaca: close a connection that has not authenticated by then
+ * @property {boolean} [trades] trade subscribers get a trade every tick (default); false: only what send() sends
  */
 
 /**
@@ -105,7 +106,7 @@ export function startFetcher (redisUrl, env = {}) {
  * is what WSPS_STREAM_URL points at; `state()` is what it has seen.
  * @param {FakeVendorOptions} [options]
  */
-export async function startFakeVendor ({ tickMs = 100, key = '', secret = '', dialect = 'alpaca', maxConnections = 0, closeOnRefusal = false, authTimeoutMs = 10_000 } = {}) {
+export async function startFakeVendor ({ tickMs = 100, key = '', secret = '', dialect = 'alpaca', maxConnections = 0, closeOnRefusal = false, authTimeoutMs = 10_000, trades = true } = {}) {
   const handle = await startService(FAKE_VENDOR_MAIN, {
     FAKE_VENDOR_TICK_MS: tickMs,
     FAKE_VENDOR_KEY: key,
@@ -113,7 +114,8 @@ export async function startFakeVendor ({ tickMs = 100, key = '', secret = '', di
     FAKE_VENDOR_DIALECT: dialect,
     FAKE_VENDOR_MAX_CONNECTIONS: maxConnections,
     FAKE_VENDOR_CLOSE_ON_REFUSAL: closeOnRefusal ? 1 : 0,
-    FAKE_VENDOR_AUTH_TIMEOUT_MS: authTimeoutMs
+    FAKE_VENDOR_AUTH_TIMEOUT_MS: authTimeoutMs,
+    FAKE_VENDOR_TRADES: trades ? 1 : 0
   }, { name: 'vendor' })
   /** @param {string} path */
   const post = async (path) => {

@@ -42,9 +42,10 @@ before(async () => {
 
 after(async () => {
   clients.terminate()
-  await Promise.all([...fetchers, gateway, vendor].map((p) => p.stop()))
-  r.disconnect()
-  await redis.close()
+  // Whatever started (a failed start leaves the rest undefined).
+  await Promise.all([...fetchers, gateway, vendor].filter(Boolean).map((p) => p.stop()))
+  r?.disconnect()
+  await redis?.close()
 })
 
 /** Fails unless every symbol the vendor streams is subscribed exactly once. */

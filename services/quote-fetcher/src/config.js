@@ -2,7 +2,8 @@
 
 import { ConfigError, loadConfig } from '@wsps/shared/config'
 import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
-import { compileMapping, DEFAULT_MAPPING, subscribeFrames } from './providers/stream-mapping.js'
+import { compileMapping, DEFAULT_MAPPING } from './providers/stream-mapping.js'
+import { checkTemplate } from './providers/stream-templates.js'
 import { streamAuthProblems } from './providers/stream-auth.js'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
@@ -36,9 +37,10 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_STREAM_URL', key: 'streamUrl', type: 'string', default: '', doc: '`ws-stream`: `ws://` or `wss://` URL of the vendor\'s streaming API. `{key}`, `{secret}`, `{token}` in it become the URL-encoded credential (for vendors that take it in the query); only scheme, host and path are logged.' },
   { env: 'WSPS_STREAM_TOKEN', key: 'streamToken', type: 'string', default: '', secret: true, doc: '`ws-stream`: vendor credential, substituted for `{token}` like WSPS_STREAM_KEY (for vendors with one credential). Never logged.' },
   { env: 'WSPS_STREAM_AUTH', key: 'streamAuth', type: 'string', default: '', doc: '`ws-stream`: message sent first on every connection, e.g. `{"action":"auth","key":{key},"secret":{secret}}`: `{key}`, `{secret}`, `{token}` become the JSON strings of WSPS_STREAM_KEY, WSPS_STREAM_SECRET, WSPS_STREAM_TOKEN (keep credentials out of the template: it is logged). Empty: none.' },
-  { env: 'WSPS_STREAM_SUBSCRIBE', key: 'streamSubscribe', type: 'string', default: '{"action":"subscribe","symbols":{symbols}}', doc: '`ws-stream`: subscribe message. `{symbols}` becomes a JSON array of symbols (one message per change), `{symbol}` a JSON string (one message per symbol).' },
+  { env: 'WSPS_STREAM_SUBSCRIBE', key: 'streamSubscribe', type: 'string', default: '{"action":"subscribe","symbols":{symbols}}', doc: '`ws-stream`: subscribe message, a JSON template. `{symbols}` becomes a JSON array of symbols, `{symbols:ITEM}` (inside a JSON string) ITEM once per symbol with its `{symbol}` filled in, joined by commas (`"{symbols:Q.{symbol},T.{symbol}}"`): one message per batch of WSPS_STREAM_SUBSCRIBE_BATCH symbols. `{symbol}` becomes a JSON string: one message per symbol. Checked at start-up. See docs/feeding.md.' },
   { env: 'WSPS_STREAM_UNSUBSCRIBE', key: 'streamUnsubscribe', type: 'string', default: '{"action":"unsubscribe","symbols":{symbols}}', doc: '`ws-stream`: unsubscribe message, placeholders as in WSPS_STREAM_SUBSCRIBE.' },
-  { env: 'WSPS_STREAM_MAPPING', key: 'streamMapping', type: 'string', default: DEFAULT_MAPPING, doc: '`ws-stream`: JSON mapping of vendor messages to quote fields: `records` (dot path to the record array, empty: the message), `match` / `recordMatch` (field values a message / record must have), `fields` (quote field -> dot path in a record). Examples in docs/feeding.md.' },
+  { env: 'WSPS_STREAM_SUBSCRIBE_BATCH', key: 'streamSubscribeBatch', type: 'int', min: 0, max: 100000, default: 0, doc: '`ws-stream`: most symbols in one subscribe or unsubscribe message (`{symbols}` forms; vendors cap the size of a message); more symbols are sent as several messages. 0: all in one.' },
+  { env: 'WSPS_STREAM_MAPPING', key: 'streamMapping', type: 'string', default: DEFAULT_MAPPING, doc: '`ws-stream`: JSON mapping of vendor messages to quote fields: `records` (dot path to the record array, empty: the message), `match` (field values a message must have), `rules` (list of `{"match":{...},"fields":{...}}` or `{"match":{...},"ignore":true}`, first match wins; a match value may be a list: one of), or for one kind of record `recordMatch` and `fields` (quote field -> dot path in a record). Examples in docs/feeding.md.' },
   { env: 'WSPS_STREAM_OWNER_LEASE_MS', key: 'streamLeaseMs', type: 'int', min: 500, max: 60000, default: 3000, doc: '`ws-stream`: how long a replica\'s claim on a symbol\'s upstream subscription lasts unless renewed; another replica takes the symbol over within this plus WSPS_STREAM_TICK_MS of the holder dying.' },
   { env: 'WSPS_STREAM_TICK_MS', key: 'streamTickMs', type: 'int', min: 50, max: 30000, default: 1000, doc: '`ws-stream`: how often a replica renews its claims and follows demand (subscribes and unsubscribes upstream).' },
   { env: 'WSPS_STREAM_MAX_SYMBOLS', key: 'streamMaxSymbols', type: 'int', min: 1, max: 1000000, default: 10000, doc: '`ws-stream`: most symbols one replica subscribes upstream (vendors cap subscriptions per connection); the rest go to other replicas.' },
@@ -98,6 +100,7 @@ export const fetcherSettings = Object.freeze([
  * @property {string} streamAuth
  * @property {string} streamSubscribe
  * @property {string} streamUnsubscribe
+ * @property {number} streamSubscribeBatch
  * @property {string} streamMapping
  * @property {number} streamLeaseMs
  * @property {number} streamTickMs
@@ -133,7 +136,7 @@ export function loadFetcherConfig (env, overrides = {}) {
     problems.push(...streamAuthProblems(config))
     try { compileMapping(config.streamMapping) } catch (err) { problems.push(`WSPS_STREAM_MAPPING: ${/** @type {Error} */ (err).message}`) }
     for (const [env, template] of /** @type {const} */ ([['WSPS_STREAM_SUBSCRIBE', config.streamSubscribe], ['WSPS_STREAM_UNSUBSCRIBE', config.streamUnsubscribe]])) {
-      try { subscribeFrames(template, ['A']) } catch (err) { problems.push(`${env} ${/** @type {Error} */ (err).message}`) }
+      try { checkTemplate(template, config.streamSubscribeBatch) } catch (err) { problems.push(`${env} ${/** @type {Error} */ (err).message}`) }
     }
   }
   if (problems.length) throw new ConfigError(problems)

@@ -28,6 +28,7 @@ export function createFetcherMetrics (node) {
     publishRequests: new client.Counter({ name: 'wsps_fetcher_publish_requests_total', help: 'Publish API requests by outcome (accepted or the error code).', labelNames: ['outcome'], ...reg }),
     publishQuotes: new client.Counter({ name: 'wsps_fetcher_publish_quotes_total', help: 'Quotes accepted and published through the publish API.', ...reg }),
     streamMessages: new client.Counter({ name: 'wsps_fetcher_stream_messages_total', help: 'ws-stream messages from the vendor by result: data, ignored (not quote data), malformed (skipped whole or in part).', labelNames: ['result'], ...reg }),
+    streamRecordsDropped: new client.Counter({ name: 'wsps_fetcher_stream_records_dropped_total', help: 'ws-stream: vendor records not published, by reason: unknown_symbol (a symbol this replica does not hold), ignored (an ignore rule, or a message `match` refused), unmatched (no mapping rule matched), malformed (unreadable), empty (matched a data rule but carried none of its fields).', labelNames: ['reason'], ...reg }),
     streamConnected: new client.Gauge({ name: 'wsps_fetcher_stream_connected', help: 'ws-stream: 1 while the vendor connection is open.', ...reg }),
     streamReconnects: new client.Counter({ name: 'wsps_fetcher_stream_reconnects_total', help: 'ws-stream: connection attempts after the first.', ...reg }),
     streamSymbols: new client.Gauge({ name: 'wsps_fetcher_stream_symbols', help: 'ws-stream: symbols this replica holds and subscribes upstream.', ...reg }),

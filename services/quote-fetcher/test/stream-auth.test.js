@@ -5,9 +5,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { compileAuth, loggableUrl, streamUrl } from '../src/providers/stream-auth.js'
 import { loadFetcherConfig } from '../src/config.js'
+import { documented } from './feeding-doc.js'
 
 const CREDENTIALS = { key: 'AKID"1', secret: 'se\\cret', token: 'tok en' }
-// The WSPS_STREAM_AUTH_REPLIES of docs/feeding.md.
+// The WSPS_STREAM_AUTH_REPLIES of docs/feeding.md (checked below).
 const ALPACA = '{"ok":{"T":"success","msg":"authenticated"},"refused":{"T":"error"},"limited":{"T":"error","code":406},"code":"code","message":"msg"}'
 const POLYGON = '{"ok":{"ev":"status","status":"auth_success"},"refused":{"ev":"status","status":"auth_failed"},"limited":{"ev":"status","status":"max_connections"},"code":"status","message":"message"}'
 
@@ -93,4 +94,9 @@ test('the documented Alpaca and Polygon settings load; key and secret are secret
   assert.equal(load({ WSPS_STREAM_KEY: 'K', WSPS_STREAM_AUTH: '{"action":"auth","params":{key}}', WSPS_STREAM_AUTH_REPLIES: POLYGON }).streamAuthReplies, POLYGON)
   const { fetcherSettings } = await import('../src/config.js')
   for (const env of ['WSPS_STREAM_KEY', 'WSPS_STREAM_SECRET', 'WSPS_STREAM_TOKEN']) assert.equal(fetcherSettings.find((s) => s.env === env)?.secret, true, env)
+})
+
+test('the auth settings docs/feeding.md shows are the ones tested here and in ws-stream-session.test.js', () => {
+  assert.deepEqual(documented('WSPS_STREAM_AUTH_REPLIES').sort(), [ALPACA, POLYGON].sort())
+  assert.deepEqual(documented('WSPS_STREAM_AUTH').sort(), ['{"action":"auth","key":{key},"secret":{secret}}', '{"action":"auth","params":{key}}'].sort())
 })

@@ -8,7 +8,8 @@
 // e.g. a trade without bid/ask) and published in batches per event-loop turn.
 
 import { latestQuotes } from '@wsps/shared/latest'
-import { compileMapping, subscribeFrames } from './stream-mapping.js'
+import { compileMapping } from './stream-mapping.js'
+import { subscribeFrames } from './stream-templates.js'
 import { compileAuth, streamUrl } from './stream-auth.js'
 import { StreamOwnership } from './stream-ownership.js'
 import { StreamSession } from './stream-session.js'
@@ -127,7 +128,7 @@ export class WsStreamFeed {
     const add = [...held].filter((s) => !this.#subscribed.has(s))
     const drop = [...this.#subscribed].filter((s) => !held.has(s))
     if (drop.length) {
-      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop)) this.#socket.send(f)
+      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop, this.#config.streamSubscribeBatch)) this.#socket.send(f)
       for (const s of drop) {
         this.#subscribed.delete(s)
         this.#last.delete(s)
@@ -136,7 +137,7 @@ export class WsStreamFeed {
     }
     if (add.length) {
       await this.#seed(add)
-      for (const f of subscribeFrames(this.#config.streamSubscribe, add)) this.#socket.send(f)
+      for (const f of subscribeFrames(this.#config.streamSubscribe, add, this.#config.streamSubscribeBatch)) this.#socket.send(f)
       for (const s of add) this.#subscribed.add(s)
       this.#log.info({ symbols: add.length }, 'subscribed upstream')
     }
@@ -191,16 +192,24 @@ export class WsStreamFeed {
       message = JSON.parse(text)
     } catch {
       this.#metrics.streamMessages.inc({ result: 'malformed' })
+      this.#metrics.streamRecordsDropped.inc({ reason: 'malformed' })
       return
     }
-    const { quotes, malformed, ignored } = this.#map(message, Date.now())
-    this.#metrics.streamMessages.inc({ result: malformed ? 'malformed' : ignored ? 'ignored' : 'data' })
+    const { quotes, dropped } = this.#map(message, Date.now())
+    this.#metrics.streamMessages.inc({ result: dropped.malformed ? 'malformed' : quotes.length ? 'data' : 'ignored' })
+    let unknown = 0
     for (const q of quotes) {
       // Vendors may send symbols we never asked for (or no longer hold).
-      if (!this.#subscribed.has(q.symbol)) continue
+      if (!this.#subscribed.has(q.symbol)) {
+        unknown++
+        continue
+      }
       const merged = { ...this.#last.get(q.symbol), ...q }
       this.#last.set(q.symbol, merged)
       this.#pending.push(merged)
+    }
+    for (const [reason, n] of Object.entries({ ...dropped, unknown_symbol: unknown })) {
+      if (n) this.#metrics.streamRecordsDropped.inc({ reason }, n)
     }
     if (this.#pending.length && !this.#flushQueued) {
       this.#flushQueued = true

@@ -51,6 +51,7 @@ type options struct {
 	readBuffer   int
 	mode         string
 	loops        int
+	coalesceUs   int
 }
 
 func main() {
@@ -74,6 +75,7 @@ func main() {
 	flag.IntVar(&o.readBuffer, "read-buffer", 2048, "read buffer per connection, bytes (smaller: less memory, more read calls)")
 	flag.StringVar(&o.mode, "mode", "goroutine", "goroutine: one goroutine and gorilla connection per connection (every adapter); epoll: event loops over non-blocking sockets, ~1% of the memory per connection (wsps, naive, pushpin)")
 	flag.IntVar(&o.loops, "loops", 1, "event loops with -mode=epoll (connections split between them)")
+	flag.IntVar(&o.coalesceUs, "coalesce-us", 0, "-mode=epoll: pause this long after a batch of socket events, so one wake-up serves many frames (adds at most this to a measured latency; 0: never)")
 	gogc := flag.Int("gogc", 100, "GC target percentage (lower: less memory per connection, more GC CPU)")
 	flag.Parse()
 	if flag.NArg() > 0 { // `loadgen floor ...` and `loadgen hiccup ...` are cmd/floor and cmd/hiccup now
@@ -127,7 +129,7 @@ func main() {
 	if o.mode == "epoll" {
 		eo := &epoll.Options{
 			Adapter: o.adapter, URL: o.url, Src: o.src, First: o.first, DialRetries: o.dialRetries, WaitSnap: o.waitSnap,
-			Loops: o.loops, Concurrency: o.concurrency, Plan: planIdx, Stats: st, States: conns,
+			Loops: o.loops, Concurrency: o.concurrency, CoalesceUs: o.coalesceUs, Plan: planIdx, Stats: st, States: conns,
 		}
 		eo.Hooks = epoll.Hooks{
 			Connected: func(i int, d time.Duration) {

@@ -40,6 +40,7 @@ type Options struct {
 	WaitSnap    bool     // -wait-snap: ready only once a snapshot of every planned symbol is held
 	Loops       int      // -loops: event loops the connections are split between (Start)
 	Concurrency int      // -concurrency: handshakes in flight, split between the loops (Start)
+	CoalesceUs  int      // -coalesce-us: after a batch of events, wait this long before the next epoll_wait (0: never)
 
 	Plan   [][]int             // each connection's symbol ranks: len(Plan) connections
 	Stats  *account.Stats      // the process's counters
@@ -185,6 +186,16 @@ func (l *Loop) Run() error {
 		}
 		for _, ev := range events[:max(n, 0)] {
 			l.event(int(ev.Fd), ev.Events)
+		}
+		// A loop that wakes for every frame spends most of its core on
+		// wake-ups and one small read each (the load core is shared with
+		// Redis and the publisher). Waiting a little after a batch lets
+		// frames pile up in the socket buffers: one wake-up then serves many
+		// sockets and one read takes several frames. It adds at most
+		// CoalesceUs to a measured latency; a full batch means more are
+		// already waiting, so no pause then.
+		if l.o.CoalesceUs > 0 && n > 0 && n < len(events) {
+			time.Sleep(time.Duration(l.o.CoalesceUs) * time.Microsecond)
 		}
 		if now := time.Now().UnixMicro(); now-lastSweep >= tickUs {
 			lastSweep = now

@@ -3,6 +3,7 @@
 package epoll
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +20,15 @@ import (
 
 // One connection of the epoll loop against a gorilla server on loopback:
 // the subscription, a snapshot in fragments, a ping, a quote, the server's close.
+// The same conversation with and without the pause after a batch of events
+// (-coalesce-us): pausing must not lose or misorder anything.
 func TestEpollLoopAgainstServer(t *testing.T) {
+	for _, us := range []int{0, 500} {
+		t.Run(fmt.Sprintf("coalesce-us=%d", us), func(t *testing.T) { againstServer(t, us) })
+	}
+}
+
+func againstServer(t *testing.T, coalesceUs int) {
 	pong := make(chan string, 1)
 	sub := make(chan string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +84,7 @@ func TestEpollLoopAgainstServer(t *testing.T) {
 		Lost:      func(_ int, err error) { lostErr <- err },
 	}
 	o := &Options{Adapter: "wsps", URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Src: []string{"127.0.0.1"}, WaitSnap: true, DialRetries: 0,
-		Plan: [][]int{{3, 7}}, Stats: st, States: states, Hooks: hooks}
+		CoalesceUs: coalesceUs, Plan: [][]int{{3, 7}}, Stats: st, States: states, Hooks: hooks}
 	_, stopLoop := startLoop(t, o)
 	defer stopLoop()
 
