@@ -10,6 +10,8 @@
 // nothing here is ever logged with the credentials in it, and an error
 // message shows a template filled with the placeholder names only.
 
+import { dig, matcher } from './stream-mapping.js'
+
 /** Placeholder -> the credential it stands for. */
 const PLACEHOLDERS = /** @type {const} */ ({ '{key}': 'key', '{secret}': 'secret', '{token}': 'token' })
 /** Which setting holds each credential, for error messages. */
@@ -49,34 +51,17 @@ function usedCredentials (template) {
 }
 
 /**
- * @param {unknown} value
- * @param {string[]} path
- */
-function dig (value, path) {
-  let v = value
-  for (const p of path) {
-    if (v === null || typeof v !== 'object') return undefined
-    v = /** @type {Record<string, unknown>} */ (v)[p]
-  }
-  return v
-}
-
-/**
  * `{path: value}`: every path must hold the value, or one of the values of
- * an array (`{"T":"error","code":[401,402]}`).
+ * a list (`{"T":"error","code":[401,402]}`), tested as the mapping tests
+ * records (stream-mapping.js matcher).
  * @param {string} name for errors
  * @param {unknown} conditions
  * @returns {(record: unknown) => boolean}
  */
-function matcher (name, conditions) {
+function answer (name, conditions) {
   if (!conditions || typeof conditions !== 'object' || Array.isArray(conditions)) throw new Error(`"${name}" must be an object of {path: value}`)
-  const checks = Object.entries(conditions).map(([path, want]) => {
-    const options = Array.isArray(want) ? want : [want]
-    if (options.length === 0 || options.some((o) => o !== null && typeof o === 'object')) throw new Error(`"${name}.${path}" must be a value or a list of values`)
-    return /** @type {[string[], unknown[]]} */ ([path.split('.'), options])
-  })
-  if (checks.length === 0) throw new Error(`"${name}" must have at least one condition`)
-  return (record) => checks.every(([path, options]) => options.includes(dig(record, path)))
+  if (Object.keys(conditions).length === 0) throw new Error(`"${name}" must have at least one condition`)
+  return matcher(/** @type {Record<string, unknown>} */ (conditions), name)
 }
 
 /**
@@ -104,7 +89,7 @@ function compileReplies (json) {
   // A connection-limit refusal is often an error like the others (Alpaca:
   // T=error, code 406): it is looked for first.
   for (const kind of /** @type {const} */ (['limited', 'refused', 'ok'])) {
-    if (r[kind] !== undefined) kinds.push([kind, matcher(`WSPS_STREAM_AUTH_REPLIES: ${kind}`, r[kind])])
+    if (r[kind] !== undefined) kinds.push([kind, answer(`WSPS_STREAM_AUTH_REPLIES: ${kind}`, r[kind])])
   }
   const codePath = r.code ? r.code.split('.') : null
   const messagePath = r.message ? r.message.split('.') : null
