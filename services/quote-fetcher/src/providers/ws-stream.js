@@ -36,7 +36,6 @@ export class WsStreamFeed {
   #log
   #map
   #ownership
-  #socket
   #session
 
   /**
@@ -61,7 +60,7 @@ export class WsStreamFeed {
     })
     const credentials = { key: config.streamKey, secret: config.streamSecret, token: config.streamToken }
     const auth = compileAuth({ auth: config.streamAuth, headers: config.streamHeaders, replies: config.streamAuthReplies }, credentials)
-    this.#socket = new VendorSocket({
+    const socket = new VendorSocket({
       url: streamUrl(config.streamUrl, credentials),
       headers: auth.headers,
       backoffMs: config.streamBackoffMs,
@@ -74,7 +73,7 @@ export class WsStreamFeed {
       onClose: (code, reason) => this.#session.closed(code, reason)
     })
     this.#session = new StreamSession({
-      socket: this.#socket,
+      socket,
       slot: config.streamMaxConnections > 0
         ? new ConnectionSlot({ redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, max: config.streamMaxConnections })
         : null,
@@ -128,7 +127,7 @@ export class WsStreamFeed {
     const add = [...held].filter((s) => !this.#subscribed.has(s))
     const drop = [...this.#subscribed].filter((s) => !held.has(s))
     if (drop.length) {
-      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop, this.#config.streamSubscribeBatch)) this.#socket.send(f)
+      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop, this.#config.streamSubscribeBatch)) this.#session.send(f)
       for (const s of drop) {
         this.#subscribed.delete(s)
         this.#last.delete(s)
@@ -137,7 +136,9 @@ export class WsStreamFeed {
     }
     if (add.length) {
       await this.#seed(add)
-      for (const f of subscribeFrames(this.#config.streamSubscribe, add, this.#config.streamSubscribeBatch)) this.#socket.send(f)
+      // Left ready while the quotes were read: it holds nothing any more.
+      if (!this.#session.ready) return
+      for (const f of subscribeFrames(this.#config.streamSubscribe, add, this.#config.streamSubscribeBatch)) this.#session.send(f)
       for (const s of add) this.#subscribed.add(s)
       this.#log.info({ symbols: add.length }, 'subscribed upstream')
     }
