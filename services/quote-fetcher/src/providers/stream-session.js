@@ -2,12 +2,13 @@
 // replica's one vendor connection, from "may I connect at all" to "the
 // vendor accepted the credentials, subscribe now".
 //
-//   standby ──slot──▶ connecting ──open──▶ authenticating ──ok──▶ ready
-//      ▲                  ▲  │                 │  │                │
-//      │                  │  └────close────────┼──┼────────────────┴──▶ closed ──backoff──▶ connecting
-//      │                  │         refused / limited (vendor)     timeout ──▶ closed
-//      │                  │                    ▼
-//      └──────────────────┴──── after WSPS_STREAM_AUTH_BACKOFF_MS ── refused | limited
+//   standby         -- a connection slot held -->  connecting  (no WSPS_STREAM_MAX_CONNECTIONS: starts here)
+//   connecting      -- open -->                    authenticating  (ready at once without WSPS_STREAM_AUTH_REPLIES)
+//   authenticating  -- ok -->                      ready
+//   authenticating  -- refused | limited -->       refused | limited  -- WSPS_STREAM_AUTH_BACKOFF_MS -->  standby | connecting
+//   authenticating  -- no answer in time -->       closed
+//   connecting, authenticating, ready -- close --> closed  -- reconnect backoff -->  connecting
+//   any but refused, limited -- slot lost -->      standby
 //
 // - standby: WSPS_STREAM_MAX_CONNECTIONS > 0 and this replica holds no slot
 //   (ConnectionSlot); without that limit it is never in standby.
