@@ -103,12 +103,20 @@ wsps: redis.tls.existingSecret
 
 {{- define "wsps.validate.config" -}}
 {{- $managed := splitList " " (include "wsps.managedSettings" .) -}}
+{{- $credentials := splitList " " (include "wsps.streamCredentialSettings" .) -}}
 {{- range $component := list "gateway" "fetcher" -}}
 {{- range $k, $_ := (index $.Values $component).config -}}
 {{- if not (hasPrefix "WSPS_" $k) }}
 wsps: {{ $component }}.config.{{ $k }}
     {{ $component }}.config takes WSPS_* settings only (see docs/configuration.md);
     use {{ $component }}.extraEnv for other variables.
+{{- else if has $k $credentials }}
+wsps: {{ $component }}.config.{{ $k }}
+    {{ $k }} gives a ws-stream vendor credential, and config is a ConfigMap:
+    no place for credentials. Put them in a Secret, name it in
+    fetcher.stream.existingSecret and its keys in fetcher.stream.secretKeys
+    (key, secret, token): the chart mounts them read-only and sets
+    WSPS_STREAM_KEY_FILE / WSPS_STREAM_SECRET_FILE / WSPS_STREAM_TOKEN_FILE.
 {{- else if has $k $managed }}
 wsps: {{ $component }}.config.{{ $k }}
     {{ $k }} is set by the chart from a dedicated value (see values.yaml:
@@ -213,6 +221,17 @@ wsps: fetcher.publish.existingSecret
 wsps: fetcher.provider
     fetcher.provider=push takes quotes only through the publish API:
     set fetcher.publish.enabled=true.
+{{- end -}}
+{{- $keys := $f.stream.secretKeys -}}
+{{- if and $f.stream.existingSecret (not (or $keys.key $keys.secret $keys.token)) }}
+wsps: fetcher.stream.secretKeys
+    fetcher.stream.existingSecret is set but names no key: set
+    fetcher.stream.secretKeys.key, .secret and/or .token to the keys of the
+    Secret that hold the vendor credentials.
+{{- else if and (not $f.stream.existingSecret) (or $keys.key $keys.secret $keys.token) }}
+wsps: fetcher.stream.existingSecret
+    fetcher.stream.secretKeys names keys but fetcher.stream.existingSecret
+    (the Secret holding them) is empty.
 {{- end -}}
 {{- if and (eq $f.provider "ws-stream") (not (regexMatch "^wss?://" (toString (index $f.config "WSPS_STREAM_URL")))) }}
 wsps: fetcher.config.WSPS_STREAM_URL
