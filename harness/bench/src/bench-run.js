@@ -2,7 +2,7 @@
 // Redis and the publisher that feeds every server, and the measured step
 // every part of the run is built from.
 
-import { quantiles } from './fleet.js'
+import { bucketMs, quantiles } from './fleet.js'
 import { CoreBusyMeter, CpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
 import { KEEP_UP, LOAD_CORE_LIMIT, P99_LIMIT_MS } from './profiles.js'
@@ -105,9 +105,15 @@ export class BenchRun {
    * meters: more processes whose CPU is read over the same window (name ->
    * root pids), reported in `cpu` by name (a proxy in front of the server).
    *
-   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean, symbols?: number, meters?: Record<string, () => number[]>}} o
+   * probe: the server's own metrics (a wsps gateway's /metrics), read at
+   * the window's start and end: the share of its latency samples (quote ts
+   * to the end of the write, distinct updates only) over the bound, beside
+   * the clients' share, says whether a late quote was late leaving the
+   * server or on its way to the client (kernel, load generator).
+   *
+   * @param {{fleet: import('./fleet.js').Fleet, roots: () => number[], rate: number, settleMs: number, measureMs: number, prefix?: string, strict?: boolean, symbols?: number, meters?: Record<string, () => number[]>, probe?: () => Promise<Record<string, number>>}} o
    */
-  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false, symbols = undefined, meters: more = {} }) {
+  async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false, symbols = undefined, meters: more = {}, probe }) {
     this.setRate(rate, prefix, symbols)
     await sleep(settleMs)
     const meters = {
@@ -121,11 +127,13 @@ export class BenchRun {
     // Whole cores, softirq included, when each role has one of its own.
     const single = (/** @type {string | null} */ c) => (c !== null && /^\d+$/.test(c) ? new CoreBusyMeter(c) : null)
     const coreMeters = { server: single(this.serverCore), load: single(this.loadCore) }
+    const probed0 = probe ? await probe().catch(() => null) : null
     const t0 = Date.now()
     const m0 = monoMs()
     await sleep(measureMs)
     const t1 = Date.now()
     const m1 = monoMs()
+    const probed1 = probe ? await probe().catch(() => null) : null
     const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
     const stolen = round(steal.read(), 3)
     const cores = { server: coreMeters.server ? round(coreMeters.server.read(), 3) : null, load: coreMeters.load ? round(coreMeters.load.read(), 3) : null }
@@ -140,6 +148,8 @@ export class BenchRun {
     const expected = this.offered(t0, t1, fleet.subsPerSymbol)
     const delivered = seconds > 0 ? (strict ? w.entries : w.covered) / seconds : 0
     const [p50, p99, p999] = quantiles(w.hist, [0.5, 0.99, 0.999])
+    const clientsOver = shareOver(w.hist, P99_LIMIT_MS)
+    const serverOver = probed0 && probed1 ? serverShareOver(probed0, probed1, P99_LIMIT_MS) : null
     const publisherKeptUp = pubPerSec >= 0.9 * rate
     const keptUp = delivered >= KEEP_UP * expected
     // Everything on the load core: past the limit the step may have measured
@@ -163,6 +173,7 @@ export class BenchRun {
       p50: round(p50, 1),
       p99: round(p99, 1),
       p999: round(p999, 1),
+      overBound: { clients: clientsOver === null ? null : round(clientsOver, 4), server: serverOver === null ? null : round(serverOver, 4) },
       cpu,
       cores,
       steal: stolen,
@@ -217,4 +228,41 @@ export function median (xs) {
 export function round (x, d) {
   const f = 10 ** d
   return Math.round(x * f) / f
+}
+
+/**
+ * The share of a loadgen latency histogram over `ms`.
+ *
+ * @param {Map<number, number>} hist loadgen bucket -> count
+ * @param {number} ms
+ * @returns {number | null} null when empty
+ */
+export function shareOver (hist, ms) {
+  let all = 0
+  let over = 0
+  for (const [b, c] of hist) {
+    all += c
+    if (bucketMs(b) > ms) over += c
+  }
+  return all > 0 ? over / all : null
+}
+
+/** The gateway's histogram of quote ts to written (wsps_gateway_publish_to_send_seconds). */
+const SEND_AGE = 'wsps_gateway_publish_to_send_seconds'
+
+/**
+ * The share of the gateway's latency samples between two scrapes that were
+ * over `ms` (its histogram has a bucket at 100 ms: the bound).
+ *
+ * @param {Record<string, number>} before parseMetrics of /metrics
+ * @param {Record<string, number>} after
+ * @param {number} ms a bucket edge of the histogram
+ * @returns {number | null} null without samples (merge mode records none)
+ */
+export function serverShareOver (before, after, ms) {
+  const sum = (/** @type {Record<string, number>} */ m, /** @type {string} */ key) => Object.entries(m).filter(([k]) => k === key || k.startsWith(`${key}{`)).reduce((a, [, v]) => a + v, 0)
+  const bucket = (/** @type {Record<string, number>} */ m) => Object.entries(m).filter(([k]) => k.startsWith(`${SEND_AGE}_bucket{`) && k.includes(`le="${ms / 1000}"`)).reduce((a, [, v]) => a + v, 0)
+  const n = sum(after, `${SEND_AGE}_count`) - sum(before, `${SEND_AGE}_count`)
+  if (n <= 0) return null
+  return (n - (bucket(after) - bucket(before))) / n
 }

@@ -153,3 +153,18 @@ test('the fan-out shape ranks servers only when its largest pass at the floor is
   assert.equal(old.ranking, false)
   assert.match(old.verdict, /cannot rank servers/)
 })
+
+test('over the bound: the clients\' share from the loadgen histogram, the gateway\'s from two scrapes of its own histogram', async () => {
+  const { shareOver, serverShareOver } = await import('../src/bench-run.js')
+  // Buckets 0..999 are 0.1 ms wide; 1000 and up 1 ms from 100 ms.
+  assert.equal(shareOver(new Map([[10, 90], [999, 5], [1000, 5]]), 100), 0.05, 'bucket 999 ends at 100 ms (not over); 1000 ends at 101 ms')
+  assert.equal(shareOver(new Map(), 100), null)
+  const scrape = (/** @type {number} */ under, /** @type {number} */ all) => ({
+    'wsps_gateway_publish_to_send_seconds_bucket{le="0.05"}': under - 1,
+    'wsps_gateway_publish_to_send_seconds_bucket{le="0.1"}': under,
+    'wsps_gateway_publish_to_send_seconds_bucket{le="+Inf"}': all,
+    wsps_gateway_publish_to_send_seconds_count: all
+  })
+  assert.equal(serverShareOver(scrape(100, 100), scrape(190, 200), 100), 0.1, '10 of the window\'s 100 samples over 100 ms')
+  assert.equal(serverShareOver(scrape(5, 5), scrape(5, 5), 100), null, 'no samples in the window (merge mode writes none)')
+})

@@ -73,9 +73,9 @@ export async function fanoutAll (run, names) {
       }
     }
     const measure = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {number} */ measureMs) => {
-      const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix, strict: SERVERS[x.name].strict, symbols })
+      const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix, strict: SERVERS[x.name].strict, symbols, probe: x.srv.metrics })
       run.setRate(0, x.prefix)
-      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms${s.gaps || s.ticksLost ? `, gaps ${s.gaps} ticks lost ${s.ticksLost}` : ''}, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis}${s.cores.server !== null ? `, cores busy server ${s.cores.server} load ${s.cores.load}` : ''}${s.loadBound ? ` (load core ${s.loadCore}: a lower bound)` : ''} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
+      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms${overNote(s)}${s.gaps || s.ticksLost ? `, gaps ${s.gaps} ticks lost ${s.ticksLost}` : ''}, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis}${s.cores.server !== null ? `, cores busy server ${s.cores.server} load ${s.cores.load}` : ''}${s.loadBound ? ` (load core ${s.loadCore}: a lower bound)` : ''} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
       await sleep(1000) // let it drain before the next one is measured
       return s
     }
@@ -189,4 +189,17 @@ function limitReason (s) {
   if (s.strict && (s.gaps || s.ticksLost)) why.push(`${s.gaps} seq gaps, ${s.ticksLost} ticks lost`)
   if (s.loadBound) why.push(`load core ${Math.round(s.loadCore * 100)}% busy: the load generator may be the limit`)
   return why.join('; ')
+}
+
+/**
+ * Where the late quotes of a step were late: the clients' share over the
+ * bound, and the server's own (a wsps gateway in distinct mode: quote ts to
+ * the end of its write), when it has one.
+ *
+ * @param {any} s a step
+ */
+function overNote (s) {
+  const pct = (/** @type {number} */ x) => `${(x * 100).toFixed(2)}%`
+  if (s.overBound?.server === null || s.overBound?.server === undefined || s.overBound.clients === null) return ''
+  return ` (over 100 ms: ${pct(s.overBound.clients)} at the clients, ${pct(s.overBound.server)} leaving the gateway)`
 }
