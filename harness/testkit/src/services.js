@@ -90,20 +90,65 @@ export function startFetcher (redisUrl, env = {}) {
 }
 
 /**
+ * @typedef {object} FakeVendorOptions
+ * @property {number} [tickMs] how often subscribed symbols get a record
+ * @property {string} [key] credential required (empty: none)
+ * @property {string} [secret] second credential (alpaca), checked when set
+ * @property {'alpaca' | 'polygon'} [dialect] whose documented wire format it speaks
+ * @property {number} [maxConnections] authenticated connections per key (0: no limit)
+ * @property {boolean} [closeOnRefusal] close the socket after refusing auth (default: keep it open)
+ * @property {number} [authTimeoutMs] alpaca: close a connection that has not authenticated by then
+ * @property {boolean} [trades] trade subscribers get a trade every tick (default); false: only what send() sends
+ */
+
+/**
  * The fake streaming vendor (fake-vendor.js) as its own process. `streamUrl`
  * is what WSPS_STREAM_URL points at; `state()` is what it has seen.
- * @param {{tickMs?: number, key?: string}} [options]
+ * @param {FakeVendorOptions} [options]
  */
-export async function startFakeVendor ({ tickMs = 100, key = '' } = {}) {
-  const handle = await startService(FAKE_VENDOR_MAIN, { FAKE_VENDOR_TICK_MS: tickMs, FAKE_VENDOR_KEY: key }, { name: 'vendor' })
+export async function startFakeVendor ({ tickMs = 100, key = '', secret = '', dialect = 'alpaca', maxConnections = 0, closeOnRefusal = false, authTimeoutMs = 10_000, trades = true } = {}) {
+  const handle = await startService(FAKE_VENDOR_MAIN, {
+    FAKE_VENDOR_TICK_MS: tickMs,
+    FAKE_VENDOR_KEY: key,
+    FAKE_VENDOR_SECRET: secret,
+    FAKE_VENDOR_DIALECT: dialect,
+    FAKE_VENDOR_MAX_CONNECTIONS: maxConnections,
+    FAKE_VENDOR_CLOSE_ON_REFUSAL: closeOnRefusal ? 1 : 0,
+    FAKE_VENDOR_AUTH_TIMEOUT_MS: authTimeoutMs,
+    FAKE_VENDOR_TRADES: trades ? 1 : 0
+  }, { name: 'vendor' })
+  /** @param {string} path */
+  const post = async (path) => {
+    const res = await fetch(`${handle.url}${path}`, { method: 'POST', signal: AbortSignal.timeout(2000) })
+    return res.json()
+  }
   return {
     ...handle,
     streamUrl: `ws://127.0.0.1:${handle.port}/stream`,
-    /** @returns {Promise<{connections: number, subscribed: Record<string, number>, events: {conn: number, action: string, symbols: string[]}[]}>} */
+    /**
+     * @returns {Promise<{dialect: string, connections: number, authed: number, conns: {id: number, authed: boolean, via: string}[],
+     *   subscribed: Record<string, number>, trades: Record<string, number>, events: {conn: number, action: string, symbols: string[], code?: number, at: number}[]}>}
+     */
     async state () { return (await getJson(`${handle.url}/state`)).body },
     /** @param {'drop' | 'garbage'} what */
-    async misbehave (what) { await fetch(`${handle.url}/${what}`, { method: 'POST' }) },
+    async misbehave (what) { await post(`/${what}`) },
     /** @param {string} raw one text frame to every connection */
-    async send (raw) { await fetch(`${handle.url}/send?raw=${encodeURIComponent(raw)}`, { method: 'POST' }) }
+    async send (raw) { await post(`/send?raw=${encodeURIComponent(raw)}`) },
+    /**
+     * Changes its behaviour from now on (connections already authenticated stay so).
+     * @param {{key?: string, secret?: string, maxConnections?: number, closeOnRefusal?: boolean, authSilent?: boolean}} changes
+     */
+    async configure (changes) {
+      const q = new URLSearchParams()
+      for (const [k, v] of Object.entries(changes)) q.set(k, typeof v === 'boolean' ? (v ? '1' : '0') : String(v))
+      return post(`/config?${q}`)
+    },
+    /**
+     * Sends an Alpaca non-quote record for a symbol: a trade cancel, a correction or a trading halt.
+     * @param {'cancel' | 'correction' | 'status'} kind
+     * @param {string} symbol
+     * @returns {Promise<{sent: number}>} connections it went to
+     */
+    async event (kind, symbol) { return post(`/event?kind=${kind}&symbol=${encodeURIComponent(symbol)}`) }
   }
 }

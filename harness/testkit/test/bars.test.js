@@ -186,6 +186,32 @@ test('a refresh that narrows real-time to delayed moves the bars: from its ack o
   assert.deepEqual(c.barProblems, [])
 })
 
+test('a refresh that widens delayed to real-time moves the bars the token decided: a real-time backfill, then only real-time bars; a bars sub\'s delayed:true stays delayed', async () => {
+  const c = await open(0, { delayedSymbols: ['IBM', 'TSLA'] })
+  assert.deepEqual((await c.subBars(['IBM'], '1s', { backfill: 10 })).delayed, ['IBM'], 'the token decides: delayed')
+  assert.deepEqual((await c.subBars(['TSLA'], '1s', { backfill: 10, delayed: true })).delayed, ['IBM', 'TSLA'], 'asked delayed')
+  await liveBars(c, 'IBM', 1)
+  await liveBars(c, 'TSLA', 1)
+  const id = 'widen'
+  c.send({ op: 'auth', token: await token({ symbols: ['IBM', 'TSLA'] }), id })
+  await c.next((m) => m.op === 'ack' && m.id === id, { from: 0 })
+  const acked = c.arrivals.findIndex((a) => a.msg.op === 'ack' && a.msg.id === id)
+  await c.next((m) => m.op === 'bars' && m.symbol === 'IBM' && m.delayed !== true, { from: 0 })
+  await liveBars(c, 'IBM', 2)
+  await liveBars(c, 'TSLA', 2)
+  const after = c.arrivals.slice(acked + 1).map((a) => a.msg).filter((m) => m.op === 'bars' || m.op === 'bar')
+  const ibm = after.filter((m) => m.symbol === 'IBM')
+  assert.equal(ibm[0].op, 'bars', 'IBM: a backfill first')
+  assert.deepEqual(ibm.filter((m) => m.delayed === true), [], 'IBM: no delayed bar after the ack')
+  const tsla = after.filter((m) => m.symbol === 'TSLA')
+  assert.ok(tsla.length > 0 && tsla.every((m) => m.op === 'bar' && m.delayed === true), 'TSLA: the same delayed series goes on, no new backfill')
+  assert.equal(c.bars.series('IBM', '1s')?.delayed, false)
+  assert.equal(c.bars.series('TSLA', '1s')?.delayed, true)
+  const { leaks } = leaksOf(c.arrivals.slice(acked + 1).filter((a) => a.msg.symbol === 'TSLA'), await history('TSLA'))
+  assert.deepEqual(leaks, [])
+  assert.deepEqual(c.barProblems, [])
+})
+
 test('the JS client: subscribeBars() holds the series from its backfill and live bars, as history makes them, delayed where the token says', async () => {
   const c = new WspsClient({ url: on.gws[1].wsUrl, WebSocket, getToken: () => token({ symbols: ['AAPL'], delayedSymbols: ['MSFT'] }) })
   test.after(() => c.close())

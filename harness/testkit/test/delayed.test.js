@@ -2,10 +2,11 @@
 // token's delayed claim gets the same protocol with quotes as they were
 // WSPS_DELAY_MS ago, marked `"delayed":true`, and no path hands it a newer
 // one: WebSocket snap and q (merge, distinct, maxRate, batched frames), SSE,
-// recovery with `since`, a refresh that narrows real-time to delayed, and
-// a gateway that starts after the quotes were published (the delay is
-// served from Redis history, not from a gateway's memory), a Redis Cluster,
-// and the JS client. Bad input gets coded errors (DELAYED_ONLY, BAD_GRANT).
+// recovery with `since`, a refresh that narrows real-time to delayed (and
+// one that widens what the token decided back to real-time, not what a
+// `sub` asked delayed for), a gateway that starts after the quotes were
+// published (the delay is served from Redis history, not from a gateway's
+// memory), a Redis Cluster, and the JS client. Bad input gets coded errors (DELAYED_ONLY, BAD_GRANT).
 //
 // Every quote of a delayed symbol is checked as it arrives, by its `ts`
 // against this process's clock (the gateways run on the same machine):
@@ -252,6 +253,103 @@ test('a refresh that narrows real-time to delayed switches live subscriptions wi
   c.ws.terminate()
 })
 
+/**
+ * The seqs of a symbol's quotes in the frames from index `from` on.
+ *
+ * @param {TestClient} c
+ * @param {string} symbol
+ * @param {number} from
+ * @returns {{op: string, seq: number, delayed: boolean}[]}
+ */
+function quotesOf (c, symbol, from) {
+  return c.frames.slice(from).flatMap((f) => f.op === 'snap' || f.op === 'q'
+    ? f.quotes.filter((/** @type {any} */ q) => q.symbol === symbol).map((/** @type {any} */ q) => ({ op: f.op, seq: q.seq, delayed: q.delayed === true }))
+    : [])
+}
+
+test('a refresh that widens delayed to real-time moves what the token decided before its ack, a real-time snap first; a sub\'s delayed:true stays delayed', async () => {
+  const all = ['AAPL', 'TSLA', 'NVDA']
+  const c = new TestClient(gw.wsUrl, undefined, { token: await token({ delayedSymbols: all }) })
+  clients.push(c)
+  // From the refresh's ack on: AAPL and NVDA real-time only, TSLA delayed only.
+  let widened = false
+  /** @type {string[]} */
+  const leaks = []
+  c.ws.on('message', (data) => {
+    const at = Date.now()
+    const msg = JSON.parse(String(data))
+    if (msg.op === 'ack' && msg.id === 'widen') widened = true
+    if (!widened || (msg.op !== 'snap' && msg.op !== 'q')) return
+    for (const q of msg.quotes) {
+      if (q.symbol === 'TSLA') {
+        const bad = notDelayed(q, at)
+        if (bad) leaks.push(`${msg.op}: ${bad}`)
+      } else if ('delayed' in q) {
+        leaks.push(`${msg.op}: ${q.symbol} seq ${q.seq} says delayed after the refresh`)
+      }
+    }
+  })
+  await c.opened
+  assert.deepEqual((await c.sub(['AAPL'])).delayed, ['AAPL'], 'the token decides: delayed')
+  assert.deepEqual((await c.sub(['TSLA'], { delayed: true })).delayed, ['AAPL', 'TSLA'], 'asked delayed')
+  // Asked delayed first, then named again without `delayed`: the token decides now.
+  await c.sub(['NVDA'], { delayed: true })
+  assert.deepEqual((await c.sub(['NVDA'])).delayed, all, 'still delayed: the token grants nothing else')
+  for (const s of all) await c.waitQuotes(s, 3)
+  const from = c.frames.length
+  /** @type {Record<string, number>} the last delayed seq of each before the refresh */
+  const last = {}
+  for (const s of all) last[s] = /** @type {number} */ (c.seqs.get(s)?.at(-1))
+  c.send({ op: 'auth', token: await token({ symbols: all }), id: 'widen' })
+  const ack = await c.next((m) => m.id === 'widen', { from })
+  assert.equal(ack.op, 'ack')
+  assert.deepEqual(ack.symbols, all, 'nothing unsubscribed')
+  assert.deepEqual(ack.delayed, ['TSLA'], 'only what a sub asked delayed stays delayed')
+  assert.equal(ack.delayMs, DELAY_MS)
+  const acked = c.frames.indexOf(ack)
+  for (const s of ['AAPL', 'NVDA']) {
+    await c.next((m) => m.op === 'snap' && m.quotes.some((/** @type {any} */ q) => q.symbol === s), { from: acked })
+    const [snap] = quotesOf(c, s, acked)
+    assert.equal(snap.op, 'snap', `${s}: a snapshot first`)
+    assert.equal(snap.delayed, false, `${s}: a real-time snapshot`)
+    assert.ok(snap.seq > last[s], `${s}: the real-time head (seq ${snap.seq}) is ahead of the delayed one (${last[s]})`)
+    await c.waitQuotes(s, (c.seqs.get(s)?.length ?? 0) + 5)
+  }
+  await c.waitQuotes('TSLA', (c.seqs.get('TSLA')?.length ?? 0) + 5)
+  assert.ok(!c.frames.slice(acked).some((f) => f.op === 'snap' && f.quotes.some((/** @type {any} */ q) => q.symbol === 'TSLA')), 'TSLA stayed where it was: no snapshot')
+  assert.deepEqual(leaks, [])
+  assert.deepEqual(c.problems, [], 'the real-time snapshot replaces the delayed quote; deltas continue it')
+  c.ws.terminate()
+})
+
+test('a refresh that widens a distinct subscription narrowed by an earlier refresh: its seqs after the ack come from the real-time timeline, every tick', async () => {
+  const c = new TestClient(gw.wsUrl, undefined, { token: await token({ symbols: ['AMZN'] }) })
+  clients.push(c)
+  await c.opened
+  assert.equal((await c.sub(['AMZN'], { mode: 'distinct' })).op, 'ack')
+  await c.waitQuotes('AMZN', 3)
+  const narrowing = c.frames.length
+  c.send({ op: 'auth', token: await token({ delayedSymbols: ['AMZN'] }), id: 'narrow' })
+  assert.deepEqual((await c.next((m) => m.id === 'narrow', { from: narrowing })).delayed, ['AMZN'])
+  await c.next((m) => m.op === 'snap' && m.quotes[0].delayed === true, { from: narrowing })
+  await c.waitQuotes('AMZN', (c.seqs.get('AMZN')?.length ?? 0) + 3)
+  const lastDelayed = /** @type {number} */ (c.seqs.get('AMZN')?.at(-1))
+  const from = c.frames.length
+  c.send({ op: 'auth', token: await token({ symbols: ['AMZN'] }), id: 'widen' })
+  const ack = await c.next((m) => m.id === 'widen', { from })
+  assert.equal(ack.op, 'ack')
+  assert.equal(ack.delayed, undefined, 'nothing is served delayed any more')
+  const acked = c.frames.indexOf(ack)
+  await waitFor(() => quotesOf(c, 'AMZN', acked).length >= 10, { message: 'ten AMZN quotes after the refresh' })
+  const after = quotesOf(c, 'AMZN', acked)
+  assert.equal(after[0].op, 'snap', 'a fresh snapshot first (the seq jumps forward)')
+  assert.ok(after[0].seq > lastDelayed, `the real-time head (seq ${after[0].seq}) is ahead of the delayed one (${lastDelayed})`)
+  assert.deepEqual(after.filter((q) => q.delayed), [], 'nothing delayed after the ack')
+  for (let i = 1; i < after.length; i++) assert.equal(after[i].seq, after[i - 1].seq + 1, 'distinct: every real-time tick, in order, from the snapshot on')
+  assert.deepEqual(c.problems, [])
+  c.ws.terminate()
+})
+
 test('the delay is served from Redis: a gateway started after the quotes were published has the delayed snapshot at once', async () => {
   const warm = await open({ delayedSymbols: ['IBM'] }, { delayed: () => true })
   assert.equal((await warm.c.sub(['IBM'])).op, 'ack')
@@ -319,6 +417,41 @@ test('the JS client (WebSocket and SSE) tells delayed quotes by quote.delayed an
     } finally {
       c.close()
     }
+  }
+})
+
+test('the JS client: a refresh that widens the grant makes isDelayed() false from its ack on, on the same connection, and the quotes after it real-time', async () => {
+  let tokens = 0
+  // The first token is short: the client refreshes it at 3/4 of its life.
+  const getToken = () => tokens++ === 0 ? token({ delayedSymbols: ['AAPL'] }, '5s') : token({ symbols: ['AAPL'] })
+  const c = new WspsClient({ url: gw.wsUrl, WebSocket, getToken, symbols: ['AAPL'] })
+  /** @type {string[]} */
+  const states = []
+  c.on('status', (s) => states.push(s.state))
+  /** @type {string[][]} */
+  const changes = []
+  c.on('delayed', (e) => changes.push(e.symbols))
+  let widened = false
+  let after = 0
+  /** @type {string[]} */
+  const wrong = []
+  c.on('quote', (e) => {
+    if (!widened) return
+    after++
+    if (e.delayed || 'delayed' in e.quote) wrong.push(`seq ${e.quote.seq} delayed after the refresh`)
+  })
+  c.on('delayed', (e) => { if (tokens > 1 && !e.symbols.includes('AAPL')) widened = true })
+  c.connect()
+  try {
+    await waitFor(() => c.isDelayed('AAPL'), { message: 'AAPL delayed' })
+    await waitFor(() => widened, { timeout: 10_000, message: 'the refresh\'s ack says AAPL is real-time' })
+    assert.equal(c.isDelayed('AAPL'), false)
+    await waitFor(() => after >= 5, { message: 'quotes after the refresh' })
+    assert.deepEqual(wrong, [])
+    assert.deepEqual(changes, [['AAPL'], []])
+    assert.deepEqual(states.filter((s) => s !== 'live' && s !== 'connecting'), [], 'refreshed on the same connection')
+  } finally {
+    c.close()
   }
 })
 

@@ -31,7 +31,8 @@ const clients = new ClientPool()
 
 before(async () => {
   redis = await startRedis()
-  vendor = await startFakeVendor()
+  // No trade every tick: the test sets `last` with its own trade and checks that it stays.
+  vendor = await startFakeVendor({ trades: false })
   gateway = await startGateway(redis.url, { WSPS_DEMAND_LEASE_MS: 1500, WSPS_UNSUBSCRIBE_DELAY_MS: 100 })
   fetcher = await startFetcher(redis.url, { ...STREAM, WSPS_STREAM_URL: vendor.streamUrl })
 })

@@ -97,7 +97,9 @@ export class BarRequests {
       return
     }
     for (const s of moved) this.#hub(!delayed(s)).remove(client, s, interval)
-    for (const s of fresh.concat(moved)) client.holdBars(s, interval, delayed(s))
+    // Every series named notes whether its timeline is the sub's choice or
+    // the token's (a refresh moves only the token's: regrant()).
+    for (const s of symbols) client.holdBars(s, interval, delayed(s), req.delayed === true)
     this.#ack(client, id, interval)
     for (const s of fresh.concat(moved)) this.#hub(delayed(s)).add(client, s, interval, backfill)
   }
@@ -138,11 +140,14 @@ export class BarRequests {
 
   /**
    * A token refresh was accepted (the connection's grants are the new
-   * ones): bar subscriptions it no longer grants end, and those it now
-   * grants delayed only move to the delayed timeline before the refresh is
-   * acked (no real-time bar follows the ack): a delayed `bars` frame (the
-   * default backfill) replaces the series, before the ack when this
-   * gateway has the delayed series loaded already, else once it is.
+   * ones): bar subscriptions it no longer grants end, and those whose
+   * timeline the token decides move to the one it grants before the
+   * refresh is acked: real-time ones it grants delayed only to the delayed
+   * timeline (no real-time bar follows the ack), and delayed ones it now
+   * grants real-time to the real-time timeline, unless their bars `sub`
+   * asked `"delayed":true`. A `bars` frame of the new timeline (the default
+   * backfill) replaces each series moved, before the ack when this gateway
+   * has that series loaded already, else once it is.
    *
    * @param {Client} client
    * @returns {string[]} the symbols whose bars were unsubscribed
@@ -155,11 +160,13 @@ export class BarRequests {
       if (ungranted(client.grants, [s]).length) {
         this.#drop(client, s, interval)
         revoked.add(s)
-      } else if (!delayed && delayedOnly !== null && delayedOnly(s)) {
-        this.#realtime.remove(client, s, interval)
-        client.holdBars(s, interval, true)
-        this.#hub(true).add(client, s, interval, Limits.DEFAULT_BACKFILL)
+        continue
       }
+      const onlyDelayed = delayedOnly !== null && delayedOnly(s)
+      if (delayed ? onlyDelayed || client.barsAsked(s, interval) : !onlyDelayed) continue
+      this.#hub(delayed).remove(client, s, interval)
+      client.holdBars(s, interval, !delayed)
+      this.#hub(!delayed).add(client, s, interval, Limits.DEFAULT_BACKFILL)
     }
     return [...revoked]
   }

@@ -91,11 +91,25 @@ export class Connection {
    */
   #delayed = null
   /**
+   * Those of #delayed that a `sub` asked delayed itself (`"delayed":true`)
+   * rather than leaving the timeline to the token: a refresh granting them
+   * real-time leaves them delayed, it moves the others. null while none
+   * (few connections ever ask).
+   * @type {Set<string> | null}
+   */
+  #askedDelayed = null
+  /**
    * Bar subscriptions: `${symbol} ${interval}` -> whether served delayed;
    * null while none (the series themselves are the BarHubs', bars.js).
    * @type {Map<string, boolean> | null}
    */
   #bars = null
+  /**
+   * The keys of #bars served delayed because a bars `sub` asked
+   * (`"delayed":true`), as #askedDelayed is for quotes; null while none.
+   * @type {Set<string> | null}
+   */
+  #barsAsked = null
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
@@ -309,6 +323,31 @@ export class Connection {
     } else if (this.#delayed !== null) {
       this.#delayed.delete(symbol)
       if (this.#delayed.size === 0) this.#delayed = null
+      this.#askedDelayed = without(this.#askedDelayed, symbol)
+    }
+  }
+
+  /**
+   * @param {string} symbol
+   * @returns {boolean} whether it is held delayed because a `sub` asked
+   *   (`"delayed":true`), not because the token grants it delayed only
+   */
+  askedDelayed (symbol) {
+    return this.#askedDelayed !== null && this.#askedDelayed.has(symbol)
+  }
+
+  /**
+   * Notes whether the latest `sub` naming these held symbols asked for
+   * their timeline itself (`"delayed":true`) or left it to the token
+   * (asked false: no `delayed`, or `false`). Only delayed ones are noted.
+   *
+   * @param {readonly string[]} symbols
+   * @param {boolean} asked
+   */
+  askDelayed (symbols, asked) {
+    for (const s of symbols) {
+      if (asked && this.delayedOf(s)) (this.#askedDelayed ??= new Set()).add(s)
+      else this.#askedDelayed = without(this.#askedDelayed, s)
     }
   }
 
@@ -350,14 +389,29 @@ export class Connection {
 
   /**
    * Holds (or moves to the other timeline) a bar subscription (the caller
-   * adds it to its series).
+   * adds it to its series), noting whether the bars `sub` asked for its
+   * timeline itself (`"delayed":true`) or left it to the token.
    *
    * @param {string} symbol
    * @param {string} interval
    * @param {boolean} delayed
+   * @param {boolean} [asked] only of a delayed one
    */
-  holdBars (symbol, interval, delayed) {
-    (this.#bars ??= new Map()).set(`${symbol} ${interval}`, delayed)
+  holdBars (symbol, interval, delayed, asked = false) {
+    const key = `${symbol} ${interval}`
+    ;(this.#bars ??= new Map()).set(key, delayed)
+    if (delayed && asked) (this.#barsAsked ??= new Set()).add(key)
+    else this.#barsAsked = without(this.#barsAsked, key)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {string} interval
+   * @returns {boolean} whether its bars are held delayed because a bars
+   *   `sub` asked (`"delayed":true`), not because the token grants delayed only
+   */
+  barsAsked (symbol, interval) {
+    return this.#barsAsked !== null && this.#barsAsked.has(`${symbol} ${interval}`)
   }
 
   /**
@@ -366,8 +420,10 @@ export class Connection {
    * @returns {boolean} whether it was held
    */
   dropBars (symbol, interval) {
-    if (this.#bars === null || !this.#bars.delete(`${symbol} ${interval}`)) return false
+    const key = `${symbol} ${interval}`
+    if (this.#bars === null || !this.#bars.delete(key)) return false
     if (this.#bars.size === 0) this.#bars = null
+    this.#barsAsked = without(this.#barsAsked, key)
     return true
   }
 
@@ -425,6 +481,7 @@ export class Connection {
         onRemoved(s, this.deliveryOf(s), this.delayedOf(s))
         this.#setDelivery(s, FULL_RATE)
         this.#delayed?.delete(s)
+        this.#askedDelayed = without(this.#askedDelayed, s)
       } else {
         kept.push(s)
       }
@@ -534,7 +591,22 @@ export class Connection {
     this.#symbols = []
     this.#delivery = null
     this.#delayed = null
+    this.#askedDelayed = null
     this.#bars = null
+    this.#barsAsked = null
     this.#outbox.dispose()
   }
+}
+
+/**
+ * A set without one key, or null once empty (the common case costs no set).
+ *
+ * @param {Set<string> | null} set
+ * @param {string} key
+ * @returns {Set<string> | null}
+ */
+function without (set, key) {
+  if (set === null) return null
+  set.delete(key)
+  return set.size === 0 ? null : set
 }

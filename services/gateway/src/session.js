@@ -14,10 +14,13 @@
 // Delayed grants (auth.js): a symbol the token grants delayed only (or one
 // a `sub` asks for with `"delayed":true`) is held in the delayed hub, whose
 // feeds only ever see quotes WSPS_DELAY_MS old (delayed-broker.js); the
-// connection remembers which hub holds each symbol (delayedOf()). A token
-// refresh that narrows a symbol from real-time to delayed moves it there
-// before the refresh is acked, dropping whatever real-time update was
-// queued for it.
+// connection remembers which hub holds each symbol (delayedOf()), and
+// which delayed ones a `sub` asked for itself (askedDelayed()). A token
+// refresh moves every held symbol whose timeline the token decides to the
+// one the new token grants before the refresh is acked, dropping whatever
+// update of the old timeline was queued for it: narrowed from real-time to
+// delayed, or widened from delayed to real-time (not one a `sub` asked
+// `"delayed":true` for: it stays delayed).
 //
 // A `sub` or `unsub` naming `bars` is about bar series, not quotes: it goes
 // to bar-requests.js, by the same rules of grants, delayed grants and the
@@ -233,26 +236,34 @@ export class Sessions {
     }
     client.authorize(auth.grants, auth.expiresAt, auth.delayed)
     const revoked = ungranted(auth.grants, client.symbols)
-    // Bars follow the new grants too: ended, or moved to the delayed timeline.
+    // Bars follow the new grants too: ended, or moved to the timeline granted.
     for (const s of this.barRequests?.regrant(client) ?? []) if (!revoked.includes(s)) revoked.push(s)
     if (revoked.length) {
       this.removeSymbols(client, revoked)
       this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
       client.send(encodeError({ code: ErrorCode.GRANT_REVOKED, message: 'the new token does not grant these symbols; unsubscribed', symbols: revoked }), ServerOp.ERROR)
     }
-    // Symbols now granted delayed only move to the delayed hub before the
-    // ack: from here on nothing real-time is written for them.
+    // Symbols now granted delayed only move to the delayed hub, and those
+    // delayed only because the old token said so (not asked `"delayed":true`)
+    // and now granted real-time move to the real-time hub, before the ack,
+    // with the same delivery: from here on nothing of the old timeline is
+    // written for them, and the ack's `delayed` tells the new one.
     const delayedOnly = auth.delayed ?? null
-    const narrowed = delayedOnly === null ? [] : client.symbols.filter((s) => !client.delayedOf(s) && delayedOnly(s))
+    /** @param {string} s */
+    const grantedDelayed = (s) => delayedOnly !== null && delayedOnly(s)
+    const moving = client.symbols.filter((s) => client.delayedOf(s)
+      ? !client.askedDelayed(s) && !grantedDelayed(s)
+      : grantedDelayed(s))
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
     const quotes = []
-    for (const s of narrowed) {
+    for (const s of moving) {
       const delivery = client.deliveryOf(s)
-      this.hub.remove(s, client, delivery)
-      client.setDelayed(s, true)
-      const raw = this.#timeline(true).hub.add(s, client, delivery)
+      const delayed = !client.delayedOf(s)
+      this.#hub(!delayed).remove(s, client, delivery)
+      client.setDelayed(s, delayed)
+      const raw = this.#hub(delayed).add(s, client, delivery)
       if (raw !== null) {
         snapped.push(s)
         quotes.push(raw)
@@ -385,8 +396,8 @@ export class Sessions {
       // changed the grants or what the connection holds.
       const now = this.#admit(client, req, delivery)
       if (now === null) return
-      // A symbol whose timeline changed meanwhile (a refresh narrowed it)
-      // cannot use what the other timeline planned: not recovered.
+      // A symbol whose timeline changed meanwhile (a refresh narrowed or
+      // widened it) cannot use what the other timeline planned: not recovered.
       /** @type {Map<string, string[] | null>} */
       const plan = new Map()
       for (const [s, p] of realtime) plan.set(s, now.delayed(s) ? null : p)
@@ -466,6 +477,9 @@ export class Sessions {
       client.redeliver(s, delivery)
       client.setDelayed(s, delayed(s))
     }
+    // Whether the timeline of each symbol named is the sub's choice or the
+    // token's: a refresh moves only the token's (onAuth()).
+    client.askDelayed(req.symbols, req.delayed === true)
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */

@@ -2,8 +2,9 @@
 
 import { ConfigError, loadConfig } from '@wsps/shared/config'
 import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
-import { authFrame, compileMapping, DEFAULT_MAPPING } from './providers/stream-mapping.js'
+import { compileMapping, DEFAULT_MAPPING } from './providers/stream-mapping.js'
 import { checkTemplate } from './providers/stream-templates.js'
+import { streamAuthProblems } from './providers/stream-auth.js'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
 export const fetcherSettings = Object.freeze([
@@ -33,9 +34,9 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_PUBLISH_MAX_BYTES', key: 'publishMaxBytes', type: 'int', min: 1024, max: 67108864, default: 1048576, doc: 'Largest publish request body; larger ones are refused whole (413).' },
   { env: 'WSPS_PUBLISH_RATE', key: 'publishRate', type: 'int', min: 0, max: 10000000, default: 0, doc: 'Quotes per second one publish token may send, per fetcher replica (a request is admitted while the token is within one second of burst, then owes its quotes; over it: 429). 0: unlimited.' },
   { env: 'WSPS_PUSH_LEASE_MS', key: 'pushLeaseMs', type: 'int', min: 100, max: 3600000, default: 5000, doc: 'After a quote of a symbol is published through the API, the provider neither fetches nor publishes that symbol for this long (push wins over polling).' },
-  { env: 'WSPS_STREAM_URL', key: 'streamUrl', type: 'string', default: '', doc: '`ws-stream`: `ws://` or `wss://` URL of the vendor\'s streaming API.' },
-  { env: 'WSPS_STREAM_TOKEN', key: 'streamToken', type: 'string', default: '', secret: true, doc: '`ws-stream`: vendor credential, substituted for `{token}` in WSPS_STREAM_AUTH.' },
-  { env: 'WSPS_STREAM_AUTH', key: 'streamAuth', type: 'string', default: '', doc: '`ws-stream`: message sent first on every connection, e.g. `{"action":"auth","key":{token}}` (`{token}` becomes the JSON string of WSPS_STREAM_TOKEN). Empty: none.' },
+  { env: 'WSPS_STREAM_URL', key: 'streamUrl', type: 'string', default: '', doc: '`ws-stream`: `ws://` or `wss://` URL of the vendor\'s streaming API. `{key}`, `{secret}`, `{token}` in it become the URL-encoded credential (for vendors that take it in the query); only scheme, host and path are logged.' },
+  { env: 'WSPS_STREAM_TOKEN', key: 'streamToken', type: 'string', default: '', secret: true, doc: '`ws-stream`: vendor credential, substituted for `{token}` like WSPS_STREAM_KEY (for vendors with one credential). Never logged.' },
+  { env: 'WSPS_STREAM_AUTH', key: 'streamAuth', type: 'string', default: '', doc: '`ws-stream`: message sent first on every connection, e.g. `{"action":"auth","key":{key},"secret":{secret}}`: `{key}`, `{secret}`, `{token}` become the JSON strings of WSPS_STREAM_KEY, WSPS_STREAM_SECRET, WSPS_STREAM_TOKEN (keep credentials out of the template: it is logged). Empty: none.' },
   { env: 'WSPS_STREAM_SUBSCRIBE', key: 'streamSubscribe', type: 'string', default: '{"action":"subscribe","symbols":{symbols}}', doc: '`ws-stream`: subscribe message, a JSON template. `{symbols}` becomes a JSON array of symbols, `{symbols:ITEM}` (inside a JSON string) ITEM once per symbol with its `{symbol}` filled in, joined by commas (`"{symbols:Q.{symbol},T.{symbol}}"`): one message per batch of WSPS_STREAM_SUBSCRIBE_BATCH symbols. `{symbol}` becomes a JSON string: one message per symbol. Checked at start-up. See docs/feeding.md.' },
   { env: 'WSPS_STREAM_UNSUBSCRIBE', key: 'streamUnsubscribe', type: 'string', default: '{"action":"unsubscribe","symbols":{symbols}}', doc: '`ws-stream`: unsubscribe message, placeholders as in WSPS_STREAM_SUBSCRIBE.' },
   { env: 'WSPS_STREAM_SUBSCRIBE_BATCH', key: 'streamSubscribeBatch', type: 'int', min: 0, max: 100000, default: 0, doc: '`ws-stream`: most symbols in one subscribe or unsubscribe message (`{symbols}` forms; vendors cap the size of a message); more symbols are sent as several messages. 0: all in one.' },
@@ -44,7 +45,14 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_STREAM_TICK_MS', key: 'streamTickMs', type: 'int', min: 50, max: 30000, default: 1000, doc: '`ws-stream`: how often a replica renews its claims and follows demand (subscribes and unsubscribes upstream).' },
   { env: 'WSPS_STREAM_MAX_SYMBOLS', key: 'streamMaxSymbols', type: 'int', min: 1, max: 1000000, default: 10000, doc: '`ws-stream`: most symbols one replica subscribes upstream (vendors cap subscriptions per connection); the rest go to other replicas.' },
   { env: 'WSPS_STREAM_BACKOFF_MS', key: 'streamBackoffMs', type: 'int', min: 10, max: 60000, default: 250, doc: '`ws-stream`: first reconnect delay after the connection drops; doubles per failed attempt up to 30 s, with jitter.' },
-  { env: 'WSPS_STREAM_PING_MS', key: 'streamPingMs', type: 'int', min: 100, max: 300000, default: 15000, doc: '`ws-stream`: WebSocket ping interval; a connection without a pong for two intervals is dropped and reconnected.' }
+  { env: 'WSPS_STREAM_PING_MS', key: 'streamPingMs', type: 'int', min: 100, max: 300000, default: 15000, doc: '`ws-stream`: WebSocket ping interval; a connection without a pong for two intervals is dropped and reconnected.' },
+  { env: 'WSPS_STREAM_KEY', key: 'streamKey', type: 'string', default: '', secret: true, doc: '`ws-stream`: vendor key id, substituted for `{key}` in WSPS_STREAM_AUTH, WSPS_STREAM_HEADERS and WSPS_STREAM_URL. Never logged.' },
+  { env: 'WSPS_STREAM_SECRET', key: 'streamSecret', type: 'string', default: '', secret: true, doc: '`ws-stream`: vendor secret key, substituted for `{secret}` like WSPS_STREAM_KEY. Never logged.' },
+  { env: 'WSPS_STREAM_HEADERS', key: 'streamHeaders', type: 'string', default: '', doc: '`ws-stream`: JSON object of extra headers of the WebSocket upgrade request; `{key}`, `{secret}`, `{token}` in a value become the credential as is, e.g. `{"APCA-API-KEY-ID":"{key}","APCA-API-SECRET-KEY":"{secret}"}`. Empty: none.' },
+  { env: 'WSPS_STREAM_AUTH_REPLIES', key: 'streamAuthReplies', type: 'string', default: '', doc: '`ws-stream`: JSON of the vendor\'s answers to authentication: `ok` (required), `refused`, `limited` (each `{path: value}` a record of the answer must have; a list of values means one of them), `code` and `message` (dot paths of the vendor\'s code and message, for the log). Set: the session subscribes only after `ok`, and a `refused` or `limited` answer stops it for WSPS_STREAM_AUTH_BACKOFF_MS. Empty: ready as soon as the connection is open and WSPS_STREAM_AUTH sent. Examples in docs/feeding.md.' },
+  { env: 'WSPS_STREAM_AUTH_TIMEOUT_MS', key: 'streamAuthTimeoutMs', type: 'int', min: 100, max: 120000, default: 10000, doc: '`ws-stream` with WSPS_STREAM_AUTH_REPLIES: how long the vendor may take to answer the authentication; then the connection is dropped and retried with the reconnect backoff.' },
+  { env: 'WSPS_STREAM_AUTH_BACKOFF_MS', key: 'streamAuthBackoffMs', type: 'int', min: 1000, max: 3600000, default: 60000, doc: '`ws-stream`: how long a replica stays away from the vendor after it refused the credentials or the connection (WSPS_STREAM_AUTH_REPLIES `refused`/`limited`), plus up to 20 % jitter; it gives up its symbols and connection slot meanwhile.' },
+  { env: 'WSPS_STREAM_MAX_CONNECTIONS', key: 'streamMaxConnections', type: 'int', min: 0, max: 1000, default: 0, doc: '`ws-stream`: vendor connections the whole fleet may hold at once (vendor plans allow few per key, often one). The replicas elect holders through Redis; the others stand by and one takes over within WSPS_STREAM_OWNER_LEASE_MS plus WSPS_STREAM_TICK_MS of a holder dying. 0: every replica connects.' }
 ])
 
 /**
@@ -99,6 +107,13 @@ export const fetcherSettings = Object.freeze([
  * @property {number} streamMaxSymbols
  * @property {number} streamBackoffMs
  * @property {number} streamPingMs
+ * @property {string} streamKey
+ * @property {string} streamSecret
+ * @property {string} streamHeaders
+ * @property {string} streamAuthReplies
+ * @property {number} streamAuthTimeoutMs
+ * @property {number} streamAuthBackoffMs
+ * @property {number} streamMaxConnections
  */
 
 /**
@@ -118,9 +133,7 @@ export function loadFetcherConfig (env, overrides = {}) {
   if (config.provider === 'ws-stream') {
     if (!/^wss?:\/\//.test(config.streamUrl)) problems.push('WSPS_STREAM_URL must be a ws(s) URL when WSPS_PROVIDER=ws-stream')
     if (config.streamTickMs >= config.streamLeaseMs) problems.push('WSPS_STREAM_TICK_MS must be below WSPS_STREAM_OWNER_LEASE_MS (claims must be renewed before they lapse)')
-    if (config.streamAuth) {
-      try { authFrame(config.streamAuth, 'token') } catch (err) { problems.push(`WSPS_STREAM_AUTH ${/** @type {Error} */ (err).message}`) }
-    }
+    problems.push(...streamAuthProblems(config))
     try { compileMapping(config.streamMapping) } catch (err) { problems.push(`WSPS_STREAM_MAPPING: ${/** @type {Error} */ (err).message}`) }
     for (const [env, template] of /** @type {const} */ ([['WSPS_STREAM_SUBSCRIBE', config.streamSubscribe], ['WSPS_STREAM_UNSUBSCRIBE', config.streamUnsubscribe]])) {
       try { checkTemplate(template, config.streamSubscribeBatch) } catch (err) { problems.push(`${env} ${/** @type {Error} */ (err).message}`) }

@@ -3,7 +3,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { checkTemplate, subscribeFrames } from '../src/providers/stream-templates.js'
-import { authFrame } from '../src/providers/stream-mapping.js'
 import { loadFetcherConfig } from '../src/config.js'
 import { documented } from './feeding-doc.js'
 
@@ -52,8 +51,4 @@ test('a template that is not JSON once filled in is refused at start-up, showing
   assert.throws(() => checkTemplate('{"a":{symbols},"b":{symbol}}', 0), /mixes \{symbol\}/)
   assert.throws(() => checkTemplate('{"params":"{symbols:Q.*}"}', 0), /\{symbols:Q\.\*\} without \{symbol\}/)
   for (const t of [ALPACA_SUBSCRIBE, POLYGON_SUBSCRIBE, FINNHUB_SUBSCRIBE]) checkTemplate(t, 1)
-})
-
-test('auth fills {token} with a JSON string', () => {
-  assert.equal(authFrame('{"action":"auth","key":{token}}', 'k"1'), '{"action":"auth","key":"k\\"1"}')
 })

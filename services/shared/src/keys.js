@@ -65,7 +65,12 @@ export function redisKeys (prefix) {
     /** HASH symbol -> fetcher node holding the symbol's upstream stream subscription. */
     streamOwner: `${prefix}:{sched}:stream-owner`,
     /** ZSET symbol -> expiry (ms) of that ownership; renewed by the holder every tick. */
-    streamLease: `${prefix}:{sched}:stream-lease`
+    streamLease: `${prefix}:{sched}:stream-lease`,
+    /**
+     * ZSET fetcher node -> expiry (ms) of its upstream connection slot
+     * (WSPS_STREAM_MAX_CONNECTIONS); renewed by the holder every tick.
+     */
+    streamConnections: `${prefix}:{sched}:stream-conns`
   })
 }
 

@@ -365,6 +365,25 @@ return n
 `
 
 /**
+ * One of at most `max` upstream connection slots (WSPS_STREAM_MAX_CONNECTIONS:
+ * vendors allow few connections per key), run by every ws-stream fetcher
+ * each tick. Drops slots nobody renewed (their holder died), renews `me`'s,
+ * or gives `me` a free one. Atomic, so at most `max` replicas hold one.
+ * KEYS: streamConnections. ARGV: me, nowMs, leaseMs, max.
+ * Returns 1 when `me` holds a slot now, else 0.
+ */
+const SLOT = `
+local me, now, lease, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], me) or redis.call('ZCARD', KEYS[1]) < max then
+  redis.call('ZADD', KEYS[1], now + lease, me)
+  redis.call('PEXPIRE', KEYS[1], lease * 2)
+  return 1
+end
+return 0
+`
+
+/**
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
@@ -374,7 +393,8 @@ return n
  *   wspsLatestOne(history: string, latest: string): Promise<(string | null)[]>,
  *   wspsRetire(history: string, pin: string, seq: number, leftMs: number): Promise<number>,
  *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
- *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>
+ *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>,
+ *   wspsSlot(connections: string, me: string, now: number, leaseMs: number, max: number): Promise<number>
  * }} ScriptedRedis
  */
 
@@ -420,5 +440,6 @@ export function registerScripts (client) {
   client.defineCommand('wspsRetire', { numberOfKeys: 2, lua: RETIRE })
   client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
   client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
+  client.defineCommand('wspsSlot', { numberOfKeys: 1, lua: SLOT })
   return /** @type {ScriptedRedis} */ (client)
 }

@@ -17,10 +17,12 @@ const RULE_KEYS = new Set(['match', 'fields', 'ignore'])
 const MAPPABLE = new Set(['symbol', 'ts', ...NUMERIC_FIELDS])
 
 /**
+ * The value at a split dot path (undefined where the path leads nowhere).
+ * Exported for the vendor session's code and message paths.
  * @param {unknown} value
  * @param {string[]} path
  */
-function dig (value, path) {
+export function dig (value, path) {
   let v = value
   for (const p of path) {
     if (v === null || typeof v !== 'object') return undefined
@@ -221,15 +223,4 @@ export function compileMapping (json) {
     }
     return out
   }
-}
-
-/**
- * Fills `{token}` in a template with the JSON string of token.
- * @param {string} template WSPS_STREAM_AUTH
- * @param {string} token
- */
-export function authFrame (template, token) {
-  const frame = template.replaceAll('{token}', JSON.stringify(token))
-  try { JSON.parse(frame) } catch { throw new Error('is not JSON once {token} is filled in') }
-  return frame
 }

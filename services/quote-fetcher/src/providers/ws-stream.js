@@ -1,14 +1,19 @@
 // The ws-stream provider: quotes streamed by a vendor over one WebSocket per
-// replica, instead of polled. Each tick the replica claims its share of the
-// demanded symbols (StreamOwnership) and (un)subscribes upstream to match;
+// replica, instead of polled. The upstream session (StreamSession: slot,
+// connection, authentication) says when the vendor may be talked to; while it
+// is ready, each tick the replica claims its share of the demanded symbols
+// (StreamOwnership) and (un)subscribes upstream to match;
 // vendor messages are mapped to quote fields (WSPS_STREAM_MAPPING), merged
 // into the last known quote of the symbol (vendors send only what changed,
 // e.g. a trade without bid/ask) and published in batches per event-loop turn.
 
 import { latestQuotes } from '@wsps/shared/latest'
-import { authFrame, compileMapping } from './stream-mapping.js'
+import { compileMapping } from './stream-mapping.js'
 import { subscribeFrames } from './stream-templates.js'
+import { compileAuth, streamUrl } from './stream-auth.js'
 import { StreamOwnership } from './stream-ownership.js'
+import { StreamSession } from './stream-session.js'
+import { ConnectionSlot } from './stream-slot.js'
 import { VendorSocket } from './vendor-socket.js'
 
 export class WsStreamFeed {
@@ -31,7 +36,7 @@ export class WsStreamFeed {
   #log
   #map
   #ownership
-  #socket
+  #session
 
   /**
    * @param {object} options
@@ -53,20 +58,40 @@ export class WsStreamFeed {
     this.#ownership = new StreamOwnership({
       redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, maxSymbols: config.streamMaxSymbols
     })
-    this.#socket = new VendorSocket({
-      url: config.streamUrl,
+    const credentials = { key: config.streamKey, secret: config.streamSecret, token: config.streamToken }
+    const auth = compileAuth({ auth: config.streamAuth, headers: config.streamHeaders, replies: config.streamAuthReplies }, credentials)
+    const socket = new VendorSocket({
+      url: streamUrl(config.streamUrl, credentials),
+      headers: auth.headers,
       backoffMs: config.streamBackoffMs,
       pingMs: config.streamPingMs,
       logger: this.#log,
       metrics,
-      onOpen: () => this.#onOpen(),
-      onMessage: (text) => this.#onMessage(text),
-      onClose: () => this.#onClose()
+      onAttempt: () => this.#session.attempting(),
+      onOpen: () => this.#session.opened(),
+      onMessage: (text) => this.#session.message(text),
+      onClose: (code, reason) => this.#session.closed(code, reason)
+    })
+    this.#session = new StreamSession({
+      socket,
+      slot: config.streamMaxConnections > 0
+        ? new ConnectionSlot({ redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, max: config.streamMaxConnections })
+        : null,
+      auth,
+      authTimeoutMs: config.streamAuthTimeoutMs,
+      authBackoffMs: config.streamAuthBackoffMs,
+      tickMs: config.streamTickMs,
+      logger: this.#log,
+      metrics,
+      // Subscribe at once instead of at the next tick.
+      onReady: () => this.#schedule(0),
+      onLeave: () => this.#onClose(),
+      onMessage: (text) => this.#onMessage(text)
     })
   }
 
   start () {
-    this.#socket.start()
+    this.#session.start()
     this.#schedule(0)
   }
 
@@ -80,11 +105,13 @@ export class WsStreamFeed {
   }
 
   /**
-   * Claims only while connected: a replica that cannot reach the vendor lets
-   * its claims lapse, so a replica that can takes the symbols over.
+   * Claims only while the session is ready (connected, and accepted by the
+   * vendor): a replica that cannot stream lets its claims go, so a replica
+   * that can takes the symbols over.
    */
   async #tick () {
-    if (!this.#socket.open || this.#redis.status !== 'ready') return
+    await this.#session.tick()
+    if (!this.#session.ready || this.#redis.status !== 'ready') return
     let held
     try {
       held = await this.#ownership.claim()
@@ -92,11 +119,15 @@ export class WsStreamFeed {
       this.#log.warn({ err: /** @type {Error} */ (err).message }, 'stream claim failed')
       return
     }
-    if (!this.#socket.open) return
+    if (!this.#session.ready) {
+      // It left ready during the claim, after releasing what it held before.
+      await this.#releaseAll()
+      return
+    }
     const add = [...held].filter((s) => !this.#subscribed.has(s))
     const drop = [...this.#subscribed].filter((s) => !held.has(s))
     if (drop.length) {
-      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop, this.#config.streamSubscribeBatch)) this.#socket.send(f)
+      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop, this.#config.streamSubscribeBatch)) this.#session.send(f)
       for (const s of drop) {
         this.#subscribed.delete(s)
         this.#last.delete(s)
@@ -105,7 +136,9 @@ export class WsStreamFeed {
     }
     if (add.length) {
       await this.#seed(add)
-      for (const f of subscribeFrames(this.#config.streamSubscribe, add, this.#config.streamSubscribeBatch)) this.#socket.send(f)
+      // Left ready while the quotes were read: it holds nothing any more.
+      if (!this.#session.ready) return
+      for (const f of subscribeFrames(this.#config.streamSubscribe, add, this.#config.streamSubscribeBatch)) this.#session.send(f)
       for (const s of add) this.#subscribed.add(s)
       this.#log.info({ symbols: add.length }, 'subscribed upstream')
     }
@@ -135,19 +168,22 @@ export class WsStreamFeed {
     }
   }
 
-  #onOpen () {
-    if (this.#config.streamAuth) this.#socket.send(authFrame(this.#config.streamAuth, this.#config.streamToken))
-    // Resubscribe at once instead of at the next tick.
-    this.#schedule(0)
-  }
-
+  /** The session is no longer ready (closed, refused, standing by, stopping). */
   #onClose () {
     this.#subscribed.clear()
     this.#last.clear()
     this.#metrics.streamSymbols.set(0)
-    // Free the symbols now: a replica still connected takes them over at its
+    // Free the symbols now: a replica still ready takes them over at its
     // next tick instead of after the lease.
-    this.#ownership.releaseAll().catch((err) => this.#log.warn({ err: err.message }, 'stream release failed'))
+    this.#releaseAll()
+  }
+
+  async #releaseAll () {
+    try {
+      await this.#ownership.releaseAll()
+    } catch (err) {
+      this.#log.warn({ err: /** @type {Error} */ (err).message }, 'stream release failed')
+    }
   }
 
   /** @param {string} text */
@@ -186,6 +222,7 @@ export class WsStreamFeed {
     this.#flushQueued = false
     const batch = this.#pending
     this.#pending = []
+    this.#session.sawData()
     try {
       const { published, refused } = await this.#publisher.publish(batch)
       this.#metrics.published.inc(published)
@@ -199,7 +236,7 @@ export class WsStreamFeed {
     this.#stopped = true
     if (this.#timer) clearTimeout(this.#timer)
     await this.#ticking
-    await this.#socket.stop()
+    await this.#session.stop()
     if (this.#pending.length) await this.#flush()
   }
 }
