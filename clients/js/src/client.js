@@ -608,6 +608,7 @@ export class WspsClient {
     const error = { code: msg.code, message: msg.message ?? '' }
     if (msg.symbols) error.symbols = msg.symbols
     if (msg.id !== undefined) error.id = msg.id
+    if (typeof msg.bars === 'string') error.bars = msg.bars
     this.#events.emit('error', error)
 
     // An SSE stream refused for its bars (the error names their interval).

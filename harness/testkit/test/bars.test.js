@@ -439,6 +439,7 @@ test('the JS client that falls back to SSE holds its bar series there: backfill,
   // Not granted: the stream is refused for it, and reopened without it.
   const refused = await settled(c.subscribeBars(['IBM'], '1s'))
   assert.equal(!refused.ok && refused.error.code, ErrorCode.NOT_ENTITLED)
+  assert.deepEqual(!refused.ok && [refused.error.bars, refused.error.symbols], ['1s', ['IBM']], 'the refusal names the interval')
   const since = closed.length
   await waitFor(() => closed.slice(since).some((k) => k.startsWith('AAPL')), { timeout: 15_000, message: 'AAPL bars after the refusal' })
   assert.equal(c.bars('IBM', '1s'), undefined)
