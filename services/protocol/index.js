@@ -67,7 +67,8 @@ export const ErrorCode = Object.freeze({
   /**
    * A bars `sub` also names `mode`, `maxRate` or `since` (quote delivery,
    * not bars'), or its `backfill` is not an integer from 0 to
-   * Limits.MAX_BACKFILL; or bars were asked over SSE (WebSocket only).
+   * Limits.MAX_BACKFILL. SSE: `bars` without `barSymbols`, or
+   * `barSymbols`, `backfill` or `barDelayed` without `bars`.
    * Nothing changed; the connection stays.
    */
   BAD_BARS: 'BAD_BARS',

@@ -132,6 +132,22 @@ export class BarSubscriptions {
   }
 
   /**
+   * What one SSE stream carries of the wanted set (docs/protocol.md,
+   * "Server-Sent Events": the bars of one interval): the series of the
+   * interval and timeline of the first one wanted, with the largest
+   * backfill asked of them.
+   *
+   * @returns {{symbols: string[], interval: string, backfill: number, delayed?: boolean} | null} null: none wanted
+   */
+  forStream () {
+    const first = this.#wanted.values().next().value
+    if (first === undefined) return null
+    const same = [...this.#wanted.values()].filter((w) => w.interval === first.interval && w.delayed === first.delayed)
+    const backfill = Math.max(...same.map((w) => w.backfill))
+    return { symbols: same.map((w) => w.symbol), interval: first.interval, backfill, ...(first.delayed === undefined ? {} : { delayed: first.delayed }) }
+  }
+
+  /**
    * Sub requests for the wanted bars the server does not hold (after
    * RATE_LIMITED or INTERNAL): as requests().
    */

@@ -83,6 +83,16 @@ function sameSymbols (a, b) {
   return set.size === b.length && b.every((s) => set.has(s))
 }
 
+/**
+ * @param {import('./sse-socket.js').StreamBars | null} a
+ * @param {import('./sse-socket.js').StreamBars | null} b
+ * @returns {boolean} the same series (a backfill alone asks for no new one, as over WebSocket)
+ */
+function sameStreamBars (a, b) {
+  if (a === null || b === null) return a === b
+  return a.interval === b.interval && a.delayed === b.delayed && sameSymbols(a.symbols, b.symbols)
+}
+
 export class WspsClient {
   /** @type {string[]} */
   urls
@@ -109,6 +119,8 @@ export class WspsClient {
   #streamed = /** @type {string[]} */ ([])
   /** @type {ReadonlyMap<string, {seq: number, epoch: string}>} the cursors the current SSE stream resumes */
   #streamedSince = NO_CURSORS
+  /** @type {import('./sse-socket.js').StreamBars | null} SSE: the bar series the current stream was asked for */
+  #streamedBars = null
   /** @type {number | null} how old delayed quotes are, from the last ack that said (`delayMs`) */
   #delayMs = null
   /** Bumped per socket: events of an abandoned socket are ignored. */
@@ -272,9 +284,10 @@ export class WspsClient {
    * open one), then a `bar` event per update of the open bar and once per
    * bar closed. Apart from the quotes of the same symbols. Sent now when
    * live, else on (re)connect; every reconnect asks for the backfill again,
-   * which replaces the series held. WebSocket only: over SSE the
-   * subscription waits (an `error` BAD_BARS says so) until a WebSocket
-   * connection. Resolves like subscribe(); never rejects.
+   * which replaces the series held. Over SSE the stream is reopened with
+   * them; a stream carries the bars of one interval and timeline (those of
+   * the first one wanted): the others wait (an `error` BAD_BARS says so)
+   * until a WebSocket connection. Resolves like subscribe(); never rejects.
    *
    * @param {string[]} symbols
    * @param {string} interval `1s`, `1m` or `5m`
@@ -286,7 +299,7 @@ export class WspsClient {
     const send = this.#bars.watch(list, interval, delayed === undefined ? { backfill } : { backfill, delayed })
     const result = this.#bars.held(list, interval, this.#live)
     if (this.#live && send.length) {
-      if (this.#status.transport === Transport.SSE) this.#barsOverSse()
+      if (this.#status.transport === Transport.SSE) this.#restartStream()
       else for (const r of this.#bars.requests({ symbols: send, interval })) this.#requestBars(ClientOp.SUB, r)
     }
     return result
@@ -301,7 +314,9 @@ export class WspsClient {
    */
   unsubscribeBars (symbols, interval) {
     const removed = this.#bars.unwatch(symbols, interval)
-    if (this.#live && removed.length && this.#status.transport !== Transport.SSE) this.#requestBars(ClientOp.UNSUB, { symbols: removed, interval })
+    if (!this.#live || !removed.length) return
+    if (this.#status.transport === Transport.SSE) this.#restartStream()
+    else this.#requestBars(ClientOp.UNSUB, { symbols: removed, interval })
   }
 
   // ---- connection ------------------------------------------------------------
@@ -348,10 +363,12 @@ export class WspsClient {
       // A stream carries one delivery: distinct when every symbol wants it.
       const distinct = this.#streamed.length > 0 && this.#streamed.every((s) => this.#subs.deliveryOf(s)?.mode === 'distinct')
       this.#streamedSince = this.#cursors(this.#streamed)
+      this.#streamedBars = transport === Transport.SSE ? this.#bars.forStream() : null
       ws = this.#transports.open(url, {
         symbols: this.#streamed,
         mode: distinct ? 'distinct' : 'merge',
         since: this.#streamedSince,
+        bars: this.#streamedBars,
         token,
         onheartbeat: () => { if (gen === this.#gen) this.#liveness.frame() }
       })
@@ -583,7 +600,7 @@ export class WspsClient {
     }
   }
 
-  /** @param {{id?: number | string, code: string, message: string, symbols?: string[]}} msg */
+  /** @param {{id?: number | string, code: string, message: string, symbols?: string[], bars?: string}} msg */
   #onError (msg) {
     const req = typeof msg.id === 'number' ? this.#inflight.get(msg.id) : undefined
     if (req) this.#inflight.delete(/** @type {number} */ (msg.id))
@@ -591,8 +608,16 @@ export class WspsClient {
     const error = { code: msg.code, message: msg.message ?? '' }
     if (msg.symbols) error.symbols = msg.symbols
     if (msg.id !== undefined) error.id = msg.id
+    if (typeof msg.bars === 'string') error.bars = msg.bars
     this.#events.emit('error', error)
 
+    // An SSE stream refused for its bars (the error names their interval).
+    const streamBars = this.#streamedBars
+    if (!req && typeof msg.bars === 'string' && streamBars !== null && msg.bars === streamBars.interval) {
+      if (BARS_DROP_NAMED.includes(msg.code) && msg.symbols?.length) this.#rejectBars(msg.symbols, msg.bars, error)
+      else if (BARS_DROP_NAMED.includes(msg.code) || BARS_DROP_ALL.includes(msg.code)) this.#rejectBars(streamBars.symbols, msg.bars, error)
+      return
+    }
     if (req?.op === ClientOp.SUB && req.bars !== undefined) {
       const interval = req.bars
       if (BARS_DROP_NAMED.includes(msg.code)) {
@@ -697,8 +722,9 @@ export class WspsClient {
       // opened: its ack and snap follow. Symbols added or removed while it
       // was opening (e.g. a retry after a stream the network cut) are not
       // on it: reopen it with the current set.
-      if (!sameSymbols(keep, this.#streamed)) this.#restartStream()
-      if (this.#bars.size) this.#barsOverSse()
+      const bars = this.#bars.forStream()
+      if (!sameSymbols(keep, this.#streamed) || !sameStreamBars(bars, this.#streamedBars)) this.#restartStream()
+      else if (bars !== null && bars.symbols.length < this.#bars.size) this.#barsOverSse()
       return
     }
     if (keep.length) this.#requestAll(ClientOp.SUB, keep, since)
@@ -706,9 +732,9 @@ export class WspsClient {
     for (const r of this.#bars.requests()) this.#requestBars(ClientOp.SUB, r)
   }
 
-  /** Bars are wanted on an SSE connection, which has none: say so (they start on a WebSocket). */
+  /** Bars of more than one interval (or timeline) are wanted on an SSE stream, which carries one: say so (the others start on a WebSocket). */
   #barsOverSse () {
-    this.#events.emit('error', { code: ErrorCode.BAD_BARS, message: 'bars are served over WebSocket only; they start once the client is on a WebSocket' })
+    this.#events.emit('error', { code: ErrorCode.BAD_BARS, message: 'an SSE stream carries the bars of one interval; the others start once the client is on a WebSocket' })
   }
 
   // ---- token refresh ---------------------------------------------------------

@@ -73,10 +73,16 @@ export class SseParser {
 }
 
 /**
+ * @typedef {{symbols: string[], interval: string, backfill: number, delayed?: boolean}} StreamBars
+ *   a bars `sub` as a stream's `bars`, `barSymbols`, `backfill` and `barDelayed`
+ */
+
+/**
  * @typedef {object} SseSocketOptions
  * @property {string[]} symbols the watch set of this stream
  * @property {'merge' | 'distinct'} [mode] delivery of every symbol of the stream (default merge)
  * @property {ReadonlyMap<string, {seq: number, epoch: string}>} [since] symbols it resumes (docs/protocol.md, Recovery)
+ * @property {StreamBars | null} [bars] the bar series it carries besides the quotes: one interval
  * @property {string | null} [token] sent as `Authorization: Bearer`
  * @property {string} [lastEventId] sent as `Last-Event-ID`
  * @property {typeof fetch} [fetch]
@@ -105,11 +111,17 @@ export class SseSocket {
    * @param {string} url the gateway's WebSocket URL (`/ws`); the stream is at `/sse` beside it
    * @param {SseSocketOptions} options
    */
-  constructor (url, { symbols, mode = 'merge', since, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
+  constructor (url, { symbols, mode = 'merge', since, bars = null, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
     const u = new URL(sseUrlFor(url))
     u.searchParams.set('symbols', symbols.join(','))
     if (mode !== 'merge') u.searchParams.set('mode', mode)
     if (since?.size) u.searchParams.set('since', [...since].map(([s, c]) => `${s}:${c.seq}:${c.epoch}`).join(','))
+    if (bars?.symbols.length) {
+      u.searchParams.set('bars', bars.interval)
+      u.searchParams.set('barSymbols', bars.symbols.join(','))
+      u.searchParams.set('backfill', String(bars.backfill))
+      if (bars.delayed !== undefined) u.searchParams.set('barDelayed', String(bars.delayed))
+    }
     this.url = u.href
     this.#parser.lastEventId = lastEventId
     /** @type {Record<string, string>} */

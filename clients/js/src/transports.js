@@ -48,13 +48,14 @@ export class Transports {
    * @param {string[]} request.symbols SSE: the watch set is part of the request
    * @param {'merge' | 'distinct'} [request.mode] SSE: the stream's delivery
    * @param {ReadonlyMap<string, {seq: number, epoch: string}>} [request.since] SSE: the symbols it resumes
+   * @param {import('./sse-socket.js').StreamBars | null} [request.bars] SSE: the bar series it carries
    * @param {string | null} request.token SSE: sent as a header
    * @param {() => void} request.onheartbeat SSE: a heartbeat comment arrived
    * @returns {SocketLike}
    */
-  open (url, { symbols, mode, since, token, onheartbeat }) {
+  open (url, { symbols, mode, since, bars, token, onheartbeat }) {
     if (!this.#useSse) return new /** @type {SocketConstructor} */ (this.#WebSocket)(url)
-    const stream = new SseSocket(url, { symbols, mode, since, token, lastEventId: this.#lastEventId, fetch: this.#fetch })
+    const stream = new SseSocket(url, { symbols, mode, since, bars, token, lastEventId: this.#lastEventId, fetch: this.#fetch })
     stream.onheartbeat = onheartbeat
     return stream
   }

@@ -71,6 +71,7 @@ export const Status = Object.freeze({
  * @property {string} message
  * @property {string[]} [symbols]
  * @property {number | string} [id]
+ * @property {string} [bars] an SSE stream refused for its bars: their interval
  *
  * @typedef {object} QuoteEvent
  * @property {string} symbol

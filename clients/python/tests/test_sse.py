@@ -1,6 +1,7 @@
 """The SSE transport against real gateways (tests/stack.js): a stream for the watch set,
 reopened on subscribe/unsubscribe, a refused symbol, the fallback after an upgrade a
-proxy strips, resume with ``since`` through a drain, and a token refreshed by a new stream."""
+proxy strips, resume with ``since`` through a drain, a token refreshed by a new stream,
+and bars on the stream."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 import wsps
 from conftest import Stack, quotes_of, token, wait_until
+from wsps.bars import Wanted
 from wsps.sse import sse_url_for, stream_url
 
 
@@ -23,6 +25,9 @@ def test_the_stream_url_beside_the_websocket_url() -> None:
     assert stream_url("ws://h/ws", ["AAPL", "MSFT"], "distinct", since) == \
         "http://h/sse?symbols=AAPL,MSFT&mode=distinct&since=AAPL:1042:hohrttbiv1"
     assert stream_url("ws://h/ws", ["BRK.B"], "merge", {}) == "http://h/sse?symbols=BRK.B"
+    bars = ("1m", Wanted(50, False), ["AAPL", "MSFT"])
+    assert stream_url("ws://h/ws", [], "merge", {}, bars) == \
+        "http://h/sse?symbols=&bars=1m&barSymbols=AAPL,MSFT&backfill=50&barDelayed=false"
 
 
 async def test_sse_streams_and_subscribe_unsubscribe_reopen_the_stream(stack: Stack) -> None:
@@ -150,5 +155,42 @@ async def test_over_sse_a_token_is_refreshed_by_a_new_stream_before_it_expires(a
         closes = [e.close_code for e in events if isinstance(e, wsps.StatusEvent) and e.state == "reconnecting"]
         assert 4002 not in closes, closes  # reopened before exp, never ended by it
         assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
+    finally:
+        await client.close()
+
+
+async def test_over_sse_bars_come_on_the_stream_and_a_refused_series_leaves_the_rest(auth_stack: Stack) -> None:
+    events: list[wsps.Event] = []
+    client = wsps.Client(auth_stack.gateways[0], token=lambda: token(600, symbols=["AAPL", "MSFT"]), transport="sse")
+    client.on(events.append)
+
+    def closed(symbol: str) -> int:
+        return sum(1 for e in events if isinstance(e, wsps.BarEvent) and e.symbol == symbol and e.closed)
+
+    await client.connect()
+    try:
+        await client.subscribe(["AAPL"])
+        assert await asyncio.wait_for(client.subscribe_bars(["AAPL", "MSFT"], "1s", backfill=5), 15) == ["AAPL", "MSFT"]
+        await wait_until(lambda: closed("AAPL") >= 2 and closed("MSFT") >= 1)
+        series = client.bars("AAPL", "1s")
+        assert series is not None and not series.delayed
+        starts = [b["t"] for b in series.bars]
+        assert starts == sorted(set(starts)), starts
+        assert [e for e in events if isinstance(e, wsps.BarsEvent) and e.symbol == "AAPL"], "a backfill first"
+        assert len(quotes_of(events, "AAPL")) >= 1, "the quotes on the same stream"
+
+        # Not granted: the stream is refused for it (naming the interval) and reopened without it.
+        with pytest.raises(wsps.WspsError) as info:
+            await asyncio.wait_for(client.subscribe_bars(["IBM"], "1s"), 15)
+        assert (info.value.code, info.value.bars, info.value.symbols) == (wsps.ErrorCode.NOT_ENTITLED, "1s", ["IBM"])
+        assert client.bars("IBM", "1s") is None
+        await wait_until(lambda: client.live)
+
+        await asyncio.wait_for(client.unsubscribe_bars(["MSFT"], "1s"), 15)
+        msft, aapl = closed("MSFT"), closed("AAPL")
+        await wait_until(lambda: closed("AAPL") >= aapl + 2)
+        assert closed("MSFT") == msft, "the new stream does not carry MSFT's bars"
+        assert client.symbols == ["AAPL"], "bars do not touch the quote watch set"
+        assert client.transport == "sse"
     finally:
         await client.close()

@@ -6,7 +6,9 @@
 // the same on both pods. A delayed grant's bars never hold a tick newer
 // than the delay (each bar of each frame is matched to the ticks it was
 // built from, checked against the frame's arrival). Bad input gets coded
-// errors, and the connection stays.
+// errors, and the connection stays. Over SSE (GET /sse?bars=&barSymbols=)
+// a stream carries bars by the same rules, besides its quotes, and the JS
+// client that falls back to SSE holds its bar series there.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { SignJWT } from 'jose'
@@ -15,6 +17,7 @@ import { WspsClient } from '@wsps/client'
 import { ErrorCode } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
 import { barsOf, BarBuilder } from '../../../services/gateway/src/bar-builder.js'
+import { BarReader } from '../src/bar-reader.js'
 import { SseStream, TestClient, setUp, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-live-bars-0123456789abcdef'
@@ -34,7 +37,12 @@ const on = setUp(async () => {
 
 /** @type {TestClient[]} */
 const clients = []
-test.after(() => { for (const c of clients) c.ws.terminate() })
+/** @type {SseStream[]} */
+const streams = []
+test.after(() => {
+  for (const c of clients) c.ws.terminate()
+  for (const s of streams) s.close()
+})
 
 /** @param {Record<string, unknown>} claims */
 function token (claims) {
@@ -241,7 +249,7 @@ test('quotes and bars of one symbol at once, several intervals, on one Redis sub
   assert.deepEqual(c.problems, [])
 })
 
-test('bad input: BAD_INTERVAL, BAD_BARS, DELAYED_ONLY, NOT_ENTITLED, TOO_MANY_SUBSCRIPTIONS; SSE refuses bars; the connection stays', async () => {
+test('bad input: BAD_INTERVAL, BAD_BARS, DELAYED_ONLY, NOT_ENTITLED, TOO_MANY_SUBSCRIPTIONS; the connection stays', async () => {
   const claims = { symbols: ['AAPL', 'B*'], delayedSymbols: ['MSFT'] }
   const c = await open(0, claims)
   /** @type {[() => Promise<any>, string][]} */
@@ -273,4 +281,167 @@ test('bad input: BAD_INTERVAL, BAD_BARS, DELAYED_ONLY, NOT_ENTITLED, TOO_MANY_SU
   const sse = await SseStream.open(`${on.gws[0].url}/sse?symbols=AAPL&bars=1m`, { authorization: `Bearer ${await token(claims)}` })
   assert.equal(sse.status, 400)
   assert.equal(JSON.parse(sse.body).code, ErrorCode.BAD_BARS)
+})
+
+/**
+ * A GET /sse stream on gateway 0 with a token of these claims.
+ *
+ * @param {string} query
+ * @param {Record<string, unknown>} claims
+ */
+async function stream (query, claims) {
+  const s = await SseStream.open(`${on.gws[0].url}/sse?${query}`, { authorization: `Bearer ${await token(claims)}` })
+  streams.push(s)
+  return s
+}
+
+/**
+ * The bar series a stream's events make, by the rules of bar-reader.js.
+ *
+ * @param {SseStream} s
+ */
+function barsRead (s) {
+  const reader = new BarReader()
+  for (const e of s.events) reader.read(e.data)
+  return reader
+}
+
+/**
+ * @param {SseStream} s
+ * @param {string} symbol
+ * @param {number} live closed 1 s bars to wait for after the backfill
+ */
+async function liveSseBars (s, symbol, live) {
+  await waitFor(() => {
+    const series = barsRead(s).series(symbol, '1s')
+    return series !== undefined && series.closed.length >= series.backfilled + live
+  }, { timeout: 20_000, message: `${live} live closed bars of ${symbol} over SSE` })
+}
+
+test('SSE: one stream carries quotes and bars: the quotes\' ack, the bars\' ack, each backfill, then live bars, as history makes them', async () => {
+  const s = await stream('symbols=AAPL&bars=1s&barSymbols=AAPL,SSEB&backfill=5', {})
+  assert.equal(s.status, 200, s.body)
+  await liveSseBars(s, 'AAPL', 3)
+  await liveSseBars(s, 'SSEB', 1)
+  const names = s.events.map((e) => e.event)
+  assert.equal(names[0], 'hello')
+  assert.deepEqual(s.events[1].data, { op: 'ack', symbols: ['AAPL'] }, 'the quotes first')
+  const acked = names.indexOf('ack', 2)
+  assert.deepEqual(s.events[acked].data, { op: 'ack', symbols: ['AAPL', 'SSEB'], bars: '1s' })
+  for (const symbol of ['AAPL', 'SSEB']) {
+    const first = s.events.findIndex((e) => e.data.symbol === symbol && (e.event === 'bars' || e.event === 'bar'))
+    assert.equal(s.events[first].event, 'bars', `${symbol}: the backfill before live bars`)
+    assert.ok(first > acked, `${symbol}: after the ack`)
+    assert.ok(s.events[first].data.bars.length <= 5)
+  }
+  assert.ok(s.quotesOf('AAPL').length >= 1, 'quotes on the same stream')
+  const reader = barsRead(s)
+  assert.deepEqual(reader.problems, [])
+  const series = /** @type {import('../src/bar-reader.js').Series} */ (reader.series('AAPL', '1s'))
+  const want = barsOf(1000, await history('AAPL')).closed
+  const to = /** @type {{t: number}} */ (series.closed.at(-1)).t
+  assert.deepEqual(series.closed, want.filter((b) => b.t >= series.closed[0].t && b.t <= to), 'every closed bar, once, as history makes it')
+  assert.equal(series.delayed, false)
+})
+
+test('SSE: a delayed grant gets delayed bars that never hold a tick newer than the delay; barDelayed=true asks for them, the quotes stay real-time', async () => {
+  // Real-time demand first: history holds more than the delay when the delayed series reads its backfill.
+  await stream('symbols=MSFT', {})
+  await waitFor(async () => await on.redis.xlen(keys.history('MSFT')) >= 2 * DELAY_MS / 100, { timeout: 15_000, message: 'history longer than the delay' })
+  const s = await stream('bars=1s&barSymbols=MSFT&backfill=50', { delayedSymbols: ['MSFT'] })
+  assert.equal(s.status, 200, s.body)
+  await liveSseBars(s, 'MSFT', 3)
+  assert.deepEqual(s.ofOp('ack'), [{ op: 'ack', symbols: [] }, { op: 'ack', symbols: ['MSFT'], bars: '1s', delayed: ['MSFT'], delayMs: DELAY_MS }])
+  const { leaks, checked } = leaksOf(s.events.map((e) => ({ at: e.at, msg: e.data })), await history('MSFT'))
+  assert.ok(checked > 3, `${checked} bars checked`)
+  assert.deepEqual(leaks, [])
+  assert.deepEqual(barsRead(s).problems, [])
+
+  const asked = await stream('symbols=MSFT&bars=1s&barSymbols=MSFT&barDelayed=true', {})
+  assert.equal(asked.status, 200, asked.body)
+  await asked.next((e) => e.event === 'bars')
+  assert.deepEqual(asked.ofOp('ack')[1], { op: 'ack', symbols: ['MSFT'], bars: '1s', delayed: ['MSFT'], delayMs: DELAY_MS })
+  assert.equal(asked.ofOp('bars')[0].delayed, true)
+  await waitFor(() => asked.quotesOf('MSFT').length >= 1, { message: 'a quote of MSFT' })
+  assert.ok(asked.quotesOf('MSFT').every((q) => q.delayed === undefined), 'quotes real-time as the token grants')
+})
+
+test('SSE: bad bars are refused with the codes of a bars sub, 400 or 403, naming the interval', async () => {
+  const claims = { symbols: ['AAPL', 'B*'], delayedSymbols: ['MSFT'] }
+  /** @type {[string, number, string, (string[] | undefined)?][]} */
+  const cases = [
+    ['bars=2m&barSymbols=AAPL', 400, ErrorCode.BAD_INTERVAL],
+    ['symbols=AAPL&bars=1m', 400, ErrorCode.BAD_BARS],
+    ['barSymbols=AAPL', 400, ErrorCode.BAD_BARS],
+    ['bars=1m&barSymbols=AAPL&backfill=501', 400, ErrorCode.BAD_BARS],
+    ['bars=1m&barSymbols=aapl', 400, ErrorCode.BAD_SYMBOL, ['aapl']],
+    ['bars=1m&barSymbols=MSFT&barDelayed=false', 403, ErrorCode.DELAYED_ONLY, ['MSFT']],
+    ['symbols=AAPL&bars=1m&barSymbols=AAPL,IBM', 403, ErrorCode.NOT_ENTITLED, ['IBM']],
+    [`symbols=AAPL,B1,B2,B3&bars=1m&barSymbols=${['B4', 'B5', 'B6', 'B7', 'B8'].join(',')}`, 400, ErrorCode.TOO_MANY_SUBSCRIPTIONS]
+  ]
+  for (const [query, status, code, symbols] of cases) {
+    const s = await stream(query, claims)
+    assert.equal(s.status, status, query)
+    const body = JSON.parse(s.body)
+    assert.equal(body.code, code, query)
+    assert.equal(body.bars, query.includes('bars=') ? query.match(/bars=(\w+)/)?.[1] : undefined, `${query}: names the interval`)
+    if (symbols) assert.deepEqual(body.symbols, symbols, query)
+  }
+  // A refusal of the quotes does not name an interval.
+  const quotes = await stream('symbols=IBM&bars=1m&barSymbols=AAPL', claims)
+  assert.equal(quotes.status, 403)
+  assert.deepEqual(JSON.parse(quotes.body), { op: 'error', code: ErrorCode.NOT_ENTITLED, message: 'token does not grant these symbols', symbols: ['IBM'] })
+})
+
+/**
+ * What a client call resolves to, failing the test (not hanging it) when it does not.
+ *
+ * @template T
+ * @param {Promise<T>} promise
+ * @returns {Promise<T>}
+ */
+async function settled (promise) {
+  /** @type {{value: T} | null} */
+  let done = null
+  promise.then((value) => { done = { value } })
+  await waitFor(() => done !== null, { timeout: 15_000, message: 'the call to resolve' })
+  return /** @type {{value: T}} */ (/** @type {unknown} */ (done)).value
+}
+
+test('the JS client that falls back to SSE holds its bar series there: backfill, live bars as history makes them, delayed where the token says; a refused series leaves, the rest go on', async () => {
+  // What a proxy that strips upgrades looks like from the client: the socket closes without opening.
+  class StrippedWebSocket {
+    readyState = 0
+    /** @type {any} */ onopen = null
+    /** @type {any} */ onmessage = null
+    /** @type {any} */ onclose = null
+    /** @type {any} */ onerror = null
+    constructor () { setTimeout(() => this.onclose?.({ code: 1006, reason: '' }), 5) }
+    send () {}
+    close () {}
+  }
+  const c = new WspsClient({ url: on.gws[1].wsUrl, WebSocket: StrippedWebSocket, initialBackoffMs: 100, symbols: ['AAPL'], getToken: () => token({ symbols: ['AAPL'], delayedSymbols: ['MSFT'] }) })
+  test.after(() => c.close())
+  /** @type {string[]} */
+  const closed = []
+  c.on('bar', (e) => { if (e.closed) closed.push(`${e.symbol} ${e.bar.t}`) })
+  c.connect()
+  assert.deepEqual(await settled(c.subscribeBars(['AAPL', 'MSFT'], '1s', { backfill: 5 })), { ok: true })
+  assert.equal(c.status.transport, 'sse')
+  await waitFor(() => closed.filter((k) => k.startsWith('AAPL')).length >= 2 && closed.some((k) => k.startsWith('MSFT')), { timeout: 15_000, message: 'closed bars of both over SSE' })
+  const aapl = /** @type {import('@wsps/client').BarSeries} */ (c.bars('AAPL', '1s'))
+  const want = barsOf(1000, await history('AAPL')).closed
+  assert.deepEqual(aapl.bars, want.filter((b) => b.t >= aapl.bars[0].t && b.t <= /** @type {{t: number}} */ (aapl.bars.at(-1)).t))
+  assert.ok(aapl.bars.length >= 5 + 2, 'the backfill asked for, then the live ones')
+  assert.equal(aapl.delayed, false)
+  assert.equal(c.bars('MSFT', '1s')?.delayed, true)
+  assert.ok(c.quote('AAPL') !== undefined, 'the quotes on the same stream')
+  // Not granted: the stream is refused for it, and reopened without it.
+  const refused = await settled(c.subscribeBars(['IBM'], '1s'))
+  assert.equal(!refused.ok && refused.error.code, ErrorCode.NOT_ENTITLED)
+  assert.deepEqual(!refused.ok && [refused.error.bars, refused.error.symbols], ['1s', ['IBM']], 'the refusal names the interval')
+  const since = closed.length
+  await waitFor(() => closed.slice(since).some((k) => k.startsWith('AAPL')), { timeout: 15_000, message: 'AAPL bars after the refusal' })
+  assert.equal(c.bars('IBM', '1s'), undefined)
+  assert.equal(c.status.transport, 'sse')
 })

@@ -136,7 +136,6 @@ function clearError () {
 client.on('status', (s) => {
   status.setStatus(s)
   table.setStale(s.state !== 'live')
-  if (s.transport !== null) chart.setAvailable(s.transport !== 'sse')
   if (s.state !== 'live') latency.clear()
 })
 client.on('quote', (ev) => {
@@ -147,8 +146,6 @@ client.on('quote', (ev) => {
 client.on('error', (error) => {
   // DRAINING is routine (a gateway restarting); the status line shows it.
   if (error.code === ErrorCode.DRAINING) return
-  // Bars wait over SSE (the client says so with BAD_BARS); the chart says it.
-  if (error.code === ErrorCode.BAD_BARS && client.status.transport === 'sse') return
   showError(error)
 })
 client.on('rejected', ({ symbols, error, interval }) => {

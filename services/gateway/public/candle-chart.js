@@ -90,16 +90,6 @@ export class CandleChart {
     this.#els.delayed.textContent = label ?? ''
   }
 
-  /**
-   * Whether bars can come over the current connection: an SSE stream
-   * carries none (the gateway streams bars over WebSocket only), and the
-   * chart says so instead of waiting.
-   * @param {boolean} available
-   */
-  setAvailable (available) {
-    setText(this.#els.empty, available ? 'Waiting for the first bar…' : 'Bars come over WebSocket only; this connection is SSE.')
-  }
-
   /** @param {import('./client/index.js').BarsEvent} ev */
   backfill (ev) {
     if (!this.#mine(ev)) return
@@ -172,12 +162,4 @@ function candleNode (c, bar) {
  */
 function set (el, attrs) {
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v))
-}
-
-/**
- * @param {HTMLElement} el
- * @param {string} text
- */
-function setText (el, text) {
-  if (el.textContent !== text) el.textContent = text
 }

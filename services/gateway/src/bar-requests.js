@@ -14,6 +14,35 @@ import { encodeAck } from './protocol.js'
  * @typedef {import('./protocol.js').SymbolsRequest} SymbolsRequest
  */
 
+/**
+ * Why a bars `sub` is refused, if it is: DELAYED_ONLY (`delayed:false` for
+ * a symbol the token grants delayed only), NOT_ENTITLED (a new series of a
+ * symbol it does not grant), TOO_MANY_SUBSCRIPTIONS (quotes and bar series
+ * together over the limit). The rules of a WebSocket request and of a
+ * GET /sse that asks for bars (sse-server.js, before its stream opens).
+ *
+ * @param {{grants: import('./auth.js').Grants | null, delayedGrants: import('./auth.js').Grants | null, symbols: readonly string[], barCount: number}} holder
+ *   the connection (or the stream to be): its grants and what it holds
+ * @param {SymbolsRequest} req
+ * @param {string[]} fresh the series of the request the connection does not hold
+ * @param {number} maxSubscriptions
+ * @returns {ProtocolError | null}
+ */
+export function barsRefusal ({ grants, delayedGrants, symbols, barCount }, req, fresh, maxSubscriptions) {
+  const { id } = req
+  if (req.delayed === false && delayedGrants !== null) {
+    const only = req.symbols.filter(delayedGrants)
+    if (only.length) return { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', id, symbols: only }
+  }
+  const denied = ungranted(grants, fresh)
+  if (denied.length) return notEntitled(denied, id)
+  const held = symbols.length + barCount
+  if (held + fresh.length > maxSubscriptions) {
+    return { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${maxSubscriptions} subscriptions per connection (holding ${held})`, id }
+  }
+  return null
+}
+
 export class BarRequests {
   #realtime
   #delayed
@@ -55,13 +84,6 @@ export class BarRequests {
   subscribe (client, req) {
     const { symbols, id, bars: interval, backfill = 0 } = req
     const delayedOnly = client.delayedGrants
-    if (req.delayed === false && delayedOnly !== null) {
-      const only = symbols.filter(delayedOnly)
-      if (only.length) {
-        this.#reject(client, { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', id, symbols: only })
-        return
-      }
-    }
     /** @param {string} s */
     const delayed = (s) => req.delayed === true || (delayedOnly !== null && delayedOnly(s))
     const fresh = symbols.filter((s) => client.barDelayed(s, interval) === undefined)
@@ -69,18 +91,9 @@ export class BarRequests {
       const held = client.barDelayed(s, interval)
       return held !== undefined && held !== delayed(s)
     })
-    const denied = ungranted(client.grants, fresh)
-    if (denied.length) {
-      this.#reject(client, notEntitled(denied, id))
-      return
-    }
-    const held = client.symbols.length + client.barCount
-    if (held + fresh.length > this.#maxSubscriptions) {
-      this.#reject(client, {
-        code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
-        message: `at most ${this.#maxSubscriptions} subscriptions per connection (holding ${held})`,
-        id
-      })
+    const refused = barsRefusal(client, req, fresh, this.#maxSubscriptions)
+    if (refused !== null) {
+      this.#reject(client, refused)
       return
     }
     for (const s of moved) this.#hub(!delayed(s)).remove(client, s, interval)

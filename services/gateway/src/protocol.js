@@ -26,7 +26,8 @@ const MAX_TOKEN_LENGTH = 8192
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
  * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
- * @typedef {{code: string, message: string, id?: number | string, symbols?: string[]}} ProtocolError
+ * @typedef {{code: string, message: string, id?: number | string, symbols?: string[], bars?: string}} ProtocolError
+ *   bars: a GET /sse refused for its bars names their interval (docs/protocol.md)
  * @typedef {{ok: true, request: Request} | {ok: false, error: ProtocolError}} ParseResult
  */
 
@@ -166,21 +167,18 @@ function parseBars ({ op, bars, backfill, mode, maxRate, since }, request) {
  * and epoch per resumed symbol), validated by the same rules as a
  * WebSocket `sub` (BAD_MODE, BAD_SINCE).
  *
- * `delayed` (`true` or `false`) is a WebSocket sub's `delayed`. Bars are
- * WebSocket only: a `bars` or `backfill` parameter is BAD_BARS.
+ * `delayed` (`true` or `false`) is a WebSocket sub's `delayed`. The
+ * stream's bars are parseStreamBars()'s.
  *
- * @param {{mode?: unknown, since?: unknown, delayed?: unknown, bars?: unknown, backfill?: unknown}} query
+ * @param {{mode?: unknown, since?: unknown, delayed?: unknown}} query
  * @param {string[]} symbols already validated
  * @returns {{ok: true, request: SymbolsRequest} | {ok: false, error: ProtocolError}}
  */
-export function parseStreamSub ({ mode, since, delayed, bars, backfill }, symbols) {
-  if (bars !== undefined || backfill !== undefined) return fail(ErrorCode.BAD_BARS, 'bars are served over WebSocket only')
+export function parseStreamSub ({ mode, since, delayed }, symbols) {
   /** @type {SymbolsRequest} */
   const request = { op: ClientOp.SUB, symbols }
-  if (delayed !== undefined) {
-    if (delayed !== 'true' && delayed !== 'false') return fail(ErrorCode.BAD_REQUEST, 'delayed must be true or false, once')
-    request.delayed = delayed === 'true'
-  }
+  const badDelayed = parseStreamDelayed(delayed, request, 'delayed')
+  if (badDelayed) return badDelayed
   if (mode !== undefined && typeof mode !== 'string') return fail(ErrorCode.BAD_MODE, 'mode must be given once')
   if (since !== undefined && typeof since !== 'string') return fail(ErrorCode.BAD_SINCE, 'since must be given once')
   /** @type {Record<string, {seq: unknown, epoch: unknown}> | undefined} */
@@ -195,6 +193,51 @@ export function parseStreamSub ({ mode, since, delayed, bars, backfill }, symbol
   }
   const bad = parseDelivery({ mode: mode || undefined }, request) ?? parseSince(cursors, request)
   return bad ? fail(bad.code, bad.message, undefined, bad.symbols) : { ok: true, request }
+}
+
+/**
+ * The bars `sub` a GET /sse asks for besides its quotes (docs/protocol.md,
+ * Server-Sent Events): `bars` (the interval), `barSymbols` (its symbols),
+ * `backfill` and `barDelayed`, read by the rules of a WebSocket bars sub
+ * (BAD_INTERVAL, BAD_BARS). `barSymbols`, `backfill` or `barDelayed`
+ * without `bars`, or `bars` without `barSymbols`, is BAD_BARS.
+ *
+ * @param {{bars?: unknown, backfill?: unknown, barDelayed?: unknown}} query
+ * @param {string[]} symbols `barSymbols`, already validated (empty: none given)
+ * @returns {{ok: true, request: (SymbolsRequest & {bars: string}) | null} | {ok: false, error: ProtocolError}} null: no bars asked for
+ */
+export function parseStreamBars ({ bars, backfill, barDelayed }, symbols) {
+  if (bars === undefined) {
+    if (symbols.length || backfill !== undefined || barDelayed !== undefined) return fail(ErrorCode.BAD_BARS, 'barSymbols, backfill and barDelayed belong to bars')
+    return { ok: true, request: null }
+  }
+  if (typeof bars !== 'string' || !INTERVALS.includes(bars)) return fail(ErrorCode.BAD_INTERVAL, `bars must be one of ${INTERVALS.join(', ')}, once`)
+  if (symbols.length === 0) return fail(ErrorCode.BAD_BARS, 'bars needs barSymbols')
+  /** @type {SymbolsRequest & {bars: string}} */
+  const request = { op: ClientOp.SUB, symbols, bars, backfill: DEFAULT_BACKFILL }
+  if (backfill !== undefined) {
+    if (typeof backfill !== 'string' || !/^\d{1,3}$/.test(backfill) || Number(backfill) > MAX_BACKFILL) {
+      return fail(ErrorCode.BAD_BARS, `backfill must be an integer from 0 to ${MAX_BACKFILL}, once`)
+    }
+    request.backfill = Number(backfill)
+  }
+  const bad = parseStreamDelayed(barDelayed, request, 'barDelayed')
+  return bad ?? { ok: true, request }
+}
+
+/**
+ * A stream's `delayed` (or `barDelayed`) parameter into the request.
+ *
+ * @param {unknown} delayed
+ * @param {SymbolsRequest} request
+ * @param {string} name the parameter's
+ * @returns {{ok: false, error: ProtocolError} | null} what is wrong, if anything
+ */
+function parseStreamDelayed (delayed, request, name) {
+  if (delayed === undefined) return null
+  if (delayed !== 'true' && delayed !== 'false') return fail(ErrorCode.BAD_REQUEST, `${name} must be true or false, once`)
+  request.delayed = delayed === 'true'
+  return null
 }
 
 /**

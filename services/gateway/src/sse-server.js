@@ -11,10 +11,17 @@
 // capacity, Origin, per IP, the token, and the entitlement check of auth.js
 // for the symbols asked for) and the same limits; every refusal is a
 // 4xx/503 whose JSON body is a protocol error frame.
+//
+// Besides its quotes a stream may carry the bars of one interval
+// (`bars=1m&barSymbols=AAPL`): a bars `sub` applied after the quote sub,
+// checked before the stream opens by the rules of a WebSocket bars sub
+// (bar-requests.js barsRefusal()); a refusal of it names the interval
+// (`"bars":"1m"`), so a client can tell it from one of its quotes.
 
 import { ClientOp, ErrorCode, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 import { bearerOf } from './auth.js'
-import { encodeAck, encodeError, parseStreamSub } from './protocol.js'
+import { barsRefusal } from './bar-requests.js'
+import { encodeAck, encodeError, parseStreamBars, parseStreamSub } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 
 export const SSE_PATH = '/sse'
@@ -25,6 +32,7 @@ const ABNORMAL = 1006
 /**
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
  * @typedef {{ok: true, symbols: string[]} | {ok: false, error: ProtocolError}} SymbolsResult
+ * @typedef {import('./protocol.js').SymbolsRequest & {bars: string}} BarsRequest
  */
 
 /**
@@ -84,11 +92,12 @@ export class SseServer {
     const m = this.#metrics.sseRequests
     const req = request.raw
     const query = /** @type {Record<string, unknown>} */ (request.query ?? {})
-    // mode and since (a resumed stream) by the rules of a WebSocket sub;
-    // a mistake is a 400 in the place of a bad symbol.
+    // mode and since (a resumed stream) by the rules of a WebSocket sub,
+    // then the bars; a mistake is a 400 in the place of a bad symbol.
     const symbols = parseSymbols(query.symbols, this.#maxSubscriptions)
     const sub = symbols.ok ? parseStreamSub(query, symbols.symbols) : null
-    const parsed = sub !== null && !sub.ok ? sub : symbols
+    const bars = sub?.ok ? this.#parseBars(query) : null
+    const parsed = sub !== null && !sub.ok ? sub : bars !== null && !bars.ok ? bars : symbols
     // EventSource can send no header: ?token= is allowed here only, and
     // masked in every log line (services/shared logger, nginx).
     const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
@@ -98,7 +107,9 @@ export class SseServer {
       // during the token check as `draining`.
       m.inc({ result: lease.result === 'aborted' ? 'draining' : lease.result })
       if (lease.retryAfter) reply.header('Retry-After', lease.retryAfter)
-      return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols })
+      // A malformed bars part is named by its interval, as given.
+      const named = parsed === bars && lease.result === 'bad_request' && typeof query.bars === 'string' ? { bars: query.bars.slice(0, 16) } : {}
+      return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols, ...named })
     }
     // Real-time asked for (delayed=false) where the token grants delayed only.
     const delayedOnly = sub?.ok && sub.request.delayed === false && lease.delayed !== null ? lease.symbols.filter(lease.delayed) : []
@@ -107,12 +118,38 @@ export class SseServer {
       m.inc({ result: 'not_entitled' })
       return refuse(request, reply, 403, { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', symbols: delayedOnly })
     }
+    const barsSub = bars?.ok ? bars.request : null
+    if (barsSub !== null) {
+      // A new stream holds nothing: every series is fresh, and its quotes count towards the limit.
+      const holder = { grants: lease.grants, delayedGrants: lease.delayed, symbols: lease.symbols, barCount: 0 }
+      const refused = this.#sessions.barRequests === null
+        ? { code: ErrorCode.BAD_BARS, message: 'bars are not served here' }
+        : barsRefusal(holder, barsSub, barsSub.symbols, this.#maxSubscriptions)
+      if (refused !== null) {
+        this.#admission.settle(lease.ip, false)
+        const forbidden = refused.code === ErrorCode.DELAYED_ONLY || refused.code === ErrorCode.NOT_ENTITLED
+        m.inc({ result: forbidden ? 'not_entitled' : 'bad_request' })
+        return refuse(request, reply, forbidden ? 403 : 400, { ...refused, bars: barsSub.bars })
+      }
+    }
     try {
-      this.#stream(reply, lease, sub?.ok ? sub.request : null)
+      this.#stream(reply, lease, sub?.ok ? sub.request : null, barsSub)
       m.inc({ result: 'accepted' })
     } finally {
       this.#admission.settle(lease.ip, true)
     }
+  }
+
+  /**
+   * The bars part of a request: `barSymbols` as `symbols` are read, then
+   * the rest (protocol.js parseStreamBars()).
+   *
+   * @param {Record<string, unknown>} query
+   * @returns {{ok: true, request: BarsRequest | null} | {ok: false, error: ProtocolError}}
+   */
+  #parseBars (query) {
+    const symbols = parseSymbols(query.barSymbols, this.#maxSubscriptions)
+    return symbols.ok ? parseStreamBars(query, symbols.symbols) : symbols
   }
 
   /**
@@ -121,8 +158,9 @@ export class SseServer {
    * @param {import('fastify').FastifyReply} reply
    * @param {import('./admission.js').Lease} lease
    * @param {import('./protocol.js').SymbolsRequest | null} sub its mode and since, for the symbols of the lease
+   * @param {BarsRequest | null} bars its bars sub, admitted
    */
-  #stream (reply, lease, sub) {
+  #stream (reply, lease, sub, bars) {
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {
@@ -140,13 +178,20 @@ export class SseServer {
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
     this.#sessions.welcome(client, lease.grants, lease.expiresAt, lease.delayed)
+    /** @type {Promise<void> | null} */
+    let resuming = null
     if (lease.symbols.length) {
       // A resumed stream's sub is applied once its history is read; nothing
       // else arrives on a stream meanwhile.
-      this.#sessions.subscribe(client, { ...sub, op: ClientOp.SUB, symbols: lease.symbols })
+      resuming = this.#sessions.subscribe(client, { ...sub, op: ClientOp.SUB, symbols: lease.symbols })
     } else {
       client.send(encodeAck(undefined, []), ServerOp.ACK)
     }
+    const barRequests = this.#sessions.barRequests
+    if (bars === null || barRequests === null) return
+    // The bars after the quotes: their ack and backfill follow the quotes' ack and snapshot.
+    if (resuming === null) barRequests.subscribe(client, bars)
+    else resuming.then(() => { if (!client.closed) barRequests.subscribe(client, bars) })
   }
 }
 

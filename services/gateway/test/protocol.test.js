@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { ErrorCode, Limits } from '@wsps/protocol'
-import { parseClientFrame, parseStreamSub } from '../src/protocol.js'
+import { parseClientFrame, parseStreamBars, parseStreamSub } from '../src/protocol.js'
 
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
 
@@ -141,6 +141,21 @@ test('bars: a sub and unsub name an interval; backfill defaults to 50; every mis
     assert.equal(r.ok, false, text)
     if (!r.ok) assert.equal(r.error.code, code, text)
   }
-  const sse = parseStreamSub({ bars: '1m' }, ['AAPL'])
-  assert.equal(!sse.ok && sse.error.code, ErrorCode.BAD_BARS, 'bars are WebSocket only')
+})
+
+test('parseStreamBars: a GET /sse\'s bars, barSymbols, backfill and barDelayed, by the rules of a bars sub', () => {
+  assert.deepEqual(parseStreamBars({}, []), { ok: true, request: null })
+  assert.deepEqual(parseStreamBars({ bars: '1m' }, ['AAPL']), { ok: true, request: { op: 'sub', symbols: ['AAPL'], bars: '1m', backfill: 50 } })
+  assert.deepEqual(parseStreamBars({ bars: '5m', backfill: '0', barDelayed: 'true' }, ['A', 'B']),
+    { ok: true, request: { op: 'sub', symbols: ['A', 'B'], bars: '5m', backfill: 0, delayed: true } })
+  const code = (/** @type {Record<string, unknown>} */ q, symbols = ['AAPL']) => { const r = parseStreamBars(q, symbols); return r.ok ? 'ok' : r.error.code }
+  assert.equal(code({ bars: '500' }), ErrorCode.BAD_INTERVAL)
+  assert.equal(code({ bars: ['1m', '1m'] }), ErrorCode.BAD_INTERVAL)
+  assert.equal(code({ bars: '1m' }, []), ErrorCode.BAD_BARS, 'bars without barSymbols')
+  assert.equal(code({}), ErrorCode.BAD_BARS, 'barSymbols without bars')
+  assert.equal(code({ backfill: '5' }, []), ErrorCode.BAD_BARS, 'backfill without bars')
+  assert.equal(code({ barDelayed: 'true' }, []), ErrorCode.BAD_BARS, 'barDelayed without bars')
+  for (const backfill of ['501', '-1', '2.5', '', 'x', ['1', '2']]) assert.equal(code({ bars: '1m', backfill }), ErrorCode.BAD_BARS, String(backfill))
+  assert.equal(code({ bars: '1m', backfill: '500' }), 'ok')
+  assert.equal(code({ bars: '1m', barDelayed: 'yes' }), ErrorCode.BAD_REQUEST)
 })

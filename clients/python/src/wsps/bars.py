@@ -87,6 +87,16 @@ class BarBook:
             groups.setdefault((i, self._wanted[(s, i)]), []).append(s)
         return [(i, w, group) for (i, w), group in groups.items()]
 
+    def for_stream(self) -> tuple[str, Wanted, list[str]] | None:
+        """What one SSE stream carries of the wanted set (docs/protocol.md, Server-Sent Events: the
+        bars of one interval): the series of the interval and timeline of the first one wanted, with
+        the largest backfill asked of them, as a sub request (interval, how, symbols); None: none wanted."""
+        if not self._wanted:
+            return None
+        (_, interval), first = next(iter(self._wanted.items()))
+        same = [(s, w) for (s, i), w in self._wanted.items() if i == interval and w.delayed == first.delayed]
+        return interval, Wanted(max(w.backfill for _, w in same), first.delayed), [s for s, _ in same]
+
     def backfill(self, msg: dict[str, Any]) -> BarSeries | None:
         """A ``bars`` frame: the series starts over from its backfill (None: not wanted, a late frame)."""
         key = (msg["symbol"], msg["interval"])

@@ -12,8 +12,9 @@ token). Quotes are held by the receiver rules (receiver.py).
 
 Bars (docs/protocol.md, Bars): ``subscribe_bars`` keeps bar subscriptions apart from the quote
 watch set (bars.py holds them and their series); every new WebSocket connection asks for them
-again with their backfill. Bars are WebSocket only: over SSE they wait, with an ``ErrorEvent``
-BAD_BARS, until the client is on a WebSocket.
+again with their backfill. Over SSE the stream carries the bars of one interval (the first one
+wanted) and is reopened when they change; the others wait, with an ``ErrorEvent`` BAD_BARS,
+until the client is on a WebSocket.
 
 Transports: WebSocket first; with ``transport="auto"`` an upgrade the server
 answers without upgrading (a proxy stripped it) makes the next attempt an SSE
@@ -147,6 +148,8 @@ class Client:
         self._streamed: list[str] = []
         """SSE: the watch set the current stream was asked for, and its cursors."""
         self._streamed_since: dict[str, Cursor] = {}
+        self._streamed_bars: tuple[str, Wanted, list[str]] | None = None
+        """SSE: the bars the current stream was asked for (interval, how, symbols)."""
         self._restarting = False
         """SSE: the stream is being reopened for a new watch set or token (not a reconnect)."""
         self._limits: dict[str, Any] = {}
@@ -306,14 +309,15 @@ class Client:
         When live, waits for the ack and returns the connection's bar subscriptions of that interval.
         Raises ``WspsError`` (BAD_INTERVAL, BAD_BARS, NOT_ENTITLED, DELAYED_ONLY, TOO_MANY_SUBSCRIPTIONS, ...):
         refused symbols leave the bar subscriptions, the others of the call are asked for again.
-        Over SSE (no bars) they wait for a WebSocket connection.
+        Over SSE the stream is reopened with them (it carries the bars of the first interval wanted;
+        those of another wait for a WebSocket connection).
         """
         wanted = list(dict.fromkeys(symbols))
         send = self._bars.watch(wanted, interval, Wanted(backfill, delayed))
         if not self._live.is_set() or not send:
             return self._bars.of(interval)
         if self._sse is not None:
-            self._bars_over_sse()
+            await asyncio.wait_for(self._reopen_stream(), self._request_timeout)
             return self._bars.of(interval)
         futures = [f for f in self._request_bars(ClientOp.SUB.value, send, interval, want_answer=True) if f is not None]
         acked = self._bars.of(interval)
@@ -324,7 +328,10 @@ class Client:
     async def unsubscribe_bars(self, symbols: Iterable[str], interval: str) -> None:
         """Ends bar subscriptions; their series are forgotten at once (late frames for them are ignored)."""
         removed = [s for s, _ in self._bars.drop(list(dict.fromkeys(symbols)), interval)]
-        if not self._live.is_set() or not removed or self._sse is not None:
+        if not self._live.is_set() or not removed:
+            return
+        if self._sse is not None:
+            await asyncio.wait_for(self._reopen_stream(), self._request_timeout)
             return
         for f in self._request_bars(ClientOp.UNSUB.value, removed, interval, want_answer=True):
             if f is not None:
@@ -477,7 +484,9 @@ class Client:
         self._streamed = self.symbols if not isinstance(max_subs, int) else self.symbols[:max_subs]
         self._streamed_since = self._cursors(self._streamed)
         distinct = bool(self._streamed) and all(self._watch[s].mode == Mode.DISTINCT.value for s in self._streamed)
-        target = stream_url(url, self._streamed, Mode.DISTINCT.value if distinct else Mode.MERGE.value, self._streamed_since)
+        self._streamed_bars = self._bars.for_stream()
+        target = stream_url(url, self._streamed, Mode.DISTINCT.value if distinct else Mode.MERGE.value, self._streamed_since,
+                            self._streamed_bars)
         try:
             stream = await asyncio.wait_for(SseStream.open(target, token=token, last_event_id=self._last_event_id), self._connect_timeout)
         except SseRefused as refused:
@@ -485,7 +494,12 @@ class Client:
                 raise
             # The gateway refused the request itself: the error frame it answered with, as on a WebSocket.
             self._emit(ErrorEvent(refused.error))
-            if refused.error.symbols and refused.error.code in _DROPS_NAMED:
+            streamed_bars = self._streamed_bars
+            if refused.error.bars is not None and streamed_bars is not None and refused.error.bars == streamed_bars[0]:
+                # Refused for its bars (the error names their interval): the named series leave, or all it carried.
+                named = refused.error.symbols if refused.error.code in _BARS_DROP_NAMED and refused.error.symbols else streamed_bars[2]
+                self._bars.drop(named, streamed_bars[0])
+            elif refused.error.symbols and refused.error.code in _DROPS_NAMED:
                 self._reject(refused.error.symbols, refused.error)
             self._settle_waiters(refused.error)
             return refused.close_code, str(refused)
@@ -591,11 +605,13 @@ class Client:
             # Every bar series starts over from its backfill.
             for interval, wanted, group in self._bars.requests():
                 self._request_bars(ClientOp.SUB.value, group, interval, wanted)
-        elif len(self._bars):
-            self._bars_over_sse()
-        if self._sse is not None and set(keep) != set(self._streamed):
+            return
+        bars = self._bars.for_stream()
+        if set(keep) != set(self._streamed) or not _same_stream_bars(bars, self._streamed_bars):
             # The stream carries the watch set of the moment it was asked for; it changed meanwhile.
             self._restart_stream()
+        elif bars is not None and len(bars[2]) < len(self._bars):
+            self._bars_over_sse()
 
     def _cursors(self, symbols: Iterable[str]) -> dict[str, Cursor]:
         out: dict[str, Cursor] = {}
@@ -730,7 +746,7 @@ class Client:
 
     def _bars_over_sse(self) -> None:
         self._emit(ErrorEvent(WspsError(ErrorCode.BAD_BARS.value,
-                                        "bars are served over WebSocket only; they start once the client is on a WebSocket")))
+                                        "an SSE stream carries the bars of one interval; the others start once the client is on a WebSocket")))
 
     def _send_request(
         self, op: str, symbols: list[str], delivery: Delivery | None, *, want_answer: bool = False,
@@ -777,6 +793,13 @@ class Client:
                 log.exception("wsps: an event callback raised")
         for stream in self._streams:
             stream._put(event)
+
+
+def _same_stream_bars(a: tuple[str, Wanted, list[str]] | None, b: tuple[str, Wanted, list[str]] | None) -> bool:
+    """The same series (a backfill alone asks for no new one, as over WebSocket)."""
+    if a is None or b is None:
+        return a is b
+    return a[0] == b[0] and a[1].delayed == b[1].delayed and set(a[2]) == set(b[2])
 
 
 def _chunks(symbols: Sequence[str]) -> list[list[str]]:

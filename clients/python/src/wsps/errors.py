@@ -8,12 +8,15 @@ from typing import Any, Mapping
 class WspsError(Exception):
     """A coded error: a gateway ``error`` frame, or one of the client's own (BAD_SERVER_FRAME, ...)."""
 
-    def __init__(self, code: str, message: str = "", *, symbols: list[str] | None = None, id: Any = None) -> None:
+    def __init__(self, code: str, message: str = "", *, symbols: list[str] | None = None, id: Any = None,
+                 bars: str | None = None) -> None:
         super().__init__(f"{code}: {message}" if message else code)
         self.code = code
         self.message = message
         self.symbols = list(symbols or [])
         self.id = id
+        self.bars = bars
+        """An SSE stream refused for its bars: their interval (docs/protocol.md, Server-Sent Events)."""
 
     @classmethod
     def from_frame(cls, frame: Mapping[str, Any]) -> "WspsError":
@@ -23,6 +26,7 @@ class WspsError(Exception):
             str(frame.get("message", "")),
             symbols=list(symbols) if isinstance(symbols, list) else None,
             id=frame.get("id"),
+            bars=frame["bars"] if isinstance(frame.get("bars"), str) else None,
         )
 
 

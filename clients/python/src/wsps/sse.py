@@ -19,6 +19,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from .errors import WspsError
 from .protocol import CloseCode, ErrorCode
+from .bars import Wanted
 from .receiver import Cursor
 
 ABNORMAL = 1006
@@ -35,13 +36,21 @@ def sse_url_for(ws_url: str) -> str:
     return urlunsplit((scheme, u.netloc, path + "/sse", "", ""))
 
 
-def stream_url(ws_url: str, symbols: Sequence[str], mode: str, since: Mapping[str, Cursor]) -> str:
-    """The stream's URL: ``symbols``, ``mode`` unless merge, ``since`` as ``SYMBOL:SEQ:EPOCH,...``."""
+def stream_url(
+    ws_url: str, symbols: Sequence[str], mode: str, since: Mapping[str, Cursor], bars: tuple[str, Wanted, list[str]] | None = None
+) -> str:
+    """The stream's URL: ``symbols``, ``mode`` unless merge, ``since`` as ``SYMBOL:SEQ:EPOCH,...``; and
+    the bars it carries (one interval): ``bars``, ``barSymbols``, ``backfill``, ``barDelayed``."""
     query = "symbols=" + quote(",".join(symbols), safe=",")
     if mode != "merge":
         query += "&mode=" + quote(mode)
     if since:
         query += "&since=" + quote(",".join(f"{s}:{c.seq}:{c.epoch}" for s, c in since.items()), safe=",:")
+    if bars is not None and bars[2]:
+        interval, wanted, bar_symbols = bars
+        query += f"&bars={quote(interval)}&barSymbols={quote(','.join(bar_symbols), safe=',')}&backfill={wanted.backfill}"
+        if wanted.delayed is not None:
+            query += "&barDelayed=" + ("true" if wanted.delayed else "false")
     return sse_url_for(ws_url) + "?" + query
 
 
