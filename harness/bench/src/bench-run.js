@@ -136,7 +136,14 @@ export class BenchRun {
     const probed1 = probe ? await probe().catch(() => null) : null
     const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
     const stolen = round(steal.read(), 3)
-    const cores = { server: coreMeters.server ? round(coreMeters.server.read(), 3) : null, load: coreMeters.load ? round(coreMeters.load.read(), 3) : null }
+    const serverCore = coreMeters.server?.read() ?? null
+    const loadCoreTime = coreMeters.load?.read() ?? null
+    const cores = {
+      server: serverCore && round(serverCore.busy, 3),
+      serverSoftirq: serverCore && round(serverCore.softirq, 3),
+      load: loadCoreTime && round(loadCoreTime.busy, 3),
+      loadSoftirq: loadCoreTime && round(loadCoreTime.softirq, 3)
+    }
     const rss = rssBytes(tree(roots()))
     await fleet.tickedAfter(t1)
     await this.hiccup?.reportedAfter(m1)

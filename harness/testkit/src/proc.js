@@ -98,13 +98,14 @@ export function machineTimes (text = readFileSync('/proc/stat', 'utf8')) {
 /**
  * @param {string} core a CPU number ("1")
  * @param {string} [text] the contents of /proc/stat (read when not given)
- * @returns {{busy: number, total: number}} that CPU's busy and total ticks:
- *   busy is user, nice, system, irq and softirq (idle, iowait and steal are not)
+ * @returns {{busy: number, softirq: number, total: number}} that CPU's busy,
+ *   softirq and total ticks: busy is user, nice, system, irq and softirq
+ *   (idle, iowait and steal are not)
  */
 export function coreTimes (core, text = readFileSync('/proc/stat', 'utf8')) {
   const f = (new RegExp(`^cpu${core}\\s+(.*)$`, 'm').exec(text)?.[1] ?? '').trim().split(/\s+/).map(Number)
   const n = (/** @type {number} */ i) => (Number.isFinite(f[i]) ? f[i] : 0)
-  return { busy: n(0) + n(1) + n(2) + n(5) + n(6), total: n(0) + n(1) + n(2) + n(3) + n(4) + n(5) + n(6) + n(7) }
+  return { busy: n(0) + n(1) + n(2) + n(5) + n(6), softirq: n(6), total: n(0) + n(1) + n(2) + n(3) + n(4) + n(5) + n(6) + n(7) }
 }
 
 /**
@@ -124,11 +125,11 @@ export class CoreBusyMeter {
     this.#start = coreTimes(core)
   }
 
-  /** @returns {number} 0..1 */
+  /** @returns {{busy: number, softirq: number}} shares of the core's time since made, 0..1 */
   read () {
     const now = coreTimes(this.#core)
     const total = now.total - this.#start.total
-    return total > 0 ? (now.busy - this.#start.busy) / total : 0
+    return total > 0 ? { busy: (now.busy - this.#start.busy) / total, softirq: (now.softirq - this.#start.softirq) / total } : { busy: 0, softirq: 0 }
   }
 }
 

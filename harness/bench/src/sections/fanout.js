@@ -75,7 +75,7 @@ export async function fanoutAll (run, names) {
     const measure = async (/** @type {any} */ x, /** @type {number} */ rate, /** @type {number} */ measureMs) => {
       const s = await run.step({ fleet: x.fleet, roots: x.srv.roots, rate, settleMs: run.P.settleMs, measureMs, prefix: x.prefix, strict: SERVERS[x.name].strict, symbols, probe: x.srv.metrics })
       run.setRate(0, x.prefix)
-      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms${overNote(s)}${s.gaps || s.ticksLost ? `, gaps ${s.gaps} ticks lost ${s.ticksLost}` : ''}, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis}${s.cores.server !== null ? `, cores busy server ${s.cores.server} load ${s.cores.load}` : ''}${s.loadBound ? ` (load core ${s.loadCore}: a lower bound)` : ''} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
+      log(`  ${x.name.padEnd(8)} rate ${s.rate}/s: delivered ${s.delivered}/s of ${s.expected} (${s.quotesPerFrame} q/frame), p50 ${s.p50} p99 ${s.p99} ms${overNote(s)}${s.gaps || s.ticksLost ? `, gaps ${s.gaps} ticks lost ${s.ticksLost}` : ''}, cpu server ${s.cpu.server} loadgen ${s.cpu.loadgen} redis ${s.cpu.redis}${s.cores.server !== null ? `, cores busy server ${s.cores.server} (softirq ${s.cores.serverSoftirq}) load ${s.cores.load} (softirq ${s.cores.loadSoftirq})` : ''}${s.loadBound ? ` (load core ${s.loadCore}: a lower bound)` : ''} ${hostNote(s)} ${s.pass ? 'ok' : 'LIMIT'}`)
       await sleep(1000) // let it drain before the next one is measured
       return s
     }
