@@ -532,7 +532,7 @@ export class Connection {
    * frame.
    *
    * @param {number} now
-   * @param {number} tick the pass
+   * @param {number} tick the chunk of the pass (latency samples, Update.sentIn)
    * @param {PassStats} stats
    * @returns {boolean} true when it stays queued: to be tried again next pass (still slow)
    */

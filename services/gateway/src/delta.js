@@ -57,10 +57,11 @@ export class Update {
   }
 
   /**
-   * Notes that a pass wrote it.
+   * Notes that a chunk of a pass wrote it.
    *
-   * @param {number} tick the pass
-   * @returns {boolean} true the first time in this pass (a latency sample)
+   * @param {number} tick the chunk (Fanout counts them)
+   * @returns {boolean} true the first time in this chunk (the pass's
+   *   latency sample is taken at the last chunk that wrote it)
    */
   sentIn (tick) {
     if (this.#tick === tick) return false

@@ -37,7 +37,7 @@ const CHUNK = 512
  * @property {number} bytes
  * @property {number} conflated updates a slow reader skipped
  * @property {number[]} batches frames per BATCH_BUCKETS bucket
- * @property {Update[]} sent distinct updates written (latency samples)
+ * @property {Update[]} sent updates written in this chunk, once each (latency samples)
  *
  * @typedef {object} Flushable a client (a Connection)
  * @property {(update: Update, stats: PassStats) => boolean} push queues an
@@ -58,7 +58,15 @@ export class Fanout {
   /** @type {NodeJS.Timeout | NodeJS.Immediate | null} */
   #timer = null
   #passing = false
-  #tick = 0
+  /** Counts chunks: an update is a latency sample once per chunk that writes it (Update.sentIn). */
+  #chunkNo = 0
+  /**
+   * The updates this pass wrote, each with when the last chunk that wrote it
+   * ended: their latency samples, taken when the pass ends, are the age at
+   * their last subscriber's write, the worst case of the pass.
+   * @type {Map<import('./delta.js').Update, number>}
+   */
+  #written = new Map()
   /** @type {Flushable[]} clients this pass writes */
   #batch = []
   #pos = 0
@@ -105,7 +113,6 @@ export class Fanout {
     this.#timer = null
     this.#passing = true
     this.#passStart = Date.now()
-    this.#tick++
     this.#distribute(this.#clients)
     this.#batch = this.#clients
     this.#clients = []
@@ -149,9 +156,10 @@ export class Fanout {
     const stats = this.#stats
     const now = Date.now()
     const end = Math.min(batch.length, this.#pos + CHUNK)
+    const chunk = ++this.#chunkNo
     for (let i = this.#pos; i < end; i++) {
       const c = batch[i]
-      if (c.flush(now, this.#tick, stats)) this.#clients.push(c)
+      if (c.flush(now, chunk, stats)) this.#clients.push(c)
     }
     this.#pos = end
     this.#record()
@@ -161,6 +169,7 @@ export class Fanout {
     }
     this.#batch = []
     this.#passing = false
+    this.#sample()
     if (this.#symbols.length || this.#clients.length) {
       // Keep the window's rhythm; a pass that took longer than the window
       // is followed at once (its backlog is already batched).
@@ -173,11 +182,10 @@ export class Fanout {
     const s = this.#stats
     const m = this.#metrics
     if (s.sent.length) {
-      // Taken after the chunk's last socket write: the worst case over the
-      // update's subscribers in this chunk.
+      // After the chunk's last socket write: the latest this chunk wrote
+      // them. A later chunk of the pass that writes one again moves it on.
       const t = Date.now()
-      // Delayed quotes are old on purpose: they are not latency samples.
-      for (const u of s.sent) if (u.fields.delayed !== true) m.publishToSend.observe(Math.max(0, t - u.ts) / 1000)
+      for (const u of s.sent) this.#written.set(u, t)
     }
     if (s.frames) m.framesOut.q.inc(s.frames)
     if (s.snaps) m.framesOut.snap.inc(s.snaps)
@@ -186,6 +194,16 @@ export class Fanout {
     if (s.conflated) m.conflated.inc(s.conflated)
     s.batches.forEach((n, i) => { if (n) m.framesByBatch[i].inc(n) })
     this.#stats = newStats()
+  }
+
+  /**
+   * The pass's latency samples: each update's age when its last subscriber
+   * of the pass was written (delayed quotes are old on purpose: not samples).
+   */
+  #sample () {
+    const h = this.#metrics.publishToSend
+    for (const [u, t] of this.#written) if (u.fields.delayed !== true) h.observe(Math.max(0, t - u.ts) / 1000)
+    this.#written.clear()
   }
 
   #clearTimer () {

@@ -78,7 +78,7 @@ export function createGatewayMetrics (node, labels = {}) {
     slowClients: new client.Gauge({ name: 'wsps_gateway_slow_clients', help: 'Connections over the send high-water mark right now.', ...reg }),
     publishToSend: new client.Histogram({
       name: 'wsps_gateway_publish_to_send_seconds',
-      help: 'Quote age (fetcher ts to the end of the fan-out tick that wrote it to sockets).',
+      help: 'Quote age: fetcher ts to the end of the socket writes that handed it to its last subscriber of a fan-out pass (real-time quotes and deltas).',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       ...reg
     }),

@@ -165,7 +165,7 @@ export class Outbox {
    * Hands over this pass's updates as one `q` frame (after a verdict that
    * is not DISCONNECT).
    *
-   * @param {number} tick the pass
+   * @param {number} tick the chunk of the pass (latency samples, Update.sentIn)
    * @param {PassStats} stats
    * @returns {TextFrame | null} null: nothing pending
    */

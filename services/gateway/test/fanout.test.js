@@ -6,6 +6,7 @@ import { CloseCode, continues } from '@wsps/protocol'
 import { diffQuotes } from '../src/delta.js'
 import { DISTINCT, FULL_RATE } from '../src/delivery.js'
 import { gatewayParts, limits, quote, tick } from './helper.js'
+import { waitFor } from '@wsps/testkit'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
 async function live (symbols = ['AAPL', 'MSFT'], n = 1, batchMs = 1000) {
@@ -275,4 +276,22 @@ test('one-pass freshness: a quote arriving while a pass is written reaches the c
   assert.deepEqual(seqs(last), [2, 3])
   assert.deepEqual(seqs(clients[0]), [2, 3], 'a connection written before it arrived gets it in the same pass')
   for (const c of clients) assert.deepEqual(replay(c.ws.sent, new Map([['AAPL', { seq: 1 }]])), [])
+})
+
+test('a pass takes one latency sample per update, at its last subscriber\'s write: the worst case, not the first chunk\'s', async () => {
+  // 600 subscribers: two chunks of one pass (512 per chunk); the last
+  // socket's write takes 30 ms, so the second chunk ends that much later.
+  const { hub, clients, pass, metrics } = await live(['AAPL'], 600)
+  const slow = clients[599].ws
+  const write = slow.write.bind(slow)
+  slow.write = (frame, op) => { const end = Date.now() + 30; while (Date.now() < end); write(frame, op) }
+  hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
+  pass()
+  await waitFor(() => slow.sent.length === 1, { message: 'the second chunk' })
+  await tick()
+  const { values } = await metrics.publishToSend.get()
+  const count = values.find((v) => v.metricName === 'wsps_gateway_publish_to_send_seconds_count')?.value
+  const under25 = values.find((v) => v.labels.le === 0.025)?.value
+  assert.equal(count, 1, 'one sample for the update, though two chunks wrote it')
+  assert.equal(under25, 0, 'the sample is at the second chunk, 30 ms later: not under 25 ms')
 })
