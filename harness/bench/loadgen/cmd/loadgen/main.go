@@ -20,7 +20,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,11 +79,23 @@ func main() {
 	flag.IntVar(&o.loops, "loops", 1, "event loops with -mode=epoll (connections split between them)")
 	flag.IntVar(&o.coalesceUs, "coalesce-us", 0, "-mode=epoll: pause this long after a batch of socket events, so one wake-up serves many frames (adds at most this to a measured latency; 0: never)")
 	gogc := flag.Int("gogc", 100, "GC target percentage (lower: less memory per connection, more GC CPU)")
+	profileDir := flag.String("cpuprofile-dir", "", "write a CPU profile of this process to DIR/loadgen-<pid>.pprof (go tool pprof), from start to a clean exit")
 	flag.Parse()
 	if flag.NArg() > 0 { // `loadgen floor ...` and `loadgen hiccup ...` are cmd/floor and cmd/hiccup now
 		fatal(fmt.Errorf("unexpected argument %q: loadgen takes flags only (the floor and the hiccup meter are the programs floor and hiccup)", flag.Arg(0)))
 	}
 	debug.SetGCPercent(*gogc)
+	if *profileDir != "" {
+		f, err := os.Create(filepath.Join(*profileDir, fmt.Sprintf("loadgen-%d.pprof", os.Getpid())))
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		// main returns on a clean exit (stdin closed or -max-seconds).
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	o.src = strings.Split(src, ",")
 
 	adapt, err := adapter.New(o.adapter)
