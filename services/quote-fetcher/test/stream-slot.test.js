@@ -2,30 +2,17 @@
 // redis-server: at most N holders, renewal keeps a slot, a dead holder's slot
 // is free after the lease, release frees it at once.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import { Redis } from 'ioredis'
+import { test } from 'node:test'
 import { redisKeys } from '@wsps/shared/keys'
-import { registerScripts } from '@wsps/shared/scripts'
-import { startRedis } from '@wsps/testkit'
+import { useScriptedRedis } from '@wsps/testkit/scripted-redis'
 import { ConnectionSlot } from '../src/providers/stream-slot.js'
 
-/** @type {Awaited<ReturnType<typeof startRedis>>} */
-let redis
-/** @type {import('@wsps/shared/scripts').ScriptedRedis} */
-let r
-before(async () => {
-  redis = await startRedis()
-  r = registerScripts(new Redis(redis.url))
-})
-after(async () => {
-  r.disconnect()
-  await redis.close()
-})
+const db = useScriptedRedis()
 
 test('the slot script: at most max holders; renewal keeps a slot; an unrenewed slot is free after the lease', async () => {
   const k = redisKeys('slots')
   const now = Date.now()
-  const slot = (/** @type {string} */ me, /** @type {number} */ at, max = 1) => r.wspsSlot(k.streamConnections, me, at, 3000, max)
+  const slot = (/** @type {string} */ me, /** @type {number} */ at, max = 1) => db.r.wspsSlot(k.streamConnections, me, at, 3000, max)
   assert.equal(await slot('a', now), 1)
   assert.equal(await slot('b', now), 0, 'one slot, held')
   assert.equal(await slot('a', now + 2000), 1, 'renewed')
@@ -33,13 +20,13 @@ test('the slot script: at most max holders; renewal keeps a slot; an unrenewed s
   assert.equal(await slot('b', now + 5001), 1, 'a stopped renewing: free after its lease')
   assert.equal(await slot('a', now + 5002), 0)
   assert.equal(await slot('c', now + 5003, 2), 1, 'two slots: a second holder')
-  assert.ok(await r.pttl(k.streamConnections) > 0, 'the key expires when nobody renews')
+  assert.ok(await db.r.pttl(k.streamConnections) > 0, 'the key expires when nobody renews')
 })
 
 test('ConnectionSlot: held while it surely lasts; release frees the slot at once', async () => {
   const keys = redisKeys('slot-class')
-  const one = new ConnectionSlot({ redis: r, keys, node: 'one', leaseMs: 3000, max: 1 })
-  const two = new ConnectionSlot({ redis: r, keys, node: 'two', leaseMs: 3000, max: 1 })
+  const one = new ConnectionSlot({ redis: db.r, keys, node: 'one', leaseMs: 3000, max: 1 })
+  const two = new ConnectionSlot({ redis: db.r, keys, node: 'two', leaseMs: 3000, max: 1 })
   assert.equal(await one.acquire(), true)
   assert.equal(await two.acquire(), false)
   const now = Date.now()
