@@ -2,7 +2,10 @@
 // WSPS_STREAM_SUBSCRIBE_BATCH, with the formats of docs/feeding.md.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkTemplate, subscribeFrames } from '../src/providers/stream-templates.js'
+import { checkTemplate, compileTemplate } from '../src/providers/stream-templates.js'
+
+/** The messages a template makes of these symbols. @param {string} template @param {string[]} symbols @param {number} [batch] */
+const subscribeFrames = (template, symbols, batch = 0) => compileTemplate(template, batch)(symbols)
 import { loadFetcherConfig } from '../src/config.js'
 import { documented } from './feeding-doc.js'
 

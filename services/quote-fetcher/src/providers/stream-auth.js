@@ -45,9 +45,17 @@ function fillIn (template, fill) {
   return template.replace(/\{(key|secret|token)\}/g, (p) => fill(PLACEHOLDERS[/** @type {keyof typeof PLACEHOLDERS} */ (p)]))
 }
 
-/** @param {string} template */
-function usedCredentials (template) {
-  return /** @type {(keyof Credentials)[]} */ (Object.keys(PLACEHOLDERS).filter((p) => template.includes(p)).map((p) => PLACEHOLDERS[/** @type {keyof typeof PLACEHOLDERS} */ (p)]))
+/**
+ * Every credential a template's placeholders name must be set.
+ * @param {string} setting the template's, for the error
+ * @param {string} template
+ * @param {Credentials} credentials
+ * @throws {Error} naming the placeholder and the empty setting, never a credential
+ */
+function requireCredentials (setting, template, credentials) {
+  for (const [p, c] of /** @type {[string, keyof Credentials][]} */ (Object.entries(PLACEHOLDERS))) {
+    if (template.includes(p) && !credentials[c]) throw new Error(`${setting} uses ${p} but ${SETTING[c]} is empty`)
+  }
 }
 
 /**
@@ -143,11 +151,8 @@ function compileHeaders (json, credentials) {
  * @throws {Error} saying what is wrong, never with a credential in the message
  */
 export function compileAuth ({ auth, headers, replies }, credentials) {
-  for (const [setting, template] of /** @type {const} */ ([['WSPS_STREAM_AUTH', auth], ['WSPS_STREAM_HEADERS', headers]])) {
-    for (const c of usedCredentials(template)) {
-      if (!credentials[c]) throw new Error(`${setting} uses {${c}} but ${SETTING[c]} is empty`)
-    }
-  }
+  requireCredentials('WSPS_STREAM_AUTH', auth, credentials)
+  requireCredentials('WSPS_STREAM_HEADERS', headers, credentials)
   let frame = null
   if (auth !== '') {
     frame = fillIn(auth, (c) => JSON.stringify(credentials[c]))
@@ -169,9 +174,7 @@ export function compileAuth ({ auth, headers, replies }, credentials) {
  * @param {Credentials} credentials
  */
 export function streamUrl (url, credentials) {
-  for (const c of usedCredentials(url)) {
-    if (!credentials[c]) throw new Error(`WSPS_STREAM_URL uses {${c}} but ${SETTING[c]} is empty`)
-  }
+  requireCredentials('WSPS_STREAM_URL', url, credentials)
   return fillIn(url, (c) => encodeURIComponent(credentials[c]))
 }
 

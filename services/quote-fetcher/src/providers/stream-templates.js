@@ -71,16 +71,6 @@ export function compileTemplate (template, batch = 0) {
 }
 
 /**
- * The messages that (un)subscribe `symbols`.
- * @param {string} template WSPS_STREAM_SUBSCRIBE or WSPS_STREAM_UNSUBSCRIBE
- * @param {string[]} symbols
- * @param {number} [batch] WSPS_STREAM_SUBSCRIBE_BATCH
- */
-export function subscribeFrames (template, symbols, batch = 0) {
-  return compileTemplate(template, batch)(symbols)
-}
-
-/**
  * Whether a {symbol} or {symbols} placeholder stands inside a JSON string
  * of the template, where it would put quotes inside quotes.
  * @param {string} template

@@ -50,8 +50,6 @@ export class VendorSocket {
   }
 
   get open () { return this.#ws?.readyState === WebSocket.OPEN }
-  /** Connected or trying to be (not stopped). */
-  get running () { return !this.#stopped }
 
   /** Connects now (a no-op while running); reconnects by itself until stop(). */
   connect () {

@@ -9,7 +9,7 @@
 
 import { latestQuotes } from '@wsps/shared/latest'
 import { compileMapping } from './stream-mapping.js'
-import { subscribeFrames } from './stream-templates.js'
+import { compileTemplate } from './stream-templates.js'
 import { compileAuth, streamUrl } from './stream-auth.js'
 import { StreamOwnership } from './stream-ownership.js'
 import { StreamSession } from './stream-session.js'
@@ -35,6 +35,10 @@ export class WsStreamFeed {
   #metrics
   #log
   #map
+  /** The (un)subscribe messages for some symbols, compiled once. @type {(symbols: string[]) => string[]} */
+  #subscribeFrames
+  /** @type {(symbols: string[]) => string[]} */
+  #unsubscribeFrames
   #ownership
   #session
 
@@ -55,6 +59,8 @@ export class WsStreamFeed {
     this.#metrics = metrics
     this.#log = logger.child({ component: 'ws-stream' })
     this.#map = compileMapping(config.streamMapping)
+    this.#subscribeFrames = compileTemplate(config.streamSubscribe, config.streamSubscribeBatch)
+    this.#unsubscribeFrames = compileTemplate(config.streamUnsubscribe, config.streamSubscribeBatch)
     this.#ownership = new StreamOwnership({
       redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, maxSymbols: config.streamMaxSymbols
     })
@@ -127,7 +133,7 @@ export class WsStreamFeed {
     const add = [...held].filter((s) => !this.#subscribed.has(s))
     const drop = [...this.#subscribed].filter((s) => !held.has(s))
     if (drop.length) {
-      for (const f of subscribeFrames(this.#config.streamUnsubscribe, drop, this.#config.streamSubscribeBatch)) this.#session.send(f)
+      for (const f of this.#unsubscribeFrames(drop)) this.#session.send(f)
       for (const s of drop) {
         this.#subscribed.delete(s)
         this.#last.delete(s)
@@ -138,7 +144,7 @@ export class WsStreamFeed {
       await this.#seed(add)
       // Left ready while the quotes were read: it holds nothing any more.
       if (!this.#session.ready) return
-      for (const f of subscribeFrames(this.#config.streamSubscribe, add, this.#config.streamSubscribeBatch)) this.#session.send(f)
+      for (const f of this.#subscribeFrames(add)) this.#session.send(f)
       for (const s of add) this.#subscribed.add(s)
       this.#log.info({ symbols: add.length }, 'subscribed upstream')
     }
