@@ -167,13 +167,17 @@ export async function runSlowConsumers (overrides = {}, log = () => {}) {
       await f.all({ cmd: 'pause', role: 'waker' })
       const wakersPausedAt = Date.now()
       await waitFor(async () => (await metrics()).wsps_gateway_slow_clients >= Math.ceil(0.5 * p.wakers), { timeout: 180_000, interval: 50, message: 'wakers seen as slow' })
-      // Stay behind until the gateway has conflated updates for them (at
-      // least twice the fetch interval: symbols update more than once), not
-      // so long that WSPS_SLOW_CLOSE_MS cuts them off. A fixed sleep missed
-      // the updates now and then when the fetcher was late on a busy host.
+      // Stay behind until the gateway has skipped more updates than there
+      // are (waker, symbol) pairs: then at least one waker skipped two
+      // updates of one symbol, and its catch-up snapshot must jump a seq
+      // (one skip alone can be exactly the quote the snapshot carries). Not
+      // so long that WSPS_SLOW_CLOSE_MS cuts them off; a wait that runs out
+      // fails the run rather than resuming readers with nothing skipped.
       const conflatedAt = (await metrics()).wsps_gateway_conflated_total
+      const enough = p.wakers * p.slowSubs
       await sleep(Math.min(p.slowCloseMs / 4, 2 * p.fetchIntervalMs + 200))
-      await waitFor(async () => (await metrics()).wsps_gateway_conflated_total > conflatedAt, { timeout: p.slowCloseMs / 4, interval: 50, message: 'updates conflated for the wakers' }).catch(() => {})
+      await waitFor(async () => (await metrics()).wsps_gateway_conflated_total - conflatedAt > enough,
+        { timeout: p.slowCloseMs / 2, interval: 50, message: `more than ${enough} updates conflated for the wakers` })
       await f.all({ cmd: 'resume', role: 'waker' })
       log(`wakers seen as slow ${Date.now() - wakersPausedAt} ms after they stopped reading; resumed`)
     }
