@@ -169,7 +169,8 @@ function nodeServer (name, label) {
 /**
  * A wsps gateway process from an entry file (the repo's, or a variant under
  * test: WSPS_BENCH_VARIANTS="name=/path/to/src/main.js,..." adds servers
- * that the fan-out can interleave with the original: --servers=wsps,name).
+ * that the fan-out can interleave with the original: --servers=wsps,name;
+ * a name ending in -distinct is measured in distinct mode).
  *
  * @param {string} name
  * @param {string} label
@@ -221,9 +222,13 @@ function gatewayServer (name, label, main, variant = {}) {
   }
 }
 
+// A variant named …-distinct is measured as wsps-distinct is (distinct
+// subscriptions, counted tick by tick).
 for (const v of (process.env.WSPS_BENCH_VARIANTS ?? '').split(',').filter(Boolean)) {
   const [name, main] = v.split('=')
-  SERVERS[name] = gatewayServer(name, `wsps variant ${name}`, main)
+  SERVERS[name] = name.endsWith('-distinct')
+    ? gatewayServer(name, `wsps variant ${name} (distinct, every tick)`, main, { adapter: 'wsps-distinct', strict: true })
+    : gatewayServer(name, `wsps variant ${name}`, main)
 }
 
 /**

@@ -277,7 +277,7 @@ export class Connection {
     this.#transport.write(frame, op)
     const m = this.#ctx.metrics
     m.framesOut[op].inc()
-    m.bytesOut.inc(typeof frame === 'string' ? Buffer.byteLength(frame) : frame.payload.length)
+    m.bytesOut.inc(typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length)
   }
 
   /**

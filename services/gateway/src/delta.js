@@ -3,8 +3,7 @@
 // every subscriber gets the same string.
 
 import { QUOTE_FIELDS } from '@wsps/protocol'
-import { encodeQuotes } from './protocol.js'
-import { TextFrame } from './text-frame.js'
+import { quotesFrame } from './protocol.js'
 
 const DIFFED = QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !== 'ts')
 
@@ -20,7 +19,9 @@ const DIFFED = QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !==
 export class Update {
   /** @type {string | null} the delta serialized once (null until needed, for merged ones) */
   #json
-  /** @type {TextFrame | null} the `q` frame holding only this update */
+  /** @type {Buffer | null} #json's UTF-8 bytes, encoded once: what frames are joined from */
+  #bytes = null
+  /** @type {import('./text-frame.js').TextFrame | null} the `q` frame holding only this update */
   #frame = null
   /** Fan-out pass that last sent it (for latency metrics). */
   #tick = -1
@@ -47,13 +48,18 @@ export class Update {
     return this.#json ??= JSON.stringify(this.fields)
   }
 
+  /** @returns {Buffer} the delta as UTF-8 JSON, encoded once: a reader's batch joins these */
+  get bytes () {
+    return this.#bytes ??= Buffer.from(this.json)
+  }
+
   /**
-   * @returns {TextFrame} a `q` frame holding only this update: every
-   *   subscriber it is the only update for shares it, framed once
-   *   (text-frame.js)
+   * @returns {import('./text-frame.js').TextFrame} a `q` frame holding only
+   *   this update: every subscriber it is the only update for shares it,
+   *   framed once (text-frame.js)
    */
   get frame () {
-    return this.#frame ??= new TextFrame(encodeQuotes([this.json]))
+    return this.#frame ??= quotesFrame([this.bytes])
   }
 
   /**

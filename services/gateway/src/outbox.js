@@ -8,7 +8,7 @@
 // one `snap` of those symbols catches it up. Slow for WSPS_SLOW_CLOSE_MS,
 // the verdict is DISCONNECT.
 
-import { encodeQuotes, encodeSnap } from './protocol.js'
+import { encodeSnap, quotesFrame } from './protocol.js'
 import { batchBucket } from './metrics.js'
 import { DISTINCT } from './delivery.js'
 import { TextFrame } from './text-frame.js'
@@ -157,7 +157,7 @@ export class Outbox {
     if (quotes.length === 0) return null
     const frame = new TextFrame(encodeSnap(quotes))
     stats.snaps++
-    stats.bytes += frame.payload.length
+    stats.bytes += frame.length
     return frame
   }
 
@@ -186,12 +186,12 @@ export class Outbox {
     } else {
       const parts = []
       for (const u of pending) {
-        parts.push(u.json)
+        parts.push(u.bytes)
         if (u.sentIn(tick)) stats.sent.push(u)
       }
-      frame = new TextFrame(encodeQuotes(parts))
+      frame = quotesFrame(parts)
     }
-    stats.bytes += frame.payload.length
+    stats.bytes += frame.length
     pending.length = 0
     return frame
   }

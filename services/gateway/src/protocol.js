@@ -3,6 +3,7 @@
 // pre-serialized parts (delta.js's Update, outbox.js).
 
 import { BAR_INTERVALS, ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
+import { TextFrame } from './text-frame.js'
 
 /** Symbols accepted in one sub/unsub request. */
 const { MAX_SYMBOLS_PER_REQUEST, MIN_RATE, MAX_RATE, MAX_BACKFILL, DEFAULT_BACKFILL } = Limits
@@ -394,4 +395,18 @@ export function encodeSnap (fullQuotes, lost = false) {
 /** @param {string[]} deltas serialized deltas */
 export function encodeQuotes (deltas) {
   return `${QUOTES_HEAD}${deltas.join(',')}]}`
+}
+
+const QUOTES_OPEN = Buffer.from(QUOTES_HEAD)
+const QUOTES_CLOSE = Buffer.from(']}')
+
+/**
+ * The `q` frame of encodeQuotes, joined from deltas that are bytes already
+ * (each encoded once for all its subscribers).
+ *
+ * @param {readonly Buffer[]} deltas serialized deltas, UTF-8, at least one
+ * @returns {TextFrame}
+ */
+export function quotesFrame (deltas) {
+  return TextFrame.join(QUOTES_OPEN, deltas, QUOTES_CLOSE)
 }

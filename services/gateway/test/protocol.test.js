@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { ErrorCode, Limits } from '@wsps/protocol'
-import { parseClientFrame, parseStreamBars, parseStreamSub } from '../src/protocol.js'
+import { encodeQuotes, parseClientFrame, parseStreamBars, parseStreamSub, quotesFrame } from '../src/protocol.js'
+import { TextFrame } from '../src/text-frame.js'
 
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
 
@@ -158,4 +159,18 @@ test('parseStreamBars: a GET /sse\'s bars, barSymbols, backfill and barDelayed, 
   for (const backfill of ['501', '-1', '2.5', '', 'x', ['1', '2']]) assert.equal(code({ bars: '1m', backfill }), ErrorCode.BAD_BARS, String(backfill))
   assert.equal(code({ bars: '1m', backfill: '500' }), 'ok')
   assert.equal(code({ bars: '1m', barDelayed: 'yes' }), ErrorCode.BAD_REQUEST)
+})
+
+test('property: a q frame joined from bytes is byte for byte the frame of its joined strings, at every header size', () => {
+  // Lengths that put the payload on each side of the 126 and 65,536-byte
+  // header boundaries; non-ASCII text, where string and byte lengths differ.
+  const delta = fc.record({ symbol: fc.stringMatching(/^[A-Z]{1,5}$/), seq: fc.nat(), x: fc.oneof(fc.string({ maxLength: 40 }), fc.constant('é'.repeat(70_000))) })
+  fc.assert(fc.property(fc.array(delta, { minLength: 1, maxLength: 8 }), (deltas) => {
+    const json = deltas.map((d) => JSON.stringify(d))
+    const joined = quotesFrame(json.map((j) => Buffer.from(j)))
+    const whole = new TextFrame(encodeQuotes(json))
+    assert.deepEqual(joined.wire, whole.wire)
+    assert.equal(joined.length, whole.length)
+    assert.equal(joined.payload.toString(), encodeQuotes(json))
+  }), { numRuns: 300 })
 })
