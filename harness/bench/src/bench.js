@@ -5,6 +5,7 @@
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
 //   [--only=fanout,hot,idle,proxy,sim,ingest,history|history-ingest,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
+//   [--coalesce-us=N] [--fan-conns=N]
 //
 // --proxies, --proxy-scenarios: the proxy section's paths and scenarios (sections/proxy-plan.js:
 // PATHS and proxyScenarios; default all).
@@ -38,7 +39,7 @@ import { proxyPaths } from './sections/proxy.js'
 import { floorCost, judgeShape } from './sections/shape.js'
 import { NICE, start } from './spawn.js'
 
-const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' }, proxies: { type: 'string' }, 'proxy-scenarios': { type: 'string' }, 'coalesce-us': { type: 'string' } })
+const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, bin: { type: 'string' }, only: { type: 'string' }, servers: { type: 'string' }, proxies: { type: 'string' }, 'proxy-scenarios': { type: 'string' }, 'coalesce-us': { type: 'string' }, 'fan-conns': { type: 'string' } })
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)
@@ -53,8 +54,12 @@ const LOAD_CORE = cpus().length > 1 ? '0' : null
 
 const PROFILE_P = PROFILES[/** @type {keyof typeof PROFILES} */ (PROFILE)]
 if (!PROFILE_P) throw new Error(`unknown profile ${PROFILE}`)
-/** --coalesce-us overrides the profile's, for side-by-side runs of the load generator's pause. */
-const P = args['coalesce-us'] === undefined ? PROFILE_P : { ...PROFILE_P, fanCoalesceUs: Number(args['coalesce-us']) }
+/** --coalesce-us and --fan-conns override the profile's, for runs of the load generator's pause or of another fan-out shape. */
+const P = {
+  ...PROFILE_P,
+  ...(args['coalesce-us'] === undefined ? {} : { fanCoalesceUs: Number(args['coalesce-us']) }),
+  ...(args['fan-conns'] === undefined ? {} : { fanConns: Number(args['fan-conns']) })
+}
 
 const runDir = mkdtempSync(join(tmpdir(), 'wsps-bench-'))
 const started = Date.now()

@@ -37,7 +37,7 @@ test('the report renders a headline row per server with the ratio to the naive b
       naive: { label: 'naive', steps: [step(1000, 0.5)], max: step(1000, 0.5), limit: 'p99', at50: step(500, 0.2), saturated: step(1200, 1) },
       centrifugo: { label: 'Centrifugo', steps: [step(2000, 0.5)], max: step(2000, 0.5), limit: 'p99', lowerBound: true, at50: step(1000, 0.2), saturated: step(2400, 1) }
     },
-    fanoutShape: judgeShape({ usPerWrite: 20 }, { wsps: { maxSubsPerSymbol: 1150 }, naive: { maxSubsPerSymbol: 1150 } }),
+    fanoutShape: judgeShape({ usPerWrite: 10 }, { wsps: { maxSubsPerSymbol: 1150, conns: 2500 }, naive: { maxSubsPerSymbol: 1150, conns: 2500 } }),
     idle: {},
     proxy: {
       scenarios: [{ id: 'main', title: 'main layout', layout: 'proxy-alone', deliveries: 20_000, paths: ['direct', 'nginx'], reps: 1, mode: 'epoll' }],
@@ -49,7 +49,8 @@ test('the report renders a headline row per server with the ratio to the naive b
   assert.match(md, /\| wsps gateway \| 5,000 \| 5\.0× \| 2\.5× \|/)
   assert.match(md, /\| naive \| 1,000 \| 1\.0× \| 0\.5× \|/)
   assert.match(md, /\| Centrifugo \| ≥ 2,000 \| ≥ 2\.0× \| ≥ 1\.0× \|/, 'a max the load core may have limited is a lower bound')
-  assert.match(md, /23\.0 ms pass for any server\. That is within half the 100 ms bound: \*\*the table ranks the servers/)
+  assert.match(md, /11\.5 ms pass for any server\. A server that batches writes each of the 2,500 readers once per pass, .*: 25\.0 ms at the floor\. Within half the 100 ms bound: \*\*the table ranks the servers/)
+  assert.match(md, /\| the fan-out's shape can rank servers \(its passes at the floor ≤ 50 ms\) \| largest audience: 1,150 readers × 10\.00 µs = 11\.5 ms; every reader: 2,500 × 10\.00 µs = 25\.0 ms \| met \|/)
   assert.match(md, /CPU steal 6\.1% of the run/)
   assert.match(md, /\| nginx overhead ≤ 10% \(proxy section, main layout\) \| handshake rate 5% lower through nginx; latency added at 20,000 deliveries\/s: p50 \+1\.0 ms, p99 \+2\.0 ms \| met \|/)
   assert.match(md, /## Proxies in front of one gateway/)
@@ -142,11 +143,17 @@ test('the hot-symbol sweep renders p99 per connection count, server and worker c
   assert.match(md, /\| p99 ≤ 50 ms at 50% of the latency-bounded max \| 40\.0 ms/)
 })
 
-test('the fan-out shape ranks servers only when its largest pass at the floor is within half the latency bound', () => {
-  const ok = judgeShape({ usPerWrite: 20 }, { a: { maxSubsPerSymbol: 1150 }, b: { maxSubsPerSymbol: 900 } })
+test('the fan-out shape ranks servers only when its largest pass and a pass over every reader at the floor are within half the latency bound', () => {
+  const ok = judgeShape({ usPerWrite: 10 }, { a: { maxSubsPerSymbol: 1150, conns: 2500 }, b: { maxSubsPerSymbol: 900, conns: 2480 } })
   assert.equal(ok.largestAudience, 1150)
-  assert.equal(ok.largestPassMs, 23)
+  assert.equal(ok.largestPassMs, 11.5)
+  assert.equal(ok.everyReaderPassMs, 25)
   assert.equal(ok.ranking, true)
+  // 5,000 readers at 10.3 µs: a batching server's every pass is 51.5 ms.
+  const full = judgeShape({ usPerWrite: 10.3 }, { a: { maxSubsPerSymbol: 1042, conns: 5000 } })
+  assert.equal(full.everyReaderPassMs, 51.5)
+  assert.equal(full.ranking, false)
+  assert.match(full.verdict, /a pass over every reader exceeds half/)
   // The old shape: 10,000 connections x 20 of 2,000 symbols at Zipf 1, ~6,800 readers of the hottest.
   const old = judgeShape({ usPerWrite: 17 }, { a: { maxSubsPerSymbol: 6800 } })
   assert.equal(old.largestPassMs, 115.6)

@@ -1,12 +1,21 @@
 // The fan-out's shape, judged (issue 29): can this machine rank servers by
-// latency with it? One publish of a symbol with A readers is a pass of A
-// writes; at the floor's cost per write (the least any server pays: the
-// bare write loop, loadgen/internal/floor) that pass alone takes A × µs. If
-// it nears the latency bound, every server fails whenever the hottest
-// symbol is published in a window, and the "max at p99 ≤ bound" measures
-// the shape, not the server. So the run measures the floor's µs per write
-// on the server core, multiplies by the fan-out's largest audience, and
-// calls the latency-bounded table a ranking only when that pass stays
+// latency with it? Two passes bound what any server can do, at the floor's
+// cost per write (the least any server pays: the bare write loop,
+// loadgen/internal/floor):
+//
+// - one publish of a symbol with A readers is a pass of A writes: if it
+//   nears the latency bound, every server fails whenever the hottest
+//   symbol is published in a window;
+// - a server that batches writes each reader once per pass, and near its
+//   latency bound every one of the N readers has something in every pass,
+//   so a pass is N writes and a tick that arrives just after its reader was
+//   written waits about one: if N writes near the bound, the batching
+//   server's max sits where the machine's cost per write crosses it, and a
+//   few per cent more per write (a noisier host) moves that max severalfold.
+//
+// Either way the "max at p99 ≤ bound" would measure the shape, not the
+// server. So the run measures the floor's µs per write on the server core
+// and calls the latency-bounded table a ranking only when both passes stay
 // within half the bound.
 
 import { SERVERS } from '../servers.js'
@@ -51,25 +60,34 @@ export async function floorCost (run) {
 }
 
 /**
- * The verdict on the fan-out's shape: its largest audience (every server's
- * fleet has the same plan: same seed, same shape) times the floor's cost.
+ * The verdict on the fan-out's shape: its largest audience and its
+ * connections (every server's fleet has the same plan: same seed, same
+ * shape) times the floor's cost.
  *
  * @param {{usPerWrite: number}} floor
  * @param {Record<string, any>} fanout results.fanout
  */
 export function judgeShape (floor, fanout) {
-  const audiences = Object.values(fanout).map((x) => x.maxSubsPerSymbol).filter((a) => Number.isFinite(a))
-  const largestAudience = audiences.length ? Math.max(...audiences) : NaN
+  const most = (/** @type {string} */ key) => {
+    const xs = Object.values(fanout).map((x) => x[key]).filter((a) => Number.isFinite(a))
+    return xs.length ? Math.max(...xs) : NaN
+  }
+  const largestAudience = most('maxSubsPerSymbol')
+  const connections = most('conns')
   const largestPassMs = round(largestAudience * floor.usPerWrite / 1000, 1)
-  const ranking = largestPassMs <= P99_LIMIT_MS / 2
+  const everyReaderPassMs = round(connections * floor.usPerWrite / 1000, 1)
+  const ranking = largestPassMs <= P99_LIMIT_MS / 2 && everyReaderPassMs <= P99_LIMIT_MS / 2
+  const passes = `largest pass at the floor ${largestPassMs} ms (${largestAudience} readers × ${floor.usPerWrite} µs), a pass over every reader ${everyReaderPassMs} ms (${connections} connections)`
   return {
     usPerWrite: floor.usPerWrite,
     largestAudience,
     largestPassMs,
+    connections,
+    everyReaderPassMs,
     boundMs: P99_LIMIT_MS,
     ranking,
     verdict: ranking
-      ? `largest pass at the floor ${largestPassMs} ms (${largestAudience} readers × ${floor.usPerWrite} µs) is within half the ${P99_LIMIT_MS} ms bound: the latency-bounded table ranks servers`
-      : `largest pass at the floor ${largestPassMs} ms (${largestAudience} readers × ${floor.usPerWrite} µs) exceeds half the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a window fails whenever the hottest symbol is published in it, whatever the server); the table is not a ranking`
+      ? `${passes}: both within half the ${P99_LIMIT_MS} ms bound: the latency-bounded table ranks servers`
+      : `${passes}: ${largestPassMs > P99_LIMIT_MS / 2 ? 'the largest pass' : 'a pass over every reader'} exceeds half the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (${largestPassMs > P99_LIMIT_MS / 2 ? 'a window fails whenever the hottest symbol is published in it, whatever the server' : 'a batching server\'s max sits where the machine\'s cost per write crosses the bound'}); the table is not a ranking`
   }
 }
