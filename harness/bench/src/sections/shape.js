@@ -15,14 +15,25 @@
 //
 // Either way the "max at p99 ≤ bound" would measure the shape, not the
 // server. So the run measures the floor's µs per write on the server core
-// and calls the latency-bounded table a ranking only when both passes stay
-// within half the bound.
+// and calls the latency-bounded table a ranking only when the largest pass
+// stays within half the bound and the pass over every reader within a
+// third: a batching server's own write costs 1.25-1.6x the floor's (the hot
+// section measures both), and its p99 is 1.2-1.5x its pass (the late ticks
+// experiment), so a floor pass of a third leaves it about half the bound
+// for the ticks themselves. 5,000 readers at the floor's 9.3 µs (46.5 ms,
+// within half) still put wsps's max at 52k-67k deliveries/s in one run and
+// 543k-552k at 2,500 in the next (experiments/fanout-shape-2026-11-26.md).
 
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
 import { sleep } from '@wsps/testkit'
 import { hostNote, log, round } from '../bench-run.js'
 import { P99_LIMIT_MS } from '../profiles.js'
+
+/** The most a pass over the hottest symbol's readers may take at the floor. */
+const LARGEST_PASS_MAX_MS = P99_LIMIT_MS / 2
+/** The most a pass over every reader may take at the floor. */
+const EVERY_READER_PASS_MAX_MS = P99_LIMIT_MS / 3
 
 /** Connections of the calibration: enough writes per publish that per-write cost dominates. */
 const CAL_CONNS = 2000
@@ -76,7 +87,9 @@ export function judgeShape (floor, fanout) {
   const connections = most('conns')
   const largestPassMs = round(largestAudience * floor.usPerWrite / 1000, 1)
   const everyReaderPassMs = round(connections * floor.usPerWrite / 1000, 1)
-  const ranking = largestPassMs <= P99_LIMIT_MS / 2 && everyReaderPassMs <= P99_LIMIT_MS / 2
+  const largestOk = largestPassMs <= LARGEST_PASS_MAX_MS
+  const everyOk = everyReaderPassMs <= EVERY_READER_PASS_MAX_MS
+  const ranking = largestOk && everyOk
   const passes = `largest pass at the floor ${largestPassMs} ms (${largestAudience} readers × ${floor.usPerWrite} µs), a pass over every reader ${everyReaderPassMs} ms (${connections} connections)`
   return {
     usPerWrite: floor.usPerWrite,
@@ -85,9 +98,13 @@ export function judgeShape (floor, fanout) {
     connections,
     everyReaderPassMs,
     boundMs: P99_LIMIT_MS,
+    largestPassMaxMs: LARGEST_PASS_MAX_MS,
+    everyReaderPassMaxMs: round(EVERY_READER_PASS_MAX_MS, 1),
     ranking,
     verdict: ranking
-      ? `${passes}: both within half the ${P99_LIMIT_MS} ms bound: the latency-bounded table ranks servers`
-      : `${passes}: ${largestPassMs > P99_LIMIT_MS / 2 ? 'the largest pass' : 'a pass over every reader'} exceeds half the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (${largestPassMs > P99_LIMIT_MS / 2 ? 'a window fails whenever the hottest symbol is published in it, whatever the server' : 'a batching server\'s max sits where the machine\'s cost per write crosses the bound'}); the table is not a ranking`
+      ? `${passes}: within half the ${P99_LIMIT_MS} ms bound and a third of it: the latency-bounded table ranks servers`
+      : !largestOk
+          ? `${passes}: the largest pass exceeds half the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a window fails whenever the hottest symbol is published in it, whatever the server); the table is not a ranking`
+          : `${passes}: the pass over every reader exceeds a third of the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a batching server's max sits where the machine's cost per write crosses the bound); the table is not a ranking`
   }
 }
