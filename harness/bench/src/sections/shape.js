@@ -104,7 +104,7 @@ export function judgeShape (floor, fanout) {
     verdict: ranking
       ? `${passes}: within half the ${P99_LIMIT_MS} ms bound and a third of it: the latency-bounded table ranks servers`
       : !largestOk
-          ? `${passes}: the largest pass exceeds half the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a window fails whenever the hottest symbol is published in it, whatever the server); the table is not a ranking`
-          : `${passes}: the pass over every reader exceeds a third of the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a batching server's max sits where the machine's cost per write crosses the bound); the table is not a ranking`
+        ? `${passes}: the largest pass exceeds half the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a window fails whenever the hottest symbol is published in it, whatever the server); the table is not a ranking`
+        : `${passes}: the pass over every reader exceeds a third of the ${P99_LIMIT_MS} ms bound: this shape cannot rank servers by latency (a batching server's max sits where the machine's cost per write crosses the bound); the table is not a ranking`
   }
 }
