@@ -59,11 +59,13 @@ const gcVia = (p) => async () => {
  * @property {string | null} [loadCore] CPU list of the load generator and the feed (servers with a feed process of their own)
  */
 
+/** A gateway measured in distinct mode: every tick, counted tick by tick; seq gaps fail the step. */
+const DISTINCT = Object.freeze({ adapter: 'wsps-distinct', strict: true })
+
 /** @type {Record<string, {label: string, strict?: boolean, snapshots?: boolean, start: (o: StartOptions) => Promise<ServerHandle>}>} */
 export const SERVERS = {
   wsps: gatewayServer('wsps', 'wsps gateway (merge)', join(ROOT, 'services/gateway/src/main.js')),
-  // Every tick, counted tick by tick; seq gaps fail the step.
-  'wsps-distinct': gatewayServer('wsps-distinct', 'wsps gateway (distinct, every tick)', join(ROOT, 'services/gateway/src/main.js'), { adapter: 'wsps-distinct', strict: true }),
+  'wsps-distinct': gatewayServer('wsps-distinct', 'wsps gateway (distinct, every tick)', join(ROOT, 'services/gateway/src/main.js'), DISTINCT),
   // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
   'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/src/main.js'), { env: { WSPS_WORKERS: '2' } }),
   naive: nodeServer('naive', 'naive ws baseline'),
@@ -222,12 +224,11 @@ function gatewayServer (name, label, main, variant = {}) {
   }
 }
 
-// A variant named …-distinct is measured as wsps-distinct is (distinct
-// subscriptions, counted tick by tick).
+// A variant named …-distinct is measured as wsps-distinct is.
 for (const v of (process.env.WSPS_BENCH_VARIANTS ?? '').split(',').filter(Boolean)) {
   const [name, main] = v.split('=')
   SERVERS[name] = name.endsWith('-distinct')
-    ? gatewayServer(name, `wsps variant ${name} (distinct, every tick)`, main, { adapter: 'wsps-distinct', strict: true })
+    ? gatewayServer(name, `wsps variant ${name} (distinct, every tick)`, main, DISTINCT)
     : gatewayServer(name, `wsps variant ${name}`, main)
 }
 

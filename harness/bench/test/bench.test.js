@@ -154,6 +154,7 @@ test('the fan-out shape ranks servers only when, at the floor, its largest pass 
   assert.equal(full.everyReaderPassMs, 51.5)
   assert.equal(full.ranking, false)
   assert.match(full.verdict, /the pass over every reader exceeds a third/)
+  assert.equal(full.tooLong, 'everyReader')
   // 5,000 readers at 9.3 µs: within half the bound, but not a third.
   assert.equal(judgeShape({ usPerWrite: 9.3 }, { a: { maxSubsPerSymbol: 1042, conns: 5000 } }).ranking, false)
   // The old shape: 10,000 connections x 20 of 2,000 symbols at Zipf 1, ~6,800 readers of the hottest.
@@ -161,6 +162,7 @@ test('the fan-out shape ranks servers only when, at the floor, its largest pass 
   assert.equal(old.largestPassMs, 115.6)
   assert.equal(old.ranking, false)
   assert.match(old.verdict, /cannot rank servers/)
+  assert.equal(old.tooLong, 'largest')
 })
 
 test('over the bound: the clients\' share from the loadgen histogram, the gateway\'s from two scrapes of its own histogram', async () => {

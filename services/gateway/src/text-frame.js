@@ -11,7 +11,8 @@
 // A frame can also be joined from pieces that are bytes already (a reader's
 // batch of updates, each encoded once for all its subscribers): copying
 // them costs a quarter to a half of joining their strings and encoding the
-// result per reader ("Frames joined from bytes" in analysis.md).
+// result per reader (docs/benchmarks/experiments/fanout-shape-2026-11-26.md,
+// "frames joined from bytes").
 
 /** FIN + opcode 1 (text): the first byte of every frame built here. */
 const FIN_TEXT = 0x81

@@ -101,6 +101,8 @@ export function judgeShape (floor, fanout) {
     largestPassMaxMs: LARGEST_PASS_MAX_MS,
     everyReaderPassMaxMs: round(EVERY_READER_PASS_MAX_MS, 1),
     ranking,
+    /** Which pass is over its limit (the largest one first), null when neither. */
+    tooLong: !largestOk ? 'largest' : !everyOk ? 'everyReader' : null,
     verdict: ranking
       ? `${passes}: within half the ${P99_LIMIT_MS} ms bound and a third of it: the latency-bounded table ranks servers`
       : !largestOk
