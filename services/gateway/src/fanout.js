@@ -9,9 +9,14 @@
 // between them, so Redis input and new clients are served while it runs.
 // In adaptive mode (WSPS_BATCH_MS=0) a quote that arrives during a pass is
 // handed out before the next chunk: connections not yet written in this pass
-// get it in the same write, those already written get one more write at the
-// end of the pass. A quote then waits about one pass, not the rest of this
-// one plus its position in the next. An idle gateway runs no timers at all.
+// get it in the same write, those already written are queued for the next
+// pass, which starts as soon as this one ends. A quote then waits about one
+// pass, not the rest of this one plus its position in the next. A pass never
+// outgrows the connections it started with: under a load that keeps every
+// connection busy, passes follow each other instead of one pass growing for
+// as long as the load lasts, with its list of connections and its latency
+// samples (each holding an update and its frame) kept alive until it ends.
+// An idle gateway runs no timers at all.
 
 import { BATCH_BUCKETS } from './metrics.js'
 
@@ -151,8 +156,10 @@ export class Fanout {
   #chunk = () => {
     const batch = this.#batch
     // One-pass freshness (adaptive mode): what arrived since the last chunk
-    // joins this pass. A fixed window keeps it for the next pass instead.
-    if (this.#pos > 0 && this.#batchMs === 0 && this.#symbols.length) this.#distribute(batch)
+    // is handed out now, so the connections this pass has yet to write take
+    // it in the same write; the others queue for the next pass. A fixed
+    // window keeps it all for the next pass instead.
+    if (this.#pos > 0 && this.#batchMs === 0 && this.#symbols.length) this.#distribute(this.#clients)
     const stats = this.#stats
     const now = Date.now()
     const end = Math.min(batch.length, this.#pos + CHUNK)

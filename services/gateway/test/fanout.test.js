@@ -261,7 +261,7 @@ test('a held symbol moved to another delivery gets a fresh snapshot and then tha
   assert.deepEqual(a.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [3, 4])
 })
 
-test('one-pass freshness: a quote arriving while a pass is written reaches the connections not yet written in the same write, and the others before the pass ends', async () => {
+test('one-pass freshness: a quote arriving while a pass is written reaches the connections not yet written in the same write, and the others in the pass right after', async () => {
   const n = 1100 // more than two chunks of 512
   const { hub, clients, pass } = await live(['AAPL'], n, 0)
   hub.onQuote('AAPL', quote(2, { bid: 2 }, 'AAPL'))
@@ -274,8 +274,33 @@ test('one-pass freshness: a quote arriving while a pass is written reaches the c
   const last = clients[n - 1]
   assert.equal(last.ws.sent.length, 1, 'a connection not yet written gets both in one write')
   assert.deepEqual(seqs(last), [2, 3])
-  assert.deepEqual(seqs(clients[0]), [2, 3], 'a connection written before it arrived gets it in the same pass')
+  assert.deepEqual(seqs(clients[0]), [2, 3], 'a connection written before it arrived gets it in the next pass')
   for (const c of clients) assert.deepEqual(replay(c.ws.sent, new Map([['AAPL', { seq: 1 }]])), [])
+})
+
+test('under a load that keeps every connection busy, passes still end: a pass never outgrows the connections it started with', async () => {
+  // Before, what arrived during a pass re-queued the connections already
+  // written at the end of the same pass: with a quote before every chunk
+  // the pass never ended, and its connection list and latency samples (each
+  // holding an update and its frame) grew for as long as the load lasted.
+  const n = 1100 // three chunks of 512
+  const { hub, clients, pass, metrics } = await live(['AAPL'], n, 0)
+  let seq = 2
+  hub.onQuote('AAPL', quote(seq++, { bid: 2 }, 'AAPL'))
+  pass()
+  for (let i = 0; i < 24; i++) {
+    hub.onQuote('AAPL', quote(seq++, { bid: 2 + i / 100 }, 'AAPL'))
+    await tick()
+  }
+  const samples = async () => (await metrics.publishToSend.get()).values.find((v) => v.metricName === 'wsps_gateway_publish_to_send_seconds_count')?.value ?? 0
+  const during = await samples()
+  assert.ok(during >= 4, `passes ended while the load went on (a pass samples when it ends): ${during} samples`)
+  for (let i = 0; i < 12; i++) await tick()
+  for (const c of clients) {
+    const held = new Map([['AAPL', { seq: 1 }]])
+    assert.deepEqual(replay(c.ws.sent, held), [])
+    assert.equal(held.get('AAPL')?.seq, seq - 1, 'every connection ends on the last quote')
+  }
 })
 
 test('a pass takes one latency sample per update, at its last subscriber\'s write: the worst case, not the first chunk\'s', async () => {
