@@ -116,9 +116,16 @@ class RawPublisher {
   #tail = ''
   /** AUTH was sent and not answered yet: its reply is the first line. */
   #authing = false
+  /** @type {(n: number) => void} */
+  #onBatch
 
-  /** @param {string} url */
-  constructor (url) {
+  /**
+   * @param {string} url
+   * @param {(n: number) => void} onBatch called with each batch's size once
+   *   Redis answered all of it, in the order the batches were written
+   */
+  constructor (url, onBatch) {
+    this.#onBatch = onBatch
     const u = new URL(url)
     if (u.protocol !== 'redis:') throw new Error(`--redis: a redis:// URL, not ${url}`)
     this.#socket = connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || 6379), noDelay: true })
@@ -136,7 +143,7 @@ class RawPublisher {
   get inFlight () { return this.#owed.length }
 
   /**
-   * Writes one batch; onBatch(n) runs once Redis answered all of it.
+   * Writes one batch (see onBatch).
    * @param {string} resp the batch's commands, RESP-encoded
    * @param {number} n how many commands it holds
    */
@@ -165,18 +172,12 @@ class RawPublisher {
       const batch = this.#owed[0]
       if (--batch.left === 0) {
         this.#owed.shift()
-        this.onBatch(batch.n)
+        this.#onBatch(batch.n)
       }
     }
     // A chunk can end inside a reply: its head waits for its newline.
     this.#tail = chunk.slice(at)
   }
-
-  /**
-   * Called once per batch Redis answered, in the order they were written.
-   * @param {number} _n the batch's size
-   */
-  onBatch (_n) {}
 }
 
 /**
@@ -194,7 +195,7 @@ function command (args) {
   return `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`
 }
 
-const raw = new RawPublisher(redisUrl)
+const raw = new RawPublisher(redisUrl, (n) => { published += n })
 /** Each channel's command up to the message: the fixed part of its PUBLISH. */
 const heads = new Map()
 /** @param {string} channel */
@@ -203,7 +204,6 @@ const headOf = (channel) => {
   if (h === undefined) heads.set(channel, (h = `*3\r\n$7\r\nPUBLISH\r\n$${channel.length}\r\n${channel}\r\n`))
   return h
 }
-raw.onBatch = (n) => { published += n }
 
 function pump () {
   if (rate > 0 && raw.inFlight < 4) {
