@@ -58,7 +58,7 @@ export class Fanout {
   #metrics
   /** @type {Fanned[]} symbols updated since the last pass */
   #symbols = []
-  /** @type {Flushable[]} clients to write next pass (slow readers retrying) */
+  /** @type {Flushable[]} clients to write next pass (slow readers retrying; in adaptive mode, those a quote reached after this pass wrote them) */
   #clients = []
   /** @type {NodeJS.Timeout | NodeJS.Immediate | null} */
   #timer = null
