@@ -118,7 +118,7 @@ export class Fanout {
     this.#timer = null
     this.#passing = true
     this.#passStart = Date.now()
-    this.#distribute(this.#clients)
+    this.#distribute()
     this.#batch = this.#clients
     this.#clients = []
     this.#pos = 0
@@ -127,11 +127,10 @@ export class Fanout {
 
   /**
    * Hands each queued symbol's update to its subscribers; those not queued
-   * yet are appended to `into`.
-   *
-   * @param {Flushable[]} into
+   * yet join the clients of the next pass.
    */
-  #distribute (into) {
+  #distribute () {
+    const into = this.#clients
     const symbols = this.#symbols
     this.#symbols = []
     const stats = this.#stats
@@ -159,7 +158,7 @@ export class Fanout {
     // is handed out now, so the connections this pass has yet to write take
     // it in the same write; the others queue for the next pass. A fixed
     // window keeps it all for the next pass instead.
-    if (this.#pos > 0 && this.#batchMs === 0 && this.#symbols.length) this.#distribute(this.#clients)
+    if (this.#pos > 0 && this.#batchMs === 0 && this.#symbols.length) this.#distribute()
     const stats = this.#stats
     const now = Date.now()
     const end = Math.min(batch.length, this.#pos + CHUNK)
