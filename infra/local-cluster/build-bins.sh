@@ -215,11 +215,12 @@ build_nginx_ingress() {
   if [[ -x "$NGINX_INGRESS_DIR/bin/nginx-ingress" && -f "$NGINX_INGRESS_DIR/chart/Chart.yaml" ]]; then
     skip "nginx-ingress $NGINX_INGRESS_VERSION (vendored)" "cached"; return
   fi
-  [[ -f "$NGINX_INGRESS_TGZ" ]] || die "no $NGINX_INGRESS_TGZ: the F5 NGINX Ingress Controller is built from that vendored archive (set WSPS_VENDOR_DIR to its folder, or WSPS_CLUSTER_NGINX=0 to go without it)"
+  local tgz
+  tgz=$("$REPO_ROOT/tools/vendor.sh" "kubernetes-ingress-$NGINX_INGRESS_VERSION.tar.gz" "$NGINX_INGRESS_SHA256") \
+    || die "the F5 NGINX Ingress Controller is built from its vendored archive (above); WSPS_CLUSTER_NGINX=0 goes without it"
   local work; work="$(mktemp -d "$CACHE_DIR/.build-nginx-ingress.XXXXXX")"
   _nginx_ingress() {
-    echo "$NGINX_INGRESS_SHA256  $NGINX_INGRESS_TGZ" | sha256sum --check --strict
-    tar -xzf "$NGINX_INGRESS_TGZ" -C "$work"
+    tar -xzf "$tgz" -C "$work"
     local src="$work/kubernetes-ingress-$NGINX_INGRESS_VERSION" out="$work/out"
     cd "$src"
     "${NICE[@]}" go build -v -ldflags "-s -w -X main.version=$NGINX_INGRESS_VERSION" -o "$out/bin/nginx-ingress" ./cmd/nginx-ingress

@@ -22,11 +22,9 @@ PROMETHEUS_BIN="$CACHE_DIR/prometheus-$PROMETHEUS_VERSION/bin"   # prometheus + 
 NETPOL_BIN="$CACHE_DIR/kube-network-policies-$KUBE_NETWORK_POLICIES_VERSION-$(cat "$LC_DIR"/gomod/kube-network-policies/{main.go,queue-xt.go,patch.sh,go.mod,go.sum} | sha256sum | cut -c1-8)/bin"
 KEDA_BIN="$CACHE_DIR/keda-$KEDA_VERSION/bin"                     # keda (operator) + keda-adapter (metrics API server)
 # The F5 NGINX Ingress Controller: built from a vendored archive (no registry
-# serves it), which lives outside the repository: WSPS_VENDOR_DIR, by default
-# the shared vendor folder beside the work tree. Cached by the archive's
-# checksum: bin/nginx-ingress, templates/ and njs/ (for the image), chart/.
-VENDOR_DIR="${WSPS_VENDOR_DIR:-$(cd "$REPO_ROOT/.." && pwd)/shared/vendor}"
-NGINX_INGRESS_TGZ="$VENDOR_DIR/kubernetes-ingress-$NGINX_INGRESS_VERSION.tar.gz"
+# serves it), which lives outside the repository (tools/vendor.sh finds it).
+# Cached by the archive's checksum: bin/nginx-ingress, templates/ and njs/
+# (for the image), chart/.
 NGINX_INGRESS_DIR="$CACHE_DIR/nginx-ingress-$NGINX_INGRESS_VERSION-${NGINX_INGRESS_SHA256:0:12}"
 IMAGE_DIR="$CACHE_DIR/images"              # image archives (docker-archive), one per image
 # containerd's root (content store + unpacked snapshots) is a cache too: images

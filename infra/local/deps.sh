@@ -16,6 +16,10 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# The vendored archives (tools/vendor.sh): copied into the cache when this
+# work tree sees them, so that clean clones elsewhere on the machine find them.
+"$ROOT/tools/vendor.sh" --seed
+
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)

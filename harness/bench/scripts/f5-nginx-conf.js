@@ -28,7 +28,6 @@ const versions = readFileSync(join(ROOT, 'tools/versions.env'), 'utf8')
 const pin = (/** @type {string} */ k) => versions.match(new RegExp(`^${k}=(.+)$`, 'm'))?.[1] ?? ''
 const VERSION = pin('NGINX_INGRESS_VERSION')
 const SHA = pin('NGINX_INGRESS_SHA256')
-const TGZ = join(process.env.WSPS_VENDOR_DIR ?? join(ROOT, '../shared/vendor'), `kubernetes-ingress-${VERSION}.tar.gz`)
 export const ENDPOINT = '127.0.0.1:8081'
 const say = (/** @type {string} */ m) => process.stderr.write(`\x1b[36m==>\x1b[0m ${m}\n`)
 const run = (/** @type {string} */ cmd, /** @type {string[]} */ args, o = {}) => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], ...o })
@@ -36,10 +35,9 @@ const run = (/** @type {string} */ cmd, /** @type {string[]} */ args, o = {}) =>
 // The vendored source, unpacked once per checksum.
 const src = join(CACHE, `f5-src-${VERSION}-${SHA.slice(0, 12)}`)
 if (!existsSync(join(src, 'go.mod'))) {
-  if (!existsSync(TGZ)) throw new Error(`no ${TGZ} (set WSPS_VENDOR_DIR to its folder)`)
-  say(`checking and unpacking ${TGZ}`)
-  const sum = run('sha256sum', [TGZ]).split(' ')[0]
-  if (sum !== SHA) throw new Error(`${TGZ}: sha256 ${sum}, tools/versions.env wants ${SHA}`)
+  // tools/vendor.sh finds the archive outside the repository and checks its sha256.
+  const TGZ = run(join(ROOT, 'tools/vendor.sh'), [`kubernetes-ingress-${VERSION}.tar.gz`, SHA]).trim()
+  say(`unpacking ${TGZ}`)
   mkdirSync(CACHE, { recursive: true })
   const tmp = mkdtempSync(`${src}.`)
   run('tar', ['-xzf', TGZ, '-C', tmp])
