@@ -3,7 +3,8 @@
 // every subscriber gets the same string.
 
 import { QUOTE_FIELDS } from '@wsps/protocol'
-import { quotesFrame } from './protocol.js'
+import { encodeQuotes } from './protocol.js'
+import { TextFrame } from './text-frame.js'
 
 const DIFFED = QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !== 'ts')
 
@@ -19,8 +20,10 @@ const DIFFED = QUOTE_FIELDS.filter((f) => f !== 'symbol' && f !== 'seq' && f !==
 export class Update {
   /** @type {string | null} the delta serialized once (null until needed, for merged ones) */
   #json
-  /** @type {Buffer | null} #json's UTF-8 bytes, encoded once: what frames are joined from */
+  /** @type {Buffer | null} #json's UTF-8 bytes, encoded once: what frames of non-ASCII deltas are joined from */
   #bytes = null
+  /** @type {boolean | null} whether #json is ASCII, checked once */
+  #ascii = null
   /** @type {import('./text-frame.js').TextFrame | null} the `q` frame holding only this update */
   #frame = null
   /** Fan-out pass that last sent it (for latency metrics). */
@@ -48,9 +51,18 @@ export class Update {
     return this.#json ??= JSON.stringify(this.fields)
   }
 
-  /** @returns {Buffer} the delta as UTF-8 JSON, encoded once: a reader's batch joins these */
+  /** @returns {Buffer} the delta as UTF-8 JSON, encoded once: a reader's batch of non-ASCII deltas joins these */
   get bytes () {
     return this.#bytes ??= Buffer.from(this.json)
+  }
+
+  /** @returns {boolean} the JSON is ASCII (each char one byte): a reader's batch of such deltas is joined as text */
+  get ascii () {
+    if (this.#ascii === null) {
+      const json = this.json
+      this.#ascii = Buffer.byteLength(json) === json.length
+    }
+    return this.#ascii
   }
 
   /**
@@ -59,7 +71,7 @@ export class Update {
    *   framed once (text-frame.js)
    */
   get frame () {
-    return this.#frame ??= quotesFrame([this.bytes])
+    return this.#frame ??= new TextFrame(encodeQuotes([this.json]))
   }
 
   /**

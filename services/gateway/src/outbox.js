@@ -184,12 +184,8 @@ export class Outbox {
       frame = u.frame
       if (u.sentIn(tick)) stats.sent.push(u)
     } else {
-      const parts = []
-      for (const u of pending) {
-        parts.push(u.bytes)
-        if (u.sentIn(tick)) stats.sent.push(u)
-      }
-      frame = quotesFrame(parts)
+      for (const u of pending) if (u.sentIn(tick)) stats.sent.push(u)
+      frame = quotesFrame(pending)
     }
     stats.bytes += frame.length
     pending.length = 0

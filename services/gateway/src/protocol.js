@@ -401,12 +401,32 @@ const QUOTES_OPEN = Buffer.from(QUOTES_HEAD)
 const QUOTES_CLOSE = Buffer.from(']}')
 
 /**
- * The `q` frame of encodeQuotes, joined from deltas that are bytes already
- * (each encoded once for all its subscribers).
+ * @typedef {object} EncodedDelta a delta serialized once for all its
+ *   subscribers (delta.js Update)
+ * @property {string} json
+ * @property {Buffer} bytes its UTF-8
+ * @property {boolean} ascii the JSON is ASCII: its chars are its bytes
+ */
+
+/**
+ * One reader's `q` frame of encodeQuotes, joined from deltas serialized
+ * once each. ASCII deltas (every quote of the wire contract) are joined as
+ * text, a frame whose wire is a string (TextFrame.ascii); otherwise from
+ * their bytes.
  *
- * @param {readonly Buffer[]} deltas serialized deltas, UTF-8, at least one
+ * @param {readonly EncodedDelta[]} deltas at least one
  * @returns {TextFrame}
  */
 export function quotesFrame (deltas) {
-  return TextFrame.join(QUOTES_OPEN, deltas, QUOTES_CLOSE)
+  let ascii = true
+  for (const d of deltas) {
+    if (!d.ascii) {
+      ascii = false
+      break
+    }
+  }
+  if (!ascii) return TextFrame.join(QUOTES_OPEN, deltas.map((d) => d.bytes), QUOTES_CLOSE)
+  let text = QUOTES_HEAD + deltas[0].json
+  for (let i = 1; i < deltas.length; i++) text += ',' + deltas[i].json
+  return TextFrame.ascii(text + ']}')
 }

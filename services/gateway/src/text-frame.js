@@ -13,13 +13,27 @@
 // them costs a quarter to a half of joining their strings and encoding the
 // result per reader (docs/benchmarks/experiments/fanout-shape-2026-11-26.md,
 // "frames joined from bytes").
+//
+// A frame written to one reader alone (a reader's batch) whose text is
+// ASCII keeps its wire as a string instead: each byte one char, written
+// with the latin1 encoding. Node encodes a string of up to 16 KiB into
+// stack memory when the socket takes it at once, so such a frame costs the
+// V8 heap a short-lived string and no ArrayBuffer. A Buffer per reader per
+// pass is external memory, which V8 counts towards its next mark-compact:
+// at the fan-out's bound those Buffers drove half to three quarters of the
+// major GCs (docs/benchmarks/experiments/frame-strings-2026-11-26.md: with
+// strings, 1.6-2x the deliveries at p99 <= 100 ms). A frame shared
+// by many readers stays a Buffer: written as is, with no copy per reader.
 
 /** FIN + opcode 1 (text): the first byte of every frame built here. */
 const FIN_TEXT = 0x81
 const COMMA = 0x2c
 
 export class TextFrame {
-  /** @type {Buffer} the whole WebSocket frame: header, then payload */
+  /**
+   * @type {Buffer | string} the whole WebSocket frame: header, then payload;
+   *   a string holds one byte per char (TextFrame.ascii: write it as latin1)
+   */
   wire
   /** @type {number} the payload's length in bytes */
   length
@@ -29,10 +43,19 @@ export class TextFrame {
   /**
    * @param {string | number} text the frame's JSON text, or (TextFrame.join)
    *   the payload's length, its bytes to be filled in by the caller
+   * @param {boolean} [asText] (TextFrame.ascii) `text` is ASCII: the wire is
+   *   a string
    */
-  constructor (text) {
+  constructor (text, asText = false) {
+    if (asText && typeof text === 'string') {
+      const n = text.length
+      this.wire = headerText(n) + text
+      this.length = n
+      this.#head = headLength(n)
+      return
+    }
     const n = typeof text === 'string' ? Buffer.byteLength(text) : text
-    const head = n < 126 ? 2 : n < 65536 ? 4 : 10
+    const head = headLength(n)
     const wire = Buffer.allocUnsafe(head + n)
     wire[0] = FIN_TEXT
     if (head === 2) {
@@ -64,7 +87,8 @@ export class TextFrame {
     let n = open.length + close.length + parts.length - 1
     for (const p of parts) n += p.length
     const frame = new TextFrame(n)
-    const wire = frame.wire
+    // A frame made from a length has a Buffer wire.
+    const wire = /** @type {Buffer} */ (frame.wire)
     let at = frame.#head
     wire.set(open, at)
     at += open.length
@@ -78,8 +102,46 @@ export class TextFrame {
     return frame
   }
 
-  /** @returns {Buffer} the payload alone (a view into `wire`, made when asked): what other transports write */
-  get payload () {
-    return this.wire.subarray(this.#head)
+  /**
+   * A frame for one reader, its wire a string: `text` must be ASCII (each
+   * char one byte in UTF-8 and in latin1), or its bytes on the wire would
+   * not be its UTF-8.
+   *
+   * @param {string} text the frame's JSON text, ASCII only
+   * @returns {TextFrame}
+   */
+  static ascii (text) {
+    return new TextFrame(text, true)
   }
+
+  /**
+   * @returns {Buffer | string} the payload alone (a view into `wire`, made
+   *   when asked; a string for an ASCII frame, whose UTF-8 is its bytes):
+   *   what other transports write
+   */
+  get payload () {
+    const wire = this.wire
+    return typeof wire === 'string' ? wire.slice(this.#head) : wire.subarray(this.#head)
+  }
+}
+
+/**
+ * @param {number} n payload bytes
+ * @returns {number} the header's length (RFC 6455 5.2)
+ */
+function headLength (n) {
+  return n < 126 ? 2 : n < 65536 ? 4 : 10
+}
+
+/**
+ * The header of a text frame of `n` payload bytes, one char per byte.
+ *
+ * @param {number} n
+ * @returns {string}
+ */
+function headerText (n) {
+  if (n < 126) return String.fromCharCode(FIN_TEXT, n)
+  if (n < 65536) return String.fromCharCode(FIN_TEXT, 126, n >>> 8, n & 0xff)
+  // A text frame's length never reaches 2^32 (far over any send cap).
+  return String.fromCharCode(FIN_TEXT, 127, 0, 0, 0, 0, n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff)
 }

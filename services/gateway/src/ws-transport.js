@@ -97,7 +97,9 @@ export class WsTransport extends WebSocket {
    * compressed payload), and `ws`'s sender is idle with nothing queued and
    * no fragmented message open (a compression or a Blob read in flight
    * queues later sends; a frame written past them would overtake them).
-   * Otherwise, and for a control frame's text, `ws` frames the payload.
+   * A frame whose wire is a string (one reader's ASCII batch) is written as
+   * latin1, one byte per char. Otherwise, and for a control frame's text,
+   * `ws` frames the payload.
    * Either way the bytes land in the socket's write buffer, which
    * bufferedAmount counts.
    *
@@ -113,7 +115,9 @@ export class WsTransport extends WebSocket {
     const sender = ws._sender
     if (this.readyState === ReadyState.OPEN && sender._state === SENDER_IDLE && sender._queue.length === 0 &&
         sender._firstFragment && ws._extensions['permessage-deflate'] === undefined) {
-      ws._socket.write(frame.wire)
+      const wire = frame.wire
+      if (typeof wire === 'string') ws._socket.write(wire, 'latin1')
+      else ws._socket.write(wire)
     } else {
       super.send(frame.payload, TEXT)
     }

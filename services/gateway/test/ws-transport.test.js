@@ -62,7 +62,7 @@ test('a shared frame is byte for byte the frame ws builds, at every header size'
     for (const text of ['x'.repeat(n), 'é'.repeat(Math.ceil(n / 2))]) {
       const own = new TextFrame(text)
       const ws = Buffer.concat(sender.frame(Buffer.from(text), { fin: true, opcode: 1, mask: false, readOnly: true, rsv1: false }))
-      assert.ok(own.wire.equals(ws), `payload of ${Buffer.byteLength(text)} bytes`)
+      assert.ok(/** @type {Buffer} */ (own.wire).equals(ws), `payload of ${Buffer.byteLength(text)} bytes`)
       assert.equal(own.payload.toString(), text)
     }
   }
@@ -78,6 +78,28 @@ test('a shared frame is written with one socket write and arrives as the same te
   assert.ok(writes.every((w, i) => w === frames[i].wire), 'the shared Buffer itself, not a copy')
   await waitFor(() => got.length === 2, { timeout: 20_000, message: 'both messages' })
   assert.deepEqual(got, frames.map((f) => ({ data: f.payload.toString(), binary: false })))
+})
+
+test('a reader\'s ASCII frame is a string written as latin1 with one socket write, at every header size', async (t) => {
+  const { server, got, close } = await pair()
+  t.after(close)
+  const writes = spyWrites(server)
+  // Payloads on each side of the 126 and 65,536-byte header boundaries.
+  const texts = [0, 125, 126, 65535, 65536].map((n) => `{"op":"q","quotes":[{"x":"${'a'.repeat(n)}"}]}`)
+  const frames = texts.map((text) => TextFrame.ascii(text))
+  for (const f of frames) server.write(f, ServerOp.QUOTES)
+  assert.deepEqual(writes, frames.map((f) => f.wire), 'one write per frame, the string itself')
+  for (const [i, f] of frames.entries()) {
+    assert.ok(Buffer.from(/** @type {string} */ (f.wire), 'latin1').equals(/** @type {Buffer} */ (new TextFrame(texts[i]).wire)), 'the bytes of the Buffer frame')
+  }
+  await waitFor(() => got.length === texts.length, { timeout: 20_000, message: 'every message' })
+  assert.deepEqual(got, texts.map((data) => ({ data, binary: false })))
+  // Behind a queued send, ws frames its payload (a string) instead.
+  server.send(/** @type {any} */ (new Blob(['{"op":"first"}'])))
+  const late = TextFrame.ascii('{"op":"q","quotes":[]}')
+  server.write(late, ServerOp.QUOTES)
+  await waitFor(() => got.length === texts.length + 2, { timeout: 20_000, message: 'the queued messages' })
+  assert.deepEqual(got.slice(-2).map((m) => m.data), ['{"op":"first"}', '{"op":"q","quotes":[]}'])
 })
 
 test('with permessage-deflate negotiated, ws frames and compresses the payload instead', async (t) => {
