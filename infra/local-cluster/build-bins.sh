@@ -267,9 +267,6 @@ main() {
   mkdir -p "$CACHE_DIR" "$BUILD_LOGS"
   # One build of each binary at a time (cluster-up and make images may overlap);
   # a build killed half-way left a .build-NAME.* folder: it goes.
-  # Go: the one installed (on PATH or in /usr/local/go), or the pinned
-  # toolchain from the Go module proxy (tools/go.sh, as tools/tools.sh does).
-  command -v go >/dev/null || PATH="$("$REPO_ROOT/tools/go.sh")$PATH"
   command -v go >/dev/null || die "no Go: tools/go.sh found none and fetched none"
   local want=("$@")
   (( ${#want[@]} )) || want=(kubernetes etcd coredns traefik pause prometheus keda nginx-ingress network-policies)

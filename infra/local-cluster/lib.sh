@@ -10,6 +10,10 @@ REPO_ROOT="$(cd "$LC_DIR/../.." && pwd)"
 . "$REPO_ROOT/tools/versions.env"
 
 export WSPS_CACHE="${WSPS_CACHE:-$HOME/.cache/wsps}"
+# Go (the builds, and `go mod download` for the CRDs up.sh applies): the one
+# on PATH, else /usr/local/go's, else the pinned toolchain tools/go.sh fetches
+# (CI's shell need not have Go on PATH).
+command -v go >/dev/null || PATH="$("$REPO_ROOT/tools/go.sh")$PATH"
 CACHE_DIR="$WSPS_CACHE/cluster"            # built binaries, rootfs, image archives (kept)
 K8S_BIN="$CACHE_DIR/kubernetes-$K8S_VERSION/bin"
 ETCD_BIN="$CACHE_DIR/etcd-$ETCD_VERSION/bin"
