@@ -46,6 +46,7 @@ const gcVia = (p) => async () => {
  * @property {() => number[]} roots pids whose process trees are the server (CPU, RSS)
  * @property {() => Promise<void>} stop
  * @property {() => Promise<Record<string, number>>} [metrics]
+ * @property {string} [publishUrl] Pushpin: its HTTP publish API (scripts/pushpin-hold.js publishes there directly)
  * @property {() => Promise<{heapUsed: number}>} [gc] a full GC (Node servers started with inspect)
  *
  * @typedef {object} StartOptions
@@ -135,6 +136,7 @@ export const SERVERS = {
         adapter: 'pushpin',
         url: `ws://127.0.0.1:${port}`,
         port,
+        publishUrl: `http://127.0.0.1:${pubPort}/publish/`,
         roots: () => [pp.pid, backend.pid],
         async stop () {
           // The runner puts its services in process groups of their own: take the whole tree.

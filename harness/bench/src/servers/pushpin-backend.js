@@ -88,7 +88,7 @@ server.keepAliveTimeout = 60_000
 
 // Bridge: Redis -> Pushpin publish API.
 // Pushpin 1.36 (Debian) holds what it is given to publish while publish
-// requests come faster than about one per 15-20 ms, and hands it all out
+// requests come every 20-25 ms or faster, and hands it all out
 // when they pause: one request per quote at 100 quotes/s delivered nothing
 // until the publisher stopped, whatever the number of clients
 // (harness/bench/scripts/pushpin-hold.js). One request per 35 ms with
