@@ -157,6 +157,7 @@ export class BenchRun {
     const [p50, p99, p999] = quantiles(w.hist, [0.5, 0.99, 0.999])
     const clientsOver = shareOver(w.hist, P99_LIMIT_MS)
     const serverOver = probed0 && probed1 ? serverShareOver(probed0, probed1, P99_LIMIT_MS) : null
+    const arrivalP99 = probed0 && probed1 ? gatewayQuantile(probed0, probed1, RECEIVE_LAG, 0.99) : null
     const publisherKeptUp = pubPerSec >= 0.9 * rate
     const keptUp = delivered >= KEEP_UP * expected
     // Everything on the load core: past the limit the step may have measured
@@ -181,6 +182,9 @@ export class BenchRun {
       p99: round(p99, 1),
       p999: round(p999, 1),
       overBound: { clients: clientsOver === null ? null : round(clientsOver, 4), server: serverOver === null ? null : round(serverOver, 4) },
+      // The gateway's sampled p99 age of quotes as it read them (publisher
+      // ts to its hub): the part of the latency before the gateway.
+      arrivalP99: arrivalP99 === null ? null : round(arrivalP99, 1),
       cpu,
       cores,
       steal: stolen,
@@ -252,6 +256,44 @@ export function shareOver (hist, ms) {
     if (bucketMs(b) > ms) over += c
   }
   return all > 0 ? over / all : null
+}
+
+/** The gateway's sampled histogram of quote ts to read from Redis. */
+const RECEIVE_LAG = 'wsps_gateway_receive_lag_seconds'
+
+/**
+ * A quantile of a gateway histogram over the samples between two scrapes
+ * (its series summed), linear within the bucket it falls in; past the last
+ * finite bucket, that bucket's edge (a lower bound).
+ *
+ * @param {Record<string, number>} before parseMetrics of /metrics
+ * @param {Record<string, number>} after
+ * @param {string} name the histogram's name (seconds)
+ * @param {number} q 0..1
+ * @returns {number | null} ms; null without samples (or without the histogram)
+ */
+export function gatewayQuantile (before, after, name, q) {
+  /** @type {Map<number, number>} upper edge in ms → samples at or under it */
+  const cumulative = new Map()
+  for (const [k, v] of Object.entries(after)) {
+    if (!k.startsWith(`${name}_bucket{`)) continue
+    const le = /le="([^"]+)"/.exec(k)?.[1]
+    if (le === undefined) continue
+    const edge = le === '+Inf' ? Infinity : Number(le) * 1000
+    cumulative.set(edge, (cumulative.get(edge) ?? 0) + v - (before[k] ?? 0))
+  }
+  const edges = [...cumulative].sort((a, b) => a[0] - b[0])
+  const total = cumulative.get(Infinity) ?? 0
+  if (total <= 0) return null
+  const rank = q * total
+  let lowEdge = 0
+  let lowCount = 0
+  for (const [edge, count] of edges) {
+    if (count >= rank) return edge === Infinity ? lowEdge : lowEdge + (edge - lowEdge) * (count > lowCount ? (rank - lowCount) / (count - lowCount) : 1)
+    lowEdge = edge
+    lowCount = count
+  }
+  return lowEdge
 }
 
 /** The gateway's histogram of quote ts to written (wsps_gateway_publish_to_send_seconds). */

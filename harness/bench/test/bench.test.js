@@ -179,3 +179,16 @@ test('over the bound: the clients\' share from the loadgen histogram, the gatewa
   assert.equal(serverShareOver(scrape(100, 100), scrape(190, 200), 100), 0.1, '10 of the window\'s 100 samples over 100 ms')
   assert.equal(serverShareOver(scrape(5, 5), scrape(5, 5), 100), null, 'no samples in the window (merge mode writes none)')
 })
+
+test('a gateway histogram\'s quantile over the samples between two scrapes, linear within its bucket', async () => {
+  const { gatewayQuantile } = await import('../src/bench-run.js')
+  const h = 'wsps_gateway_receive_lag_seconds'
+  const scrape = (/** @type {number[]} */ [le10, le20, inf]) => ({ [`${h}_bucket{le="0.01",node="a"}`]: le10, [`${h}_bucket{le="0.02",node="a"}`]: le20, [`${h}_bucket{le="+Inf",node="a"}`]: inf })
+  // 100 samples in the window: 50 under 10 ms, 50 between 10 and 20 ms.
+  const before = scrape([10, 10, 10])
+  assert.equal(gatewayQuantile(before, scrape([60, 110, 110]), h, 0.5), 10)
+  assert.equal(gatewayQuantile(before, scrape([60, 110, 110]), h, 0.99), 19.8)
+  assert.equal(gatewayQuantile(before, scrape([60, 100, 110]), h, 0.99), 20, 'past the last finite bucket: its edge')
+  assert.equal(gatewayQuantile(before, before, h, 0.99), null, 'no samples in the window')
+  assert.equal(gatewayQuantile({}, {}, h, 0.99), null, 'no such histogram (a server without it)')
+})

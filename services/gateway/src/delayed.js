@@ -29,7 +29,9 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
     subscriptions: new client.Gauge({ name: 'wsps_gateway_delayed_subscriptions', help: 'Connection-symbol subscriptions served delayed (delayed grants).', ...reg }),
     symbols: new client.Gauge({ name: 'wsps_gateway_delayed_symbols', help: 'Symbols with at least one local delayed subscriber.', ...reg }),
     redisChannels: new client.Gauge({ name: 'wsps_gateway_delayed_pumps', help: 'Symbols whose history this process reads for delayed subscribers (one pump each).', ...reg }),
-    quotesIn: new client.Counter({ name: 'wsps_gateway_delayed_quotes_in_total', help: 'Quotes released to delayed feeds (read from history once WSPS_DELAY_MS old).', ...reg })
+    quotesIn: new client.Counter({ name: 'wsps_gateway_delayed_quotes_in_total', help: 'Quotes released to delayed feeds (read from history once WSPS_DELAY_MS old).', ...reg }),
+    // Delayed quotes are old on purpose: no receive-lag samples.
+    receiveLag: null
   }
   const holes = new client.Counter({ name: 'wsps_gateway_delayed_holes_total', help: 'Times a delayed pump found entries trimmed from a symbol\'s history before they were WSPS_DELAY_MS old: the fetchers\' history does not reach back the delay (its subscribers skip those ticks).', ...reg })
   const delayedBroker = new DelayedBroker({ broker, delayMs: config.delayMs, logger: log, onHole: () => holes.inc() })

@@ -21,6 +21,7 @@
 import { Disconnect } from '@wsps/protocol'
 import { Feed, Taken } from './feed.js'
 import { FULL_RATE } from './delivery.js'
+import { RECEIVE_LAG_SAMPLE } from './metrics.js'
 
 /**
  * @typedef {import('./delta.js').Quote} Quote
@@ -51,6 +52,8 @@ export class Hub {
   /** Symbols still pending since the last resync; readiness waits for 0. */
   #resyncing = 0
   #subscriptionCount = 0
+  /** Real-time quotes read, counted to sample every RECEIVE_LAG_SAMPLE-th one's lag. */
+  #received = 0
   /** @type {NodeJS.Timeout[]} */
   #timers = []
   #recoveryMax
@@ -249,6 +252,8 @@ export class Hub {
     if (!feed) return
     this.#metrics.quotesIn.inc()
     const quote = this.#parse(raw)
+    const lag = this.#metrics.receiveLag
+    if (lag !== null && (++this.#received & (RECEIVE_LAG_SAMPLE - 1)) === 0 && typeof quote?.ts === 'number') lag.observe(Math.max(0, Date.now() - quote.ts) / 1000)
     const taken = quote === null ? Taken.STALE : feed.onQuote(quote, raw)
     if (taken === Taken.STALE) this.#metrics.staleIn.inc()
     else if (taken === Taken.GAP) this.#fillGap(symbol, feed)

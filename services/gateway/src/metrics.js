@@ -28,6 +28,9 @@ const BATCH_LABELS = BATCH_BUCKETS.map((upper, i) => {
   return upper === Infinity ? `${lower}+` : lower === upper ? String(upper) : `${lower}-${upper}`
 })
 
+/** One real-time quote in this many is a receive-lag sample (a power of two: the hub masks a counter). */
+export const RECEIVE_LAG_SAMPLE = 16
+
 /** The ops of frames counted per frame, in the order their series are created. */
 const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES, ServerOp.BARS, ServerOp.BAR])
 
@@ -82,6 +85,15 @@ export function createGatewayMetrics (node, labels = {}) {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       ...reg
     }),
+    // Against publish_to_send it tells where a late quote was late: on its
+    // way in (fetchers, Redis, the host's other core) or in the fan-out.
+    // Sampled: an observe per quote would be a cost per tick on the hot path.
+    receiveLag: /** @type {client.Histogram | null} */ (new client.Histogram({
+      name: 'wsps_gateway_receive_lag_seconds',
+      help: `Quote age when the gateway reads it from Redis: fetcher ts to the hub, one real-time quote in ${RECEIVE_LAG_SAMPLE} sampled.`,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 1],
+      ...reg
+    })),
     barSeries: new client.Gauge({ name: 'wsps_gateway_bar_series', help: 'Bar series (symbol and interval) this process builds, by timeline (realtime, delayed).', labelNames: ['timeline'], ...reg }),
     barSubscriptions: new client.Gauge({ name: 'wsps_gateway_bar_subscriptions', help: 'Connection bar subscriptions (symbol and interval) held, by timeline (realtime, delayed).', labelNames: ['timeline'], ...reg }),
     clientErrors: new client.Counter({ name: 'wsps_gateway_client_errors_total', help: 'Error replies to clients by code.', labelNames: ['code'], ...reg })

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { RECEIVE_LAG_SAMPLE } from '../src/metrics.js'
 import { gatewayParts as setup, quote, tick } from './helper.js'
 
 test('one channel per symbol however many local subscribers, dropped after the last leaves', async (t) => {
@@ -112,4 +113,22 @@ test('resync accepts a rewound seq from a Redis that restarted empty', async () 
   const last = a.ws.sent[a.ws.sent.length - 1]
   assert.equal(last.op, 'snap')
   assert.equal(last.quotes[0].seq, 1)
+})
+
+test('the receive lag samples one real-time quote in RECEIVE_LAG_SAMPLE, at its age on arrival', async () => {
+  const { broker, hub, client, metrics } = setup()
+  broker.latestValues.set('AAPL', quote(1))
+  hub.add('AAPL', client().c)
+  await tick(); await tick()
+  const lag = /** @type {import('prom-client').Histogram} */ (metrics.receiveLag)
+  const count = async () => (await lag.get()).values.find((v) => v.metricName === 'wsps_gateway_receive_lag_seconds_count')?.value ?? 0
+  const under = async (/** @type {number} */ le) => (await lag.get()).values.find((v) => v.labels.le === le)?.value ?? 0
+  // Quotes 40 ms old on arrival: two samples in 2 × RECEIVE_LAG_SAMPLE of them.
+  for (let seq = 2; seq < 2 + 2 * RECEIVE_LAG_SAMPLE; seq++) hub.onQuote('AAPL', quote(seq, { ts: Date.now() - 40 }))
+  assert.equal(await count(), 2)
+  assert.equal(await under(0.03), 0, 'both samples are 40 ms old: none under 30 ms')
+  assert.equal(await under(0.05), 2)
+  // A quote for a symbol nobody here holds is not read, so not sampled.
+  for (let seq = 1; seq <= RECEIVE_LAG_SAMPLE; seq++) hub.onQuote('MSFT', quote(seq, {}, 'MSFT'))
+  assert.equal(await count(), 2)
 })
