@@ -158,6 +158,9 @@ export class BenchRun {
     const clientsOver = shareOver(w.hist, P99_LIMIT_MS)
     const serverOver = probed0 && probed1 ? serverShareOver(probed0, probed1, P99_LIMIT_MS) : null
     const arrivalP99 = probed0 && probed1 ? gatewayQuantile(probed0, probed1, RECEIVE_LAG, 0.99) : null
+    // prom-client resets its event-loop delay histogram at every scrape, so
+    // the second one's p99 covers the window since the first.
+    const loopLag = probed1 ? Object.entries(probed1).find(([k]) => k === LOOP_LAG_P99 || k.startsWith(`${LOOP_LAG_P99}{`))?.[1] : undefined
     const publisherKeptUp = pubPerSec >= 0.9 * rate
     const keptUp = delivered >= KEEP_UP * expected
     // Everything on the load core: past the limit the step may have measured
@@ -185,6 +188,9 @@ export class BenchRun {
       // The gateway's sampled p99 age of quotes as it read them (publisher
       // ts to its hub): the part of the latency before the gateway.
       arrivalP99: arrivalP99 === null ? null : round(arrivalP99, 1),
+      // The gateway's event-loop delay p99 over the window: the part of the
+      // arrival lag the gateway's own loop adds (busy with a chunk, or GC).
+      loopLagP99: loopLag === undefined ? null : round(loopLag * 1000, 1),
       cpu,
       cores,
       steal: stolen,
@@ -257,6 +263,9 @@ export function shareOver (hist, ms) {
   }
   return all > 0 ? over / all : null
 }
+
+/** A Node server's event-loop delay p99 since the last scrape (prom-client's default metrics). */
+const LOOP_LAG_P99 = 'nodejs_eventloop_lag_p99_seconds'
 
 /** The gateway's sampled histogram of quote ts to read from Redis. */
 const RECEIVE_LAG = 'wsps_gateway_receive_lag_seconds'

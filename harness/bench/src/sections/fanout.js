@@ -200,7 +200,7 @@ function limitReason (s) {
  */
 function overNote (s) {
   const pct = (/** @type {number} */ x) => `${(x * 100).toFixed(2)}%`
-  const arrival = s.arrivalP99 === null || s.arrivalP99 === undefined ? '' : `, arrival p99 ${s.arrivalP99} ms`
+  const arrival = s.arrivalP99 === null || s.arrivalP99 === undefined ? '' : `, arrival p99 ${s.arrivalP99} ms, loop delay p99 ${s.loopLagP99} ms`
   if (s.overBound?.server === null || s.overBound?.server === undefined || s.overBound.clients === null) return arrival
   return ` (over 100 ms: ${pct(s.overBound.clients)} at the clients, ${pct(s.overBound.server)} leaving the gateway${arrival})`
 }
