@@ -7,7 +7,8 @@
 // wsps step at or above --min deliveries/s (saturation steps left out),
 // with the gateway's p99 quote age on arrival where the run has it
 // (wsps_gateway_receive_lag_seconds), then, per file, the longest interval
-// that passed and the shortest that failed. Usage: write-interval.js [--min=N] FILE.json...
+// that passed and the shortest that failed, and how many steps passed per
+// 5 ms band of the interval. Usage: write-interval.js [--min=N] FILE.json...
 
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
@@ -24,6 +25,8 @@ console.log('| run (UTC) | floor µs/write | server | delivered/s | q/frame | µ
 console.log('| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
 /** @type {string[]} */
 const summary = []
+/** Steps per 5 ms band of the write interval: [passed, all]. @type {Map<number, [number, number]>} */
+const bands = new Map()
 for (const file of positionals) {
   const r = JSON.parse(readFileSync(file, 'utf8'))
   const when = String(r.startedAt ?? '').slice(0, 16).replace('T', ' ')
@@ -37,6 +40,9 @@ for (const file of positionals) {
       if (s.saturation || s.delivered < min || !s.frames) continue
       const frames = s.delivered / s.quotesPerFrame
       const intervalMs = x.conns / frames * 1000
+      const band = Math.floor(intervalMs / 5) * 5
+      const [ok, all] = bands.get(band) ?? [0, 0]
+      bands.set(band, [ok + (s.pass ? 1 : 0), all + 1])
       if (s.pass) passed = Math.max(passed, intervalMs)
       else failed = Math.min(failed, intervalMs)
       console.log(`| ${when} | ${floor ?? ''} | ${name} | ${s.delivered.toLocaleString('en-US')} | ${fmt(s.quotesPerFrame, 1)} | ${fmt(s.cpu.server / frames * 1e6, 1)} | ${fmt(intervalMs, 0)} | ${s.p99} | ${fmt(s.p99 / intervalMs, 2)} | ${s.arrivalP99 ?? ''} | ${s.pass ? 'yes' : 'no'} |`)
@@ -46,3 +52,5 @@ for (const file of positionals) {
 }
 console.log('')
 for (const line of summary) console.log(line)
+console.log('\n| write interval | steps passed |\n| --- | ---: |')
+for (const [band, [ok, all]] of [...bands].sort((a, b) => a[0] - b[0])) console.log(`| ${band}–${band + 5} ms | ${ok} of ${all} |`)
