@@ -155,6 +155,9 @@ export class BenchRun {
     const expected = this.offered(t0, t1, fleet.subsPerSymbol)
     const delivered = seconds > 0 ? (strict ? w.entries : w.covered) / seconds : 0
     const [p50, p99, p999] = quantiles(w.hist, [0.5, 0.99, 0.999])
+    // The load generator's own share: how long what it read had sat in its
+    // sockets (epoll mode only; a lower bound per frame, loadgen Stats.Wait).
+    const readWaitP99 = w.wait?.size ? quantiles(w.wait, [0.99])[0] : null
     const clientsOver = shareOver(w.hist, P99_LIMIT_MS)
     const serverOver = probed0 && probed1 ? serverShareOver(probed0, probed1, P99_LIMIT_MS) : null
     const arrivalP99 = probed0 && probed1 ? gatewayQuantile(probed0, probed1, RECEIVE_LAG, 0.99) : null
@@ -188,6 +191,7 @@ export class BenchRun {
       // The gateway's sampled p99 age of quotes as it read them (publisher
       // ts to its hub): the part of the latency before the gateway.
       arrivalP99: arrivalP99 === null ? null : round(arrivalP99, 1),
+      readWaitP99: readWaitP99 === null ? null : round(readWaitP99, 1),
       // The gateway's event-loop delay p99 over the window: the part of the
       // arrival lag the gateway's own loop adds (busy with a chunk, or GC).
       loopLagP99: loopLag === undefined ? null : round(loopLag * 1000, 1),

@@ -84,15 +84,18 @@ export async function startFleet (o) {
       const sum = { frames: 0, entries: 0, covered: 0, snaps: 0, gaps: 0, ticksLost: 0, dups: 0, errors: 0, ticks: 0 }
       /** @type {Map<number, number>} */
       const hist = new Map()
+      /** @type {Map<number, number>} the epoll mode's read wait (loadgen Stats.Wait), same buckets */
+      const wait = new Map()
       for (const k of kids) {
         for (const l of k.lines) {
           if (l.type !== 'tick' || l.t <= t0 || l.t > t1) continue
           sum.ticks++
           for (const f of /** @type {const} */ (['frames', 'entries', 'covered', 'snaps', 'gaps', 'ticksLost', 'dups', 'errors'])) sum[f] += l[f] ?? 0
           for (const [b, c] of Object.entries(l.hist)) hist.set(Number(b), (hist.get(Number(b)) ?? 0) + c)
+          for (const [b, c] of Object.entries(l.wait ?? {})) wait.set(Number(b), (wait.get(Number(b)) ?? 0) + c)
         }
       }
-      return { ...sum, hist }
+      return { ...sum, hist, wait }
     },
     /** Waits until every process has reported a tick at or after t. */
     async tickedAfter (/** @type {number} */ t, timeoutMs = 3000) {

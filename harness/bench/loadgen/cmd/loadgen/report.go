@@ -39,12 +39,16 @@ func (s *samples) summary() map[string]float64 {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // diff is the tick line of the interval that ended at now: what the
-// counters grew by from a to b, and the histogram buckets that changed.
+// counters grew by from a to b, and the buckets of the latency and read
+// wait histograms that changed.
 func diff(now time.Time, a, b account.Counters) map[string]any {
-	h := map[int]int64{}
+	h, w := map[int]int64{}, map[int]int64{}
 	for i := range b.Hist {
 		if d := b.Hist[i] - a.Hist[i]; d != 0 {
 			h[i] = d
+		}
+		if d := b.Wait[i] - a.Wait[i]; d != 0 {
+			w[i] = d
 		}
 	}
 	return map[string]any{
@@ -52,6 +56,6 @@ func diff(now time.Time, a, b account.Counters) map[string]any {
 		"frames": b.Frames - a.Frames, "entries": b.Entries - a.Entries, "covered": b.Covered - a.Covered,
 		"snaps": b.Snaps - a.Snaps, "gaps": b.Gaps - a.Gaps, "ticksLost": b.TicksLost - a.TicksLost,
 		"dups": b.Dups - a.Dups, "errors": b.Errors - a.Errors,
-		"hist": h,
+		"hist": h, "wait": w,
 	}
 }

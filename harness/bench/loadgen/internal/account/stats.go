@@ -29,15 +29,22 @@ func BucketOf(us int64) int {
 // entries, sequence gaps, ticks lost and duplicates, errors, and the
 // latency histogram. A gap is one entry that does not continue the held
 // seq; TicksLost counts the seqs such gaps skipped (Subs.Apply says how).
+// Wait (the epoll mode only) is the load generator's own share of the
+// latency, one sample per text frame in the same buckets: how long the
+// bytes of the read that carried it had sat in the socket, from the
+// kernel's receive timestamp of the read's last segment to the read. The
+// frame's own bytes may have come earlier, so it is a lower bound.
 type Stats struct {
 	Frames, Entries, Covered, Snaps, Gaps, TicksLost, Dups, Errors atomic.Int64
 	Hist                                                           [NBuckets]atomic.Int64
+	Wait                                                           [NBuckets]atomic.Int64
 }
 
 // Counters are Stats read at one moment.
 type Counters struct {
 	Frames, Entries, Covered, Snaps, Gaps, TicksLost, Dups, Errors int64
 	Hist                                                           []int64
+	Wait                                                           []int64
 }
 
 // Snapshot reads every counter.
@@ -45,10 +52,11 @@ func (st *Stats) Snapshot() Counters {
 	c := Counters{
 		Frames: st.Frames.Load(), Entries: st.Entries.Load(), Covered: st.Covered.Load(),
 		Snaps: st.Snaps.Load(), Gaps: st.Gaps.Load(), TicksLost: st.TicksLost.Load(), Dups: st.Dups.Load(), Errors: st.Errors.Load(),
-		Hist: make([]int64, NBuckets),
+		Hist: make([]int64, NBuckets), Wait: make([]int64, NBuckets),
 	}
 	for i := range c.Hist {
 		c.Hist[i] = st.Hist[i].Load()
+		c.Wait[i] = st.Wait[i].Load()
 	}
 	return c
 }

@@ -15,6 +15,7 @@ package epoll
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -55,6 +56,41 @@ type Hooks struct {
 	Failed    func(i int, err error)       // never became ready
 	Lost      func(i int, err error)       // closed after it became ready
 	Fatal     func(err error)              // a loop stopped (epoll_wait failed): the run cannot go on (Start)
+}
+
+// The kernel's software receive timestamps (linux/net_tstamp.h): asked
+// for with SO_TIMESTAMPING, they come back with each read as an
+// SCM_TIMESTAMPING control message of three timespecs, the first one the
+// software stamp.
+const (
+	soTimestamping  = 37 // SO_TIMESTAMPING (SO_TIMESTAMPING_OLD on 64-bit)
+	scmTimestamping = soTimestamping
+	sofRxSoftware   = 1 << 3
+	sofSoftware     = 1 << 4
+	cmsgHeaderLen   = 16 // struct cmsghdr on 64-bit Linux: len uint64, level, type int32
+)
+
+// rxTimestampUs finds the software receive timestamp (unix µs) in a read's
+// control messages, without allocating (the read loop's hot path).
+func rxTimestampUs(oob []byte) (int64, bool) {
+	for len(oob) >= cmsgHeaderLen {
+		n := int(binary.LittleEndian.Uint64(oob[0:8]))
+		if n < cmsgHeaderLen || n > len(oob) {
+			return 0, false
+		}
+		level := int32(binary.LittleEndian.Uint32(oob[8:12]))
+		typ := int32(binary.LittleEndian.Uint32(oob[12:16]))
+		if level == syscall.SOL_SOCKET && typ == scmTimestamping && n >= cmsgHeaderLen+16 {
+			sec := int64(binary.LittleEndian.Uint64(oob[16:24]))
+			nsec := int64(binary.LittleEndian.Uint64(oob[24:32]))
+			if sec == 0 && nsec == 0 {
+				return 0, false
+			}
+			return sec*1_000_000 + nsec/1000, true
+		}
+		oob = oob[(n+7)&^7:]
+	}
+	return 0, false
 }
 
 // LoopOptions are one loop's share of a run (Start makes one per loop).
@@ -104,6 +140,8 @@ type Loop struct {
 	host     string
 	path     string
 	buf      []byte // shared read buffer
+	oob      []byte // a read's control messages: the kernel's receive timestamp
+	texts    int64  // text frames read so far: a read's share of Stats.Wait
 	wbuf     []byte // frame being written
 	rng      *rand.Rand
 }
@@ -136,7 +174,7 @@ func NewLoop(o LoopOptions) (*Loop, error) {
 	l := &Loop{
 		o: o, a: a, next: o.Lo, inflight: map[int]struct{}{}, conns: make([]econn, o.Hi-o.Lo),
 		dst: syscall.SockaddrInet4{Port: addr.Port}, host: u.Host, path: u.RequestURI(),
-		buf: make([]byte, 64<<10), rng: rand.New(rand.NewSource(int64(o.Lo))),
+		buf: make([]byte, 64<<10), oob: make([]byte, 128), rng: rand.New(rand.NewSource(int64(o.Lo))),
 	}
 	if o.Adapter == "wsps-distinct" {
 		l.subMode = "distinct"
@@ -227,6 +265,9 @@ func (l *Loop) dial(i int) {
 	}
 	c.fd = int32(fd)
 	_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
+	// Each read then carries when its last segment reached the socket
+	// (Stats.Wait); without it the reads carry none and Wait stays empty.
+	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, soTimestamping, sofRxSoftware|sofSoftware)
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: l.src[i%len(l.src)]}); err != nil {
 		l.attemptFailed(i, fmt.Errorf("dial: bind: %w", err))
 		return
@@ -355,7 +396,7 @@ func (l *Loop) connected(i int) {
 func (l *Loop) readable(i int) {
 	c := l.conn(i)
 	for c.state == stUpgrading || c.state == stOpen {
-		n, err := syscall.Read(int(c.fd), l.buf)
+		n, oobn, _, _, err := syscall.Recvmsg(int(c.fd), l.buf, l.oob, 0)
 		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 			return
 		}
@@ -370,7 +411,13 @@ func (l *Loop) readable(i int) {
 			}
 			return
 		}
+		texts := l.texts
 		l.consume(i, l.buf[:n])
+		if read := l.texts - texts; read > 0 {
+			if at, ok := rxTimestampUs(l.oob[:oobn]); ok {
+				l.o.Stats.Wait[account.BucketOf(time.Now().UnixMicro()-at)].Add(read)
+			}
+		}
 		if n < len(l.buf) {
 			return
 		}
@@ -494,6 +541,7 @@ func (l *Loop) message(i int, op byte, d []byte) bool {
 	if op != wsframe.OpText {
 		return true
 	}
+	l.texts++
 	c := l.conn(i)
 	kind, err := l.a.Classify(nil, d)
 	if err != nil {

@@ -3,6 +3,7 @@
 package epoll
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,6 +109,48 @@ func againstServer(t *testing.T, coalesceUs int) {
 	}
 	if st.Snaps.Load() != 2 || st.Entries.Load() != 1 || st.Covered.Load() != 1 || st.Gaps.Load() != 0 || !states[0].Closed.Load() || states[0].LastQuoteUs.Load() == 0 {
 		t.Fatalf("snaps %d entries %d covered %d gaps %d closed %v", st.Snaps.Load(), st.Entries.Load(), st.Covered.Load(), st.Gaps.Load(), states[0].Closed.Load())
+	}
+	// Every text message (ack, snap, q) is a read-wait sample: the kernel
+	// stamped each read, so none went without.
+	var waits int64
+	for i := range st.Wait {
+		waits += st.Wait[i].Load()
+	}
+	if waits != 3 {
+		t.Fatalf("%d read-wait samples, want one per text message (3)", waits)
+	}
+}
+
+// The receive timestamp is found after another control message, and not
+// in a truncated or empty one.
+func TestRxTimestamp(t *testing.T) {
+	cmsg := func(level, typ uint32, data []byte) []byte {
+		b := make([]byte, 16, 16+len(data)+8)
+		binary.LittleEndian.PutUint64(b[0:8], uint64(16+len(data)))
+		binary.LittleEndian.PutUint32(b[8:12], level)
+		binary.LittleEndian.PutUint32(b[12:16], typ)
+		b = append(b, data...)
+		for len(b)%8 != 0 {
+			b = append(b, 0)
+		}
+		return b
+	}
+	ts := make([]byte, 48) // three timespecs: software, (deprecated), hardware
+	binary.LittleEndian.PutUint64(ts[0:8], 1_795_000_000)
+	binary.LittleEndian.PutUint64(ts[8:16], 123_456_789)
+	other := cmsg(syscall.SOL_IP, 8, []byte{1, 2, 3, 4})
+	oob := append(other, cmsg(syscall.SOL_SOCKET, scmTimestamping, ts)...)
+	if us, ok := rxTimestampUs(oob); !ok || us != 1_795_000_000_123_456 {
+		t.Fatalf("got %d %v", us, ok)
+	}
+	if _, ok := rxTimestampUs(other); ok {
+		t.Fatal("found a timestamp where there is none")
+	}
+	if _, ok := rxTimestampUs(oob[:len(oob)-40]); ok {
+		t.Fatal("read a truncated control message")
+	}
+	if _, ok := rxTimestampUs(cmsg(syscall.SOL_SOCKET, scmTimestamping, make([]byte, 48))); ok {
+		t.Fatal("a zero stamp (the kernel had none) counted")
 	}
 }
 
