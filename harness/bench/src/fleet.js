@@ -86,6 +86,8 @@ export async function startFleet (o) {
       const hist = new Map()
       /** @type {Map<number, number>} the epoll mode's read wait (loadgen Stats.Wait), same buckets */
       const wait = new Map()
+      /** @type {Map<number, number>} the epoll mode's latency to the client's socket (loadgen Stats.Arrived) */
+      const arrived = new Map()
       for (const k of kids) {
         for (const l of k.lines) {
           if (l.type !== 'tick' || l.t <= t0 || l.t > t1) continue
@@ -93,9 +95,10 @@ export async function startFleet (o) {
           for (const f of /** @type {const} */ (['frames', 'entries', 'covered', 'snaps', 'gaps', 'ticksLost', 'dups', 'errors'])) sum[f] += l[f] ?? 0
           for (const [b, c] of Object.entries(l.hist)) hist.set(Number(b), (hist.get(Number(b)) ?? 0) + c)
           for (const [b, c] of Object.entries(l.wait ?? {})) wait.set(Number(b), (wait.get(Number(b)) ?? 0) + c)
+          for (const [b, c] of Object.entries(l.arrived ?? {})) arrived.set(Number(b), (arrived.get(Number(b)) ?? 0) + c)
         }
       }
-      return { ...sum, hist, wait }
+      return { ...sum, hist, wait, arrived }
     },
     /** Waits until every process has reported a tick at or after t. */
     async tickedAfter (/** @type {number} */ t, timeoutMs = 3000) {

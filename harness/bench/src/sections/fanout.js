@@ -200,7 +200,7 @@ function limitReason (s) {
  */
 function overNote (s) {
   const pct = (/** @type {number} */ x) => `${(x * 100).toFixed(2)}%`
-  const wait = s.readWaitP99 === null || s.readWaitP99 === undefined ? '' : `, load generator read wait p99 ${s.readWaitP99} ms`
+  const wait = s.readWaitP99 === null || s.readWaitP99 === undefined ? '' : `, load generator read wait p99 ${s.readWaitP99} ms, p99 to the client sockets ${s.socketP99} ms`
   const arrival = (s.arrivalP99 === null || s.arrivalP99 === undefined ? '' : `, arrival p99 ${s.arrivalP99} ms, loop delay p99 ${s.loopLagP99} ms`) + wait
   if (s.overBound?.server === null || s.overBound?.server === undefined || s.overBound.clients === null) return arrival
   return ` (over 100 ms: ${pct(s.overBound.clients)} at the clients, ${pct(s.overBound.server)} leaving the gateway${arrival})`

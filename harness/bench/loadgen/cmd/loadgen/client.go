@@ -126,7 +126,7 @@ func (c *client) frame(mt int, r io.Reader, bufp *[]byte) error {
 	if err != nil {
 		return err
 	}
-	if c.subs.Apply(kind, buf, c.st, c.state, c.o.waitSnap) {
+	if c.subs.Apply(kind, buf, c.st, c.state, c.o.waitSnap, 0) {
 		c.onReady()
 	}
 	return nil

@@ -39,10 +39,10 @@ func (s *samples) summary() map[string]float64 {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // diff is the tick line of the interval that ended at now: what the
-// counters grew by from a to b, and the buckets of the latency and read
-// wait histograms that changed.
+// counters grew by from a to b, and the buckets of the latency, read wait
+// and latency-to-the-socket histograms that changed.
 func diff(now time.Time, a, b account.Counters) map[string]any {
-	h, w := map[int]int64{}, map[int]int64{}
+	h, w, arr := map[int]int64{}, map[int]int64{}, map[int]int64{}
 	for i := range b.Hist {
 		if d := b.Hist[i] - a.Hist[i]; d != 0 {
 			h[i] = d
@@ -50,12 +50,15 @@ func diff(now time.Time, a, b account.Counters) map[string]any {
 		if d := b.Wait[i] - a.Wait[i]; d != 0 {
 			w[i] = d
 		}
+		if d := b.Arrived[i] - a.Arrived[i]; d != 0 {
+			arr[i] = d
+		}
 	}
 	return map[string]any{
 		"type": "tick", "t": now.UnixMilli(),
 		"frames": b.Frames - a.Frames, "entries": b.Entries - a.Entries, "covered": b.Covered - a.Covered,
 		"snaps": b.Snaps - a.Snaps, "gaps": b.Gaps - a.Gaps, "ticksLost": b.TicksLost - a.TicksLost,
 		"dups": b.Dups - a.Dups, "errors": b.Errors - a.Errors,
-		"hist": h, "wait": w,
+		"hist": h, "wait": w, "arrived": arr,
 	}
 }

@@ -79,7 +79,11 @@ func (s *Subs) slot(symbol []byte) int {
 // and a merged delta (merge mode) loses nothing when its base is the held
 // seq. Entries at or below h are duplicates and lose nothing; before a
 // symbol's first quote nothing is held and nothing counts.
-func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnState, waitSnap bool) bool {
+//
+// arrivedUs, when not 0, is when the read that carried d reached the
+// socket (the kernel's receive timestamp of its last segment): each quote
+// entry's latency to the socket goes to Stats.Arrived as well.
+func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnState, waitSnap bool, arrivedUs int64) bool {
 	switch kind {
 	case adapter.FrameAck:
 		s.acked = true
@@ -102,6 +106,9 @@ func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnSta
 		st.Frames.Add(1)
 		n := adapter.ScanQuotes(d, func(e *adapter.Entry) {
 			st.Hist[BucketOf(nowUs-e.TsMilli*1000)].Add(1)
+			if arrivedUs != 0 {
+				st.Arrived[BucketOf(arrivedUs-e.TsMilli*1000)].Add(1)
+			}
 			base := e.Base
 			if base < 0 {
 				base = e.Seq - 1

@@ -1,7 +1,9 @@
 package account
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"wsps/bench/loadgen/internal/adapter"
 )
@@ -10,13 +12,13 @@ func TestAccountSnapshotThenQuotes(t *testing.T) {
 	st := &Stats{}
 	var state ConnState
 	s := NewSubs([]int{1, 42})
-	if s.Apply(adapter.FrameAck, []byte(`{"op":"ack"}`), st, &state, true) {
+	if s.Apply(adapter.FrameAck, []byte(`{"op":"ack"}`), st, &state, true, 0) {
 		t.Fatal("ready before the snapshot")
 	}
-	if !s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":5,"ts":1},{"symbol":"S0042","seq":9,"ts":1}]}`), st, &state, true) {
+	if !s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":5,"ts":1},{"symbol":"S0042","seq":9,"ts":1}]}`), st, &state, true, 0) {
 		t.Fatal("not ready after the snapshot")
 	}
-	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0042","seq":12,"base":10,"ts":1},{"symbol":"S0001","seq":6,"ts":1}]}`), st, &state, true)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0042","seq":12,"base":10,"ts":1},{"symbol":"S0001","seq":6,"ts":1}]}`), st, &state, true, 0)
 	if st.Snaps.Load() != 2 || st.Entries.Load() != 3 || st.Covered.Load() != 4 || st.Gaps.Load() != 1 || st.Dups.Load() != 1 || state.LastQuoteUs.Load() == 0 {
 		t.Fatalf("snaps %d entries %d covered %d gaps %d dups %d", st.Snaps.Load(), st.Entries.Load(), st.Covered.Load(), st.Gaps.Load(), st.Dups.Load())
 	}
@@ -28,8 +30,8 @@ func ready(t *testing.T) (*Subs, *Stats, *ConnState) {
 	st := &Stats{}
 	var state ConnState
 	s := NewSubs([]int{1, 42})
-	s.Apply(adapter.FrameAck, []byte(`{"op":"ack"}`), st, &state, true)
-	if !s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":5,"ts":1},{"symbol":"S0042","seq":9,"ts":1}]}`), st, &state, true) {
+	s.Apply(adapter.FrameAck, []byte(`{"op":"ack"}`), st, &state, true, 0)
+	if !s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":5,"ts":1},{"symbol":"S0042","seq":9,"ts":1}]}`), st, &state, true, 0) {
 		t.Fatal("not ready after the snapshot")
 	}
 	return &s, st, &state
@@ -38,7 +40,7 @@ func ready(t *testing.T) (*Subs, *Stats, *ConnState) {
 // Distinct mode: every seq must arrive. One seq skipped is one tick lost.
 func TestTicksLostOneSkippedSeq(t *testing.T) {
 	s, st, state := ready(t)
-	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0001","seq":8,"ts":1}]}`), st, state, true)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0001","seq":8,"ts":1}]}`), st, state, true, 0)
 	if st.TicksLost.Load() != 1 || st.Gaps.Load() != 1 {
 		t.Fatalf("seq 7 skipped: ticks lost %d gaps %d, want 1 and 1", st.TicksLost.Load(), st.Gaps.Load())
 	}
@@ -47,8 +49,8 @@ func TestTicksLostOneSkippedSeq(t *testing.T) {
 // Every seq in order, across frames and symbols, and duplicates: nothing lost.
 func TestTicksLostNoneInOrder(t *testing.T) {
 	s, st, state := ready(t)
-	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0042","seq":10,"ts":1},{"symbol":"S0001","seq":7,"ts":1}]}`), st, state, true)
-	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":7,"ts":1},{"symbol":"S0001","seq":8,"ts":1},{"symbol":"S0042","seq":11,"ts":1}]}`), st, state, true)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0042","seq":10,"ts":1},{"symbol":"S0001","seq":7,"ts":1}]}`), st, state, true, 0)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":7,"ts":1},{"symbol":"S0001","seq":8,"ts":1},{"symbol":"S0042","seq":11,"ts":1}]}`), st, state, true, 0)
 	if st.TicksLost.Load() != 0 || st.Gaps.Load() != 0 || st.Dups.Load() != 1 {
 		t.Fatalf("ticks lost %d gaps %d dups %d, want 0, 0 and 1", st.TicksLost.Load(), st.Gaps.Load(), st.Dups.Load())
 	}
@@ -58,11 +60,11 @@ func TestTicksLostNoneInOrder(t *testing.T) {
 // one whose base is past it loses the seqs up to its base.
 func TestTicksLostBaseCovers(t *testing.T) {
 	s, st, state := ready(t)
-	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":9,"base":5,"ts":1}]}`), st, state, true)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":9,"base":5,"ts":1}]}`), st, state, true, 0)
 	if st.TicksLost.Load() != 0 || st.Gaps.Load() != 0 {
 		t.Fatalf("base = held: ticks lost %d gaps %d, want 0", st.TicksLost.Load(), st.Gaps.Load())
 	}
-	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0042","seq":15,"base":12,"ts":1}]}`), st, state, true)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0042","seq":15,"base":12,"ts":1}]}`), st, state, true, 0)
 	if st.TicksLost.Load() != 3 || st.Gaps.Load() != 1 || st.Covered.Load() != 4+6 {
 		t.Fatalf("held 9, base 12: ticks lost %d gaps %d covered %d, want 3 (10, 11, 12), 1 and 10", st.TicksLost.Load(), st.Gaps.Load(), st.Covered.Load())
 	}
@@ -75,9 +77,32 @@ func TestTicksLostSnapJump(t *testing.T) {
 	if st.TicksLost.Load() != 0 {
 		t.Fatalf("first snapshot: ticks lost %d", st.TicksLost.Load())
 	}
-	s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":9,"ts":1}],"recovered":false}`), st, state, true)
-	s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0042","seq":10,"ts":1}]}`), st, state, true)
+	s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0001","seq":9,"ts":1}],"recovered":false}`), st, state, true, 0)
+	s.Apply(adapter.FrameSnap, []byte(`{"op":"snap","quotes":[{"symbol":"S0042","seq":10,"ts":1}]}`), st, state, true, 0)
 	if st.TicksLost.Load() != 3 || st.Gaps.Load() != 0 {
 		t.Fatalf("snap 5 -> 9 and 9 -> 10: ticks lost %d gaps %d, want 3 and 0", st.TicksLost.Load(), st.Gaps.Load())
+	}
+}
+
+// With a receive timestamp each quote entry's latency to the socket is
+// counted too, in the same buckets; without one, only the latency to the read.
+func TestAccountArrived(t *testing.T) {
+	s, st, state := ready(t)
+	tsMs := time.Now().UnixMilli() - 50
+	frame := func(seq int) []byte {
+		return []byte(fmt.Sprintf(`{"op":"q","quotes":[{"symbol":"S0001","seq":%d,"ts":%d}]}`, seq, tsMs))
+	}
+	s.Apply(adapter.FrameQuotes, frame(6), st, state, true, 0)
+	s.Apply(adapter.FrameQuotes, frame(7), st, state, true, tsMs*1000+20_000)
+	var arrived, read int64
+	for i := range st.Arrived {
+		arrived += st.Arrived[i].Load()
+		read += st.Hist[i].Load()
+	}
+	if read != 2 || arrived != 1 {
+		t.Fatalf("latency samples %d (want 2), to the socket %d (want 1)", read, arrived)
+	}
+	if n := st.Arrived[BucketOf(20_000)].Load(); n != 1 {
+		t.Fatalf("the sample to the socket is not in the 20 ms bucket (%d there)", n)
 	}
 }

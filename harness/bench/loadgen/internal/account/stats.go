@@ -34,10 +34,15 @@ func BucketOf(us int64) int {
 // bytes of the read that carried it had sat in the socket, from the
 // kernel's receive timestamp of the read's last segment to the read. The
 // frame's own bytes may have come earlier, so it is a lower bound.
+// Arrived (the epoll mode only) is Hist to the socket instead of to the
+// read: each quote entry's ts to that same receive timestamp, so an upper
+// bound of when it reached the client's socket, without the load
+// generator's own lag.
 type Stats struct {
 	Frames, Entries, Covered, Snaps, Gaps, TicksLost, Dups, Errors atomic.Int64
 	Hist                                                           [NBuckets]atomic.Int64
 	Wait                                                           [NBuckets]atomic.Int64
+	Arrived                                                        [NBuckets]atomic.Int64
 }
 
 // Counters are Stats read at one moment.
@@ -45,6 +50,7 @@ type Counters struct {
 	Frames, Entries, Covered, Snaps, Gaps, TicksLost, Dups, Errors int64
 	Hist                                                           []int64
 	Wait                                                           []int64
+	Arrived                                                        []int64
 }
 
 // Snapshot reads every counter.
@@ -52,11 +58,12 @@ func (st *Stats) Snapshot() Counters {
 	c := Counters{
 		Frames: st.Frames.Load(), Entries: st.Entries.Load(), Covered: st.Covered.Load(),
 		Snaps: st.Snaps.Load(), Gaps: st.Gaps.Load(), TicksLost: st.TicksLost.Load(), Dups: st.Dups.Load(), Errors: st.Errors.Load(),
-		Hist: make([]int64, NBuckets), Wait: make([]int64, NBuckets),
+		Hist: make([]int64, NBuckets), Wait: make([]int64, NBuckets), Arrived: make([]int64, NBuckets),
 	}
 	for i := range c.Hist {
 		c.Hist[i] = st.Hist[i].Load()
 		c.Wait[i] = st.Wait[i].Load()
+		c.Arrived[i] = st.Arrived[i].Load()
 	}
 	return c
 }

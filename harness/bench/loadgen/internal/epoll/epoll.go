@@ -142,6 +142,7 @@ type Loop struct {
 	buf      []byte // shared read buffer
 	oob      []byte // a read's control messages: the kernel's receive timestamp
 	texts    int64  // text frames read so far: a read's share of Stats.Wait
+	rxUs     int64  // the current read's receive timestamp (unix µs; 0: none)
 	wbuf     []byte // frame being written
 	rng      *rand.Rand
 }
@@ -411,12 +412,11 @@ func (l *Loop) readable(i int) {
 			}
 			return
 		}
+		l.rxUs, _ = rxTimestampUs(l.oob[:oobn])
 		texts := l.texts
 		l.consume(i, l.buf[:n])
-		if read := l.texts - texts; read > 0 {
-			if at, ok := rxTimestampUs(l.oob[:oobn]); ok {
-				l.o.Stats.Wait[account.BucketOf(time.Now().UnixMicro()-at)].Add(read)
-			}
+		if read := l.texts - texts; read > 0 && l.rxUs != 0 {
+			l.o.Stats.Wait[account.BucketOf(time.Now().UnixMicro()-l.rxUs)].Add(read)
 		}
 		if n < len(l.buf) {
 			return
@@ -548,7 +548,7 @@ func (l *Loop) message(i int, op byte, d []byte) bool {
 		l.finish(i, err)
 		return false
 	}
-	if c.subs.Apply(kind, d, l.o.Stats, &l.o.States[i], l.o.WaitSnap) {
+	if c.subs.Apply(kind, d, l.o.Stats, &l.o.States[i], l.o.WaitSnap, l.rxUs) {
 		delete(l.inflight, i)
 		l.o.Hooks.Ready(i)
 	}

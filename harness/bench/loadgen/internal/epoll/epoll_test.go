@@ -112,12 +112,16 @@ func againstServer(t *testing.T, coalesceUs int) {
 	}
 	// Every text message (ack, snap, q) is a read-wait sample: the kernel
 	// stamped each read, so none went without.
-	var waits int64
+	var waits, arrived int64
 	for i := range st.Wait {
 		waits += st.Wait[i].Load()
+		arrived += st.Arrived[i].Load()
 	}
 	if waits != 3 {
 		t.Fatalf("%d read-wait samples, want one per text message (3)", waits)
+	}
+	if arrived != 1 {
+		t.Fatalf("%d latency-to-the-socket samples, want one per quote entry (1)", arrived)
 	}
 }
 
