@@ -65,12 +65,12 @@ export function renderMarkdown (r) {
     }
     out.push('')
     for (const n of notes) out.push(`Note: ${n}`, '')
-    out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries; `core busy` is the whole core\'s busy share, softirq included: the kernel\'s loopback TCP work for a process is not always in its own CPU time):', '')
-    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | CPU server | server core busy | per core-s | CPU loadgen | CPU redis | load core busy | steal % | hiccup ms | RSS MiB | ok |')
-    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+    out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries; `core busy` is the whole core\'s busy share, softirq included: the kernel\'s loopback TCP work for a process is not always in its own CPU time; p50/p99/p999 are to the load generator\'s reads, which judge the step; `p99 at sockets` is to the kernel\'s receive timestamp of each read instead, and `read wait p99` how long the read\'s bytes had sat in the socket: the load generator\'s own lag, epoll mode only):', '')
+    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | p99 at sockets | read wait p99 | CPU server | server core busy | per core-s | CPU loadgen | CPU redis | load core busy | steal % | hiccup ms | RSS MiB | ok |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
     for (const n of names) {
       for (const s of fan[n].steps ?? []) {
-        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.cpu.server, 2)} | ${coreCell(s.cores?.server)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${coreCell(s.cores?.load)} | ${stealCell(s.steal)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.socketP99, 1)} | ${f(s.readWaitP99, 1)} | ${f(s.cpu.server, 2)} | ${coreCell(s.cores?.server)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${coreCell(s.cores?.load)} | ${stealCell(s.steal)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
     }
     out.push('')

@@ -54,7 +54,8 @@ test('the report renders a headline row per server with the ratio to the naive b
   assert.match(md, /CPU steal 6\.1% of the run/)
   assert.match(md, /\| nginx overhead ≤ 10% \(proxy section, main layout\) \| handshake rate 5% lower through nginx; latency added at 20,000 deliveries\/s: p50 \+1\.0 ms, p99 \+2\.0 ms \| met \|/)
   assert.match(md, /## Proxies in front of one gateway/)
-  assert.match(md, /\| CPU redis \| load core busy \| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){17} \| --- \|/, 'the ramp table has core and steal columns, and its separator as many cells')
+  assert.match(md, /\| CPU redis \| load core busy \| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){19} \| --- \|/, 'the ramp table has core and steal columns, and its separator as many cells')
+  assert.match(md, /\| p999 \| p99 at sockets \| read wait p99 \| CPU server \|/, 'the load generator\'s share beside the latency it judges by')
   assert.match(md, /\| 0\.10 \| {2}\| 12\.5 \| {2}\| 10 \| yes \|/, 'each step shows its steal (and no core share or hiccup: this run measured neither)')
 })
 

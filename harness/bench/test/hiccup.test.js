@@ -53,7 +53,7 @@ test('the report shows each step\'s host stall and the run\'s max and p99 per co
   })
   assert.match(md, /core 0: max 55\.0, p99 12\.0; core 1: max 31\.0, p99 3\.5 ms/)
   assert.match(md, /at real-time priority/)
-  assert.match(md, /\| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){17} \| --- \|/, 'a hiccup column, and as many separator cells')
+  assert.match(md, /\| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){19} \| --- \|/, 'a hiccup column, and as many separator cells')
   assert.match(md, /\| 1\.0 \| 1\.5 \| 10 \| yes \|/)
   assert.match(md, /\| 260\.0 \| 3\.0 \|.*\| 1\.0 \| 4\.2 \| 10 \| no \|/)
   assert.match(md, /\| naive \(again\) \|.*\| 1\.0 \| n\/a \| 10 \| no \|/, 'a meter without a reading for the window: n/a, not 0')
