@@ -281,6 +281,29 @@ const LOOP_LAG_P99 = 'nodejs_eventloop_lag_p99_seconds'
 const RECEIVE_LAG = 'wsps_gateway_receive_lag_seconds'
 
 /**
+ * A gateway histogram over the samples between two scrapes, its series
+ * summed: each bucket's upper edge (ms; +Inf as Infinity) → samples at or
+ * under it, in edge order, and the samples in all (the +Inf bucket's).
+ *
+ * @param {Record<string, number>} before parseMetrics of /metrics
+ * @param {Record<string, number>} after
+ * @param {string} name the histogram's name (seconds)
+ * @returns {{ edges: [number, number][], total: number }}
+ */
+function bucketsBetween (before, after, name) {
+  /** @type {Map<number, number>} */
+  const cumulative = new Map()
+  for (const [k, v] of Object.entries(after)) {
+    if (!k.startsWith(`${name}_bucket{`)) continue
+    const le = /le="([^"]+)"/.exec(k)?.[1]
+    if (le === undefined) continue
+    const edge = le === '+Inf' ? Infinity : Number(le) * 1000
+    cumulative.set(edge, (cumulative.get(edge) ?? 0) + v - (before[k] ?? 0))
+  }
+  return { edges: [...cumulative].sort((a, b) => a[0] - b[0]), total: cumulative.get(Infinity) ?? 0 }
+}
+
+/**
  * A quantile of a gateway histogram over the samples between two scrapes
  * (its series summed), linear within the bucket it falls in; past the last
  * finite bucket, that bucket's edge (a lower bound).
@@ -292,17 +315,7 @@ const RECEIVE_LAG = 'wsps_gateway_receive_lag_seconds'
  * @returns {number | null} ms; null without samples (or without the histogram)
  */
 export function gatewayQuantile (before, after, name, q) {
-  /** @type {Map<number, number>} upper edge in ms → samples at or under it */
-  const cumulative = new Map()
-  for (const [k, v] of Object.entries(after)) {
-    if (!k.startsWith(`${name}_bucket{`)) continue
-    const le = /le="([^"]+)"/.exec(k)?.[1]
-    if (le === undefined) continue
-    const edge = le === '+Inf' ? Infinity : Number(le) * 1000
-    cumulative.set(edge, (cumulative.get(edge) ?? 0) + v - (before[k] ?? 0))
-  }
-  const edges = [...cumulative].sort((a, b) => a[0] - b[0])
-  const total = cumulative.get(Infinity) ?? 0
+  const { edges, total } = bucketsBetween(before, after, name)
   if (total <= 0) return null
   const rank = q * total
   let lowEdge = 0
@@ -328,9 +341,8 @@ const SEND_AGE = 'wsps_gateway_publish_to_send_seconds'
  * @returns {number | null} null without samples (merge mode records none)
  */
 export function serverShareOver (before, after, ms) {
-  const sum = (/** @type {Record<string, number>} */ m, /** @type {string} */ key) => Object.entries(m).filter(([k]) => k === key || k.startsWith(`${key}{`)).reduce((a, [, v]) => a + v, 0)
-  const bucket = (/** @type {Record<string, number>} */ m) => Object.entries(m).filter(([k]) => k.startsWith(`${SEND_AGE}_bucket{`) && k.includes(`le="${ms / 1000}"`)).reduce((a, [, v]) => a + v, 0)
-  const n = sum(after, `${SEND_AGE}_count`) - sum(before, `${SEND_AGE}_count`)
+  const { edges, total: n } = bucketsBetween(before, after, SEND_AGE)
   if (n <= 0) return null
-  return (n - (bucket(after) - bucket(before))) / n
+  const under = edges.find(([edge]) => edge === ms)?.[1] ?? 0
+  return (n - under) / n
 }

@@ -93,9 +93,9 @@ export async function startFleet (o) {
           if (l.type !== 'tick' || l.t <= t0 || l.t > t1) continue
           sum.ticks++
           for (const f of /** @type {const} */ (['frames', 'entries', 'covered', 'snaps', 'gaps', 'ticksLost', 'dups', 'errors'])) sum[f] += l[f] ?? 0
-          for (const [b, c] of Object.entries(l.hist)) hist.set(Number(b), (hist.get(Number(b)) ?? 0) + c)
-          for (const [b, c] of Object.entries(l.wait ?? {})) wait.set(Number(b), (wait.get(Number(b)) ?? 0) + c)
-          for (const [b, c] of Object.entries(l.arrived ?? {})) arrived.set(Number(b), (arrived.get(Number(b)) ?? 0) + c)
+          addBuckets(hist, l.hist)
+          addBuckets(wait, l.wait)
+          addBuckets(arrived, l.arrived)
         }
       }
       return { ...sum, hist, wait, arrived }
@@ -129,6 +129,16 @@ export async function startFleet (o) {
 /** Upper edge of a loadgen latency bucket, in ms. @param {number} b */
 export function bucketMs (b) {
   return b < 1000 ? (b + 1) * 0.1 : 100 + (b - 1000 + 1)
+}
+
+/**
+ * Adds a tick line's histogram (loadgen bucket -> count; absent: nothing) into a sum.
+ *
+ * @param {Map<number, number>} into
+ * @param {Record<string, number> | undefined} buckets
+ */
+function addBuckets (into, buckets) {
+  for (const [b, c] of Object.entries(buckets ?? {})) into.set(Number(b), (into.get(Number(b)) ?? 0) + c)
 }
 
 /**

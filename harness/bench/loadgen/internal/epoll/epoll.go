@@ -267,7 +267,8 @@ func (l *Loop) dial(i int) {
 	c.fd = int32(fd)
 	_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
 	// Each read then carries when its last segment reached the socket
-	// (Stats.Wait); without it the reads carry none and Wait stays empty.
+	// (Stats.Wait, Stats.Arrived); without it the reads carry none and
+	// both stay empty.
 	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, soTimestamping, sofRxSoftware|sofSoftware)
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: l.src[i%len(l.src)]}); err != nil {
 		l.attemptFailed(i, fmt.Errorf("dial: bind: %w", err))
