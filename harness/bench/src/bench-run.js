@@ -3,7 +3,7 @@
 // every part of the run is built from.
 
 import { bucketMs, quantiles } from './fleet.js'
-import { CoreBusyMeter, CpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
+import { CoreBusyMeter, CpuMeter, OthersCpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
 import { KEEP_UP, LOAD_CORE_LIMIT, P99_LIMIT_MS } from './profiles.js'
 import { monoMs } from './hiccup.js'
@@ -17,8 +17,8 @@ const FLEET_TICK_MS = 1000
 
 export const log = (/** @type {string} */ msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`)
 
-/** What the machine did during a step, for the log lines: its CPU steal and longest host stall. */
-export const hostNote = (/** @type {{steal: number, hiccupMs: number | null}} */ s) => `steal ${round(s.steal * 100, 1)}% hiccup ${s.hiccupMs ?? 'n/a'} ms`
+/** What the machine did during a step, for the log lines: its CPU steal, longest host stall and the CPU of processes not the bench's. */
+export const hostNote = (/** @type {{steal: number, hiccupMs: number | null, others?: number}} */ s) => `steal ${round(s.steal * 100, 1)}% hiccup ${s.hiccupMs ?? 'n/a'} ms${s.others === undefined ? '' : ` others ${round(s.others * 100, 1)}%`}`
 
 export class BenchRun {
   /**
@@ -124,6 +124,9 @@ export class BenchRun {
       ...Object.fromEntries(Object.entries(more).map(([k, r]) => [k, new CpuMeter(r)]))
     }
     const steal = new StealMeter()
+    // Everything the bench did not start (a test run, a build): the machine
+    // was not the bench's alone in this window when this is more than noise.
+    const others = new OthersCpuMeter(() => [process.pid])
     // Whole cores, softirq included, when each role has one of its own.
     const single = (/** @type {string | null} */ c) => (c !== null && /^\d+$/.test(c) ? new CoreBusyMeter(c) : null)
     const coreMeters = { server: single(this.serverCore), load: single(this.loadCore) }
@@ -136,6 +139,7 @@ export class BenchRun {
     const probed1 = probe ? await probe().catch(() => null) : null
     const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
     const stolen = round(steal.read(), 3)
+    const othersCpu = round(others.read(), 3)
     const serverCore = coreMeters.server?.read() ?? null
     const loadCoreTime = coreMeters.load?.read() ?? null
     const cores = {
@@ -204,6 +208,8 @@ export class BenchRun {
       cpu,
       cores,
       steal: stolen,
+      // Cores' worth of CPU used by processes the bench did not start.
+      others: othersCpu,
       hiccup: hiccup.map((x) => (x === null ? null : round(x, 1))),
       hiccupMs: known.length ? round(Math.max(...known), 1) : null,
       rssMiB: round(rss / 2 ** 20, 1),

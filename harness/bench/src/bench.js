@@ -21,7 +21,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { startRedis } from '@wsps/testkit'
-import { StealMeter } from '@wsps/testkit/proc'
+import { OthersCpuMeter, StealMeter } from '@wsps/testkit/proc'
 import { BenchRun, log, round } from './bench-run.js'
 import { parseFlags } from './cli.js'
 import { goBin } from './go-bin.js'
@@ -64,6 +64,9 @@ const P = {
 const runDir = mkdtempSync(join(tmpdir(), 'wsps-bench-'))
 const started = Date.now()
 const steal = new StealMeter()
+// The bench's processes are all this one's descendants; anything else busy
+// on the machine (a test run, a build) shares its cores and shows here.
+const others = new OthersCpuMeter(() => [process.pid])
 /** @type {any} */
 const results = {
   profile: PROFILE,
@@ -145,6 +148,7 @@ try {
 }
 results.machine.loadavgEnd = loadavg()
 results.machine.steal = round(steal.read(), 3)
+results.machine.others = round(others.read(), 3)
 results.durationSeconds = Math.round((Date.now() - started) / 1000)
 save()
 log(`done in ${results.durationSeconds} s: ${OUT}/results.json, ${OUT}/results.md`)

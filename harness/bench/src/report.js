@@ -4,8 +4,8 @@ import { compressionSection } from './sections/compression.js'
 import { proxySection } from './sections/proxy-report.js'
 
 const f = (/** @type {number | null | undefined} */ x, d = 0) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }))
-/** A steal share (0..1) as a percentage cell; empty where a run did not measure it. */
-const stealCell = (/** @type {number | undefined} */ x) => (x === undefined ? '' : f(x * 100, 1))
+/** A share (0..1: CPU steal, other processes' CPU) as a percentage cell; empty where a run did not measure it. */
+const shareCell = (/** @type {number | undefined} */ x) => (x === undefined ? '' : f(x * 100, 1))
 /** A core's busy share (softirq included) as a percentage; empty when not measured. */
 const coreCell = (/** @type {number | null | undefined} */ x) => (x === undefined || x === null ? '' : `${f(x * 100)}%`)
 /** A step's longest host stall (ms) as a cell; empty where a run had no meter. */
@@ -19,7 +19,7 @@ export function renderMarkdown (r) {
   const out = []
   out.push('# wsps benchmark results', '')
   out.push(`Profile \`${r.profile}\`, run ${r.startedAt}${r.durationSeconds ? ` (${Math.round(r.durationSeconds / 60)} min)` : ''} on ${r.machine.cpus} cores (${r.machine.model}), ${r.machine.memGiB} GiB, Node ${r.machine.node}.`)
-  out.push(`Servers pinned to core ${r.placement.serverCore ?? '-'}; load generator, Redis and publisher on core ${r.placement.loadCore ?? '-'}. Load average at start ${r.machine.loadavgStart.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}${r.machine.loadavgEnd ? `, at end ${r.machine.loadavgEnd.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}` : ''}${r.machine.steal !== undefined ? `; CPU steal ${stealCell(r.machine.steal)}% of the run (time this VM's CPUs waited for the host: it stalls every process at once; per step in the ramp tables)` : ''} (the machine is shared: compare ratios within this run, not absolute numbers across runs).`)
+  out.push(`Servers pinned to core ${r.placement.serverCore ?? '-'}; load generator, Redis and publisher on core ${r.placement.loadCore ?? '-'}. Load average at start ${r.machine.loadavgStart.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}${r.machine.loadavgEnd ? `, at end ${r.machine.loadavgEnd.map((/** @type {number} */ x) => x.toFixed(1)).join(' ')}` : ''}${r.machine.steal !== undefined ? `; CPU steal ${shareCell(r.machine.steal)}% of the run (time this VM's CPUs waited for the host: it stalls every process at once; per step in the ramp tables)` : ''}${r.machine.others !== undefined ? `; processes the bench did not start used ${shareCell(r.machine.others)}% of a core over the run (a test run or a build beside the bench shows here; per step in the fan-out table)` : ''} (the machine is shared: compare ratios within this run, not absolute numbers across runs).`)
   const hic = r.machine.hiccup
   if (hic) {
     const cores = hic.cores.map((/** @type {any} */ c) => `core ${c.core}: max ${f(c.maxMs, 1)}, p99 ${f(c.p99Ms, 1)}`).join('; ')
@@ -65,12 +65,12 @@ export function renderMarkdown (r) {
     }
     out.push('')
     for (const n of notes) out.push(`Note: ${n}`, '')
-    out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries; `core busy` is the whole core\'s busy share, softirq included: the kernel\'s loopback TCP work for a process is not always in its own CPU time; p50/p99/p999 are to the load generator\'s reads, which judge the step; `p99 at sockets` is to the kernel\'s receive timestamp of each read instead, and `read wait p99` how long the read\'s bytes had sat in the socket: the load generator\'s own lag, epoll mode only):', '')
-    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | p99 at sockets | read wait p99 | CPU server | server core busy | per core-s | CPU loadgen | CPU redis | load core busy | steal % | hiccup ms | RSS MiB | ok |')
-    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+    out.push('Every step of the ramps (delivered counts every published update whose content reached the client: a wsps delta merged under load counts for the updates it carries; `core busy` is the whole core\'s busy share, softirq included: the kernel\'s loopback TCP work for a process is not always in its own CPU time; p50/p99/p999 are to the load generator\'s reads, which judge the step; `p99 at sockets` is to the kernel\'s receive timestamp of each read instead, and `read wait p99` how long the read\'s bytes had sat in the socket: the load generator\'s own lag, epoll mode only; `others %`: the CPU of processes the bench did not start, in % of a core):', '')
+    out.push('| server | publish/s | expected/s | delivered/s | frames/s | q/frame | p50 | p99 | p999 | p99 at sockets | read wait p99 | CPU server | server core busy | per core-s | CPU loadgen | CPU redis | load core busy | steal % | others % | hiccup ms | RSS MiB | ok |')
+    out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
     for (const n of names) {
       for (const s of fan[n].steps ?? []) {
-        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.socketP99, 1)} | ${f(s.readWaitP99, 1)} | ${f(s.cpu.server, 2)} | ${coreCell(s.cores?.server)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${coreCell(s.cores?.load)} | ${stealCell(s.steal)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
+        out.push(`| ${n}${s.refine ? ' (refine)' : ''}${s.retry ? ' (again)' : ''}${s.saturation ? ' (saturation)' : ''} | ${f(s.published)} | ${f(s.expected)} | ${f(s.delivered)} | ${f(s.frames)} | ${f(s.quotesPerFrame, 1)} | ${f(s.p50, 1)} | ${f(s.p99, 1)} | ${f(s.p999, 1)} | ${f(s.socketP99, 1)} | ${f(s.readWaitP99, 1)} | ${f(s.cpu.server, 2)} | ${coreCell(s.cores?.server)} | ${f(s.perCore)} | ${f(s.cpu.loadgen, 2)} | ${f(s.cpu.redis, 2)} | ${coreCell(s.cores?.load)} | ${shareCell(s.steal)} | ${shareCell(s.others)} | ${hiccupCell(s.hiccupMs)} | ${f(s.rssMiB)} | ${s.pass ? 'yes' : 'no'} |`)
       }
     }
     out.push('')
@@ -87,7 +87,7 @@ export function renderMarkdown (r) {
       for (const [name, x] of Object.entries(l.servers)) {
         const lead = `| ${f(l.conns)} | ${name} | ${x.workers} |`
         if (x.error) { out.push(`${lead} | failed: ${x.error} | | | | | | | |`); continue }
-        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${usPer(x.cpu.server, x.delivered)} / ${usPer(x.cpu.server, x.frames)} | ${stealCell(x.steal)} | ${hiccupCell(x.hiccupMs)} | ${x.strict ? `${f(x.gaps)} / ${f(x.ticksLost)}` : ''} |`)
+        out.push(`${lead} ${f(x.connected / x.workers)} | ${f(x.delivered)} (${f(x.expected)}) | ${f(x.quotesPerFrame, 1)} | ${f(x.p50, 1)} / ${f(x.p99, 1)} / ${f(x.p999, 1)} | ${f(x.cpu.server, 2)} | ${usPer(x.cpu.server, x.delivered)} / ${usPer(x.cpu.server, x.frames)} | ${shareCell(x.steal)} | ${hiccupCell(x.hiccupMs)} | ${x.strict ? `${f(x.gaps)} / ${f(x.ticksLost)}` : ''} |`)
       }
     }
     out.push('')

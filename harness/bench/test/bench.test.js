@@ -2,11 +2,13 @@
 // Markdown report. (The benchmark itself is `make bench`, never `make test`.)
 
 import { test } from 'node:test'
+import { spawn } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import assert from 'node:assert/strict'
 import { bucketMs, quantiles } from '../src/fleet.js'
 import { renderMarkdown } from '../src/report.js'
 import { judgeShape } from '../src/sections/shape.js'
-import { CoreBusyMeter, StealMeter, coreTimes, machineTimes } from '@wsps/testkit/proc'
+import { CoreBusyMeter, CpuMeter, OthersCpuMeter, StealMeter, coreTimes, machineTimes, othersSeconds } from '@wsps/testkit/proc'
 
 test('bucketMs matches the Go load generator buckets (0.1 ms below 100 ms, 1 ms above)', () => {
   assert.equal(bucketMs(0), 0.1)
@@ -29,7 +31,7 @@ test('the report renders a headline row per server with the ratio to the naive b
   const md = renderMarkdown({
     profile: 'test',
     startedAt: 'now',
-    machine: { cpus: 2, model: 'x', memGiB: 1, node: 'v20', loadavgStart: [1, 1, 1], steal: 0.061 },
+    machine: { cpus: 2, model: 'x', memGiB: 1, node: 'v20', loadavgStart: [1, 1, 1], steal: 0.061, others: 0.234 },
     placement: { serverCore: '1', loadCore: '0' },
     params: { conns: 10, k: 2, symbols: 5, zipf: 1, storm: 10, stormProcs: 1, simConns: 1 },
     fanout: {
@@ -52,11 +54,12 @@ test('the report renders a headline row per server with the ratio to the naive b
   assert.match(md, /11\.5 ms pass for any server\. A server that batches writes each of the 2,500 readers once per pass, .*: 25\.0 ms at the floor\. Within half the 100 ms bound and a third of it: \*\*the table ranks the servers/)
   assert.match(md, /\| the fan-out's shape can rank servers \(at the floor: largest pass ≤ 50 ms, every reader ≤ 33 ms\) \| largest audience: 1,150 readers × 10\.00 µs = 11\.5 ms; every reader: 2,500 × 10\.00 µs = 25\.0 ms \| met \|/)
   assert.match(md, /CPU steal 6\.1% of the run/)
+  assert.match(md, /processes the bench did not start used 23\.4% of a core over the run/)
   assert.match(md, /\| nginx overhead ≤ 10% \(proxy section, main layout\) \| handshake rate 5% lower through nginx; latency added at 20,000 deliveries\/s: p50 \+1\.0 ms, p99 \+2\.0 ms \| met \|/)
   assert.match(md, /## Proxies in front of one gateway/)
-  assert.match(md, /\| CPU redis \| load core busy \| steal % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){19} \| --- \|/, 'the ramp table has core and steal columns, and its separator as many cells')
+  assert.match(md, /\| CPU redis \| load core busy \| steal % \| others % \| hiccup ms \| RSS MiB \| ok \|\n\| ---(?: \| ---:){20} \| --- \|/, 'the ramp table has core, steal and others columns, and its separator as many cells')
   assert.match(md, /\| p999 \| p99 at sockets \| read wait p99 \| CPU server \|/, 'the load generator\'s share beside the latency it judges by')
-  assert.match(md, /\| 0\.10 \| {2}\| 12\.5 \| {2}\| 10 \| yes \|/, 'each step shows its steal (and no core share or hiccup: this run measured neither)')
+  assert.match(md, /\| 0\.10 \| {2}\| 12\.5 \| {2}\| {2}\| 10 \| yes \|/, 'each step shows its steal (and no core share, others or hiccup: these steps measured none)')
 })
 
 test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest time is not counted twice', () => {
@@ -65,6 +68,33 @@ test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest ti
   assert.deepEqual(machineTimes('cpu  1 2 3 4\n'), { steal: 0, total: 10 }, 'an old kernel without the steal field')
   const share = new StealMeter().read()
   assert.ok(share >= 0 && share <= 1, `a share of the machine's time: ${share}`)
+})
+
+test('othersSeconds counts the CPU of processes outside ours between two snapshots, not kernel threads', () => {
+  const snap = (/** @type {[number, number, number][]} */ rows) => new Map(rows.map(([pid, ppid, cpu]) => [pid, { ppid, cpu }]))
+  const before = snap([[1, 0, 10], [2, 0, 5], [30, 2, 7], [100, 1, 3], [200, 1, 4], [201, 200, 1], [300, 1, 2]])
+  const after = snap([[1, 0, 10.5], [2, 0, 6], [30, 2, 9], [100, 1, 3.25], [200, 1, 8], [201, 200, 3], [400, 1, 0.75]])
+  // Ours: 200 and its child 201. Others: init +0.5, 100 +0.25, 400 (new) +0.75; 300 ended (missed).
+  assert.equal(othersSeconds(before, after, new Set([200, 201])), 1.5)
+  assert.equal(othersSeconds(before, after, new Set()), 1.5 + 4 + 2, 'with nothing ours, everything but kthreadd and its children')
+})
+
+test('OthersCpuMeter counts a busy process outside the roots, and not one inside them', async () => {
+  const child = spawn(process.execPath, ['-e', 'const end = Date.now() + 5000; while (Date.now() < end);'], { stdio: 'ignore' })
+  const exited = new Promise((resolve) => child.on('exit', resolve))
+  const pid = /** @type {number} */ (child.pid)
+  // Over one window, three meters: the child's own CPU, the others of roots
+  // that do not hold it (a pid that is no process), and the others of roots
+  // that do. The rest of the machine is the same for the last two.
+  const own = new CpuMeter(() => [pid])
+  const without = new OthersCpuMeter(() => [1_000_000_000])
+  const withIt = new OthersCpuMeter(() => [pid])
+  await sleep(600)
+  const [a, b, c] = [own.read(), without.read(), withIt.read()]
+  child.kill()
+  await exited
+  assert.ok(a > 0.2, `the child is busy: ${a} cores`)
+  assert.ok(Math.abs(b - c - a) < 0.1, `the two differ by the child's CPU: ${b} - ${c} against ${a}`)
 })
 
 test('coreTimes reads one CPU\'s line: busy is user, nice, system, irq and softirq; not idle, iowait or steal', () => {

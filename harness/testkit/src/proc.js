@@ -1,5 +1,6 @@
-// /proc readers: CPU seconds and RSS of a process and its descendants, and
-// the machine's CPU steal (time a VM's CPUs waited for the hypervisor).
+// /proc readers: CPU seconds and RSS of a process and its descendants, the
+// CPU of every other process, and the machine's CPU steal (time a VM's CPUs
+// waited for the hypervisor).
 
 import { readdirSync, readFileSync } from 'node:fs'
 
@@ -17,16 +18,29 @@ function stat (pid) {
   }
 }
 
-/** @param {number[]} roots @returns {number[]} the roots and every descendant */
-export function tree (roots) {
-  /** @type {Map<number, number[]>} */
-  const children = new Map()
+/** @returns {Map<number, {ppid: number, cpu: number}>} every process now: its parent and CPU seconds */
+export function processTimes () {
+  /** @type {Map<number, {ppid: number, cpu: number}>} */
+  const out = new Map()
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     const s = stat(Number(d))
-    if (!s) continue
+    if (s) out.set(Number(d), s)
+  }
+  return out
+}
+
+/**
+ * @param {number[]} roots
+ * @param {Map<number, {ppid: number}>} [procs] a processTimes() snapshot (read when not given)
+ * @returns {number[]} the roots and every descendant
+ */
+export function tree (roots, procs = processTimes()) {
+  /** @type {Map<number, number[]>} */
+  const children = new Map()
+  for (const [pid, s] of procs) {
     const list = children.get(s.ppid) ?? []
-    list.push(Number(d))
+    list.push(pid)
     children.set(s.ppid, list)
   }
   const out = []
@@ -80,6 +94,54 @@ export class CpuMeter {
   read () {
     const dt = (performance.now() - this.t0) / 1000
     return dt > 0 ? (cpuSeconds(this.pids) - this.c0) / dt : 0
+  }
+}
+
+/** The kernel's own threads: kthreadd (pid 2) and its children. */
+const KTHREADD = 2
+
+/**
+ * CPU seconds that processes other than `ours` spent between two
+ * processTimes() snapshots. Kernel threads do not count (their softirq work
+ * is done for the processes measured). A process that started in between
+ * counts with all its time; one that ended in between is missed, and so is
+ * its time.
+ *
+ * @param {Map<number, {ppid: number, cpu: number}>} before
+ * @param {Map<number, {ppid: number, cpu: number}>} after
+ * @param {Set<number>} ours
+ * @returns {number}
+ */
+export function othersSeconds (before, after, ours) {
+  let t = 0
+  for (const [pid, s] of after) {
+    if (ours.has(pid) || pid === KTHREADD || s.ppid === KTHREADD) continue
+    t += Math.max(0, s.cpu - (before.get(pid)?.cpu ?? 0))
+  }
+  return t
+}
+
+/**
+ * The CPU of every process outside the trees of some roots since it was
+ * made: on a benchmark's machine, another job (a test run, a build) that
+ * shares its cores. Steal says what the host took; this says what the
+ * guest's other processes took.
+ */
+export class OthersCpuMeter {
+  #roots
+  #t0 = performance.now()
+  #before = processTimes()
+
+  /** @param {() => number[]} roots the processes measured (descendants included, re-read each time) */
+  constructor (roots) {
+    this.#roots = roots
+  }
+
+  /** @returns {number} cores used by the others since made (1.0 = one full core) */
+  read () {
+    const dt = (performance.now() - this.#t0) / 1000
+    const after = processTimes()
+    return dt > 0 ? othersSeconds(this.#before, after, new Set(tree(this.#roots(), after))) / dt : 0
   }
 }
 
