@@ -74,4 +74,10 @@ export const KEEP_UP = 0.85
  * lower bound for the server.
  */
 export const LOAD_CORE_LIMIT = 0.85
+/**
+ * Processes the bench did not start busier than this share of a core in a
+ * step's window (`others`): the machine was not the bench's alone, and a
+ * step that failed may have failed for them.
+ */
+export const OTHERS_LIMIT = 0.1
 /** @typedef {typeof PROFILES.full} Profile */

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { bucketMs, quantiles } from '../src/fleet.js'
 import { renderMarkdown } from '../src/report.js'
 import { judgeShape } from '../src/sections/shape.js'
+import { limitReason } from '../src/sections/fanout.js'
 import { CoreBusyMeter, CpuMeter, OthersCpuMeter, StealMeter, coreTimes, machineTimes, othersSeconds } from '@wsps/testkit/proc'
 
 test('bucketMs matches the Go load generator buckets (0.1 ms below 100 ms, 1 ms above)', () => {
@@ -68,6 +69,14 @@ test('machineTimes reads steal and the total of /proc/stat\'s cpu line; guest ti
   assert.deepEqual(machineTimes('cpu  1 2 3 4\n'), { steal: 0, total: 10 }, 'an old kernel without the steal field')
   const share = new StealMeter().read()
   assert.ok(share >= 0 && share <= 1, `a share of the machine's time: ${share}`)
+})
+
+test('a failed step names what failed it, and other processes when they took more than a tenth of a core', () => {
+  const failed = { p99: 130, keptUp: true, publisherKeptUp: true, loadBound: false, loadCore: 0.6, others: 0.05 }
+  assert.equal(limitReason(failed), 'p99 130 ms > 100 ms')
+  assert.equal(limitReason({ ...failed, others: 0.34 }), 'p99 130 ms > 100 ms; other processes used 34% of a core: the machine was not the bench\'s alone')
+  assert.equal(limitReason({ ...failed, others: undefined }), 'p99 130 ms > 100 ms', 'a step from before the meter')
+  assert.match(limitReason({ ...failed, loadBound: true, loadCore: 0.97 }), /load core 97% busy: the load generator may be the limit$/)
 })
 
 test('othersSeconds counts the CPU of processes outside ours between two snapshots, not kernel threads', () => {

@@ -7,7 +7,7 @@ import { EPOLL_ADAPTERS, startFleet } from '../fleet.js'
 import { rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
 import { hostNote, log, round } from '../bench-run.js'
-import { KEEP_UP, P99_LIMIT_MS } from '../profiles.js'
+import { KEEP_UP, OTHERS_LIMIT, P99_LIMIT_MS } from '../profiles.js'
 
 /**
  * Fan-out, interleaved: every server holds its own client fleet at once (each
@@ -180,14 +180,19 @@ export async function fanoutAll (run, names) {
   return out
 }
 
-/** @param {any} s */
-function limitReason (s) {
+/**
+ * Why a step failed, for the headline table's `limit hit` column.
+ *
+ * @param {any} s a step
+ */
+export function limitReason (s) {
   const why = []
   if (s.p99 > P99_LIMIT_MS) why.push(`p99 ${s.p99} ms > ${P99_LIMIT_MS} ms`)
   if (!s.keptUp) why.push(`delivered ${s.delivered}/s < ${KEEP_UP} x expected ${s.expected}/s`)
   if (!s.publisherKeptUp) why.push(`publisher reached ${s.published} of ${s.rate}/s`)
   if (s.strict && (s.gaps || s.ticksLost)) why.push(`${s.gaps} seq gaps, ${s.ticksLost} ticks lost`)
   if (s.loadBound) why.push(`load core ${Math.round(s.loadCore * 100)}% busy: the load generator may be the limit`)
+  if (s.others > OTHERS_LIMIT) why.push(`other processes used ${Math.round(s.others * 100)}% of a core: the machine was not the bench's alone`)
   return why.join('; ')
 }
 
