@@ -3,7 +3,7 @@
 // every part of the run is built from.
 
 import { bucketMs, quantiles } from './fleet.js'
-import { CoreBusyMeter, CpuMeter, OthersCpuMeter, StealMeter, rssBytes, tree } from '@wsps/testkit/proc'
+import { CoreBusyMeter, CpuMeter, OthersCpuMeter, StealMeter, processTimes, rssBytes, tree } from '@wsps/testkit/proc'
 import { sleep } from '@wsps/testkit'
 import { KEEP_UP, LOAD_CORE_LIMIT, P99_LIMIT_MS } from './profiles.js'
 import { monoMs } from './hiccup.js'
@@ -116,17 +116,20 @@ export class BenchRun {
   async step ({ fleet, roots, rate, settleMs, measureMs, prefix = 'wsps', strict = false, symbols = undefined, meters: more = {}, probe }) {
     this.setRate(rate, prefix, symbols)
     await sleep(settleMs)
+    // One snapshot of every process starts all the window's CPU meters, and
+    // one ends them: the same instants for all, and /proc read twice.
+    const start = processTimes()
     const meters = {
-      server: new CpuMeter(roots),
-      loadgen: new CpuMeter(fleet.pids),
-      redis: new CpuMeter(this.redisPids),
-      publisher: new CpuMeter(() => [this.publisher.pid]),
-      ...Object.fromEntries(Object.entries(more).map(([k, r]) => [k, new CpuMeter(r)]))
+      server: new CpuMeter(roots, start),
+      loadgen: new CpuMeter(fleet.pids, start),
+      redis: new CpuMeter(this.redisPids, start),
+      publisher: new CpuMeter(() => [this.publisher.pid], start),
+      ...Object.fromEntries(Object.entries(more).map(([k, r]) => [k, new CpuMeter(r, start)]))
     }
     const steal = new StealMeter()
     // Everything the bench did not start (a test run, a build): the machine
     // was not the bench's alone in this window when this is more than noise.
-    const others = new OthersCpuMeter(() => [process.pid])
+    const others = new OthersCpuMeter(() => [process.pid], start)
     // Whole cores, softirq included, when each role has one of its own.
     const single = (/** @type {string | null} */ c) => (c !== null && /^\d+$/.test(c) ? new CoreBusyMeter(c) : null)
     const coreMeters = { server: single(this.serverCore), load: single(this.loadCore) }
@@ -137,9 +140,10 @@ export class BenchRun {
     const t1 = Date.now()
     const m1 = monoMs()
     const probed1 = probe ? await probe().catch(() => null) : null
-    const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(), 3)]))
+    const end = processTimes()
+    const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(end), 3)]))
     const stolen = round(steal.read(), 3)
-    const othersCpu = round(others.read(), 3)
+    const othersCpu = round(others.read(end), 3)
     const serverCore = coreMeters.server?.read() ?? null
     const loadCoreTime = coreMeters.load?.read() ?? null
     const cores = {
@@ -148,7 +152,7 @@ export class BenchRun {
       load: loadCoreTime && round(loadCoreTime.busy, 3),
       loadSoftirq: loadCoreTime && round(loadCoreTime.softirq, 3)
     }
-    const rss = rssBytes(tree(roots()))
+    const rss = rssBytes(tree(roots(), end))
     await fleet.tickedAfter(t1)
     await this.hiccup?.reportedAfter(m1)
     const hiccup = this.hiccup ? this.hiccup.stalls(m0 - FLEET_TICK_MS, m1) : []

@@ -9,7 +9,7 @@ import { bucketMs, quantiles } from '../src/fleet.js'
 import { renderMarkdown } from '../src/report.js'
 import { judgeShape } from '../src/sections/shape.js'
 import { limitReason } from '../src/sections/fanout.js'
-import { CoreBusyMeter, CpuMeter, OthersCpuMeter, StealMeter, coreTimes, machineTimes, othersSeconds } from '@wsps/testkit/proc'
+import { CoreBusyMeter, CpuMeter, OthersCpuMeter, StealMeter, coreTimes, machineTimes, othersSeconds, processTimes } from '@wsps/testkit/proc'
 
 test('bucketMs matches the Go load generator buckets (0.1 ms below 100 ms, 1 ms above)', () => {
   assert.equal(bucketMs(0), 0.1)
@@ -94,16 +94,22 @@ test('OthersCpuMeter counts a busy process outside the roots, and not one inside
   const pid = /** @type {number} */ (child.pid)
   // Over one window, three meters: the child's own CPU, the others of roots
   // that do not hold it (a pid that is no process), and the others of roots
-  // that do. The rest of the machine is the same for the last two.
-  const own = new CpuMeter(() => [pid])
-  const without = new OthersCpuMeter(() => [1_000_000_000])
-  const withIt = new OthersCpuMeter(() => [pid])
+  // that do. The rest of the machine is the same for the last two. They
+  // share the window's snapshots, as a bench step's meters do; a meter that
+  // reads /proc itself measures the same child.
+  const start = processTimes()
+  const own = new CpuMeter(() => [pid], start)
+  const without = new OthersCpuMeter(() => [1_000_000_000], start)
+  const withIt = new OthersCpuMeter(() => [pid], start)
+  const alone = new CpuMeter(() => [pid])
   await sleep(600)
-  const [a, b, c] = [own.read(), without.read(), withIt.read()]
+  const end = processTimes()
+  const [a, b, c, d] = [own.read(end), without.read(end), withIt.read(end), alone.read()]
   child.kill()
   await exited
   assert.ok(a > 0.2, `the child is busy: ${a} cores`)
   assert.ok(Math.abs(b - c - a) < 0.1, `the two differ by the child's CPU: ${b} - ${c} against ${a}`)
+  assert.ok(Math.abs(d - a) < 0.1, `the meter without snapshots agrees: ${d} against ${a}`)
 })
 
 test('coreTimes reads one CPU\'s line: busy is user, nice, system, irq and softirq; not idle, iowait or steal', () => {

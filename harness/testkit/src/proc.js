@@ -72,28 +72,53 @@ export function rssBytes (pids) {
   return t
 }
 
-/** A CPU meter over a set of root pids (descendants included, re-read each time). */
+/**
+ * @typedef {Map<number, {ppid: number, cpu: number}>} ProcessTimes a
+ *   processTimes() snapshot
+ */
+
+/** @param {number[]} pids @param {ProcessTimes} procs @returns {number} their CPU seconds in the snapshot */
+function cpuIn (pids, procs) {
+  let t = 0
+  for (const p of pids) t += procs.get(p)?.cpu ?? 0
+  return t
+}
+
+/**
+ * A CPU meter over a set of root pids (descendants included, re-read each
+ * time). Meters of one window can share its snapshots: they then start and
+ * end at the same instant, and /proc is read once for all of them.
+ */
 export class CpuMeter {
-  /** @param {() => number[]} roots */
-  constructor (roots) {
+  /**
+   * @param {() => number[]} roots
+   * @param {ProcessTimes} [procs] the snapshot to start from (read when not given)
+   */
+  constructor (roots, procs) {
     this.roots = roots
     /** @type {number[]} */
     this.pids = []
     this.t0 = 0
     this.c0 = 0
-    this.mark()
+    this.mark(procs)
   }
 
-  mark () {
-    this.pids = tree(this.roots())
+  /** @param {ProcessTimes} [procs] the snapshot to start from (read when not given) */
+  mark (procs = processTimes()) {
+    this.pids = tree(this.roots(), procs)
     this.t0 = performance.now()
-    this.c0 = cpuSeconds(this.pids)
+    this.c0 = cpuIn(this.pids, procs)
   }
 
-  /** @returns {number} cores used since mark() (1.0 = one full core) */
-  read () {
+  /**
+   * @param {ProcessTimes} [procs] the snapshot to end at (when not given,
+   *   each of the pids is read now)
+   * @returns {number} cores used since mark() (1.0 = one full core)
+   */
+  read (procs) {
     const dt = (performance.now() - this.t0) / 1000
-    return dt > 0 ? (cpuSeconds(this.pids) - this.c0) / dt : 0
+    const c1 = procs ? cpuIn(this.pids, procs) : cpuSeconds(this.pids)
+    return dt > 0 ? (c1 - this.c0) / dt : 0
   }
 }
 
@@ -130,17 +155,23 @@ export function othersSeconds (before, after, ours) {
 export class OthersCpuMeter {
   #roots
   #t0 = performance.now()
-  #before = processTimes()
+  #before
 
-  /** @param {() => number[]} roots the processes measured (descendants included, re-read each time) */
-  constructor (roots) {
+  /**
+   * @param {() => number[]} roots the processes measured (descendants included, re-read each time)
+   * @param {ProcessTimes} [procs] the snapshot to start from (read when not given)
+   */
+  constructor (roots, procs = processTimes()) {
     this.#roots = roots
+    this.#before = procs
   }
 
-  /** @returns {number} cores used by the others since made (1.0 = one full core) */
-  read () {
+  /**
+   * @param {ProcessTimes} [after] the snapshot to end at (read when not given)
+   * @returns {number} cores used by the others since made (1.0 = one full core)
+   */
+  read (after = processTimes()) {
     const dt = (performance.now() - this.#t0) / 1000
-    const after = processTimes()
     return dt > 0 ? othersSeconds(this.#before, after, new Set(tree(this.#roots(), after))) / dt : 0
   }
 }
