@@ -126,13 +126,17 @@ func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnSta
 			case e.Seq <= h:
 				st.Dups.Add(1)
 			default:
-				st.Covered.Add(e.Seq - h)
+				// The entry delivers (max(base, h), seq]: what it skipped
+				// over is lost, not covered.
+				from := h
 				if base != h {
 					st.Gaps.Add(1)
 				}
 				if base > h {
 					st.TicksLost.Add(base - h)
+					from = base
 				}
+				st.Covered.Add(e.Seq - from)
 				s.held[i] = e.Seq
 			}
 		})

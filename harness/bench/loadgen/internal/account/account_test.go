@@ -19,8 +19,10 @@ func TestAccountSnapshotThenQuotes(t *testing.T) {
 		t.Fatal("not ready after the snapshot")
 	}
 	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0042","seq":12,"base":10,"ts":1},{"symbol":"S0001","seq":6,"ts":1}]}`), st, &state, true, 0)
-	if st.Snaps.Load() != 2 || st.Entries.Load() != 3 || st.Covered.Load() != 4 || st.Gaps.Load() != 1 || st.Dups.Load() != 1 || state.LastQuoteUs.Load() == 0 {
-		t.Fatalf("snaps %d entries %d covered %d gaps %d dups %d", st.Snaps.Load(), st.Entries.Load(), st.Covered.Load(), st.Gaps.Load(), st.Dups.Load())
+	// S0001 5 -> 6 covers 6; S0042 held 9, base 10, seq 12 loses 10 and
+	// covers 11 and 12; the second S0001 6 is a duplicate.
+	if st.Snaps.Load() != 2 || st.Entries.Load() != 3 || st.Covered.Load() != 3 || st.TicksLost.Load() != 1 || st.Gaps.Load() != 1 || st.Dups.Load() != 1 || state.LastQuoteUs.Load() == 0 {
+		t.Fatalf("snaps %d entries %d covered %d lost %d gaps %d dups %d", st.Snaps.Load(), st.Entries.Load(), st.Covered.Load(), st.TicksLost.Load(), st.Gaps.Load(), st.Dups.Load())
 	}
 }
 
@@ -65,8 +67,18 @@ func TestTicksLostBaseCovers(t *testing.T) {
 		t.Fatalf("base = held: ticks lost %d gaps %d, want 0", st.TicksLost.Load(), st.Gaps.Load())
 	}
 	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0042","seq":15,"base":12,"ts":1}]}`), st, state, true, 0)
-	if st.TicksLost.Load() != 3 || st.Gaps.Load() != 1 || st.Covered.Load() != 4+6 {
-		t.Fatalf("held 9, base 12: ticks lost %d gaps %d covered %d, want 3 (10, 11, 12), 1 and 10", st.TicksLost.Load(), st.Gaps.Load(), st.Covered.Load())
+	if st.TicksLost.Load() != 3 || st.Gaps.Load() != 1 || st.Covered.Load() != 4+3 {
+		t.Fatalf("held 9, base 12: ticks lost %d gaps %d covered %d, want 3 (10, 11, 12), 1 and 7 (6..9, then 13..15)", st.TicksLost.Load(), st.Gaps.Load(), st.Covered.Load())
+	}
+}
+
+// A server that sends every tick as its own message (no base) and drops
+// some: the ticks it dropped are lost, and only what arrived is covered.
+func TestCoveredNotLost(t *testing.T) {
+	s, st, state := ready(t)
+	s.Apply(adapter.FrameQuotes, []byte(`{"op":"q","quotes":[{"symbol":"S0001","seq":6,"ts":1},{"symbol":"S0001","seq":10,"ts":1},{"symbol":"S0042","seq":10,"ts":1}]}`), st, state, true, 0)
+	if st.Covered.Load() != 3 || st.TicksLost.Load() != 3 || st.Gaps.Load() != 1 {
+		t.Fatalf("S0001 5 -> 6 -> 10, S0042 9 -> 10: covered %d ticks lost %d gaps %d, want 3 (6, 10, 10), 3 (7, 8, 9) and 1", st.Covered.Load(), st.TicksLost.Load(), st.Gaps.Load())
 	}
 }
 
