@@ -18,9 +18,14 @@ function stat (pid) {
   }
 }
 
-/** @returns {Map<number, {ppid: number, cpu: number}>} every process now: its parent and CPU seconds */
+/**
+ * @typedef {Map<number, {ppid: number, cpu: number}>} ProcessTimes a
+ *   processTimes() snapshot
+ */
+
+/** @returns {ProcessTimes} every process now: its parent and CPU seconds */
 export function processTimes () {
-  /** @type {Map<number, {ppid: number, cpu: number}>} */
+  /** @type {ProcessTimes} */
   const out = new Map()
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
@@ -71,11 +76,6 @@ export function rssBytes (pids) {
   }
   return t
 }
-
-/**
- * @typedef {Map<number, {ppid: number, cpu: number}>} ProcessTimes a
- *   processTimes() snapshot
- */
 
 /** @param {number[]} pids @param {ProcessTimes} procs @returns {number} their CPU seconds in the snapshot */
 function cpuIn (pids, procs) {
@@ -132,8 +132,8 @@ const KTHREADD = 2
  * counts with all its time; one that ended in between is missed, and so is
  * its time.
  *
- * @param {Map<number, {ppid: number, cpu: number}>} before
- * @param {Map<number, {ppid: number, cpu: number}>} after
+ * @param {ProcessTimes} before
+ * @param {ProcessTimes} after
  * @param {Set<number>} ours
  * @returns {number}
  */
