@@ -38,7 +38,15 @@ export const ServerOp = Object.freeze({
   /** Backfill of a bar series: closed bars, oldest first, and the open one (docs/protocol.md, Bars). */
   BARS: 'bars',
   /** A live bar: an update of the open bar, or (`"closed":true`) its final value, once. */
-  BAR: 'bar'
+  BAR: 'bar',
+  /**
+   * The gateway's feed of these symbols is interrupted (its Redis link lost
+   * or silent, a shard failing over): what the client holds is from
+   * `since` (ms since the epoch) or before, and must not be shown as live.
+   */
+  STALE: 'stale',
+  /** The symbols are live again (what was missed follows or came before, as gap fill). */
+  FRESH: 'fresh'
 })
 
 /** @typedef {typeof ServerOp[keyof typeof ServerOp]} ServerOpName the `op` of a server frame */
@@ -178,7 +186,13 @@ export const Disconnect = Object.freeze({
    * channel within WSPS_RESTORE_DEADLINE_MS: reconnect elsewhere (and
    * resume with `since`) rather than wait without quotes.
    */
-  NOT_RESTORED: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'subscriptions not restored' })
+  NOT_RESTORED: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'subscriptions not restored' }),
+  /**
+   * This gateway has been cut off from Redis for longer than
+   * WSPS_ISOLATION_CLOSE_MS while another gateway reached it all along:
+   * reconnect elsewhere and resume with `since`.
+   */
+  ISOLATED: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'cut off from the broker' })
 })
 
 /**
