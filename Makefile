@@ -61,5 +61,8 @@ test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
 	cd harness/bench/loadgen && go test -count=1 ./...
 
 .PHONY: test-integration
-test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes
+test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes, toxiproxy-server
+	@# toxiproxy-server, the fault proxy of the Redis link tests (harness/testkit/src/toxiproxy.js):
+	@# built with Go once (under a minute), then instant (tools/tools.sh prints its progress).
+	@tools/tools.sh toxiproxy
 	@node --test --test-concurrency=1 --test-reporter=spec harness/testkit/test/*.test.js

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned tools (the chart's checks, and k6) under $WSPS_CACHE,
+# Installs the pinned tools (the chart's checks, k6 and toxiproxy-server) under $WSPS_CACHE,
 # each in a directory keyed by its version, and links them into
 # $WSPS_CACHE/bin. Versions come from tools/versions.env. Idempotent: a tool
 # whose versioned binary exists is not rebuilt, so after the first run this is
@@ -8,6 +8,7 @@
 #   tools/tools.sh            # install every chart tool that is missing
 #   tools/tools.sh env        # print `export X=...` lines for the checks
 #   tools/tools.sh helm k6    # only these
+#   tools/tools.sh toxiproxy  # toxiproxy-server (make test-integration runs this)
 #
 # Each tool lands in $WSPS_CACHE/bin (~/.cache/wsps/bin): the Makefile puts it
 # first on PATH; in your shell, `export PATH=$HOME/.cache/wsps/bin:$PATH`.
@@ -37,6 +38,7 @@ helmdocs_dir=$TOOLS/helm-docs-$HELM_DOCS_VERSION
 schemas_dir=$TOOLS/k8s-schemas-$K8S_SCHEMAS_VERSION-standalone
 py_dir=$TOOLS/python-pyyaml-$PYYAML_VERSION
 k6_dir=$TOOLS/k6-$K6_VERSION
+toxiproxy_dir=$TOOLS/toxiproxy-$TOXIPROXY_VERSION
 
 log () { printf '\033[36m[tools]\033[0m %s\n' "$*" >&2; }
 
@@ -76,9 +78,10 @@ need_python () {
 }
 
 # go install into a versioned dir. Writes to a temp dir first so an
-# interrupted build never leaves a half-installed tool behind.
-go_install () { # dir pkg@version [ldflags]
-  local dir=$1 pkg=$2 ldflags=${3:-} tmp
+# interrupted build never leaves a half-installed tool behind. With `name`,
+# the binary (named after the package's last path element) is renamed to it.
+go_install () { # dir pkg@version [ldflags] [name]
+  local dir=$1 pkg=$2 ldflags=${3:-} name=${4:-} tmp
   need_go
   tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
   log "building $pkg (go install, first time only; takes a few minutes on 2 cores)"
@@ -87,6 +90,7 @@ go_install () { # dir pkg@version [ldflags]
   GOBIN=$tmp GOFLAGS=-buildvcs=false go install -v -trimpath ${ldflags:+-ldflags "$ldflags"} "$pkg" 2>&1 \
     | awk '{ n++; if (n % 25 == 0) { printf "[tools]   ... %d packages compiled (%s)\n", n, $0; fflush() } }' >&2
   heartbeat_stop
+  if [[ -n $name ]]; then local bin=${pkg%@*}; mv "$tmp/${bin##*/}" "$tmp/$name"; fi
   rm -rf "$dir"; mv "$tmp" "$dir"
   log "built $pkg in $((SECONDS - start))s"
 }
@@ -100,6 +104,13 @@ install_helm () {
 install_k6 () {
   [[ -x $k6_dir/k6 ]] && return
   go_install "$k6_dir" "go.k6.io/k6@$K6_VERSION" "-s -w"
+}
+
+# Only the server: the tests drive it over its HTTP API (harness/testkit/src/toxiproxy.js).
+install_toxiproxy () {
+  [[ -x $toxiproxy_dir/toxiproxy-server ]] && return
+  go_install "$toxiproxy_dir" "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" \
+    "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION" toxiproxy-server
 }
 
 install_kustomize () {
@@ -258,6 +269,7 @@ export HELM_DOCS=$helmdocs_dir/helm-docs
 export K8S_SCHEMAS=$schemas_dir
 export WSPS_PY=$py_dir/bin/python
 export K6=$k6_dir/k6
+export TOXIPROXY_SERVER=$toxiproxy_dir/toxiproxy-server
 export K8S_SCHEMA_MINORS="$K8S_SCHEMA_MINORS"
 export HELM_PLUGINS=$unittest_dir
 export HELM_CACHE_HOME=$CACHE/helm/cache
@@ -282,13 +294,17 @@ main () {
       schemas) install_schemas ;;
       python) install_python ;;
       k6) install_k6; link "$k6_dir/k6" ;;
+      toxiproxy) install_toxiproxy; link "$toxiproxy_dir/toxiproxy-server" ;;
       go) need_go ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac
   done
   # How to reach them outside make (make puts $BIN first on PATH itself).
-  local linked=() t
-  for t in "${want[@]}"; do [[ -e $BIN/$t ]] && linked+=("$t"); done
+  local linked=() t b
+  for t in "${want[@]}"; do
+    b=$t; [[ $t == toxiproxy ]] && b=toxiproxy-server
+    [[ -e $BIN/$b ]] && linked+=("$b")
+  done
   if ((${#linked[@]})) && [[ :$PATH: != *":$BIN:"* || -n ${MAKELEVEL:-} ]]; then
     log "ready in $BIN: ${linked[*]} (in your shell: export PATH=\"$BIN:\$PATH\")"
   fi

@@ -6,6 +6,7 @@
 // never this file (the lint's import/no-cycle keeps it so).
 
 /** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
+/** @typedef {import('./toxiproxy.js').ToxiproxyHandle} ToxiproxyHandle */
 
 export { parseMetrics } from './metrics.js'
 export { freePort, getJson, httpOk } from './net.js'
@@ -18,4 +19,5 @@ export { SseStream } from './sse-stream.js'
 export { ticksDisordered, ticksLost } from './ticks.js'
 export { Stack, setUp, useStack } from './stack.js'
 export { ClientPool, TestClient } from './test-client.js'
+export { ToxiProxy, startToxiproxy, toxiproxyBin } from './toxiproxy.js'
 export { sleep, waitFor } from './wait.js'
