@@ -108,6 +108,11 @@ export const ErrorCode = Object.freeze({
   BAD_GRANT: 'BAD_GRANT',
   /** The gateway is draining; reconnect (the close follows). */
   DRAINING: 'DRAINING',
+  /**
+   * SSE (HTTP 503) and refused upgrades: this gateway is cut off from Redis
+   * while other gateways reach it; try another.
+   */
+  BROKER_UNREACHABLE: 'BROKER_UNREACHABLE',
   /** The token is missing, malformed, expired or not signed by a trusted key (a 4001 close follows on WebSocket; HTTP 401 on SSE). */
   UNAUTHORIZED: 'UNAUTHORIZED',
   /** A request before the connection authenticated with `{"op":"auth"}`; nothing was done. */

@@ -48,6 +48,7 @@ export class Admission {
   /** Admitted by the gate but still waiting for the token check. */
   #opening = 0
   #draining = false
+  #isolated = false
 
   /**
    * @param {object} options
@@ -85,6 +86,17 @@ export class Admission {
   }
 
   /**
+   * While isolated (cut off from a Redis other gateways reach: isolation.js)
+   * new connections are refused (503, BROKER_UNREACHABLE): an ingress
+   * retries another pod, a client another gateway.
+   *
+   * @param {boolean} on
+   */
+  isolate (on) {
+    this.#isolated = on
+  }
+
+  /**
    * The checks every transport shares: drain, capacity, Origin and
    * connections per IP. When it admits, it holds a place for the IP and
    * counts the connection as opening until settle().
@@ -94,6 +106,7 @@ export class Admission {
    */
   admit (req) {
     if (this.#draining) return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: 'draining', retryAfter: '1' }
+    if (this.#isolated) return { ok: false, status: 503, code: ErrorCode.BROKER_UNREACHABLE, message: 'cut off from the broker', result: 'isolated', retryAfter: '1' }
     // Connections waiting for the token check count too, or a burst that
     // waits for the JWKS would all be admitted at once.
     if (this.#connected() + this.#opening >= this.#maxConnections) {

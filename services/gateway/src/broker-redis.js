@@ -5,6 +5,7 @@
 
 import calculateSlot from 'cluster-key-slot'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
+import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { latestQuotes } from '@wsps/shared/latest'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
@@ -34,12 +35,19 @@ async function execAll (pipeline) {
 }
 
 /**
- * @typedef {import('./broker.js').Broker & {start: (handlers: import('./broker.js').BrokerHandlers) => void}} RedisBroker
- *   start() connects and reports to the handlers; nothing is connected before
+ * @typedef {object} RedisBrokerExtras
+ * @property {(handlers: import('./broker.js').BrokerHandlers) => void} start connects and reports to
+ *   the handlers; nothing is connected before
+ * @property {() => number} aliveForMs how long every link has been ready and answering (0: not now)
+ * @property {() => number} lastAliveAt wall clock (ms) of the last moment every link was known alive
+ * @property {(url: string, ttlMs: number) => Promise<string[]>} announce records this gateway (reachable
+ *   at url) as seen now; resolves with the other gateways seen within ttlMs
+ *
+ * @typedef {import('./broker.js').Broker & RedisBrokerExtras} RedisBroker
  */
 
 /**
- * @param {import('@wsps/shared/redis').RedisSettings & {redisKeyPrefix: string, nodeName: string}} config
+ * @param {import('@wsps/shared/redis').RedisSettings & import('@wsps/shared/redis-liveness').LivenessSettings & {redisKeyPrefix: string, nodeName: string}} config
  * @param {import('pino').Logger} logger
  * @returns {RedisBroker}
  */
@@ -59,6 +67,12 @@ export function createRedisBroker (config, logger) {
   let sub
   /** @type {ReturnType<typeof registerScripts>} the command connection (start() opens it) */
   let cmd
+  /** @type {import('@wsps/shared/redis-liveness').Liveness[]} */
+  const liveness = []
+  /** performance.now() since when every link has been alive (0: not alive now) */
+  let aliveSince = 0
+  /** @type {NodeJS.Timeout | null} */
+  let aliveTimer = null
   /** @type {NodeJS.Timeout | null} */
   let resyncTimer = null
   /**
@@ -70,6 +84,29 @@ export function createRedisBroker (config, logger) {
   const ownerAt = new Map()
   /** @param {string} channel @returns {string} the node ioredis routes its slot to now ('' unknown) */
   const ownerOf = (channel) => /** @type {{slots?: string[][]}} */ (/** @type {unknown} */ (sub)).slots?.[calculateSlot(channel)]?.[0] ?? ''
+  /**
+   * Cluster: channel -> the shard subscriber (ioredis ShardedSubscriber)
+   * that held it when it was subscribed. A subscriber ioredis replaced on the
+   * same node (its connection dropped or was found silent) is a new object:
+   * only its channels were lost.
+   * @type {Map<string, unknown>}
+   */
+  const subscriberAt = new Map()
+  /** @param {string} channel @returns {unknown} the shard subscriber serving it now */
+  const subscriberOf = (channel) => /** @type {{shardedSubscribers?: {getResponsibleSubscriber?: (slot: number) => unknown}}} */ (/** @type {unknown} */ (sub)).shardedSubscribers?.getResponsibleSubscriber?.(calculateSlot(channel)) ?? null
+  /**
+   * Cluster: the symbols whose channels a shard node (`host:port`) serves.
+   * @param {string} node
+   */
+  const symbolsOn = (node) => {
+    /** @type {string[]} */
+    const out = []
+    for (const [channel, owner] of ownerAt) {
+      const symbol = keys.symbolOf(channel)
+      if (symbol && owner === node) out.push(symbol)
+    }
+    return out
+  }
 
   /**
    * Opens both connections; from now on quotes, reconnects and status
@@ -87,6 +124,7 @@ export function createRedisBroker (config, logger) {
     const reconnected = () => {
       channels.clear()
       ownerAt.clear()
+      subscriberAt.clear()
       if (subReadyOnce && !closing) handlers.onReconnect()
       subReadyOnce = true
     }
@@ -106,16 +144,17 @@ export function createRedisBroker (config, logger) {
           const moved = []
           for (const [channel, owner] of ownerAt) {
             const now = ownerOf(channel)
-            if (now === owner) continue
+            const by = subscriberOf(channel)
+            if (now === owner && by === subscriberAt.get(channel)) continue
             ownerAt.set(channel, now)
+            subscriberAt.set(channel, by)
             const symbol = keys.symbolOf(channel)
             if (symbol) moved.push(symbol)
           }
-          // No owner changed: a subscriber was replaced on the same node (its
-          // connection dropped), and which one is not said. Resync them all:
-          // gap fill makes that cheap for clients.
-          log.info({ symbols: moved.length || 'all' }, 'shard subscribers replaced')
-          handlers.onReconnect(moved.length ? moved : undefined)
+          // Only the channels whose owner or subscriber changed were lost:
+          // the other shards' symbols are not touched.
+          log.info({ symbols: moved.length }, 'shard subscribers replaced')
+          if (moved.length) handlers.onReconnect(moved)
         }, CLUSTER_RESYNC_DEBOUNCE_MS)
       })
     }
@@ -136,7 +175,28 @@ export function createRedisBroker (config, logger) {
         },
         onOutage: (seconds) => handlers.onOutage?.(seconds, name)
       })
+      liveness.push(watchLiveness(conn, config, {
+        onSilent: ({ node, silentMs, lastAliveAt }) => {
+          log.warn({ conn: name, node, silentMs }, 'redis link silent: torn down to reconnect')
+          handlers.onSilent?.(name)
+          // The pub/sub link is what feeds quotes: its symbols are stale
+          // since its last answer, and are told so at once.
+          if (name === 'sub') handlers.onInterrupted?.(sharded ? symbolsOn(node) : undefined, lastAliveAt, true)
+        },
+        onAlive: (node) => log.info({ conn: name, node }, 'redis link answers again')
+      }))
     }
+    if (!sharded) {
+      // A lost pub/sub connection: its symbols may miss quotes until the
+      // reconnect's pass restores them (told after the grace).
+      sub.on('close', () => { if (!closing && subReadyOnce) handlers.onInterrupted?.(undefined, Date.now(), false) })
+    }
+    aliveTimer = setInterval(() => {
+      const ok = sub.status === 'ready' && cmd.status === 'ready' && liveness.every((l) => l.alive())
+      if (!ok) aliveSince = 0
+      else if (aliveSince === 0) aliveSince = performance.now()
+    }, 100)
+    aliveTimer.unref()
   }
 
   return {
@@ -151,7 +211,10 @@ export function createRedisBroker (config, logger) {
         const results = await Promise.allSettled(names.map((c) => sub.ssubscribe(c)))
         results.forEach((r, i) => {
           if (r.status === 'rejected') refused.push(symbols[i])
-          else ownerAt.set(names[i], ownerOf(names[i]))
+          else {
+            ownerAt.set(names[i], ownerOf(names[i]))
+            subscriberAt.set(names[i], subscriberOf(names[i]))
+          }
         })
         if (refused.length === symbols.length && results[0]?.status === 'rejected') throw results[0].reason
       } else {
@@ -168,6 +231,7 @@ export function createRedisBroker (config, logger) {
       for (const c of names) {
         channels.delete(c)
         ownerAt.delete(c)
+        subscriberAt.delete(c)
       }
     },
     latest: (symbols) => latestQuotes(cmd, keys, symbols),
@@ -196,10 +260,35 @@ export function createRedisBroker (config, logger) {
       for (const [s, seq] of pins) pipeline.set(keys.historyPin(s), seq, 'PX', ttlMs)
       await execAll(pipeline)
     },
-    ready: () => sub.status === 'ready' && cmd.status === 'ready',
+    partition (symbols) {
+      if (!sharded) return [symbols]
+      /** @type {Map<string, string[]>} */
+      const byNode = new Map()
+      for (const s of symbols) {
+        const node = ownerOf(keys.channel(s))
+        const group = byNode.get(node)
+        if (group) group.push(s)
+        else byNode.set(node, [s])
+      }
+      return [...byNode.values()]
+    },
+    ready: () => sub.status === 'ready' && cmd.status === 'ready' && liveness.every((l) => l.alive()),
+    aliveForMs: () => aliveSince === 0 ? 0 : Math.round(performance.now() - aliveSince),
+    lastAliveAt: () => Math.min(...liveness.map((l) => l.lastAliveAt())),
+    async announce (url, ttlMs) {
+      const now = Date.now()
+      const [, , peers] = /** @type {[unknown, unknown, [Error | null, string[]]]} */ (await cmd.multi()
+        .zadd(keys.gateways, now, url)
+        .zremrangebyscore(keys.gateways, '-inf', now - ttlMs)
+        .zrange(keys.gateways, 0, -1)
+        .exec() ?? [])
+      return (peers?.[1] ?? []).filter((u) => u !== url)
+    },
     channelCount: () => channels.size,
     async close () {
       closing = true
+      for (const l of liveness) l.stop()
+      if (aliveTimer) clearInterval(aliveTimer)
       if (resyncTimer) clearTimeout(resyncTimer)
       await Promise.all([closeRedis(sub), closeRedis(cmd)])
     }

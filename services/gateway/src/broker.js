@@ -21,6 +21,10 @@
  * @property {(up: boolean, conn: string) => void} [onStatus]
  * @property {(conn: string) => void} [onFailover] a connection is ready again on another primary (a Sentinel failover)
  * @property {(seconds: number, conn: string) => void} [onOutage] a connection is ready again after this long without a primary
+ * @property {(conn: string) => void} [onSilent] a link did not answer its PING in time and was torn down
+ * @property {(symbols: string[] | undefined, since: number, now: boolean) => void} [onInterrupted] the feed of
+ *   these symbols (undefined: every one) stopped at `since` (wall clock, ms): the link was lost (now false)
+ *   or found silent (now true); onReconnect follows when it is back
  *
  * @typedef {object} Broker
  * @property {(symbols: string[]) => Promise<string[]>} subscribe resolves with the symbols whose
@@ -35,7 +39,9 @@
  * @property {(pins: [symbol: string, seq: number][], ttlMs: number) => Promise<void>} keepHistory ask the
  *   fetchers to keep each symbol's history from that seq on (for ttlMs; renewed by the caller): a
  *   delayed timeline reads it later than the history would otherwise be kept
- * @property {() => boolean} ready both connections usable
+ * @property {(symbols: string[]) => string[][]} partition the symbols in groups whose subscribe
+ *   and reads fail apart (on a cluster, one per shard; else one)
+ * @property {() => boolean} ready both connections usable and answering their PINGs in time
  * @property {() => number} channelCount channels currently subscribed
  * @property {() => Promise<void>} close
  */

@@ -25,6 +25,9 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_SLOW_CLOSE_MS', key: 'slowCloseMs', type: 'int', min: 100, max: 600000, default: 10000, doc: 'How long a client may stay slow before it is closed with 4008.' },
   { env: 'WSPS_RECOVERY_MAX', key: 'recoveryMax', type: 'int', min: 0, max: 100000, default: 1000, doc: 'Most ticks of one symbol replayed to a client resuming with `since`, or filled in by a gateway after losing its Redis pub/sub connection; a longer gap gets a fresh `snap` (`recovered: false`). Replays also count against WSPS_SEND_MAX_BYTES. 0: no recovery.' },
   { env: 'WSPS_RESTORE_DEADLINE_MS', key: 'restoreDeadlineMs', type: 'int', min: 0, max: 3600000, default: 20000, doc: 'A subscribed symbol whose Redis channel is not restored for this long while Redis answers (this gateway\'s own trouble: a shard it cannot reach, a subscribe that keeps failing) gets its clients closed with 1012, so they reconnect to another gateway and resume there. 0: never. Keep it above a Redis Cluster failover (cluster-node-timeout plus election).' },
+  { env: 'WSPS_STALE_GRACE_MS', key: 'staleGraceMs', type: 'int', min: 0, max: 60000, default: 1000, doc: 'A symbol whose feed is interrupted (the Redis pub/sub link lost, its channel being restored after a reconnect or a shard\'s failover) for longer than this is told `stale` to its subscribers, and `fresh` when it is live again; a shorter blip is not told. A link found silent (WSPS_REDIS_PING_TIMEOUT_MS) is told at once.' },
+  { env: 'WSPS_ISOLATION_CLOSE_MS', key: 'isolationCloseMs', type: 'int', min: 0, max: 3600000, default: 2000, doc: 'A gateway cut off from Redis for this long asks its peers (WSPS_PEER_URL); when one of them has reached Redis all along, this gateway alone is cut off: it closes its clients with 1012 (`cut off from the broker`, spread over a second) so they resume on another gateway, and refuses new ones (503) until Redis answers again. When Redis is gone for every gateway, clients stay, told `stale`. 0: never.' },
+  { env: 'WSPS_PEER_URL', key: 'peerUrl', type: 'string', default: '', doc: 'The URL other gateways reach this one at (`http://<pod IP>:<port>`; the chart sets it), announced in Redis so that a gateway cut off from Redis can ask its peers whether they still reach it (WSPS_ISOLATION_CLOSE_MS). Empty: `http://127.0.0.1:<WSPS_HTTP_PORT>`, right for gateways on one host only.' },
   { env: 'WSPS_UNSUBSCRIBE_DELAY_MS', key: 'unsubscribeDelayMs', type: 'int', min: 0, max: 600000, default: 5000, doc: 'Delay before the pod drops a Redis channel nobody on it watches any more (absorbs churn).' },
   { env: 'WSPS_DEMAND_LEASE_MS', key: 'demandLeaseMs', type: 'int', min: 1000, max: 3600000, default: 15000, doc: 'Lease on each watched symbol pushed to the fetchers, renewed every third of it. Unwatched symbols stop being fetched within this.' },
   { env: 'WSPS_DRAIN_MS', key: 'drainMs', type: 'int', min: 0, max: 3600000, default: 10000, doc: 'On SIGTERM, client closes (1012) are spread over this window so they do not reconnect all at once.' },
@@ -63,6 +66,12 @@ export const gatewaySettings = Object.freeze([
  * @property {number} heartbeatMs
  * @property {number} recoveryMax
  * @property {number} restoreDeadlineMs
+ * @property {number} staleGraceMs
+ * @property {number} isolationCloseMs
+ * @property {string} peerUrl
+ * @property {number} redisPingIntervalMs
+ * @property {number} redisPingTimeoutMs
+ * @property {number} redisCommandTimeoutMs
  * @property {number} batchMs
  * @property {number} maxSubscriptions
  * @property {number} maxPayload
@@ -112,7 +121,9 @@ export function loadGatewayConfig (env, overrides = {}) {
   if (config.authDelayedClaim === '' || config.authDelayedClaim === config.authSymbolsClaim) problems.push('WSPS_AUTH_DELAYED_CLAIM must be a claim name other than WSPS_AUTH_SYMBOLS_CLAIM')
   if (config.pageTokenUrl && !/^\/(?!\/)[^"<>\s\\]*$/.test(config.pageTokenUrl)) problems.push('WSPS_PAGE_TOKEN_URL must be a same-origin path: starting with one /, without quotes, angle brackets, backslashes or spaces')
   if (config.pageTokenUrl && config.authMode === 'none') problems.push('WSPS_PAGE_TOKEN_URL gives the page tokens, but WSPS_AUTH_MODE=none checks none')
+  if (config.peerUrl && !/^https?:\/\/[^/\s]+\/?$/.test(config.peerUrl)) problems.push('WSPS_PEER_URL must be an http(s) URL with no path: http://<host>:<port>')
   if (config.pageTokenUrl && config.staticDir === '-') problems.push('WSPS_PAGE_TOKEN_URL is for the served page, but WSPS_STATIC_DIR=- serves none')
   if (problems.length) throw new ConfigError(problems)
+  if (!config.peerUrl) config.peerUrl = `http://127.0.0.1:${config.port}`
   return Object.freeze(config)
 }

@@ -83,10 +83,11 @@ export class Connections {
    * Resolves when every connection is closed.
    *
    * @param {number} windowMs
+   * @param {import('@wsps/protocol').Disconnect} [disconnect] a 1012 (SERVICE_RESTART: shutting down)
    */
-  drain (windowMs) {
+  drain (windowMs, disconnect = Disconnect.SERVICE_RESTART) {
     const clients = [...this.#clients]
-    this.#log.info({ clients: clients.length, windowMs }, 'draining')
+    this.#log.info({ clients: clients.length, windowMs, reason: disconnect.reason }, 'draining')
     return new Promise((resolve) => {
       if (this.#clients.size === 0) return resolve(undefined)
       const check = setInterval(() => {
@@ -96,7 +97,7 @@ export class Connections {
         }
       }, 50)
       for (const client of clients) {
-        setTimeout(() => client.close(Disconnect.SERVICE_RESTART), Math.floor(Math.random() * windowMs))
+        setTimeout(() => client.close(disconnect), Math.floor(Math.random() * windowMs))
       }
     })
   }

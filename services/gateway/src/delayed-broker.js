@@ -204,6 +204,11 @@ export class DelayedBroker {
     return this.#broker.ready()
   }
 
+  /** @param {string[]} symbols @returns {string[][]} one group: pumps read history, which fails per symbol */
+  partition (symbols) {
+    return [symbols]
+  }
+
   /** Symbols pumped (the delayed hub's "channels"). */
   channelCount () {
     return this.#pumps.size

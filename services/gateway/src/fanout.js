@@ -77,6 +77,10 @@ export class Fanout {
   #pos = 0
   #passStart = 0
   #stats = newStats()
+  /** @type {(() => void)[]} to run once the next pass has written */
+  #afterNext = []
+  /** @type {(() => void)[]} to run once this pass has written */
+  #afterThis = []
 
   /**
    * @param {object} options
@@ -100,6 +104,18 @@ export class Fanout {
   }
 
   /**
+   * Runs fn once the next pass has written what is queued now (a pass
+   * running already may not hold it): a notice that must follow the
+   * updates queued before it, to every subscriber (`fresh` after gap fill).
+   *
+   * @param {() => void} fn
+   */
+  afterNextPass (fn) {
+    this.#afterNext.push(fn)
+    this.#schedule(0)
+  }
+
+  /**
    * Runs a pass now instead of on its timer (tests).
    */
   passNow () {
@@ -118,6 +134,8 @@ export class Fanout {
     this.#timer = null
     this.#passing = true
     this.#passStart = Date.now()
+    this.#afterThis = this.#afterNext
+    this.#afterNext = []
     this.#distribute()
     this.#batch = this.#clients
     this.#clients = []
@@ -176,7 +194,10 @@ export class Fanout {
     this.#batch = []
     this.#passing = false
     this.#sample()
-    if (this.#symbols.length || this.#clients.length) {
+    const after = this.#afterThis
+    this.#afterThis = []
+    for (const fn of after) fn()
+    if (this.#symbols.length || this.#clients.length || this.#afterNext.length) {
       // Keep the window's rhythm; a pass that took longer than the window
       // is followed at once (its backlog is already batched).
       this.#schedule(Math.max(0, this.#passStart + this.#batchMs - Date.now()))
@@ -224,6 +245,7 @@ export class Fanout {
     this.#clearTimer()
     this.#symbols = []
     this.#clients = []
+    this.#afterNext = []
   }
 }
 

@@ -590,6 +590,11 @@ export class Feed {
     return n
   }
 
+  /** @returns {Client[]} every subscriber, whatever its delivery (a copy) */
+  subscribers () {
+    return this.#everyone()
+  }
+
   /** Every subscriber, whatever its delivery (a copy: sends may close and remove). */
   #everyone () {
     const all = [...this.#clients]

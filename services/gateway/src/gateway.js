@@ -6,6 +6,7 @@
 import cluster from 'node:cluster'
 import { createServer } from 'node:http'
 import client from 'prom-client'
+import { Disconnect } from '@wsps/protocol'
 import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
 import { Admission } from './admission.js'
 import { BarHub } from './bars.js'
@@ -17,6 +18,7 @@ import { Connections } from './connections.js'
 import { createDelayedTimeline } from './delayed.js'
 import { registerHttpRoutes } from './http-routes.js'
 import { Hub } from './hub.js'
+import { Isolation } from './isolation.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
 import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
@@ -24,6 +26,8 @@ import { SseServer } from './sse-server.js'
 import { WsServer } from './ws-server.js'
 import { workerCount, workerId, workerPeer } from './workers.js'
 
+/** An isolated gateway's clients are closed over this window, so they do not reconnect at one instant. */
+const ISOLATED_DRAIN_MS = 1000
 /** Upgrade and request headers must arrive within this (slowloris). */
 const HEADERS_TIMEOUT_MS = 10_000
 /** Larger header sections are refused with 431 by Node's parser. */
@@ -40,7 +44,7 @@ export async function createGateway (config, logger) {
 
   const broker = createRedisBroker(config, logger)
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
-  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax, restoreDeadlineMs: config.restoreDeadlineMs })
+  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax, restoreDeadlineMs: config.restoreDeadlineMs, staleGraceMs: config.staleGraceMs })
   const recovery = new Recovery({ hub, broker, max: config.recoveryMax, logger })
   const delayed = createDelayedTimeline({ config, broker, fanout, metrics, logger })
   const bars = new BarHub({
@@ -56,7 +60,9 @@ export async function createGateway (config, logger) {
     onReconnect: (symbols) => hub.resync(symbols),
     onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0),
     onFailover: (conn) => metrics.redisFailovers.inc({ conn }),
-    onOutage: (seconds, conn) => metrics.redisOutage.observe({ conn }, seconds)
+    onOutage: (seconds, conn) => metrics.redisOutage.observe({ conn }, seconds),
+    onSilent: (conn) => metrics.redisSilent.inc({ conn }),
+    onInterrupted: (symbols, since, now) => hub.interrupted(symbols, since, now)
   })
 
   const authenticate = createAuthenticator(config)
@@ -103,6 +109,18 @@ export async function createGateway (config, logger) {
     connected: () => connections.size
   })
   const connections = new Connections({ ctx, admission, sessions, metrics, heartbeatMs: config.heartbeatMs, logger })
+  const isolation = new Isolation({
+    broker,
+    peerUrl: config.peerUrl,
+    closeAfterMs: config.isolationCloseMs,
+    logger,
+    onIsolated: (isolated) => {
+      admission.isolate(isolated)
+      if (!isolated) return
+      metrics.isolations.inc()
+      connections.drain(ISOLATED_DRAIN_MS, Disconnect.ISOLATED)
+    }
+  })
   const ws = new WsServer({ admission, connections, sessions, metrics, maxPayload: config.maxPayload, compression: config.compression, compressionMaxConnections: config.compressionMaxConnections, authTimeoutMs: config.authTimeoutMs, logger })
   const sse = new SseServer({ admission, connections, sessions, metrics, maxSubscriptions: config.maxSubscriptions })
 
@@ -125,13 +143,14 @@ export async function createGateway (config, logger) {
   const podReadiness = peer === null ? readiness : podReadinessOf(peer, readiness, workerCount(config.workers))
   const registry = peer === null ? metrics.registry : podRegistryOf(peer, metrics.registry)
   const separateMetrics = config.metricsPort !== 0
-  await registerHttpRoutes(app, { readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir, pageTokenUrl: config.pageTokenUrl })
+  await registerHttpRoutes(app, { broker: () => ({ alive: broker.ready(), aliveForMs: broker.aliveForMs() }), readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir, pageTokenUrl: config.pageTokenUrl })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, registry)
   sse.register(app)
   ws.attach(app.server)
   connections.start()
   hub.start()
+  isolation.start()
   delayed.start()
 
   let stopping = null
@@ -163,6 +182,7 @@ export async function createGateway (config, logger) {
         connections.close()
         ws.close()
         bars.stop()
+        isolation.stop()
         hub.stop()
         await delayed.stop()
         fanout.stop()

@@ -12,13 +12,16 @@ export const BUNDLED_STATIC_DIR = fileURLToPath(new URL('../public/', import.met
 /**
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
  * @param {object} options
+ * @param {() => {alive: boolean, aliveForMs: number}} options.broker this process's Redis links: alive
+ *   (ready and answering) and for how long (GET /broker: a cut-off peer asks, isolation.js)
  * @param {() => Record<string, boolean> | Promise<Record<string, boolean>>} options.readiness checks; ready when all pass
  * @param {import('@wsps/shared/http-app').MetricsSource | null} options.registry null: /metrics is served elsewhere
  * @param {string} options.staticDir '' bundled client, '-' none
  * @param {string} [options.pageTokenUrl] '' none; else written into the page (WSPS_PAGE_TOKEN_URL)
  */
-export async function registerHttpRoutes (app, { readiness, registry, staticDir, pageTokenUrl = '' }) {
+export async function registerHttpRoutes (app, { broker, readiness, registry, staticDir, pageTokenUrl = '' }) {
   registerProbes(app, readiness, registry)
+  app.get('/broker', (_req, reply) => { reply.header('Cache-Control', 'no-store').send(broker()) })
 
   if (staticDir !== '-') {
     const root = staticDir || BUNDLED_STATIC_DIR

@@ -18,16 +18,20 @@
 // read comes after the SUBSCRIBE, so history and the buffered stream
 // overlap and nothing falls between them.
 
-import { Disconnect } from '@wsps/protocol'
+import { Disconnect, ServerOp } from '@wsps/protocol'
 import { Feed, Taken } from './feed.js'
 import { FULL_RATE } from './delivery.js'
 import { RECEIVE_LAG_SAMPLE } from './metrics.js'
+import { encodeFresh, encodeStale } from './protocol.js'
+import { StaleBook } from './stale-book.js'
 
 /**
  * @typedef {import('./delta.js').Quote} Quote
  * @typedef {import('./connection.js').Connection} Client
  */
 
+/** How often interrupted symbols past their grace are told `stale`. */
+const STALE_CHECK_MS = 250
 /** Backoff of a failed subscribe pass: from this, doubling... */
 const MIN_RETRY_MS = 100
 /** ...up to this. */
@@ -60,6 +64,8 @@ export class Hub {
   #restoreDeadlineMs
   /** @type {Set<{left: Set<string>, done: () => void}>} whenLive() calls waiting */
   #liveWaiters = new Set()
+  /** Symbols whose feed is interrupted, and whether their subscribers were told. */
+  #stale
 
   /**
    * @param {object} options
@@ -72,8 +78,10 @@ export class Hub {
    * @param {number} [options.recoveryMax] most ticks a gap fill reads and buffers per symbol (WSPS_RECOVERY_MAX)
    * @param {number} [options.restoreDeadlineMs] a subscribed symbol not live for this long while Redis
    *   answers gets its subscribers closed with 1012 (WSPS_RESTORE_DEADLINE_MS; 0: never)
+   * @param {number} [options.staleGraceMs] an interruption shorter than this is not told (WSPS_STALE_GRACE_MS)
    */
-  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs, recoveryMax = 1000, restoreDeadlineMs = 0 }) {
+  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs, recoveryMax = 1000, restoreDeadlineMs = 0, staleGraceMs = 1000 }) {
+    this.#stale = new StaleBook(staleGraceMs)
     this.#restoreDeadlineMs = restoreDeadlineMs
     this.#recoveryMax = recoveryMax
     this.#broker = broker
@@ -87,7 +95,8 @@ export class Hub {
   start () {
     this.#timers.push(
       setInterval(() => this.#sweepIdle(), Math.max(10, Math.min(1000, this.#unsubscribeDelayMs))),
-      setInterval(() => this.#renewAll(), Math.floor(this.#demandLeaseMs / 3))
+      setInterval(() => this.#renewAll(), Math.floor(this.#demandLeaseMs / 3)),
+      setInterval(() => this.#tellStale(), STALE_CHECK_MS)
     )
     for (const t of this.#timers) t.unref()
   }
@@ -124,7 +133,76 @@ export class Hub {
     const feed = this.#feeds.get(symbol) ?? this.#open(symbol, false)
     this.#subscriptionCount++
     this.#metrics.subscriptions.set(this.#subscriptionCount)
+    if (this.#stale.toldSince(symbol) !== null) {
+      // After the sub's ack and snapshot, which are sent once add() returns.
+      setImmediate(() => {
+        const since = this.#stale.toldSince(symbol)
+        if (since !== null && this.#feeds.get(symbol) === feed && feed.subscribers().includes(client)) client.send(encodeStale([symbol], since), ServerOp.STALE)
+      })
+    }
     return feed.add(client, delivery)
+  }
+
+  /**
+   * The broker's feed of these symbols is interrupted (its link lost, or
+   * found silent): their subscribers are told `stale` after the grace
+   * (`now`: at once), and `fresh` when the symbol is live again.
+   *
+   * @param {Iterable<string> | undefined} symbols undefined: every symbol
+   * @param {number} since wall clock (ms) of the last moment the feed was known good
+   * @param {boolean} [now] found silent: tell without waiting for the grace
+   */
+  interrupted (symbols, since, now = false) {
+    for (const symbol of symbols ?? this.#feeds.keys()) {
+      if (this.#feeds.get(symbol)?.live) this.#stale.mark(symbol, since, now)
+    }
+    if (now) this.#tellStale()
+  }
+
+  /** @returns {boolean} whether some symbol's subscribers are told it is stale */
+  anyStale () {
+    return this.#stale.toldCount > 0
+  }
+
+  /** Tells the subscribers of every interrupted symbol past its grace: one `stale` frame per connection and `since`. */
+  #tellStale () {
+    for (const [since, symbols] of this.#stale.due()) {
+      for (const [client, list] of this.#bySubscriber(symbols)) client.send(encodeStale(list, since), ServerOp.STALE)
+      this.#log.warn({ symbols: symbols.length, since: new Date(since).toISOString() }, 'symbols stale: their subscribers are told')
+    }
+    this.#metrics.staleSymbols.set(this.#stale.toldCount)
+  }
+
+  /**
+   * Tells the subscribers of these symbols they are live again, once what
+   * their feeds just took in (gap fill) has been written to them.
+   *
+   * @param {string[]} symbols
+   */
+  #tellFresh (symbols) {
+    if (symbols.length === 0) return
+    this.#metrics.staleSymbols.set(this.#stale.toldCount)
+    this.#log.info({ symbols: symbols.length }, 'stale symbols live again: their subscribers are told')
+    this.#fanout.afterNextPass(() => {
+      for (const [client, list] of this.#bySubscriber(symbols)) client.send(encodeFresh(list), ServerOp.FRESH)
+    })
+  }
+
+  /**
+   * @param {readonly string[]} symbols
+   * @returns {Map<Client, string[]>} each subscriber of any of them, with the ones it holds
+   */
+  #bySubscriber (symbols) {
+    /** @type {Map<Client, string[]>} */
+    const out = new Map()
+    for (const symbol of symbols) {
+      for (const c of this.#feeds.get(symbol)?.subscribers() ?? []) {
+        const list = out.get(c)
+        if (list) list.push(symbol)
+        else out.set(c, [symbol])
+      }
+    }
+    return out
   }
 
   /**
@@ -287,9 +365,11 @@ export class Hub {
     this.#gen++
     this.#metrics.resyncs.inc()
     let n = 0
+    const now = Date.now()
     for (const symbol of symbols) {
       const feed = this.#feeds.get(symbol)
       if (!feed) continue
+      if (feed.live) this.#stale.mark(symbol, now)
       if (feed.restart(this.#gen)) this.#resyncing++
       this.#queueSubscribe(symbol)
       n++
@@ -317,6 +397,7 @@ export class Hub {
       }
       if (feed.idleFor(now, this.#unsubscribeDelayMs)) {
         this.#feeds.delete(symbol)
+        this.#stale.clear(symbol)
         this.#resynced(feed)
         gone.push(symbol)
       }
@@ -335,29 +416,36 @@ export class Hub {
     if (this.#subscribeScheduled) return
     this.#subscribeScheduled = true
     // Coalesce a burst (a client subscribing to 100 symbols, a reconnect
-    // storm) into one SUBSCRIBE, one MGET and one lease renewal.
+    // storm) into one SUBSCRIBE, one MGET and one lease renewal per group.
     setImmediate(() => {
       this.#subscribeScheduled = false
       const symbols = [...this.#toSubscribe]
       this.#toSubscribe.clear()
-      // Each feed's generation now: one restarted meanwhile ignores this pass.
-      const gens = symbols.map((s) => this.#feeds.get(s)?.gen ?? -1)
-      this.#subscribePass(symbols, gens).catch((err) => ({ failed: symbols, err })).then(({ failed, err }) => {
-        if (failed.length === 0) {
-          this.#retryMs = 0
-          return
-        }
-        // Never left waiting for an event that may not come (a cluster that
-        // failed over is stable again, and ioredis emits nothing more): the
-        // symbols that failed (only those: on a cluster, one shard's) are
-        // tried again, with a capped backoff.
-        this.#retryMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, this.#retryMs * 2))
-        this.#metrics.subscribeRetries.inc()
-        this.#log.warn({ err: err?.message, symbols: failed.length, of: symbols.length, retryInMs: this.#retryMs }, 'subscribe pass failed; retrying')
-        setTimeout(() => {
-          for (const s of failed) if (this.#feeds.get(s)?.live === false) this.#queueSubscribe(s)
-        }, this.#retryMs).unref()
-      })
+      // One pass per group the broker can fail apart (on a cluster, per
+      // shard): a shard failing over never holds back the others' symbols.
+      for (const group of this.#broker.partition(symbols)) this.#runPass(group)
+    })
+  }
+
+  /** @param {string[]} symbols */
+  #runPass (symbols) {
+    // Each feed's generation now: one restarted meanwhile ignores this pass.
+    const gens = symbols.map((s) => this.#feeds.get(s)?.gen ?? -1)
+    this.#subscribePass(symbols, gens).catch((err) => ({ failed: symbols, err })).then(({ failed, err }) => {
+      if (failed.length === 0) {
+        this.#retryMs = 0
+        return
+      }
+      // Never left waiting for an event that may not come (a cluster that
+      // failed over is stable again, and ioredis emits nothing more): the
+      // symbols that failed (only those: on a cluster, one shard's) are
+      // tried again, with a capped backoff.
+      this.#retryMs = Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, this.#retryMs * 2))
+      this.#metrics.subscribeRetries.inc()
+      this.#log.warn({ err: err?.message, symbols: failed.length, of: symbols.length, retryInMs: this.#retryMs }, 'subscribe pass failed; retrying')
+      setTimeout(() => {
+        for (const s of failed) if (this.#feeds.get(s)?.live === false) this.#queueSubscribe(s)
+      }, this.#retryMs).unref()
     })
   }
 
@@ -384,6 +472,8 @@ export class Hub {
       Promise.all(subscribed.map((s) => this.#readMissed(s).catch((/** @type {Error} */ e) => e)))
     ])
     const genOf = new Map(symbols.map((s, i) => [s, gens[i]]))
+    /** @type {string[]} */
+    const fresh = []
     for (let i = 0; i < subscribed.length; i++) {
       const raw = raws[i]
       const gap = missed[i]
@@ -392,8 +482,9 @@ export class Hub {
         err = raw instanceof Error ? raw : /** @type {Error} */ (gap)
         continue
       }
-      this.#goLive(subscribed[i], raw, gap, /** @type {number} */ (genOf.get(subscribed[i])))
+      if (this.#goLive(subscribed[i], raw, gap, /** @type {number} */ (genOf.get(subscribed[i])))) fresh.push(subscribed[i])
     }
+    this.#tellFresh(fresh)
     return { failed, err: err ?? (failed.length ? new Error('subscribe refused') : null) }
   }
 
@@ -453,16 +544,18 @@ export class Hub {
    * @param {string | null} raw latest quote read from the broker
    * @param {{quote: Quote, raw: string}[] | null} missed
    * @param {number} gen
+   * @returns {boolean} whether its subscribers had been told it was stale (now they are to be told fresh)
    */
   #goLive (symbol, raw, missed, gen) {
     const feed = this.#feeds.get(symbol)
-    if (!feed || feed.live || feed.gen !== gen) return
+    if (!feed || feed.live || feed.gen !== gen) return false
     this.#countFill(feed.goLive(raw === null ? null : this.#parse(raw), raw, missed))
     this.#resynced(feed)
     for (const w of this.#liveWaiters) {
       w.left.delete(symbol)
       if (w.left.size === 0) w.done()
     }
+    return this.#stale.clear(symbol)
   }
 
   /** @param {Feed} feed */

@@ -32,7 +32,7 @@ const BATCH_LABELS = BATCH_BUCKETS.map((upper, i) => {
 export const RECEIVE_LAG_SAMPLE = 16
 
 /** The ops of frames counted per frame, in the order their series are created. */
-const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES, ServerOp.BARS, ServerOp.BAR])
+const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES, ServerOp.BARS, ServerOp.BAR, ServerOp.STALE, ServerOp.FRESH])
 
 /**
  * @param {string} node
@@ -56,6 +56,9 @@ export function createGatewayMetrics (node, labels = {}) {
     redisUp: new client.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
     redisFailovers: new client.Counter({ name: 'wsps_gateway_redis_failovers_total', help: 'Times a Redis connection came back on another primary than before (a Sentinel failover seen).', labelNames: ['conn'], ...reg }),
     redisOutage: new client.Histogram({ name: 'wsps_gateway_redis_outage_seconds', help: 'Time a Redis connection spent without a primary (lost to ready again), per outage.', labelNames: ['conn'], buckets: [...REDIS_OUTAGE_BUCKETS], ...reg }),
+    redisSilent: new client.Counter({ name: 'wsps_gateway_redis_silent_total', help: 'Times a Redis link did not answer its PING (or handshake) within WSPS_REDIS_PING_TIMEOUT_MS and was torn down to reconnect.', labelNames: ['conn'], ...reg }),
+    staleSymbols: new client.Gauge({ name: 'wsps_gateway_stale_symbols', help: 'Symbols whose subscribers were told `stale` (their feed interrupted) and not yet `fresh`.', ...reg }),
+    isolations: new client.Counter({ name: 'wsps_gateway_isolations_total', help: 'Times this gateway found itself cut off from Redis while another gateway reached it, and sent its clients elsewhere (1012).', ...reg }),
     resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
     restoreTimeouts: new client.Counter({ name: 'wsps_gateway_restore_timeouts_total', help: 'Symbols whose channel was not restored within WSPS_RESTORE_DEADLINE_MS while Redis answered: their subscribers were closed with 1012 to go to another gateway.', ...reg }),
     subscribeRetries: new client.Counter({ name: 'wsps_gateway_subscribe_retries_total', help: 'Subscribe passes (SUBSCRIBE + reads) that failed and were tried again with backoff (a shard failing over, Redis away).', ...reg }),

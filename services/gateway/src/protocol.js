@@ -371,6 +371,19 @@ export function encodeError (error) {
   return JSON.stringify({ op: ServerOp.ERROR, ...error })
 }
 
+/**
+ * @param {readonly string[]} symbols
+ * @param {number} since wall clock (ms) of the last moment their feed was known good
+ */
+export function encodeStale (symbols, since) {
+  return JSON.stringify({ op: ServerOp.STALE, symbols, since })
+}
+
+/** @param {readonly string[]} symbols */
+export function encodeFresh (symbols) {
+  return JSON.stringify({ op: ServerOp.FRESH, symbols })
+}
+
 /** A `pong` without an id, encoded once. */
 const PONG = JSON.stringify({ op: ServerOp.PONG })
 

@@ -44,6 +44,7 @@ export function memoryBroker () {
     async latest (symbols) { return symbols.map((s) => latestValues.get(s) ?? null) },
     async renewDemand (symbols) { calls.push(['demand', ...symbols]) },
     async keepHistory (pins) { calls.push(['pin', ...pins.map(([s, seq]) => `${s}@${seq}`)]) },
+    partition: (symbols) => [symbols],
     ready: () => true,
     channelCount: () => channels.size,
     async close () {}

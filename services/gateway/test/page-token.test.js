@@ -14,7 +14,7 @@ const META = '<meta name="wsps-token-url" content="/local-token">'
 /** @param {string} url */
 async function pageApp (url) {
   const app = Fastify()
-  await registerHttpRoutes(app, { readiness: () => ({}), registry: null, staticDir: '', pageTokenUrl: url })
+  await registerHttpRoutes(app, { broker: () => ({ alive: true, aliveForMs: 0 }), readiness: () => ({}), registry: null, staticDir: '', pageTokenUrl: url })
   return app
 }
 

@@ -71,6 +71,9 @@ export const fetcherSettings = Object.freeze([
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix
  * @property {boolean} redisAutoPipeline
+ * @property {number} redisPingIntervalMs
+ * @property {number} redisPingTimeoutMs
+ * @property {number} redisCommandTimeoutMs
  * @property {'sim' | 'http' | 'ws-stream' | 'push'} provider
  * @property {number} fetchIntervalMs
  * @property {number} scheduleTickMs
@@ -126,6 +129,8 @@ export function loadFetcherConfig (env, overrides = {}) {
   const config = { ...base, ...overrides }
   const problems = redisSettingsProblems(config)
   if (config.provider === 'http' && !/^https?:\/\//.test(config.upstreamUrl)) problems.push('WSPS_UPSTREAM_URL must be an http(s) URL when WSPS_PROVIDER=http')
+  // BLPOP blocks its connection for up to a second; its PING waits behind it.
+  if ((config.provider === 'sim' || config.provider === 'http') && config.redisPingTimeoutMs <= 1000) problems.push('WSPS_REDIS_PING_TIMEOUT_MS must be above 1000 with WSPS_PROVIDER=sim or http: the job pop blocks its connection for up to a second')
   if (config.scheduleTickMs > config.fetchIntervalMs) problems.push('WSPS_SCHEDULE_TICK_MS must not exceed WSPS_FETCH_INTERVAL_MS')
   // A short token is guessable; an empty one means "API off".
   if (config.publishToken && config.publishToken.length < 16) problems.push('WSPS_PUBLISH_TOKEN must be at least 16 characters')

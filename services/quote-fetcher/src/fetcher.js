@@ -5,6 +5,7 @@
 
 import { createHttpApp, registerProbes } from '@wsps/shared/http-app'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
+import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 import { createFetcherMetrics } from './metrics.js'
@@ -71,7 +72,7 @@ export async function createFetcher (config, logger) {
   const sources = []
   if (config.provider === 'sim' || config.provider === 'http') {
     // BLPOP holds its connection: the worker gets one of its own.
-    const blocking = /** @type {import('ioredis').Redis} */ (connectRedis(config, watch('pop')))
+    const blocking = /** @type {import('ioredis').Redis} */ (connectRedis(config, { ...watch('pop'), blocking: true }))
     conns.set('pop', blocking)
     const provider = createProvider({ ...config, provider: config.provider }, logger, metrics)
     const scheduler = new Scheduler({
@@ -95,9 +96,21 @@ export async function createFetcher (config, logger) {
   } else if (config.provider === 'ws-stream') {
     sources.push(new WsStreamFeed({ config, redis, keys, publisher, metrics, logger }))
   }
+  /** @type {import('@wsps/shared/redis-liveness').Liveness[]} */
+  const liveness = []
   for (const [conn, c] of conns) {
     c.on('ready', () => metrics.redisUp.set({ conn }, 1))
     c.on('close', () => metrics.redisUp.set({ conn }, 0))
+    // A silent link is torn down, so what it held (a publish, a claim)
+    // fails or goes out again on a new connection, where the publish
+    // script's fence refuses what lost its claim meanwhile.
+    liveness.push(watchLiveness(c, config, {
+      onSilent: ({ node, silentMs }) => {
+        log.warn({ conn, node, silentMs }, 'redis link silent: torn down to reconnect')
+        metrics.redisSilent.inc({ conn })
+      },
+      onAlive: (node) => log.info({ conn, node }, 'redis link answers again')
+    }))
     watchPrimary(c, {
       onFailover: () => {
         log.warn({ conn }, 'redis primary changed (failover)')
@@ -109,7 +122,7 @@ export async function createFetcher (config, logger) {
 
   let stopping = false
   const app = createHttpApp(logger)
-  registerProbes(app, () => ({ redis: [...conns.values()].every((c) => c.status === 'ready'), notStopping: !stopping }), metrics.registry)
+  registerProbes(app, () => ({ redis: [...conns.values()].every((c) => c.status === 'ready') && liveness.every((l) => l.alive()), notStopping: !stopping }), metrics.registry)
   registerPublishApi(app, {
     token: config.publishToken,
     maxBytes: config.publishMaxBytes,
@@ -137,6 +150,7 @@ export async function createFetcher (config, logger) {
       await stopped
       await app.close()
       publisher.stop()
+      for (const l of liveness) l.stop()
       await Promise.all(all.map((c) => closeRedis(c)))
     }
   }

@@ -70,7 +70,9 @@ export function redisKeys (prefix) {
      * ZSET fetcher node -> expiry (ms) of its upstream connection slot
      * (WSPS_STREAM_MAX_CONNECTIONS); renewed by the holder every tick.
      */
-    streamConnections: `${prefix}:{sched}:stream-conns`
+    streamConnections: `${prefix}:{sched}:stream-conns`,
+    /** ZSET gateway URL -> when it last announced itself (ms): the peers a cut-off gateway asks. */
+    gateways: `${prefix}:{sched}:gateways`
   })
 }
 

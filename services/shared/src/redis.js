@@ -18,6 +18,7 @@ import { parseHostPort } from './common-settings.js'
  * @property {string} redisPassword
  * @property {string} redisTlsCaFile
  * @property {boolean} [redisAutoPipeline] cluster: ioredis auto-pipelining (WSPS_REDIS_AUTO_PIPELINE)
+ * @property {number} [redisCommandTimeoutMs] a command's longest wait for its reply (WSPS_REDIS_COMMAND_TIMEOUT_MS; unset: none)
  *
  * @typedef {Redis | Cluster} RedisClient
  */
@@ -148,14 +149,22 @@ class SentinelRedis extends Redis {
  * Opens a connection that retries for ever: a gateway must outlive a Redis
  * restart, not exit on it.
  *
+ * Commands time out after WSPS_REDIS_COMMAND_TIMEOUT_MS; a connection for
+ * blocking pops (`blocking`) bounds each pop by its own timeout instead.
+ *
  * @param {RedisSettings} settings
- * @param {{name: string, onError?: (err: Error) => void, shardedSubscribers?: boolean} & import('ioredis').RedisOptions} options
+ * @param {{name: string, onError?: (err: Error) => void, shardedSubscribers?: boolean, blocking?: boolean} & import('ioredis').RedisOptions} options
  * @returns {RedisClient}
  */
-export function connectRedis (settings, { name, onError, shardedSubscribers, ...options }) {
+export function connectRedis (settings, { name, onError, shardedSubscribers, blocking = false, ...options }) {
   const url = new URL(settings.redisUrl)
   /** @type {import('ioredis').RedisOptions} */
   const auth = {}
+  const timeout = settings.redisCommandTimeoutMs
+  if (timeout !== undefined) {
+    if (blocking) auth.blockingTimeout = timeout
+    else auth.commandTimeout = timeout
+  }
   if (settings.redisUsername) auth.username = settings.redisUsername
   if (settings.redisPassword) auth.password = settings.redisPassword
   else if (url.password) auth.password = decodeURIComponent(url.password)
