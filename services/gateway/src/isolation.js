@@ -62,6 +62,8 @@ export class Isolation {
     if (this.#peerUrl === '' || this.#closeAfterMs === 0) return
     this.#timer = setInterval(() => this.#check(), CHECK_MS)
     this.#timer.unref()
+    // Announced as soon as Redis answers, so peers know of it from the start.
+    setImmediate(() => this.#check())
   }
 
   stop () {
