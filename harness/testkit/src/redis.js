@@ -165,9 +165,12 @@ export async function startRedis ({ port, password, username, tls = false, persi
  * replica after `nodeTimeoutMs` (cluster-node-timeout); start() brings a
  * killed node back (it rejoins as a replica of the promoted one).
  *
- * @param {{masters?: number, replicas?: number, nodeTimeoutMs?: number}} [options]
+ * fullCoverage false: `cluster-require-full-coverage no`, the shards that
+ * did not fail keep serving while a failed one's slots are uncovered.
+ *
+ * @param {{masters?: number, replicas?: number, nodeTimeoutMs?: number, fullCoverage?: boolean}} [options]
  */
-export async function startRedisCluster ({ masters = 3, replicas = 0, nodeTimeoutMs = 5000 } = {}) {
+export async function startRedisCluster ({ masters = 3, replicas = 0, nodeTimeoutMs = 5000, fullCoverage = true } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'wsps-cluster-'))
   const ports = []
   for (let i = 0; i < masters * (1 + replicas); i++) ports.push(await freePort())
@@ -178,6 +181,7 @@ export async function startRedisCluster ({ masters = 3, replicas = 0, nodeTimeou
     // No delay before a full sync (default 5 s): a replica that never synced
     // cannot be promoted.
     return spawnRedis(['bind 127.0.0.1', `port ${port}`, 'cluster-enabled yes', `cluster-node-timeout ${nodeTimeoutMs}`, 'repl-diskless-sync-delay 0',
+      `cluster-require-full-coverage ${fullCoverage ? 'yes' : 'no'}`,
       `cluster-config-file ${join(nodeDir, 'nodes.conf')}`, `dir ${nodeDir}`], `cluster node ${port}`)
   }
   /** @type {Map<number, import('./process.js').Child>} */

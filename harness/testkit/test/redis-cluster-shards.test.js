@@ -1,0 +1,132 @@
+// Shards are isolated (issue "Silent faults"): a Redis Cluster primary killed
+// with Redis's default cluster-node-timeout (15 s), so its shard is away for
+// ~16 s. The symbols of the shards that did not fail must never go quiet for
+// more than a second at any client (no subscribe pass, resync or read waits
+// on every shard); the failed shard's symbols are told `stale` and `fresh`
+// again after the promotion, and no tick is lost. The cluster runs with
+// `cluster-require-full-coverage no` (docs/deployment.md): with `yes`,
+// Redis itself refuses every shard while one's slots are uncovered.
+
+import assert from 'node:assert/strict'
+import { after, test } from 'node:test'
+import WebSocket from 'ws'
+import { ServerOp } from '@wsps/protocol'
+import { WspsClient } from '@wsps/client'
+import { TestClient, redisCommand, setUp, startFetcher, startGateway, startRedisCluster, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
+
+/** Redis's default cluster-node-timeout. */
+const NODE_TIMEOUT_MS = 15_000
+const SYMBOLS = Array.from({ length: 24 }, (_, i) => `CS${i}`)
+const ENV = { WSPS_REDIS_MODE: 'cluster' }
+
+/** @type {{close: () => void}[]} */
+const clients = []
+/** @type {(() => Promise<unknown>)[]} */
+const cleanups = []
+after(async () => {
+  for (const c of clients) c.close()
+  for (const fn of cleanups.reverse()) await fn()
+})
+const on = setUp(async () => {
+  const cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: NODE_TIMEOUT_MS, fullCoverage: false })
+  cleanups.push(() => cluster.close())
+  const procs = await Promise.all([startGateway(cluster.url, { ...ENV, WSPS_REDIS_AUTO_PIPELINE: 'true' }), startGateway(cluster.url, { ...ENV, WSPS_LOG_LEVEL: 'info' }), startFetcher(cluster.url, { ...ENV, WSPS_FETCH_INTERVAL_MS: 100, WSPS_HISTORY_SIZE: 1000 })])
+  cleanups.push(() => Promise.all(procs.map((p) => p.kill())))
+  return { cluster, gws: procs.slice(0, 2), fetcher: procs[2] }
+})
+
+/** @param {string} url */
+function subscriber (url) {
+  const c = new WspsClient({ url, WebSocket, initialBackoffMs: 50, restartJitterMs: 100 })
+  clients.push(c)
+  /** @type {Map<string, number[]>} */
+  const seqs = new Map()
+  /** @type {Map<string, number[]>} when each symbol had a quote */
+  const times = new Map()
+  c.on('quote', (e) => {
+    seqs.set(e.symbol, [...(seqs.get(e.symbol) ?? []), e.quote.seq])
+    times.set(e.symbol, [...(times.get(e.symbol) ?? []), Date.now()])
+  })
+  c.connect()
+  c.subscribe(SYMBOLS, { mode: 'distinct' })
+  return {
+    seqs,
+    /** @param {number} since @returns {string[]} symbols without a quote after `since` */
+    quietSince: (since) => SYMBOLS.filter((s) => (times.get(s)?.at(-1) ?? 0) <= since),
+    /** @param {string} symbol @param {number} from @param {number} to the longest gap between quotes in [from, to] */
+    longestSilence (symbol, from, to) {
+      const ts = [from, ...(times.get(symbol) ?? []).filter((x) => x > from && x < to), to]
+      let worst = 0
+      for (let i = 1; i < ts.length; i++) worst = Math.max(worst, ts[i] - ts[i - 1])
+      return worst
+    }
+  }
+}
+
+/**
+ * The port of the primary that owns `key`'s slot.
+ * @param {number[]} ports
+ * @param {string} key
+ */
+async function ownerOf (ports, key) {
+  const slot = Number(/:(\d+)/.exec(await redisCommand(ports[0], `CLUSTER KEYSLOT ${key}`))?.[1])
+  const nodes = await redisCommand(ports[0], 'CLUSTER NODES')
+  for (const line of nodes.split('\n')) {
+    if (!/\bmaster\b/.test(line) || /\bfail\b/.test(line)) continue
+    for (const range of line.trim().split(/\s+/).slice(8)) {
+      const [lo, hi = lo] = range.split('-').map(Number)
+      if (slot >= lo && slot <= hi) return Number(/:(\d+)@/.exec(line)?.[1])
+    }
+  }
+  return 0
+}
+
+test('a Cluster primary killed (default node timeout, ~16 s away): the other shards\' symbols are never quiet over 1 s at any client; the failed shard\'s are told stale, then fresh, with 0 ticks lost', async (t) => {
+  const { cluster, gws } = on
+  const subs = [subscriber(gws[0].wsUrl), subscriber(gws[0].wsUrl), subscriber(gws[1].wsUrl), subscriber(gws[1].wsUrl)]
+  await waitFor(() => subs.every((s) => s.quietSince(0).length === 0), { timeout: 20_000, message: 'every symbol quoted to every client' })
+  const watcher = await TestClient.connect(gws[1].wsUrl)
+  clients.push({ close: () => watcher.ws.terminate() })
+  await watcher.sub(SYMBOLS)
+  const primaries = await cluster.primaries()
+  const sched = await ownerOf(primaries, 'wsps:{sched}:demand')
+  const victim = primaries.find((p) => p !== cluster.ports[0] && p !== sched) ?? primaries.find((p) => p !== sched) ?? primaries[0]
+  const owners = await Promise.all(SYMBOLS.map((sym) => ownerOf(primaries, `wsps:{${sym}}:last`)))
+  const others = SYMBOLS.filter((_, i) => owners[i] !== victim)
+  const failed = SYMBOLS.filter((_, i) => owners[i] === victim)
+
+  const killedAt = Date.now()
+  await cluster.kill(victim)
+  await waitFor(async () => {
+    const now = await cluster.primaries()
+    return now.length === 3 && !now.includes(victim)
+  }, { timeout: 40_000, interval: 200, message: `a replica promoted in place of ${victim}` })
+  const promotedAt = Date.now()
+  await waitFor(() => subs.every((s) => s.quietSince(promotedAt).length === 0), { timeout: 10_000, interval: 100, message: 'every client quoted on every symbol after the promotion' })
+  const back = Date.now()
+  // What the fetcher published (each quote's ts, from its symbol's history):
+  // a quiet stretch there is not the gateway's.
+  const published = await Promise.all(others.map(async (sym) => {
+    const port = await ownerOf(await cluster.primaries(), `wsps:{${sym}}:hist`)
+    const ts = [...(await redisCommand(port, `XRANGE wsps:{${sym}}:hist - +`)).matchAll(/"ts":(\d+)/g)].map((m) => Number(m[1])).filter((x) => x > killedAt && x < back)
+    let gap = 0
+    let at = 0
+    for (let i = 1; i < ts.length; i++) if (ts[i] - ts[i - 1] > gap) [gap, at] = [ts[i] - ts[i - 1], ts[i - 1] - killedAt]
+    return { gap, at }
+  }))
+  const worstPublished = published.reduce((a, b) => (b.gap > a.gap ? b : a), { gap: 0, at: 0 })
+  const silences = others.map((sym) => Math.max(...subs.map((s) => s.longestSilence(sym, killedAt, back))))
+  const worst = Math.max(0, ...silences)
+  const stale = watcher.frames.filter((f) => f.op === ServerOp.STALE).flatMap((f) => f.symbols)
+  const fresh = watcher.frames.filter((f) => f.op === ServerOp.FRESH).flatMap((f) => f.symbols)
+  const { lost } = subs.reduce((a, s) => ({ lost: a.lost + ticksLost(s.seqs).lost }), { lost: 0 })
+  const disorder = subs.reduce((n, s) => n + ticksDisordered(s.seqs), 0)
+  t.diagnostic(`killed ${victim}: promoted after ${promotedAt - killedAt} ms, all back ${back - promotedAt} ms later; the other shards' ${others.length} symbols quiet at most ${worst} ms (published with gaps of at most ${worstPublished.gap} ms, ${worstPublished.at} ms after the kill); told stale ${stale.length} (of ${failed.length} on the failed shard), fresh ${fresh.length}; lost ${lost}, disorder ${disorder}`)
+  if (fresh.length === 0 || worst > 1000) t.diagnostic(gws[1].logs.filter((l) => !l.includes('"level":30,') || /stale|resync|shard|live/.test(l)).join('\n'))
+  assert.ok(others.length > 0 && failed.length > 0, 'symbols on both kinds of shard')
+  assert.ok(worst <= 1000, `a symbol of a shard that did not fail went ${worst} ms without a quote`)
+  assert.deepEqual([...new Set(stale)].sort(), [...failed].sort(), 'the failed shard\'s symbols, and only those, were told stale')
+  assert.deepEqual([...new Set(fresh)].sort(), [...failed].sort(), 'and fresh again')
+  assert.equal(lost, 0, 'ticks lost')
+  assert.equal(disorder, 0, 'duplicates or reordering')
+})
