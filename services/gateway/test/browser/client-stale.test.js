@@ -140,6 +140,10 @@ describe('stale and fresh', () => {
     assert.deepEqual(events[4], { fresh: ['MSFT'] }, 'the first connection\'s stale MSFT does not outlive it: this gateway never called it stale')
     const T2 = Date.now()
     send(two, { op: 'stale', symbols: ['IBM'], since: T2 })
+    // A frame after it, to know it was read.
+    send(two, { op: 'q', quotes: [{ symbol: 'AAPL', seq: 13, ts: Date.now(), last: 4 }] })
+    await waitFor(() => c.quote('AAPL')?.seq === 13, { message: 'the frame after the stale one' })
+    assert.equal(c.staleSince('IBM'), lost.since, 'both hold: the earlier since')
     send(two, { op: 'snap', quotes: [quote({ symbol: 'IBM', seq: 31 })] })
     await waitFor(() => c.quote('IBM')?.seq === 31, { message: 'the IBM snapshot' })
     await sleep(50)
