@@ -11,14 +11,16 @@
 // This module is the state machine that joins the client's parts: which
 // transport (transports.js), when to retry (backoff.js), the token
 // (token.js), the watch set (subscriptions.js), the silence check
-// (liveness.js), the bar subscriptions and series (bars.js) and the
-// listeners (events.js); the quotes are held by the protocol's QuoteReceiver.
+// (liveness.js), the bar subscriptions and series (bars.js), which symbols
+// must not be shown as live (staleness.js) and the listeners (events.js);
+// the quotes are held by the protocol's QuoteReceiver.
 
 import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
 import { Retry } from './backoff.js'
 import { BarSubscriptions } from './bars.js'
 import { Emitter } from './events.js'
 import { Liveness } from './liveness.js'
+import { Staleness } from './staleness.js'
 import { Subscriptions } from './subscriptions.js'
 import { TokenSource } from './token.js'
 import { Transports } from './transports.js'
@@ -110,6 +112,8 @@ export class WspsClient {
   #inflight = new Map()
   /** Bar subscriptions and the series held. */
   #bars = new BarSubscriptions()
+  /** Symbols not to be shown as live: the gateway said so, or the connection was lost. */
+  #stale = new Staleness()
 
   /** @type {SocketLike | null} */
   #socket = null
@@ -191,6 +195,19 @@ export class WspsClient {
   isDelayed (symbol) { return this.#subs.isDelayed(symbol) }
   /**
    * @param {string} symbol
+   * @returns {boolean} what is held of it must not be shown as live: the
+   *   gateway's feed of it is interrupted (a `stale` frame, until `fresh`),
+   *   or the connection was lost and it is not restored on a new one yet
+   */
+  isStale (symbol) { return this.#stale.isStale(symbol) }
+  /**
+   * @param {string} symbol
+   * @returns {number | null} while isStale(symbol): the quote held is from
+   *   this moment (ms since the epoch) or before; null when fresh
+   */
+  staleSince (symbol) { return this.#stale.since(symbol) }
+  /**
+   * @param {string} symbol
    * @returns {Quote | undefined} the latest full quote held
    */
   quote (symbol) { return /** @type {Quote | undefined} */ (this.#receiver.quote(symbol)) }
@@ -236,6 +253,7 @@ export class WspsClient {
     this.#stopped = true
     this.#retry.cancel()
     const ws = this.#socket
+    this.#connectionLost()
     this.#dropConnection()
     if (ws) {
       try { ws.close(CloseCode.NORMAL) } catch {}
@@ -275,6 +293,7 @@ export class WspsClient {
   unsubscribe (symbols) {
     const removed = this.#subs.unwatch(symbols)
     for (const s of removed) this.#receiver.forget(s)
+    this.#stale.forget(removed)
     if (this.#live) this.#requestAll(ClientOp.UNSUB, removed)
   }
 
@@ -411,6 +430,7 @@ export class WspsClient {
   #abandon (reason) {
     const ws = this.#socket
     const opened = this.#opened
+    this.#connectionLost()
     this.#dropConnection()
     if (ws) {
       this.#transports.pick(opened)
@@ -428,6 +448,7 @@ export class WspsClient {
    */
   #onClose (code, reason) {
     const opened = this.#opened
+    this.#connectionLost()
     this.#dropConnection()
     if (this.#stopped) return
     this.#transports.pick(opened)
@@ -441,6 +462,18 @@ export class WspsClient {
       return
     }
     this.#scheduleReconnect(code, reason)
+  }
+
+  /**
+   * A live connection is gone (any close, 1006 included): every watched
+   * symbol is stale from the last frame received until it is restored on
+   * a new connection. Call before #dropConnection().
+   */
+  #connectionLost () {
+    if (!this.#live) return
+    const since = this.#liveness.lastFrameAt
+    const flipped = this.#stale.lost(this.#subs.list, since)
+    if (flipped.length) this.#events.emit('stale', { symbols: flipped, since })
   }
 
   /** Forgets the current socket and everything tied to it; keeps the watch set and quotes. */
@@ -492,7 +525,40 @@ export class WspsClient {
       case ServerOp.PONG: return this.#liveness.pong(msg.id)
       case ServerOp.BARS: return this.#onBars(msg)
       case ServerOp.BAR: return this.#onBar(msg)
+      case ServerOp.STALE: return this.#onStale(msg)
+      case ServerOp.FRESH: return this.#onFresh(msg)
     }
+  }
+
+  /**
+   * The gateway's feed of these symbols is interrupted: what is held of
+   * them is from `since` or before. A frame without a `since` is taken as
+   * news of now (what is held is older, whatever it is).
+   *
+   * @param {{symbols?: unknown, since?: unknown}} msg a `stale` frame
+   */
+  #onStale (msg) {
+    const since = typeof msg.since === 'number' && Number.isFinite(msg.since) ? msg.since : Date.now()
+    const flipped = this.#stale.serverStale(this.#watched(msg.symbols), since)
+    if (flipped.length) this.#events.emit('stale', { symbols: flipped, since })
+  }
+
+  /** @param {{symbols?: unknown}} msg a `fresh` frame: live again (what was missed came before it) */
+  #onFresh (msg) {
+    this.#fresh(this.#stale.serverFresh(this.#watched(msg.symbols)))
+  }
+
+  /**
+   * @param {unknown} symbols a frame's `symbols`
+   * @returns {string[]} those of them in the watch set (late frames for others are ignored)
+   */
+  #watched (symbols) {
+    return Array.isArray(symbols) ? symbols.filter((s) => typeof s === 'string' && this.#subs.wants(s)) : []
+  }
+
+  /** @param {string[]} symbols just became fresh */
+  #fresh (symbols) {
+    if (symbols.length) this.#events.emit('fresh', { symbols })
   }
 
   /** @param {any} msg a `bars` frame */
@@ -535,14 +601,19 @@ export class WspsClient {
    */
   #onSnap (quotes, lost) {
     const now = Date.now()
+    /** @type {string[]} */
+    const snapped = []
     for (const q of quotes) {
       if (!this.#subs.wants(q.symbol)) continue // a late answer for a symbol since removed
       if (lost) this.#events.emit('recovery', { symbol: q.symbol, recovered: false })
       const previous = this.quote(q.symbol) ?? null
       this.#receiver.snap(q)
+      snapped.push(q.symbol)
       const quote = /** @type {Quote} */ (this.quote(q.symbol))
       this.#events.emit('quote', { symbol: q.symbol, quote, previous, snapshot: true, delayed: quote.delayed === true, latencyMs: now - q.ts })
     }
+    // A snapshot on the new connection restores what a lost one left stale.
+    this.#fresh(this.#stale.restored(snapped))
   }
 
   /** @param {Delta[]} deltas */
@@ -586,9 +657,15 @@ export class WspsClient {
     }
     // The answer to a resumed sub: which symbols continued without a loss.
     if (ack.recovered !== null && typeof ack.recovered === 'object') {
+      /** @type {string[]} */
+      const resumed = []
       for (const [symbol, recovered] of Object.entries(ack.recovered)) {
-        if (this.#subs.wants(symbol)) this.#events.emit('recovery', { symbol, recovered: recovered === true })
+        if (!this.#subs.wants(symbol)) continue
+        this.#events.emit('recovery', { symbol, recovered: recovered === true })
+        if (recovered === true) resumed.push(symbol)
       }
+      // Nothing was lost on them: what a lost connection left stale is live again.
+      this.#fresh(this.#stale.restored(resumed))
     }
     const req = typeof ack.id === 'number' ? this.#inflight.get(ack.id) : undefined
     if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
@@ -791,6 +868,8 @@ export class WspsClient {
       this.#restartTimer = undefined
       if (this.#stopped || this.#status.transport !== Transport.SSE) return
       const ws = this.#socket
+      // Not a loss: the next stream's gateway says again what is stale.
+      this.#stale.handOver()
       this.#dropConnection()
       try { ws?.close(CloseCode.NORMAL) } catch {}
       this.#open({ quiet: true })
@@ -908,6 +987,7 @@ export class WspsClient {
   #reject (symbols, error) {
     const dropped = this.#subs.refuse(symbols, error)
     for (const s of dropped) this.#receiver.forget(s)
+    this.#stale.forget(dropped)
     if (dropped.length) this.#events.emit('rejected', { symbols: dropped, error })
   }
 

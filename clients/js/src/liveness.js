@@ -32,6 +32,11 @@ export class Liveness {
     return this.#rttMs
   }
 
+  /** @returns {number} when the last frame (or SSE heartbeat comment) arrived, ms since the epoch (0: none yet) */
+  get lastFrameAt () {
+    return this.#lastFrameAt
+  }
+
   /** A frame (or an SSE heartbeat comment) arrived. */
   frame () {
     this.#lastFrameAt = Date.now()

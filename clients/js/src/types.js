@@ -139,6 +139,11 @@ export const Status = Object.freeze({
  * @property {{symbol: string, recovered: boolean}} recovery a reconnect resumed the symbol from the quote held:
  *   recovered true, nothing was lost (distinct: the missed ticks were replayed as quote events); false, the
  *   gateway's history did not cover the time away and a fresh snapshot replaced the quote (ticks were lost)
+ * @property {{symbols: string[], since: number}} stale these symbols, live until now, must not be shown as live
+ *   any more: what is held of them is from `since` (ms since the epoch) or before. The gateway's feed of them is
+ *   interrupted (a `stale` frame), or the connection was lost (`since`: its last frame); see isStale(), staleSince()
+ * @property {{symbols: string[]}} fresh these symbols are live again: the gateway said `fresh` (what was missed
+ *   came before it), and those a lost connection left stale were recovered or snapshotted on a new one
  *
  * @typedef {{readyState: number, send (data: string): void, close (code?: number, reason?: string): void, terminate? (): void,
  *   onopen: any, onmessage: any, onclose: any, onerror: any}} SocketLike

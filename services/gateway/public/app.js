@@ -135,14 +135,18 @@ function clearError () {
 
 client.on('status', (s) => {
   status.setStatus(s)
-  table.setStale(s.state !== 'live')
   if (s.state !== 'live') latency.clear()
 })
 client.on('quote', (ev) => {
   table.update(ev)
-  // A snapshot may carry a quote minutes old; only ticks measure the path.
-  if (!ev.snapshot) latency.add(ev.latencyMs)
+  // A snapshot may carry a quote minutes old, and a stale symbol's ticks are
+  // gap fill: only live ticks measure the path.
+  if (!ev.snapshot && !client.isStale(ev.symbol)) latency.add(ev.latencyMs)
 })
+// Rows not live (the gateway's feed of them, or the connection, was
+// interrupted) are greyed with the time they were last known good.
+client.on('stale', ({ symbols }) => { for (const s of symbols) table.setStale(s, client.staleSince(s)) })
+client.on('fresh', ({ symbols }) => { for (const s of symbols) table.setStale(s, null) })
 client.on('error', (error) => {
   // DRAINING is routine (a gateway restarting); the status line shows it.
   if (error.code === ErrorCode.DRAINING) return

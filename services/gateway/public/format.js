@@ -36,6 +36,14 @@ export function formatTime (ts) {
   return time.format(ts)
 }
 
+/**
+ * What a stale row says: "stale since 14:03:07" (local time).
+ * @param {number} since ms since the epoch: what the row shows is from then or before
+ */
+export function formatStale (since) {
+  return `stale since ${formatTime(since)}`
+}
+
 /** @param {number | null} ms */
 export function formatLatency (ms) {
   if (ms === null || !Number.isFinite(ms)) return '—'

@@ -1,10 +1,12 @@
 // The watchlist table: one row per symbol, in watchlist order. Quote events
 // only record what changed; the DOM is written once per animation frame, so
 // a burst of ticks costs one layout, and a hidden tab costs nothing.
-// A row is selected by a click on it (or its symbol button: keyboard), and
-// carries a "delayed" badge while the gateway serves its symbol delayed.
+// A row is selected by a click on it (or its symbol button: keyboard),
+// carries a "delayed" badge while the gateway serves its symbol delayed, and
+// is greyed with "stale since 14:03:07" while what it shows is not live.
+// A stale row never flashes: a tick then is gap fill, not live trading.
 
-import { changeOf, formatChange, formatPercent, formatPrice, formatTime } from './format.js'
+import { changeOf, formatChange, formatPercent, formatPrice, formatStale, formatTime } from './format.js'
 import { sparkPoints } from './sparkline.js'
 
 /** Prices kept per symbol for the sparkline. */
@@ -20,6 +22,8 @@ const HISTORY = 60
  * @property {Record<'last' | 'change' | 'pct' | 'bid' | 'ask', HTMLElement>} cells
  * @property {HTMLTimeElement} time
  * @property {HTMLElement} badge the "delayed 15 min" marker
+ * @property {HTMLElement} staleNote the "stale since 14:03:07" marker
+ * @property {boolean} stale what the row shows is not live
  * @property {SVGPolylineElement} spark
  * @property {number[]} history
  * @property {Quote | null} quote
@@ -84,6 +88,8 @@ export class QuoteTable {
       cells: { last: q('.last'), change: q('.change'), pct: q('.pct'), bid: q('.bid'), ask: q('.ask') },
       time: /** @type {HTMLTimeElement} */ (q('time')),
       badge: q('.delayed'),
+      staleNote: q('.stale-since'),
+      stale: false,
       spark: /** @type {SVGPolylineElement} */ (/** @type {unknown} */ (q('polyline'))),
       history: [],
       quote: null,
@@ -142,6 +148,21 @@ export class QuoteTable {
     row.tr.classList.toggle('is-delayed', label !== null)
   }
 
+  /**
+   * Greys a row as not live, or makes it live again.
+   * @param {string} symbol
+   * @param {number | null} since what it shows is from then or before (ms since the epoch); null: live
+   */
+  setStale (symbol, since) {
+    const row = this.#rows.get(symbol)
+    if (!row) return
+    row.stale = since !== null
+    row.staleNote.hidden = since === null
+    setText(row.staleNote, since === null ? '' : formatStale(since))
+    row.tr.classList.toggle('is-stale', row.stale)
+    if (row.stale) row.flash = null
+  }
+
   /** @param {QuoteEvent} ev */
   update ({ symbol, quote, previous, snapshot }) {
     const row = this.#rows.get(symbol)
@@ -151,15 +172,10 @@ export class QuoteTable {
       row.history.push(quote.last)
       if (row.history.length > HISTORY) row.history.shift()
     }
-    // A snapshot is a resync, not a trade: no flash.
-    if (!snapshot && previous) row.flash = direction(previous, quote) ?? row.flash
+    // A snapshot is a resync, not a trade, and a stale row is not live: no flash.
+    if (!snapshot && previous && !row.stale) row.flash = direction(previous, quote) ?? row.flash
     this.#dirty.add(row)
     if (!this.#frame) this.#frame = requestAnimationFrame(() => this.#render())
-  }
-
-  /** @param {boolean} stale the values are not live (connection lost) */
-  setStale (stale) {
-    this.#tbody.closest('table')?.classList.toggle('stale', stale)
   }
 
   #render () {

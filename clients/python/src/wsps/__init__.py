@@ -4,15 +4,17 @@ from .backoff import Retry, backoff_delay
 from .bars import BarSeries
 from .client import Client, Delivery, TokenSource
 from .errors import ConnectionClosed, WspsError
-from .events import BarEvent, BarsEvent, ErrorEvent, Event, EventStream, QuoteEvent, RecoveryEvent, StatusEvent
-from .protocol import AUTH_CLOSE_CODES, BAR_INTERVALS, NO_RECONNECT_CODES, PROTOCOL_VERSION, ClientOp, CloseCode, ErrorCode, Mode, ServerOp
+from .events import BarEvent, BarsEvent, ErrorEvent, Event, EventStream, FreshEvent, QuoteEvent, RecoveryEvent, StaleEvent, StatusEvent
+from .protocol import (
+    AUTH_CLOSE_CODES, BAR_INTERVALS, NO_RECONNECT_CODES, PROTOCOL_VERSION, ClientOp, CloseCode, Disconnect, ErrorCode, Mode, ServerOp,
+)
 from .receiver import Cursor, Outcome, QuoteReceiver, continues
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AUTH_CLOSE_CODES", "BAR_INTERVALS", "NO_RECONNECT_CODES", "PROTOCOL_VERSION",
-    "BarEvent", "BarSeries", "BarsEvent", "Client", "ClientOp", "CloseCode", "ConnectionClosed", "Cursor", "Delivery", "ErrorCode", "ErrorEvent",
-    "Event", "EventStream", "Mode", "Outcome", "QuoteEvent", "QuoteReceiver", "RecoveryEvent", "Retry",
-    "ServerOp", "StatusEvent", "TokenSource", "WspsError", "backoff_delay", "continues",
+    "BarEvent", "BarSeries", "BarsEvent", "Client", "ClientOp", "CloseCode", "ConnectionClosed", "Cursor", "Delivery", "Disconnect",
+    "ErrorCode", "ErrorEvent", "Event", "EventStream", "FreshEvent", "Mode", "Outcome", "QuoteEvent", "QuoteReceiver", "RecoveryEvent",
+    "Retry", "ServerOp", "StaleEvent", "StatusEvent", "TokenSource", "WspsError", "backoff_delay", "continues",
 ]

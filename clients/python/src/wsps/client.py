@@ -10,6 +10,10 @@ before the next attempt by the close code (1012: at once, jittered; others:
 backoff; 1000/4001/4002/4003: stop, unless a token callable can give a new
 token). Quotes are held by the receiver rules (receiver.py).
 
+Staleness (staleness.py): a symbol must not be shown as live while the gateway says its feed is
+interrupted (``stale`` until ``fresh``), or after the connection was lost, until the symbol is
+recovered or snapshotted on a new one (``is_stale``, ``stale_since``; ``StaleEvent``, ``FreshEvent``).
+
 Bars (docs/protocol.md, Bars): ``subscribe_bars`` keeps bar subscriptions apart from the quote
 watch set (bars.py holds them and their series); every new WebSocket connection asks for them
 again with their backfill. Over SSE the stream carries the bars of one interval (the first one
@@ -40,7 +44,7 @@ from websockets.exceptions import InvalidHandshake
 from .backoff import Retry
 from .bars import BarBook, BarSeries, Wanted
 from .errors import ConnectionClosed, WspsError
-from .events import BarEvent, BarsEvent, ErrorEvent, Event, EventStream, QuoteEvent, RecoveryEvent, StatusEvent
+from .events import BarEvent, BarsEvent, ErrorEvent, Event, EventStream, FreshEvent, QuoteEvent, RecoveryEvent, StaleEvent, StatusEvent
 from .protocol import (
     AUTH_CLOSE_CODES,
     DEFAULT_BACKFILL,
@@ -55,6 +59,7 @@ from .protocol import (
 )
 from .receiver import Cursor, Outcome, QuoteReceiver
 from .sse import SseRefused, SseStream, stream_url
+from .staleness import Staleness
 
 log = logging.getLogger("wsps")
 
@@ -168,6 +173,9 @@ class Client:
         self._receiver = QuoteReceiver()
         self._watch: dict[str, Delivery] = {}
         self._bars = BarBook()
+        self._stale = Staleness()
+        self._last_frame_at = 0
+        """When the last frame arrived (ms since the epoch): a lost connection's symbols are stale from then."""
         self._inflight: dict[int, _Request] = {}
         self._next_id = 1
         self._callbacks: list[Callback] = []
@@ -238,6 +246,15 @@ class Client:
         """The latest full quote held for ``symbol``."""
         return self._receiver.quote(symbol)
 
+    def is_stale(self, symbol: str) -> bool:
+        """What is held of ``symbol`` must not be shown as live: the gateway's feed of it is interrupted
+        (a ``stale`` frame, until ``fresh``), or the connection was lost and it is not restored on a new one yet."""
+        return self._stale.is_stale(symbol)
+
+    def stale_since(self, symbol: str) -> int | None:
+        """While ``is_stale(symbol)``: the quote held is from this moment (ms since the epoch) or before; None when fresh."""
+        return self._stale.since(symbol)
+
     def bars(self, symbol: str, interval: str) -> BarSeries | None:
         """The bars held of a bar subscription (closed ones oldest first, and the open one), once its backfill came."""
         return self._bars.series(symbol, interval)
@@ -288,6 +305,7 @@ class Client:
         removed = [s for s in dict.fromkeys(symbols) if self._watch.pop(s, None) is not None]
         for s in removed:
             self._receiver.forget(s)
+        self._stale.forget(removed)
         if not self._live.is_set() or not removed:
             return
         if self._sse is not None:
@@ -358,6 +376,10 @@ class Client:
                 log.debug("wsps: connection to %s failed: %s", url, reason)
                 self._pick_transport(err)
             finally:
+                if self._restarting:
+                    self._stale.hand_over()  # not a loss: the next stream's gateway says again what is stale
+                else:
+                    self._connection_lost()
                 self._drop_connection(keep_waiters=self._restarting)
             if self._stopped:
                 return
@@ -396,6 +418,15 @@ class Client:
         while not self._live.is_set():
             self._on_text(await ws.recv())
 
+    def _connection_lost(self) -> None:
+        """A live connection is gone (any close, 1006 included): every watched symbol is stale from the
+        last frame received until it is restored on a new connection. Call before ``_drop_connection``."""
+        if not self._live.is_set():
+            return
+        flipped = self._stale.lost(self.symbols, self._last_frame_at)
+        if flipped:
+            self._emit(StaleEvent(flipped, self._last_frame_at))
+
     def _drop_connection(self, keep_waiters: bool = False) -> None:
         """Forgets the current socket and what was tied to it; keeps the watch set and the held quotes
         (and, for a stream reopened on purpose, the calls waiting for the next stream's ack)."""
@@ -421,6 +452,7 @@ class Client:
         ws = self._ws
         if ws is not None:
             asyncio.get_running_loop().create_task(ws.close(CloseCode.NORMAL.value))
+        self._connection_lost()
         self._drop_connection()
         self._emit(StatusEvent("closed", self.url, close_code=failure.close_code if failure else CloseCode.NORMAL.value,
                                reason=failure.reason if failure else "client closed"))
@@ -547,6 +579,7 @@ class Client:
     # ---- frames -----------------------------------------------------------------
 
     def _on_text(self, text: str | bytes) -> None:
+        self._last_frame_at = _now_ms()
         try:
             msg = json.loads(text)
             if not isinstance(msg, dict):
@@ -570,9 +603,32 @@ class Client:
                 series = self._bars.bar(msg)
                 if series is not None:
                     self._emit(BarEvent(series.symbol, series.interval, msg["bar"], msg.get("closed") is True, series, series.delayed))
+            elif op == ServerOp.STALE.value:
+                self._on_stale(msg)
+            elif op == ServerOp.FRESH.value:
+                self._fresh(self._stale.server_fresh(self._watched(msg["symbols"])))
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             # A malformed frame is reported with a code; the connection stays.
             self._emit(ErrorEvent(WspsError(ErrorCode.BAD_SERVER_FRAME.value, f"malformed frame from the server: {err}")))
+
+    def _on_stale(self, msg: dict[str, Any]) -> None:
+        """The gateway's feed of these symbols is interrupted: what is held of them is from ``since`` or
+        before. A frame without a ``since`` is taken as news of now (what is held is older, whatever it is)."""
+        since = msg.get("since")
+        at = int(since) if isinstance(since, (int, float)) and not isinstance(since, bool) else _now_ms()
+        flipped = self._stale.server_stale(self._watched(msg["symbols"]), at)
+        if flipped:
+            self._emit(StaleEvent(flipped, at))
+
+    def _watched(self, symbols: Any) -> list[str]:
+        """The watched ones of a frame's ``symbols`` (late frames for others are ignored)."""
+        if not isinstance(symbols, list):
+            raise TypeError("symbols is not a list")
+        return [s for s in symbols if isinstance(s, str) and s in self._watch]
+
+    def _fresh(self, symbols: list[str]) -> None:
+        if symbols:
+            self._emit(FreshEvent(symbols))
 
     def _on_hello(self, hello: dict[str, Any]) -> None:
         if hello.get("v") != PROTOCOL_VERSION:
@@ -622,6 +678,7 @@ class Client:
         return out
 
     def _on_snap(self, quotes: list[dict[str, Any]], lost: bool) -> None:
+        snapped: list[str] = []
         for q in quotes:
             symbol = q["symbol"]
             if symbol not in self._watch:
@@ -629,7 +686,10 @@ class Client:
             if lost:
                 self._emit(RecoveryEvent(symbol, False))
             held = self._receiver.snap(q)
+            snapped.append(symbol)
             self._emit(QuoteEvent(symbol, held, True, held.get("delayed") is True))
+        # A snapshot on the new connection restores what a lost one left stale.
+        self._fresh(self._stale.restored(snapped))
 
     def _on_deltas(self, deltas: list[dict[str, Any]]) -> None:
         now = time.monotonic()
@@ -670,9 +730,14 @@ class Client:
             return
         recovered = ack.get("recovered")
         if isinstance(recovered, dict):
+            resumed: list[str] = []
             for symbol, ok in recovered.items():
                 if symbol in self._watch:
                     self._emit(RecoveryEvent(symbol, ok is True))
+                    if ok is True:
+                        resumed.append(symbol)
+            # Nothing was lost on them: what a lost connection left stale is live again.
+            self._fresh(self._stale.restored(resumed))
         if self._sse is not None and "id" not in ack and not self._restarting:
             self._settle_waiters(list(ack.get("symbols") or []))  # the stream's own ack: its request is answered
         req = self._inflight.pop(ack["id"], None) if isinstance(ack.get("id"), int) else None
@@ -715,6 +780,7 @@ class Client:
         for s in symbols:
             if self._watch.pop(s, None) is not None:
                 self._receiver.forget(s)
+                self._stale.forget([s])
 
     # ---- sending ------------------------------------------------------------------
 
@@ -800,6 +866,10 @@ def _same_stream_bars(a: tuple[str, Wanted, list[str]] | None, b: tuple[str, Wan
     if a is None or b is None:
         return a is b
     return a[0] == b[0] and a[1].delayed == b[1].delayed and set(a[2]) == set(b[2])
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _chunks(symbols: Sequence[str]) -> list[list[str]]:

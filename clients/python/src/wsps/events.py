@@ -56,6 +56,24 @@ class RecoveryEvent:
 
 
 @dataclass(frozen=True)
+class StaleEvent:
+    """These symbols, live until now, must not be shown as live any more: what is held of them is
+    from ``since`` (ms since the epoch) or before. The gateway's feed of them is interrupted (a
+    ``stale`` frame), or the connection was lost (``since``: its last frame). See ``Client.is_stale``."""
+
+    symbols: list[str]
+    since: int
+
+
+@dataclass(frozen=True)
+class FreshEvent:
+    """These symbols are live again: the gateway said ``fresh``, and those a lost connection left
+    stale were recovered or snapshotted on a new one."""
+
+    symbols: list[str]
+
+
+@dataclass(frozen=True)
 class ErrorEvent:
     """A coded error: a gateway ``error`` frame or one of the client's own."""
 
@@ -74,7 +92,7 @@ class StatusEvent:
     delay: float | None = None
 
 
-Event = Union[QuoteEvent, RecoveryEvent, ErrorEvent, StatusEvent, BarsEvent, BarEvent]
+Event = Union[QuoteEvent, RecoveryEvent, ErrorEvent, StatusEvent, BarsEvent, BarEvent, StaleEvent, FreshEvent]
 
 _END = object()
 

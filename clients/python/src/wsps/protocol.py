@@ -1,4 +1,7 @@
-"""Constants of docs/protocol.md, as services/protocol/index.js names them."""
+"""Constants of docs/protocol.md, as services/protocol/index.js names them.
+
+Copied by hand; tests/test_protocol_constants.py checks them against that file (through node).
+"""
 
 from __future__ import annotations
 
@@ -31,6 +34,10 @@ class ServerOp(str, enum.Enum):
     PONG = "pong"
     BARS = "bars"
     BAR = "bar"
+    STALE = "stale"
+    """The gateway's feed of ``symbols`` is interrupted: what the client holds is from ``since`` (ms since the epoch) or before."""
+    FRESH = "fresh"
+    """The ``symbols`` are live again (what was missed came before it, as gap fill, or a ``snap`` marked ``recovered: false``)."""
 
 
 class Mode(str, enum.Enum):
@@ -92,6 +99,33 @@ class CloseCode(enum.IntEnum):
     SLOW_CONSUMER = 4008
     POLICY_VIOLATION = 4009
     RATE_LIMIT_EXCEEDED = 4029
+
+
+class Disconnect(enum.Enum):
+    """Every way the gateway ends a connection: its close code and the reason sent with it.
+    Match on the code (``CloseCode``), never on the reason text: every 1012 is retried alike."""
+
+    SLOW_CONSUMER = (CloseCode.SLOW_CONSUMER, "too slow for too long")
+    SEND_BUFFER_FULL = (CloseCode.SLOW_CONSUMER, "send buffer full")
+    RATE_LIMIT_EXCEEDED = (CloseCode.RATE_LIMIT_EXCEEDED, "rate limit exceeded")
+    POLICY_VIOLATION = (CloseCode.POLICY_VIOLATION, "too many invalid messages")
+    UNAUTHORIZED = (CloseCode.UNAUTHORIZED, "token rejected")
+    TOKEN_EXPIRED = (CloseCode.TOKEN_EXPIRED, "token expired")
+    AUTH_TIMEOUT = (CloseCode.AUTH_TIMEOUT, "no auth frame in time")
+    SERVICE_RESTART = (CloseCode.SERVICE_RESTART, "server restart")
+    """The gateway is draining: reconnect elsewhere."""
+    NOT_RESTORED = (CloseCode.SERVICE_RESTART, "subscriptions not restored")
+    """The gateway could not restore a subscribed symbol's Redis channel in time: reconnect elsewhere and resume."""
+    ISOLATED = (CloseCode.SERVICE_RESTART, "cut off from the broker")
+    """The gateway lost Redis while another gateway still reaches it: reconnect elsewhere and resume."""
+
+    @property
+    def code(self) -> int:
+        return int(self.value[0])
+
+    @property
+    def reason(self) -> str:
+        return str(self.value[1])
 
 
 AUTH_CLOSE_CODES = frozenset({CloseCode.UNAUTHORIZED, CloseCode.TOKEN_EXPIRED, CloseCode.AUTH_TIMEOUT})
