@@ -68,6 +68,7 @@ class ErrorCode(str, enum.Enum):
     BAD_GRANT = "BAD_GRANT"
     """The token's delayed claim has the wrong shape; the token was rejected (4001)."""
     DRAINING = "DRAINING"
+    BROKER_UNREACHABLE = "BROKER_UNREACHABLE"
     UNAUTHORIZED = "UNAUTHORIZED"
     AUTH_REQUIRED = "AUTH_REQUIRED"
     GRANT_REVOKED = "GRANT_REVOKED"

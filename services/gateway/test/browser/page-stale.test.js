@@ -49,7 +49,7 @@ const hms = (ts) => { const d = new Date(ts); return [d.getHours(), d.getMinutes
 before(async () => {
   // The page exactly as the gateway serves it; no Redis needed for that.
   app = Fastify()
-  await registerHttpRoutes(app, { readiness: () => ({}), registry: null, staticDir: '' })
+  await registerHttpRoutes(app, { broker: () => ({ alive: true, aliveForMs: 0 }), readiness: () => ({}), registry: null, staticDir: '' })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = /** @type {import('node:net').AddressInfo} */ (app.server.address())
   pageUrl = `http://127.0.0.1:${port}`
