@@ -3,9 +3,10 @@
 
 For each rendered manifest file given, the gateway and fetcher environments
 are rebuilt as a pod would see them (ConfigMap from envFrom + the container's
-env), secret files are pointed at a dummy file, and the services' own config
-loaders (loadGatewayConfig / loadFetcherConfig, which reject unknown WSPS_*
-names and invalid values) are run on them with node. Catches a chart that
+env, with downward-API fields and $(NAME) references filled in), secret files
+are pointed at a dummy file, and the services' own config loaders
+(loadGatewayConfig / loadFetcherConfig, which reject unknown WSPS_* names and
+invalid values) are run on them with node. Catches a chart that
 renders a setting the services do not know, or a value they refuse.
 
   check-config-contract.py artifacts/chart-test/render/*.yaml
@@ -13,6 +14,7 @@ Needs node and the npm workspaces installed (node_modules/@wsps/shared).
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,22 @@ process.exit(bad ? 1 : 0)
 '''
 
 
+# What the downward API gives a container, for the fields the chart reads.
+FIELDS = {'status.podIP': '10.1.2.3', 'metadata.name': 'wsps-gateway-0'}
+
+
+def from_the_pod(entry):
+    """A valueFrom entry's value, as the kubelet would set it."""
+    field = entry.get('valueFrom', {}).get('fieldRef', {}).get('fieldPath')
+    return FIELDS.get(field, 'from-the-pod')
+
+
+def expand(value, env):
+    """Kubernetes' $(NAME) expansion of an env value from the variables before it ($$ escapes)."""
+    return re.sub(r'\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)',
+                  lambda m: '$' if m.group(0) == '$$' else str(env.get(m.group(1), m.group(0))), str(value))
+
+
 def main(files):
     cases = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,7 +80,7 @@ def main(files):
                 for src in ctr.get('envFrom', []):
                     env.update(cms.get(src.get('configMapRef', {}).get('name'), {}))
                 for e in ctr.get('env', []):
-                    env[e['name']] = e.get('value', 'from-the-pod')
+                    env[e['name']] = expand(e['value'], env) if 'value' in e else from_the_pod(e)
                 env = {k: (secret if k.endswith('_FILE') else str(v)) for k, v in env.items()}
                 module, fn = LOADERS[component]
                 cases.append({'name': f'{os.path.basename(path)} {component}', 'env': env,

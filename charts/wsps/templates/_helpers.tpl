@@ -473,6 +473,31 @@ WSPS_STREAM_KEY WSPS_STREAM_KEY_FILE WSPS_STREAM_SECRET WSPS_STREAM_SECRET_FILE 
 {{- end -}}
 
 {{/*
+How the other gateways reach this pod (WSPS_PEER_URL): a gateway cut off
+from Redis asks its peers, at the URLs they announced there, whether they
+still reach it (services/gateway/src/isolation.js). The pod's IP comes from
+the downward API as POD_IP (not WSPS_*: the services refuse unknown WSPS_*
+names) and Kubernetes expands $(POD_IP) in the entry after it; an IPv6
+address needs brackets (gateway.podIPFamily). The chart's WSPS_PEER_URL is
+left out when gateway.config or gateway.extraEnv sets one: an `env` entry
+would override the ConfigMap's (envFrom), and a second one in `env` would
+hide the first. POD_IP stays, for an extraEnv value built from it.
+*/}}
+{{- define "wsps.gateway.peerUrlEnv" -}}
+{{- $g := .Values.gateway -}}
+{{- $own := hasKey $g.config "WSPS_PEER_URL" -}}
+{{- range $g.extraEnv }}{{ if eq (toString .name) "WSPS_PEER_URL" }}{{ $own = true }}{{ end }}{{ end -}}
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+{{- if not $own }}
+- name: WSPS_PEER_URL
+  value: {{ printf (ternary "http://[$(POD_IP)]:%v" "http://$(POD_IP):%v" (eq $g.podIPFamily "IPv6")) $g.port | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
 Spread constraints with the component's selector filled in when omitted.
 include "wsps.topologySpread" (dict "ctx" $ "component" "gateway" "constraints" .Values.gateway.topologySpreadConstraints)
 */}}
