@@ -48,6 +48,14 @@ export function redisKeys (prefix) {
      * pass leaves it alone. Absent: trimmed to WSPS_HISTORY_SIZE.
      */
     historyPin: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:pin`,
+    /**
+     * The symbol's fence: `"<token> <ts>"`, the highest fencing token and the
+     * newest `ts` of the quotes published of it (with the quotes' TTL),
+     * written by the publish script, which refuses a quote below either
+     * (scripts.js, PUBLISH); raised by a stream owner taking the symbol over
+     * (FENCE).
+     */
+    fence: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:fence`,
     /** Symbol out of a channel name, or null when it is not ours. */
     symbolOf: (/** @type {string} */ channel) => {
       const open = prefix.length + 2
@@ -70,7 +78,22 @@ export function redisKeys (prefix) {
      * ZSET fetcher node -> expiry (ms) of its upstream connection slot
      * (WSPS_STREAM_MAX_CONNECTIONS); renewed by the holder every tick.
      */
-    streamConnections: `${prefix}:{sched}:stream-conns`
+    streamConnections: `${prefix}:{sched}:stream-conns`,
+    /** HASH symbol -> fencing token of its stream ownership, drawn when it was granted. */
+    streamToken: `${prefix}:{sched}:stream-token`,
+    /**
+     * The last fencing token drawn (no expiry), by the claim and schedule
+     * scripts: each claim on a symbol (a stream ownership, a fetch job)
+     * carries one above every earlier one.
+     */
+    fenceToken: `${prefix}:{sched}:fence-token`,
+    /**
+     * A publish API request's idempotency record (by the SHA-256 of its
+     * Idempotency-Key; with WSPS_PUBLISH_IDEMPOTENCY_TTL_MS): pending while
+     * it is published, then its answer. No hash tag: records spread over a
+     * Cluster's slots.
+     */
+    idempotency: (/** @type {string} */ digest) => `${prefix}:idem:${digest}`
   })
 }
 
