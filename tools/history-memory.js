@@ -31,7 +31,7 @@ try {
   for (let i = 0; i < entries; i++) {
     const [q] = await sim.fetch([symbol], new Map(prev ? [[symbol, prev]] : []), Infinity)
     const { symbol: s, ...rest } = q
-    const [n] = await conn.wspsPublish(...publishArgs(keys, [{ symbol: s, body: JSON.stringify({ symbol: s, ...rest }), floor: seq }], { ttlMs: 60_000, sharded: false, pushLeaseMs: 0, historySize: entries }))
+    const [n] = await conn.wspsPublish(...publishArgs(keys, [{ symbol: s, body: JSON.stringify({ symbol: s, ...rest }), floor: seq, ts: q.ts }], { ttlMs: 60_000, sharded: false, pushLeaseMs: 0, historySize: entries }))
     seq = Number(n)
     prev = { ...q, seq }
   }

@@ -154,10 +154,17 @@ test('a pub/sub message Redis never delivered (published, in history): the gap i
     for (let i = 0; i < 3; i++) {
       // The publish script as the fetcher calls it, but PUBLISHing to a
       // channel nobody listens on: the quote is in seq and history only.
-      const body = JSON.stringify({ symbol, ts: Date.now(), bid: 1, ask: 2, last: 1.5 })
-      const args = publishArgs(keys, [{ symbol, body, floor: 0 }], { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100 })
-      args[args.indexOf(keys.channel(symbol))] = `${keys.channel(symbol)}:void`
-      await redis.wspsPublish(...args)
+      // With the token in the symbol's fence (the claim the fetcher's last
+      // job had); refused when a newer job's quote came first: again.
+      await waitFor(async () => {
+        const token = Number((await redis.get(keys.fence(symbol)) ?? '0').split(' ')[0])
+        const ts = Date.now()
+        const body = JSON.stringify({ symbol, ts, bid: 1, ask: 2, last: 1.5 })
+        const args = publishArgs(keys, [{ symbol, body, floor: 0, ts, token }], { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100 })
+        args[args.indexOf(keys.channel(symbol))] = `${keys.channel(symbol)}:void`
+        const [seq] = await redis.wspsPublish(...args)
+        return Number(seq) > 0
+      }, { message: `a quote of ${symbol} in seq and history only` })
     }
   }
   await flowing(subs, 20)

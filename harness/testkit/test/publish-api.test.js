@@ -40,12 +40,13 @@ async function latestOf (keys, symbol) {
 /**
  * @param {import('../src/index.js').ServiceHandle} fetcher
  * @param {string | object} body
- * @param {{token?: string | null, type?: string}} [options]
+ * @param {{token?: string | null, type?: string, key?: string}} [options] key: the Idempotency-Key
  */
-async function publish (fetcher, body, { token = TOKEN, type = 'application/json' } = {}) {
+async function publish (fetcher, body, { token = TOKEN, type = 'application/json', key } = {}) {
   /** @type {Record<string, string>} */
   const headers = { 'content-type': type }
   if (token !== null) headers.authorization = `Bearer ${token}`
+  if (key !== undefined) headers['idempotency-key'] = key
   const res = await fetch(`${fetcher.url}/v1/quotes`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) })
   return { status: res.status, body: await res.json(), headers: res.headers }
 }
@@ -72,7 +73,8 @@ test('a published quote reaches a subscribed client with its fields and a seq, a
 test('NDJSON bodies: one quote a line', async () => {
   const c = await stack.client(on.pushGateway.wsUrl)
   await c.sub(['NDJ'])
-  const res = await publish(on.pushFetcher, '{"symbol":"NDJ","last":1}\n\n{"symbol":"NDJ","last":2,"ts":1700000000000}\n', { type: 'application/x-ndjson' })
+  // A ts of its own: not before the first line's (now), or it would be refused as old.
+  const res = await publish(on.pushFetcher, `{"symbol":"NDJ","last":1}\n\n{"symbol":"NDJ","last":2,"ts":${Date.now() + 500}}\n`, { type: 'application/x-ndjson' })
   assert.deepEqual([res.status, res.body], [200, { accepted: 2 }])
   await waitFor(() => c.quote('NDJ')?.last === 2, { message: 'NDJ last 2' })
 })
@@ -189,4 +191,74 @@ test('a symbol quiet for longer than WSPS_HISTORY_TTL_MS keeps its latest quote 
   await waitFor(() => late.quote('QUIET')?.bid === 5, { message: 'the snapshot of the quiet symbol' })
   assert.equal(late.quote('QUIET')?.seq, 5)
   assert.deepEqual(late.problems, [])
+})
+
+/**
+ * A push-only fetcher on the push prefix without a rate limit (the one of
+ * setUp has WSPS_PUBLISH_RATE, which a test above spends), started once.
+ * @type {Promise<import('../src/index.js').ServiceHandle> | undefined}
+ */
+let unlimitedFetcher
+const unlimited = () => (unlimitedFetcher ??= stack.fetcher({ WSPS_REDIS_KEY_PREFIX: 'pp', WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN }))
+
+test('a quote older by ts than its symbol\'s newest is not published: the answer counts it refused as old', async () => {
+  const f = await unlimited()
+  const now = Date.now()
+  assert.deepEqual((await publish(f, { quotes: [{ symbol: 'OLDTS', bid: 1, ts: now }] })).body, { accepted: 1 })
+  // Another fetcher took a newer push meanwhile; this request was held up.
+  const res = await publish(f, { quotes: [{ symbol: 'OLDTS', bid: 2, ts: now - 1000 }, { symbol: 'OLDTS', bid: 3, ts: now }] })
+  assert.deepEqual([res.status, res.body], [200, { accepted: 1, refused: { old: 1 } }])
+  const latest = await latestOf(pushKeys, 'OLDTS')
+  assert.deepEqual([latest.seq, latest.bid], [2, 3], 'the old quote got no seq and never became the latest')
+  const m = await f.metrics()
+  assert.ok(m['wsps_fetcher_quotes_refused_total{reason="old"}'] >= 1)
+})
+
+test('Idempotency-Key: a retry within the window publishes nothing and gets the first answer again; another body under the key is refused; a bad key is a 400', async () => {
+  const f = await unlimited()
+  const body = { quotes: [{ symbol: 'IDEM1', bid: 1 }, { symbol: 'IDEM1', bid: 2 }] }
+  const first = await publish(f, body, { key: 'order-4711' })
+  assert.deepEqual([first.status, first.body], [200, { accepted: 2 }])
+  const retry = await publish(f, body, { key: 'order-4711' })
+  assert.deepEqual([retry.status, retry.body], [200, { accepted: 2 }], 'the first answer')
+  assert.equal(retry.headers.get('idempotent-replayed'), 'true')
+  assert.equal(first.headers.get('idempotent-replayed'), null)
+  assert.equal(await on.redis.get(pushKeys.seq('IDEM1')), '2', 'published once')
+  assert.equal(await on.redis.xlen(pushKeys.history('IDEM1')), 2)
+  const reused = await publish(f, { quotes: [{ symbol: 'IDEM1', bid: 3 }] }, { key: 'order-4711' })
+  assert.deepEqual([reused.status, reused.body.code], [422, 'IDEMPOTENCY_KEY_REUSED'])
+  for (const key of ['x'.repeat(129), 'tab\there']) {
+    const bad = await publish(f, { quotes: [{ symbol: 'IDEM1', bid: 4 }] }, { key })
+    assert.deepEqual([bad.status, bad.body.code], [400, 'BAD_IDEMPOTENCY_KEY'], JSON.stringify(key))
+  }
+  assert.equal(await on.redis.get(pushKeys.seq('IDEM1')), '2', 'nothing else published')
+  // Without a key every request publishes, as before.
+  await publish(f, body)
+  assert.equal(await on.redis.get(pushKeys.seq('IDEM1')), '4')
+  const m = await f.metrics()
+  assert.equal(m['wsps_fetcher_publish_requests_total{outcome="replayed"}'], 1)
+  assert.equal(m['wsps_fetcher_publish_requests_total{outcome="IDEMPOTENCY_KEY_REUSED"}'], 1)
+  assert.equal(m['wsps_fetcher_publish_requests_total{outcome="BAD_IDEMPOTENCY_KEY"}'], 2)
+})
+
+test('Idempotency-Key: the same request sent to two fetcher replicas at once is published once', async (t) => {
+  const other = await stack.fetcher({ WSPS_REDIS_KEY_PREFIX: 'pp', WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN })
+  const replicas = [await unlimited(), other]
+  /** @type {Record<number, number>} */
+  const seen = {}
+  for (let round = 0; round < 10; round++) {
+    const symbol = `IDEMC${round}`
+    const body = { quotes: Array.from({ length: 50 }, (_, i) => ({ symbol, bid: i })) }
+    // Both at once, several times each: a client retrying through a load balancer.
+    const answers = await Promise.all([0, 1, 0, 1].map((i) => publish(replicas[i], body, { key: `retry-${symbol}` })))
+    const statuses = answers.map((a) => a.status)
+    for (const st of statuses) seen[st] = (seen[st] ?? 0) + 1
+    assert.ok(answers.every((a) => (a.status === 200 && a.body.accepted === 50) || (a.status === 409 && a.body.code === 'IDEMPOTENCY_IN_PROGRESS')), JSON.stringify(statuses))
+    assert.ok(statuses.includes(200))
+    assert.equal(await on.redis.get(pushKeys.seq(symbol)), '50', `round ${round}: published once (${statuses})`)
+    // Once it is done, every retry is answered from the record.
+    const late = await publish(replicas[round % 2], body, { key: `retry-${symbol}` })
+    assert.deepEqual([late.status, late.body, late.headers.get('idempotent-replayed')], [200, { accepted: 50 }, 'true'])
+  }
+  t.diagnostic(`answers to the concurrent copies by status: ${JSON.stringify(seen)}`)
 })

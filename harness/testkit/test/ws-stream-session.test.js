@@ -55,7 +55,7 @@ afterEach(async () => {
   await Promise.all(started.map((p) => p.stop()))
   started = []
   // Ownerships and connection slots of this test's fetchers go with them.
-  await r.del(keys.streamOwner, keys.streamLease, keys.streamConnections)
+  await r.del(keys.streamOwner, keys.streamLease, keys.streamToken, keys.streamConnections)
 })
 
 after(async () => {

@@ -8,6 +8,7 @@ import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
+import { IdempotencyRecords } from './idempotency.js'
 import { createFetcherMetrics } from './metrics.js'
 import { createHttpProvider } from './providers/http.js'
 import { createSimProvider } from './providers/sim.js'
@@ -64,9 +65,19 @@ export async function createFetcher (config, logger) {
   // job queue do not queue behind it.
   const pub = config.waitReplicas > 0 ? registerScripts(connectRedis(config, watch('pub'))) : redis
   if (pub !== redis) conns.set('pub', pub)
+  const pubLog = logger.child({ component: 'publisher' })
   const publisher = new Publisher({
     redis: pub, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster', historySize: config.historySize, historyTtlMs: config.historyTtlMs,
-    waitReplicas: config.waitReplicas, waitTimeoutMs: config.waitTimeoutMs, onWait: (result) => metrics.replicaWaits.inc({ result })
+    waitReplicas: config.waitReplicas, waitTimeoutMs: config.waitTimeoutMs, onWait: (result) => metrics.replicaWaits.inc({ result }),
+    onRefused: (refused, symbols) => {
+      for (const [reason, n] of Object.entries(refused)) if (n) metrics.refused.inc({ reason }, n)
+      // Pushed refusals are push winning over polling, as designed; the
+      // others mean this replica was held up (paused, or its Redis link
+      // silent) while its claims passed on, or its source sent old quotes.
+      if (refused.fenced || refused.old) {
+        pubLog.warn({ fenced: refused.fenced, old: refused.old, symbols }, 'quotes refused: a newer claim or a newer quote of their symbols was published')
+      }
+    }
   })
   /** @type {{start(): void, stop(): Promise<void>}[]} */
   const sources = []
@@ -129,6 +140,7 @@ export async function createFetcher (config, logger) {
     rate: config.publishRate,
     pushLeaseMs: config.pushLeaseMs,
     publisher,
+    idempotency: new IdempotencyRecords({ redis, keys, ttlMs: config.publishIdempotencyTtlMs }),
     metrics
   })
 

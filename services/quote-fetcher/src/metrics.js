@@ -2,6 +2,7 @@
 
 import client from 'prom-client'
 import { REDIS_OUTAGE_BUCKETS } from '@wsps/shared/redis'
+import { REFUSED } from '@wsps/shared/scripts'
 
 /** @param {string} node */
 export function createFetcherMetrics (node) {
@@ -9,6 +10,9 @@ export function createFetcherMetrics (node) {
   registry.setDefaultLabels({ node })
   client.collectDefaultMetrics({ register: registry })
   const reg = { registers: [registry] }
+  const refused = new client.Counter({ name: 'wsps_fetcher_quotes_refused_total', help: 'Quotes the publish script refused, by reason: pushed (a provider quote of a symbol under a push lease), fenced (fetched under a claim another fetcher\'s newer one superseded: this one was paused or cut off from Redis), old (its ts is older than the symbol\'s newest published).', labelNames: ['reason'], ...reg })
+  // Every reason from the start, at 0: a rate over it is defined before the first refusal.
+  for (const reason of Object.values(REFUSED)) refused.inc({ reason }, 0)
   return {
     registry,
     scheduled: new client.Counter({ name: 'wsps_fetcher_scheduled_symbols_total', help: 'Symbols this replica turned into jobs (scheduler ticks).', ...reg }),
@@ -24,7 +28,7 @@ export function createFetcherMetrics (node) {
     breaker: new client.Gauge({ name: 'wsps_fetcher_upstream_breaker_state', help: 'http provider circuit breaker: 0 closed, 1 half-open, 2 open.', ...reg }),
     skippedPushed: new client.Counter({ name: 'wsps_fetcher_pushed_symbols_skipped_total', help: 'Due symbols the scheduler made no job for because their quotes are pushed.', ...reg }),
     replicaWaits: new client.Counter({ name: 'wsps_fetcher_replica_waits_total', help: 'Publish calls that waited for replicas (WSPS_PUBLISH_WAIT_REPLICAS), by result: acked (enough replicas in time), short (fewer within the timeout; published all the same), failed (the connection broke; nothing published).', labelNames: ['result'], ...reg }),
-    refusedPushed: new client.Counter({ name: 'wsps_fetcher_quotes_refused_pushed_total', help: 'Provider quotes not published because their symbol is pushed.', ...reg }),
+    refused,
     publishRequests: new client.Counter({ name: 'wsps_fetcher_publish_requests_total', help: 'Publish API requests by outcome (accepted or the error code).', labelNames: ['outcome'], ...reg }),
     publishQuotes: new client.Counter({ name: 'wsps_fetcher_publish_quotes_total', help: 'Quotes accepted and published through the publish API.', ...reg }),
     streamMessages: new client.Counter({ name: 'wsps_fetcher_stream_messages_total', help: 'ws-stream messages from the vendor by result: data, ignored (not quote data), malformed (skipped whole or in part).', labelNames: ['result'], ...reg }),

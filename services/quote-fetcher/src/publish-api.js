@@ -4,10 +4,14 @@
 // through the same Lua script as fetched quotes, so seq, snapshots and
 // fan-out work exactly as for them. Errors are a documented contract
 // (docs/feeding.md): clients match on `code`, never on `message`.
+// A request with an `Idempotency-Key` is published at most once per key
+// within WSPS_PUBLISH_IDEMPOTENCY_TTL_MS, across replicas (idempotency.js);
+// a retry gets the first answer again.
 
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { SYMBOL_PATTERN } from '@wsps/protocol'
 import { RateLimit } from '@wsps/shared/rate-limit'
+import { IDEMPOTENCY_KEY_PATTERN } from './idempotency.js'
 import { NUMERIC_FIELDS } from './providers/stream-mapping.js'
 
 export const PUBLISH_PATH = '/v1/quotes'
@@ -20,12 +24,18 @@ export const PublishError = Object.freeze({
   UNAUTHORIZED: 401,
   /** The body is not JSON / NDJSON, or not `{"quotes":[...]}`. */
   BAD_BODY: 400,
+  /** The Idempotency-Key header is not 1-128 printable ASCII characters. */
+  BAD_IDEMPOTENCY_KEY: 400,
   /** A quote breaks the rules; `index` says which (0-based). */
   BAD_QUOTE: 400,
   /** The body is larger than WSPS_PUBLISH_MAX_BYTES. */
   BODY_TOO_LARGE: 413,
   /** Content-Type is neither application/json nor application/x-ndjson. */
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** A request with the same Idempotency-Key is being published; retry after `Retry-After` seconds. */
+  IDEMPOTENCY_IN_PROGRESS: 409,
+  /** The Idempotency-Key was used, within the window, for a request with another body. */
+  IDEMPOTENCY_KEY_REUSED: 422,
   /** The token is over WSPS_PUBLISH_RATE; retry after `Retry-After` seconds. */
   RATE_LIMITED: 429,
   /** Redis failed; some quotes of the request may have been published. */
@@ -101,6 +111,19 @@ export function parseBody (text, ndjson) {
 const digest = (token) => createHash('sha256').update(token).digest()
 
 /**
+ * The request's Idempotency-Key, or null without one; throws BAD_IDEMPOTENCY_KEY.
+ * @param {string | string[] | undefined} header
+ * @returns {string | null}
+ */
+export function idempotencyKey (header) {
+  if (header === undefined) return null
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(header)) {
+    throw new RequestError('BAD_IDEMPOTENCY_KEY', 'Idempotency-Key must be 1-128 printable ASCII characters')
+  }
+  return header
+}
+
+/**
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
  * @param {object} options
  * @param {string} options.token WSPS_PUBLISH_TOKEN; empty: every request gets PUBLISH_DISABLED
@@ -108,9 +131,10 @@ const digest = (token) => createHash('sha256').update(token).digest()
  * @param {number} options.rate quotes/s per token, 0: unlimited
  * @param {number} options.pushLeaseMs
  * @param {import('./publisher.js').Publisher} options.publisher
+ * @param {import('./idempotency.js').IdempotencyRecords} options.idempotency
  * @param {import('./metrics.js').FetcherMetrics} options.metrics
  */
-export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, metrics }) {
+export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, idempotency, metrics }) {
   // Comparing digests keeps the comparison constant-time whatever the
   // length of the presented token.
   const want = token ? digest(token) : null
@@ -150,24 +174,57 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
         if (!m || !timingSafeEqual(digest(m[1]), want)) throw new RequestError('UNAUTHORIZED', 'missing or wrong bearer token')
       }
     }, async (req, reply) => {
+      const key = idempotencyKey(req.headers['idempotency-key'])
       const ndjson = /^application\/x-ndjson/.test(req.headers['content-type'] ?? '')
-      const raw = parseBody(/** @type {string} */ (req.body), ndjson)
+      const text = /** @type {string} */ (req.body)
+      const raw = parseBody(text, ndjson)
       const now = Date.now()
       const quotes = raw.map((q, i) => validQuote(q, i, now))
-      if (limit && quotes.length > 0) {
-        const tat = limit.take(tats.get(token) ?? 0, now, quotes.length)
-        if (tat < 0) {
-          const wait = Math.max(1, Math.ceil(((tats.get(token) ?? now) - now - limit.tolerance) / 1000))
-          reply.header('retry-after', String(wait))
-          throw new RequestError('RATE_LIMITED', `over ${rate} quotes/s`, { retryAfterS: wait })
+      // Checked whole first: a refused request takes no key.
+      const taken = key === null ? null : await idempotency.take(key, `${ndjson ? 'ndjson' : 'json'}\n${text}`)
+      if (taken && taken.state !== 'taken') {
+        if (!taken.same) throw new RequestError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used for another request')
+        if (taken.state === 'pending') {
+          reply.header('retry-after', '1')
+          throw new RequestError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is being published', { retryAfterS: 1 })
         }
-        tats.set(token, tat)
+        metrics.publishRequests.inc({ outcome: 'replayed' })
+        reply.header('idempotent-replayed', 'true')
+        return taken.answer
       }
-      await publisher.publish(quotes, { pushLeaseMs })
+      let answer
+      try {
+        if (limit && quotes.length > 0) {
+          const tat = limit.take(tats.get(token) ?? 0, now, quotes.length)
+          if (tat < 0) {
+            const wait = Math.max(1, Math.ceil(((tats.get(token) ?? now) - now - limit.tolerance) / 1000))
+            reply.header('retry-after', String(wait))
+            throw new RequestError('RATE_LIMITED', `over ${rate} quotes/s`, { retryAfterS: wait })
+          }
+          tats.set(token, tat)
+        }
+        const { published, refused } = await publisher.publish(quotes, { pushLeaseMs })
+        // Pushed quotes hold no claim: only a ts older than the symbol's
+        // newest can refuse one (scripts.js, PUBLISH).
+        answer = refused.old ? { accepted: published, refused: { old: refused.old } } : { accepted: published }
+        metrics.publishQuotes.inc(published)
+        metrics.published.inc(published)
+      } catch (err) {
+        // Not published (or, after a Redis failure, maybe in part): the key
+        // is free again for the retry. Failing that it stays pending, and a
+        // retry gets IDEMPOTENCY_IN_PROGRESS until the window ends.
+        if (taken) await idempotency.forget(taken.record).catch(() => {})
+        throw err
+      }
       metrics.publishRequests.inc({ outcome: 'accepted' })
-      metrics.publishQuotes.inc(quotes.length)
-      metrics.published.inc(quotes.length)
-      return { accepted: quotes.length }
+      if (taken) {
+        await idempotency.settle(taken.record, taken.fingerprint, answer).catch((/** @type {Error} */ err) => {
+          // Published: a retry must not publish it again. The record stays
+          // pending, and retries get IDEMPOTENCY_IN_PROGRESS until the window ends.
+          reply.log.warn({ err: err.message }, 'publish: could not store the answer of an idempotent request')
+        })
+      }
+      return answer
     })
   })
 }

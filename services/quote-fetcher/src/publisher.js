@@ -20,8 +20,14 @@
 // once that many replicas hold it, so a failover to one of them loses no
 // tick any subscriber saw (docs/operations.md, "What asynchronous
 // replication may lose").
+//
+// Every provider quote carries the fencing token of the claim it was
+// fetched under (its job's, or its stream ownership's), and the script
+// refuses one whose claim was superseded, or whose ts is older than the
+// symbol's newest (scripts.js, PUBLISH): counted by reason through
+// onRefused, never published.
 
-import { publishArgs } from '@wsps/shared/scripts'
+import { publishArgs, refusal } from '@wsps/shared/scripts'
 
 /** Quotes per publish script call: bounds how long one call holds Redis. */
 const CHUNK = 200
@@ -47,6 +53,8 @@ export class Publisher {
   #waitTimeoutMs
   /** @type {((result: 'acked' | 'short' | 'failed') => void) | null} */
   #onWait
+  /** @type {((refused: Refused, symbols: string[]) => void) | null} */
+  #onRefused
   /**
    * With history on, per symbol this publisher published and has not
    * retired: when and which seq it last published, and when it last asked
@@ -73,8 +81,11 @@ export class Publisher {
    * @param {number} [options.waitTimeoutMs] WSPS_PUBLISH_WAIT_TIMEOUT_MS
    * @param {(result: 'acked' | 'short' | 'failed') => void} [options.onWait] told
    *   each wait's outcome (metrics)
+   * @param {(refused: Refused, symbols: string[]) => void} [options.onRefused] told,
+   *   once per publish() that had some, the quotes the script refused by reason,
+   *   and (up to 10 of) their symbols (metrics, log)
    */
-  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0, waitReplicas = 0, waitTimeoutMs = 500, onWait }) {
+  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0, waitReplicas = 0, waitTimeoutMs = 500, onWait, onRefused }) {
     this.redis = redis
     this.keys = keys
     this.ttlMs = ttlMs
@@ -84,6 +95,7 @@ export class Publisher {
     this.#waitReplicas = waitReplicas
     this.#waitTimeoutMs = waitTimeoutMs
     this.#onWait = onWait ?? null
+    this.#onRefused = onRefused ?? null
     /**
      * Last seq seen per symbol. Passed as the floor to the publish script so
      * that a Redis restart that lost the counters cannot rewind seq.
@@ -126,20 +138,23 @@ export class Publisher {
 
   /**
    * @param {import('./providers/provider.js').QuoteFields[]} quotes
-   * @param {{pushLeaseMs?: number}} [options] pushLeaseMs > 0: the quotes come
-   *   through the publish API and take (or extend) the symbols' push lease
-   * @returns {Promise<{published: number, refused: number}>} refused: provider
-   *   quotes of a symbol under a push lease
+   * @param {{pushLeaseMs?: number, tokens?: number | readonly number[]}} [options]
+   *   pushLeaseMs > 0: the quotes come through the publish API and take (or
+   *   extend) the symbols' push lease; tokens: the fencing token of the claim
+   *   the quotes were fetched under, one for all or one per quote (0, the
+   *   default: none, for publish API quotes)
+   * @returns {Promise<{published: number, refused: Refused}>} refused: the
+   *   quotes the script refused, by reason
    */
-  async publish (quotes, { pushLeaseMs = 0 } = {}) {
-    if (quotes.length === 0) return { published: 0, refused: 0 }
+  async publish (quotes, { pushLeaseMs = 0, tokens = 0 } = {}) {
+    if (quotes.length === 0) return { published: 0, refused: noneRefused() }
     const { keys } = this
     const wait = this.#waitReplicas > 0
     const history = this.historySize > 0
     const now = Date.now()
     const every = renewEvery(this.ttlMs)
     const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, streamTtlMs: this.ttlMs + 2 * every, defer: wait }
-    const entries = quotes.map((q) => {
+    const entries = quotes.map((q, i) => {
       // symbol first: the script splices seq (and epoch) in front of the
       // body. Neither may come along in the body: a reader's JSON.parse
       // keeps the last of two equal keys, so a quote built on the previous
@@ -148,7 +163,8 @@ export class Publisher {
       const { symbol, seq: _seq, epoch: _epoch, ...rest } = /** @type {Record<string, unknown> & {symbol: string}} */ (q)
       const known = history ? this.#published.get(symbol) : undefined
       const renew = !known || now - known.renewedAt >= every
-      return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0, renew }
+      const token = typeof tokens === 'number' ? tokens : tokens[i]
+      return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0, renew, ts: q.ts, token }
     })
     /** The scheduler's view of the push leases: one ZADD for the batch. */
     const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, Date.now() + pushLeaseMs)] : null
@@ -226,19 +242,28 @@ export class Publisher {
       }
     }
     let published = 0
-    let refused = 0
+    const refused = noneRefused()
+    /** Symbols of refused quotes, for the log. @type {Set<string>} */
+    const refusedSymbols = new Set()
     /** @type {Error | null} */
     let failed = null
     seqs.forEach((seq, i) => {
-      if (seq instanceof Error) failed = seq
-      else if (seq === 0) refused++
-      else {
-        published++
-        this.#remember(quotes[i].symbol, seq)
-        if (history) this.#note(quotes[i].symbol, now, seq, entries[i].renew)
+      if (seq instanceof Error) {
+        failed = seq
+        return
       }
+      const why = refusal(seq)
+      if (why) {
+        refused[why]++
+        if (refusedSymbols.size < 10) refusedSymbols.add(quotes[i].symbol)
+        return
+      }
+      published++
+      this.#remember(quotes[i].symbol, seq)
+      if (history) this.#note(quotes[i].symbol, now, seq, entries[i].renew)
     })
     if (history && published > 0) this.#armRetire()
+    if (refusedSymbols.size) this.#onRefused?.(refused, [...refusedSymbols])
     if (failed && (published === 0 || pushLeaseMs > 0)) throw failed
     return { published, refused }
   }
@@ -336,6 +361,14 @@ export class Publisher {
 }
 
 function ignore () {}
+
+/**
+ * Quotes the publish script refused, by reason (scripts.js, REFUSED).
+ * @typedef {Record<import('@wsps/shared/scripts').RefusalReason, number>} Refused
+ */
+
+/** @returns {Refused} */
+const noneRefused = () => ({ pushed: 0, fenced: 0, old: 0 })
 
 /**
  * ZADD arguments (score, member...) for the distinct symbols of quotes.

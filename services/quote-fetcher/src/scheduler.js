@@ -45,7 +45,7 @@ export class Scheduler {
     if (this.redis.status !== 'ready') return
     const { keys } = this
     const [symbols, jobs, expired, pushed] = await this.redis.wspsSchedule(
-      keys.demand, keys.due, keys.jobs, keys.push, Date.now(), this.intervalMs, this.batchSize, MAX_PER_TICK)
+      keys.demand, keys.due, keys.jobs, keys.push, keys.fenceToken, Date.now(), this.intervalMs, this.batchSize, MAX_PER_TICK)
     if (symbols) this.metrics.scheduled.inc(symbols)
     if (pushed) this.metrics.skippedPushed.inc(pushed)
     if (jobs) this.metrics.jobsPushed.inc(jobs)

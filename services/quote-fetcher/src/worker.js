@@ -1,7 +1,10 @@
 // The PULL side of the job queue: competing consumers. Each job is popped by
 // exactly one replica (BLPOP is atomic). A job older than one interval is
 // dropped: the scheduler has already pushed a fresher one for its symbols,
-// so a backlog never turns into a burst of stale fetches.
+// so a backlog never turns into a burst of stale fetches. Its quotes carry
+// the job's fencing token: a worker that was paused, or whose Redis link
+// went silent, after it popped the job is refused by the publish script
+// once a newer job's quotes of the symbol were published (scripts.js).
 
 import { latestQuotes } from '@wsps/shared/latest'
 
@@ -9,7 +12,8 @@ import { latestQuotes } from '@wsps/shared/latest'
 const POP_TIMEOUT_S = 1
 
 /**
- * @typedef {{s: string[], t: number}} Job symbols and the time it was scheduled
+ * @typedef {{s: string[], t: number, f?: string}} Job symbols, the time it was
+ *   scheduled and its fencing token (absent from a job of a version without)
  */
 
 export class Worker {
@@ -122,9 +126,8 @@ export class Worker {
       }
       const quotes = await this.provider.fetch(symbols, previous, deadline)
       this.metrics.fetchSeconds.observe((performance.now() - started) / 1000)
-      const { published, refused } = await this.publisher.publish(quotes)
+      const { published } = await this.publisher.publish(quotes, { tokens: Number(job.f) || 0 })
       this.metrics.published.inc(published)
-      if (refused) this.metrics.refusedPushed.inc(refused)
       this.metrics.jobs.inc({ result: 'done' })
     } catch (err) {
       const code = /** @type {{code?: string}} */ (err).code

@@ -31,8 +31,8 @@ async function latestOf (k, symbol) {
  * @param {{ttlMs?: number, floor?: number, pushLeaseMs?: number, historySize?: number}} [o]
  */
 async function publishOne (k, body, { ttlMs = 60000, floor = 0, pushLeaseMs = 0, historySize = 0 } = {}) {
-  const symbol = JSON.parse(body).symbol
-  const [seq] = await db.r.wspsPublish(...publishArgs(k, [{ symbol, body, floor }], { ttlMs, sharded: false, pushLeaseMs, historySize }))
+  const { symbol, ts } = JSON.parse(body)
+  const [seq] = await db.r.wspsPublish(...publishArgs(k, [{ symbol, body, floor, ts }], { ttlMs, sharded: false, pushLeaseMs, historySize }))
   return seq
 }
 
@@ -42,14 +42,14 @@ test('a demanded symbol is scheduled exactly once per interval, however many sch
   await db.r.wspsDemand(k.demand, k.due, now + 60_000, now, 'AAPL', 'MSFT', 'IBM')
   const ticks = []
   // Three replicas tick at the same instant, then again 100 ms later.
-  for (const t of [now, now, now, now + 100, now + 100]) ticks.push(await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, t, 1000, 2, 100))
+  for (const t of [now, now, now, now + 100, now + 100]) ticks.push(await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, k.fenceToken, t, 1000, 2, 100))
   assert.deepEqual(ticks.map((x) => x[0]), [3, 0, 0, 0, 0])
   const jobs = (await db.r.lrange(k.jobs, 0, -1)).map((j) => JSON.parse(j))
   assert.deepEqual(jobs.map((j) => j.s.length), [2, 1], 'batched by batch size')
   assert.deepEqual(jobs.flatMap((j) => j.s).sort(), ['AAPL', 'IBM', 'MSFT'])
   // One interval later they are due again, once.
-  assert.equal((await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100))[0], 3)
-  assert.equal((await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100))[0], 0)
+  assert.equal((await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, k.fenceToken, now + 1000, 1000, 50, 100))[0], 3)
+  assert.equal((await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, k.fenceToken, now + 1000, 1000, 50, 100))[0], 0)
 })
 
 test('competing consumers: each job is popped by exactly one worker', async () => {
@@ -57,7 +57,7 @@ test('competing consumers: each job is popped by exactly one worker', async () =
   const now = Date.now()
   const symbols = Array.from({ length: 40 }, (_, i) => `S${i}`)
   await db.r.wspsDemand(k.demand, k.due, now + 60_000, now, ...symbols)
-  await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now, 1000, 1, 100)
+  await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, k.fenceToken, now, 1000, 1, 100)
   const workers = [new Redis(db.redis.url), new Redis(db.redis.url), new Redis(db.redis.url)]
   /** @type {string[][]} */
   const got = [[], [], []]
@@ -78,7 +78,7 @@ test('an expired lease stops scheduling; a renewed one keeps it; renewals never 
   await db.r.wspsDemand(k.demand, k.due, now + 500, now, 'OLD')
   await db.r.wspsDemand(k.demand, k.due, now + 5000, now, 'KEPT')
   await db.r.wspsDemand(k.demand, k.due, now + 100, now, 'KEPT') // another gateway, shorter: ignored
-  const [, , expired] = await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100)
+  const [, , expired] = await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, k.fenceToken, now + 1000, 1000, 50, 100)
   assert.equal(expired, 1)
   assert.deepEqual(await db.r.zrange(k.demand, 0, -1), ['KEPT'])
   assert.deepEqual(await db.r.zrange(k.due, 0, -1), ['KEPT'])
@@ -112,7 +112,7 @@ test('publish: a floor from the fetcher keeps seq rising after Redis lost the co
 test('publish: many quotes in one call, in order; a pushed symbol among them is refused alone', async () => {
   const k = freshKeys()
   await publishOne(k, '{"symbol":"P","ts":1}', { pushLeaseMs: 5000 })
-  const quotes = ['A', 'B', 'A', 'P'].map((symbol, i) => ({ symbol, body: `{"symbol":"${symbol}","ts":${i}}`, floor: 0 }))
+  const quotes = ['A', 'B', 'A', 'P'].map((symbol, i) => ({ symbol, body: `{"symbol":"${symbol}","ts":${i}}`, floor: 0, ts: i }))
   assert.deepEqual(await db.r.wspsPublish(...publishArgs(k, quotes, { ttlMs: 60000, sharded: false, pushLeaseMs: 0 })), [1, 1, 2, 0])
   assert.equal((await latestOf(k, 'A')).ts, 2, 'the later quote of A is the latest')
 })
@@ -120,7 +120,7 @@ test('publish: many quotes in one call, in order; a pushed symbol among them is 
 test('history: each published quote is kept in the symbol\'s stream under its seq, at least historySize of them, with one epoch while the seqs continue', async () => {
   const k = freshKeys()
   const opts = { ttlMs: 60000, sharded: false, pushLeaseMs: 0, historySize: 100 }
-  const quotes = Array.from({ length: 250 }, (_, i) => ({ symbol: 'H', body: `{"symbol":"H","ts":${i + 1}}`, floor: 0 }))
+  const quotes = Array.from({ length: 250 }, (_, i) => ({ symbol: 'H', body: `{"symbol":"H","ts":${i + 1}}`, floor: 0, ts: i + 1 }))
   assert.deepEqual(await db.r.wspsPublish(...publishArgs(k, quotes, opts)), quotes.map((_, i) => i + 1))
   const entries = await db.r.xrange(k.history('H'), '-', '+')
   const ids = entries.map(([id]) => Number(id.split('-')[0]))
@@ -141,7 +141,7 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   // The counter is lost (the history is not): the seq would not follow the
   // newest entry, so the history restarts under a new epoch.
   await db.r.del(k.seq('H'))
-  const [seq] = await db.r.wspsPublish(...publishArgs(k, [{ symbol: 'H', body: '{"symbol":"H","ts":6}', floor: 2 }], opts))
+  const [seq] = await db.r.wspsPublish(...publishArgs(k, [{ symbol: 'H', body: '{"symbol":"H","ts":251}', floor: 2, ts: 251 }], opts))
   assert.equal(seq, 3)
   const after = await db.r.xrange(k.history('H'), '-', '+')
   assert.deepEqual(after.map(([id]) => id), ['3-0'])
@@ -151,17 +151,17 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   // The history alone is gone (expired, evicted): the seqs count on, same
   // epoch; a reader asking for what is gone sees entries start later.
   await db.r.del(k.history('H'))
-  await publishOne(k, '{"symbol":"H","ts":7}', opts)
+  await publishOne(k, '{"symbol":"H","ts":252}', opts)
   assert.deepEqual((await db.r.xrange(k.history('H'), '-', '+')).map(([id, f]) => [id, JSON.parse(f[1]).epoch]), [['4-0', restarted]])
   // The epoch key alone is gone (evicted; or written by the version that
   // kept the epoch only in the messages): the latest quote still names it.
   await db.r.del(k.epoch('H'))
-  await publishOne(k, '{"symbol":"H","ts":8}', opts)
+  await publishOne(k, '{"symbol":"H","ts":253}', opts)
   assert.equal((await latestOf(k, 'H')).epoch, restarted)
   assert.equal(await db.r.get(k.epoch('H')), restarted)
   // Everything is gone (FLUSH, a restart without persistence): a new epoch.
   await db.r.del(k.seq('H'), k.latest('H'), k.history('H'), k.epoch('H'))
-  await publishOne(k, '{"symbol":"H","ts":9}', opts)
+  await publishOne(k, '{"symbol":"H","ts":254}', opts)
   const flushed = await latestOf(k, 'H')
   assert.equal(flushed.seq, 1)
   assert.notEqual(flushed.epoch, restarted)
@@ -169,7 +169,7 @@ test('history: each published quote is kept in the symbol\'s stream under its se
   // with): the floor keeps seq rising, and still a new epoch, since another
   // fetcher may have published seqs this one never saw.
   await db.r.del(k.seq('H'), k.history('H'))
-  const [next] = await db.r.wspsPublish(...publishArgs(k, [{ symbol: 'H', body: '{"symbol":"H","ts":10}', floor: 5 }], opts))
+  const [next] = await db.r.wspsPublish(...publishArgs(k, [{ symbol: 'H', body: '{"symbol":"H","ts":255}', floor: 5, ts: 255 }], opts))
   assert.equal(next, 6)
   assert.notEqual((await latestOf(k, 'H')).epoch, flushed.epoch)
   // With history off: no stream, no epoch in the message.
@@ -257,7 +257,7 @@ test('a history pin keeps the stream from the pinned seq on (less historySize), 
 
 test('the history stream\'s expiry: renewed to streamTtlMs when a quote asks (renew), on every 16th seq and when an epoch starts; not by the other quotes', async () => {
   const k = freshKeys()
-  const publish = (/** @type {number} */ ts, /** @type {boolean} */ renew) => db.r.wspsPublish(...publishArgs(k, [{ symbol: 'X', body: `{"symbol":"X","ts":${ts}}`, floor: 0, renew }], { ttlMs: 1000, sharded: false, pushLeaseMs: 0, historySize: 100, streamTtlMs: 60_000 }))
+  const publish = (/** @type {number} */ ts, /** @type {boolean} */ renew) => db.r.wspsPublish(...publishArgs(k, [{ symbol: 'X', body: `{"symbol":"X","ts":${ts}}`, floor: 0, ts, renew }], { ttlMs: 1000, sharded: false, pushLeaseMs: 0, historySize: 100, streamTtlMs: 60_000 }))
   await publish(1, false)
   assert.ok(await db.r.pttl(k.history('X')) > 59_000, 'a new epoch: the new stream gets its expiry')
   await db.r.pexpire(k.history('X'), 30_000)
@@ -276,11 +276,11 @@ test('push wins: a pushed symbol gets no job while its push lease lasts, and pro
   const now = 3_000_000
   await db.r.wspsDemand(k.demand, k.due, now + 60_000, now, 'PUSHED', 'POLLED')
   await db.r.zadd(k.push, now + 500, 'PUSHED')
-  const [scheduled, , , pushed] = await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now, 1000, 50, 100)
+  const [scheduled, , , pushed] = await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, k.fenceToken, now, 1000, 50, 100)
   assert.deepEqual([scheduled, pushed], [1, 1])
   assert.deepEqual((await db.r.lrange(k.jobs, 0, -1)).flatMap((j) => JSON.parse(j).s), ['POLLED'])
   // The lease ran out: the symbol is fetched again at its next due time.
-  const [again] = await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, now + 1000, 1000, 50, 100)
+  const [again] = await db.r.wspsSchedule(k.demand, k.due, k.jobs, k.push, k.fenceToken, now + 1000, 1000, 50, 100)
   assert.equal(again, 2)
   assert.equal(await db.r.zcard(k.push), 0, 'expired push leases are dropped')
 
@@ -296,8 +296,9 @@ test('stream claims: each demanded symbol has one holder; a dead holder\'s symbo
   const k = freshKeys()
   const now = Date.now()
   await db.r.wspsDemand(k.demand, k.due, now + 60_000, now, 'A', 'B', 'C')
-  const claim = (/** @type {string} */ me, /** @type {number} */ at, /** @type {number} */ max, /** @type {string[]} */ held = []) =>
-    db.r.wspsClaim(k.demand, k.streamOwner, k.streamLease, me, at, 3000, max, ...held)
+  // (The symbols of the reply: each is followed by its fencing token, fencing.test.js.)
+  const claim = async (/** @type {string} */ me, /** @type {number} */ at, /** @type {number} */ max, /** @type {string[]} */ held = []) =>
+    (await db.r.wspsClaim(k.demand, k.streamOwner, k.streamLease, k.streamToken, k.fenceToken, me, at, 3000, max, ...held)).filter((_, i) => i % 2 === 0)
   const one = await claim('one', now, 2)
   assert.equal(one.length, 2, 'capped at maxSymbols')
   const two = await claim('two', now, 10)
@@ -311,6 +312,7 @@ test('stream claims: each demanded symbol has one holder; a dead holder\'s symbo
   const last = await claim('one', now + 4000, 10, later)
   assert.deepEqual(last.sort(), ['B', 'C'])
   assert.equal(await db.r.hget(k.streamOwner, 'A'), null)
-  assert.equal(await db.r.wspsRelease(k.streamOwner, k.streamLease, 'one', ...last), 2)
+  assert.equal(await db.r.wspsRelease(k.streamOwner, k.streamLease, k.streamToken, 'one', ...last), 2)
   assert.equal(await db.r.hlen(k.streamOwner), 0)
+  assert.equal(await db.r.hlen(k.streamToken), 0, 'their tokens go with them')
 })

@@ -48,6 +48,14 @@ export function redisKeys (prefix) {
      * pass leaves it alone. Absent: trimmed to WSPS_HISTORY_SIZE.
      */
     historyPin: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:pin`,
+    /**
+     * The symbol's fence: `"<token> <ts>"`, the highest fencing token and the
+     * newest `ts` of the quotes published of it (with the quotes' TTL),
+     * written by the publish script, which refuses a quote below either
+     * (scripts.js, PUBLISH); raised by a stream owner taking the symbol over
+     * (FENCE).
+     */
+    fence: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:fence`,
     /** Symbol out of a channel name, or null when it is not ours. */
     symbolOf: (/** @type {string} */ channel) => {
       const open = prefix.length + 2
@@ -72,7 +80,22 @@ export function redisKeys (prefix) {
      */
     streamConnections: `${prefix}:{sched}:stream-conns`,
     /** ZSET gateway URL -> when it last announced itself (ms): the peers a cut-off gateway asks. */
-    gateways: `${prefix}:{sched}:gateways`
+    gateways: `${prefix}:{sched}:gateways`,
+    /** HASH symbol -> fencing token of its stream ownership, drawn when it was granted. */
+    streamToken: `${prefix}:{sched}:stream-token`,
+    /**
+     * The last fencing token drawn (no expiry), by the claim and schedule
+     * scripts: each claim on a symbol (a stream ownership, a fetch job)
+     * carries one above every earlier one.
+     */
+    fenceToken: `${prefix}:{sched}:fence-token`,
+    /**
+     * A publish API request's idempotency record (by the SHA-256 of its
+     * Idempotency-Key; with WSPS_PUBLISH_IDEMPOTENCY_TTL_MS): pending while
+     * it is published, then its answer. No hash tag: records spread over a
+     * Cluster's slots.
+     */
+    idempotency: (/** @type {string} */ digest) => `${prefix}:idem:${digest}`
   })
 }
 

@@ -22,15 +22,53 @@ return #ARGV - 2
 `
 
 /**
+ * Draws a fencing token (Kleppmann): the counter's next value, but never
+ * below Redis' clock in microseconds, so a counter lost (a restart without
+ * persistence, a failover that missed it, a FLUSH) cannot hand out a token
+ * some symbol's fence already holds. Below 2^53 until the year 2255, so a
+ * Lua number holds it exactly; kept and passed as a decimal string.
+ * Lua, put in front of the scripts that call it.
+ */
+const TOKEN = `
+local function drawToken (counter)
+  local t = redis.call('TIME')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local token = string.format('%.0f', math.max((tonumber(redis.call('GET', counter)) or 0) + 1, clock))
+  redis.call('SET', counter, token)
+  return token
+end
+`
+
+/**
+ * A symbol's fence (fence in keys.js): `"<token> <ts>"`. Returns token and
+ * ts as numbers and as the strings stored, or nothing when there is none
+ * (or it is unreadable: then the next write starts it again).
+ * Lua, put in front of the scripts that call it.
+ */
+const FENCE_READ = `
+local function readFence (key)
+  local f = redis.call('GET', key)
+  if not f then return nil end
+  local t, s = string.match(f, '^(%S+) (%S+)$')
+  if not tonumber(t) or not tonumber(s) then return nil end
+  return tonumber(t), tonumber(s), t, s
+end
+`
+
+/**
  * The ventilator of the push/pull queue, run by every fetcher replica each
  * tick. Because it runs atomically, a due symbol is pushed exactly once per
  * interval no matter how many replicas tick. A symbol under a live push
  * lease (quotes arrive through the publish API) stays scheduled but gets no
  * job: push wins over polling.
- * KEYS: demand, due, jobs, push. ARGV: nowMs, intervalMs, batchSize, maxSymbols.
+ * Each job is `{"s": [symbols], "t": nowMs, "f": "<token>"}`: one fencing
+ * token (TOKEN) per call that pushes jobs, above every earlier job's, so a
+ * worker that publishes an older job's quotes after a newer job's were
+ * published (it was paused, or its Redis link silent) is refused (PUBLISH).
+ * KEYS: demand, due, jobs, push, fenceToken. ARGV: nowMs, intervalMs, batchSize, maxSymbols.
  * Returns {symbolsScheduled, jobsPushed, leasesExpired, symbolsPushed}.
  */
-const SCHEDULE = `
+const SCHEDULE = TOKEN + `
 local now, interval, batch, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for i = 1, #expired, 1000 do
@@ -41,6 +79,12 @@ redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
 if #due == 0 then return {0, 0, #expired, 0} end
 local nextDue, jobs, chunk, n, pushed = {}, 0, {}, 0, 0
+local token
+local function push (symbols)
+  token = token or drawToken(KEYS[5])
+  redis.call('RPUSH', KEYS[3], cjson.encode({s = symbols, t = now, f = token}))
+  jobs = jobs + 1
+end
 for i = 1, #due, 2 do
   local sym, at = due[i], tonumber(due[i + 1])
   local nxt = at + interval
@@ -52,16 +96,12 @@ for i = 1, #due, 2 do
     n = n + 1
     chunk[#chunk + 1] = sym
     if #chunk == batch then
-      redis.call('RPUSH', KEYS[3], cjson.encode({s = chunk, t = now}))
-      jobs = jobs + 1
+      push(chunk)
       chunk = {}
     end
   end
 end
-if #chunk > 0 then
-  redis.call('RPUSH', KEYS[3], cjson.encode({s = chunk, t = now}))
-  jobs = jobs + 1
-end
+if #chunk > 0 then push(chunk) end
 for i = 1, #nextDue, 1000 do
   redis.call('ZADD', KEYS[2], unpack(nextDue, i, math.min(i + 999, #nextDue)))
 end
@@ -95,13 +135,21 @@ end
 export const PIN_MAX = 200000
 
 /**
+ * How far ahead of Redis' clock a symbol's fence remembers a ts (PUBLISH):
+ * more than the clocks of fetchers and vendors drift from it, far less than
+ * the hours one quote stamped in the future would otherwise hold its symbol.
+ */
+export const FENCE_FUTURE_MS = 1000
+
+/**
  * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
- * epoch, history pin (all of one symbol's slot on a Redis Cluster, so there the fetcher
- * sends one quote per call). ARGV: ttlMs, sharded (0/1), pushLeaseMs,
- * historySize, defer (0/1), streamTtlMs, then per quote: channel, quote JSON
- * without seq and without its opening brace (starts with '"symbol"': the
- * script puts seq and epoch in front of it without copying it first),
- * floorSeq, renew (0/1).
+ * epoch, history pin, fence (all of one symbol's slot on a Redis Cluster, so
+ * there the fetcher sends one quote per call). ARGV: ttlMs, sharded (0/1),
+ * pushLeaseMs, historySize, defer (0/1), streamTtlMs, then per quote:
+ * channel, quote JSON without seq and without its opening brace (starts
+ * with '"symbol"': the script puts seq and epoch in front of it without
+ * copying it first), floorSeq, renew (0/1), token, ts. publishArgs() below
+ * writes this layout; nothing else should.
  * defer 1: the script writes but does not publish, and returns the messages
  * (after the seqs) for the caller to publish itself once replicas hold the
  * writes (Redis WAIT; WSPS_PUBLISH_WAIT_REPLICAS).
@@ -110,6 +158,26 @@ export const PIN_MAX = 200000
  * pushLeaseMs > 0 (publish API) marks the symbol pushed for that long;
  * 0 (a provider) publishes nothing while the symbol is pushed, so a job that
  * was in flight when pushing began cannot interleave an older quote.
+ *
+ * Fencing: a fetcher paused (SIGSTOP, a long GC) or whose Redis link went
+ * silent keeps its writes; meanwhile its claim on the symbol passes to
+ * another fetcher, which publishes newer quotes. When the old writes arrive
+ * they must not become news. Each provider quote carries the fencing token
+ * of the claim it was fetched under (TOKEN: the stream ownership, CLAIM, or
+ * the job, SCHEDULE), and the symbol's fence key holds the highest token
+ * and the newest ts published of it. A quote is refused, with nothing
+ * written (no seq, history, latest quote, fence or PUBLISH), when
+ *   - its token is below the fence's (a newer claim published, or took the
+ *     symbol over: FENCE): reason `fenced`; publish API quotes (pushLeaseMs
+ *     > 0) hold no claim and are not checked by token, or
+ *   - its ts is below the fence's (a newer quote was published; an equal
+ *     ts passes): reason `old`, for every quote, pushed ones too: that is
+ *     what orders the pushes of two fetchers, one of them held up.
+ * The fence remembers a ts at most FUTURE_MS ahead of Redis' clock: one
+ * quote stamped in the future (a vendor's clock, or a client's ts in the
+ * wrong unit) is published, but cannot freeze its symbol until then. It
+ * lives, like the latest quote, ttlMs after the symbol's last quote. Cost:
+ * one GET and one SET of a few bytes per quote.
  *
  * The latest quote (the snapshot, kept ttlMs after the symbol's last quote)
  * is, with history off, the `last` key (SET with its expiry); with history
@@ -145,10 +213,11 @@ export const PIN_MAX = 200000
  * entries. A quiet symbol's history is cut to its newest entry (RETIRE)
  * by the fetcher that published it, WSPS_HISTORY_TTL_MS after its last
  * quote; the stream then goes when the latest quote would.
- * Returns the seq of each quote, 0 for one refused for that reason; with
- * defer, then the message of each quote ('' for a refused one).
+ * Returns per quote its seq (> 0), or for a refused one why (REFUSED: 0
+ * pushed, -1 fenced, -2 old); with defer, then the message of each quote
+ * ('' for a refused one).
  */
-const PUBLISH = NEWEST + `
+const PUBLISH = NEWEST + FENCE_READ + `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
 local histSize, defer, streamTtl = tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
 local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
@@ -163,26 +232,42 @@ local function newEpoch ()
   end
   return e
 end
-local out, n = {}, #KEYS / 6
--- The stream's expiry, as a time (PEXPIREAT: a relative PEXPIRE is
--- rewritten to one for replication on every call, and costs a third more),
--- from Redis' clock, read once per call when a stream's is renewed.
-local expireAt
-local function renewAt ()
-  if not expireAt then
+local out, n = {}, #KEYS / 7
+-- Redis' clock in ms, read once per call, when first needed.
+local nowMs
+local function clock ()
+  if not nowMs then
     local t = redis.call('TIME')
-    expireAt = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + streamTtl)
+    nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  return expireAt
+  return nowMs
+end
+-- The stream's expiry, as a time (PEXPIREAT: a relative PEXPIRE is
+-- rewritten to one for replication on every call, and costs a third more).
+local function renewAt () return string.format('%.0f', clock() + streamTtl) end
+-- Why the quote at KEYS[k], ARGV[a] is refused (0 pushed, -1 fenced, -2
+-- old), or nil and the fence it leaves when published.
+local function admit (k, a)
+  if pushMs == 0 and redis.call('EXISTS', KEYS[k + 2]) == 1 then return 0 end
+  local token, ts = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local ft, fts, ftText = readFence(KEYS[k + 6])
+  if ft and pushMs == 0 and token < ft then return -1 end
+  if fts and ts < fts then return -2 end
+  local keepToken = (ft and token < ft) and ftText or ARGV[a + 4]
+  local keepTs, cap = ARGV[a + 5], clock() + ${FENCE_FUTURE_MS}
+  if ts > cap then keepTs = string.format('%.0f', math.max(cap, fts or 0)) end
+  return nil, keepToken .. ' ' .. keepTs
 end
 for i = 1, n do
-  local k, a = 6 * i - 5, 4 * i + 3
+  local k, a = 7 * i - 6, 6 * i + 1
   if defer then out[n + i] = '' end
-  local seq = 0
   if pushMs > 0 then
     redis.call('SET', KEYS[k + 2], '1', 'PX', pushMs)
   end
-  if pushMs > 0 or redis.call('EXISTS', KEYS[k + 2]) == 0 then
+  local refused, fence = admit(k, a)
+  local seq = refused
+  if not refused then
+    redis.call('SET', KEYS[k + 6], fence, 'PX', ttl)
     seq = redis.call('INCR', KEYS[k])
     local floor = tonumber(ARGV[a + 2])
     local lost = seq <= floor
@@ -305,21 +390,32 @@ return 1
 
 /**
  * Upstream stream ownership, run by every ws-stream fetcher each tick.
- * KEYS: demand, streamOwner, streamLease. ARGV: me, nowMs, leaseMs, maxSymbols.
- * Drops ownerships nobody renewed (their holder died), keeps and renews the
- * demanded symbols `me` holds, claims unowned demanded symbols up to
- * maxSymbols, and releases what `me` holds that nobody demands any more.
- * Atomic, so each demanded symbol has at most one owner across replicas.
- * Returns the symbols `me` holds now.
+ * KEYS: demand, streamOwner, streamLease, streamToken, fenceToken.
+ * ARGV: me, nowMs, leaseMs, maxSymbols, held... (the symbols `me` believes
+ * it holds).
+ * Drops ownerships nobody renewed (their holder died, or was paused or cut
+ * off past its lease), keeps and renews the demanded symbols `me` holds,
+ * claims unowned demanded symbols up to maxSymbols, and releases what `me`
+ * holds that nobody demands any more. Atomic, so each demanded symbol has at
+ * most one owner across replicas.
+ * A symbol granted to `me` that it did not hold (claimed now, or held by it
+ * before a restart under the same name) gets a new fencing token (TOKEN,
+ * one per call); the ones it held keep theirs (streamToken). Its quotes
+ * carry that token (PUBLISH), so those of an owner that lost the symbol
+ * are refused once the new owner's token is in the fence.
+ * Returns the symbols `me` holds now, each followed by its token.
  */
-const CLAIM = `
+const CLAIM = TOKEN + `
 local me, now, lease, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
 for i = 1, #dead, 1000 do
   local part = {unpack(dead, i, math.min(i + 999, #dead))}
   redis.call('HDEL', KEYS[2], unpack(part))
+  redis.call('HDEL', KEYS[4], unpack(part))
   redis.call('ZREM', KEYS[3], unpack(part))
 end
+local held = {}
+for i = 5, #ARGV do held[ARGV[i]] = true end
 local demanded = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
 local wanted, mine, free = {}, {}, {}
 for _, sym in ipairs(demanded) do
@@ -332,6 +428,19 @@ for _, sym in ipairs(free) do
   redis.call('HSET', KEYS[2], sym, me)
   mine[#mine + 1] = sym
 end
+local out, granted, token = {}, {}, nil
+for _, sym in ipairs(mine) do
+  local t = held[sym] and redis.call('HGET', KEYS[4], sym)
+  if not t then
+    token = token or drawToken(KEYS[5])
+    t = token
+    granted[#granted + 1] = sym; granted[#granted + 1] = t
+  end
+  out[#out + 1] = sym; out[#out + 1] = t
+end
+for i = 1, #granted, 1000 do
+  redis.call('HSET', KEYS[4], unpack(granted, i, math.min(i + 999, #granted)))
+end
 local renew = {}
 for _, sym in ipairs(mine) do renew[#renew + 1] = now + lease; renew[#renew + 1] = sym end
 for i = 1, #renew, 1000 do
@@ -341,27 +450,62 @@ for i = 5, #ARGV do
   local sym = ARGV[i]
   if not wanted[sym] and redis.call('HGET', KEYS[2], sym) == me then
     redis.call('HDEL', KEYS[2], sym)
+    redis.call('HDEL', KEYS[4], sym)
     redis.call('ZREM', KEYS[3], sym)
   end
 end
-return mine
+return out
 `
 
 /**
  * Gives up stream ownerships (a fetcher stopping), so another replica takes
  * them over at its next tick instead of after the lease.
- * KEYS: streamOwner, streamLease. ARGV: me, symbols...
+ * KEYS: streamOwner, streamLease, streamToken. ARGV: me, symbols...
  */
 const RELEASE = `
 local n = 0
 for i = 2, #ARGV do
   if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[1] then
     redis.call('HDEL', KEYS[1], ARGV[i])
+    redis.call('HDEL', KEYS[3], ARGV[i])
     redis.call('ZREM', KEYS[2], ARGV[i])
     n = n + 1
   end
 end
 return n
+`
+
+/**
+ * Raises a symbol's fence to a token (a stream owner that was granted the
+ * symbol, CLAIM, does so before it subscribes): from then on the quotes of
+ * the owner before it are refused (PUBLISH), also before the new owner has
+ * published any, not only once it has. Never lowers it; keeps its ts.
+ * KEYS: fence. ARGV: token, ttlMs (the fence's expiry when there was none).
+ * Returns 1 when raised, else 0.
+ */
+const FENCE = FENCE_READ + `
+local ft, _, _, ftsText = readFence(KEYS[1])
+if ft and ft >= tonumber(ARGV[1]) then return 0 end
+if ft then
+  redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ftsText, 'KEEPTTL')
+else
+  redis.call('SET', KEYS[1], ARGV[1] .. ' 0', 'PX', ARGV[2])
+end
+return 1
+`
+
+/**
+ * An idempotency record taken unless it exists (the publish API's
+ * Idempotency-Key): atomic, so of two fetchers receiving the same request
+ * at once one takes it and the other sees it taken.
+ * KEYS: record. ARGV: value, ttlMs. Returns nil when taken now, else the
+ * value it holds.
+ */
+const ONCE = `
+local v = redis.call('GET', KEYS[1])
+if v then return v end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
 `
 
 /**
@@ -386,25 +530,51 @@ return 0
 /**
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
- *   wspsSchedule(demand: string, due: string, jobs: string, push: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
+ *   wspsSchedule(demand: string, due: string, jobs: string, push: string, fenceToken: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
  *   wspsPublish(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
  *   wspsPublishOne(...keysThenArgs: (string | number)[]): Promise<(number | string)[]>,
  *   wspsLatest(numKeys: number, ...keys: string[]): Promise<(string | null)[]>,
  *   wspsLatestOne(history: string, latest: string): Promise<(string | null)[]>,
  *   wspsRetire(history: string, pin: string, seq: number, leftMs: number): Promise<number>,
- *   wspsClaim(demand: string, owner: string, lease: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
- *   wspsRelease(owner: string, lease: string, me: string, ...symbols: string[]): Promise<number>,
+ *   wspsClaim(demand: string, owner: string, lease: string, tokens: string, fenceToken: string, me: string, now: number, leaseMs: number, max: number, ...held: string[]): Promise<string[]>,
+ *   wspsRelease(owner: string, lease: string, tokens: string, me: string, ...symbols: string[]): Promise<number>,
+ *   wspsFence(fence: string, token: number | string, ttlMs: number): Promise<number>,
+ *   wspsOnce(record: string, value: string, ttlMs: number): Promise<string | null>,
  *   wspsSlot(connections: string, me: string, now: number, leaseMs: number, max: number): Promise<number>
  * }} ScriptedRedis
  */
+
+/**
+ * Why the publish script refused a quote, by the number it returns in place
+ * of a seq (PUBLISH): `pushed` (a provider quote of a symbol under a push
+ * lease), `fenced` (its claim's token is below the symbol's fence: another
+ * fetcher's newer claim), `old` (its ts is below the newest published).
+ */
+export const REFUSED = Object.freeze(/** @type {const} */ ({ 0: 'pushed', [-1]: 'fenced', [-2]: 'old' }))
+
+/** @typedef {(typeof REFUSED)[keyof typeof REFUSED]} RefusalReason */
+
+/**
+ * The reason a publish script reply refused its quote, or null: it was
+ * published (the reply is its seq).
+ * @param {number} reply
+ * @returns {RefusalReason | null}
+ */
+export function refusal (reply) {
+  if (reply > 0) return null
+  const why = REFUSED[/** @type {keyof typeof REFUSED} */ (reply)]
+  if (!why) throw new Error(`publish script: unknown reply ${reply}`)
+  return why
+}
 
 /**
  * Arguments of one wspsPublish call: the script's key/argument layout is
  * known here only.
  *
  * @param {import('./keys.js').RedisKeys} keys
- * @param {{symbol: string, body: string, floor: number, renew?: boolean}[]} quotes body: the quote JSON without seq,
- *   starting with '{"symbol"'; renew false: the stream's expiry need not be renewed for this quote
+ * @param {{symbol: string, body: string, floor: number, ts: number, token?: number, renew?: boolean}[]} quotes body: the quote JSON without seq,
+ *   starting with '{"symbol"'; ts: the quote's; token: the fencing token of the claim it was fetched under (TOKEN;
+ *   0, the default: none, for publish API quotes); renew false: the stream's expiry need not be renewed for this quote
  * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, streamTtlMs?: number, defer?: boolean}} options
  *   historySize 0 (the default): no history, no epoch; streamTtlMs: the
  *   history stream's expiry when renewed (default ttlMs); defer: publish
@@ -417,8 +587,8 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, histor
   /** @type {(string | number)[]} */
   const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, defer ? 1 : 0, streamTtlMs ?? ttlMs]
   for (const q of quotes) {
-    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol), keys.historyPin(q.symbol))
-    a.push(keys.channel(q.symbol), q.body.slice(1), q.floor, q.renew === false ? 0 : 1)
+    k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol), keys.historyPin(q.symbol), keys.fence(q.symbol))
+    a.push(keys.channel(q.symbol), q.body.slice(1), q.floor, q.renew === false ? 0 : 1, q.token ?? 0, q.ts)
   }
   return [k.length, ...k, ...a]
 }
@@ -429,17 +599,19 @@ export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, histor
  */
 export function registerScripts (client) {
   client.defineCommand('wspsDemand', { numberOfKeys: 2, lua: DEMAND })
-  client.defineCommand('wspsSchedule', { numberOfKeys: 4, lua: SCHEDULE })
-  // Key count per call: 6 per quote. On a Cluster, ioredis routes (and
+  client.defineCommand('wspsSchedule', { numberOfKeys: 5, lua: SCHEDULE })
+  // Key count per call: 7 per quote. On a Cluster, ioredis routes (and
   // auto-pipelines) a command by its keys only when their count is declared:
   // wspsPublishOne is the same script for exactly one quote.
   client.defineCommand('wspsPublish', { lua: PUBLISH })
-  client.defineCommand('wspsPublishOne', { numberOfKeys: 6, lua: PUBLISH })
+  client.defineCommand('wspsPublishOne', { numberOfKeys: 7, lua: PUBLISH })
   client.defineCommand('wspsLatest', { lua: LATEST })
   client.defineCommand('wspsLatestOne', { numberOfKeys: 2, lua: LATEST })
   client.defineCommand('wspsRetire', { numberOfKeys: 2, lua: RETIRE })
-  client.defineCommand('wspsClaim', { numberOfKeys: 3, lua: CLAIM })
-  client.defineCommand('wspsRelease', { numberOfKeys: 2, lua: RELEASE })
+  client.defineCommand('wspsClaim', { numberOfKeys: 5, lua: CLAIM })
+  client.defineCommand('wspsRelease', { numberOfKeys: 3, lua: RELEASE })
+  client.defineCommand('wspsFence', { numberOfKeys: 1, lua: FENCE })
+  client.defineCommand('wspsOnce', { numberOfKeys: 1, lua: ONCE })
   client.defineCommand('wspsSlot', { numberOfKeys: 1, lua: SLOT })
   return /** @type {ScriptedRedis} */ (client)
 }

@@ -5,7 +5,11 @@
 // (StreamOwnership) and (un)subscribes upstream to match;
 // vendor messages are mapped to quote fields (WSPS_STREAM_MAPPING), merged
 // into the last known quote of the symbol (vendors send only what changed,
-// e.g. a trade without bid/ask) and published in batches per event-loop turn.
+// e.g. a trade without bid/ask) and published in batches per event-loop turn,
+// each quote with the fencing token its symbol's ownership had when the
+// quote arrived: if the replica was paused, or its Redis link silent, past
+// its lease, another replica owns the symbol now and those quotes are
+// refused (stream-ownership.js).
 
 import { latestQuotes } from '@wsps/shared/latest'
 import { compileMapping } from './stream-mapping.js'
@@ -23,6 +27,8 @@ export class WsStreamFeed {
   #last = new Map()
   /** @type {import('./provider.js').QuoteFields[]} */
   #pending = []
+  /** The ownership's fencing token of each pending quote. @type {number[]} */
+  #pendingTokens = []
   #flushQueued = false
   /** @type {NodeJS.Timeout | null} */
   #timer = null
@@ -62,7 +68,7 @@ export class WsStreamFeed {
     this.#subscribeFrames = compileTemplate(config.streamSubscribe, config.streamSubscribeBatch)
     this.#unsubscribeFrames = compileTemplate(config.streamUnsubscribe, config.streamSubscribeBatch)
     this.#ownership = new StreamOwnership({
-      redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, maxSymbols: config.streamMaxSymbols
+      redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, maxSymbols: config.streamMaxSymbols, fenceTtlMs: config.quoteTtlMs
     })
     const credentials = { key: config.streamKey, secret: config.streamSecret, token: config.streamToken }
     const auth = compileAuth({ auth: config.streamAuth, headers: config.streamHeaders, replies: config.streamAuthReplies }, credentials)
@@ -130,7 +136,7 @@ export class WsStreamFeed {
       await this.#releaseAll()
       return
     }
-    const add = [...held].filter((s) => !this.#subscribed.has(s))
+    const add = [...held.keys()].filter((s) => !this.#subscribed.has(s))
     const drop = [...this.#subscribed].filter((s) => !held.has(s))
     if (drop.length) {
       for (const f of this.#unsubscribeFrames(drop)) this.#session.send(f)
@@ -214,6 +220,7 @@ export class WsStreamFeed {
       const merged = { ...this.#last.get(q.symbol), ...q }
       this.#last.set(q.symbol, merged)
       this.#pending.push(merged)
+      this.#pendingTokens.push(this.#ownership.token(q.symbol))
     }
     for (const [reason, n] of Object.entries({ ...dropped, unknown_symbol: unknown })) {
       if (n) this.#metrics.streamRecordsDropped.inc({ reason }, n)
@@ -227,12 +234,13 @@ export class WsStreamFeed {
   async #flush () {
     this.#flushQueued = false
     const batch = this.#pending
+    const tokens = this.#pendingTokens
     this.#pending = []
+    this.#pendingTokens = []
     this.#session.sawData()
     try {
-      const { published, refused } = await this.#publisher.publish(batch)
+      const { published } = await this.#publisher.publish(batch, { tokens })
       this.#metrics.published.inc(published)
-      if (refused) this.#metrics.refusedPushed.inc(refused)
     } catch (err) {
       this.#log.warn({ err: /** @type {Error} */ (err).message, quotes: batch.length }, 'stream publish failed')
     }
