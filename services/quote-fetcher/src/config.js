@@ -33,6 +33,7 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_PUBLISH_TOKEN', key: 'publishToken', type: 'string', default: '', secret: true, doc: 'Bearer token of the publish API `POST /v1/quotes` (at least 16 characters). Empty: the API is off (404).' },
   { env: 'WSPS_PUBLISH_MAX_BYTES', key: 'publishMaxBytes', type: 'int', min: 1024, max: 67108864, default: 1048576, doc: 'Largest publish request body; larger ones are refused whole (413).' },
   { env: 'WSPS_PUBLISH_RATE', key: 'publishRate', type: 'int', min: 0, max: 10000000, default: 0, doc: 'Quotes per second one publish token may send, per fetcher replica (a request is admitted while the token is within one second of burst, then owes its quotes; over it: 429). 0: unlimited.' },
+  { env: 'WSPS_PUBLISH_DEADLINE_MS', key: 'publishDeadlineMs', type: 'int', min: 0, max: 600000, default: 3000, doc: 'A publish that reaches Redis later than this after the fetcher sent it (held in a silent link, or queued through an outage or a failover) is refused as a whole, counted in `wsps_fetcher_quotes_refused_total{reason="late"}`: an old quote is never published as the newest. Measured on Redis\' clock (the fetcher keeps its offset to it), so a fetcher whose clock is off neither refuses its own writes nor lets late ones through. 0: no deadline.' },
   { env: 'WSPS_PUBLISH_IDEMPOTENCY_TTL_MS', key: 'publishIdempotencyTtlMs', type: 'int', min: 1000, max: 86400000, default: 300000, doc: 'How long the publish API remembers a request sent with an `Idempotency-Key` header: a retry with the same key within this window publishes nothing and gets the first answer again, from any fetcher replica. See docs/feeding.md.' },
   { env: 'WSPS_PUSH_LEASE_MS', key: 'pushLeaseMs', type: 'int', min: 100, max: 3600000, default: 5000, doc: 'After a quote of a symbol is published through the API, the provider neither fetches nor publishes that symbol for this long (push wins over polling).' },
   { env: 'WSPS_STREAM_URL', key: 'streamUrl', type: 'string', default: '', doc: '`ws-stream`: `ws://` or `wss://` URL of the vendor\'s streaming API. `{key}`, `{secret}`, `{token}` in it become the URL-encoded credential (for vendors that take it in the query); only scheme, host and path are logged.' },
@@ -72,6 +73,7 @@ export const fetcherSettings = Object.freeze([
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix
  * @property {boolean} redisAutoPipeline
+ * @property {number} publishDeadlineMs
  * @property {number} redisPingIntervalMs
  * @property {number} redisPingTimeoutMs
  * @property {number} redisCommandTimeoutMs

@@ -6,6 +6,7 @@
 import { createHttpApp, registerProbes } from '@wsps/shared/http-app'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
+import { RedisClock } from './redis-clock.js'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 import { IdempotencyRecords } from './idempotency.js'
@@ -66,7 +67,9 @@ export async function createFetcher (config, logger) {
   const pub = config.waitReplicas > 0 ? registerScripts(connectRedis(config, watch('pub'))) : redis
   if (pub !== redis) conns.set('pub', pub)
   const pubLog = logger.child({ component: 'publisher' })
+  const clock = new RedisClock(pub)
   const publisher = new Publisher({
+    clock, deadlineMs: config.publishDeadlineMs,
     redis: pub, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster', historySize: config.historySize, historyTtlMs: config.historyTtlMs,
     waitReplicas: config.waitReplicas, waitTimeoutMs: config.waitTimeoutMs, onWait: (result) => metrics.replicaWaits.inc({ result }),
     onRefused: (refused, symbols) => {
@@ -149,6 +152,7 @@ export async function createFetcher (config, logger) {
     metrics,
     async listen () {
       const address = await app.listen({ host: config.host, port: config.port })
+      clock.start()
       for (const s of sources) s.start()
       return address
     },
@@ -162,6 +166,7 @@ export async function createFetcher (config, logger) {
       await stopped
       await app.close()
       publisher.stop()
+      clock.stop()
       for (const l of liveness) l.stop()
       await Promise.all(all.map((c) => closeRedis(c)))
     }

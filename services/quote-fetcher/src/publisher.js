@@ -55,6 +55,9 @@ export class Publisher {
   #onWait
   /** @type {((refused: Refused, symbols: string[]) => void) | null} */
   #onRefused
+  /** @type {import('./redis-clock.js').RedisClock | null} */
+  #clock
+  #deadlineMs
   /**
    * With history on, per symbol this publisher published and has not
    * retired: when and which seq it last published, and when it last asked
@@ -84,8 +87,13 @@ export class Publisher {
    * @param {(refused: Refused, symbols: string[]) => void} [options.onRefused] told,
    *   once per publish() that had some, the quotes the script refused by reason,
    *   and (up to 10 of) their symbols (metrics, log)
+   * @param {import('./redis-clock.js').RedisClock} [options.clock] Redis' clock, for the deadline
+   * @param {number} [options.deadlineMs] WSPS_PUBLISH_DEADLINE_MS: a call that reaches Redis
+   *   later than this after it was sent is refused as late (0: never)
    */
-  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0, waitReplicas = 0, waitTimeoutMs = 500, onWait, onRefused }) {
+  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0, waitReplicas = 0, waitTimeoutMs = 500, onWait, onRefused, clock, deadlineMs = 0 }) {
+    this.#clock = clock ?? null
+    this.#deadlineMs = deadlineMs
     this.redis = redis
     this.keys = keys
     this.ttlMs = ttlMs
@@ -153,7 +161,8 @@ export class Publisher {
     const history = this.historySize > 0
     const now = Date.now()
     const every = renewEvery(this.ttlMs)
-    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, streamTtlMs: this.ttlMs + 2 * every, defer: wait }
+    const notAfterMs = this.#deadlineMs > 0 ? this.#clock?.toRedis(now + this.#deadlineMs) ?? 0 : 0
+    const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, streamTtlMs: this.ttlMs + 2 * every, defer: wait, notAfterMs }
     const entries = quotes.map((q, i) => {
       // symbol first: the script splices seq (and epoch) in front of the
       // body. Neither may come along in the body: a reader's JSON.parse
@@ -368,7 +377,7 @@ function ignore () {}
  */
 
 /** @returns {Refused} */
-const noneRefused = () => ({ pushed: 0, fenced: 0, old: 0 })
+const noneRefused = () => ({ pushed: 0, fenced: 0, old: 0, late: 0 })
 
 /**
  * ZADD arguments (score, member...) for the distinct symbols of quotes.

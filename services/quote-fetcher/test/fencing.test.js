@@ -20,11 +20,11 @@ const freshKeys = () => redisKeys(`f${n++}`)
  * Quotes of one call through the publish script, as the fetcher sends them.
  * @param {import('@wsps/shared/keys').RedisKeys} k
  * @param {{symbol?: string, ts: number, token?: number, bid?: number}[]} quotes
- * @param {{pushLeaseMs?: number, historySize?: number, defer?: boolean}} [o]
+ * @param {{pushLeaseMs?: number, historySize?: number, defer?: boolean, notAfterMs?: number}} [o]
  */
-function publish (k, quotes, { pushLeaseMs = 0, historySize = 100, defer = false } = {}) {
+function publish (k, quotes, { pushLeaseMs = 0, historySize = 100, defer = false, notAfterMs = 0 } = {}) {
   const entries = quotes.map(({ symbol = 'S', ts, token = 0, bid = 1 }) => ({ symbol, ts, token, floor: 0, body: JSON.stringify({ symbol, ts, bid }) }))
-  return db.r.wspsPublish(...publishArgs(k, entries, { ttlMs: 60_000, sharded: false, pushLeaseMs, historySize, defer }))
+  return db.r.wspsPublish(...publishArgs(k, entries, { ttlMs: 60_000, sharded: false, pushLeaseMs, historySize, defer, notAfterMs }))
 }
 
 /**
@@ -64,6 +64,18 @@ test('a quote with a lower token than one published before is refused (fenced): 
   await new Promise((resolve) => setTimeout(resolve, 50))
   assert.deepEqual(l.got.map((m) => [m.seq, m.bid]), [[1, 1], [2, 4]], 'subscribers never saw a refused quote')
   l.close()
+})
+
+test('a call that reaches Redis after its notAfterMs (Redis\' clock) is refused as late, all of it, with nothing written; before it, published', async () => {
+  const k = freshKeys()
+  const [s, us] = await db.r.time()
+  const redisNow = Number(s) * 1000 + Math.floor(Number(us) / 1000)
+  const before = await state(k, 'S')
+  assert.deepEqual(await publish(k, [{ ts: 10, token: 5 }, { symbol: 'T', ts: 10, token: 5 }], { notAfterMs: redisNow - 1 }), [-3, -3])
+  assert.deepEqual(await state(k, 'S'), before)
+  assert.equal(await db.r.get(k.seq('T')), null)
+  assert.deepEqual(await publish(k, [{ ts: 10, token: 5 }], { notAfterMs: redisNow + 60_000 }), [1])
+  assert.deepEqual(await publish(k, [{ ts: 11, token: 5 }], { notAfterMs: 0 }), [2], '0: no deadline')
 })
 
 test('a quote older by ts than the symbol\'s newest is refused (old), whatever its token; an equal ts passes', async () => {
@@ -214,8 +226,8 @@ for (const sharded of [false, true]) {
     // The claims passed to another fetcher, which published newer quotes.
     assert.equal((await owner.publish([{ symbol: 'A', ts: now + 5 }, { symbol: 'B', ts: now + 5 }], { tokens: [20, 20] })).published, 2)
     const res = await held.publish([{ symbol: 'A', ts: now + 1 }, { symbol: 'B', ts: now + 9 }, { symbol: 'C', ts: now + 1 }, { symbol: 'B', ts: now + 1 }], { tokens: [10, 10, 10, 20] })
-    assert.deepEqual(res, { published: 1, refused: { pushed: 0, fenced: 2, old: 1 } })
-    assert.deepEqual(told, [[{ pushed: 0, fenced: 2, old: 1 }, ['A', 'B']]])
+    assert.deepEqual(res, { published: 1, refused: { pushed: 0, fenced: 2, old: 1, late: 0 } })
+    assert.deepEqual(told, [[{ pushed: 0, fenced: 2, old: 1, late: 0 }, ['A', 'B']]])
     assert.equal(held.lastSeq.get('A'), 1, 'a refused quote raises no floor')
     assert.deepEqual((await latestQuotes(db.r, k, ['A', 'B'])).map((q) => JSON.parse(String(q)).ts), [now + 5, now + 5])
   })

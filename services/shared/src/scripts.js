@@ -145,7 +145,7 @@ export const FENCE_FUTURE_MS = 1000
  * Publishes quotes, in order. KEYS: per quote seq, latest, pushed, history,
  * epoch, history pin, fence (all of one symbol's slot on a Redis Cluster, so
  * there the fetcher sends one quote per call). ARGV: ttlMs, sharded (0/1),
- * pushLeaseMs, historySize, defer (0/1), streamTtlMs, then per quote:
+ * pushLeaseMs, historySize, defer (0/1), streamTtlMs, notAfterMs, then per quote:
  * channel, quote JSON without seq and without its opening brace (starts
  * with '"symbol"': the script puts seq and epoch in front of it without
  * copying it first), floorSeq, renew (0/1), token, ts. publishArgs() below
@@ -173,6 +173,13 @@ export const FENCE_FUTURE_MS = 1000
  *   - its ts is below the fence's (a newer quote was published; an equal
  *     ts passes): reason `old`, for every quote, pushed ones too: that is
  *     what orders the pushes of two fetchers, one of them held up.
+ * A call that reaches Redis after notAfterMs (Redis' clock; 0: no limit) is
+ * refused as a whole, reason `late`: a write held in a silent link or in a
+ * client's offline queue through an outage would otherwise land seconds
+ * after it was sent, an old quote published as the newest. The fetcher
+ * sends its own clock plus WSPS_PUBLISH_DEADLINE_MS, corrected by the
+ * offset it measured to Redis' clock (a fetcher whose clock is off does
+ * not refuse its own writes, nor let them through late).
  * The fence remembers a ts at most FUTURE_MS ahead of Redis' clock: one
  * quote stamped in the future (a vendor's clock, or a client's ts in the
  * wrong unit) is published, but cannot freeze its symbol until then. It
@@ -214,12 +221,13 @@ export const FENCE_FUTURE_MS = 1000
  * by the fetcher that published it, WSPS_HISTORY_TTL_MS after its last
  * quote; the stream then goes when the latest quote would.
  * Returns per quote its seq (> 0), or for a refused one why (REFUSED: 0
- * pushed, -1 fenced, -2 old); with defer, then the message of each quote
+ * pushed, -1 fenced, -2 old, -3 late); with defer, then the message of each quote
  * ('' for a refused one).
  */
 const PUBLISH = NEWEST + FENCE_READ + `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
 local histSize, defer, streamTtl = tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
+local notAfter = tonumber(ARGV[7])
 local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
 local function newEpoch ()
   local t = redis.call('TIME')
@@ -246,8 +254,10 @@ end
 -- rewritten to one for replication on every call, and costs a third more).
 local function renewAt () return string.format('%.0f', clock() + streamTtl) end
 -- Why the quote at KEYS[k], ARGV[a] is refused (0 pushed, -1 fenced, -2
--- old), or nil and the fence it leaves when published.
+-- old, -3 late), or nil and the fence it leaves when published.
+local late = notAfter > 0 and clock() > notAfter
 local function admit (k, a)
+  if late then return -3 end
   if pushMs == 0 and redis.call('EXISTS', KEYS[k + 2]) == 1 then return 0 end
   local token, ts = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
   local ft, fts, ftText = readFence(KEYS[k + 6])
@@ -259,7 +269,7 @@ local function admit (k, a)
   return nil, keepToken .. ' ' .. keepTs
 end
 for i = 1, n do
-  local k, a = 7 * i - 6, 6 * i + 1
+  local k, a = 7 * i - 6, 6 * i + 2
   if defer then out[n + i] = '' end
   if pushMs > 0 then
     redis.call('SET', KEYS[k + 2], '1', 'PX', pushMs)
@@ -550,7 +560,7 @@ return 0
  * lease), `fenced` (its claim's token is below the symbol's fence: another
  * fetcher's newer claim), `old` (its ts is below the newest published).
  */
-export const REFUSED = Object.freeze(/** @type {const} */ ({ 0: 'pushed', [-1]: 'fenced', [-2]: 'old' }))
+export const REFUSED = Object.freeze(/** @type {const} */ ({ 0: 'pushed', [-1]: 'fenced', [-2]: 'old', [-3]: 'late' }))
 
 /** @typedef {(typeof REFUSED)[keyof typeof REFUSED]} RefusalReason */
 
@@ -575,17 +585,18 @@ export function refusal (reply) {
  * @param {{symbol: string, body: string, floor: number, ts: number, token?: number, renew?: boolean}[]} quotes body: the quote JSON without seq,
  *   starting with '{"symbol"'; ts: the quote's; token: the fencing token of the claim it was fetched under (TOKEN;
  *   0, the default: none, for publish API quotes); renew false: the stream's expiry need not be renewed for this quote
- * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, streamTtlMs?: number, defer?: boolean}} options
+ * @param {{ttlMs: number, sharded: boolean, pushLeaseMs: number, historySize?: number, streamTtlMs?: number, defer?: boolean, notAfterMs?: number}} options
  *   historySize 0 (the default): no history, no epoch; streamTtlMs: the
  *   history stream's expiry when renewed (default ttlMs); defer: publish
- *   nothing, return the messages after the seqs
+ *   nothing, return the messages after the seqs; notAfterMs: Redis' clock
+ *   after which the call is refused as late (0, the default: never)
  * @returns {[number, ...(string | number)[]]}
  */
-export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, streamTtlMs, defer = false }) {
+export function publishArgs (keys, quotes, { ttlMs, sharded, pushLeaseMs, historySize = 0, streamTtlMs, defer = false, notAfterMs = 0 }) {
   /** @type {string[]} */
   const k = []
   /** @type {(string | number)[]} */
-  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, defer ? 1 : 0, streamTtlMs ?? ttlMs]
+  const a = [ttlMs, sharded ? 1 : 0, pushLeaseMs, historySize, defer ? 1 : 0, streamTtlMs ?? ttlMs, Math.round(notAfterMs)]
   for (const q of quotes) {
     k.push(keys.seq(q.symbol), keys.latest(q.symbol), keys.pushed(q.symbol), keys.history(q.symbol), keys.epoch(q.symbol), keys.historyPin(q.symbol), keys.fence(q.symbol))
     a.push(keys.channel(q.symbol), q.body.slice(1), q.floor, q.renew === false ? 0 : 1, q.token ?? 0, q.ts)

@@ -1,0 +1,53 @@
+// Redis' clock as seen from this process: the offset between Redis' TIME
+// and Date.now(), measured over a round trip (its middle), so that a
+// deadline written in Redis' clock (the publish script's notAfterMs) is
+// right even when this host's clock is off by seconds.
+
+/** How often the offset is measured again (clocks drift, a failover changes servers). */
+const EVERY_MS = 10_000
+/** A measurement whose round trip took longer says little: it is dropped. */
+const MAX_RTT_MS = 200
+
+export class RedisClock {
+  #redis
+  /** @type {number | null} Redis' clock minus Date.now(), ms */
+  #offsetMs = null
+  /** @type {NodeJS.Timeout | null} */
+  #timer = null
+
+  /** @param {{time(): Promise<(string | number)[]>}} redis */
+  constructor (redis) {
+    this.#redis = redis
+  }
+
+  start () {
+    this.#measure()
+    this.#timer = setInterval(() => this.#measure(), EVERY_MS)
+    this.#timer.unref()
+  }
+
+  stop () {
+    if (this.#timer) clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  /**
+   * @param {number} localMs a Date.now() value
+   * @returns {number | null} the same moment on Redis' clock, null until measured
+   */
+  toRedis (localMs) {
+    return this.#offsetMs === null ? null : localMs + this.#offsetMs
+  }
+
+  async #measure () {
+    try {
+      const t0 = Date.now()
+      const [s, us] = await this.#redis.time()
+      const t1 = Date.now()
+      if (t1 - t0 > MAX_RTT_MS) return
+      this.#offsetMs = Number(s) * 1000 + Math.floor(Number(us) / 1000) - (t0 + t1) / 2
+    } catch {
+      // Redis away: the last offset stands; the next interval tries again.
+    }
+  }
+}
