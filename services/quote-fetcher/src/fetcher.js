@@ -23,9 +23,10 @@ import { Worker } from './worker.js'
  * @param {import('./config.js').FetcherConfig & {provider: 'sim' | 'http'}} config
  * @param {import('pino').Logger} logger
  * @param {import('./metrics.js').FetcherMetrics} metrics
+ * @param {() => number} now Redis' clock (RedisClock.now): the quotes' ts
  * @returns {import('./providers/provider.js').Provider}
  */
-function createProvider (config, logger, metrics) {
+function createProvider (config, logger, metrics, now) {
   switch (config.provider) {
     case 'http':
       return createHttpProvider({
@@ -38,10 +39,11 @@ function createProvider (config, logger, metrics) {
         maxInflight: config.upstreamMaxInflight,
         token: config.upstreamToken,
         logger,
-        metrics: { requests: metrics.upstreamRequests, breaker: metrics.breaker }
+        metrics: { requests: metrics.upstreamRequests, breaker: metrics.breaker },
+        now
       })
     case 'sim':
-      return createSimProvider({ seed: config.simSeed, volatility: config.simVolatility })
+      return createSimProvider({ seed: config.simSeed, volatility: config.simVolatility, now })
   }
 }
 
@@ -59,6 +61,8 @@ export async function createFetcher (config, logger) {
     onError: (/** @type {Error} */ err) => log.warn({ conn, err: err.message, code: /** @type {{code?: string}} */ (err).code }, 'redis connection error')
   })
   const redis = registerScripts(connectRedis(config, watch('cmd')))
+  // Every time written into Redis or onto a quote is on Redis' clock.
+  const clock = new RedisClock(redis)
   /** @type {Map<string, import('@wsps/shared/redis').RedisClient>} */
   const conns = new Map([['cmd', redis]])
   // WAIT blocks the connection it is sent on until the replicas answer: a
@@ -67,7 +71,6 @@ export async function createFetcher (config, logger) {
   const pub = config.waitReplicas > 0 ? registerScripts(connectRedis(config, watch('pub'))) : redis
   if (pub !== redis) conns.set('pub', pub)
   const pubLog = logger.child({ component: 'publisher' })
-  const clock = new RedisClock(pub)
   const publisher = new Publisher({
     clock, deadlineMs: config.publishDeadlineMs,
     redis: pub, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster', historySize: config.historySize, historyTtlMs: config.historyTtlMs,
@@ -88,12 +91,12 @@ export async function createFetcher (config, logger) {
     // BLPOP holds its connection: the worker gets one of its own.
     const blocking = /** @type {import('ioredis').Redis} */ (connectRedis(config, { ...watch('pop'), blocking: true }))
     conns.set('pop', blocking)
-    const provider = createProvider({ ...config, provider: config.provider }, logger, metrics)
+    const provider = createProvider({ ...config, provider: config.provider }, logger, metrics, clock.now)
     const scheduler = new Scheduler({
-      redis, keys, intervalMs: config.fetchIntervalMs, tickMs: config.scheduleTickMs, batchSize: config.jobBatchSize, metrics, logger
+      redis, keys, intervalMs: config.fetchIntervalMs, tickMs: config.scheduleTickMs, batchSize: config.jobBatchSize, metrics, logger, now: clock.now
     })
     const worker = new Worker({
-      blocking, redis, keys, provider, publisher, intervalMs: config.fetchIntervalMs, concurrency: config.concurrency, metrics, logger
+      blocking, redis, keys, provider, publisher, intervalMs: config.fetchIntervalMs, concurrency: config.concurrency, metrics, logger, now: clock.now
     })
     sources.push(
       { start: () => scheduler.start(), stop: async () => scheduler.stop() },
@@ -108,7 +111,7 @@ export async function createFetcher (config, logger) {
         }
       })
   } else if (config.provider === 'ws-stream') {
-    sources.push(new WsStreamFeed({ config, redis, keys, publisher, metrics, logger }))
+    sources.push(new WsStreamFeed({ config, redis, keys, publisher, metrics, logger, now: clock.now }))
   }
   /** @type {import('@wsps/shared/redis-liveness').Liveness[]} */
   const liveness = []

@@ -161,7 +161,7 @@ export class Publisher {
     const history = this.historySize > 0
     const now = Date.now()
     const every = renewEvery(this.ttlMs)
-    const notAfterMs = this.#deadlineMs > 0 ? this.#clock?.toRedis(now + this.#deadlineMs) ?? 0 : 0
+    const notAfterMs = this.#deadlineMs > 0 && this.#clock?.measured ? this.#clock.now() + this.#deadlineMs : 0
     const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, streamTtlMs: this.ttlMs + 2 * every, defer: wait, notAfterMs }
     const entries = quotes.map((q, i) => {
       // symbol first: the script splices seq (and epoch) in front of the

@@ -31,13 +31,18 @@ export class RedisClock {
     this.#timer = null
   }
 
-  /**
-   * @param {number} localMs a Date.now() value
-   * @returns {number | null} the same moment on Redis' clock, null until measured
-   */
-  toRedis (localMs) {
-    return this.#offsetMs === null ? null : localMs + this.#offsetMs
+  /** Whether the offset has been measured (until then now() is Date.now()). */
+  get measured () {
+    return this.#offsetMs !== null
   }
+
+  /**
+   * Now on Redis' clock: what every time this process writes into Redis or
+   * onto a quote is read from, so that a host clock off by seconds skews
+   * neither the quotes' ts nor the leases and due times shared in Redis.
+   * Bound: pass it around as a function.
+   */
+  now = () => Date.now() + (this.#offsetMs ?? 0)
 
   async #measure () {
     try {

@@ -15,8 +15,11 @@ export class Scheduler {
    * @param {number} options.batchSize
    * @param {import('./metrics.js').FetcherMetrics} options.metrics
    * @param {import('pino').Logger} options.logger
+   * @param {() => number} [options.now] Redis' clock (RedisClock.now)
    */
-  constructor ({ redis, keys, intervalMs, tickMs, batchSize, metrics, logger }) {
+  constructor ({ redis, keys, intervalMs, tickMs, batchSize, metrics, logger, now = Date.now }) {
+    /** Redis' clock (RedisClock.now): due times are shared by every replica. */
+    this.now = now
     this.redis = redis
     this.keys = keys
     this.intervalMs = intervalMs
@@ -45,7 +48,7 @@ export class Scheduler {
     if (this.redis.status !== 'ready') return
     const { keys } = this
     const [symbols, jobs, expired, pushed] = await this.redis.wspsSchedule(
-      keys.demand, keys.due, keys.jobs, keys.push, keys.fenceToken, Date.now(), this.intervalMs, this.batchSize, MAX_PER_TICK)
+      keys.demand, keys.due, keys.jobs, keys.push, keys.fenceToken, this.now(), this.intervalMs, this.batchSize, MAX_PER_TICK)
     if (symbols) this.metrics.scheduled.inc(symbols)
     if (pushed) this.metrics.skippedPushed.inc(pushed)
     if (jobs) this.metrics.jobsPushed.inc(jobs)

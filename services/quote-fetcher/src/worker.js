@@ -28,8 +28,11 @@ export class Worker {
    * @param {number} options.concurrency
    * @param {import('./metrics.js').FetcherMetrics} options.metrics
    * @param {import('pino').Logger} options.logger
+   * @param {() => number} [options.now] Redis' clock (RedisClock.now)
    */
-  constructor ({ blocking, redis, keys, provider, publisher, intervalMs, concurrency, metrics, logger }) {
+  constructor ({ blocking, redis, keys, provider, publisher, intervalMs, concurrency, metrics, logger, now = Date.now }) {
+    /** Redis' clock (RedisClock.now): a job's time was written on it. */
+    this.now = now
     this.blocking = blocking
     this.redis = redis
     this.keys = keys
@@ -81,19 +84,32 @@ export class Worker {
         continue
       }
       const deadline = job.t + this.intervalMs
-      if (Date.now() > deadline) {
+      if (this.now() > deadline) {
         this.metrics.jobs.inc({ result: 'stale' })
         continue
       }
       this.active++
       this.metrics.activeJobs.set(this.active)
-      this.work(job, deadline).finally(() => {
+      // A job holds its slot until it is done, or one interval past its
+      // deadline: a job stuck on one Redis Cluster shard failing over (its
+      // reads and writes wait for the command timeout) must not stop the
+      // others' jobs. What it still publishes after that is refused as late.
+      let released = false
+      const release = () => {
+        if (released) return
+        released = true
+        clearTimeout(overrun)
         this.active--
         this.metrics.activeJobs.set(this.active)
         const freed = this.slotFreed
         this.slotFreed = null
         freed?.()
-      })
+      }
+      const overrun = setTimeout(() => {
+        this.metrics.jobs.inc({ result: 'overran' })
+        release()
+      }, Math.max(0, deadline - this.now()) + this.intervalMs)
+      this.work(job, deadline).finally(release)
     }
   }
 

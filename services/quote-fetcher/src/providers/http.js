@@ -47,9 +47,10 @@ export function normalize (rec, now) {
  * @param {string} [options.token]
  * @param {import('pino').Logger} options.logger
  * @param {{requests: import('prom-client').Counter<'result'>, breaker: import('prom-client').Gauge}} options.metrics
+ * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a record that has none
  * @returns {import('./provider.js').Provider}
  */
-export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breakerThreshold, breakerCooldownMs, maxInflight, token, logger, metrics }) {
+export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breakerThreshold, breakerCooldownMs, maxInflight, token, logger, metrics, now: clock = Date.now }) {
   const log = logger.child({ component: 'http-provider' })
   const breaker = new CircuitBreaker({
     threshold: breakerThreshold,
@@ -103,7 +104,7 @@ export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breake
     }
     const list = Array.isArray(body) ? body : body?.quotes
     if (!Array.isArray(list)) throw new UpstreamError('upstream JSON is neither an array nor {"quotes":[...]}', 'bad_shape')
-    const now = Date.now()
+    const now = clock()
     const wanted = new Set(symbols)
     return list.map((r) => normalize(r, now)).filter((q) => q !== null && wanted.has(q.symbol))
   }

@@ -17,6 +17,8 @@ export class StreamOwnership {
   /** Held symbols whose fence could not be raised yet: tried again each claim. @type {Set<string>} */
   #unfenced = new Set()
   #redis
+  /** @type {() => number} */
+  #now
   #keys
   #node
   #leaseMs
@@ -30,9 +32,11 @@ export class StreamOwnership {
    * @param {string} options.node this replica's name (WSPS_NODE_NAME, unique per pod)
    * @param {number} options.leaseMs
    * @param {number} options.maxSymbols
+   * @param {() => number} [options.now] Redis' clock (RedisClock.now): leases are compared across replicas
    * @param {number} options.fenceTtlMs a fence this raises where none was lives so long (WSPS_QUOTE_TTL_MS, as the fences of published quotes)
    */
-  constructor ({ redis, keys, node, leaseMs, maxSymbols, fenceTtlMs }) {
+  constructor ({ redis, keys, node, leaseMs, maxSymbols, fenceTtlMs, now = Date.now }) {
+    this.#now = now
     this.#redis = redis
     this.#keys = keys
     this.#node = node
@@ -60,7 +64,7 @@ export class StreamOwnership {
   async claim () {
     const k = this.#keys
     const reply = await this.#redis.wspsClaim(k.demand, k.streamOwner, k.streamLease, k.streamToken, k.fenceToken,
-      this.#node, Date.now(), this.#leaseMs, this.#max, ...this.#held.keys())
+      this.#node, this.#now(), this.#leaseMs, this.#max, ...this.#held.keys())
     const before = this.#held
     /** @type {Map<string, number>} */
     const held = new Map()

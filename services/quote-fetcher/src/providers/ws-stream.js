@@ -23,6 +23,8 @@ import { VendorSocket } from './vendor-socket.js'
 export class WsStreamFeed {
   /** Symbols subscribed on the current connection. @type {Set<string>} */
   #subscribed = new Set()
+  /** @type {() => number} */
+  #now
   /** Last known fields per held symbol. @type {Map<string, import('./provider.js').QuoteFields>} */
   #last = new Map()
   /** @type {import('./provider.js').QuoteFields[]} */
@@ -56,8 +58,10 @@ export class WsStreamFeed {
    * @param {import('../publisher.js').Publisher} options.publisher
    * @param {import('../metrics.js').FetcherMetrics} options.metrics
    * @param {import('pino').Logger} options.logger
+   * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a record that has none, and the ownership leases
    */
-  constructor ({ config, redis, keys, publisher, metrics, logger }) {
+  constructor ({ config, redis, keys, publisher, metrics, logger, now = Date.now }) {
+    this.#now = now
     this.#config = config
     this.#redis = redis
     this.#keys = keys
@@ -68,7 +72,7 @@ export class WsStreamFeed {
     this.#subscribeFrames = compileTemplate(config.streamSubscribe, config.streamSubscribeBatch)
     this.#unsubscribeFrames = compileTemplate(config.streamUnsubscribe, config.streamSubscribeBatch)
     this.#ownership = new StreamOwnership({
-      redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, maxSymbols: config.streamMaxSymbols, fenceTtlMs: config.quoteTtlMs
+      redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, maxSymbols: config.streamMaxSymbols, fenceTtlMs: config.quoteTtlMs, now
     })
     const credentials = { key: config.streamKey, secret: config.streamSecret, token: config.streamToken }
     const auth = compileAuth({ auth: config.streamAuth, headers: config.streamHeaders, replies: config.streamAuthReplies }, credentials)
@@ -208,7 +212,7 @@ export class WsStreamFeed {
       this.#metrics.streamRecordsDropped.inc({ reason: 'malformed' })
       return
     }
-    const { quotes, dropped } = this.#map(message, Date.now())
+    const { quotes, dropped } = this.#map(message, this.#now())
     this.#metrics.streamMessages.inc({ result: dropped.malformed ? 'malformed' : quotes.length ? 'data' : 'ignored' })
     let unknown = 0
     for (const q of quotes) {
