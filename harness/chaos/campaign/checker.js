@@ -26,6 +26,7 @@
  * @property {number} duplicates an (epoch, seq) delivered again
  * @property {number} outOfOrder a seq below the newest already delivered (not a duplicate), or an old epoch back
  * @property {number} staleAsNews a newer tick (higher seq or new epoch) whose ts is older than a ts already delivered
+ * @property {number} staleAsNewsMaxMs the largest such step back in ts
  * @property {number} lateUntold ticks that arrived more than `lateMs` after their ts, not told stale, not part of a resumption
  */
 
@@ -33,7 +34,7 @@
 
 /** @returns {TickFigures} */
 export function emptyTicks () {
-  return { got: 0, lostTold: 0, lostNoticed: 0, lostUntold: 0, epochChanges: 0, duplicates: 0, outOfOrder: 0, staleAsNews: 0, lateUntold: 0 }
+  return { got: 0, lostTold: 0, lostNoticed: 0, lostUntold: 0, epochChanges: 0, duplicates: 0, outOfOrder: 0, staleAsNews: 0, staleAsNewsMaxMs: 0, lateUntold: 0 }
 }
 
 /**
@@ -83,13 +84,13 @@ export function checkTicks (events, { lateMs = 5000, replayGraceMs = 2000 } = {}
       continue
     }
     figures.got++
-    const st = bySym.get(e.s)
-    if (!st) {
-      bySym.set(e.s, { ep: e.ep, epochs: new Set([e.ep]), seen: new Set([e.seq]), last: e.seq, maxTs: e.ts, told: '', resumedAt: -Infinity })
-      continue
-    }
+    let st = bySym.get(e.s)
     let newer = false
-    if (e.ep !== st.ep) {
+    if (!st) {
+      st = { ep: e.ep, epochs: new Set([e.ep]), seen: new Set([e.seq]), last: e.seq, maxTs: e.ts, told: '', resumedAt: -Infinity }
+      bySym.set(e.s, st)
+      newer = true
+    } else if (e.ep !== st.ep) {
       if (st.epochs.has(e.ep)) {
         figures.outOfOrder++
         findings.push({ rule: 'outOfOrder', s: e.s, at: e.at, detail: `epoch ${e.ep} came back after ${st.ep} (seq ${e.seq})` })
@@ -126,6 +127,7 @@ export function checkTicks (events, { lateMs = 5000, replayGraceMs = 2000 } = {}
     st.told = ''
     if (e.ts < st.maxTs) {
       figures.staleAsNews++
+      figures.staleAsNewsMaxMs = Math.max(figures.staleAsNewsMaxMs, st.maxTs - e.ts)
       findings.push({ rule: 'staleAsNews', s: e.s, at: e.at, detail: `seq ${e.seq} with ts ${st.maxTs - e.ts} ms older than one already delivered` })
     }
     st.maxTs = Math.max(st.maxTs, e.ts)
@@ -299,6 +301,8 @@ export function verdict (t, { maxUntoldStaleMs = 5000 } = {}) {
  */
 export function sumTicks (list) {
   const out = emptyTicks()
-  for (const f of list) for (const k of /** @type {(keyof TickFigures)[]} */ (Object.keys(out))) out[k] += f[k]
+  for (const f of list) {
+    for (const k of /** @type {(keyof TickFigures)[]} */ (Object.keys(out))) out[k] = k.endsWith('MaxMs') ? Math.max(out[k], f[k]) : out[k] + f[k]
+  }
   return out
 }

@@ -53,7 +53,7 @@ export function markdown (r, t0) {
     `| lost, untold | ${r.ticks.lostUntold} | 0 |`,
     `| duplicates | ${r.ticks.duplicates} | 0 |`,
     `| out of order | ${r.ticks.outOfOrder} | 0 |`,
-    `| stale as news: ts behind one already delivered | ${r.ticks.staleAsNews} | 0 |`,
+    `| stale as news: ts behind one already delivered | ${r.ticks.staleAsNews}${r.ticks.staleAsNews ? ` (at most ${r.ticks.staleAsNewsMaxMs} ms behind)` : ''} | 0 |`,
     `| stale as news: delivered > 5 s after its ts, not told stale, not a resumption | ${r.ticks.lateUntold} | 0 |`,
     `| longest staleness untold | ${r.worstUntold ? `${secs(r.worstUntold.untoldMs)} (client ${r.clients.find((c) => c.worst === r.worstUntold)?.id ?? '?'}, ${r.worstUntold.s}, a ${secs(r.worstUntold.gapMs)} stretch from ${rel(r.worstUntold.from)})` : 'none over 1 s'} | 5 s |`,
     `| stale / fresh frames received | ${r.notices.staleFrames} / ${r.notices.freshFrames} | |`,

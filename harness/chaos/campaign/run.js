@@ -61,6 +61,25 @@ const stamp = () => {
 }
 const say = (/** @type {string} */ line) => console.log(`${stamp()} ${line}`)
 
+/**
+ * @param {import('./recorder.js').Subscriber[]} subs
+ * @returns {string} the gateway most of them are on
+ */
+function busiestGateway (subs) {
+  const n = (/** @type {string} */ g) => subs.filter((s) => s.node === g).length
+  return n('gw2') > n('gw1') ? 'gw2' : 'gw1'
+}
+
+/**
+ * @param {import('./faults.js').AppliedFault[]} applied
+ * @param {number} at
+ * @returns {string} the faults in force at `at` or healed within 10 s before it
+ */
+function faultsAround (applied, at) {
+  const near = applied.filter((a) => a.appliedAt <= at && (a.healedAt ?? Infinity) >= at - 10_000)
+  return near.length ? near.map((a) => `#${a.plan.id} ${a.plan.kind} ${a.plan.target}${(a.healedAt ?? Infinity) < at ? ` (healed ${((at - /** @type {number} */ (a.healedAt)) / 1000).toFixed(1)} s before)` : ''}`).join(', ') : 'no fault in force'
+}
+
 async function main () {
   say(`campaign seed ${seed}, ${args.duration}, ${variant} variant, ${provider} provider: starting the stack`)
   const stack = await startCampaignStack({ variant, provider })
@@ -73,7 +92,7 @@ async function main () {
   let code = 0
   try {
     await waitFor(() => subs.every((s) => SYMBOLS.every((sym) => s.has(sym))), { timeout: 60_000, message: 'every subscriber has a quote of every symbol' })
-    const schedule = plan({ seed, durationMs, variant, services: { gateway: ['gw1', 'gw2'], fetcher: ['f1', 'f2'] }, kinds: args.kinds?.split(',') })
+    const schedule = plan({ seed, durationMs, variant, services: { gateway: ['gw1', 'gw2', 'busiest', 'busiest'], fetcher: ['f1', 'f2'] }, kinds: args.kinds?.split(',') })
     t0 = Date.now()
     say(`stack up (gateways ${urls.join(' ')}); ${schedule.length} faults planned: ${[...new Set(schedule.map((f) => f.kind))].map((k) => `${k} ${schedule.filter((f) => f.kind === k).length}`).join(', ')}`)
 
@@ -94,10 +113,14 @@ async function main () {
       lastCount = count
     }, 60_000)
 
-    const runs = schedule.map(async (f) => {
-      await sleep(Math.max(0, t0 + f.at - Date.now()))
+    const runs = schedule.map(async (planned) => {
+      await sleep(Math.max(0, t0 + planned.at - Date.now()))
+      // 'busiest': the gateway serving the most clients now (after a kill
+      // they all gather on the other one; a fault where nobody is is a fault
+      // nobody sees).
+      const f = planned.target === 'busiest' ? { ...planned, target: busiestGateway(subs) } : planned
       /** @type {import('./faults.js').AppliedFault} */
-      const rec = { plan: f, appliedAt: Date.now(), healedAt: null, notes: [], error: null }
+      const rec = { plan: f, appliedAt: Date.now(), healedAt: null, notes: planned === f ? [] : [`the busiest gateway (${subs.filter((s) => s.node === f.target).length} clients)`], error: null }
       applied.push(rec)
       const what = `#${f.id} ${f.kind}${f.params.skewMs ? ` ${f.params.skewMs} ms` : ''} on ${f.target}`
       say(`apply ${what} (${FAULTS[f.kind].title}) for ${f.durationMs} ms`)
@@ -135,6 +158,7 @@ async function main () {
     /** @type {Record<string, number>} */
     const perRule = {}
     const findings = clients.flatMap((c) => c.findings).sort((a, b) => a.at - b.at).filter((f) => (perRule[f.rule] = (perRule[f.rule] ?? 0) + 1) <= 10)
+      .map((f) => ({ ...f, detail: `${f.detail} [${faultsAround(applied, f.at)}]` }))
     const notices = { staleFrames: 0, freshFrames: 0, staleEvents: 0, freshEvents: 0 }
     for (const s of subs) for (const k of /** @type {(keyof typeof notices)[]} */ (Object.keys(notices))) notices[k] += s.counts[k]
     /** @type {import('./report.js').CampaignResult} */
