@@ -2,9 +2,12 @@
 // from a seeded PRNG (prng.js). Pure: faults.js applies what this plans.
 //
 // Each fault has a bounded duration and is healed after it; at most
-// `maxConcurrent` are in force at once, and never two on the same role
-// (both gateways, or both fetchers, are never down together: a campaign
-// about what clients are told, not about an outage nobody could serve).
+// `maxConcurrent` are in force at once, never two on one target, and never
+// two in one lane (a lane is the target's role: both gateways, or both
+// fetchers, are never down together: a campaign about what clients are
+// told, not about an outage nobody could serve). A clock skew has a lane of
+// its own: a skewed fetcher only publishes once it holds leases, which it
+// gets when the other fetcher is killed or paused meanwhile.
 
 import { draw, mulberry32 } from './prng.js'
 
@@ -21,6 +24,7 @@ import { draw, mulberry32 } from './prng.js'
  * @property {boolean} [link] it cuts its target's Redis link off (readiness should drop)
  * @property {number} [settleMs] after the heal, its role stays busy this long (a restart to become ready)
  * @property {number} [weight] relative frequency (default 1)
+ * @property {string} [lane] what it excludes at the same time (default: its role)
  */
 
 /** @type {Readonly<Record<string, FaultKind>>} */
@@ -34,7 +38,7 @@ export const FAULTS = Object.freeze({
   pubsub: { title: 'CLIENT KILL TYPE pubsub', on: ['redis'], variants: ['links', 'sentinel'], durationMs: [0, 0], settleMs: 2000 },
   failover: { title: 'kill -9 of the Redis primary (Sentinel failover), old primary back as a replica after', on: ['redis'], variants: ['sentinel'], durationMs: [5000, 15000], settleMs: 5000, weight: 2 },
   switchover: { title: 'SENTINEL FAILOVER', on: ['redis'], variants: ['sentinel'], durationMs: [0, 0], settleMs: 5000 },
-  skew: { title: 'fetcher restarted under libfaketime (clock off), restarted right after', on: ['fetcher'], variants: ['links', 'sentinel'], durationMs: [10000, 30000], settleMs: 5000 }
+  skew: { title: 'fetcher restarted under libfaketime (clock off), restarted right after', on: ['fetcher'], variants: ['links', 'sentinel'], durationMs: [10000, 30000], settleMs: 5000, lane: 'clock' }
 })
 
 /** Clock offsets the skew fault draws from. */
@@ -47,6 +51,7 @@ export const SKEWS_MS = Object.freeze([-8000, -5000, -3000, 3000, 5000, 8000])
  * @property {string} kind a key of FAULTS
  * @property {string} target a service name (gw1, gw2, f1, f2) or 'redis'
  * @property {Role} role
+ * @property {string} lane no two faults of one lane at once
  * @property {number} durationMs
  * @property {{skewMs?: number}} params
  */
@@ -78,7 +83,7 @@ export function plan ({ seed, durationMs, variant, services, warmupMs = 15_000, 
   const bag = names.flatMap((k) => Array(FAULTS[k].weight ?? 1).fill(k))
   /** @type {PlannedFault[]} */
   const out = []
-  /** @type {{role: Role, until: number}[]} faults in force (until: healed and settled) */
+  /** @type {{lane: string, target: string, until: number}[]} faults in force (until: healed and settled) */
   let busy = []
   let t = warmupMs
   const end = durationMs - cooldownMs
@@ -91,17 +96,18 @@ export function plan ({ seed, durationMs, variant, services, warmupMs = 15_000, 
     const dur = rnd.int(f.durationMs[0], f.durationMs[1])
     /** @type {{skewMs?: number}} */
     const params = kind === 'skew' ? { skewMs: rnd.pick(SKEWS_MS) } : {}
-    // Wait for a free slot and a free role.
+    const lane = f.lane ?? role
+    // Wait for a free slot, lane and target ('busiest' may be either gateway).
     for (;;) {
       busy = busy.filter((b) => b.until > t)
-      const same = busy.find((b) => b.role === role)
+      const same = busy.find((b) => b.lane === lane || b.target === target || (role === 'gateway' && (b.target === 'busiest' || target === 'busiest') && b.target !== 'redis'))
       if (same) { t = same.until + 1000; continue }
       if (busy.length >= maxConcurrent) { t = Math.min(...busy.map((b) => b.until)) + 1000; continue }
       break
     }
     if (t + dur + (f.settleMs ?? 0) > end) break
-    out.push({ id, at: t, kind, target, role, durationMs: dur, params })
-    busy.push({ role, until: t + dur + (f.settleMs ?? 0) })
+    out.push({ id, at: t, kind, target, role, lane, durationMs: dur, params })
+    busy.push({ lane, target, until: t + dur + (f.settleMs ?? 0) })
   }
   return out
 }

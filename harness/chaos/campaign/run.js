@@ -109,18 +109,35 @@ async function main () {
     let lastCount = 0
     const minutely = setInterval(() => {
       const count = subs.reduce((n, s) => n + s.events.length, 0)
-      say(`minute: ${count - lastCount} client events, ${applied.length}/${schedule.length} faults applied, ${applied.filter((a) => a.healedAt === null).length} in force; ${subs.filter((s) => s.live).length}/${subs.length} clients live`)
+      const so = sumTicks(subs.map((s) => checkTicks(s.events).figures))
+      say(`minute: ${count - lastCount} client events, ${applied.length}/${schedule.length} faults applied, ${applied.filter((a) => a.healedAt === null).length} in force; ` +
+        `${subs.filter((s) => s.live).length}/${subs.length} clients live; so far lost told ${so.lostTold}, untold ${so.lostUntold}, dup ${so.duplicates}, out of order ${so.outOfOrder}, stale as news ${so.staleAsNews} + ${so.lateUntold} late`)
       lastCount = count
     }, 60_000)
 
-    const runs = schedule.map(async (planned) => {
-      await sleep(Math.max(0, t0 + planned.at - Date.now()))
+    // The plan keeps one fault per role at a time with the durations it
+    // drew; a heal can take longer (a Sentinel settling, a slow restart), so
+    // each fault also waits for the one before it in its lane and on its
+    // target to end.
+    /** @type {Map<string, Promise<void>>} by lane and by target */
+    const ends = new Map()
+    const runs = schedule.map((planned) => {
+      const keys = [`lane:${planned.lane}`, `target:${planned.target}`]
+      const run = Promise.all(keys.map((k) => ends.get(k))).then(() => one(planned))
+      for (const k of keys) ends.set(k, run)
+      return run
+    })
+    /** @param {import('./nemesis.js').PlannedFault} planned */
+    async function one (planned) {
+      const late = Date.now() - (t0 + planned.at)
+      await sleep(Math.max(0, -late))
       // 'busiest': the gateway serving the most clients now (after a kill
       // they all gather on the other one; a fault where nobody is is a fault
       // nobody sees).
       const f = planned.target === 'busiest' ? { ...planned, target: busiestGateway(subs) } : planned
       /** @type {import('./faults.js').AppliedFault} */
       const rec = { plan: f, appliedAt: Date.now(), healedAt: null, notes: planned === f ? [] : [`the busiest gateway (${subs.filter((s) => s.node === f.target).length} clients)`], error: null }
+      if (late > 1000) rec.notes.push(`${(late / 1000).toFixed(1)} s late: the fault before it in its lane or on its target took longer than planned`)
       applied.push(rec)
       const what = `#${f.id} ${f.kind}${f.params.skewMs ? ` ${f.params.skewMs} ms` : ''} on ${f.target}`
       say(`apply ${what} (${FAULTS[f.kind].title}) for ${f.durationMs} ms`)
@@ -135,7 +152,7 @@ async function main () {
         rec.healedAt = Date.now()
         say(`FAULT ERROR ${what}: ${rec.error}`)
       }
-    })
+    }
     await Promise.all(runs)
     await sleep(Math.max(0, t0 + durationMs - Date.now()))
     clearInterval(sampler)

@@ -31,7 +31,9 @@ test('plan: replayable, bounded, never two on one role, at most two at once, hea
       assert.ok(f.at >= 15_000 && f.at + f.durationMs + (k.settleMs ?? 0) <= o.durationMs - 20_000)
       const overlapping = p.filter((g) => g !== f && g.at <= f.at && f.at < g.at + g.durationMs + (FAULTS[g.kind].settleMs ?? 0))
       assert.ok(overlapping.length <= 1, `fault ${f.id} starts with ${overlapping.length} others in force`)
-      assert.ok(overlapping.every((g) => g.role !== f.role), `fault ${f.id} on a busy role`)
+      assert.ok(overlapping.every((g) => g.lane !== f.lane), `fault ${f.id} in a busy lane`)
+      assert.ok(overlapping.every((g) => g.target !== f.target), `fault ${f.id} on a busy target`)
+      assert.equal(f.lane, f.kind === 'skew' ? 'clock' : f.role)
     }
     const kinds = new Set(p.map((f) => f.kind))
     for (const k of Object.keys(FAULTS).filter((x) => FAULTS[x].variants.includes(variant))) assert.ok(kinds.has(k), `${variant} plans ${k}`)
