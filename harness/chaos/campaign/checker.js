@@ -30,7 +30,7 @@
  * @property {number} lateUntold ticks that arrived more than `lateMs` after their ts, not told stale, not part of a resumption
  */
 
-/** @typedef {{rule: string, s: string, at: number, detail: string}} Finding */
+/** @typedef {{rule: string, s: string, at: number, value: number, detail: string, client?: number}} Finding value: ticks lost, ms behind, ms late (1 for a duplicate or reordering) */
 
 /** @returns {TickFigures} */
 export function emptyTicks () {
@@ -93,7 +93,7 @@ export function checkTicks (events, { lateMs = 5000, replayGraceMs = 2000 } = {}
     } else if (e.ep !== st.ep) {
       if (st.epochs.has(e.ep)) {
         figures.outOfOrder++
-        findings.push({ rule: 'outOfOrder', s: e.s, at: e.at, detail: `epoch ${e.ep} came back after ${st.ep} (seq ${e.seq})` })
+        findings.push({ rule: 'outOfOrder', s: e.s, at: e.at, value: 1, detail: `epoch ${e.ep} came back after ${st.ep} (seq ${e.seq})` })
       } else {
         figures.epochChanges++
         st.epochs.add(e.ep)
@@ -104,11 +104,11 @@ export function checkTicks (events, { lateMs = 5000, replayGraceMs = 2000 } = {}
       }
     } else if (st.seen.has(e.seq)) {
       figures.duplicates++
-      findings.push({ rule: 'duplicate', s: e.s, at: e.at, detail: `seq ${e.seq} of epoch ${e.ep} again (newest ${st.last})${e.snap ? ' in a snapshot' : ''}` })
+      findings.push({ rule: 'duplicate', s: e.s, at: e.at, value: 1, detail: `seq ${e.seq} of epoch ${e.ep} again (newest ${st.last})${e.snap ? ' in a snapshot' : ''}` })
     } else if (e.seq < st.last) {
       figures.outOfOrder++
       st.seen.add(e.seq)
-      findings.push({ rule: 'outOfOrder', s: e.s, at: e.at, detail: `seq ${e.seq} after ${st.last}` })
+      findings.push({ rule: 'outOfOrder', s: e.s, at: e.at, value: 1, detail: `seq ${e.seq} after ${st.last}` })
     } else {
       const hole = e.seq - st.last - 1
       if (hole > 0) {
@@ -116,7 +116,7 @@ export function checkTicks (events, { lateMs = 5000, replayGraceMs = 2000 } = {}
         else if (st.told === 'gap') figures.lostNoticed += hole
         else {
           figures.lostUntold += hole
-          findings.push({ rule: 'lostUntold', s: e.s, at: e.at, detail: `${hole} ticks between seq ${st.last} and ${e.seq}${e.snap ? ' (a snapshot, recovered not false)' : ''}` })
+          findings.push({ rule: 'lostUntold', s: e.s, at: e.at, value: hole, detail: `${hole} ticks between seq ${st.last} and ${e.seq}${e.snap ? ' (a snapshot, recovered not false)' : ''}` })
         }
       }
       st.seen.add(e.seq)
@@ -128,13 +128,13 @@ export function checkTicks (events, { lateMs = 5000, replayGraceMs = 2000 } = {}
     if (e.ts < st.maxTs) {
       figures.staleAsNews++
       figures.staleAsNewsMaxMs = Math.max(figures.staleAsNewsMaxMs, st.maxTs - e.ts)
-      findings.push({ rule: 'staleAsNews', s: e.s, at: e.at, detail: `seq ${e.seq} with ts ${st.maxTs - e.ts} ms older than one already delivered` })
+      findings.push({ rule: 'staleAsNews', s: e.s, at: e.at, value: st.maxTs - e.ts, detail: `seq ${e.seq} with ts ${st.maxTs - e.ts} ms older than one already delivered` })
     }
     st.maxTs = Math.max(st.maxTs, e.ts)
     const resuming = e.at - Math.max(st.resumedAt, liveAt) <= replayGraceMs
     if (e.at - e.ts > lateMs && !stale.has(e.s) && !resuming) {
       figures.lateUntold++
-      findings.push({ rule: 'lateUntold', s: e.s, at: e.at, detail: `seq ${e.seq} delivered ${e.at - e.ts} ms after its ts, not told stale` })
+      findings.push({ rule: 'lateUntold', s: e.s, at: e.at, value: e.at - e.ts, detail: `seq ${e.seq} delivered ${e.at - e.ts} ms after its ts, not told stale` })
     }
   }
   return { figures, findings }
@@ -305,4 +305,50 @@ export function sumTicks (list) {
     for (const k of /** @type {(keyof TickFigures)[]} */ (Object.keys(out))) out[k] = k.endsWith('MaxMs') ? Math.max(out[k], f[k]) : out[k] + f[k]
   }
   return out
+}
+
+/**
+ * @typedef {object} Episode findings of one rule close together in time, across clients and symbols
+ * @property {string} rule
+ * @property {number} from first finding
+ * @property {number} to last finding
+ * @property {number} count findings
+ * @property {number} clients distinct clients
+ * @property {string[]} symbols
+ * @property {number} total sum of their values (ticks lost)
+ * @property {number} max largest value (ms behind or late)
+ * @property {string} example the first finding's detail
+ */
+
+/**
+ * Groups findings into episodes: per rule, a finding more than `gapMs`
+ * after the previous one starts a new episode.
+ *
+ * @param {Finding[]} findings
+ * @param {{gapMs?: number}} [options]
+ * @returns {Episode[]} by start time
+ */
+export function episodes (findings, { gapMs = 2000 } = {}) {
+  /** @type {Episode[]} */
+  const out = []
+  /** @type {Map<string, {e: Episode, clients: Set<number | undefined>, symbols: Set<string>}>} */
+  const open = new Map()
+  for (const f of [...findings].sort((a, b) => a.at - b.at)) {
+    let cur = open.get(f.rule)
+    if (!cur || f.at - cur.e.to > gapMs) {
+      cur = { e: { rule: f.rule, from: f.at, to: f.at, count: 0, clients: 0, symbols: [], total: 0, max: 0, example: f.detail }, clients: new Set(), symbols: new Set() }
+      open.set(f.rule, cur)
+      out.push(cur.e)
+    }
+    const { e } = cur
+    e.to = f.at
+    e.count++
+    e.total += f.value
+    e.max = Math.max(e.max, f.value)
+    cur.clients.add(f.client)
+    cur.symbols.add(f.s)
+    e.clients = cur.clients.size
+    e.symbols = [...cur.symbols].sort()
+  }
+  return out.sort((a, b) => a.from - b.from)
 }

@@ -5,7 +5,7 @@
  * @typedef {import('./faults.js').AppliedFault} AppliedFault
  * @typedef {import('./checker.js').TickFigures} TickFigures
  * @typedef {import('./checker.js').Staleness} Staleness
- * @typedef {import('./checker.js').Finding} Finding
+ * @typedef {import('./checker.js').Episode} Episode
  * @typedef {object} CampaignResult
  * @property {{seed: number, durationMs: number, variant: string, provider: string, clients: number, symbols: string[], startedAt: string}} setup
  * @property {AppliedFault[]} faults
@@ -14,11 +14,19 @@
  * @property {Staleness | null} worstUntold
  * @property {Record<string, {samples: number, readyWhileCut: number, unreadyWhileLinked: number, readyWhileCutMs: number, unreadyWhileLinkedMs: number}>} readiness
  * @property {{staleFrames: number, freshFrames: number, staleEvents: number, freshEvents: number}} notices
- * @property {Finding[]} findings the first ones of each rule
+ * @property {(Episode & {faults: string})[]} episodes findings grouped, with the faults in force around their start
  * @property {string[]} failures empty: passed
  */
 
 const secs = (/** @type {number} */ ms) => `${(ms / 1000).toFixed(1)} s`
+
+/** @type {Record<string, (e: Episode) => string>} how an episode's values read */
+const VALUE = {
+  lostUntold: (e) => `${e.total} ticks`,
+  staleAsNews: (e) => `up to ${e.max} ms behind`,
+  lateUntold: (e) => `up to ${e.max} ms late`,
+  untoldStale: (e) => `up to ${secs(e.max)} untold`
+}
 
 /**
  * @param {CampaignResult} r
@@ -73,9 +81,13 @@ export function markdown (r, t0) {
     '|---|---|---|---|',
     ...Object.entries(r.readiness).map(([svc, x]) => `| ${svc} | ${x.samples} | ${x.readyWhileCut} (${secs(x.readyWhileCutMs)}) | ${x.unreadyWhileLinked} (${secs(x.unreadyWhileLinkedMs)}) |`),
     '',
-    '## Findings (first of each rule, times after the campaign start)',
+    '## Episodes (findings of one rule within 2 s of each other, every client)',
     '',
-    ...(r.findings.length ? r.findings.map((f) => `- ${f.rule} ${f.s} at ${rel(f.at)}: ${f.detail}`) : ['none']),
+    ...(r.episodes.length
+      ? ['| rule | from | to | findings | clients | symbols | value | faults in force (or healed < 10 s before) | first |', '|---|---|---|---|---|---|---|---|---|',
+        ...r.episodes.slice(0, 80).map((e) => `| ${e.rule} | ${rel(e.from)} | ${rel(e.to)} | ${e.count} | ${e.clients} | ${e.symbols.join(' ')} | ${VALUE[e.rule]?.(e) ?? e.max} | ${e.faults} | ${e.example} |`),
+        ...(r.episodes.length > 80 ? [`| ... ${r.episodes.length - 80} more in the JSON | | | | | | | | |`] : [])]
+      : ['none']),
     ''
   ]
   return lines.join('\n')

@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { sleep, waitFor } from '../../testkit/src/index.js'
-import { checkTicks, readiness, sumTicks, untoldStaleness, verdict } from './checker.js'
+import { checkTicks, episodes, readiness, sumTicks, untoldStaleness, verdict } from './checker.js'
 import { applyFault, faultWindows } from './faults.js'
 import { FAULTS, plan } from './nemesis.js'
 import { markdown } from './report.js'
@@ -106,13 +106,16 @@ async function main () {
           .then((ready) => samples.push({ service: slot.name, at, ready }))
       }
     }, 500)
-    let lastCount = 0
+    // Each minute, the checker over that minute's events only (cheap at any
+    // length of campaign; a hole across the minute's edge is seen at the end).
+    const seen = subs.map(() => 0)
     const minutely = setInterval(() => {
-      const count = subs.reduce((n, s) => n + s.events.length, 0)
-      const so = sumTicks(subs.map((s) => checkTicks(s.events).figures))
-      say(`minute: ${count - lastCount} client events, ${applied.length}/${schedule.length} faults applied, ${applied.filter((a) => a.healedAt === null).length} in force; ` +
-        `${subs.filter((s) => s.live).length}/${subs.length} clients live; so far lost told ${so.lostTold}, untold ${so.lostUntold}, dup ${so.duplicates}, out of order ${so.outOfOrder}, stale as news ${so.staleAsNews} + ${so.lateUntold} late`)
-      lastCount = count
+      const slices = subs.map((s, i) => s.events.slice(seen[i]))
+      subs.forEach((s, i) => { seen[i] = s.events.length })
+      const m = sumTicks(slices.map((e) => checkTicks(e).figures))
+      say(`minute: ${m.got} quotes, ${applied.length}/${schedule.length} faults applied, ${applied.filter((a) => a.healedAt === null).length} in force, ` +
+        `${subs.filter((s) => s.live).length}/${subs.length} clients live; this minute lost told ${m.lostTold}, untold ${m.lostUntold}, dup ${m.duplicates}, ` +
+        `out of order ${m.outOfOrder}, stale as news ${m.staleAsNews} + ${m.lateUntold} late`)
     }, 60_000)
 
     // The plan keeps one fault per role at a time with the durations it
@@ -163,8 +166,10 @@ async function main () {
     // The checker.
     const clients = subs.map((s) => {
       const { figures, findings } = checkTicks(s.events)
-      const { worst } = untoldStaleness(s.events, { endAt })
-      return { id: s.id, ticks: figures, worst, nodes: s.node, findings: findings.map((f) => ({ ...f, detail: `client ${s.id}: ${f.detail}` })) }
+      const { worst, stretches } = untoldStaleness(s.events, { endAt })
+      // Untold stretches of 2 s or more join the episodes too.
+      const quiet = stretches.filter((x) => x.untoldMs >= 2000).map((x) => ({ rule: 'untoldStale', s: x.s, at: x.from, value: x.untoldMs, detail: `no tick for ${x.gapMs} ms, ${x.untoldMs} ms of it untold` }))
+      return { id: s.id, ticks: figures, worst, nodes: s.node, findings: [...findings, ...quiet].map((f) => ({ ...f, client: s.id, detail: `client ${s.id}: ${f.detail}` })) }
     })
     const ticks = sumTicks(clients.map((c) => c.ticks))
     const worstUntold = clients.map((c) => c.worst).filter((w) => w !== null).sort((a, b) => b.untoldMs - a.untoldMs)[0] ?? null
@@ -172,10 +177,7 @@ async function main () {
     const failures = verdict({ ticks, worstUntoldStaleMs: worstUntold?.untoldMs ?? 0 })
     const errors = applied.filter((a) => a.error)
     if (errors.length) failures.push(`${errors.length} faults could not be applied or healed`)
-    /** @type {Record<string, number>} */
-    const perRule = {}
-    const findings = clients.flatMap((c) => c.findings).sort((a, b) => a.at - b.at).filter((f) => (perRule[f.rule] = (perRule[f.rule] ?? 0) + 1) <= 10)
-      .map((f) => ({ ...f, detail: `${f.detail} [${faultsAround(applied, f.at)}]` }))
+    const found = episodes(clients.flatMap((c) => c.findings)).map((e) => ({ ...e, faults: faultsAround(applied, e.from) }))
     const notices = { staleFrames: 0, freshFrames: 0, staleEvents: 0, freshEvents: 0 }
     for (const s of subs) for (const k of /** @type {(keyof typeof notices)[]} */ (Object.keys(notices))) notices[k] += s.counts[k]
     /** @type {import('./report.js').CampaignResult} */
@@ -187,7 +189,7 @@ async function main () {
       worstUntold,
       readiness: readiness(samples, cuts, own),
       notices,
-      findings,
+      episodes: found,
       failures
     }
     const md = markdown(result, t0)

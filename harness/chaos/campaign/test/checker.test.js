@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkTicks, covered, readiness, untoldStaleness, verdict, emptyTicks } from '../checker.js'
+import { checkTicks, covered, emptyTicks, episodes, readiness, untoldStaleness, verdict } from '../checker.js'
 
 /** @typedef {import('../checker.js').Ev} Ev */
 
@@ -114,4 +114,20 @@ test('verdict: each failure named; a clean campaign passes', () => {
   assert.deepEqual(verdict({ ticks: { ...emptyTicks(), got: 10, lostTold: 3, epochChanges: 1 }, worstUntoldStaleMs: 4000 }), [])
   const v = verdict({ ticks: { ...emptyTicks(), lostUntold: 1, duplicates: 2, outOfOrder: 3, staleAsNews: 4, lateUntold: 5 }, worstUntoldStaleMs: 6000 })
   assert.equal(v.length, 6)
+})
+
+test('episodes: findings of one rule close in time make one episode; a pause or another rule starts another', () => {
+  /** @type {import('../checker.js').Finding[]} */
+  const f = [
+    { rule: 'staleAsNews', s: 'A', at: 1000, value: 50, detail: 'x', client: 1 },
+    { rule: 'staleAsNews', s: 'B', at: 1500, value: 80, detail: 'y', client: 2 },
+    { rule: 'lostUntold', s: 'A', at: 1600, value: 3, detail: 'z', client: 1 },
+    { rule: 'staleAsNews', s: 'A', at: 9000, value: 10, detail: 'w', client: 1 }
+  ]
+  const e = episodes(f)
+  assert.deepEqual(e.map((x) => [x.rule, x.from, x.to, x.count, x.clients, x.symbols.join(), x.max, x.total]), [
+    ['staleAsNews', 1000, 1500, 2, 2, 'A,B', 80, 130],
+    ['lostUntold', 1600, 1600, 1, 1, 'A', 3, 3],
+    ['staleAsNews', 9000, 9000, 1, 1, 'A', 10, 10]
+  ])
 })
