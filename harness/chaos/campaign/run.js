@@ -10,7 +10,7 @@
 //   node harness/chaos/campaign/run.js [--seed 1] [--duration 60m] [--variant links|sentinel]
 //     [--provider sim|ws-stream] [--clients 8] [--symbols 6] [--kinds kill,pause,...]
 
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -20,7 +20,7 @@ import { applyFault, faultWindows } from './faults.js'
 import { FAULTS, plan } from './nemesis.js'
 import { markdown } from './report.js'
 import { recordingSubscriber } from './recorder.js'
-import { startCampaignStack } from './stack.js'
+import { LIBFAKETIME, startCampaignStack } from './stack.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -81,6 +81,10 @@ function faultsAround (applied, at) {
 }
 
 async function main () {
+  if ((args.kinds?.split(',') ?? ['skew']).includes('skew') && !existsSync(LIBFAKETIME)) {
+    console.error(`the skew fault needs libfaketime (${LIBFAKETIME}): apt-get install -y faketime, or leave skew out with --kinds`)
+    process.exit(2)
+  }
   say(`campaign seed ${seed}, ${args.duration}, ${variant} variant, ${provider} provider: starting the stack`)
   const stack = await startCampaignStack({ variant, provider })
   const urls = stack.gatewayUrls()
