@@ -22,7 +22,8 @@ import { draw, mulberry32 } from './prng.js'
  * @property {readonly Variant[]} variants where it applies
  * @property {[number, number]} durationMs bounds of how long it lasts before it is healed
  * @property {boolean} [link] it cuts its target's Redis link off (readiness should drop)
- * @property {number} [settleMs] after the heal, its role stays busy this long (a restart to become ready)
+ * @property {number} [settleMs] after the heal, its lane stays busy this long (a restart to become ready;
+ *   Sentinels take ~20 s to agree again and see every replica in sync after a failover)
  * @property {number} [weight] relative frequency (default 1)
  * @property {string} [lane] what it excludes at the same time (default: its role)
  */
@@ -36,8 +37,8 @@ export const FAULTS = Object.freeze({
   slow: { title: 'Redis link slow (250 ms latency)', on: ['gateway', 'fetcher'], variants: ['links'], durationMs: [5000, 20000] },
   reset: { title: 'Redis link reset (reset_peer)', on: ['gateway', 'fetcher'], variants: ['links'], durationMs: [2000, 10000], link: true, settleMs: 3000 },
   pubsub: { title: 'CLIENT KILL TYPE pubsub', on: ['redis'], variants: ['links', 'sentinel'], durationMs: [0, 0], settleMs: 2000 },
-  failover: { title: 'kill -9 of the Redis primary (Sentinel failover), old primary back as a replica after', on: ['redis'], variants: ['sentinel'], durationMs: [5000, 15000], settleMs: 5000, weight: 2 },
-  switchover: { title: 'SENTINEL FAILOVER', on: ['redis'], variants: ['sentinel'], durationMs: [0, 0], settleMs: 5000 },
+  failover: { title: 'kill -9 of the Redis primary (Sentinel failover), old primary back as a replica after', on: ['redis'], variants: ['sentinel'], durationMs: [5000, 15000], settleMs: 20_000, weight: 2 },
+  switchover: { title: 'SENTINEL FAILOVER', on: ['redis'], variants: ['sentinel'], durationMs: [0, 0], settleMs: 20_000 },
   skew: { title: 'fetcher restarted under libfaketime (clock off), restarted right after', on: ['fetcher'], variants: ['links', 'sentinel'], durationMs: [10000, 30000], settleMs: 5000, lane: 'clock' }
 })
 

@@ -137,7 +137,9 @@ async function main () {
     /** @param {import('./nemesis.js').PlannedFault} planned */
     async function one (planned) {
       const late = Date.now() - (t0 + planned.at)
-      await sleep(Math.max(0, -late))
+      // Late: the one before it just ended; leave it 2 s (two pub/sub kills
+      // back to back, the second finds nothing to kill).
+      await sleep(late > 0 ? 2000 : -late)
       // 'busiest': the gateway serving the most clients now (after a kill
       // they all gather on the other one; a fault where nobody is is a fault
       // nobody sees).
