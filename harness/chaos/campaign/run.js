@@ -73,10 +73,11 @@ function busiestGateway (subs) {
 /**
  * @param {import('./faults.js').AppliedFault[]} applied
  * @param {number} at
- * @returns {string} the faults in force at `at` or healed within 10 s before it
+ * @returns {string} the faults in force at `at` (or applied within 1 s after: a quiet stretch starts
+ *   at the last tick before its fault), or healed within 10 s before it
  */
 function faultsAround (applied, at) {
-  const near = applied.filter((a) => a.appliedAt <= at && (a.healedAt ?? Infinity) >= at - 10_000)
+  const near = applied.filter((a) => a.appliedAt <= at + 1000 && (a.healedAt ?? Infinity) >= at - 10_000)
   return near.length ? near.map((a) => `#${a.plan.id} ${a.plan.kind} ${a.plan.target}${(a.healedAt ?? Infinity) < at ? ` (healed ${((at - /** @type {number} */ (a.healedAt)) / 1000).toFixed(1)} s before)` : ''}`).join(', ') : 'no fault in force'
 }
 
