@@ -155,7 +155,9 @@ export async function createFetcher (config, logger) {
     metrics,
     async listen () {
       const address = await app.listen({ host: config.host, port: config.port })
-      clock.start()
+      // Nothing is scheduled, stamped or leased on a host clock that may be
+      // off: the sources start once Redis' clock is known (or Redis is away).
+      if (!await clock.start()) logger.warn('Redis did not answer TIME: starting on this host\'s clock until it does')
       for (const s of sources) s.start()
       return address
     },

@@ -5,6 +5,8 @@
 
 /** How often the offset is measured again (clocks drift, a failover changes servers). */
 const EVERY_MS = 10_000
+/** Until the first measurement succeeds, it is tried this often. */
+const RETRY_MS = 250
 /** A measurement whose round trip took longer says little: it is dropped. */
 const MAX_RTT_MS = 200
 
@@ -14,20 +16,42 @@ export class RedisClock {
   #offsetMs = null
   /** @type {NodeJS.Timeout | null} */
   #timer = null
+  #stopped = false
 
   /** @param {{time(): Promise<(string | number)[]>}} redis */
   constructor (redis) {
     this.#redis = redis
   }
 
-  start () {
-    this.#measure()
-    this.#timer = setInterval(() => this.#measure(), EVERY_MS)
-    this.#timer.unref()
+  /**
+   * Measures now and every EVERY_MS (every RETRY_MS until the first
+   * measurement succeeds).
+   *
+   * @param {number} [waitMs] longest wait for the first measurement
+   * @returns {Promise<boolean>} once measured (true), or after waitMs (false:
+   *   Redis did not answer; now() is Date.now() until it does)
+   */
+  start (waitMs = 5000) {
+    const tick = async () => {
+      await this.#measure()
+      if (this.#stopped) return
+      this.#timer = setTimeout(tick, this.#offsetMs === null ? RETRY_MS : EVERY_MS)
+      this.#timer.unref()
+    }
+    tick()
+    return new Promise((resolve) => {
+      const started = Date.now()
+      const check = () => {
+        if (this.#offsetMs !== null || this.#stopped || Date.now() - started >= waitMs) return resolve(this.#offsetMs !== null)
+        setTimeout(check, 20)
+      }
+      check()
+    })
   }
 
   stop () {
-    if (this.#timer) clearInterval(this.#timer)
+    this.#stopped = true
+    if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
   }
 
