@@ -506,3 +506,23 @@ function redisCommandAuth (port, password, command, ca) {
     s.on('error', reject)
   })
 }
+
+/**
+ * The port of the Cluster primary that owns `key`'s slot, as the first of
+ * `ports` sees it (0: none serves it now).
+ *
+ * @param {number[]} ports live nodes to ask
+ * @param {string} key
+ */
+export async function slotOwner (ports, key) {
+  const slot = Number(/:(\d+)/.exec(await redisCommand(ports[0], `CLUSTER KEYSLOT ${key}`))?.[1])
+  const nodes = await redisCommand(ports[0], 'CLUSTER NODES')
+  for (const line of nodes.split('\n')) {
+    if (!/\bmaster\b/.test(line) || /\bfail\b/.test(line)) continue
+    for (const range of line.trim().split(/\s+/).slice(8)) {
+      const [lo, hi = lo] = range.split('-').map(Number)
+      if (slot >= lo && slot <= hi) return Number(/:(\d+)@/.exec(line)?.[1])
+    }
+  }
+  return 0
+}

@@ -31,3 +31,17 @@ export function ticksDisordered (seqs) {
   for (const list of seqs.values()) for (let i = 1; i < list.length; i++) if (list[i] <= list[i - 1]) n++
   return n
 }
+
+/**
+ * The longest stretch within [from, to] without a quote.
+ *
+ * @param {readonly number[]} times when quotes arrived, in order
+ * @param {number} from
+ * @param {number} to
+ */
+export function longestSilence (times, from, to) {
+  const ts = [from, ...times.filter((x) => x > from && x < to), to]
+  let worst = 0
+  for (let i = 1; i < ts.length; i++) worst = Math.max(worst, ts[i] - ts[i - 1])
+  return worst
+}

@@ -11,8 +11,7 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import WebSocket from 'ws'
-import { redisCommand, setUp, startFetcher, startGateway, startRedisCluster, waitFor } from '../src/index.js'
-import { ticksLost } from '../src/ticks.js'
+import { longestSilence, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, ticksLost, waitFor } from '../src/index.js'
 import { WspsClient } from '@wsps/client'
 
 const NODE_TIMEOUT_MS = 2000
@@ -63,37 +62,9 @@ function subscriber (url) {
     lost: () => ticksLost(seqs).lost,
     /** @param {number} since every symbol has a quote received after this time */
     freshSince: (since) => SYMBOLS.filter((s) => (at.get(s) ?? 0) <= since),
-    /**
-     * The longest time in [from, to] that symbol went without a quote.
-     * @param {string} symbol
-     * @param {number} from
-     * @param {number} to
-     */
-    longestSilence (symbol, from, to) {
-      const ts = [from, ...(times.get(symbol) ?? []).filter((x) => x > from && x < to), to]
-      let worst = 0
-      for (let i = 1; i < ts.length; i++) worst = Math.max(worst, ts[i] - ts[i - 1])
-      return worst
-    }
+    /** @param {string} symbol @param {number} from @param {number} to the longest time in [from, to] it went without a quote */
+    longestSilence: (symbol, from, to) => longestSilence(times.get(symbol) ?? [], from, to)
   }
-}
-
-/**
- * The port of the primary that owns `key`'s slot.
- * @param {number[]} ports live nodes to ask
- * @param {string} key
- */
-async function ownerOf (ports, key) {
-  const slot = Number(/:(\d+)/.exec(await redisCommand(ports[0], `CLUSTER KEYSLOT ${key}`))?.[1])
-  const nodes = await redisCommand(ports[0], 'CLUSTER NODES')
-  for (const line of nodes.split('\n')) {
-    if (!/\bmaster\b/.test(line) || /\bfail\b/.test(line)) continue
-    for (const range of line.trim().split(/\s+/).slice(8)) {
-      const [lo, hi = lo] = range.split('-').map(Number)
-      if (slot >= lo && slot <= hi) return Number(/:(\d+)@/.exec(line)?.[1])
-    }
-  }
-  return 0
 }
 
 test(`a Cluster primary killed ${FAILOVERS} times in a row: every client gets every symbol again within 10 s of the promotion, the other shards keep flowing, nobody starves`, async (t) => {
@@ -102,11 +73,11 @@ test(`a Cluster primary killed ${FAILOVERS} times in a row: every client gets ev
   await waitFor(() => subs.every((s) => s.freshSince(0).length === 0), { timeout: 20_000, message: 'every symbol quoted to every client' })
   for (let round = 1; round <= FAILOVERS; round++) {
     const primaries = await cluster.primaries()
-    const sched = await ownerOf(primaries, 'wsps:{sched}:demand')
+    const sched = await slotOwner(primaries, 'wsps:{sched}:demand')
     // Not the seed, not the owner of the scheduling keys: the failure the issue saw.
     const victim = primaries.find((p) => p !== cluster.ports[0] && p !== sched) ?? primaries.find((p) => p !== sched) ?? primaries[0]
     // Which symbols live on the shards that do not fail.
-    const owners = await Promise.all(SYMBOLS.map((sym) => ownerOf(primaries, `wsps:{${sym}}:last`)))
+    const owners = await Promise.all(SYMBOLS.map((sym) => slotOwner(primaries, `wsps:{${sym}}:last`)))
     const others = SYMBOLS.filter((_, i) => owners[i] !== victim)
     const killedAt = Date.now()
     await cluster.kill(victim)

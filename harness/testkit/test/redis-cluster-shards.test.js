@@ -12,7 +12,7 @@ import { after, test } from 'node:test'
 import WebSocket from 'ws'
 import { ServerOp } from '@wsps/protocol'
 import { WspsClient } from '@wsps/client'
-import { TestClient, redisCommand, setUp, startFetcher, startGateway, startRedisCluster, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
+import { TestClient, longestSilence, redisCommand, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
 
 /** Redis's default cluster-node-timeout. */
 const NODE_TIMEOUT_MS = 15_000
@@ -53,32 +53,9 @@ function subscriber (url) {
     seqs,
     /** @param {number} since @returns {string[]} symbols without a quote after `since` */
     quietSince: (since) => SYMBOLS.filter((s) => (times.get(s)?.at(-1) ?? 0) <= since),
-    /** @param {string} symbol @param {number} from @param {number} to the longest gap between quotes in [from, to] */
-    longestSilence (symbol, from, to) {
-      const ts = [from, ...(times.get(symbol) ?? []).filter((x) => x > from && x < to), to]
-      let worst = 0
-      for (let i = 1; i < ts.length; i++) worst = Math.max(worst, ts[i] - ts[i - 1])
-      return worst
-    }
+    /** @param {string} symbol @param {number} from @param {number} to the longest time in [from, to] it went without a quote */
+    longestSilence: (symbol, from, to) => longestSilence(times.get(symbol) ?? [], from, to)
   }
-}
-
-/**
- * The port of the primary that owns `key`'s slot.
- * @param {number[]} ports
- * @param {string} key
- */
-async function ownerOf (ports, key) {
-  const slot = Number(/:(\d+)/.exec(await redisCommand(ports[0], `CLUSTER KEYSLOT ${key}`))?.[1])
-  const nodes = await redisCommand(ports[0], 'CLUSTER NODES')
-  for (const line of nodes.split('\n')) {
-    if (!/\bmaster\b/.test(line) || /\bfail\b/.test(line)) continue
-    for (const range of line.trim().split(/\s+/).slice(8)) {
-      const [lo, hi = lo] = range.split('-').map(Number)
-      if (slot >= lo && slot <= hi) return Number(/:(\d+)@/.exec(line)?.[1])
-    }
-  }
-  return 0
 }
 
 test('a Cluster primary killed (default node timeout, ~16 s away): the other shards\' symbols are never quiet over 1 s at any client; the failed shard\'s are told stale, then fresh, with 0 ticks lost', async (t) => {
@@ -89,9 +66,9 @@ test('a Cluster primary killed (default node timeout, ~16 s away): the other sha
   clients.push({ close: () => watcher.ws.terminate() })
   await watcher.sub(SYMBOLS)
   const primaries = await cluster.primaries()
-  const sched = await ownerOf(primaries, 'wsps:{sched}:demand')
+  const sched = await slotOwner(primaries, 'wsps:{sched}:demand')
   const victim = primaries.find((p) => p !== cluster.ports[0] && p !== sched) ?? primaries.find((p) => p !== sched) ?? primaries[0]
-  const owners = await Promise.all(SYMBOLS.map((sym) => ownerOf(primaries, `wsps:{${sym}}:last`)))
+  const owners = await Promise.all(SYMBOLS.map((sym) => slotOwner(primaries, `wsps:{${sym}}:last`)))
   const others = SYMBOLS.filter((_, i) => owners[i] !== victim)
   const failed = SYMBOLS.filter((_, i) => owners[i] === victim)
 
@@ -107,7 +84,7 @@ test('a Cluster primary killed (default node timeout, ~16 s away): the other sha
   // What the fetcher published (each quote's ts, from its symbol's history):
   // a quiet stretch there is not the gateway's.
   const published = await Promise.all(others.map(async (sym) => {
-    const port = await ownerOf(await cluster.primaries(), `wsps:{${sym}}:hist`)
+    const port = await slotOwner(await cluster.primaries(), `wsps:{${sym}}:hist`)
     const ts = [...(await redisCommand(port, `XRANGE wsps:{${sym}}:hist - +`)).matchAll(/"ts":(\d+)/g)].map((m) => Number(m[1])).filter((x) => x > killedAt && x < back)
     let gap = 0
     let at = 0
