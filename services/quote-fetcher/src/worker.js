@@ -124,7 +124,8 @@ export class Worker {
       const previous = new Map()
       let symbols = job.s
       if (this.provider.needsPrevious) {
-        const raws = await latestQuotes(this.redis, this.keys, symbols)
+        // Half the time left: the fetch needs the rest.
+        const raws = await latestQuotes(this.redis, this.keys, symbols, { waitMs: (deadline - this.now()) / 2 })
         // On a cluster, symbols of a shard that is failing over are left to
         // the next interval; the other shards' symbols go on.
         const unread = raws.filter((raw) => raw instanceof Error)

@@ -19,14 +19,28 @@ const CHUNK = 500
  * @param {import('./scripts.js').ScriptedRedis} client a single Redis or a Cluster (typed as the former), with registerScripts()
  * @param {import('./keys.js').RedisKeys} keys
  * @param {string[]} symbols
+ * @param {{waitMs?: number}} [options] on a Cluster, a symbol whose shard has
+ *   not answered within waitMs is an Error too (a shard failing over must
+ *   not hold back the others' symbols: a fetch job reads before it fetches)
  * @returns {Promise<(string | null | Error)[]>}
  */
-export async function latestQuotes (client, keys, symbols) {
+export async function latestQuotes (client, keys, symbols, { waitMs } = {}) {
   if (symbols.length === 0) return []
   if (/** @type {unknown} */ (client) instanceof Cluster) {
     // (Typed as the single client, a Cluster narrows to never.)
     const one = /** @type {import('./scripts.js').ScriptedRedis} */ (/** @type {unknown} */ (client))
-    return Promise.all(symbols.map((s) => one.wspsLatestOne(keys.history(s), keys.latest(s)).then(([q]) => q, (/** @type {Error} */ err) => err)))
+    /** @type {NodeJS.Timeout | undefined} */
+    let timer
+    const late = waitMs === undefined
+      ? null
+      : new Promise((resolve) => { timer = setTimeout(resolve, Math.max(0, waitMs), new Error(`its shard did not answer within ${waitMs} ms`)) })
+    const reads = symbols.map((s) => {
+      const read = one.wspsLatestOne(keys.history(s), keys.latest(s)).then(([q]) => q, (/** @type {Error} */ err) => err)
+      return late === null ? read : Promise.race([read, late])
+    })
+    const out = await Promise.all(reads)
+    clearTimeout(timer)
+    return /** @type {(string | null | Error)[]} */ (out)
   }
   const pipeline = /** @type {any} */ (client.pipeline())
   for (let i = 0; i < symbols.length; i += CHUNK) {
