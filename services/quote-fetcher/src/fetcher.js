@@ -147,7 +147,8 @@ export async function createFetcher (config, logger) {
     pushLeaseMs: config.pushLeaseMs,
     publisher,
     idempotency: new IdempotencyRecords({ redis, keys, ttlMs: config.publishIdempotencyTtlMs }),
-    metrics
+    metrics,
+    now: clock.now
   })
 
   return {

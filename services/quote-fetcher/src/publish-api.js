@@ -133,8 +133,10 @@ export function idempotencyKey (header) {
  * @param {import('./publisher.js').Publisher} options.publisher
  * @param {import('./idempotency.js').IdempotencyRecords} options.idempotency
  * @param {import('./metrics.js').FetcherMetrics} options.metrics
+ * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a quote sent without one,
+ *   on the clock the providers' quotes are stamped on, so the publish script orders them right
  */
-export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, idempotency, metrics }) {
+export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, idempotency, metrics, now: clock = Date.now }) {
   // Comparing digests keeps the comparison constant-time whatever the
   // length of the presented token.
   const want = token ? digest(token) : null
@@ -178,7 +180,7 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
       const ndjson = /^application\/x-ndjson/.test(req.headers['content-type'] ?? '')
       const text = /** @type {string} */ (req.body)
       const raw = parseBody(text, ndjson)
-      const now = Date.now()
+      const now = clock()
       const quotes = raw.map((q, i) => validQuote(q, i, now))
       // Checked whole first: a refused request takes no key.
       const taken = key === null ? null : await idempotency.take(key, `${ndjson ? 'ndjson' : 'json'}\n${text}`)

@@ -17,6 +17,8 @@ export class RedisClock {
   /** @type {NodeJS.Timeout | null} */
   #timer = null
   #stopped = false
+  /** The last value now() returned. */
+  #last = 0
 
   /** @param {{time(): Promise<(string | number)[]>}} redis */
   constructor (redis) {
@@ -64,9 +66,14 @@ export class RedisClock {
    * Now on Redis' clock: what every time this process writes into Redis or
    * onto a quote is read from, so that a host clock off by seconds skews
    * neither the quotes' ts nor the leases and due times shared in Redis.
-   * Bound: pass it around as a function.
+   * Never behind a value it returned before: a new measurement a
+   * millisecond lower must not stamp a quote older than the last one (the
+   * publish script would refuse it as old). Bound: pass it around as a function.
    */
-  now = () => Date.now() + (this.#offsetMs ?? 0)
+  now = () => {
+    this.#last = Math.max(this.#last, Date.now() + (this.#offsetMs ?? 0))
+    return this.#last
+  }
 
   async #measure () {
     try {

@@ -40,3 +40,16 @@ test('start() waits for the first answer, retrying while Redis refuses, and give
   assert.ok(Date.now() - t0 >= 290)
   dead.stop()
 })
+
+test('now() never goes back, not even when a new measurement is lower', async () => {
+  let ahead = 5000
+  const clock = new RedisClock({ async time () { const t = Date.now() + ahead; return [String(Math.floor(t / 1000)), String((t % 1000) * 1000)] } })
+  assert.equal(await clock.start(), true)
+  const before = clock.now()
+  clock.stop()
+  // Measured again 5 s lower (a failover to a server whose clock is behind).
+  ahead = 0
+  assert.equal(await clock.start(), true)
+  assert.ok(clock.now() >= before, `now() went back by ${before - clock.now()} ms`)
+  clock.stop()
+})
