@@ -85,7 +85,8 @@ async function service (c) {
   const errors = []
   const client = connectRedis(c, { name: 'e2e-tls-probe', onError: (err) => errors.push(err) })
   try {
-    const pong = await Promise.race([client.ping(), new Promise((resolve) => setTimeout(resolve, 15000, null))])
+    // A PING that cannot reach the server fails after WSPS_REDIS_COMMAND_TIMEOUT_MS.
+    const pong = await Promise.race([client.ping().catch(() => null), new Promise((resolve) => setTimeout(resolve, 15000, null))])
     if (pong) return { ok: true, reply: pong, protocol: /** @type {any} */ (client).stream?.getProtocol?.() }
     const coded = errors.find((e) => e.code === 'WSPS_ERR_REDIS_TLS') ?? errors.at(-1)
     return { ok: false, code: coded?.code, message: coded?.message }
