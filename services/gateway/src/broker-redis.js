@@ -73,6 +73,8 @@ export function createRedisBroker (config, logger) {
   let aliveSince = 0
   /** @type {NodeJS.Timeout | null} */
   let aliveTimer = null
+  /** Both connections ready and every link answering its PINGs in time. */
+  const alive = () => sub.status === 'ready' && cmd.status === 'ready' && liveness.every((l) => l.alive())
   /** @type {NodeJS.Timeout | null} */
   let resyncTimer = null
   /**
@@ -192,8 +194,7 @@ export function createRedisBroker (config, logger) {
       sub.on('close', () => { if (!closing && subReadyOnce) handlers.onInterrupted?.(undefined, Date.now(), false) })
     }
     aliveTimer = setInterval(() => {
-      const ok = sub.status === 'ready' && cmd.status === 'ready' && liveness.every((l) => l.alive())
-      if (!ok) aliveSince = 0
+      if (!alive()) aliveSince = 0
       else if (aliveSince === 0) aliveSince = performance.now()
     }, 100)
     aliveTimer.unref()
@@ -272,7 +273,7 @@ export function createRedisBroker (config, logger) {
       }
       return [...byNode.values()]
     },
-    ready: () => sub.status === 'ready' && cmd.status === 'ready' && liveness.every((l) => l.alive()),
+    ready: alive,
     aliveForMs: () => aliveSince === 0 ? 0 : Math.round(performance.now() - aliveSince),
     lastAliveAt: () => Math.min(...liveness.map((l) => l.lastAliveAt())),
     async announce (url, ttlMs) {

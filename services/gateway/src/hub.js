@@ -159,11 +159,6 @@ export class Hub {
     if (now) this.#tellStale()
   }
 
-  /** @returns {boolean} whether some symbol's subscribers are told it is stale */
-  anyStale () {
-    return this.#stale.toldCount > 0
-  }
-
   /** Tells the subscribers of every interrupted symbol past its grace: one `stale` frame per connection and `since`. */
   #tellStale () {
     for (const [since, symbols] of this.#stale.due()) {

@@ -71,11 +71,6 @@ export class Isolation {
     this.#timer = null
   }
 
-  /** True while this gateway is cut off from a Redis its peers reach. */
-  get isolated () {
-    return this.#isolated
-  }
-
   #check () {
     if (this.#broker.ready()) {
       if (this.#isolated) {
