@@ -14,6 +14,9 @@ include tools/versions.env
 # Each area adds its own targets and appends what `make test` runs to TEST_TARGETS.
 TEST_TARGETS := test-static test-unit test-integration
 include $(sort $(wildcard mk/*.mk))
+# test-prebuild first and the e2e last: the cluster's builds (tens of minutes
+# on a cold machine) run in the background under everything else.
+TEST_TARGETS := test-prebuild $(filter-out test-e2e,$(TEST_TARGETS)) test-e2e
 
 ##@ Help
 .PHONY: help
@@ -40,6 +43,10 @@ logs: ## Follow the local stack's logs
 	@tail -n 50 -F .run/logs/*.log
 
 ##@ Test
+.PHONY: test-prebuild
+test-prebuild: ## Start the slow builds the suite needs later (cluster binaries and images, k6, promtool, chart tools) in the background, at nice 19
+	@tools/prebuild.sh start $$PPID
+
 .PHONY: test
 test: $(TEST_TARGETS) ## The whole suite (what CI runs)
 	@echo "make test: all passed ($(TEST_TARGETS))"

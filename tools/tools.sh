@@ -284,6 +284,10 @@ main () {
   local want=("$@")
   [[ ${#want[@]} -gt 0 ]] || want=(helm kustomize kubeconform helm-unittest kube-score helm-docs schemas python)
   for t in "${want[@]}"; do
+    # One build of a tool at a time (make test's background builds, tools/prebuild.sh,
+    # may be building it): the second finds it installed.
+    exec 8>"$TOOLS/.lock-$t"
+    flock 8
     case $t in
       helm) install_helm; link "$helm_dir/helm" ;;
       kustomize) install_kustomize; link "$kustomize_dir/kustomize" ;;
@@ -298,6 +302,7 @@ main () {
       go) need_go ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac
+    exec 8>&-
   done
   # How to reach them outside make (make puts $BIN first on PATH itself).
   local linked=() t b

@@ -10,7 +10,7 @@ export function createFetcherMetrics (node) {
   registry.setDefaultLabels({ node })
   client.collectDefaultMetrics({ register: registry })
   const reg = { registers: [registry] }
-  const refused = new client.Counter({ name: 'wsps_fetcher_quotes_refused_total', help: 'Quotes the publish script refused, by reason: pushed (a provider quote of a symbol under a push lease), fenced (fetched under a claim another fetcher\'s newer one superseded: this one was paused or cut off from Redis), old (its ts is older than the symbol\'s newest published).', labelNames: ['reason'], ...reg })
+  const refused = new client.Counter({ name: 'wsps_fetcher_quotes_refused_total', help: 'Quotes the publish script refused, by reason: pushed (a provider quote of a symbol under a push lease), fenced (fetched under a claim another fetcher\'s newer one superseded: this one was paused or cut off from Redis), old (its ts is older than the symbol\'s newest published), late (the call reached Redis past WSPS_PUBLISH_DEADLINE_MS).', labelNames: ['reason'], ...reg })
   // Every reason from the start, at 0: a rate over it is defined before the first refusal.
   for (const reason of Object.values(REFUSED)) refused.inc({ reason }, 0)
   return {

@@ -87,7 +87,7 @@ export class Publisher {
    * @param {(refused: Refused, symbols: string[]) => void} [options.onRefused] told,
    *   once per publish() that had some, the quotes the script refused by reason,
    *   and (up to 10 of) their symbols (metrics, log)
-   * @param {import('./redis-clock.js').RedisClock} [options.clock] Redis' clock, for the deadline
+   * @param {import('./redis-clock.js').RedisClock} [options.clock] Redis' clock, for the deadline and the push leases
    * @param {number} [options.deadlineMs] WSPS_PUBLISH_DEADLINE_MS: a call that reaches Redis
    *   later than this after it was sent is refused as late (0: never)
    */
@@ -175,8 +175,8 @@ export class Publisher {
       const token = typeof tokens === 'number' ? tokens : tokens[i]
       return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0, renew, ts: q.ts, token }
     })
-    /** The scheduler's view of the push leases: one ZADD for the batch. */
-    const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, Date.now() + pushLeaseMs)] : null
+    /** The scheduler's view of the push leases, on its clock (Redis'): one ZADD for the batch. */
+    const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, (this.#clock?.now() ?? Date.now()) + pushLeaseMs)] : null
     /** Seq per quote, or the error of the call that carried it. @type {(number | Error)[]} */
     const seqs = []
     /** With wait: the message per quote, published once replicas hold it ('' refused). @type {string[]} */

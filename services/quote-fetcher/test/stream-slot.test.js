@@ -37,3 +37,15 @@ test('ConnectionSlot: held while it surely lasts; release frees the slot at once
   assert.equal(one.held(now, 0), false)
   assert.equal(await two.acquire(), true, 'taken over at once')
 })
+
+test('ConnectionSlot: leases on the clock it is given (Redis\'), so a replica whose host clock is ahead does not keep a dead slot', async () => {
+  const keys = redisKeys('slot-clock')
+  // One replica's clock 60 s ahead of the other's: on host clocks its slot
+  // would outlive its lease by a minute at the other.
+  const ahead = new ConnectionSlot({ redis: db.r, keys, node: 'ahead', leaseMs: 3000, max: 1, now: () => Date.now() + 60_000 })
+  assert.equal(await ahead.acquire(), true)
+  const [, until] = await db.r.zrange(keys.streamConnections, 0, -1, 'WITHSCORES')
+  assert.ok(Number(until) > Date.now() + 60_000, 'the lease is on the clock the slot was given')
+  const fair = new ConnectionSlot({ redis: db.r, keys, node: 'fair', leaseMs: 3000, max: 1, now: () => Date.now() + 60_000 + 3001 })
+  assert.equal(await fair.acquire(), true, 'on one clock, a slot not renewed is free after its lease')
+})

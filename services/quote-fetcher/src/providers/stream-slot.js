@@ -4,6 +4,9 @@
 // ws-stream replica runs the slot script: the holders renew their slot, a
 // standby gets one when a slot is free. A holder that dies stops renewing;
 // its slot is free after the lease, and a standby takes it at its next tick.
+// Leases are on one clock for the fleet, Redis' (RedisClock.now): a replica
+// whose host clock is off neither keeps a slot past its lease nor takes a
+// live holder's.
 
 export class ConnectionSlot {
   /** Until when (ms) this replica's slot is surely its own: 0 when it holds none. */
@@ -13,6 +16,7 @@ export class ConnectionSlot {
   #node
   #leaseMs
   #max
+  #now
 
   /**
    * @param {object} options
@@ -21,8 +25,10 @@ export class ConnectionSlot {
    * @param {string} options.node this replica's name (WSPS_NODE_NAME, unique per pod)
    * @param {number} options.leaseMs how long a slot lasts unless renewed
    * @param {number} options.max slots in the fleet
+   * @param {() => number} [options.now] Redis' clock (RedisClock.now)
    */
-  constructor ({ redis, keys, node, leaseMs, max }) {
+  constructor ({ redis, keys, node, leaseMs, max, now = Date.now }) {
+    this.#now = now
     this.#redis = redis
     this.#key = keys.streamConnections
     this.#node = node
@@ -38,7 +44,7 @@ export class ConnectionSlot {
   async acquire () {
     // The lease counts from before the call: a slow answer shortens it here,
     // never lengthens it past what Redis recorded.
-    const at = Date.now()
+    const at = this.#now()
     const got = await this.#redis.wspsSlot(this.#key, this.#node, at, this.#leaseMs, this.#max)
     this.#until = got === 1 ? at + this.#leaseMs : 0
     return got === 1

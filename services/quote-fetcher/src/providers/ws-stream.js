@@ -58,7 +58,7 @@ export class WsStreamFeed {
    * @param {import('../publisher.js').Publisher} options.publisher
    * @param {import('../metrics.js').FetcherMetrics} options.metrics
    * @param {import('pino').Logger} options.logger
-   * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a record that has none, and the ownership leases
+   * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a record that has none, the ownership leases and the connection slot
    */
   constructor ({ config, redis, keys, publisher, metrics, logger, now = Date.now }) {
     this.#now = now
@@ -91,7 +91,7 @@ export class WsStreamFeed {
     this.#session = new StreamSession({
       socket,
       slot: config.streamMaxConnections > 0
-        ? new ConnectionSlot({ redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, max: config.streamMaxConnections })
+        ? new ConnectionSlot({ redis, keys, node: config.nodeName, leaseMs: config.streamLeaseMs, max: config.streamMaxConnections, now })
         : null,
       auth,
       authTimeoutMs: config.streamAuthTimeoutMs,
@@ -102,7 +102,9 @@ export class WsStreamFeed {
       // Subscribe at once instead of at the next tick.
       onReady: () => this.#schedule(0),
       onLeave: () => this.#onClose(),
-      onMessage: (text) => this.#onMessage(text)
+      onMessage: (text) => this.#onMessage(text),
+      // The slot's lease is on Redis' clock: so is the check that it still holds.
+      now
     })
   }
 
