@@ -7,6 +7,14 @@ SHELL := /bin/bash
 # Tools and downloads are cached outside the repo, keyed by version.
 export WSPS_CACHE ?= $(HOME)/.cache/wsps
 export PATH := $(WSPS_CACHE)/bin:$(PATH)
+# Node trusts only its own CA list; a machine behind a TLS-inspecting proxy
+# trusts it through the system's bundle, which npm, the tests and the tools
+# then need too.
+ifeq ($(NODE_EXTRA_CA_CERTS),)
+ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
+export NODE_EXTRA_CA_CERTS := /etc/ssl/certs/ca-certificates.crt
+endif
+endif
 
 # Every pinned tool version (K6_VERSION, HELM_VERSION, ...).
 include tools/versions.env
@@ -45,11 +53,12 @@ logs: ## Follow the local stack's logs
 ##@ Test
 .PHONY: test-prebuild
 test-prebuild: ## Start the slow builds the suite needs later (cluster binaries and images, k6, promtool, chart tools) in the background, at nice 19
-	@tools/prebuild.sh start $$PPID
+	@# They stop with the run that started them (make test's, or this make).
+	tools/prebuild.sh start "$${PREBUILD_OWNER:-$$PPID}"
 
 .PHONY: test
-test: $(TEST_TARGETS) ## The whole suite (what CI runs)
-	@echo "make test: all passed ($(TEST_TARGETS))"
+test: ## The whole suite (what CI runs): its stages in turn, then a table of their times
+	@tools/stages.sh $(TEST_TARGETS)
 
 .PHONY: test-static
 test-static: deps ## Lint, type check, generated docs up to date, npm audit

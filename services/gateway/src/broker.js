@@ -25,6 +25,8 @@
  * @property {(symbols: string[] | undefined, since: number, now: boolean) => void} [onInterrupted] the feed of
  *   these symbols (undefined: every one) stopped at `since` (wall clock, ms): the link was lost (now false)
  *   or found silent (now true); onReconnect follows when it is back
+ * @property {(symbols: string[]) => void} [onResumed] the feed of these symbols, interrupted, goes on
+ *   where it stopped with nothing missed (no resync needed; the delayed timeline's pumps)
  *
  * @typedef {object} Broker
  * @property {(symbols: string[]) => Promise<string[]>} subscribe resolves with the symbols whose

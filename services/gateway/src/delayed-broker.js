@@ -18,6 +18,11 @@
 // Guarantee: a quote is handed on (onQuote, latest(), history()) only when
 // its `ts` is at least the delay old on this gateway's clock: never newer.
 // Every quote handed on carries `"delayed":true`.
+//
+// A pump that has released all it read and cannot read on (its read fails,
+// or hangs for STALL_MS: Redis gone or silent) stops its feed: onInterrupted
+// says so (its subscribers are told `stale`), onResumed when a read answers
+// again. Nothing is lost meanwhile: the pump goes on from its seq.
 
 import { HistoryTimeline } from './history-timeline.js'
 
@@ -38,6 +43,8 @@ const PIN_EVERY_MS = 2000
 const PIN_TTL_MS = 10000
 /** Reads in a row that found nothing before a pump checks whether its history started over. */
 const REWIND_CHECK_EVERY = 10
+/** A read of a pump with nothing left to release that has not answered after this interrupts its feed. */
+const STALL_MS = 2000
 
 /**
  * @typedef {import('./history-timeline.js').Entry} Entry
@@ -48,7 +55,9 @@ const REWIND_CHECK_EVERY = 10
  * @property {unknown} epoch of the last entry read (undefined: none yet)
  * @property {number} empty reads in a row that found nothing
  * @property {boolean} reading
+ * @property {number} readSince when the read in progress began (ms)
  * @property {number} readAt no read before this (ms)
+ * @property {boolean} interrupted told onInterrupted, not onResumed yet
  */
 
 /**
@@ -67,7 +76,7 @@ export class DelayedBroker {
   #delayMs
   #now
   #log
-  /** @type {Pick<import('./broker.js').BrokerHandlers, 'onQuote'> | null} */
+  /** @type {Pick<import('./broker.js').BrokerHandlers, 'onQuote' | 'onInterrupted' | 'onResumed'> | null} */
   #handlers = null
   /** @type {Map<string, Pump>} */
   #pumps = new Map()
@@ -98,7 +107,7 @@ export class DelayedBroker {
     this.#log = logger.child({ component: 'delayed' })
   }
 
-  /** @param {Pick<import('./broker.js').BrokerHandlers, 'onQuote'>} handlers */
+  /** @param {Pick<import('./broker.js').BrokerHandlers, 'onQuote' | 'onInterrupted' | 'onResumed'>} handlers */
   start (handlers) {
     this.#handlers = handlers
   }
@@ -115,7 +124,7 @@ export class DelayedBroker {
   async subscribe (symbols) {
     for (const s of symbols) {
       if (this.#pumps.has(s)) continue
-      this.#pumps.set(s, { after: null, epoch: undefined, ahead: [], empty: 0, reading: false, readAt: 0 })
+      this.#pumps.set(s, { after: null, epoch: undefined, ahead: [], empty: 0, reading: false, readSince: 0, readAt: 0, interrupted: false })
       // Pinned at once: history is kept for it from now on.
       this.#pinAt = 0
     }
@@ -230,6 +239,7 @@ export class DelayedBroker {
       if (pump.after === null) continue
       this.#release(symbol, pump, cutoff)
       if (pump.ahead.length === 0 && !pump.reading && now >= pump.readAt) this.#read(symbol, pump)
+      else if (pump.ahead.length === 0 && pump.reading && now - pump.readSince >= STALL_MS) this.#interrupt(symbol, pump)
     }
   }
 
@@ -273,9 +283,14 @@ export class DelayedBroker {
    */
   #read (symbol, pump) {
     pump.reading = true
+    pump.readSince = this.#now()
     const after = /** @type {number} */ (pump.after)
     this.#timeline.after(symbol, after, CHUNK).then(async (entries) => {
       if (this.#pumps.get(symbol) !== pump) return
+      if (pump.interrupted) {
+        pump.interrupted = false
+        this.#handlers?.onResumed?.([symbol])
+      }
       if (entries.length === 0) {
         pump.readAt = this.#now() + IDLE_POLL_MS
         if (++pump.empty % REWIND_CHECK_EVERY === 0) await this.#rewound(symbol, pump, after)
@@ -291,10 +306,24 @@ export class DelayedBroker {
       this.#release(symbol, pump, this.#cutoff())
     }).catch((err) => {
       pump.readAt = this.#now() + ERROR_BACKOFF_MS
+      if (this.#pumps.get(symbol) === pump && pump.ahead.length === 0) this.#interrupt(symbol, pump)
       this.#log.debug({ err: err.message, symbol }, 'delayed history read failed; retrying')
     }).finally(() => {
       pump.reading = false
     })
+  }
+
+  /**
+   * The pump released all it had and cannot read on: its feed stands still
+   * from when the read began.
+   *
+   * @param {string} symbol
+   * @param {Pump} pump
+   */
+  #interrupt (symbol, pump) {
+    if (pump.interrupted) return
+    pump.interrupted = true
+    this.#handlers?.onInterrupted?.([symbol], pump.readSince, false)
   }
 
   /**

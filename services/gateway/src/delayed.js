@@ -30,6 +30,7 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
     symbols: new client.Gauge({ name: 'wsps_gateway_delayed_symbols', help: 'Symbols with at least one local delayed subscriber.', ...reg }),
     redisChannels: new client.Gauge({ name: 'wsps_gateway_delayed_pumps', help: 'Symbols whose history this process reads for delayed subscribers (one pump each).', ...reg }),
     quotesIn: new client.Counter({ name: 'wsps_gateway_delayed_quotes_in_total', help: 'Quotes released to delayed feeds (read from history once WSPS_DELAY_MS old).', ...reg }),
+    staleSymbols: new client.Gauge({ name: 'wsps_gateway_delayed_stale_symbols', help: 'Symbols whose delayed subscribers were told `stale` (their pump cannot read history: Redis gone or silent) and not yet `fresh`.', ...reg }),
     // Delayed quotes are old on purpose: no receive-lag samples.
     receiveLag: null
   }
@@ -44,7 +45,8 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
     demandLeaseMs: config.demandLeaseMs,
     recoveryMax: config.recoveryMax,
     // A pump has no channel to lose: nothing to restore.
-    restoreDeadlineMs: 0
+    restoreDeadlineMs: 0,
+    staleGraceMs: config.staleGraceMs
   })
   const recovery = new Recovery({ hub, broker: delayedBroker, max: config.recoveryMax, logger: log })
   const bars = new BarHub({
@@ -56,7 +58,11 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
     gauges: { series: metrics.barSeries.labels({ timeline: 'delayed' }), subscriptions: metrics.barSubscriptions.labels({ timeline: 'delayed' }) },
     logger: log
   })
-  delayedBroker.start({ onQuote: (symbol, raw) => hub.onQuote(symbol, raw) })
+  delayedBroker.start({
+    onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
+    onInterrupted: (symbols, since, now) => hub.interrupted(symbols, since, now),
+    onResumed: (symbols) => hub.resumed(symbols)
+  })
   return {
     hub,
     recovery,

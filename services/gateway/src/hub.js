@@ -159,6 +159,17 @@ export class Hub {
     if (now) this.#tellStale()
   }
 
+  /**
+   * The feed of these symbols, interrupted, goes on where it stopped with
+   * nothing missed: those told `stale` are told `fresh` (after the quotes
+   * it takes in from now on are written).
+   *
+   * @param {readonly string[]} symbols
+   */
+  resumed (symbols) {
+    this.#tellFresh(symbols.filter((symbol) => this.#stale.clear(symbol)))
+  }
+
   /** Tells the subscribers of every interrupted symbol past its grace: one `stale` frame per connection and `since`. */
   #tellStale () {
     for (const [since, symbols] of this.#stale.due()) {

@@ -210,3 +210,55 @@ test('DelayedBroker: history that started over below the pump (Redis lost it) is
   assert.deepEqual(got.filter((q) => q.epoch === 'e2').map((q) => q.seq), [1, 2, 3, 4, 5])
   await delayed.close()
 })
+
+test('DelayedBroker: a pump that released all it read and cannot read on (a read fails, or hangs 2 s) interrupts its feed, and resumes it where it stopped', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 1_000_000 + 49 * 100 })
+  const broker = memoryBroker()
+  publish(broker, 'AAPL', 50)
+  const history = broker.history.bind(broker)
+  /** @type {'ok' | 'fail' | 'hang'} */
+  let redis = 'ok'
+  broker.history = (...args) => redis === 'ok' ? history(...args) : redis === 'fail' ? Promise.reject(new Error('Connection is closed.')) : new Promise(() => {})
+  const delayed = new DelayedBroker({ broker, delayMs: 2000, logger: silent })
+  /** @type {string[]} */
+  const events = []
+  /** @type {number[]} */
+  const got = []
+  delayed.start({
+    onQuote: (_s, raw) => got.push(JSON.parse(raw).seq),
+    onInterrupted: (symbols, since) => events.push(`interrupted ${symbols} since ${since}`),
+    onResumed: (symbols) => events.push(`resumed ${symbols}`)
+  })
+  await delayed.subscribe(['AAPL'])
+  await delayed.latest(['AAPL'])
+  const step = async (/** @type {number} */ ms) => {
+    for (let i = 0; i < ms / 100; i++) {
+      t.mock.timers.tick(100)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+  await step(100)
+  // Redis fails while what was read ahead (31-50) is still being released: nothing to tell yet.
+  redis = 'fail'
+  await step(900)
+  assert.deepEqual(events, [])
+  await step(1500)
+  assert.equal(got.at(-1), 50, 'everything read ahead released')
+  assert.equal(events.length, 1, events.join('; '))
+  assert.match(events[0], /^interrupted AAPL since \d+$/)
+  // Back: the pump goes on from seq 50, nothing skipped.
+  publish(broker, 'AAPL', 10, { first: 51 })
+  redis = 'ok'
+  await step(1500)
+  assert.deepEqual(events.slice(1), ['resumed AAPL'])
+  // A read that hangs (a silent link) interrupts it after 2 s.
+  await step(3000)
+  redis = 'hang'
+  await step(1900)
+  assert.equal(events.length, 2)
+  await step(2200)
+  assert.equal(events.length, 3, events.join('; '))
+  assert.match(events[2], /^interrupted AAPL/)
+  assert.deepEqual(got.slice(got.indexOf(50)), [50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60], 'nothing lost or repeated')
+  await delayed.close()
+})

@@ -132,3 +132,23 @@ test('the receive lag samples one real-time quote in RECEIVE_LAG_SAMPLE, at its 
   for (let seq = 1; seq <= RECEIVE_LAG_SAMPLE; seq++) hub.onQuote('MSFT', quote(seq, {}, 'MSFT'))
   assert.equal(await count(), 2)
 })
+
+test('a feed interrupted and then resumed where it stopped (the delayed pumps): told stale after the grace, fresh after the next pass, without a resync', async () => {
+  const { broker, hub, client, pass } = setup()
+  broker.latestValues.set('AAPL', quote(5))
+  const a = client()
+  hub.add('AAPL', a.c)
+  await tick(); await tick()
+  const subscribes = broker.calls.filter((c) => c[0] === 'subscribe').length
+  hub.interrupted(['AAPL'], 1234, true)
+  assert.deepEqual(a.ws.sent.at(-1), { op: 'stale', symbols: ['AAPL'], since: 1234 })
+  hub.resumed(['AAPL', 'MSFT'])
+  assert.equal(a.ws.sent.at(-1).op, 'stale', 'fresh waits for the pass that writes what the feed takes in')
+  hub.onQuote('AAPL', quote(6))
+  pass()
+  assert.deepEqual(a.ws.sent.at(-1), { op: 'fresh', symbols: ['AAPL'] })
+  assert.equal(broker.calls.filter((c) => c[0] === 'subscribe').length, subscribes, 'no resync')
+  hub.resumed(['AAPL'])
+  pass()
+  assert.equal(a.ws.sent.filter((f) => f.op === 'fresh').length, 1, 'told fresh once')
+})
