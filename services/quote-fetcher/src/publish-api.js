@@ -213,8 +213,10 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
         metrics.published.inc(published)
       } catch (err) {
         // Not published (or, after a Redis failure, maybe in part): the key
-        // is free again for the retry. Failing that it stays pending, and a
-        // retry gets IDEMPOTENCY_IN_PROGRESS until the window ends.
+        // is free again for the retry, which publishes only what did not go
+        // out (a pushed quote that is its symbol's newest, or older, is
+        // refused as old: scripts.js). Failing that the key stays pending, and
+        // a retry gets IDEMPOTENCY_IN_PROGRESS until the window ends.
         if (taken) await idempotency.forget(taken.record).catch(() => {})
         throw err
       }

@@ -49,9 +49,9 @@ const FENCE_READ = `
 local function readFence (key)
   local f = redis.call('GET', key)
   if not f then return nil end
-  local t, s = string.match(f, '^(%S+) (%S+)$')
+  local t, s, h = string.match(f, '^(%S+) (%S+) ?(%S*)$')
   if not tonumber(t) or not tonumber(s) then return nil end
-  return tonumber(t), tonumber(s), t, s
+  return tonumber(t), tonumber(s), t, s, h
 end
 `
 
@@ -172,7 +172,12 @@ export const FENCE_FUTURE_MS = 1000
  *     > 0) hold no claim and are not checked by token, or
  *   - its ts is below the fence's (a newer quote was published; an equal
  *     ts passes): reason `old`, for every quote, pushed ones too: that is
- *     what orders the pushes of two fetchers, one of them held up.
+ *     what orders the pushes of two fetchers, one of them held up; or
+ *   - pushed, it is the very quote published last (same ts, same bytes:
+ *     the fence keeps a pushed quote's digest as a third field): reason
+ *     `old`. A request retried after a failure that published part of it
+ *     publishes only the rest: what went out is either older than the
+ *     newest or the newest itself.
  * A call that reaches Redis after notAfterMs (Redis' clock; 0: no limit) is
  * refused as a whole, reason `late`: a write held in a silent link or in a
  * client's offline queue through an outage would otherwise land seconds
@@ -260,13 +265,15 @@ local function admit (k, a)
   if late then return -3 end
   if pushMs == 0 and redis.call('EXISTS', KEYS[k + 2]) == 1 then return 0 end
   local token, ts = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-  local ft, fts, ftText = readFence(KEYS[k + 6])
+  local ft, fts, ftText, _, fh = readFence(KEYS[k + 6])
   if ft and pushMs == 0 and token < ft then return -1 end
   if fts and ts < fts then return -2 end
+  local digest = pushMs > 0 and string.sub(redis.sha1hex(ARGV[a + 1]), 1, 16) or nil
+  if digest and ts == fts and fh == digest then return -2 end
   local keepToken = (ft and token < ft) and ftText or ARGV[a + 4]
   local keepTs, cap = ARGV[a + 5], clock() + ${FENCE_FUTURE_MS}
   if ts > cap then keepTs = string.format('%.0f', math.max(cap, fts or 0)) end
-  return nil, keepToken .. ' ' .. keepTs
+  return nil, keepToken .. ' ' .. keepTs .. (digest and ' ' .. digest or '')
 end
 for i = 1, n do
   local k, a = 7 * i - 6, 6 * i + 2
@@ -494,10 +501,10 @@ return n
  * Returns 1 when raised, else 0.
  */
 const FENCE = FENCE_READ + `
-local ft, _, _, ftsText = readFence(KEYS[1])
+local ft, _, _, ftsText, fh = readFence(KEYS[1])
 if ft and ft >= tonumber(ARGV[1]) then return 0 end
 if ft then
-  redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ftsText, 'KEEPTTL')
+  redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ftsText .. (fh ~= '' and ' ' .. fh or ''), 'KEEPTTL')
 else
   redis.call('SET', KEYS[1], ARGV[1] .. ' 0', 'PX', ARGV[2])
 end
