@@ -66,7 +66,7 @@ node services/gateway/src/probe.js --url ws://127.0.0.1:8080/ws --symbol AAPL --
 say "the docs' test:up blocks against make up"
 node tools/doc-blocks.js run up || fail "a documented command failed against make up (above)"
 
-say "make down; make up AUTH=hs256 (the README's auth section)"
+say "make down; make up AUTH=hs256 (docs/auth-walkthrough.md)"
 make down
 make up AUTH=hs256
 say "the docs' test:auth blocks against make up AUTH=hs256"
