@@ -36,14 +36,20 @@ background() {
       echo "[prebuild] the suite ($owner) ended: stopping"
       kill -- -"$$" 2>/dev/null; exit 0
     done ) &
-  local watchdog=$! rc=0
+  local watchdog=$! rc=0 images
   export PATH="$("$ROOT/tools/go.sh")$PATH"
+  # Beside the compiles: the images that need no compiled binary (debootstrap,
+  # apt and npm inside: mostly network and disk), in a log of their own.
+  "$ROOT/infra/local-cluster/images.sh" base redis wsps >"$DIR/images.log" 2>&1 &
+  images=$!
   {
     "$ROOT/infra/local-cluster/build-bins.sh" prometheus &&
     "$ROOT/tools/tools.sh" helm kustomize kubeconform helm-unittest kube-score helm-docs k6 &&
-    "$ROOT/infra/local-cluster/build-bins.sh" &&
-    "$ROOT/infra/local-cluster/images.sh"
+    "$ROOT/infra/local-cluster/build-bins.sh"
   } || rc=$?
+  wait "$images" || rc=$?
+  # The rest: each a compiled binary copied onto the base image.
+  ((rc)) || "$ROOT/infra/local-cluster/images.sh" || rc=$?
   echo "$rc" >"$DIR/rc"
   kill "$watchdog" 2>/dev/null || true
 }
@@ -60,6 +66,7 @@ start() {
   "$ROOT/infra/local-cluster/deps.sh"
   rm -f "$DIR/rc"
   : >"$DIR/log"
+  : >"$DIR/images.log"
   # setsid: its own process group (the watchdog ends it as one); fds closed so
   # make does not wait for it.
   setsid nice -n 19 ionice -c 3 "$0" _background "$owner" >"$DIR/log" 2>&1 </dev/null &
@@ -72,16 +79,20 @@ DONE=' \.\.\. *\(ok\|cached\|FAILED\|present\)\|built .* in [0-9]*s$'
 
 wait_done() {
   [[ -f "$DIR/pid" ]] || { say "nothing was started"; return 0; }
-  local pid t0=$SECONDS seen=0 n
+  local pid t0=$SECONDS
   pid="$(cat "$DIR/pid")"
   if kill -0 "$pid" 2>/dev/null; then say "waiting for the background builds (pid $pid)"; fi
   # A line per build that finished or was found cached, as it happens.
+  local -A seen=()
+  local f n
   while :; do
-    n=$(grep -c "$DONE" "$DIR/log" 2>/dev/null || true)
-    if (( n > seen )); then
-      grep "$DONE" "$DIR/log" | sed -n "$((seen + 1)),${n}p" | sed 's/^/  /'
-      seen=$n
-    fi
+    for f in "$DIR/log" "$DIR/images.log"; do
+      n=$(grep -c "$DONE" "$f" 2>/dev/null || true)
+      if (( n > ${seen[$f]:-0} )); then
+        grep "$DONE" "$f" | sed -n "$((${seen[$f]:-0} + 1)),${n}p" | sed 's/^/  /'
+        seen[$f]=$n
+      fi
+    done
     kill -0 "$pid" 2>/dev/null || break
     sleep 2
   done
@@ -91,6 +102,7 @@ wait_done() {
   else
     say "background builds did not finish (exit $(cat "$DIR/rc" 2>/dev/null || echo '?')): the e2e builds what is missing; tail of $DIR/log:"
     tail -n 20 "$DIR/log" | sed 's/^/  /'
+    tail -n 10 "$DIR/images.log" 2>/dev/null | sed 's/^/  (images) /'
   fi
 }
 
