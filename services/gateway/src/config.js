@@ -1,6 +1,7 @@
 // Gateway settings: the single place their names, defaults and docs live.
 
-import { ConfigError, loadConfig } from '@wsps/shared/config'
+import { loadConfig } from '@wsps/shared/config'
+import { ConfigError } from '@wsps/shared/errors'
 import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */

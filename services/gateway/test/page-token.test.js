@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { ConfigError } from '@wsps/shared/config'
+import { ConfigError } from '@wsps/shared/errors'
 import { loadGatewayConfig } from '../src/config.js'
 import { registerHttpRoutes, withTokenUrl } from '../src/http-routes.js'
 

@@ -1,6 +1,7 @@
 // Quote-fetcher settings: the single place their names, defaults and docs live.
 
-import { ConfigError, loadConfig } from '@wsps/shared/config'
+import { loadConfig } from '@wsps/shared/config'
+import { ConfigError } from '@wsps/shared/errors'
 import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
 import { compileMapping, DEFAULT_MAPPING } from './providers/stream-mapping.js'
 import { checkTemplate } from './providers/stream-templates.js'

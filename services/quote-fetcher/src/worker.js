@@ -7,6 +7,7 @@
 // once a newer job's quotes of the symbol were published (scripts.js).
 
 import { latestQuotes } from '@wsps/shared/latest'
+import { Code } from './errors.js'
 
 /** BLPOP timeout: how quickly a stopping worker notices. */
 const POP_TIMEOUT_S = 1
@@ -148,7 +149,7 @@ export class Worker {
       this.metrics.jobs.inc({ result: 'done' })
     } catch (err) {
       const code = /** @type {{code?: string}} */ (err).code
-      this.metrics.jobs.inc({ result: code === 'WSPS_ERR_BREAKER_OPEN' ? 'breaker_open' : 'failed' })
+      this.metrics.jobs.inc({ result: code === Code.BREAKER_OPEN ? 'breaker_open' : 'failed' })
       this.log.warn({ err: /** @type {Error} */ (err).message, code, symbols: job.s.length }, 'job failed')
     }
   }

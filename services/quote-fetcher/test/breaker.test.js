@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { BreakerOpenError, BreakerState, CircuitBreaker } from '../src/providers/breaker.js'
+import { BreakerOpenError } from '../src/errors.js'
+import { BreakerState, CircuitBreaker } from '../src/providers/breaker.js'
 
 test('opens after threshold failures, rejects during cooldown, closes after a good trial', async () => {
   let now = 0

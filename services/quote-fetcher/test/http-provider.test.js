@@ -5,7 +5,7 @@ import { createServer } from 'node:http'
 import { test } from 'node:test'
 import pino from 'pino'
 import client from 'prom-client'
-import { BreakerOpenError } from '../src/providers/breaker.js'
+import { BreakerOpenError } from '../src/errors.js'
 import { createHttpProvider } from '../src/providers/http.js'
 
 /**

@@ -3,6 +3,7 @@
 // Nothing else reads the environment.
 
 import { readFileSync } from 'node:fs'
+import { ConfigError } from './errors.js'
 
 /**
  * @typedef {'int' | 'number' | 'string' | 'bool' | 'enum' | 'list' | 'url'} SettingType
@@ -19,16 +20,6 @@ import { readFileSync } from 'node:fs'
  * @property {readonly string[]} [protocols] Allowed URL schemes for `url`.
  * @property {boolean} [secret] Never logged; may also be read from `<env>_FILE`.
  */
-
-export class ConfigError extends Error {
-  /** @param {string[]} problems */
-  constructor (problems) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
-    this.name = 'ConfigError'
-    this.code = 'WSPS_ERR_CONFIG'
-    this.problems = problems
-  }
-}
 
 // Kubernetes injects <SERVICE>_PORT, <SERVICE>_PORT_<n>_TCP_*, and
 // <SERVICE>_SERVICE_HOST/PORT for every Service in the namespace. A Service

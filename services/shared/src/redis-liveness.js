@@ -14,6 +14,7 @@
 // and checked by redis-liveness.test.js against a real Cluster.
 
 import { Cluster } from 'ioredis'
+import { RedisSilentError } from './errors.js'
 
 /**
  * @typedef {import('ioredis').Redis} Redis
@@ -32,16 +33,6 @@ import { Cluster } from 'ioredis'
  * @property {() => number} lastAliveAt wall clock (ms) of the last moment every link was known alive
  * @property {() => void} stop
  */
-
-/** Error a silent link's socket is destroyed with (ioredis logs it as the connection's error). */
-export class RedisSilentError extends Error {
-  /** @param {string} node @param {number} ms */
-  constructor (node, ms) {
-    super(`Redis link to ${node} silent for ${ms} ms: torn down to reconnect`)
-    this.name = 'RedisSilentError'
-    this.code = 'WSPS_ERR_REDIS_SILENT'
-  }
-}
 
 /** @param {Redis} r */
 const nodeOf = (r) => `${r.options.host}:${r.options.port}`

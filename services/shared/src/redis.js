@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import { connect as tlsConnect } from 'node:tls'
 import { Cluster, Redis } from 'ioredis'
 import { parseHostPort } from './common-settings.js'
+import { RedisTlsError } from './errors.js'
 
 /**
  * @typedef {object} RedisSettings
@@ -37,24 +38,6 @@ const UNTRUSTED_CERT_CODES = new Set([
 // messages for the same failures.
 const UNTRUSTED_CERT_TEXT = /self[- ]signed certificate|unable to (verify the first|get (local )?issuer) certificate|does not match certificate's altnames|certificate (has expired|is not yet valid|signature failure)/i
 const HANDSHAKE_TEXT = /wrong version number|tlsv1 alert|ssl3_|unsupported protocol|packet length too long|handshake failure/i
-
-/**
- * A connection to Redis (or a Sentinel) that failed in TLS: the server's
- * certificate is not trusted by WSPS_REDIS_TLS_CA_FILE, or the handshake
- * itself failed (a plain-text server, no common TLS version). Retrying does
- * not fix it; the services stay up and unready and log it with its code.
- */
-export class RedisTlsError extends Error {
-  /**
-   * @param {string} message
-   * @param {Error} cause
-   */
-  constructor (message, cause) {
-    super(message, { cause })
-    this.name = 'RedisTlsError'
-    this.code = 'WSPS_ERR_REDIS_TLS'
-  }
-}
 
 /**
  * The RedisTlsError an ioredis error stands for, or null when it is no TLS failure.
@@ -224,7 +207,7 @@ export function connectRedis (settings, { name, onError, shardedSubscribers, blo
     })
   }
   // Without a listener ioredis prints every reconnect error to stderr. A TLS
-  // failure is handed on as the RedisTlsError (code WSPS_ERR_REDIS_TLS) it is;
+  // failure is handed on as the RedisTlsError (Code.REDIS_TLS) it is;
   // for the Sentinels it is first found out (tlsHandshakeError), one
   // handshake per failed round at most.
   const sentinelTls = settings.redisMode === 'sentinel' ? auth.tls : undefined

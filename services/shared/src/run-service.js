@@ -2,7 +2,8 @@
 // with one line per problem), one logger, listen, and stop gracefully on
 // SIGTERM/SIGINT. A second signal means "now": exit without the drain.
 
-import { ConfigError, redacted } from './config.js'
+import { redacted } from './config.js'
+import { Code, ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
 
 /**
@@ -13,7 +14,7 @@ import { createLogger } from './logger.js'
  * @param {(env: Record<string, string | undefined>) => Readonly<C>} options.load
  * @param {(config: Readonly<C>, logger: import('pino').Logger) => Promise<{listen(): Promise<string>, stop(): Promise<void>}>} options.create
  * @param {(config: Readonly<C>) => number} options.stopTimeoutMs how long a graceful stop may take
- *   before the process exits anyway (code 1, logged with WSPS_ERR_SHUTDOWN_TIMEOUT)
+ *   before the process exits anyway (code 1, logged with Code.SHUTDOWN_TIMEOUT)
  * @param {(config: Readonly<C>, logger: import('pino').Logger) => boolean} [options.supervise] called once
  *   the config is read: true when this process only supervises worker
  *   processes (it then neither creates the service nor listens)
@@ -48,7 +49,7 @@ export async function runService ({ name, settings, load, create, stopTimeoutMs,
       // must not wait for ever.
       const timeoutMs = stopTimeoutMs(config)
       setTimeout(() => {
-        logger.error({ code: 'WSPS_ERR_SHUTDOWN_TIMEOUT', timeoutMs }, 'graceful stop took too long: exiting')
+        logger.error({ code: Code.SHUTDOWN_TIMEOUT, timeoutMs }, 'graceful stop took too long: exiting')
         process.exit(1)
       }, timeoutMs).unref()
       service.stop().then(() => process.exit(0), (err) => {

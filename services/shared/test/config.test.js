@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ConfigError, loadConfig, redacted } from '../src/config.js'
+import { loadConfig, redacted } from '../src/config.js'
+import { ConfigError } from '../src/errors.js'
 
 /** @type {import('../src/config.js').Setting[]} */
 const schema = [

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { RedisTlsError, redisTlsError } from '../src/redis.js'
+import { RedisTlsError } from '../src/errors.js'
+import { redisTlsError } from '../src/redis.js'
 
 const settings = { redisTlsCaFile: '/etc/ca.crt' }
 

@@ -2,14 +2,9 @@
 // left alone for `cooldownMs`; then a single trial request decides whether
 // it closes again. Keeps a sick upstream from being hammered by every job.
 
-export const BreakerState = Object.freeze({ CLOSED: 0, HALF_OPEN: 1, OPEN: 2 })
+import { BreakerOpenError } from '../errors.js'
 
-export class BreakerOpenError extends Error {
-  constructor () {
-    super('circuit breaker open: upstream is failing')
-    this.code = 'WSPS_ERR_BREAKER_OPEN'
-  }
-}
+export const BreakerState = Object.freeze({ CLOSED: 0, HALF_OPEN: 1, OPEN: 2 })
 
 export class CircuitBreaker {
   /**

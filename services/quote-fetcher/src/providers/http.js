@@ -4,17 +4,10 @@
 // upstream; at most `maxInflight` requests run at once, so slow upstreams
 // make jobs wait (and go stale) instead of piling up sockets.
 
-import { BreakerOpenError, CircuitBreaker } from './breaker.js'
+import { BreakerOpenError, UpstreamError, UpstreamFailure } from '../errors.js'
+import { CircuitBreaker } from './breaker.js'
 
 const NUMERIC = /** @type {const} */ (['bid', 'ask', 'last', 'bidSize', 'askSize', 'volume', 'open', 'high', 'low', 'prevClose'])
-
-export class UpstreamError extends Error {
-  /** @param {string} message @param {string} code */
-  constructor (message, code) {
-    super(message)
-    this.code = code
-  }
-}
 
 /**
  * Maps one upstream record to quote fields; null when it has no usable symbol.
@@ -90,20 +83,20 @@ export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breake
     } catch (err) {
       const e = /** @type {Error} */ (err)
       const timeout = e.name === 'TimeoutError' || e.name === 'AbortError'
-      throw new UpstreamError(timeout ? `upstream timed out after ${timeoutMs} ms` : `upstream unreachable: ${e.message}`, timeout ? 'timeout' : 'network')
+      throw new UpstreamError(timeout ? `upstream timed out after ${timeoutMs} ms` : `upstream unreachable: ${e.message}`, timeout ? UpstreamFailure.TIMEOUT : UpstreamFailure.NETWORK)
     }
     if (!res.ok) {
       await res.body?.cancel()
-      throw new UpstreamError(`upstream answered HTTP ${res.status}`, `http_${res.status >= 500 ? '5xx' : '4xx'}`)
+      throw new UpstreamError(`upstream answered HTTP ${res.status}`, res.status >= 500 ? UpstreamFailure.HTTP_5XX : UpstreamFailure.HTTP_4XX)
     }
     let body
     try {
       body = await res.json()
     } catch {
-      throw new UpstreamError('upstream answered invalid JSON', 'bad_json')
+      throw new UpstreamError('upstream answered invalid JSON', UpstreamFailure.BAD_JSON)
     }
     const list = Array.isArray(body) ? body : body?.quotes
-    if (!Array.isArray(list)) throw new UpstreamError('upstream JSON is neither an array nor {"quotes":[...]}', 'bad_shape')
+    if (!Array.isArray(list)) throw new UpstreamError('upstream JSON is neither an array nor {"quotes":[...]}', UpstreamFailure.BAD_SHAPE)
     const now = clock()
     const wanted = new Set(symbols)
     return list.map((r) => normalize(r, now)).filter((q) => q !== null && wanted.has(q.symbol))
@@ -119,7 +112,7 @@ export function createHttpProvider ({ url, timeoutMs, retries, backoffMs, breake
         // a fresher job for these symbols exists, do not call the upstream.
         if (Date.now() + timeoutMs > deadline) {
           metrics.requests.inc({ result: 'stale' })
-          throw new UpstreamError('job went stale waiting for a request slot', 'stale')
+          throw new UpstreamError('job went stale waiting for a request slot', UpstreamFailure.STALE)
         }
         for (let attempt = 0; ; attempt++) {
           try {

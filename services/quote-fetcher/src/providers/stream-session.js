@@ -26,6 +26,8 @@
 // proved itself (a record streamed, or ready for STABLE_MS): a vendor that
 // accepts the socket and drops it at once is retried ever more slowly.
 
+import { Code } from '../errors.js'
+
 /** @typedef {'standby' | 'connecting' | 'authenticating' | 'ready' | 'closed' | 'refused' | 'limited' | 'stopped'} SessionState */
 
 /** Every state, for the state metric. @type {readonly SessionState[]} */
@@ -36,9 +38,9 @@ export const STABLE_MS = 10_000
 
 /** Named outcomes in the logs. */
 const OUTCOME_CODES = Object.freeze({
-  refused: 'WSPS_ERR_STREAM_AUTH_REFUSED',
-  limited: 'WSPS_ERR_STREAM_CONNECTION_LIMIT',
-  timeout: 'WSPS_ERR_STREAM_AUTH_TIMEOUT'
+  refused: Code.STREAM_AUTH_REFUSED,
+  limited: Code.STREAM_CONNECTION_LIMIT,
+  timeout: Code.STREAM_AUTH_TIMEOUT
 })
 
 /**
