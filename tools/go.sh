@@ -51,12 +51,7 @@ done
 missing=()
 command -v curl >/dev/null || missing+=(curl)
 command -v unzip >/dev/null || missing+=(unzip)
-if ((${#missing[@]})); then
-  [[ $(id -u) -eq 0 ]] || die "fetching Go needs ${missing[*]}: sudo apt-get install -y ${missing[*]}"
-  log "installing ${missing[*]} (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+((${#missing[@]} == 0)) || "$(dirname "$0")/apt.sh" "fetching Go" "${missing[@]}" >&2 || exit 1
 
 # The first proxy URL of GOPROXY (as `go env` has it, else the default);
 # "direct" and "off" are not proxies.

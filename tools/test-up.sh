@@ -26,12 +26,7 @@ fail () { printf '\033[31m[test-up] FAIL\033[0m %s\n' "$*" >&2; exit 1; }
 missing=()
 command -v ss >/dev/null || missing+=(iproute2)
 command -v pgrep >/dev/null || missing+=(procps)
-if ((${#missing[@]})); then
-  [[ $(id -u) -eq 0 ]] || fail "needs ${missing[*]}: sudo apt-get install -y ${missing[*]}"
-  say "installing ${missing[*]} (apt-get)"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+((${#missing[@]} == 0)) || "$(dirname "$0")/apt.sh" test-up "${missing[@]}" || fail "needs ${missing[*]}"
 
 exec 9>/tmp/wsps-make-up.lock
 say "waiting for /tmp/wsps-make-up.lock (another make up may be running)"

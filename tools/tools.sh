@@ -71,10 +71,7 @@ need_python () {
   python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
   python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
   ((${#missing[@]})) || return 0
-  [[ $(id -u) -eq 0 ]] || { echo "tools.sh needs ${missing[*]}: sudo apt-get install -y ${missing[*]}" >&2; exit 1; }
-  log "installing ${missing[*]} (apt-get)"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  "$(dirname "${BASH_SOURCE[0]}")/apt.sh" tools.sh "${missing[@]}" >&2 || exit 1
 }
 
 # go install into a versioned dir. Writes to a temp dir first so an

@@ -24,13 +24,6 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
 command -v curl >/dev/null || missing+=(curl)
-if ((${#missing[@]})); then
-  if [[ $(id -u) -ne 0 ]]; then
-    die "missing: ${missing[*]}. Install them (e.g. sudo apt-get install -y ${missing[*]}) and run again."
-  fi
-  say "installing ${missing[*]} (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+((${#missing[@]} == 0)) || "$ROOT/tools/apt.sh" "the local stack" "${missing[@]}" || die "missing: ${missing[*]}"
+
 exit 0
