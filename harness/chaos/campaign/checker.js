@@ -1,19 +1,14 @@
 // The campaign's checker: pure functions over what each client recorded
-// (recorder.js) and what the nemesis did (faults.js's log). Nothing here
+// (the testkit's RecordingSubscriber) and what the nemesis did (faults.js's log). Nothing here
 // looks at a clock or a socket, so each rule is unit-tested on synthetic
 // histories (test/checker.test.js).
 
 /**
- * One client's history, in the order its events happened (`at`: the
- * runner's Date.now() when it saw them).
+ * One client's history, in the order its events happened: quotes,
+ * `recovery`, `gap`, `status`, `stale` and `fresh` (their shape:
+ * harness/testkit/src/recording-subscriber.js).
  *
- * @typedef {{k: 'q', s: string, seq: number, ep: string, ts: number, at: number, snap: boolean}} QuoteEv a quote event
- * @typedef {{k: 'rec', s: string, ok: boolean, at: number}} RecoveryEv a `recovery` event
- * @typedef {{k: 'gap', s: string, at: number}} GapEv the client's own `gap` event (it saw a hole and resubscribes)
- * @typedef {{k: 'stale', syms: string[], since: number | null, at: number, src: 'frame' | 'event'}} StaleEv
- * @typedef {{k: 'fresh', syms: string[], at: number, src: 'frame' | 'event'}} FreshEv
- * @typedef {{k: 'status', state: string, at: number}} StatusEv a `status` event (live, reconnecting, ...)
- * @typedef {QuoteEv | RecoveryEv | GapEv | StaleEv | FreshEv | StatusEv} Ev
+ * @typedef {import('../../testkit/src/recording-subscriber.js').Ev} Ev
  */
 
 /**

@@ -14,12 +14,11 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { sleep, waitFor } from '../../testkit/src/index.js'
+import { RecordingSubscriber, sleep, waitFor } from '../../testkit/src/index.js'
 import { checkTicks, episodes, readiness, sumTicks, untoldStaleness, verdict } from './checker.js'
 import { applyFault, faultWindows } from './faults.js'
 import { FAULTS, plan } from './nemesis.js'
 import { markdown } from './report.js'
-import { recordingSubscriber } from './recorder.js'
 import { LIBFAKETIME, startCampaignStack } from './stack.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
@@ -62,7 +61,7 @@ const stamp = () => {
 const say = (/** @type {string} */ line) => console.log(`${stamp()} ${line}`)
 
 /**
- * @param {import('./recorder.js').Subscriber[]} subs
+ * @param {RecordingSubscriber[]} subs
  * @returns {string} the gateway most of them are on
  */
 function busiestGateway (subs) {
@@ -89,7 +88,7 @@ async function main () {
   say(`campaign seed ${seed}, ${args.duration}, ${variant} variant, ${provider} provider: starting the stack`)
   const stack = await startCampaignStack({ variant, provider })
   const urls = stack.gatewayUrls()
-  const subs = Array.from({ length: Number(args.clients) }, (_, i) => recordingSubscriber({ id: i + 1, urls: i % 2 ? [...urls].reverse() : urls, symbols: SYMBOLS }))
+  const subs = Array.from({ length: Number(args.clients) }, (_, i) => new RecordingSubscriber({ url: i % 2 ? [...urls].reverse() : urls, symbols: SYMBOLS }))
   /** @type {import('./faults.js').AppliedFault[]} */
   const applied = []
   /** @type {import('./checker.js').ReadySample[]} */
@@ -171,12 +170,13 @@ async function main () {
     const endAt = Date.now()
 
     // The checker.
-    const clients = subs.map((s) => {
+    const clients = subs.map((s, i) => {
       const { figures, findings } = checkTicks(s.events)
       const { worst, stretches } = untoldStaleness(s.events, { endAt })
       // Untold stretches of 2 s or more join the episodes too.
       const quiet = stretches.filter((x) => x.untoldMs >= 2000).map((x) => ({ rule: 'untoldStale', s: x.s, at: x.from, value: x.untoldMs, detail: `no tick for ${x.gapMs} ms, ${x.untoldMs} ms of it untold` }))
-      return { id: s.id, ticks: figures, worst, nodes: s.node, findings: [...findings, ...quiet].map((f) => ({ ...f, client: s.id, detail: `client ${s.id}: ${f.detail}` })) }
+      const id = i + 1
+      return { id, ticks: figures, worst, nodes: s.node, findings: [...findings, ...quiet].map((f) => ({ ...f, client: id, detail: `client ${id}: ${f.detail}` })) }
     })
     const ticks = sumTicks(clients.map((c) => c.ticks))
     const worstUntold = clients.map((c) => c.worst).filter((w) => w !== null).sort((a, b) => b.untoldMs - a.untoldMs)[0] ?? null
@@ -186,7 +186,7 @@ async function main () {
     if (errors.length) failures.push(`${errors.length} faults could not be applied or healed`)
     const found = episodes(clients.flatMap((c) => c.findings)).map((e) => ({ ...e, faults: faultsAround(applied, e.from) }))
     const notices = { staleFrames: 0, freshFrames: 0, staleEvents: 0, freshEvents: 0 }
-    for (const s of subs) for (const k of /** @type {(keyof typeof notices)[]} */ (Object.keys(notices))) notices[k] += s.counts[k]
+    for (const counts of subs.map((s) => s.notices())) for (const k of /** @type {(keyof typeof notices)[]} */ (Object.keys(notices))) notices[k] += counts[k]
     /** @type {import('./report.js').CampaignResult} */
     const result = {
       setup: { seed, durationMs, variant, provider, clients: subs.length, symbols: SYMBOLS, startedAt: new Date(t0).toISOString() },
@@ -211,7 +211,7 @@ async function main () {
     console.error(`campaign could not run: ${/** @type {Error} */ (err).stack ?? err}`)
     code = 2
   } finally {
-    for (const s of subs) s.client.close()
+    for (const s of subs) s.close()
     await stack.close()
   }
   process.exit(code)

@@ -5,6 +5,7 @@
 // Only re-exports: every module of the testkit imports the module it needs,
 // never this file (the lint's import/no-cycle keeps it so).
 
+/** @typedef {import('./recording-subscriber.js').Ev} Ev */
 /** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
 /** @typedef {import('./toxiproxy.js').ToxiproxyHandle} ToxiproxyHandle */
 
@@ -13,6 +14,7 @@ export { freePort, getJson, httpOk } from './net.js'
 export { startNginx } from './nginx.js'
 export { writeNginxConf } from './nginx-conf.js'
 export { startProcess } from './process.js'
+export { RecordingSubscriber } from './recording-subscriber.js'
 export { redisCommand, slotOwner, startRedis, startRedisCluster, startRedisSentinel } from './redis.js'
 export { FAKE_VENDOR_MAIN, FETCHER_MAIN, GATEWAY_MAIN, NODE_FLAGS, ROOT, startFakeVendor, startFetcher, startGateway, startService } from './services.js'
 export { startSilentProxy } from './silent-proxy.js'

@@ -6,16 +6,14 @@
 
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
-import WebSocket from 'ws'
 import { redisKeys } from '@wsps/shared/keys'
 import { publishArgs, registerScripts } from '@wsps/shared/scripts'
-import { setUp, ticksDisordered, ticksLost, useStack, waitFor } from '../src/index.js'
-import { WspsClient } from '@wsps/client'
+import { RecordingSubscriber, setUp, useStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['ET1', 'ET2', 'ET3', 'ET4']
 const CLIENTS = 6
 
-/** @type {WspsClient[]} */
+/** @type {RecordingSubscriber[]} */
 const clients = []
 after(() => { for (const c of clients) c.close() })
 // Its Redis keeps an append-only file: a restart may come back with everything.
@@ -28,67 +26,34 @@ const on = setUp(async () => {
 })
 
 /**
- * A distinct subscriber that records every seq it is given per symbol, and
- * what the gateway said about each resumption.
+ * A distinct subscriber that records every tick it is given, and what the
+ * gateway said about each resumption.
  *
  * @param {string[]} urls
  * @param {{transport?: 'auto' | 'sse'}} [options]
  */
 function subscriber (urls, { transport = /** @type {'auto' | 'sse'} */ ('auto') } = {}) {
-  const c = new WspsClient({ url: urls, WebSocket, transport, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
-  clients.push(c)
-  /** @type {Map<string, number[]>} */
-  const seqs = new Map()
-  /** @type {Map<string, Set<string>>} */
-  const epochs = new Map()
-  /** @type {{symbol: string, recovered: boolean}[]} */
-  const recoveries = []
-  const nodes = new Set()
-  c.on('quote', (e) => {
-    const list = seqs.get(e.symbol) ?? []
-    list.push(e.quote.seq)
-    seqs.set(e.symbol, list)
-    const es = epochs.get(e.symbol) ?? new Set()
-    es.add(String(e.quote.epoch))
-    epochs.set(e.symbol, es)
-  })
-  c.on('recovery', (r) => recoveries.push(r))
-  c.on('hello', (h) => nodes.add(h.node))
-  c.connect()
-  c.subscribe(SYMBOLS, { mode: 'distinct' })
-  return {
-    client: c,
-    recoveries,
-    nodes,
-    epochs,
-    /** Ticks between its first and newest quote of each symbol that it never got. */
-    lost: () => ticksLost(seqs),
-    /** Quotes received twice or out of order. */
-    disorder: () => ticksDisordered(seqs),
-    /** @param {number} n the seq every symbol must have passed */
-    passed: (n) => SYMBOLS.every((s) => (seqs.get(s)?.at(-1) ?? 0) >= n),
-    newest: () => Math.max(0, ...[...seqs.values()].map((l) => l.at(-1) ?? 0))
-  }
+  const s = new RecordingSubscriber({ url: urls, symbols: SYMBOLS, transport })
+  clients.push(s)
+  return s
 }
-
-/** @typedef {ReturnType<typeof subscriber>} Subscriber */
 
 /**
  * Waits until every subscriber is past the newest seq any had when called
  * plus `more`: the stream has gone on after the fault.
  *
- * @param {Subscriber[]} subs
+ * @param {RecordingSubscriber[]} subs
  * @param {number} [more]
  */
 async function flowing (subs, more = 20) {
-  const target = Math.max(...subs.map((s) => s.newest())) + more
-  await waitFor(() => subs.every((s) => s.passed(target)), { timeout: 15_000, message: `every subscriber past seq ${target}` })
+  const target = Math.max(...subs.map((s) => Math.max(0, ...SYMBOLS.map((sym) => s.lastSeq(sym))))) + more
+  await waitFor(() => subs.every((s) => SYMBOLS.every((sym) => s.lastSeq(sym) >= target)), { timeout: 15_000, message: `every subscriber past seq ${target}` })
 }
 
-/** @param {Subscriber[]} subs */
+/** @param {RecordingSubscriber[]} subs */
 function tally (subs) {
-  const totals = subs.map((s) => s.lost())
-  return { lost: totals.reduce((a, t) => a + t.lost, 0), got: totals.reduce((a, t) => a + t.got, 0), disorder: subs.reduce((a, s) => a + s.disorder(), 0) }
+  const totals = subs.map((s) => s.ticksLost())
+  return { lost: totals.reduce((a, t) => a + t.lost, 0), got: totals.reduce((a, t) => a + t.got, 0), disorder: subs.reduce((a, s) => a + s.ticksDisordered(), 0) }
 }
 
 /**
@@ -96,7 +61,7 @@ function tally (subs) {
  * through it; the drained gateway is replaced for the next test.
  *
  * @param {import('node:test').TestContext} t
- * @param {Subscriber[]} subs
+ * @param {RecordingSubscriber[]} subs
  * @param {number} resumptions symbol resumptions the drain must cause at least
  */
 async function throughDrain (t, subs, resumptions) {
@@ -104,13 +69,13 @@ async function throughDrain (t, subs, resumptions) {
   await on.gws[0].stop('SIGTERM')
   await flowing(subs, 40)
   const { lost, got, disorder } = tally(subs)
-  const resumed = subs.flatMap((s) => s.recoveries)
+  const resumed = subs.flatMap((s) => s.recoveries())
   t.diagnostic(`ticks lost ${lost} of ${got}; ${resumed.filter((r) => r.recovered).length} symbol resumptions recovered, ${resumed.filter((r) => !r.recovered).length} not`)
   assert.ok(resumed.length >= resumptions, 'the drained clients resumed every symbol')
   assert.deepEqual(resumed.filter((r) => !r.recovered), [])
   assert.equal(lost, 0, 'ticks lost')
   assert.equal(disorder, 0, 'duplicates or reordering')
-  for (const s of subs) s.client.close()
+  for (const s of subs) s.close()
   on.gws[0] = await stack.gateway({ WSPS_DRAIN_MS: 300 })
 }
 
@@ -141,7 +106,7 @@ test('the gateways\' Redis pub/sub connections killed: the gap is filled from hi
   assert.equal(lost, 0, 'ticks lost')
   assert.equal(disorder, 0)
   assert.ok(filled.every((n) => n >= SYMBOLS.length), 'each gateway filled every symbol from history')
-  for (const s of subs) s.client.close()
+  for (const s of subs) s.close()
 })
 
 test('a pub/sub message Redis never delivered (published, in history): the gap is filled from history, no lost tick', async (t) => {
@@ -174,7 +139,7 @@ test('a pub/sub message Redis never delivered (published, in history): the gap i
   assert.equal(lost, 0, 'ticks lost')
   assert.equal(disorder, 0)
   assert.ok(after.every((n, i) => n - before[i] >= 2), 'each gateway filled both symbols\' holes from history')
-  for (const s of subs) s.client.close()
+  for (const s of subs) s.close()
 })
 
 test('Redis restarted with persistence: history and epoch survive, no lost tick; restarted empty: a new epoch and recovered:false', async (t) => {
@@ -186,15 +151,15 @@ test('Redis restarted with persistence: history and epoch survive, no lost tick;
   await flowing(subs, 40)
   const saved = tally(subs)
   const fills = await Promise.all(on.gws.map(async (g) => `${await metric(g.url, 'wsps_gateway_gap_fills_total{result="filled"')} filled/${await metric(g.url, 'wsps_gateway_gap_fills_total{result="snapshot"')} snapshot`))
-  t.diagnostic(`with persistence: ticks lost ${saved.lost} of ${saved.got}; gap fills ${fills.join(', ')}; epochs ${subs.map((s) => [...s.epochs.values()].map((e) => [...e].join('|')).join(' ')).join(' ')}`)
+  t.diagnostic(`with persistence: ticks lost ${saved.lost} of ${saved.got}; gap fills ${fills.join(', ')}; epochs ${subs.map((s) => [...s.epochs().values()].map((e) => [...e].join('|')).join(' ')).join(' ')}`)
   assert.equal(saved.lost, 0, 'ticks lost across a restart with persistence')
   assert.equal(saved.disorder, 0)
-  assert.ok(subs.every((s) => [...s.epochs.values()].every((e) => e.size === 1)), 'one epoch throughout')
+  assert.ok(subs.every((s) => [...s.epochs().values()].every((e) => e.size === 1)), 'one epoch throughout')
 
   // kill -9 and its files gone: Redis comes back empty. The fetcher's seq
   // floor keeps seq rising, but the history is new: nobody may take it for
   // the old one, and every subscriber is told.
-  const before = subs.map((s) => s.recoveries.length)
+  const before = subs.map((s) => s.recoveries().length)
   await stack.redis.kill()
   stack.redis.forget()
   await stack.redis.start()
@@ -202,14 +167,14 @@ test('Redis restarted with persistence: history and epoch survive, no lost tick;
   const marked = await Promise.all(on.gws.map((g) => metric(g.url, 'wsps_gateway_gap_fills_total{result="snapshot"')))
   const emptied = tally(subs)
   t.diagnostic(`restarted empty: ticks lost ${emptied.lost - saved.lost}; gap-fill snapshots ${marked.join(', ')}`)
-  assert.ok(subs.every((s) => [...s.epochs.values()].every((e) => e.size >= 2)), 'every symbol moved to a new epoch')
+  assert.ok(subs.every((s) => [...s.epochs().values()].every((e) => e.size >= 2)), 'every symbol moved to a new epoch')
   assert.ok(marked.every((n) => n >= SYMBOLS.length), 'each gateway counted every symbol as not filled')
   subs.forEach((s, i) => {
-    const told = s.recoveries.slice(before[i])
+    const told = s.recoveries().slice(before[i])
     assert.deepEqual([...new Set(told.filter((r) => !r.recovered).map((r) => r.symbol))].sort(), SYMBOLS, 'recovered:false for every symbol')
     assert.deepEqual(told.filter((r) => r.recovered), [], 'never recovered:true across a lost history')
   })
-  for (const s of subs) s.client.close()
+  for (const s of subs) s.close()
 })
 
 /**

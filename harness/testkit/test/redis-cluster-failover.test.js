@@ -10,16 +10,14 @@
 
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
-import WebSocket from 'ws'
-import { longestSilence, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, ticksLost, waitFor } from '../src/index.js'
-import { WspsClient } from '@wsps/client'
+import { RecordingSubscriber, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, waitFor } from '../src/index.js'
 
 const NODE_TIMEOUT_MS = 2000
 const FAILOVERS = 5
 const SYMBOLS = Array.from({ length: 30 }, (_, i) => `CF${i}`)
 const ENV = { WSPS_REDIS_MODE: 'cluster' }
 
-/** @type {WspsClient[]} */
+/** @type {RecordingSubscriber[]} */
 const clients = []
 /** @type {(() => Promise<unknown>)[]} */
 const cleanups = []
@@ -39,38 +37,15 @@ const on = setUp(async () => {
 
 /** @param {string} url */
 function subscriber (url) {
-  const c = new WspsClient({ url, WebSocket, initialBackoffMs: 50, restartJitterMs: 100 })
-  clients.push(c)
-  /** @type {Map<string, number[]>} every seq got, per symbol */
-  const seqs = new Map()
-  /** @type {Map<string, number>} when each symbol last had a quote */
-  const at = new Map()
-  /** @type {Map<string, number[]>} when each symbol had a quote, every time */
-  const times = new Map()
-  /** @type {string[]} */
-  const closes = []
-  c.on('quote', (e) => {
-    seqs.set(e.symbol, [...(seqs.get(e.symbol) ?? []), e.quote.seq])
-    at.set(e.symbol, Date.now())
-    times.set(e.symbol, [...(times.get(e.symbol) ?? []), Date.now()])
-  })
-  c.on('status', (s) => { if (s.closeCode !== null && s.state !== 'live') closes.push(String(s.closeCode)) })
-  c.connect()
-  c.subscribe(SYMBOLS, { mode: 'distinct' })
-  return {
-    closes,
-    lost: () => ticksLost(seqs).lost,
-    /** @param {number} since every symbol has a quote received after this time */
-    freshSince: (since) => SYMBOLS.filter((s) => (at.get(s) ?? 0) <= since),
-    /** @param {string} symbol @param {number} from @param {number} to the longest time in [from, to] it went without a quote */
-    longestSilence: (symbol, from, to) => longestSilence(times.get(symbol) ?? [], from, to)
-  }
+  const s = new RecordingSubscriber({ url, symbols: SYMBOLS })
+  clients.push(s)
+  return s
 }
 
 test(`a Cluster primary killed ${FAILOVERS} times in a row: every client gets every symbol again within 10 s of the promotion, the other shards keep flowing, nobody starves`, async (t) => {
   const { cluster, gws } = on
   const subs = [subscriber(gws[0].wsUrl), subscriber(gws[0].wsUrl), subscriber(gws[1].wsUrl), subscriber(gws[1].wsUrl)]
-  await waitFor(() => subs.every((s) => s.freshSince(0).length === 0), { timeout: 20_000, message: 'every symbol quoted to every client' })
+  await waitFor(() => subs.every((s) => s.quietSince(0).length === 0), { timeout: 20_000, message: 'every symbol quoted to every client' })
   for (let round = 1; round <= FAILOVERS; round++) {
     const primaries = await cluster.primaries()
     const sched = await slotOwner(primaries, 'wsps:{sched}:demand')
@@ -87,9 +62,9 @@ test(`a Cluster primary killed ${FAILOVERS} times in a row: every client gets ev
     }, { timeout: 30_000, interval: 100, message: `a replica promoted in place of ${victim}` })
     const promotedAt = Date.now()
     // The symbols of the shards that did not fail never stopped for longer than the cluster's down window.
-    await waitFor(() => subs.every((s) => s.freshSince(promotedAt).length === 0), { timeout: 10_000, interval: 100, message: `round ${round}: every client quoted on every symbol after the promotion` }).catch((err) => {
+    await waitFor(() => subs.every((s) => s.quietSince(promotedAt).length === 0), { timeout: 10_000, interval: 100, message: `round ${round}: every client quoted on every symbol after the promotion` }).catch((err) => {
       const tail = (/** @type {{logs: string[]}} */ p) => p.logs.slice(-12).join('\n')
-      throw new Error(`${err.message}; stale symbols per client ${subs.map((s) => s.freshSince(promotedAt).length).join(',')}\n--- gateway 1:\n${tail(gws[0])}\n--- gateway 2:\n${tail(gws[1])}\n--- fetcher:\n${tail(on.fetcher)}`)
+      throw new Error(`${err.message}; stale symbols per client ${subs.map((s) => s.quietSince(promotedAt).length).join(',')}\n--- gateway 1:\n${tail(gws[0])}\n--- gateway 2:\n${tail(gws[1])}\n--- fetcher:\n${tail(on.fetcher)}`)
     })
     const back = Date.now()
     // The other shards' symbols: no silence longer than the cluster's own
@@ -98,12 +73,12 @@ test(`a Cluster primary killed ${FAILOVERS} times in a row: every client gets ev
     const window = promotedAt - killedAt
     const silences = others.map((sym) => Math.max(...subs.map((s) => s.longestSilence(sym, killedAt, back))))
     const worst = Math.max(0, ...silences)
-    t.diagnostic(`round ${round}: killed ${victim}, promoted after ${window} ms, every client had every symbol ${back - promotedAt} ms after the promotion; the other shards' ${others.length} symbols silent at most ${worst} ms; ticks lost so far ${subs.map((s) => s.lost()).join(',')}`)
+    t.diagnostic(`round ${round}: killed ${victim}, promoted after ${window} ms, every client had every symbol ${back - promotedAt} ms after the promotion; the other shards' ${others.length} symbols silent at most ${worst} ms; ticks lost so far ${subs.map((s) => s.ticksLost().lost).join(',')}`)
     assert.ok(others.length > 0, 'some symbols live on the shards that did not fail')
     assert.ok(worst <= window + 3000, `round ${round}: a symbol of a shard that did not fail went ${worst} ms without a quote, past the down window (${window} ms) + 3 s`)
     await cluster.start(victim)
     await cluster.ok()
   }
-  for (const s of subs) assert.deepEqual(s.closes.filter((c) => c !== '1012'), [], 'no client was closed')
+  for (const s of subs) assert.deepEqual(s.closeCodes().filter((c) => c !== 1012), [], 'no client was closed')
   for (const g of gws) assert.equal(g.proc.exitCode, null, 'gateway still running')
 })

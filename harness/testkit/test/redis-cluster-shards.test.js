@@ -12,10 +12,8 @@
 
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
-import WebSocket from 'ws'
 import { ServerOp } from '@wsps/protocol'
-import { WspsClient } from '@wsps/client'
-import { TestClient, longestSilence, redisCommand, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
+import { RecordingSubscriber, TestClient, redisCommand, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, ticksLost, waitFor } from '../src/index.js'
 
 /** Redis's default cluster-node-timeout. */
 const NODE_TIMEOUT_MS = 15_000
@@ -40,31 +38,20 @@ const on = setUp(async () => {
 
 /** @param {string} url */
 function subscriber (url) {
-  const c = new WspsClient({ url, WebSocket, initialBackoffMs: 50, restartJitterMs: 100 })
-  clients.push(c)
-  /** @type {Map<string, number[]>} */
-  const seqs = new Map()
-  /** @type {Map<string, number[]>} when each symbol had a quote */
-  const times = new Map()
-  /** @type {Set<string>} symbols whose subscriber was told ticks were lost (a snap marked recovered:false) */
-  const toldLost = new Set()
-  c.on('quote', (e) => {
-    seqs.set(e.symbol, [...(seqs.get(e.symbol) ?? []), e.quote.seq])
-    times.set(e.symbol, [...(times.get(e.symbol) ?? []), Date.now()])
-  })
-  c.on('recovery', (r) => { if (!r.recovered) toldLost.add(r.symbol) })
-  c.connect()
-  c.subscribe(SYMBOLS, { mode: 'distinct' })
-  return {
-    seqs,
-    /** Ticks lost on symbols the client was not told lost anything. */
-    lostUntold: () => ticksLost(new Map([...seqs].filter(([symbol]) => !toldLost.has(symbol)))).lost,
-    toldLost,
-    /** @param {number} since @returns {string[]} symbols without a quote after `since` */
-    quietSince: (since) => SYMBOLS.filter((s) => (times.get(s)?.at(-1) ?? 0) <= since),
-    /** @param {string} symbol @param {number} from @param {number} to the longest time in [from, to] it went without a quote */
-    longestSilence: (symbol, from, to) => longestSilence(times.get(symbol) ?? [], from, to)
-  }
+  const s = new RecordingSubscriber({ url, symbols: SYMBOLS })
+  clients.push(s)
+  return s
+}
+
+/**
+ * Ticks lost on symbols the client was not told lost anything (a snap
+ * marked recovered:false).
+ *
+ * @param {RecordingSubscriber} s
+ */
+function lostUntold (s) {
+  const toldLost = new Set(s.recoveries().filter((r) => !r.recovered).map((r) => r.symbol))
+  return ticksLost(new Map([...s.seqs()].filter(([symbol]) => !toldLost.has(symbol)))).lost
 }
 
 test('a Cluster primary killed (default node timeout, ~16 s away): the other shards\' symbols are never quiet over 1 s at any client; the failed shard\'s are told stale, then fresh, with 0 ticks lost untold', async (t) => {
@@ -105,9 +92,9 @@ test('a Cluster primary killed (default node timeout, ~16 s away): the other sha
   const worst = Math.max(0, ...silences)
   const stale = watcher.frames.filter((f) => f.op === ServerOp.STALE).flatMap((f) => f.symbols)
   const fresh = watcher.frames.filter((f) => f.op === ServerOp.FRESH).flatMap((f) => f.symbols)
-  const lost = subs.reduce((n, s) => n + ticksLost(s.seqs).lost, 0)
-  const untold = subs.reduce((n, s) => n + s.lostUntold(), 0)
-  const disorder = subs.reduce((n, s) => n + ticksDisordered(s.seqs), 0)
+  const lost = subs.reduce((n, s) => n + s.ticksLost().lost, 0)
+  const untold = subs.reduce((n, s) => n + lostUntold(s), 0)
+  const disorder = subs.reduce((n, s) => n + s.ticksDisordered(), 0)
   t.diagnostic(`killed ${victim}: promoted after ${promotedAt - killedAt} ms, all back ${back - promotedAt} ms later; the other shards' ${others.length} symbols quiet at most ${worst} ms (published with gaps of at most ${worstPublished.gap} ms, ${worstPublished.at} ms after the kill); told stale ${stale.length} (of ${failed.length} on the failed shard), fresh ${fresh.length}; lost ${lost} (untold ${untold}: the rest the killed primary had not replicated, told recovered:false), disorder ${disorder}`)
   if (fresh.length === 0 || worst > 1000) t.diagnostic(gws[1].logs.filter((l) => !l.includes('"level":30,') || /stale|resync|shard|live/.test(l)).join('\n'))
   assert.ok(others.length > 0 && failed.length > 0, 'symbols on both kinds of shard')

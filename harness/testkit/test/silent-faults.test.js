@@ -7,14 +7,12 @@
 
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
-import WebSocket from 'ws'
 import { Disconnect, ServerOp } from '@wsps/protocol'
-import { WspsClient } from '@wsps/client'
-import { GATEWAY_MAIN, TestClient, httpOk, setUp, sleep, startToxiproxy, ticksDisordered, ticksLost, useStack, waitFor } from '../src/index.js'
+import { GATEWAY_MAIN, RecordingSubscriber, TestClient, httpOk, setUp, sleep, startToxiproxy, useStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3']
 
-/** @type {WspsClient[]} */
+/** @type {{close: () => void}[]} */
 const clients = []
 after(() => { for (const c of clients) c.close() })
 after(() => on.toxi?.stop())
@@ -37,37 +35,19 @@ async function proxiedGateway () {
 }
 
 /**
- * A distinct subscriber on the real JS client that records every seq per
- * symbol, its resumptions and the gateways it was served by.
+ * A distinct subscriber on the real JS client that records every tick, its
+ * resumptions and the gateways it was served by.
  *
  * @param {string[]} urls
  */
 function subscriber (urls) {
-  const c = new WspsClient({ url: urls, WebSocket, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
-  clients.push(c)
-  /** @type {Map<string, number[]>} */
-  const seqs = new Map()
-  /** @type {{symbol: string, recovered: boolean}[]} */
-  const recoveries = []
-  const nodes = new Set()
-  c.on('quote', (e) => {
-    const list = seqs.get(e.symbol) ?? []
-    list.push(e.quote.seq)
-    seqs.set(e.symbol, list)
-  })
-  c.on('recovery', (r) => recoveries.push(r))
-  c.on('hello', (h) => nodes.add(h.node))
-  c.connect()
-  c.subscribe(SYMBOLS, { mode: 'distinct' })
-  return {
-    client: c,
-    recoveries,
-    nodes,
-    lost: () => ticksLost(seqs).lost,
-    disorder: () => ticksDisordered(seqs),
-    newest: () => Math.min(...SYMBOLS.map((s) => seqs.get(s)?.at(-1) ?? 0))
-  }
+  const s = new RecordingSubscriber({ url: urls, symbols: SYMBOLS })
+  clients.push(s)
+  return s
 }
+
+/** @param {RecordingSubscriber} s @returns {number} the seq every symbol has passed */
+const newest = (s) => Math.min(...SYMBOLS.map((sym) => s.lastSeq(sym)))
 
 /** @typedef {{op: string, symbols: string[], since?: number, at: number}} Notice a `stale` or `fresh` frame, and when it came */
 
@@ -84,15 +64,15 @@ async function watcher (url) {
     const msg = JSON.parse(String(data))
     if (msg.op === ServerOp.STALE || msg.op === ServerOp.FRESH) notices.push({ ...msg, at: Date.now() })
   })
-  clients.push(/** @type {any} */ ({ close: () => c.ws.terminate() }))
+  clients.push({ close: () => c.ws.terminate() })
   await c.sub(SYMBOLS)
   return { c, notices }
 }
 
-/** @param {{newest: () => number}[]} subs @param {number} [more] */
+/** @param {RecordingSubscriber[]} subs @param {number} [more] */
 async function flowing (subs, more = 20) {
-  const target = Math.max(...subs.map((s) => s.newest())) + more
-  await waitFor(() => subs.every((s) => s.newest() >= target), { timeout: 20_000, message: `every subscriber past seq ${target}` })
+  const target = Math.max(...subs.map(newest)) + more
+  await waitFor(() => subs.every((s) => newest(s) >= target), { timeout: 20_000, message: `every subscriber past seq ${target}` })
 }
 
 test('a gateway whose Redis link goes silent: its clients are told stale within 5 s, it turns unready, moves them (1012), and they resume on the other gateway with every tick', async (t) => {
@@ -103,7 +83,7 @@ test('a gateway whose Redis link goes silent: its clients are told stale within 
   await flowing(subs)
   // The proxied gateway learns of its peer at its next announcement (every second).
   await sleep(1500)
-  assert.ok(subs.every((s) => s.nodes.has(a.name) && !s.nodes.has(b.name)), 'every subscriber starts on the proxied gateway')
+  assert.ok(subs.every((s) => s.nodes().has(a.name) && !s.nodes().has(b.name)), 'every subscriber starts on the proxied gateway')
 
   const silentAt = Date.now()
   await proxy.silence()
@@ -119,17 +99,17 @@ test('a gateway whose Redis link goes silent: its clients are told stale within 
   assert.ok(unready, 'the silent gateway is not ready')
 
   await flowing(subs, 40)
-  assert.ok(subs.every((s) => s.nodes.has(b.name)), 'every subscriber moved to the other gateway')
-  assert.deepEqual(subs.flatMap((s) => s.recoveries).filter((r) => !r.recovered), [], 'every resumption recovered')
-  assert.equal(subs.reduce((n, s) => n + s.lost(), 0), 0, 'ticks lost')
-  assert.equal(subs.reduce((n, s) => n + s.disorder(), 0), 0, 'duplicates or reordering')
+  assert.ok(subs.every((s) => s.nodes().has(b.name)), 'every subscriber moved to the other gateway')
+  assert.deepEqual(subs.flatMap((s) => s.recoveries()).filter((r) => !r.recovered), [], 'every resumption recovered')
+  assert.equal(subs.reduce((n, s) => n + s.ticksLost().lost, 0), 0, 'ticks lost')
+  assert.equal(subs.reduce((n, s) => n + s.ticksDisordered(), 0), 0, 'duplicates or reordering')
 
   const m = await a.metrics()
   assert.ok((m['wsps_gateway_redis_silent_total{conn="sub"}'] ?? 0) >= 1, 'the silent link is counted')
   assert.equal(m.wsps_gateway_isolations_total, 1)
   await proxy.heal()
   await waitFor(() => httpOk(`${a.url}/readyz`), { timeout: 15_000, message: 'ready again once healed' })
-  for (const s of subs) s.client.close()
+  for (const s of subs) s.close()
   // The next test wants no gateway that reaches Redis.
   await Promise.all([a.stop(), b.stop()])
 })
@@ -150,9 +130,9 @@ test('Redis silent for every gateway: clients stay, are told stale, then fresh, 
   t.diagnostic(`fresh ${fresh.at - silentAt} ms after the silence began`)
   assert.deepEqual([...fresh.symbols].sort(), SYMBOLS)
   await flowing(subs, 40)
-  assert.ok(subs.every((s) => s.nodes.size === 1), 'no subscriber was moved')
-  assert.equal(subs.reduce((n, s) => n + s.lost(), 0), 0, 'ticks lost')
-  assert.equal(subs.reduce((n, s) => n + s.disorder(), 0), 0, 'duplicates or reordering')
+  assert.ok(subs.every((s) => s.nodes().size === 1), 'no subscriber was moved')
+  assert.equal(subs.reduce((n, s) => n + s.ticksLost().lost, 0), 0, 'ticks lost')
+  assert.equal(subs.reduce((n, s) => n + s.ticksDisordered(), 0), 0, 'duplicates or reordering')
   assert.equal(w.c.closed, null)
-  for (const s of subs) s.client.close()
+  for (const s of subs) s.close()
 })
