@@ -5,21 +5,11 @@
 // back on its port, where its clients look for it).
 
 import { existsSync } from 'node:fs'
-import { startFakeVendor, startFetcher, startGateway, startRedis, startRedisSentinel, startToxiproxy } from '../../testkit/src/index.js'
+import { ALPACA_STREAM_ENV, startFakeVendor, startFetcher, startGateway, startRedis, startRedisSentinel, startToxiproxy } from '../../testkit/src/index.js'
 
 /** libfaketime, as Debian's `faketime` package installs it. */
 export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1'
 
-/** The Alpaca-style mapping of docs/feeding.md (as harness/testkit/test/ws-stream.test.js). */
-const STREAM = Object.freeze({
-  WSPS_PROVIDER: 'ws-stream',
-  WSPS_STREAM_AUTH: '{"action":"auth","key":{token}}',
-  WSPS_STREAM_TOKEN: 'vendor-key',
-  WSPS_STREAM_SUBSCRIBE: '{"action":"subscribe","quotes":{symbols}}',
-  WSPS_STREAM_UNSUBSCRIBE: '{"action":"unsubscribe","quotes":{symbols}}',
-  WSPS_STREAM_MAPPING: '{"recordMatch":{"T":"q"},"fields":{"symbol":"S","bid":"bp","ask":"ap","bidSize":"bs","askSize":"as","ts":"t"}}',
-  WSPS_STREAM_BACKOFF_MS: 100
-})
 
 /**
  * The environment that makes a process see its clock `skewMs` off
@@ -63,7 +53,7 @@ export async function startCampaignStack ({ variant, provider }) {
 
   /** @type {Record<string, string | number>} */
   const feed = vendor
-    ? { ...STREAM, WSPS_STREAM_URL: vendor.streamUrl }
+    ? { ...ALPACA_STREAM_ENV, WSPS_STREAM_URL: vendor.streamUrl }
     : { WSPS_PROVIDER: 'sim', WSPS_FETCH_INTERVAL_MS: 50 }
   // 20 ticks a second per symbol: a history of 2000 covers 100 s of every symbol.
   const fetcherEnv = { ...feed, WSPS_HISTORY_SIZE: 2000 }

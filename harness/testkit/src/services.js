@@ -102,6 +102,21 @@ export function startFetcher (redisUrl, env = {}) {
  */
 
 /**
+ * A ws-stream fetcher's settings for the fake vendor in the alpaca dialect,
+ * started with `key: 'vendor-key'`: the mapping and templates docs/feeding.md
+ * gives for Alpaca (plus WSPS_STREAM_URL: the vendor's streamUrl).
+ */
+export const ALPACA_STREAM_ENV = Object.freeze({
+  WSPS_PROVIDER: 'ws-stream',
+  WSPS_STREAM_AUTH: '{"action":"auth","key":{token}}',
+  WSPS_STREAM_TOKEN: 'vendor-key',
+  WSPS_STREAM_SUBSCRIBE: '{"action":"subscribe","quotes":{symbols}}',
+  WSPS_STREAM_UNSUBSCRIBE: '{"action":"unsubscribe","quotes":{symbols}}',
+  WSPS_STREAM_MAPPING: '{"recordMatch":{"T":"q"},"fields":{"symbol":"S","bid":"bp","ask":"ap","bidSize":"bs","askSize":"as","ts":"t"}}',
+  WSPS_STREAM_BACKOFF_MS: 100
+})
+
+/**
  * The fake streaming vendor (fake-vendor.js) as its own process. `streamUrl`
  * is what WSPS_STREAM_URL points at; `state()` is what it has seen.
  * @param {FakeVendorOptions} [options]

@@ -13,20 +13,14 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { ClientPool, sleep, startFakeVendor, startFetcher, startGateway, startRedis, startSilentProxy, waitFor } from '../src/index.js'
+import { ALPACA_STREAM_ENV, ClientPool, sleep, startFakeVendor, startFetcher, startGateway, startRedis, startSilentProxy, waitFor } from '../src/index.js'
 
 // Short leases: another fetcher takes a symbol over within 1 s + a 200 ms
 // tick of its owner's silence; the owner is held up three times that.
 const LEASE_MS = 1000
 const HOLD_MS = 3000
 const STREAM = {
-  WSPS_PROVIDER: 'ws-stream',
-  WSPS_STREAM_AUTH: '{"action":"auth","key":{token}}',
-  WSPS_STREAM_TOKEN: 'vendor-key',
-  WSPS_STREAM_SUBSCRIBE: '{"action":"subscribe","quotes":{symbols}}',
-  WSPS_STREAM_UNSUBSCRIBE: '{"action":"unsubscribe","quotes":{symbols}}',
-  WSPS_STREAM_MAPPING: '{"recordMatch":{"T":"q"},"fields":{"symbol":"S","bid":"bp","ask":"ap","bidSize":"bs","askSize":"as","ts":"t"}}',
-  WSPS_STREAM_BACKOFF_MS: 100,
+  ...ALPACA_STREAM_ENV,
   WSPS_STREAM_OWNER_LEASE_MS: LEASE_MS,
   WSPS_STREAM_TICK_MS: 200
 }

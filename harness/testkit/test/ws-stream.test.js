@@ -5,18 +5,10 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { redisKeys } from '@wsps/shared/keys'
-import { ClientPool, startFakeVendor, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
+import { ALPACA_STREAM_ENV, ClientPool, startFakeVendor, startFetcher, startGateway, startRedis, waitFor } from '../src/index.js'
 
 // The Alpaca-style mapping and templates of docs/feeding.md.
-const STREAM = {
-  WSPS_PROVIDER: 'ws-stream',
-  WSPS_STREAM_AUTH: '{"action":"auth","key":{token}}',
-  WSPS_STREAM_TOKEN: 'vendor-key',
-  WSPS_STREAM_SUBSCRIBE: '{"action":"subscribe","quotes":{symbols}}',
-  WSPS_STREAM_UNSUBSCRIBE: '{"action":"unsubscribe","quotes":{symbols}}',
-  WSPS_STREAM_MAPPING: '{"recordMatch":{"T":"q"},"fields":{"symbol":"S","bid":"bp","ask":"ap","bidSize":"bs","askSize":"as","ts":"t"}}',
-  WSPS_STREAM_BACKOFF_MS: 100
-}
+const STREAM = ALPACA_STREAM_ENV
 /** @type {Awaited<ReturnType<typeof startRedis>>} */
 let redis
 /** @type {Awaited<ReturnType<typeof startFakeVendor>>} */
