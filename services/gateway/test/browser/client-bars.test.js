@@ -3,24 +3,11 @@
 // "Delayed grants"): what the page's chart and badges are built on.
 
 import assert from 'node:assert/strict'
-import { after, describe, test } from 'node:test'
-import WebSocket from 'ws'
+import { describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
-import { WspsClient } from '@wsps/client'
-import { fakeGateway, hello } from './stack.js'
+import { hello, scripted } from './stack.js'
 
-/** @type {(() => Promise<unknown> | void)[]} */
-const cleanups = []
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn()
-})
-
-/** @param {ConstructorParameters<typeof WspsClient>[0]} options */
-function client (options) {
-  const c = new WspsClient({ WebSocket, initialBackoffMs: 10, restartJitterMs: 10, ...options })
-  cleanups.push(() => c.close())
-  return c
-}
+const { client, fake } = scripted({ initialBackoffMs: 10, restartJitterMs: 10 })
 
 const T0 = 1_763_800_020_000
 /** @param {number} i */
@@ -33,7 +20,7 @@ const bar = (i) => ({ t: T0 + i * 1000, o: 10, h: 11, l: 9, c: 10 + i / 10, v: 5
 async function barGateway () {
   /** @type {any[][]} */
   const conns = []
-  const f = await fakeGateway((ws, frames) => {
+  const f = await fake((ws, frames) => {
     conns.push(frames)
     ws.send(hello('fake'))
     /** @type {Map<string, Set<string>>} bar subscriptions by interval */
@@ -57,7 +44,6 @@ async function barGateway () {
       ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: [...quotes], ...(delayed.length ? { delayed, delayMs: 900_000 } : {}) }))
     })
   })
-  cleanups.push(() => f.close())
   return { f, conns }
 }
 
@@ -115,7 +101,7 @@ describe('bars', () => {
   })
 
   test('a bar ack is not an answer to a quote sub (its symbols are bar subscriptions)', async () => {
-    const f = await fakeGateway((ws) => {
+    const f = await fake((ws) => {
       ws.send(hello('fake'))
       ws.on('message', (data) => {
         const m = JSON.parse(String(data))
@@ -123,7 +109,6 @@ describe('bars', () => {
         if (m.bars !== undefined) ws.send(JSON.stringify({ op: 'ack', id: m.id, bars: m.bars, symbols: m.symbols, delayed: m.symbols, delayMs: 60_000 }))
       })
     })
-    cleanups.push(() => f.close())
     const c = client({ url: f.url })
     c.connect()
     await waitFor(() => c.status.state === 'live', { message: 'live' })
@@ -137,7 +122,7 @@ describe('bars', () => {
   test('a bar sub answered DRAINING is asked for again on the next connection', async () => {
     /** @type {any[][]} */
     const conns = []
-    const f = await fakeGateway((ws, frames) => {
+    const f = await fake((ws, frames) => {
       conns.push(frames)
       const draining = conns.length === 1
       ws.send(hello('fake'))
@@ -152,7 +137,6 @@ describe('bars', () => {
         }
       })
     })
-    cleanups.push(() => f.close())
     const c = client({ url: f.url })
     c.subscribeBars(['AAPL'], '1s')
     c.connect()
@@ -160,7 +144,7 @@ describe('bars', () => {
   })
 
   test('a refused bar sub drops that bar subscription only (its rejected event names the interval)', async () => {
-    const f = await fakeGateway((ws) => {
+    const f = await fake((ws) => {
       ws.send(hello('fake'))
       ws.on('message', (data) => {
         const m = JSON.parse(String(data))
@@ -168,7 +152,6 @@ describe('bars', () => {
         else ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.symbols }))
       })
     })
-    cleanups.push(() => f.close())
     const c = client({ url: f.url, symbols: ['AAPL'] })
     /** @type {string[]} */
     const errors = []

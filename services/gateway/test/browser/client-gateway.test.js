@@ -3,34 +3,24 @@
 // a drain, a frozen gateway, and a real stream with a frame taken out.
 
 import assert from 'node:assert/strict'
-import { after, describe, test } from 'node:test'
-import WebSocket from 'ws'
+import { describe, test } from 'node:test'
 import { setUp, useStack, waitFor } from '@wsps/testkit'
-import { WspsClient } from '@wsps/client'
-import { filteringProxy, recordingWebSocket } from './stack.js'
+import { filteringProxy, recordingWebSocket, scripted } from './stack.js'
 
 /** Every gateway here: small enough for the test of the subscription limit. */
 const GATEWAY_ENV = { WSPS_MAX_SUBSCRIPTIONS: 4 }
-/** @type {(() => Promise<unknown> | void)[]} */
-const cleanups = []
-// Registered before the stack's own hook, so clients and proxies close before the gateways.
-after(async () => { for (const fn of cleanups.reverse()) await fn() })
+// Before the stack: clients and proxies close before the gateways.
+const { client, atEnd } = scripted({ initialBackoffMs: 100, restartJitterMs: 100 })
 const stack = useStack()
 const on = setUp(async () => {
   await stack.fetcher()
   return { gw: await stack.gateway(GATEWAY_ENV) }
 })
 
-/** @param {ConstructorParameters<typeof WspsClient>[0]} options */
-function client (options) {
-  const c = new WspsClient({ WebSocket, initialBackoffMs: 100, restartJitterMs: 100, ...options })
-  cleanups.push(() => c.close())
-  return c
-}
 
 /**
  * Quote events per symbol, in arrival order.
- * @param {WspsClient} c
+ * @param {import('@wsps/client').WspsClient} c
  */
 function collect (c) {
   /** @type {Map<string, import('@wsps/client').QuoteEvent[]>} */
@@ -135,7 +125,7 @@ describe('WspsClient against a real gateway', () => {
       const quotes = msg.quotes.filter((/** @type {any} */ q) => q.symbol !== 'AAPL')
       return quotes.length ? { ...msg, quotes } : null
     })
-    cleanups.push(() => proxy.close())
+    atEnd(() => proxy.close())
     const rec = recordingWebSocket()
     const c = client({ url: proxy.url, WebSocket: rec.WebSocket })
     /** @type {import('@wsps/client').GapEvent[]} */

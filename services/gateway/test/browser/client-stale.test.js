@@ -6,39 +6,17 @@
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
-import { after, describe, test } from 'node:test'
-import WebSocket from 'ws'
+import { describe, test } from 'node:test'
 import { sleep, waitFor } from '@wsps/testkit'
-import { WspsClient } from '@wsps/client'
 import { Disconnect } from '@wsps/client/protocol'
-import { fakeGateway, hello } from './stack.js'
+import { fullQuote, hello, scripted } from './stack.js'
 
-/** @type {(() => Promise<unknown> | void)[]} */
-const cleanups = []
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn()
-})
-
-/** @param {ConstructorParameters<typeof WspsClient>[0]} options */
-function client (options) {
-  const c = new WspsClient({ WebSocket, initialBackoffMs: 10, restartJitterMs: 10, ...options })
-  cleanups.push(() => c.close())
-  return c
-}
-
-/** @param {Parameters<typeof fakeGateway>[0]} onConnection */
-async function fake (onConnection) {
-  const f = await fakeGateway(onConnection)
-  cleanups.push(() => f.close())
-  return f
-}
-
-/** @param {any} q */
-const quote = (q) => ({ bid: 1, ask: 2, last: 1.5, bidSize: 1, askSize: 1, volume: 1, open: 1, high: 2, low: 1, prevClose: 1, ts: Date.now(), ...q })
+const { client, fake, atEnd } = scripted({ initialBackoffMs: 10, restartJitterMs: 10 })
+const quote = fullQuote
 
 /**
  * Every `stale` and `fresh` event of a client, in order.
- * @param {WspsClient} c
+ * @param {import('@wsps/client').WspsClient} c
  */
 function record (c) {
   /** @type {({stale: string[], since: number} | {fresh: string[]})[]} */
@@ -230,7 +208,7 @@ describe('stale and fresh over SSE', () => {
     })
     server.listen(0, '127.0.0.1')
     await once(server, 'listening')
-    cleanups.push(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve) }))
+    atEnd(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve) }))
     const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
     const c = client({ url: `ws://127.0.0.1:${port}/ws`, transport: 'sse', symbols: ['AAPL'] })
     const events = record(c)

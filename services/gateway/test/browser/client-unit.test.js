@@ -3,36 +3,13 @@
 // close code per attempt, a server that goes silent).
 
 import assert from 'node:assert/strict'
-import { after, describe, test } from 'node:test'
-import WebSocket from 'ws'
+import { describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
-import { WspsClient, backoffDelay } from '@wsps/client'
-import { fakeGateway, hello } from './stack.js'
+import { backoffDelay } from '@wsps/client'
+import { fullQuote, hello, scripted } from './stack.js'
 
-/** @type {(() => Promise<unknown> | void)[]} */
-const cleanups = []
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn()
-})
-
-/**
- * @param {ConstructorParameters<typeof WspsClient>[0]} options
- */
-function client (options) {
-  const c = new WspsClient({ WebSocket, ...options })
-  cleanups.push(() => c.close())
-  return c
-}
-
-/** @param {Parameters<typeof fakeGateway>[0]} onConnection */
-async function fake (onConnection) {
-  const f = await fakeGateway(onConnection)
-  cleanups.push(() => f.close())
-  return f
-}
-
-/** @param {any} q */
-const quote = (q) => ({ bid: 1, ask: 2, last: 1.5, bidSize: 1, askSize: 1, volume: 1, open: 1, high: 2, low: 1, prevClose: 1, ts: Date.now(), ...q })
+const { client, fake } = scripted()
+const quote = fullQuote
 
 describe('backoffDelay', () => {
   test('doubles per attempt up to the cap, with the jitter between half and all of it', () => {
@@ -170,7 +147,7 @@ describe('seq gaps', () => {
   test('a delta that does not continue the held quote triggers unsub + sub of that symbol; conflated deltas with base apply', async () => {
     /** @type {any[]} */
     let got = []
-    /** @type {WebSocket | null} */
+    /** @type {import('ws').WebSocket | null} */
     let server = null
     let snapSeq = 10
     const f = await fake((ws, frames) => {
@@ -216,7 +193,7 @@ describe('seq gaps', () => {
   })
 
   test('deltas for symbols not watched (late frames after unsubscribe) are ignored', async () => {
-    /** @type {WebSocket | null} */
+    /** @type {import('ws').WebSocket | null} */
     let server = null
     const f = await fake((ws) => {
       server = ws

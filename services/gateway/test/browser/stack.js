@@ -4,8 +4,10 @@
 // be made to do on demand.
 
 import { once } from 'node:events'
+import { after } from 'node:test'
 import { SignJWT } from 'jose'
 import WebSocket, { WebSocketServer } from 'ws'
+import { WspsClient } from '@wsps/client'
 import { setUp, useStack } from '@wsps/testkit'
 
 /** The `authed` gateway's WSPS_PAGE_TOKEN_URL: a path nothing serves but a test's route. */
@@ -69,6 +71,44 @@ export function recordingWebSocket () {
   }
   return { WebSocket: RecordingWebSocket, received, sent }
 }
+
+/**
+ * A test file's clients, fake gateways and whatever else `atEnd` is given,
+ * closed in reverse order when the file ends (call it before useStack():
+ * hooks run in the order they were registered, so these close before the
+ * stack's gateways).
+ *
+ * @param {Partial<ConstructorParameters<typeof WspsClient>[0]>} [defaults] options every client gets, before its own
+ */
+export function scripted (defaults = {}) {
+  /** @type {(() => Promise<unknown> | void)[]} */
+  const cleanups = []
+  after(async () => {
+    for (const fn of cleanups.reverse()) await fn()
+  })
+  return {
+    /** @param {ConstructorParameters<typeof WspsClient>[0]} options */
+    client (options) {
+      const c = new WspsClient({ WebSocket, ...defaults, ...options })
+      cleanups.push(() => c.close())
+      return c
+    },
+    /** @param {Parameters<typeof fakeGateway>[0]} onConnection */
+    async fake (onConnection) {
+      const f = await fakeGateway(onConnection)
+      cleanups.push(() => f.close())
+      return f
+    },
+    /** @param {() => Promise<unknown> | void} fn */
+    atEnd (fn) { cleanups.push(fn) }
+  }
+}
+
+/**
+ * A full quote with every field, `q`'s over the defaults.
+ * @param {any} q
+ */
+export const fullQuote = (q) => ({ bid: 1, ask: 2, last: 1.5, bidSize: 1, askSize: 1, volume: 1, open: 1, high: 2, low: 1, prevClose: 1, ts: Date.now(), ...q })
 
 /**
  * A scripted fake gateway on a free port. `onConnection` gets each socket
