@@ -21,6 +21,7 @@
 // on the delayed timeline) plus CLOSE_GRACE_MS.
 
 import { BAR_INTERVALS, Limits } from '@wsps/protocol'
+import { parsePublished } from '@wsps/shared/published'
 import { BarSeries } from './bar-series.js'
 import { HistoryTimeline } from './history-timeline.js'
 
@@ -166,7 +167,7 @@ export class BarHub {
       const ms = series.intervalMs
       const oldest = Math.floor(this.#clockNow() / ms) * ms - Limits.MAX_BACKFILL * ms
       const { entry, after } = await this.#search.at(symbol, oldest - 1)
-      before = entry === null ? null : JSON.parse(entry.raw)
+      before = entry === null ? null : parsePublished(entry.raw)
       history = await this.#readAfter(symbol, after)
     } catch (err) {
       // The bars go on from the live ticks; the backfill says it is short.
@@ -189,7 +190,10 @@ export class BarHub {
     let from = after + 1
     for (;;) {
       const raws = await this.#reader.history(symbol, from, null, READ_CHUNK)
-      for (const raw of raws) out.push(JSON.parse(raw))
+      for (const raw of raws) {
+        const q = parsePublished(raw)
+        if (q !== null) out.push(q)
+      }
       if (raws.length < READ_CHUNK) return out
       from = /** @type {Quote} */ (out.at(-1)).seq + 1
     }

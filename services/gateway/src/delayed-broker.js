@@ -24,6 +24,7 @@
 // says so (its subscribers are told `stale`), onResumed when a read answers
 // again. Nothing is lost meanwhile: the pump goes on from its seq.
 
+import { seqOf } from '@wsps/shared/published'
 import { HistoryTimeline } from './history-timeline.js'
 
 /** How often due entries are released: the delay is served this much late at most. */
@@ -47,7 +48,7 @@ const REWIND_CHECK_EVERY = 10
 const STALL_MS = 2000
 
 /**
- * @typedef {import('./history-timeline.js').Entry} Entry
+ * @typedef {import('@wsps/shared/published').Entry} Entry
  * @typedef {object} Pump one symbol's read position in its history
  * @property {number | null} after the seq of the last entry released (null:
  *   not started: latest() sets it from the snapshot it reads)
@@ -352,7 +353,7 @@ export class DelayedBroker {
   async #rewound (symbol, pump, after) {
     const [latest] = await this.#broker.latest([symbol])
     if (typeof latest !== 'string' || this.#pumps.get(symbol) !== pump || pump.after !== after) return
-    const seq = Number(/^\{"seq":(\d+)/.exec(latest)?.[1] ?? NaN)
+    const seq = seqOf(latest)
     if (seq < after) {
       this.#log.info({ symbol, after, newest: seq }, 'history started over: the delayed pump reads it from its beginning')
       pump.after = 0

@@ -16,6 +16,7 @@
 // quote (history off, trimmed or expired, a new epoch) does every
 // subscriber get a fresh snapshot, marked `"recovered":false`.
 
+import { seqOf } from '@wsps/shared/published'
 import { diffQuotes, mergeUpdates } from './delta.js'
 import { Lane } from './lane.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
@@ -50,15 +51,6 @@ export const Taken = Object.freeze({
  *   (a bar series, bar-series.js): it keeps the feed open like a subscriber
  * @property {(quote: Quote) => void} onTick
  */
-
-/**
- * The seq of a quote as published (`{"seq":N,...`).
- *
- * @param {string} raw
- */
-function seqOf (raw) {
-  return Number(raw.slice(7, raw.indexOf(',')))
-}
 
 export class Feed {
   #symbol

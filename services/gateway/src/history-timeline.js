@@ -5,25 +5,12 @@
 // (delayed-broker.js) asks two things of it: the quote as it was at a
 // moment (the newest entry at or before it), and the entries after a seq.
 
-/**
- * @typedef {{seq: number, ts: number, epoch: unknown, raw: string}} Entry
- *   one history entry: its seq, its producer timestamp (ms), its epoch and
- *   the quote as published
- * @typedef {Pick<import('./broker.js').Broker, 'history' | 'latest'>} HistorySource
- */
+import { entryOf } from '@wsps/shared/published'
 
 /**
- * @param {string} raw a quote as published
- * @returns {Entry | null} null when it does not parse or has no seq/ts
+ * @typedef {import('@wsps/shared/published').Entry} Entry
+ * @typedef {Pick<import('./broker.js').Broker, 'history' | 'latest'>} HistorySource
  */
-export function entryOf (raw) {
-  try {
-    const { seq, ts, epoch } = JSON.parse(raw)
-    return typeof seq === 'number' && typeof ts === 'number' ? { seq, ts, epoch, raw } : null
-  } catch {
-    return null
-  }
-}
 
 export class HistoryTimeline {
   #source

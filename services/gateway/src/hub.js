@@ -19,6 +19,7 @@
 // overlap and nothing falls between them.
 
 import { Disconnect, ServerOp } from '@wsps/protocol'
+import { parsePublished } from '@wsps/shared/published'
 import { Feed, Taken } from './feed.js'
 import { FULL_RATE } from './delivery.js'
 import { RECEIVE_LAG_SAMPLE } from './metrics.js'
@@ -574,12 +575,9 @@ export class Hub {
    * @returns {Quote | null} null (logged) when it does not parse
    */
   #parse (raw) {
-    try {
-      return JSON.parse(raw)
-    } catch {
-      this.#log.error({ raw: raw.slice(0, 200) }, 'unparsable quote from broker')
-      return null
-    }
+    const quote = parsePublished(raw)
+    if (quote === null) this.#log.error({ raw: raw.slice(0, 200) }, 'unparsable quote from broker')
+    return quote
   }
 
   #renewAll () {

@@ -8,6 +8,8 @@
 // joiner (hub.peek()); in that same turn the caller adds the subscriber and
 // writes the replay. Ticks after that moment reach it through the fan-out.
 
+import { cursorOf } from '@wsps/shared/published'
+
 /**
  * @typedef {import('./protocol.js').Cursor} Cursor
  *
@@ -17,22 +19,6 @@
 
 /** Reads per symbol before a moving target counts as not recoverable (each read only covers the ticks of the read before). */
 const MAX_ROUNDS = 4
-
-/**
- * The seq and epoch of a quote as published (`{"seq":N,"epoch":"E",...}`).
- *
- * @param {string | null} raw
- * @returns {{seq: number, epoch: unknown} | null}
- */
-export function cursorOf (raw) {
-  if (raw === null) return null
-  try {
-    const { seq, epoch } = JSON.parse(raw)
-    return typeof seq === 'number' ? { seq, epoch } : null
-  } catch {
-    return null
-  }
-}
 
 export class Recovery {
   #hub

@@ -27,11 +27,11 @@
 // subscription limit (each symbol and interval counts as one).
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
+import { cursorOf } from '@wsps/shared/published'
 import { notEntitled, ungranted } from './auth.js'
 import { BarRequests } from './bar-requests.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
-import { cursorOf } from './recovery.js'
 import { TextFrame } from './text-frame.js'
 
 /**

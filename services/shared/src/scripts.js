@@ -149,7 +149,9 @@ export const FENCE_FUTURE_MS = 1000
  * channel, quote JSON without seq and without its opening brace (starts
  * with '"symbol"': the script puts seq and epoch in front of it without
  * copying it first), floorSeq, renew (0/1), token, ts. publishArgs() below
- * writes this layout; nothing else should.
+ * writes this layout; nothing else should. The message it publishes (and
+ * keeps in history and as the latest quote) is published.js's layout, read
+ * only there.
  * defer 1: the script writes but does not publish, and returns the messages
  * (after the seqs) for the caller to publish itself once replicas hold the
  * writes (Redis WAIT; WSPS_PUBLISH_WAIT_REPLICAS).
