@@ -7,6 +7,7 @@
 // once a newer job's quotes of the symbol were published (scripts.js).
 
 import { latestQuotes } from '@wsps/shared/latest'
+import { parsePublished } from '@wsps/shared/published'
 import { Code } from './errors.js'
 
 /** BLPOP timeout: how quickly a stopping worker notices. */
@@ -136,8 +137,8 @@ export class Worker {
         }
         symbols = symbols.filter((_, i) => !(raws[i] instanceof Error))
         raws.forEach((raw, i) => {
-          if (raw === null || raw instanceof Error) return
-          const q = JSON.parse(raw)
+          const q = raw === null || raw instanceof Error ? null : parsePublished(raw)
+          if (q === null) return
           previous.set(job.s[i], q)
           this.publisher.remember(job.s[i], q.seq)
         })
