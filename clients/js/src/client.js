@@ -104,6 +104,8 @@ export class WspsClient {
   #token
   #subs
   #liveness
+  /** WebSocket: a connection that received nothing this long is probed; no answer this long more and its symbols are stale (0: never) */
+  #quietMs
   /** @type {Emitter<WspsEvents>} */
   #events = new Emitter()
   /** Held quotes by the receiver rules; a resync's `since` is when its snapshot was asked for (deltas before it are expected gaps). */
@@ -167,6 +169,7 @@ export class WspsClient {
     })
     this.#token = new TokenSource(options.getToken ?? null)
     this.#liveness = new Liveness(options.heartbeatMs ?? 15_000)
+    this.#quietMs = options.quietMs ?? 2000
     this.#subs = new Subscriptions(options.symbols ?? [])
     this.#status = { state: Status.IDLE, url: this.urls[0], node: null, attempt: 0, retryAt: null, retryInMs: null, closeCode: null, closeReason: '', transport: null }
   }
@@ -587,7 +590,19 @@ export class WspsClient {
     const gen = this.#gen
     this.#liveness.start(
       () => { if (gen === this.#gen) this.#ping() },
-      (reason) => { if (gen === this.#gen) this.#abandon(reason) })
+      (reason) => { if (gen === this.#gen) this.#abandon(reason) },
+      // Over SSE nothing can be asked: only the server's heartbeats come.
+      this.#status.transport === Transport.WEBSOCKET && this.#quietMs > 0
+        ? {
+          quietMs: this.#quietMs,
+          quiet: (since) => {
+            if (gen !== this.#gen) return
+            const flipped = this.#stale.quiet(this.#subs.list, since)
+            if (flipped.length) this.#events.emit('stale', { symbols: flipped, since })
+          },
+          answered: () => { if (gen === this.#gen) this.#fresh(this.#stale.answered()) }
+        }
+        : undefined)
     this.#setStatus(Status.LIVE, { node: hello.node ?? null, retryAt: null, retryInMs: null, attempt: 0 })
     this.#events.emit('hello', hello)
     this.#scheduleRefresh(hello.expiresInMs)

@@ -2,6 +2,15 @@
 // telling the page, so the client cannot see them: it sends {"op":"ping"}
 // every heartbeatMs and treats 2 x heartbeatMs without any frame as a dead
 // connection. Also measures the round trip of its pings.
+//
+// Is it answering now? A gateway that freezes (a long GC pause, a stopped
+// or starved process) keeps its socket open and says nothing: its clients
+// would show their last prices as live until the connection is found dead.
+// With quietMs, a connection that received nothing for quietMs is probed
+// with a ping; when nothing at all arrives quietMs after the probe, it is
+// `quiet` (its symbols are shown stale since the last frame) until the
+// next frame. A busy connection is never probed; a quiet one that answers
+// costs a ping per quietMs.
 
 /** Pings remembered for their pong. */
 const MAX_PINGS = 8
@@ -16,6 +25,11 @@ export class Liveness {
   #timer
   /** @type {number | null} round trip of the last answered ping, ms */
   #rttMs = null
+  /** When the probe awaiting an answer was sent (0: none). */
+  #probedAt = 0
+  #quiet = false
+  /** @type {(() => void) | null} */
+  #onAnswer = null
 
   /** @param {number} heartbeatMs used until set otherwise */
   constructor (heartbeatMs) {
@@ -40,6 +54,11 @@ export class Liveness {
   /** A frame (or an SSE heartbeat comment) arrived. */
   frame () {
     this.#lastFrameAt = Date.now()
+    this.#probedAt = 0
+    if (this.#quiet) {
+      this.#quiet = false
+      this.#onAnswer?.()
+    }
   }
 
   /**
@@ -47,23 +66,41 @@ export class Liveness {
    *
    * @param {() => void} ping sends a ping (and calls pinged())
    * @param {(reason: string) => void} dead the connection has been silent too long
+   * @param {{quietMs: number, quiet: (since: number) => void, answered: () => void}} [probe]
+   *   quietMs > 0: probe a connection that received nothing for quietMs; `quiet` when the
+   *   probe got no answer within quietMs (since: the last frame), `answered` at the next frame
    */
-  start (ping, dead) {
+  start (ping, dead, probe) {
     clearInterval(this.#timer)
     const hb = this.#heartbeatMs
-    const tickMs = Math.max(25, Math.floor(hb / 2))
+    const quietMs = probe?.quietMs ?? 0
+    const tickMs = Math.max(25, Math.floor((quietMs > 0 ? Math.min(hb, quietMs) : hb) / 2))
     let lastTick = Date.now()
     this.#lastFrameAt = lastTick
     this.#lastPingAt = lastTick
+    this.#probedAt = 0
+    this.#quiet = false
+    this.#onAnswer = probe?.answered ?? null
     this.#timer = setInterval(() => {
       const now = Date.now()
       // Timers that ran late (a background tab, a suspended laptop) mean we
       // were not looking, not that the server was silent: ping and look again.
       const late = now - lastTick > 2 * tickMs
       lastTick = now
+      if (late) this.#probedAt = 0
       if (!late && now - this.#lastFrameAt >= 2 * hb) {
         dead(`no frame for ${2 * hb} ms`)
         return
+      }
+      if (quietMs > 0 && !late) {
+        if (this.#probedAt > 0 && !this.#quiet && now - this.#probedAt >= quietMs) {
+          this.#quiet = true
+          probe?.quiet(this.#lastFrameAt)
+        } else if (this.#probedAt === 0 && now - this.#lastFrameAt >= quietMs) {
+          this.#probedAt = now
+          ping()
+          return
+        }
       }
       if (late || now - this.#lastPingAt >= hb) ping()
     }, tickMs)
@@ -88,5 +125,8 @@ export class Liveness {
   stop () {
     clearInterval(this.#timer)
     this.#pings.clear()
+    this.#probedAt = 0
+    this.#quiet = false
+    this.#onAnswer = null
   }
 }

@@ -209,3 +209,47 @@ async def test_stale_and_fresh_over_sse_and_a_stream_that_ends_makes_the_live_sy
             await client.close()
             for w in streams:
                 w.close()
+
+
+async def test_a_gateway_that_stops_answering_makes_every_symbol_stale_since_its_last_frame_and_its_next_frame_fresh() -> None:
+    conns: list[ServerConnection] = []
+    answering = [True]
+
+    async def handler(ws: ServerConnection) -> None:
+        conns.append(ws)
+        await ws.send(json.dumps(HELLO))
+        sub = await read_sub(ws, [])
+        await ws.send(json.dumps({"op": "ack", "id": sub["id"], "symbols": ["AAPL", "MSFT"]}))
+        await ws.send(json.dumps({"op": "snap", "quotes": [quote(symbol="AAPL", seq=1), quote(symbol="MSFT", seq=1)]}))
+        async for text in ws:  # pings answered, as a gateway does, until it freezes
+            m = json.loads(text)
+            if m["op"] == "ping" and answering[0]:
+                await ws.send(json.dumps({"op": "pong", "id": m["id"]}))
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        client = wsps.Client(f"ws://127.0.0.1:{port}/ws", initial_backoff=0.01, quiet=0.15)
+        events: list[wsps.Event] = []
+        client.on(events.append)
+        await client.subscribe(["AAPL", "MSFT"])
+        await client.connect()
+        try:
+            await until(lambda: client.quote("MSFT") is not None)
+            await asyncio.sleep(0.7)
+            assert staleness(events) == [], "a quiet gateway that answers its probes is live"
+            last_frame = now_ms()
+            answering[0] = False
+            await until(lambda: len(staleness(events)) == 1, timeout=2.0)
+            told = staleness(events)[0]
+            assert isinstance(told, wsps.StaleEvent)
+            assert sorted(told.symbols) == ["AAPL", "MSFT"]
+            assert told.since <= last_frame + 150, "since the last frame, not when it was found"
+            assert client.is_stale("AAPL")
+            await conns[0].send(json.dumps({"op": "q", "quotes": [{"symbol": "AAPL", "seq": 2, "ts": now_ms(), "last": 2}]}))
+            await until(lambda: len(staleness(events)) == 2)
+            fresh = staleness(events)[1]
+            assert isinstance(fresh, wsps.FreshEvent) and sorted(fresh.symbols) == ["AAPL", "MSFT"]
+            assert not client.is_stale("MSFT")
+            assert len(conns) == 1, "one connection throughout"
+        finally:
+            await client.close()

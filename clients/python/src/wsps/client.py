@@ -121,6 +121,7 @@ class Client:
         request_timeout: float = 10.0,
         resync_grace: float = 5.0,
         max_queue: int = 100_000,
+        quiet: float = 2.0,
     ) -> None:
         """
         :param url: a gateway's ``ws://host/ws``, or several, tried in turn
@@ -138,6 +139,9 @@ class Client:
         :param request_timeout: ``subscribe``/``unsubscribe`` wait this long for their ack
         :param resync_grace: deltas of a symbol awaiting its snapshot are dropped quietly this long
         :param max_queue: events an ``async for`` reader may fall behind before it fails with SLOW_CONSUMER
+        :param quiet: WebSocket: a connection that received nothing for this many seconds is probed with a
+            ping; if nothing arrives within as long again (a frozen gateway), its symbols are told stale
+            since its last frame, and fresh at its next frame (0: never)
         """
         self.urls = [url] if isinstance(url, str) else list(url)
         if not self.urls:
@@ -176,6 +180,9 @@ class Client:
         self._stale = Staleness()
         self._last_frame_at = 0
         """When the last frame arrived (ms since the epoch): a lost connection's symbols are stale from then."""
+        self._quiet_after = quiet
+        self._is_quiet = False
+        """The current connection's probe went unanswered: its symbols are stale until its next frame."""
         self._inflight: dict[int, _Request] = {}
         self._next_id = 1
         self._callbacks: list[Callback] = []
@@ -404,8 +411,13 @@ class Client:
                 await ws.send(json.dumps({"op": ClientOp.AUTH.value, "token": token}))
             # Frames before hello are read too: a rejected token is an error frame, then a 4001 close.
             await asyncio.wait_for(self._until_hello(ws), self._connect_timeout)
-            async for text in ws:
-                self._on_text(text)
+            probe = asyncio.get_running_loop().create_task(self._probe_quiet(ws)) if self._quiet_after > 0 else None
+            try:
+                async for text in ws:
+                    self._on_text(text)
+            finally:
+                if probe is not None:
+                    probe.cancel()
         except WsClosed:
             pass
         except asyncio.TimeoutError:
@@ -413,6 +425,31 @@ class Client:
             return None, "no hello from the server"
         await ws.wait_closed()
         return ws.close_code, ws.close_reason or ""
+
+    async def _probe_quiet(self, ws: ClientConnection) -> None:
+        """A gateway that freezes (a long GC pause, a stopped or starved process) keeps its socket open
+        and says nothing: its prices would look live until the connection is found dead. A connection
+        that received nothing for ``quiet`` seconds is pinged; nothing within as long again and its
+        symbols are stale since its last frame (``_on_text`` makes them fresh at the next one)."""
+        after = self._quiet_after
+        while True:
+            idle = (_now_ms() - self._last_frame_at) / 1000
+            if idle < after:
+                await asyncio.sleep(after - idle)
+                continue
+            sent = _now_ms()
+            rid = self._next_id
+            self._next_id += 1
+            try:
+                await ws.send(json.dumps({"op": ClientOp.PING.value, "id": rid}))
+            except WsClosed:
+                return
+            await asyncio.sleep(after)
+            if self._last_frame_at < sent and not self._is_quiet:
+                self._is_quiet = True
+                flipped = self._stale.quiet(self.symbols, self._last_frame_at)
+                if flipped:
+                    self._emit(StaleEvent(flipped, self._last_frame_at))
 
     async def _until_hello(self, ws: ClientConnection) -> None:
         while not self._live.is_set():
@@ -432,6 +469,7 @@ class Client:
         (and, for a stream reopened on purpose, the calls waiting for the next stream's ack)."""
         self._ws = None
         self._sse = None
+        self._is_quiet = False
         if not keep_waiters:
             self._settle_waiters(self.symbols)
         self._live.clear()
@@ -580,6 +618,9 @@ class Client:
 
     def _on_text(self, text: str | bytes) -> None:
         self._last_frame_at = _now_ms()
+        if self._is_quiet:
+            self._is_quiet = False
+            self._fresh(self._stale.answered())
         try:
             msg = json.loads(text)
             if not isinstance(msg, dict):

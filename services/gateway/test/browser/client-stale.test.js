@@ -49,6 +49,40 @@ function nextSub (ws) {
 }
 
 describe('stale and fresh', () => {
+  test('a gateway that stops answering (frozen: no frame, no pong) makes every symbol stale since its last frame; its next frame makes them fresh', async () => {
+    /** @type {import('ws').WebSocket[]} */
+    const sockets = []
+    const f = await fake((ws) => {
+      sockets.push(ws)
+      ws.send(hello('gw1'))
+      nextSub(ws).then((m) => {
+        send(ws, { op: 'ack', id: m.id, symbols: ['AAPL', 'MSFT'] })
+        send(ws, { op: 'snap', quotes: [quote({ symbol: 'AAPL', seq: 1 }), quote({ symbol: 'MSFT', seq: 1 })] })
+      })
+    })
+    const c = client({ url: f.url, symbols: ['AAPL', 'MSFT'], quietMs: 150 })
+    const events = record(c)
+    c.connect()
+    await waitFor(() => c.quote('MSFT')?.seq === 1, { message: 'the snapshots' })
+    // Quiet but answering: probed, answered, never stale.
+    await sleep(700)
+    assert.deepEqual(events, [], 'a quiet gateway that answers its probes is live')
+    const lastFrame = Date.now()
+    f.answerPings(false)
+    await waitFor(() => events.length === 1, { timeout: 2000, message: 'told stale' })
+    const told = /** @type {{stale: string[], since: number}} */ (events[0])
+    assert.deepEqual(told.stale.sort(), ['AAPL', 'MSFT'])
+    assert.ok(told.since <= lastFrame + 150, `since ${told.since}: the last frame, not when it was found`)
+    assert.equal(c.isStale('AAPL'), true)
+    assert.equal(c.status.state, 'live', 'the connection is kept: it may answer yet')
+    send(sockets[0], { op: 'q', quotes: [{ symbol: 'AAPL', seq: 2, ts: Date.now(), last: 2 }] })
+    await waitFor(() => events.length === 2, { message: 'told fresh' })
+    assert.deepEqual(/** @type {{fresh: string[]}} */ (events[1]).fresh.sort(), ['AAPL', 'MSFT'])
+    assert.equal(c.isStale('MSFT'), false)
+    assert.equal(sockets.length, 1, 'one connection throughout')
+  })
+
+
   test('the gateway\'s stale / fresh frames, a connection lost on top, and each symbol fresh again when restored on the next one', async () => {
     /** @type {import('ws').WebSocket[]} */
     const sockets = []

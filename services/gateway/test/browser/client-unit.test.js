@@ -113,6 +113,7 @@ describe('heartbeat', () => {
       // Answers nothing after hello: a dead peer behind a live TCP socket.
       ws.send(hello('silent', 100))
     })
+    f.answerPings(false)
     const c = client({ url: f.url, initialBackoffMs: 10 })
     /** @type {{state: string, reason: string}[]} */
     const seen = []

@@ -112,7 +112,8 @@ export const fullQuote = (q) => ({ bid: 1, ask: 2, last: 1.5, bidSize: 1, askSiz
 
 /**
  * A scripted fake gateway on a free port. `onConnection` gets each socket
- * and the frames it sends, parsed.
+ * and the frames it sends, parsed. Pings are answered, as a gateway does,
+ * until answerPings(false) (a frozen gateway).
  *
  * @param {(ws: WebSocket, frames: any[]) => void} onConnection
  */
@@ -121,16 +122,24 @@ export async function fakeGateway (onConnection) {
   await once(wss, 'listening')
   const { port } = /** @type {import('node:net').AddressInfo} */ (wss.address())
   let connections = 0
+  let answering = true
   wss.on('connection', (ws) => {
     connections++
     /** @type {any[]} */
     const frames = []
-    ws.on('message', (data) => frames.push(JSON.parse(String(data))))
+    ws.on('message', (data) => {
+      const frame = JSON.parse(String(data))
+      frames.push(frame)
+      // As a gateway does: a client's liveness probe is answered.
+      if (frame.op === 'ping' && answering) ws.send(JSON.stringify({ op: 'pong', id: frame.id }))
+    })
     onConnection(ws, frames)
   })
   return {
     url: `ws://127.0.0.1:${port}/ws`,
     get connections () { return connections },
+    /** @param {boolean} on */
+    answerPings (on) { answering = on },
     /** the server side of every open connection */
     get sockets () { return [...wss.clients] },
     async close () {
