@@ -2,7 +2,7 @@
 // Interleaved low-load latency of several servers (each holding its own
 // fleet at once, measured in turn, 5 rounds of 8 s): for effects too small
 // for the fan-out ramp, such as the heartbeat pass. Used for
-// docs/benchmarks/experiments/heartbeat.md.
+// docs/benchmarks/experiments.md#heartbeat-2026-11-22 (commit d2be303).
 //
 //   node harness/bench/src/lowload.js wsps,naive [conns=10000] [publish rate=30]
 //   (variants of the gateway through WSPS_BENCH_VARIANTS, see servers.js)

@@ -12,7 +12,8 @@ const full = {
   // ~20-26 ms at the floor's 7.7-10.3 µs (the run prints what it measured).
   // At 5,000 connections that pass was 38-52 ms, half the bound: a batching
   // server's max then moved 52k-340k deliveries/s between runs with the
-  // machine's cost per write (docs/benchmarks/experiments/fanout-shape-2026-11-26.md).
+  // machine's cost per write (docs/benchmarks/experiments.md#fanout-shape-2026-11-26,
+  // record in commit f66fdc2).
   fanConns: 2500, fanSymbols: 500, fanK: 10, fanZipf: 0.5,
   // The fan-out's load generator pauses this long after each batch of
   // socket events (loadgen -coalesce-us): one wake-up then reads many

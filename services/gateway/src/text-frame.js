@@ -11,8 +11,8 @@
 // A frame can also be joined from pieces that are bytes already (a reader's
 // batch of updates, each encoded once for all its subscribers): copying
 // them costs a quarter to a half of joining their strings and encoding the
-// result per reader (docs/benchmarks/experiments/fanout-shape-2026-11-26.md,
-// "frames joined from bytes").
+// result per reader (docs/benchmarks/experiments.md#fanout-shape-2026-11-26,
+// "frames joined from bytes"; record in commit f66fdc2).
 //
 // A frame written to one reader alone (a reader's batch) whose text is
 // ASCII keeps its wire as a string instead: each byte one char, written
@@ -21,8 +21,8 @@
 // V8 heap a short-lived string and no ArrayBuffer. A Buffer per reader per
 // pass is external memory, which V8 counts towards its next mark-compact:
 // at the fan-out's bound those Buffers drove half to three quarters of the
-// major GCs (docs/benchmarks/experiments/frame-strings-2026-11-26.md: with
-// strings, 1.6-2x the deliveries at p99 <= 100 ms). A frame shared
+// major GCs (docs/benchmarks/experiments.md#frame-strings-2026-11-26, record
+// in commit d58bb62: with strings, 1.6-2x the deliveries at p99 <= 100 ms). A frame shared
 // by many readers stays a Buffer: written as is, with no copy per reader.
 
 /** FIN + opcode 1 (text): the first byte of every frame built here. */

@@ -22,7 +22,9 @@
 // experiment), so a floor pass of a third leaves it about half the bound
 // for the ticks themselves. 5,000 readers at the floor's 9.3 µs (46.5 ms,
 // within half) still put wsps's max at 52k-67k deliveries/s in one run and
-// 543k-552k at 2,500 in the next (experiments/fanout-shape-2026-11-26.md).
+// 543k-552k at 2,500 in the next
+// (docs/benchmarks/experiments.md#fanout-shape-2026-11-26, record in commit
+// f66fdc2).
 
 import { SERVERS } from '../servers.js'
 import { startFleet } from '../fleet.js'
