@@ -100,7 +100,7 @@ export class Connection {
   #askedDelayed = null
   /**
    * Bar subscriptions: `${symbol} ${interval}` -> whether served delayed;
-   * null while none (the series themselves are the BarHubs', bars.js).
+   * null while none (the series themselves are the BarHubs', bars/bar-hub.js).
    * @type {Map<string, boolean> | null}
    */
   #bars = null

@@ -332,7 +332,7 @@ export function encodeAck (id, symbols, extra = null) {
 /**
  * A bar as it goes on the wire, its fields in BAR_FIELDS order.
  *
- * @param {import('./bar-builder.js').Bar} b
+ * @param {import('./bars/bar-builder.js').Bar} b
  */
 function barJson (b) {
   return `{"t":${b.t},"o":${b.o},"h":${b.h},"l":${b.l},"c":${b.c},"v":${b.v},"n":${b.n}}`
@@ -343,8 +343,8 @@ function barJson (b) {
  *
  * @param {string} symbol
  * @param {string} interval
- * @param {readonly import('./bar-builder.js').Bar[]} bars
- * @param {import('./bar-builder.js').Bar | null} current
+ * @param {readonly import('./bars/bar-builder.js').Bar[]} bars
+ * @param {import('./bars/bar-builder.js').Bar | null} current
  * @param {boolean} complete false: history did not reach back far enough for the backfill asked
  * @param {boolean} delayed
  */
@@ -358,7 +358,7 @@ export function encodeBars (symbol, interval, bars, current, complete, delayed) 
  *
  * @param {string} symbol
  * @param {string} interval
- * @param {import('./bar-builder.js').Bar} bar
+ * @param {import('./bars/bar-builder.js').Bar} bar
  * @param {boolean} closed
  * @param {boolean} delayed
  */

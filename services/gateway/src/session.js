@@ -23,13 +23,13 @@
 // `"delayed":true` for: it stays delayed).
 //
 // A `sub` or `unsub` naming `bars` is about bar series, not quotes: it goes
-// to bar-requests.js, by the same rules of grants, delayed grants and the
+// to bars/bar-requests.js, by the same rules of grants, delayed grants and the
 // subscription limit (each symbol and interval counts as one).
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
 import { cursorOf } from '@wsps/shared/published'
 import { notEntitled, ungranted } from './auth.js'
-import { BarRequests } from './bar-requests.js'
+import { BarRequests } from './bars/bar-requests.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
 import { TextFrame } from './text-frame.js'
@@ -37,7 +37,7 @@ import { TextFrame } from './text-frame.js'
 /**
  * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
- * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery, bars?: import('./bars.js').BarHub, delayMs?: number}} DelayedTimeline
+ * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery, bars?: import('./bars/bar-hub.js').BarHub, delayMs?: number}} DelayedTimeline
  *   delayMs: how old its quotes are (WSPS_DELAY_MS), told in acks; bars:
  *   its bar series
  */
@@ -66,9 +66,9 @@ export class Sessions {
    * @param {import('./hub.js').Hub} options.hub
    * @param {import('./recovery.js').Recovery} options.recovery
    * @param {DelayedTimeline | null} [options.delayed] the hub of delayed
-   *   subscriptions and its recovery (delayed.js); null: none (unit tests
+   *   subscriptions and its recovery (delayed/delayed-timeline.js); null: none (unit tests
    *   of real-time delivery)
-   * @param {import('./bars.js').BarHub | null} [options.bars] the real-time bar series (null: bars are refused, unit tests)
+   * @param {import('./bars/bar-hub.js').BarHub | null} [options.bars] the real-time bar series (null: bars are refused, unit tests)
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
@@ -165,7 +165,7 @@ export class Sessions {
   }
 
   /**
-   * A bars `sub` or `unsub` (bar-requests.js).
+   * A bars `sub` or `unsub` (bars/bar-requests.js).
    *
    * @param {Client} client
    * @param {import('./protocol.js').SymbolsRequest & {bars: string}} req

@@ -20,7 +20,7 @@
 
 import { ClientOp, ErrorCode, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 import { bearerOf } from './auth.js'
-import { barsRefusal } from './bar-requests.js'
+import { barsRefusal } from './bars/bar-requests.js'
 import { encodeAck, encodeError, parseStreamBars, parseStreamSub } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 

@@ -3,7 +3,7 @@
 // later tick and by the clock.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { BarBuilder, barsOf } from '../src/bar-builder.js'
+import { BarBuilder, barsOf } from '../src/bars/bar-builder.js'
 
 const S = 1000
 

@@ -1,12 +1,12 @@
-// Bar series on an in-memory broker (bars.js, bar-series.js): the backfill
+// Bar series on an in-memory broker (bars/bar-hub.js, bars/bar-series.js): the backfill
 // read from history joins the live ticks with no gap and no duplicate
 // whenever ticks arrive, and a delayed series never holds a tick newer
 // than the delay. The real-process paths are in harness/testkit/test/bars.test.js.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { BarHub } from '../src/bars.js'
-import { barsOf } from '../src/bar-builder.js'
-import { DelayedBroker } from '../src/delayed-broker.js'
+import { BarHub } from '../src/bars/bar-hub.js'
+import { barsOf } from '../src/bars/bar-builder.js'
+import { DelayedBroker } from '../src/delayed/delayed-broker.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
 import { gatewayParts, memoryBroker, metrics, silent, tick } from './helper.js'

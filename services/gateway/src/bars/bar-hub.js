@@ -23,11 +23,11 @@
 import { BAR_INTERVALS, Limits } from '@wsps/protocol'
 import { parsePublished } from '@wsps/shared/published'
 import { BarSeries } from './bar-series.js'
-import { HistoryTimeline } from './history-timeline.js'
+import { HistoryTimeline } from '../history-timeline.js'
 
 /**
- * @typedef {import('./connection.js').Connection} Client
- * @typedef {import('./delta.js').Quote} Quote
+ * @typedef {import('../connection.js').Connection} Client
+ * @typedef {import('../delta.js').Quote} Quote
  */
 
 /**
@@ -66,10 +66,10 @@ export class BarHub {
 
   /**
    * @param {object} options
-   * @param {import('./hub.js').Hub} options.hub the timeline's hub: its feeds feed the series
-   * @param {Pick<import('./broker.js').Broker, 'history'>} options.reader the
+   * @param {import('../hub.js').Hub} options.hub the timeline's hub: its feeds feed the series
+   * @param {Pick<import('../broker.js').Broker, 'history'>} options.reader the
    *   timeline's history (the delayed broker on the delayed timeline)
-   * @param {Pick<import('./broker.js').Broker, 'history' | 'latest'>} options.broker the
+   * @param {Pick<import('../broker.js').Broker, 'history' | 'latest'>} options.broker the
    *   real-time broker: where the tick before a series' first bar is looked
    *   up (older than any delay, so safe to read on either timeline)
    * @param {number} [options.delayMs] the timeline's delay (0: real-time)

@@ -25,7 +25,7 @@
 // again. Nothing is lost meanwhile: the pump goes on from its seq.
 
 import { seqOf } from '@wsps/shared/published'
-import { HistoryTimeline } from './history-timeline.js'
+import { HistoryTimeline } from '../history-timeline.js'
 
 /** How often due entries are released: the delay is served this much late at most. */
 const TICK_MS = 100
@@ -77,7 +77,7 @@ export class DelayedBroker {
   #delayMs
   #now
   #log
-  /** @type {Pick<import('./broker.js').BrokerHandlers, 'onQuote' | 'onInterrupted' | 'onResumed'> | null} */
+  /** @type {Pick<import('../broker.js').BrokerHandlers, 'onQuote' | 'onInterrupted' | 'onResumed'> | null} */
   #handlers = null
   /** @type {Map<string, Pump>} */
   #pumps = new Map()
@@ -91,7 +91,7 @@ export class DelayedBroker {
 
   /**
    * @param {object} options
-   * @param {import('./broker.js').Broker} options.broker the real-time broker: its history and demand
+   * @param {import('../broker.js').Broker} options.broker the real-time broker: its history and demand
    * @param {number} options.delayMs WSPS_DELAY_MS
    * @param {import('pino').Logger} options.logger
    * @param {() => number} [options.now] the clock (tests)
@@ -108,7 +108,7 @@ export class DelayedBroker {
     this.#log = logger.child({ component: 'delayed' })
   }
 
-  /** @param {Pick<import('./broker.js').BrokerHandlers, 'onQuote' | 'onInterrupted' | 'onResumed'>} handlers */
+  /** @param {Pick<import('../broker.js').BrokerHandlers, 'onQuote' | 'onInterrupted' | 'onResumed'>} handlers */
   start (handlers) {
     this.#handlers = handlers
   }

@@ -14,14 +14,14 @@
 
 import { Limits, ServerOp } from '@wsps/protocol'
 import { BarBuilder } from './bar-builder.js'
-import { encodeBar, encodeBars } from './protocol.js'
-import { TextFrame } from './text-frame.js'
-import { removeFrom } from './unordered.js'
+import { encodeBar, encodeBars } from '../protocol.js'
+import { TextFrame } from '../text-frame.js'
+import { removeFrom } from '../unordered.js'
 
 /**
  * @typedef {import('./bar-builder.js').Bar} Bar
- * @typedef {import('./delta.js').Quote} Quote
- * @typedef {import('./connection.js').Connection} Client
+ * @typedef {import('../delta.js').Quote} Quote
+ * @typedef {import('../connection.js').Connection} Client
  */
 
 export class BarSeries {

@@ -5,13 +5,13 @@
 // `bars`; the series are the BarHubs' (bars.js), one per timeline.
 
 import { ErrorCode, Limits, ServerOp } from '@wsps/protocol'
-import { notEntitled, ungranted } from './auth.js'
-import { encodeAck } from './protocol.js'
+import { notEntitled, ungranted } from '../auth.js'
+import { encodeAck } from '../protocol.js'
 
 /**
- * @typedef {import('./connection.js').Connection} Client
- * @typedef {import('./protocol.js').ProtocolError} ProtocolError
- * @typedef {import('./protocol.js').SymbolsRequest} SymbolsRequest
+ * @typedef {import('../connection.js').Connection} Client
+ * @typedef {import('../protocol.js').ProtocolError} ProtocolError
+ * @typedef {import('../protocol.js').SymbolsRequest} SymbolsRequest
  */
 
 /**
@@ -21,7 +21,7 @@ import { encodeAck } from './protocol.js'
  * together over the limit). The rules of a WebSocket request and of a
  * GET /sse that asks for bars (sse-server.js, before its stream opens).
  *
- * @param {{grants: import('./auth.js').Grants | null, delayedGrants: import('./auth.js').Grants | null, symbols: readonly string[], barCount: number}} holder
+ * @param {{grants: import('../auth.js').Grants | null, delayedGrants: import('../auth.js').Grants | null, symbols: readonly string[], barCount: number}} holder
  *   the connection (or the stream to be): its grants and what it holds
  * @param {SymbolsRequest} req
  * @param {string[]} fresh the series of the request the connection does not hold
@@ -52,8 +52,8 @@ export class BarRequests {
 
   /**
    * @param {object} options
-   * @param {import('./bars.js').BarHub} options.realtime
-   * @param {import('./bars.js').BarHub | null} options.delayed null: no delayed timeline (unit tests)
+   * @param {import('./bar-hub.js').BarHub} options.realtime
+   * @param {import('./bar-hub.js').BarHub | null} options.delayed null: no delayed timeline (unit tests)
    * @param {number | undefined} options.delayMs told in acks
    * @param {number} options.maxSubscriptions quote and bar subscriptions of a connection together
    * @param {(client: Client, error: ProtocolError) => void} options.reject answers a refused request

@@ -5,17 +5,17 @@
 // Sessions (session.js) send each delayed subscription here.
 
 import client from 'prom-client'
-import { BarHub } from './bars.js'
+import { BarHub } from '../bars/bar-hub.js'
 import { DelayedBroker } from './delayed-broker.js'
-import { Hub } from './hub.js'
-import { Recovery } from './recovery.js'
+import { Hub } from '../hub.js'
+import { Recovery } from '../recovery.js'
 
 /**
  * @param {object} options
- * @param {import('./config.js').GatewayConfig} options.config
- * @param {import('./broker.js').Broker} options.broker the real-time broker
- * @param {import('./fanout.js').Fanout} options.fanout
- * @param {import('./metrics.js').GatewayMetrics} options.metrics
+ * @param {import('../config.js').GatewayConfig} options.config
+ * @param {import('../broker.js').Broker} options.broker the real-time broker
+ * @param {import('../fanout.js').Fanout} options.fanout
+ * @param {import('../metrics.js').GatewayMetrics} options.metrics
  * @param {import('pino').Logger} options.logger
  */
 export function createDelayedTimeline ({ config, broker, fanout, metrics, logger }) {
@@ -23,7 +23,7 @@ export function createDelayedTimeline ({ config, broker, fanout, metrics, logger
   const reg = { registers: [metrics.registry] }
   // The hub sets these gauges and counts quotes in: the delayed hub has
   // series of its own, so the real-time ones keep meaning what they say.
-  /** @type {import('./metrics.js').GatewayMetrics} */
+  /** @type {import('../metrics.js').GatewayMetrics} */
   const hubMetrics = {
     ...metrics,
     subscriptions: new client.Gauge({ name: 'wsps_gateway_delayed_subscriptions', help: 'Connection-symbol subscriptions served delayed (delayed grants).', ...reg }),
