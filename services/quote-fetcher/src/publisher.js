@@ -177,79 +177,8 @@ export class Publisher {
     })
     /** The scheduler's view of the push leases, on its clock (Redis'): one ZADD for the batch. */
     const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, (this.#clock?.now() ?? Date.now()) + pushLeaseMs)] : null
-    /** Seq per quote, or the error of the call that carried it. @type {(number | Error)[]} */
-    const seqs = []
-    /** With wait: the message per quote, published once replicas hold it ('' refused). @type {string[]} */
-    const msgs = []
-    if (this.sharded) {
-      // A cluster call cannot span slots: one quote per call, all sent at
-      // once (ioredis batches them per shard with WSPS_REDIS_AUTO_PIPELINE);
-      // a quote whose shard fails does not fail the others. With wait, each
-      // call is a pipeline of the script and WAIT, so WAIT goes down the
-      // connection to the primary that holds the quote's slot, right behind
-      // the writes it must see replicated.
-      const leased = lease ? this.redis.call(...(/** @type {[string, ...string[]]} */ (lease))) : null
-      const results = await Promise.all(entries.map((e, i) => {
-        const args = /** @type {(string | number)[]} */ (publishArgs(keys, [e], options).slice(1))
-        if (!wait) return this.redis.wspsPublishOne(...args).then(([seq]) => /** @type {number} */ (seq), (err) => err)
-        const p = /** @type {any} */ (this.redis.pipeline())
-        p.wspsPublishOne(...args)
-        p.call('WAIT', this.#waitReplicas, this.#waitTimeoutMs)
-        return p.exec().then((/** @type {[Error | null, any][]} */ [[err, out], [waitErr, acked]]) => {
-          if (err) return err
-          if (waitErr) return this.#waited('failed', waitErr)
-          this.#waited(acked >= this.#waitReplicas ? 'acked' : 'short')
-          msgs[i] = out[1]
-          return out[0]
-        }, (err) => err)
-      }))
-      seqs.push(...results)
-      if (leased) await leased
-      if (wait) await Promise.all(entries.map((e, i) => msgs[i] ? this.redis.call('SPUBLISH', keys.channel(e.symbol), msgs[i]).catch(ignore) : null))
-    } else {
-      // One script call per chunk, all chunks in one pipeline: one round trip,
-      // and Redis is never blocked by one huge script run. With wait, WAIT
-      // closes the pipeline: it returns once the replicas acknowledged every
-      // write this connection made before it.
-      const pipeline = this.redis.pipeline()
-      if (lease) pipeline.call(...(/** @type {[string, ...string[]]} */ (lease)))
-      for (let i = 0; i < entries.length; i += CHUNK) /** @type {any} */ (pipeline).wspsPublish(...publishArgs(keys, entries.slice(i, i + CHUNK), options))
-      if (wait) pipeline.call('WAIT', this.#waitReplicas, this.#waitTimeoutMs)
-      const results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec().catch((err) => {
-        // The connection closed under the whole pipeline: with wait, the
-        // same outcome as a WAIT that broke.
-        throw wait ? this.#waited('failed', err) : err
-      }))
-      if (lease) {
-        const [[err]] = results.splice(0, 1)
-        if (err) throw err
-      }
-      if (wait) {
-        const [[waitErr, acked]] = results.splice(-1, 1)
-        // The connection broke before the replicas answered (the primary
-        // died): nothing is published and no seq remembered. What was
-        // replicated continues on the promoted replica; what was not is
-        // gone, and no subscriber ever saw it.
-        if (waitErr) throw this.#waited('failed', waitErr)
-        this.#waited(/** @type {number} */ (acked) >= this.#waitReplicas ? 'acked' : 'short')
-      }
-      results.forEach(([err, chunk], c) => {
-        const n = Math.min(CHUNK, entries.length - c * CHUNK)
-        const out = /** @type {(number | string)[]} */ (chunk)
-        for (let i = 0; i < n; i++) {
-          seqs.push(err ?? /** @type {number} */ (out[i]))
-          if (wait) msgs.push(err ? '' : /** @type {string} */ (out[n + i]))
-        }
-      })
-      if (wait) {
-        // A PUBLISH that fails now costs no tick: the writes are in Redis and
-        // on its replicas, and a gateway fills the hole from history when the
-        // symbol's next tick arrives (or at its resync).
-        const out = this.redis.pipeline()
-        msgs.forEach((msg, i) => { if (msg) out.publish(keys.channel(entries[i].symbol), msg) })
-        await out.exec().catch(ignore)
-      }
-    }
+    /** Seq per quote, or the error of the call that carried it. */
+    const seqs = this.sharded ? await this.#publishEach(entries, options, lease) : await this.#publishPipelined(entries, options, lease)
     let published = 0
     const refused = noneRefused()
     /** Symbols of refused quotes, for the log. @type {Set<string>} */
@@ -275,6 +204,105 @@ export class Publisher {
     if (refusedSymbols.size) this.#onRefused?.(refused, [...refusedSymbols])
     if (failed && (published === 0 || pushLeaseMs > 0)) throw failed
     return { published, refused }
+  }
+
+  /**
+   * The Cluster path (a call cannot span slots).
+   *
+   * @param {PublishEntry[]} entries
+   * @param {PublishOptions} options
+   * @param {(string | number)[] | null} lease the push leases' ZADD
+   * @returns {Promise<(number | Error)[]>} per quote its script reply, or the error of its call
+   */
+  async #publishEach (entries, options, lease) {
+    const { keys } = this
+    const wait = options.defer
+    /** With wait: the message per quote, published once replicas hold it ('' refused). @type {string[]} */
+    const msgs = []
+    // A cluster call cannot span slots: one quote per call, all sent at
+    // once (ioredis batches them per shard with WSPS_REDIS_AUTO_PIPELINE);
+    // a quote whose shard fails does not fail the others. With wait, each
+    // call is a pipeline of the script and WAIT, so WAIT goes down the
+    // connection to the primary that holds the quote's slot, right behind
+    // the writes it must see replicated.
+    const leased = lease ? this.redis.call(...(/** @type {[string, ...string[]]} */ (lease))) : null
+    const results = await Promise.all(entries.map((e, i) => {
+      const args = /** @type {(string | number)[]} */ (publishArgs(keys, [e], options).slice(1))
+      if (!wait) return this.redis.wspsPublishOne(...args).then(([seq]) => /** @type {number} */ (seq), (err) => err)
+      const p = /** @type {any} */ (this.redis.pipeline())
+      p.wspsPublishOne(...args)
+      p.call('WAIT', this.#waitReplicas, this.#waitTimeoutMs)
+      return p.exec().then((/** @type {[Error | null, any][]} */ [[err, out], [waitErr, acked]]) => {
+        if (err) return err
+        if (waitErr) return this.#waited('failed', waitErr)
+        this.#waited(acked >= this.#waitReplicas ? 'acked' : 'short')
+        msgs[i] = out[1]
+        return out[0]
+      }, (err) => err)
+    }))
+    if (leased) await leased
+    if (wait) await Promise.all(entries.map((e, i) => msgs[i] ? this.redis.call('SPUBLISH', keys.channel(e.symbol), msgs[i]).catch(ignore) : null))
+    return results
+  }
+
+  /**
+   * One script call per chunk, all chunks in one pipeline: one round trip.
+   *
+   * @param {PublishEntry[]} entries
+   * @param {PublishOptions} options
+   * @param {(string | number)[] | null} lease the push leases' ZADD
+   * @returns {Promise<(number | Error)[]>} per quote its script reply, or the error of the call that carried it
+   */
+  async #publishPipelined (entries, options, lease) {
+    const { keys } = this
+    const wait = options.defer
+    /** @type {(number | Error)[]} */
+    const seqs = []
+    /** With wait: the message per quote, published once replicas hold it ('' refused). @type {string[]} */
+    const msgs = []
+    // One script call per chunk, all chunks in one pipeline: one round trip,
+    // and Redis is never blocked by one huge script run. With wait, WAIT
+    // closes the pipeline: it returns once the replicas acknowledged every
+    // write this connection made before it.
+    const pipeline = this.redis.pipeline()
+    if (lease) pipeline.call(...(/** @type {[string, ...string[]]} */ (lease)))
+    for (let i = 0; i < entries.length; i += CHUNK) /** @type {any} */ (pipeline).wspsPublish(...publishArgs(keys, entries.slice(i, i + CHUNK), options))
+    if (wait) pipeline.call('WAIT', this.#waitReplicas, this.#waitTimeoutMs)
+    const results = /** @type {[Error | null, unknown][]} */ (await pipeline.exec().catch((err) => {
+      // The connection closed under the whole pipeline: with wait, the
+      // same outcome as a WAIT that broke.
+      throw wait ? this.#waited('failed', err) : err
+    }))
+    if (lease) {
+      const [[err]] = results.splice(0, 1)
+      if (err) throw err
+    }
+    if (wait) {
+      const [[waitErr, acked]] = results.splice(-1, 1)
+      // The connection broke before the replicas answered (the primary
+      // died): nothing is published and no seq remembered. What was
+      // replicated continues on the promoted replica; what was not is
+      // gone, and no subscriber ever saw it.
+      if (waitErr) throw this.#waited('failed', waitErr)
+      this.#waited(/** @type {number} */ (acked) >= this.#waitReplicas ? 'acked' : 'short')
+    }
+    results.forEach(([err, chunk], c) => {
+      const n = Math.min(CHUNK, entries.length - c * CHUNK)
+      const out = /** @type {(number | string)[]} */ (chunk)
+      for (let i = 0; i < n; i++) {
+        seqs.push(err ?? /** @type {number} */ (out[i]))
+        if (wait) msgs.push(err ? '' : /** @type {string} */ (out[n + i]))
+      }
+    })
+    if (wait) {
+      // A PUBLISH that fails now costs no tick: the writes are in Redis and
+      // on its replicas, and a gateway fills the hole from history when the
+      // symbol's next tick arrives (or at its resync).
+      const out = this.redis.pipeline()
+      msgs.forEach((msg, i) => { if (msg) out.publish(keys.channel(entries[i].symbol), msg) })
+      await out.exec().catch(ignore)
+    }
+    return seqs
   }
 
   /**
@@ -374,6 +402,8 @@ function ignore () {}
 /**
  * Quotes the publish script refused, by reason (scripts.js, REFUSED).
  * @typedef {Record<import('@wsps/shared/scripts').RefusalReason, number>} Refused
+ * @typedef {Parameters<typeof publishArgs>[1][number]} PublishEntry one quote as the publish script takes it
+ * @typedef {Parameters<typeof publishArgs>[2]} PublishOptions
  */
 
 /** @returns {Refused} */
