@@ -25,6 +25,7 @@ import { Sessions } from './session.js'
 import { SseServer } from './sse-server.js'
 import { WsServer } from './ws-server.js'
 import { workerCount, workerId, workerPeer } from './workers.js'
+import { Timelines } from './timelines.js'
 
 /** An isolated gateway's clients are closed over this window, so they do not reconnect at one instant. */
 const ISOLATED_DRAIN_MS = 1000
@@ -66,11 +67,13 @@ export async function createGateway (config, logger) {
   })
 
   const authenticate = createAuthenticator(config)
+  const timelines = new Timelines({
+    realtime: { hub, recovery, bars },
+    delayed: { hub: delayed.hub, recovery: delayed.recovery, bars: delayed.bars },
+    delayMs: delayed.delayMs
+  })
   const sessions = new Sessions({
-    hub,
-    recovery,
-    delayed,
-    bars,
+    timelines,
     metrics,
     maxSubscriptions: config.maxSubscriptions,
     draining: () => draining,
@@ -97,7 +100,7 @@ export async function createGateway (config, logger) {
       metrics,
       sendHighWater: config.sendHighWater,
       slowCloseMs: config.slowCloseMs,
-      latest: (symbol, delivery, isDelayed) => (isDelayed ? delayed.hub : hub).latest(symbol, delivery)
+      latest: (symbol, delivery, isDelayed) => timelines.of(isDelayed).hub.latest(symbol, delivery)
     }
   }
   const admission = new Admission({

@@ -37,9 +37,6 @@ import { TextFrame } from './text-frame.js'
 /**
  * @typedef {import('./connection.js').Connection} Client
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
- * @typedef {{hub: import('./hub.js').Hub, recovery: import('./recovery.js').Recovery, bars?: import('./bars/bar-hub.js').BarHub, delayMs?: number}} DelayedTimeline
- *   delayMs: how old its quotes are (WSPS_DELAY_MS), told in acks; bars:
- *   its bar series
  */
 
 /** Quotes per replay frame. */
@@ -63,12 +60,7 @@ export class Sessions {
 
   /**
    * @param {object} options
-   * @param {import('./hub.js').Hub} options.hub
-   * @param {import('./recovery.js').Recovery} options.recovery
-   * @param {DelayedTimeline | null} [options.delayed] the hub of delayed
-   *   subscriptions and its recovery (delayed/delayed-timeline.js); null: none (unit tests
-   *   of real-time delivery)
-   * @param {import('./bars/bar-hub.js').BarHub | null} [options.bars] the real-time bar series (null: bars are refused, unit tests)
+   * @param {import('./timelines.js').Timelines} options.timelines real-time and delayed: hub, recovery, bars
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
@@ -76,14 +68,13 @@ export class Sessions {
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ hub, recovery, delayed = null, bars = null, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
-    this.hub = hub
+  constructor ({ timelines, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
+    this.timelines = timelines
+    const { realtime, delayed, delayMs } = timelines
     /** Bars `sub`/`unsub` (null: none here) */
-    this.barRequests = bars === null
+    this.barRequests = realtime.bars === null
       ? null
-      : new BarRequests({ realtime: bars, delayed: delayed?.bars ?? null, delayMs: delayed?.delayMs, maxSubscriptions, reject: (c, e) => this.reject(c, e) })
-    this.recovery = recovery
-    this.delayed = delayed
+      : new BarRequests({ realtime: realtime.bars, delayed: delayed?.bars ?? null, delayMs: delayed ? delayMs : undefined, maxSubscriptions, reject: (c, e) => this.reject(c, e) })
     this.metrics = metrics
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
@@ -285,19 +276,16 @@ export class Sessions {
    */
   #delayedOf (client) {
     const delayed = client.symbols.filter((s) => client.delayedOf(s))
-    return delayed.length ? { delayed, delayMs: this.delayed?.delayMs } : {}
+    return delayed.length ? { delayed, delayMs: this.timelines.delayed ? this.timelines.delayMs : undefined } : {}
   }
 
   /**
    * The hub and recovery of the real-time or the delayed timeline.
    *
    * @param {boolean} delayed
-   * @returns {DelayedTimeline}
    */
   #timeline (delayed) {
-    if (!delayed) return this
-    if (this.delayed === null) throw new Error('no delayed timeline')
-    return this.delayed
+    return this.timelines.of(delayed)
   }
 
   /**

@@ -8,6 +8,7 @@ import { Recovery } from '../src/recovery.js'
 import { Hub } from '../src/hub.js'
 import { Sessions } from '../src/session.js'
 import { DISTINCT } from '../src/delivery.js'
+import { Timelines } from '../src/timelines.js'
 import { gatewayParts, quote, silent, tick } from './helper.js'
 
 const EPOCH = 'k3x9ab'
@@ -110,7 +111,7 @@ test('gap fill: a new epoch (Redis restarted empty) is never taken for continuit
  * @param {ReturnType<typeof market>} m
  */
 function sessionsOf (m, { max = 1000 } = {}) {
-  const sessions = new Sessions({ hub: m.hub, recovery: new Recovery({ hub: m.hub, broker: m.broker, max, logger: silent }), metrics: m.metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
+  const sessions = new Sessions({ timelines: new Timelines({ realtime: { hub: m.hub, recovery: new Recovery({ hub: m.hub, broker: m.broker, max, logger: silent }), bars: null } }), metrics: m.metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
   const connect = () => {
     const cl = m.client()
     /** @param {object} frame */

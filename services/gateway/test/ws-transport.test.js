@@ -15,6 +15,7 @@ import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
 import { TextFrame } from '../src/text-frame.js'
 import { WsTransport } from '../src/ws-transport.js'
+import { Timelines } from '../src/timelines.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
 import { gatewayParts, quote, silent, tick } from './helper.js'
 
@@ -182,7 +183,7 @@ test('snapshots are framed once and written with one socket write, the same byte
     messageRate: new RateLimit(100, 100),
     outbox: { metrics, sendHighWater: 64 * 1024, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
   }
-  const sessions = new Sessions({ hub, recovery: new Recovery({ hub, broker, max: 1000, logger: silent }), metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
+  const sessions = new Sessions({ timelines: new Timelines({ realtime: { hub, recovery: new Recovery({ hub, broker, max: 1000, logger: silent }), bars: null } }), metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
   const readers = []
   for (let i = 0; i < 4; i++) {
     const p = await pair()
