@@ -169,7 +169,7 @@ export class WspsClient {
     })
     this.#token = new TokenSource(options.getToken ?? null)
     this.#liveness = new Liveness(options.heartbeatMs ?? 15_000)
-    this.#quietMs = options.quietMs ?? 2000
+    this.#quietMs = options.quietMs ?? 1500
     this.#subs = new Subscriptions(options.symbols ?? [])
     this.#status = { state: Status.IDLE, url: this.urls[0], node: null, attempt: 0, retryAt: null, retryInMs: null, closeCode: null, closeReason: '', transport: null }
   }
@@ -595,6 +595,7 @@ export class WspsClient {
       this.#status.transport === Transport.WEBSOCKET && this.#quietMs > 0
         ? {
           quietMs: this.#quietMs,
+          watching: () => this.#subs.list.length > 0,
           quiet: (since) => {
             if (gen !== this.#gen) return
             const flipped = this.#stale.quiet(this.#subs.list, since)

@@ -66,15 +66,17 @@ export class Liveness {
    *
    * @param {() => void} ping sends a ping (and calls pinged())
    * @param {(reason: string) => void} dead the connection has been silent too long
-   * @param {{quietMs: number, quiet: (since: number) => void, answered: () => void}} [probe]
-   *   quietMs > 0: probe a connection that received nothing for quietMs; `quiet` when the
-   *   probe got no answer within quietMs (since: the last frame), `answered` at the next frame
+   * @param {{quietMs: number, watching: () => boolean, quiet: (since: number) => void, answered: () => void}} [probe]
+   *   quietMs > 0: probe a connection that received nothing for quietMs while it is watching
+   *   symbols; `quiet` when the probe got no answer within quietMs (since: the last frame),
+   *   `answered` at the next frame
    */
   start (ping, dead, probe) {
     clearInterval(this.#timer)
     const hb = this.#heartbeatMs
     const quietMs = probe?.quietMs ?? 0
-    const tickMs = Math.max(25, Math.floor((quietMs > 0 ? Math.min(hb, quietMs) : hb) / 2))
+    // A quarter of quietMs: a freeze is told within 2 x quietMs and a half of it more.
+    const tickMs = Math.max(25, Math.floor(quietMs > 0 ? Math.min(hb / 2, quietMs / 4) : hb / 2))
     let lastTick = Date.now()
     this.#lastFrameAt = lastTick
     this.#lastPingAt = lastTick
@@ -96,7 +98,7 @@ export class Liveness {
         if (this.#probedAt > 0 && !this.#quiet && now - this.#probedAt >= quietMs) {
           this.#quiet = true
           probe?.quiet(this.#lastFrameAt)
-        } else if (this.#probedAt === 0 && now - this.#lastFrameAt >= quietMs) {
+        } else if (this.#probedAt === 0 && now - this.#lastFrameAt >= quietMs && probe?.watching()) {
           this.#probedAt = now
           ping()
           return

@@ -166,7 +166,7 @@ export const Status = Object.freeze({
  * @property {number} [heartbeatMs] used until `hello` says otherwise (default 15000)
  * @property {number} [quietMs] WebSocket: a connection that received nothing for this long is probed
  *   with a ping; if nothing arrives within this long more, its symbols are told `stale` (since the
- *   last frame: a frozen gateway) and `fresh` at the next frame (default 2000; 0: never)
+ *   last frame: a frozen gateway) and `fresh` at the next frame (default 1500; 0: never)
  * @property {number} [resyncGraceMs] how long to wait for the snapshot of a resubscribed symbol before resubscribing again (default 5000)
  * @property {number} [retryRejectedMs] delay before re-sending subscriptions after RATE_LIMITED or INTERNAL (default 1000)
  * @property {() => number} [random] for tests; default Math.random

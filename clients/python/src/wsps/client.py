@@ -121,7 +121,7 @@ class Client:
         request_timeout: float = 10.0,
         resync_grace: float = 5.0,
         max_queue: int = 100_000,
-        quiet: float = 2.0,
+        quiet: float = 1.5,
     ) -> None:
         """
         :param url: a gateway's ``ws://host/ws``, or several, tried in turn
@@ -434,8 +434,8 @@ class Client:
         after = self._quiet_after
         while True:
             idle = (_now_ms() - self._last_frame_at) / 1000
-            if idle < after:
-                await asyncio.sleep(after - idle)
+            if idle < after or not self._watch:
+                await asyncio.sleep(max(after - idle, after / 4))
                 continue
             sent = _now_ms()
             rid = self._next_id
