@@ -192,7 +192,10 @@ export class BarHub {
       const raws = await this.#reader.history(symbol, from, null, READ_CHUNK)
       for (const raw of raws) {
         const q = parsePublished(raw)
-        if (q !== null) out.push(q)
+        // As before: a bad entry fails the load (the series starts from live
+        // ticks), and a chunk of them cannot hold `from` back forever.
+        if (q === null) throw new Error(`unparsable history entry of ${symbol}`)
+        out.push(q)
       }
       if (raws.length < READ_CHUNK) return out
       from = /** @type {Quote} */ (out.at(-1)).seq + 1

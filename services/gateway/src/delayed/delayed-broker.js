@@ -307,7 +307,8 @@ export class DelayedBroker {
       this.#release(symbol, pump, this.#cutoff())
     }).catch((err) => {
       pump.readAt = this.#now() + ERROR_BACKOFF_MS
-      if (this.#pumps.get(symbol) === pump && pump.ahead.length === 0) this.#interrupt(symbol, pump)
+      // (A pump reads only once it released all it had read.)
+      if (this.#pumps.get(symbol) === pump) this.#interrupt(symbol, pump)
       this.#log.debug({ err: err.message, symbol }, 'delayed history read failed; retrying')
     }).finally(() => {
       pump.reading = false
