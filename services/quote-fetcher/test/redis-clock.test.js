@@ -27,6 +27,24 @@ test('now() follows Redis\' clock once measured: 8 s ahead there, 8 s ahead here
   clock.stop()
 })
 
+test('a measurement uses its sample with the shortest round trip: a first TIME that waited for the connection does not put the clock ahead', async () => {
+  let calls = 0
+  const clock = new RedisClock({
+    async time () {
+      // The first call is sent 30 ms late (the connection becoming ready):
+      // Redis reads its clock at the end of the round trip, not the middle.
+      if (calls++ === 0) await new Promise((resolve) => setTimeout(resolve, 30))
+      const t = Date.now()
+      return [String(Math.floor(t / 1000)), String((t % 1000) * 1000)]
+    }
+  })
+  assert.equal(await clock.start(), true)
+  assert.ok(calls >= 3, `${calls} samples`)
+  const ahead = clock.now() - Date.now()
+  assert.ok(ahead >= -2 && ahead <= 2, `offset ${ahead} ms (the late sample alone: about +15 ms)`)
+  clock.stop()
+})
+
 test('start() waits for the first answer, retrying while Redis refuses, and gives up after its wait', async () => {
   const flaky = server(-3000, { fail: 2 })
   const clock = new RedisClock(flaky)
