@@ -8,7 +8,7 @@ import { WebSocketServer } from 'ws'
 import { Disconnect } from '@wsps/protocol'
 import { bearerOf, hasQueryToken } from './auth.js'
 import { CompressionBudget, deflateOptions } from './compression.js'
-import { WsTransport } from './ws-transport.js'
+import { WsTransport, transportOf } from './ws-transport.js'
 
 export const WS_PATH = '/ws'
 
@@ -61,8 +61,7 @@ export class WsServer {
       perMessageDeflate: deflateOptions(compression),
       clientTracking: false,
       // Pings are answered by Sessions.onPing, under the rate limit.
-      autoPong: false,
-      WebSocket: WsTransport
+      autoPong: false
     })
     this.#compression = new CompressionBudget(compressionMaxConnections)
     this.#handlers = socketHandlers(this.#log, sessions, connections, this.#compression)
@@ -110,7 +109,7 @@ export class WsServer {
         // `ws` handles the socket's errors from now on; a second listener
         // would cost every connection an array in the socket's listener table.
         socket.off('error', destroySelf)
-        this.#onConnection(/** @type {WsTransport} */ (ws), lease)
+        this.#onConnection(ws, lease)
       })
       m.inc({ result: 'accepted' })
     } finally {
@@ -119,13 +118,14 @@ export class WsServer {
   }
 
   /**
-   * @param {WsTransport} ws
+   * @param {import('ws').WebSocket} ws
    * @param {import('./admission.js').Lease} lease
    */
   #onConnection (ws, lease) {
-    const client = this.#connections.open(ws, lease)
+    const transport = new WsTransport(ws, this.#handlers)
+    const client = this.#connections.open(transport, lease)
     this.#compression.opened(ws)
-    ws.serve(client, this.#handlers)
+    transport.serve(client)
     if (lease.authed) this.#sessions.welcome(client, lease.grants, lease.expiresAt, lease.delayed)
     else client.closeAt(Date.now() + this.#authTimeoutMs, Disconnect.AUTH_TIMEOUT)
   }
@@ -146,7 +146,7 @@ function destroySelf () {
 }
 
 /** @param {import('ws').WebSocket} ws */
-const clientOf = (ws) => /** @type {WsTransport} */ (ws).connection
+const clientOf = (ws) => transportOf(ws)?.connection
 
 /**
  * The event handlers every connection of a server shares; `this` is the
@@ -197,7 +197,7 @@ function socketHandlers (log, sessions, connections, compression) {
      */
     close (code) {
       compression.closed(this)
-      const client = /** @type {WsTransport} */ (this).detach()
+      const client = transportOf(this)?.detach()
       if (client) connections.onClose(client, code)
     }
   }

@@ -1,11 +1,12 @@
-// The WebSocket transport of a Connection: a `ws` socket that implements
-// the protocol-shaped Transport of connection.js (write a frame with its
-// op, close with a Disconnect, bufferedAmount, open, ping, terminate), plus
-// the connection it carries and its server's event handlers, so one set of
-// handlers serves every socket (six closures per connection were a tenth
-// of an idle connection's heap) and `ws`'s events reach them without a
-// listener: five listeners filled each socket's `_events` table (a
-// dictionary).
+// The WebSocket transport of a Connection: it wraps a `ws` socket and gives
+// it the protocol-shaped Transport of connection.js (write a frame with its
+// op, close with a Disconnect, bufferedAmount, open, ping, terminate).
+//
+// The socket's events go to handlers its server shares by every socket, as
+// `ws` does with a net.Socket in setSocket: the handlers are module-level
+// functions, not closures per connection (six closures per connection were
+// a tenth of an idle connection's heap), and find the transport under a
+// symbol on the socket (transportOf).
 //
 // write() has a fast path that writes a frame built once for many
 // connections to the socket itself, past `ws`'s Sender: it reads `ws`'s
@@ -13,13 +14,14 @@
 // services/gateway/package.json for it, and ws-internals.test.js fails
 // loudly when an upgrade changes what the fast path relies on.
 
-import { WebSocket } from 'ws'
 import { ReadyState } from '@wsps/protocol'
 
 const TEXT = Object.freeze({ binary: false })
 
 /** `ws`'s Sender state while it sends at once (sender.js: DEFAULT). */
 const SENDER_IDLE = 0
+
+const kTransport = Symbol('wsps.transport')
 
 /**
  * The `ws` internals write() checks before it writes to the socket itself
@@ -34,32 +36,49 @@ const SENDER_IDLE = 0
 
 /**
  * Handlers by `ws` event name, shared by every socket of a server; `this`
- * is the socket.
+ * is the `ws` socket (transportOf(this) its transport).
  *
- * @typedef {Readonly<Record<string, (this: WsTransport, ...args: any[]) => void>>} SocketEvents
+ * @typedef {Readonly<Record<string, (this: import('ws').WebSocket, ...args: any[]) => void>>} SocketEvents
  */
 
-export class WsTransport extends WebSocket {
+/**
+ * @param {import('ws').WebSocket} ws
+ * @returns {WsTransport | undefined} the transport wrapping the socket
+ */
+export function transportOf (ws) {
+  return /** @type {any} */ (ws)[kTransport]
+}
+
+export class WsTransport {
+  #ws
   /** @type {import('./connection.js').Connection | null} */
   #connection = null
-  /** @type {SocketEvents | null} */
-  #events = null
 
-  /** @returns {import('./connection.js').Connection | null} the connection it carries (null once detached) */
+  /**
+   * Wraps `ws`; its events go to `events` from now on.
+   *
+   * @param {import('ws').WebSocket} ws
+   * @param {SocketEvents} events
+   */
+  constructor (ws, events) {
+    this.#ws = ws
+    Object.defineProperty(ws, kTransport, { value: this })
+    for (const [event, handler] of Object.entries(events)) ws.on(event, handler)
+  }
+
+  /** @returns {import('./connection.js').Connection | null} the connection it carries (null before serve and once detached) */
   get connection () {
     return this.#connection
   }
 
-  /**
-   * From now on `ws`'s events on this socket go to `events` (those it has
-   * no handler for, to listeners as usual).
-   *
-   * @param {import('./connection.js').Connection} connection
-   * @param {SocketEvents} events
-   */
-  serve (connection, events) {
+  /** @returns {import('ws').WebSocket} the socket it wraps */
+  get socket () {
+    return this.#ws
+  }
+
+  /** @param {import('./connection.js').Connection} connection the connection it carries from now on */
+  serve (connection) {
     this.#connection = connection
-    this.#events = events
   }
 
   /**
@@ -73,20 +92,14 @@ export class WsTransport extends WebSocket {
     return connection
   }
 
-  /**
-   * @param {string | symbol} event
-   * @param {any[]} args
-   */
-  emit (event, ...args) {
-    const events = this.#events
-    if (events === null || typeof event !== 'string' || !Object.hasOwn(events, event)) return super.emit(event, ...args)
-    events[event].apply(this, args)
-    return true
-  }
-
   /** Frames may be written. */
   get open () {
-    return this.readyState === ReadyState.OPEN
+    return this.#ws.readyState === ReadyState.OPEN
+  }
+
+  /** Bytes written and not yet sent, as `ws` counts them (its socket's write buffer included). */
+  get bufferedAmount () {
+    return this.#ws.bufferedAmount
   }
 
   /**
@@ -107,32 +120,33 @@ export class WsTransport extends WebSocket {
    * @param {import('@wsps/protocol').ServerOpName} _op every frame is a text message, whatever its op
    */
   write (frame, _op) {
+    const ws = this.#ws
     if (typeof frame === 'string') {
-      super.send(frame, TEXT)
+      ws.send(frame, TEXT)
       return
     }
-    const ws = /** @type {WsInternals} */ (/** @type {unknown} */ (this))
-    const sender = ws._sender
-    if (this.readyState === ReadyState.OPEN && sender._state === SENDER_IDLE && sender._queue.length === 0 &&
-        sender._firstFragment && ws._extensions['permessage-deflate'] === undefined) {
+    const internals = /** @type {WsInternals} */ (/** @type {unknown} */ (ws))
+    const sender = internals._sender
+    if (ws.readyState === ReadyState.OPEN && sender._state === SENDER_IDLE && sender._queue.length === 0 &&
+        sender._firstFragment && internals._extensions['permessage-deflate'] === undefined) {
       const wire = frame.wire
-      if (typeof wire === 'string') ws._socket.write(wire, 'latin1')
-      else ws._socket.write(wire)
+      if (typeof wire === 'string') internals._socket.write(wire, 'latin1')
+      else internals._socket.write(wire)
     } else {
-      super.send(frame.payload, TEXT)
+      ws.send(frame.payload, TEXT)
     }
   }
 
-  /**
-   * Starts the closing handshake. The Transport's close takes a named
-   * Disconnect; `ws` itself calls close(code, reason) (a peer's close
-   * frame, a protocol error), which goes through as before.
-   *
-   * @param {import('@wsps/protocol').Disconnect | number} [disconnect]
-   * @param {string | Buffer} [reason]
-   */
-  close (disconnect, reason) {
-    if (typeof disconnect === 'object') super.close(disconnect.code, disconnect.reason)
-    else super.close(disconnect, reason)
+  /** @param {import('@wsps/protocol').Disconnect} disconnect starts the closing handshake with its code and reason */
+  close (disconnect) {
+    this.#ws.close(disconnect.code, disconnect.reason)
+  }
+
+  ping () {
+    this.#ws.ping()
+  }
+
+  terminate () {
+    this.#ws.terminate()
   }
 }

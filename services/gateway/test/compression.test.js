@@ -21,7 +21,7 @@ import { WsTransport } from '../src/ws-transport.js'
  * @param {boolean} ask whether the client offers permessage-deflate
  */
 async function connect (compression, ask) {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: deflateOptions(compression), WebSocket: WsTransport })
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: deflateOptions(compression) })
   await once(wss, 'listening')
   const port = /** @type {import('node:net').AddressInfo} */ (wss.address()).port
   const accepted = once(wss, 'connection')
@@ -32,7 +32,8 @@ async function connect (compression, ask) {
   let agreed = ''
   client.on('upgrade', (res) => { agreed = String(res.headers['sec-websocket-extensions'] ?? '') })
   await once(client, 'open')
-  const [server] = /** @type {[WsTransport]} */ (await accepted)
+  const [ws] = /** @type {[WebSocket]} */ (await accepted)
+  const server = new WsTransport(ws, {})
   const close = async () => {
     client.terminate()
     for (const s of wss.clients) s.terminate()
@@ -80,7 +81,7 @@ test('WSPS_COMPRESSION: off by default, a boolean, anything else refused', () =>
 
 test('the cap: past WSPS_COMPRESSION_MAX_CONNECTIONS a client that asks gets an uncompressed connection; a close frees a place', async (t) => {
   const budget = new CompressionBudget(1)
-  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: deflateOptions(true), WebSocket: WsTransport })
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: deflateOptions(true) })
   const http = createServer()
   http.on('upgrade', (req, socket, head) => {
     budget.admit(req)

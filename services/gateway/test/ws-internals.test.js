@@ -11,21 +11,20 @@ import { createRequire } from 'node:module'
 import { Socket } from 'node:net'
 import { test } from 'node:test'
 import { WebSocket, WebSocketServer } from 'ws'
-import { WsTransport } from '../src/ws-transport.js'
 
 const require = createRequire(import.meta.url)
 const pinned = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).dependencies.ws
 const installed = require('ws/package.json').version
 
-/** A server socket (a WsTransport) with a client connected to it. */
+/** A server socket (what WsTransport wraps) with a client connected to it. */
 async function serverSocket () {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, WebSocket: WsTransport })
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false })
   await once(wss, 'listening')
   const port = /** @type {import('node:net').AddressInfo} */ (wss.address()).port
   const accepted = once(wss, 'connection')
   const client = new WebSocket(`ws://127.0.0.1:${port}`)
   await once(client, 'open')
-  const [server] = /** @type {[WsTransport]} */ (await accepted)
+  const [server] = /** @type {[WebSocket]} */ (await accepted)
   const close = async () => {
     client.terminate()
     server.terminate()

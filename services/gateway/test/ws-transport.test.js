@@ -14,18 +14,19 @@ import { Update } from '../src/delta.js'
 import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
 import { TextFrame } from '../src/text-frame.js'
-import { WsTransport } from '../src/ws-transport.js'
+import { WsTransport, transportOf } from '../src/ws-transport.js'
 import { Timelines } from '../src/timelines.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
 import { gatewayParts, quote, silent, tick } from './helper.js'
 
 /**
- * A server whose sockets are WsTransports, one client connected to it.
+ * A server socket wrapped in a WsTransport, one client connected to it.
  *
- * @param {{deflate?: boolean}} [o] negotiate permessage-deflate
+ * @param {{deflate?: boolean, events?: import('../src/ws-transport.js').SocketEvents}} [o]
+ *   negotiate permessage-deflate; the socket's event handlers
  */
-async function pair ({ deflate = false } = {}) {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: deflate ? { threshold: 0 } : false, WebSocket: WsTransport })
+async function pair ({ deflate = false, events = {} } = {}) {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: deflate ? { threshold: 0 } : false })
   await once(wss, 'listening')
   const port = /** @type {import('node:net').AddressInfo} */ (wss.address()).port
   const accepted = once(wss, 'connection')
@@ -34,22 +35,23 @@ async function pair ({ deflate = false } = {}) {
   const got = []
   client.on('message', (data, binary) => got.push({ data: String(data), binary }))
   await once(client, 'open')
-  const [server] = /** @type {[WsTransport]} */ (await accepted)
+  const [ws] = /** @type {[WebSocket]} */ (await accepted)
+  const server = new WsTransport(ws, events)
   const close = async () => {
     client.terminate()
     for (const s of wss.clients) s.terminate()
     await new Promise((resolve) => wss.close(resolve))
   }
-  return { server, client, got, close }
+  return { server, ws, client, got, close }
 }
 
 /**
  * Counts the socket writes of a transport, and which of them were a frame's wire bytes.
  *
- * @param {WsTransport} ws
+ * @param {WsTransport} transport
  */
-function spyWrites (ws) {
-  const socket = /** @type {import('node:net').Socket} */ (/** @type {any} */ (ws)._socket)
+function spyWrites (transport) {
+  const socket = /** @type {import('node:net').Socket} */ (/** @type {any} */ (transport.socket)._socket)
   /** @type {unknown[]} */
   const writes = []
   const write = socket.write.bind(socket)
@@ -82,7 +84,7 @@ test('a shared frame is written with one socket write and arrives as the same te
 })
 
 test('a reader\'s ASCII frame is a string written as latin1 with one socket write, at every header size', async (t) => {
-  const { server, got, close } = await pair()
+  const { server, ws, got, close } = await pair()
   t.after(close)
   const writes = spyWrites(server)
   // Payloads on each side of the 126 and 65,536-byte header boundaries.
@@ -96,7 +98,7 @@ test('a reader\'s ASCII frame is a string written as latin1 with one socket writ
   await waitFor(() => got.length === texts.length, { timeout: 20_000, message: 'every message' })
   assert.deepEqual(got, texts.map((data) => ({ data, binary: false })))
   // Behind a queued send, ws frames its payload (a string) instead.
-  server.send(/** @type {any} */ (new Blob(['{"op":"first"}'])))
+  ws.send(/** @type {any} */ (new Blob(['{"op":"first"}'])))
   const late = TextFrame.ascii('{"op":"q","quotes":[]}')
   server.write(late, ServerOp.QUOTES)
   await waitFor(() => got.length === texts.length + 2, { timeout: 20_000, message: 'the queued messages' })
@@ -116,12 +118,12 @@ test('with permessage-deflate negotiated, ws frames and compresses the payload i
 })
 
 test('a shared frame waits behind what ws has queued (never overtakes it)', async (t) => {
-  const { server, got, close } = await pair()
+  const { server, ws, got, close } = await pair()
   t.after(close)
   const writes = spyWrites(server)
   // A Blob is read asynchronously: ws queues every send behind it meanwhile.
-  server.send(/** @type {any} */ (new Blob(['{"op":"first"}'])))
-  server.send('{"op":"second"}')
+  ws.send(/** @type {any} */ (new Blob(['{"op":"first"}'])))
+  ws.send('{"op":"second"}')
   const frame = new TextFrame('{"op":"third"}')
   server.write(frame, ServerOp.QUOTES)
   await waitFor(() => got.length === 3, { timeout: 20_000, message: 'three messages' })
@@ -223,23 +225,25 @@ test('snapshots are framed once and written with one socket write, the same byte
   assert.equal(snaps?.value, 5, 'every snapshot counted once per connection')
 })
 
-test('a served socket hands ws events to its server\'s shared handlers, with no listener; others reach listeners', async (t) => {
-  const { server, client, close } = await pair()
-  t.after(close)
-  const conn = /** @type {import('../src/connection.js').Connection} */ (/** @type {unknown} */ ({ id: 1 }))
+test('a wrapped socket hands ws events to its server\'s shared handlers, `this` the socket, the transport found from it', async (t) => {
   /** @type {unknown[][]} */
   const seen = []
-  server.serve(conn, {
-    message (data, isBinary) { seen.push(['message', this, this.connection, String(data), isBinary]) },
-    error (err) { seen.push(['error', this, err.message]) }
+  const { server, ws, client, close } = await pair({
+    events: {
+      message (data, isBinary) { seen.push(['message', this, transportOf(this)?.connection, String(data), isBinary]) },
+      error (err) { seen.push(['error', this, err.message]) }
+    }
   })
+  t.after(close)
+  const conn = /** @type {import('../src/connection.js').Connection} */ (/** @type {unknown} */ ({ id: 1 }))
+  assert.equal(transportOf(ws), server)
+  assert.equal(server.connection, null, 'no connection before serve')
+  server.serve(conn)
   client.send('hi')
   await waitFor(() => seen.length === 1, { timeout: 20_000, message: 'the message reaches the handler' })
-  assert.deepEqual(seen[0], ['message', server, conn, 'hi', false])
-  assert.equal(server.listenerCount('message'), 0, 'no listener table entry per socket')
-  server.emit('error', new Error('boom'))
-  assert.deepEqual(seen[1], ['error', server, 'boom'], 'an error with a handler does not throw')
-  const pinged = once(server, 'ping')
-  client.ping('p')
-  assert.equal(String((await pinged)[0]), 'p', 'an event without a handler reaches listeners as usual')
+  assert.deepEqual(seen[0], ['message', ws, conn, 'hi', false])
+  ws.emit('error', new Error('boom'))
+  assert.deepEqual(seen[1], ['error', ws, 'boom'], 'an error with a handler does not throw')
+  assert.equal(server.detach(), conn)
+  assert.equal(server.connection, null, 'detached')
 })
