@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ErrorCode } from '@wsps/protocol'
 import { entitlementsFrom } from '../src/auth.js'
-import { DelayedBroker, markDelayed } from '../src/delayed/delayed-broker.js'
+import { DelayedBroker } from '../src/delayed/delayed-broker.js'
 import { diffQuotes } from '../src/delta.js'
 import { HistoryTimeline } from '../src/history-timeline.js'
 import { Outbox, Verdict } from '../src/outbox.js'
@@ -94,10 +94,6 @@ test('DelayedBroker: a snapshot and releases only of quotes the delay old, in se
   }
   assert.equal(seqs.at(-1), 41, 'everything due is released (at most a tick late)')
   await delayed.close()
-})
-
-test('markDelayed appends the field to the quote as published', () => {
-  assert.deepEqual(JSON.parse(markDelayed('{"seq":1,"symbol":"A","ts":5}')), { seq: 1, symbol: 'A', ts: 5, delayed: true })
 })
 
 test('entitlementsFrom: real-time wins; a delayed claim without a symbols claim grants nothing real-time; a bad shape is refused', () => {

@@ -65,3 +65,14 @@ export function entryOf (raw) {
   const q = parsePublished(raw)
   return q !== null && typeof q.ts === 'number' ? { seq: q.seq, ts: q.ts, epoch: q.epoch, raw } : null
 }
+
+/**
+ * A quote as a delayed subscription gets it: the published bytes with
+ * `,"delayed":true` before the closing brace.
+ *
+ * @param {string} raw a quote as published
+ * @returns {string}
+ */
+export function delayedCopy (raw) {
+  return `${raw.slice(0, -1)},"delayed":true}`
+}

@@ -3,7 +3,7 @@
 // the integration tests): seqOf's fast path gives what a full parse gives.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { cursorOf, entryOf, parsePublished, PREFIX, seqOf } from '../src/published.js'
+import { cursorOf, delayedCopy, entryOf, parsePublished, PREFIX, seqOf } from '../src/published.js'
 
 const LAYOUTS = [
   '{"seq":1,"epoch":"k3x9","symbol":"AAPL","ts":1763800000123,"bid":1.5}',
@@ -31,4 +31,8 @@ test('parsePublished, cursorOf, entryOf: null for what is not a published quote'
     assert.equal(cursorOf(bad), null, bad)
   }
   assert.equal(cursorOf(null), null)
+})
+
+test('delayedCopy appends the field to the quote as published', () => {
+  assert.deepEqual(JSON.parse(delayedCopy('{"seq":1,"symbol":"A","ts":5}')), { seq: 1, symbol: 'A', ts: 5, delayed: true })
 })

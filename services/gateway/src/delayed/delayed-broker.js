@@ -24,7 +24,7 @@
 // says so (its subscribers are told `stale`), onResumed when a read answers
 // again. Nothing is lost meanwhile: the pump goes on from its seq.
 
-import { seqOf } from '@wsps/shared/published'
+import { delayedCopy, seqOf } from '@wsps/shared/published'
 import { HistoryTimeline } from '../history-timeline.js'
 
 /** How often due entries are released: the delay is served this much late at most. */
@@ -60,16 +60,6 @@ const STALL_MS = 2000
  * @property {number} readAt no read before this (ms)
  * @property {boolean} interrupted told onInterrupted, not onResumed yet
  */
-
-/**
- * A quote as a delayed subscription gets it.
- *
- * @param {string} raw a quote as published (a JSON object)
- * @returns {string}
- */
-export function markDelayed (raw) {
-  return `${raw.slice(0, -1)},"delayed":true}`
-}
 
 export class DelayedBroker {
   #broker
@@ -162,7 +152,7 @@ export class DelayedBroker {
           pump.after = after
           pump.epoch = entry?.epoch
         }
-        return entry === null ? null : markDelayed(entry.raw)
+        return entry === null ? null : delayedCopy(entry.raw)
       } catch (err) {
         return /** @type {Error} */ (err)
       }
@@ -187,7 +177,7 @@ export class DelayedBroker {
     const out = []
     for (const e of entries) {
       if (e.ts > cutoff || (released !== null && e.seq > released)) break
-      out.push(markDelayed(e.raw))
+      out.push(delayedCopy(e.raw))
     }
     return out
   }
@@ -270,7 +260,7 @@ export class DelayedBroker {
     const ahead = pump.ahead
     while (n < ahead.length && ahead[n].ts <= cutoff) {
       pump.after = ahead[n].seq
-      this.#handlers?.onQuote(symbol, markDelayed(ahead[n].raw))
+      this.#handlers?.onQuote(symbol, delayedCopy(ahead[n].raw))
       n++
       // A handler may have unsubscribed the symbol (its last client closed).
       if (this.#pumps.get(symbol) !== pump) return

@@ -12,6 +12,7 @@
 // refused (stream-ownership.js).
 
 import { latestQuotes } from '@wsps/shared/latest'
+import { parsePublished } from '@wsps/shared/published'
 import { compileMapping } from './stream-mapping.js'
 import { compileTemplate } from './stream-templates.js'
 import { compileAuth, streamUrl } from './stream-auth.js'
@@ -172,8 +173,10 @@ export class WsStreamFeed {
     try {
       const raws = await latestQuotes(this.#redis, this.#keys, symbols)
       raws.forEach((raw, i) => {
-        if (raw === null || raw instanceof Error) return
-        const { seq, ...fields } = JSON.parse(raw)
+        const q = raw === null || raw instanceof Error ? null : parsePublished(raw)
+        if (q === null) return
+        // The quote's own fields; seq and epoch are the publish script's.
+        const { seq, epoch: _epoch, ...fields } = q
         this.#publisher.remember(symbols[i], seq)
         this.#last.set(symbols[i], fields)
       })
