@@ -209,6 +209,18 @@ export const ReadyState = Object.freeze({ CONNECTING: 0, OPEN: 1, CLOSING: 2, CL
 /** Close codes that mean "get a (new) token first": a client with a token source reconnects with a fresh token, any other stops. */
 export const AUTH_CLOSE_CODES = Object.freeze([CloseCode.UNAUTHORIZED, CloseCode.TOKEN_EXPIRED, CloseCode.AUTH_TIMEOUT])
 
+/**
+ * Close codes of the client's side, never sent by the gateway: what a
+ * client reports for a connection that ended without a close frame, and
+ * what it closes with when it gives up on a silent one.
+ */
+export const ClientCloseCode = Object.freeze({
+  /** No close frame came: network loss, a terminated socket (RFC 6455 1006, never on the wire). */
+  ABNORMAL: 1006,
+  /** The client abandons a connection that stopped answering (a browser cannot terminate a socket, so it closes with this code). */
+  ABANDONED: 4000
+})
+
 /** Close codes after which a client should NOT reconnect automatically (without a new token). */
 export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, ...AUTH_CLOSE_CODES])
 

@@ -15,7 +15,7 @@
 // must not be shown as live (staleness.js) and the listeners (events.js);
 // the quotes are held by the protocol's QuoteReceiver.
 
-import { AUTH_CLOSE_CODES, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
+import { AUTH_CLOSE_CODES, ClientCloseCode, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
 import { Retry } from './backoff.js'
 import { BarSubscriptions } from './bars.js'
 import { Emitter } from './events.js'
@@ -439,10 +439,10 @@ export class WspsClient {
       this.#transports.pick(opened)
       try {
         if (typeof ws.terminate === 'function') ws.terminate()
-        else ws.close(4000, reason)
+        else ws.close(ClientCloseCode.ABANDONED, reason)
       } catch {}
     }
-    this.#scheduleReconnect(1006, reason)
+    this.#scheduleReconnect(ClientCloseCode.ABNORMAL, reason)
   }
 
   /**

@@ -10,10 +10,7 @@
 // Subscriptions are part of the URL: a change of the watch set is a new
 // stream (WspsClient reopens it), so send() carries nothing.
 
-import { CloseCode, ErrorCode, ReadyState } from './protocol.js'
-
-/** What a WebSocket reports for a connection lost without a close code. */
-const ABNORMAL = 1006
+import { ClientCloseCode, CloseCode, ErrorCode, ReadyState } from './protocol.js'
 
 /**
  * `ws://host/ws` -> `http://host/sse`: the SSE endpoint beside a gateway's
@@ -130,7 +127,7 @@ export class SseSocket {
     if (lastEventId) headers['last-event-id'] = lastEventId
     fetchFn(u.href, { headers, signal: this.#abort.signal, cache: 'no-store' })
       .then((res) => this.#read(res))
-      .catch((err) => this.#finish(ABNORMAL, String(err?.message ?? err)))
+      .catch((err) => this.#finish(ClientCloseCode.ABNORMAL, String(err?.message ?? err)))
   }
 
   /** The `id:` of the last event received. */
@@ -149,7 +146,7 @@ export class SseSocket {
   }
 
   terminate () {
-    this.close(ABNORMAL, 'terminated')
+    this.close(ClientCloseCode.ABNORMAL, 'terminated')
   }
 
   /** @param {Response} res */
@@ -164,7 +161,7 @@ export class SseSocket {
       // The close a WebSocket would have seen for the same refusal.
       const code = res.status === 401
         ? CloseCode.UNAUTHORIZED
-        : res.status === 503 ? (text.includes(`"${ErrorCode.DRAINING}"`) ? CloseCode.SERVICE_RESTART : CloseCode.TRY_AGAIN_LATER) : ABNORMAL
+        : res.status === 503 ? (text.includes(`"${ErrorCode.DRAINING}"`) ? CloseCode.SERVICE_RESTART : CloseCode.TRY_AGAIN_LATER) : ClientCloseCode.ABNORMAL
       this.#finish(code, `HTTP ${res.status}`)
       return
     }
@@ -182,7 +179,7 @@ export class SseSocket {
         else this.#deliver(ev.data)
       })
     }
-    this.#finish(closeFrame?.code ?? ABNORMAL, closeFrame?.reason ?? 'stream ended')
+    this.#finish(closeFrame?.code ?? ClientCloseCode.ABNORMAL, closeFrame?.reason ?? 'stream ended')
   }
 
   /** @param {string} data */
