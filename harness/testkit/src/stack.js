@@ -5,7 +5,7 @@
 import { after, before } from 'node:test'
 import { Redis } from 'ioredis'
 import { startFetcher, startGateway, startService } from './services.js'
-import { startRedis } from './redis.js'
+import { startRedis, startRedisCluster } from './redis.js'
 import { ClientPool } from './test-client.js'
 
 /** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
@@ -36,6 +36,52 @@ export function setUp (setup) {
   const started = {}
   before(async () => { Object.assign(started, await setup()) })
   return /** @type {T} */ (started)
+}
+
+/**
+ * A Redis Cluster of 3 primaries with a replica each, two gateways (the
+ * first with ioredis auto-pipelining, whose raw MOVED handling a failover
+ * exercises, ioredis #2075; the second without) and a fetcher, all in
+ * cluster mode, started before the tests of the file that calls this at
+ * its top and stopped after them with whatever `track`ed clients it made.
+ *
+ * @param {object} options
+ * @param {number} options.nodeTimeoutMs cluster-node-timeout
+ * @param {boolean} [options.fullCoverage] cluster-require-full-coverage
+ * @param {Record<string, string | number>} [options.gatewayEnv] the second gateway's extra settings
+ * @param {Record<string, string | number>} [options.fetcherEnv] the fetcher's extra settings
+ */
+export function useClusterStack ({ nodeTimeoutMs, fullCoverage = true, gatewayEnv = {}, fetcherEnv = {} }) {
+  const env = { WSPS_REDIS_MODE: 'cluster' }
+  /** @type {{close: () => void}[]} */
+  const clients = []
+  /** @type {(() => Promise<unknown>)[]} */
+  const cleanups = []
+  after(async () => {
+    for (const c of clients) c.close()
+    for (const fn of cleanups.reverse()) await fn()
+  })
+  const on = setUp(async () => {
+    const cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs, fullCoverage })
+    cleanups.push(() => cluster.close())
+    const procs = await Promise.all([
+      startGateway(cluster.url, { ...env, WSPS_REDIS_AUTO_PIPELINE: 'true' }),
+      startGateway(cluster.url, { ...env, ...gatewayEnv }),
+      startFetcher(cluster.url, { ...env, WSPS_FETCH_INTERVAL_MS: 100, ...fetcherEnv })
+    ])
+    cleanups.push(() => Promise.all(procs.map((p) => p.kill())))
+    return { cluster, gws: procs.slice(0, 2), fetcher: procs[2] }
+  })
+  /**
+   * @template {{close: () => void}} C
+   * @param {C} client closed after the file's tests
+   * @returns {C}
+   */
+  const track = (client) => {
+    clients.push(client)
+    return client
+  }
+  return { on, track }
 }
 
 export class Stack {

@@ -9,37 +9,18 @@
 // window; nobody is left without quotes and without a close.
 
 import assert from 'node:assert/strict'
-import { after, test } from 'node:test'
-import { RecordingSubscriber, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, waitFor } from '../src/index.js'
+import { test } from 'node:test'
+import { RecordingSubscriber, slotOwner, useClusterStack, waitFor } from '../src/index.js'
 
 const NODE_TIMEOUT_MS = 2000
 const FAILOVERS = 5
 const SYMBOLS = Array.from({ length: 30 }, (_, i) => `CF${i}`)
-const ENV = { WSPS_REDIS_MODE: 'cluster' }
 
-/** @type {RecordingSubscriber[]} */
-const clients = []
-/** @type {(() => Promise<unknown>)[]} */
-const cleanups = []
-after(async () => {
-  for (const c of clients) c.close()
-  for (const fn of cleanups.reverse()) await fn()
-})
-const on = setUp(async () => {
-  const cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: NODE_TIMEOUT_MS })
-  cleanups.push(() => cluster.close())
-  // One gateway with ioredis auto-pipelining (raw MOVED through a failover,
-  // ioredis #2075), one without: the path must be right under both.
-  const procs = await Promise.all([startGateway(cluster.url, { ...ENV, WSPS_REDIS_AUTO_PIPELINE: 'true' }), startGateway(cluster.url, ENV), startFetcher(cluster.url, { ...ENV, WSPS_FETCH_INTERVAL_MS: 100 })])
-  cleanups.push(() => Promise.all(procs.map((p) => p.kill())))
-  return { cluster, gws: procs.slice(0, 2), fetcher: procs[2] }
-})
+const { on, track } = useClusterStack({ nodeTimeoutMs: NODE_TIMEOUT_MS })
 
 /** @param {string} url */
 function subscriber (url) {
-  const s = new RecordingSubscriber({ url, symbols: SYMBOLS })
-  clients.push(s)
-  return s
+  return track(new RecordingSubscriber({ url, symbols: SYMBOLS }))
 }
 
 test(`a Cluster primary killed ${FAILOVERS} times in a row: every client gets every symbol again within 10 s of the promotion, the other shards keep flowing, nobody starves`, async (t) => {

@@ -11,36 +11,19 @@
 // Redis itself refuses every shard while one's slots are uncovered.
 
 import assert from 'node:assert/strict'
-import { after, test } from 'node:test'
+import { test } from 'node:test'
 import { ServerOp } from '@wsps/protocol'
-import { RecordingSubscriber, TestClient, redisCommand, setUp, slotOwner, startFetcher, startGateway, startRedisCluster, ticksLost, waitFor } from '../src/index.js'
+import { RecordingSubscriber, TestClient, redisCommand, slotOwner, ticksLost, useClusterStack, waitFor } from '../src/index.js'
 
 /** Redis's default cluster-node-timeout. */
 const NODE_TIMEOUT_MS = 15_000
 const SYMBOLS = Array.from({ length: 24 }, (_, i) => `CS${i}`)
-const ENV = { WSPS_REDIS_MODE: 'cluster' }
 
-/** @type {{close: () => void}[]} */
-const clients = []
-/** @type {(() => Promise<unknown>)[]} */
-const cleanups = []
-after(async () => {
-  for (const c of clients) c.close()
-  for (const fn of cleanups.reverse()) await fn()
-})
-const on = setUp(async () => {
-  const cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: NODE_TIMEOUT_MS, fullCoverage: false })
-  cleanups.push(() => cluster.close())
-  const procs = await Promise.all([startGateway(cluster.url, { ...ENV, WSPS_REDIS_AUTO_PIPELINE: 'true' }), startGateway(cluster.url, { ...ENV, WSPS_LOG_LEVEL: 'info' }), startFetcher(cluster.url, { ...ENV, WSPS_FETCH_INTERVAL_MS: 100, WSPS_HISTORY_SIZE: 1000 })])
-  cleanups.push(() => Promise.all(procs.map((p) => p.kill())))
-  return { cluster, gws: procs.slice(0, 2), fetcher: procs[2] }
-})
+const { on, track } = useClusterStack({ nodeTimeoutMs: NODE_TIMEOUT_MS, fullCoverage: false, gatewayEnv: { WSPS_LOG_LEVEL: 'info' }, fetcherEnv: { WSPS_HISTORY_SIZE: 1000 } })
 
 /** @param {string} url */
 function subscriber (url) {
-  const s = new RecordingSubscriber({ url, symbols: SYMBOLS })
-  clients.push(s)
-  return s
+  return track(new RecordingSubscriber({ url, symbols: SYMBOLS }))
 }
 
 /**
@@ -59,7 +42,7 @@ test('a Cluster primary killed (default node timeout, ~16 s away): the other sha
   const subs = [subscriber(gws[0].wsUrl), subscriber(gws[0].wsUrl), subscriber(gws[1].wsUrl), subscriber(gws[1].wsUrl)]
   await waitFor(() => subs.every((s) => s.quietSince(0).length === 0), { timeout: 20_000, message: 'every symbol quoted to every client' })
   const watcher = await TestClient.connect(gws[1].wsUrl)
-  clients.push({ close: () => watcher.ws.terminate() })
+  track({ close: () => watcher.ws.terminate() })
   await watcher.sub(SYMBOLS)
   const primaries = await cluster.primaries()
   const sched = await slotOwner(primaries, 'wsps:{sched}:demand')
