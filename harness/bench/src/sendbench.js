@@ -13,7 +13,7 @@
 import { fork } from 'node:child_process'
 import { createConnection } from 'node:net'
 import * as wsModule from 'ws'
-import { TextFrame } from '../../../services/gateway/src/text-frame.js'
+import { TextFrame } from '@wsps/gateway/text-frame'
 
 if (process.argv[2] === 'drain') {
   // Child: open N raw WebSocket connections, discard whatever arrives.

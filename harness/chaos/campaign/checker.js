@@ -78,6 +78,7 @@ export function checkTicks (events, { lateMs = 5000, replayGraceMs = 2000 } = {}
       else if (e.k === 'gap' && st.told === '') st.told = 'gap'
       continue
     }
+    if (e.k !== 'q') continue
     figures.got++
     let st = bySym.get(e.s)
     let newer = false

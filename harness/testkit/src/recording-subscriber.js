@@ -21,7 +21,9 @@ import { longestSilence, ticksDisordered, ticksLost } from './ticks.js'
  * @typedef {{k: 'fresh', syms: string[], at: number, src: 'frame' | 'event'}} FreshEv
  * @typedef {{k: 'status', state: string, node?: string | null, closeCode?: number | null, at: number}} StatusEv
  *   a `status` event (live, reconnecting, ...); node and closeCode: of the current or last connection
- * @typedef {QuoteEv | RecoveryEv | GapEv | StaleEv | FreshEv | StatusEv} Ev
+ * @typedef {{k: 'hello', at: number}} HelloEv a `hello`: a connection (the first, or one after a close) went live
+ * @typedef {{k: 'rejected', symbols: string[], code: string, at: number}} RejectedEv symbols the gateway refused, with its error code
+ * @typedef {QuoteEv | RecoveryEv | GapEv | StaleEv | FreshEv | StatusEv | HelloEv | RejectedEv} Ev
  */
 
 /**
@@ -69,6 +71,8 @@ export class RecordingSubscriber {
     })
     client.on('recovery', (r) => push({ k: 'rec', s: r.symbol, ok: r.recovered, at: Date.now() }))
     client.on('gap', (g) => push({ k: 'gap', s: g.symbol, at: Date.now() }))
+    client.on('hello', () => push({ k: 'hello', at: Date.now() }))
+    client.on('rejected', (r) => push({ k: 'rejected', symbols: r.symbols, code: r.error.code, at: Date.now() }))
     client.on('status', (st) => push({ k: 'status', state: st.state, node: st.node, closeCode: st.closeCode, at: Date.now() }))
     client.on('stale', (e) => push({ k: 'stale', syms: e.symbols, since: e.since ?? null, at: Date.now(), src: 'event' }))
     client.on('fresh', (e) => push({ k: 'fresh', syms: e.symbols, at: Date.now(), src: 'event' }))
@@ -112,6 +116,18 @@ export class RecordingSubscriber {
 
   /** @param {string} symbol @returns {number} the seq of its newest quote (0: none yet) */
   lastSeq (symbol) { return this.#quotes.get(symbol)?.at(-1)?.seq ?? 0 }
+
+  /** @returns {number} the newest seq it holds of any symbol (0: none yet) */
+  newest () { return Math.max(0, ...this.symbols.map((s) => this.lastSeq(s))) }
+
+  /** @param {number} n @returns {boolean} every subscribed symbol is at seq n or past it */
+  passed (n) { return this.symbols.every((s) => this.lastSeq(s) >= n) }
+
+  /** @returns {number} hellos received: one per connection that went live (more than one: a socket was closed) */
+  hellos () { return this.events.filter((e) => e.k === 'hello').length }
+
+  /** @returns {RejectedEv[]} every subscription the gateway refused */
+  rejected () { return /** @type {RejectedEv[]} */ (this.events.filter((e) => e.k === 'rejected')) }
 
   /** @param {string} symbol @returns {number[]} when each of its quotes arrived */
   arrivals (symbol) { return (this.#quotes.get(symbol) ?? []).map((q) => q.at) }

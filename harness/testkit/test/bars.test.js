@@ -16,7 +16,7 @@ import WebSocket from 'ws'
 import { WspsClient } from '@wsps/client'
 import { ErrorCode } from '@wsps/protocol'
 import { redisKeys } from '@wsps/shared/keys'
-import { barsOf, BarBuilder } from '../../../services/gateway/src/bars/bar-builder.js'
+import { barsOf, BarBuilder } from '@wsps/gateway/bar-builder'
 import { BarReader } from '../src/bar-reader.js'
 import { SseStream, TestClient, setUp, useStack, waitFor } from '../src/index.js'
 

@@ -20,9 +20,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Redis } from 'ioredis'
-import WebSocket from 'ws'
-import { parseMetrics, sleep, startFetcher, startGateway, startRedisCluster, startRedisSentinel, TestClient, ticksDisordered, ticksLost, waitFor } from '../src/index.js'
-import { WspsClient } from '@wsps/client'
+import { parseMetrics, RecordingSubscriber, sleep, startFetcher, startGateway, startRedisCluster, startRedisSentinel, TestClient, ticksLost, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['WR1', 'WR2', 'WR3', 'WR4']
 const CLIENTS = 3
@@ -33,7 +31,7 @@ const ALONE_MS = 500
 let redis
 /** @type {import('../src/index.js').ServiceHandle[]} */
 const services = []
-/** @type {WspsClient[]} */
+/** @type {RecordingSubscriber[]} */
 const clients = []
 
 before(async () => {
@@ -52,31 +50,11 @@ after(async () => {
   await redis?.close()
 })
 
-/** @param {string} url */
+/** @param {string} url a distinct subscriber of SYMBOLS */
 function subscriber (url) {
-  const c = new WspsClient({ url: [url], WebSocket, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
-  clients.push(c)
-  /** @type {Map<string, number[]>} */
-  const seqs = new Map()
-  /** @type {Map<string, Set<string>>} */
-  const epochs = new Map()
-  /** @type {{symbol: string, recovered: boolean}[]} */
-  const recoveries = []
-  c.on('quote', (e) => {
-    seqs.set(e.symbol, [...(seqs.get(e.symbol) ?? []), e.quote.seq])
-    epochs.set(e.symbol, (epochs.get(e.symbol) ?? new Set()).add(String(e.quote.epoch)))
-  })
-  c.on('recovery', (r) => recoveries.push(r))
-  c.connect()
-  c.subscribe(SYMBOLS, { mode: 'distinct' })
-  return {
-    seqs,
-    epochs,
-    recoveries,
-    newest: () => Math.max(0, ...[...seqs.values()].map((l) => l.at(-1) ?? 0)),
-    /** @param {number} n every symbol is past seq n */
-    passed: (n) => SYMBOLS.every((s) => (seqs.get(s)?.at(-1) ?? 0) >= n)
-  }
+  const s = new RecordingSubscriber({ url: [url], symbols: SYMBOLS })
+  clients.push(s)
+  return s
 }
 
 /**
@@ -124,7 +102,7 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   const np = new Redis({ host: '127.0.0.1', port: promoted, password: redis.password })
   const kept = Number(await np.get(`wsps:{${SYMBOLS[0]}}:seq`))
   np.disconnect()
-  t.diagnostic(`primary ${old} alone for ${ALONE_MS} ms (newest seq a subscriber held ${before} -> ${during}), killed; ${promoted} promoted, holding ${SYMBOLS[0]} up to seq ${kept} (a subscriber had ${Math.max(0, ...subs.map((x) => x.seqs.get(SYMBOLS[0])?.at(-1) ?? 0))})`)
+  t.diagnostic(`primary ${old} alone for ${ALONE_MS} ms (newest seq a subscriber held ${before} -> ${during}), killed; ${promoted} promoted, holding ${SYMBOLS[0]} up to seq ${kept} (a subscriber had ${Math.max(0, ...subs.map((x) => x.lastSeq(SYMBOLS[0])))})`)
   await flowing(40).catch((err) => {
     throw new Error(`${err.message}\n${services.map((s) => `--- ${s.name}\n${s.logs.slice(-20).join('\n')}`).join('\n')}`)
   })
@@ -142,10 +120,10 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   const lateLost = ticksLost(new Map(SYMBOLS.map((s) => [s, [since[s].seq, ...(back.seqs.get(s) ?? [])]])))
   t.diagnostic(`late reader resumed from seq ${since[SYMBOLS[0]].seq}: recovered ${JSON.stringify(ack.recovered)}, ticks lost ${lateLost.lost} of ${lateLost.got}`)
 
-  const lost = subs.reduce((a, s) => a + ticksLost(s.seqs).lost, 0)
-  const got = subs.reduce((a, s) => a + ticksLost(s.seqs).got, 0)
-  const notRecovered = subs.flatMap((s) => s.recoveries).filter((r) => !r.recovered)
-  const epochs = Math.max(...subs.flatMap((s) => [...s.epochs.values()].map((e) => e.size)))
+  const lost = subs.reduce((a, s) => a + s.ticksLost().lost, 0)
+  const got = subs.reduce((a, s) => a + s.ticksLost().got, 0)
+  const notRecovered = subs.flatMap((s) => s.recoveries()).filter((r) => !r.recovered)
+  const epochs = Math.max(...subs.flatMap((s) => [...s.epochs().values()].map((e) => e.size)))
   /** @type {Record<string, number>} */
   const waits = {}
   for (const r of ['acked', 'short', 'failed']) waits[r] = await metric(fetcher, `wsps_fetcher_replica_waits_total{result="${r}"`)
@@ -154,7 +132,7 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   assert.deepEqual(ack.recovered, Object.fromEntries(SYMBOLS.map((s) => [s, true])), 'the late reader recovered every symbol from the promoted replica\'s history')
   assert.equal(lateLost.lost, 0, 'ticks lost by the late reader')
   assert.deepEqual(back.problems, [])
-  assert.equal(subs.reduce((a, s) => a + ticksDisordered(s.seqs), 0), 0, 'no quote twice or out of order')
+  assert.equal(subs.reduce((a, s) => a + s.ticksDisordered(), 0), 0, 'no quote twice or out of order')
   assert.equal(epochs, 1, 'one epoch throughout: the promoted replica continues the history every subscriber saw')
   assert.deepEqual(notRecovered, [], 'no symbol told recovered:false')
   assert.ok(waits.acked > 0, 'the fetcher waited for the replica')
