@@ -20,7 +20,7 @@ export { ALPACA_STREAM_ENV, FAKE_VENDOR_MAIN, FETCHER_MAIN, GATEWAY_MAIN, NODE_F
 export { startSilentProxy } from './silent-proxy.js'
 export { SseStream } from './sse-stream.js'
 export { longestSilence, ticksDisordered, ticksLost } from './ticks.js'
-export { Stack, setUp, useClusterStack, useStack } from './stack.js'
+export { Stack, setUp, useClusterStack, useSentinelStack, useStack } from './stack.js'
 export { ClientPool, TestClient } from './test-client.js'
 export { ToxiProxy, startToxiproxy, toxiproxyBin } from './toxiproxy.js'
 export { sleep, waitFor } from './wait.js'

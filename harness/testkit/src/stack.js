@@ -5,7 +5,7 @@
 import { after, before } from 'node:test'
 import { Redis } from 'ioredis'
 import { startFetcher, startGateway, startService } from './services.js'
-import { startRedis, startRedisCluster } from './redis.js'
+import { startRedis, startRedisCluster, startRedisSentinel } from './redis.js'
 import { ClientPool } from './test-client.js'
 
 /** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
@@ -39,11 +39,39 @@ export function setUp (setup) {
 }
 
 /**
+ * What a file's `after` hook ends: the clients it `track`s (closed first),
+ * then what it `defer`s, last first.
+ */
+function fileTeardown () {
+  /** @type {{close: () => void}[]} */
+  const clients = []
+  /** @type {(() => Promise<unknown>)[]} */
+  const cleanups = []
+  after(async () => {
+    for (const c of clients) c.close()
+    for (const fn of cleanups.reverse()) await fn()
+  })
+  return {
+    /** @param {() => Promise<unknown>} fn */
+    defer: (fn) => { cleanups.push(fn) },
+    /**
+     * @template {{close: () => void}} C
+     * @param {C} client closed after the file's tests
+     * @returns {C}
+     */
+    track: (client) => {
+      clients.push(client)
+      return client
+    }
+  }
+}
+
+/**
  * A Redis Cluster of 3 primaries with a replica each, two gateways (the
  * first with ioredis auto-pipelining, whose raw MOVED handling a failover
  * exercises, ioredis #2075; the second without) and a fetcher, all in
  * cluster mode, started before the tests of the file that calls this at
- * its top and stopped after them with whatever `track`ed clients it made.
+ * its top and stopped after them with whatever clients it `track`s.
  *
  * @param {object} options
  * @param {number} options.nodeTimeoutMs cluster-node-timeout
@@ -53,34 +81,47 @@ export function setUp (setup) {
  */
 export function useClusterStack ({ nodeTimeoutMs, fullCoverage = true, gatewayEnv = {}, fetcherEnv = {} }) {
   const env = { WSPS_REDIS_MODE: 'cluster' }
-  /** @type {{close: () => void}[]} */
-  const clients = []
-  /** @type {(() => Promise<unknown>)[]} */
-  const cleanups = []
-  after(async () => {
-    for (const c of clients) c.close()
-    for (const fn of cleanups.reverse()) await fn()
-  })
+  const { defer, track } = fileTeardown()
   const on = setUp(async () => {
     const cluster = await startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs, fullCoverage })
-    cleanups.push(() => cluster.close())
+    defer(() => cluster.close())
     const procs = await Promise.all([
       startGateway(cluster.url, { ...env, WSPS_REDIS_AUTO_PIPELINE: 'true' }),
       startGateway(cluster.url, { ...env, ...gatewayEnv }),
       startFetcher(cluster.url, { ...env, WSPS_FETCH_INTERVAL_MS: 100, ...fetcherEnv })
     ])
-    cleanups.push(() => Promise.all(procs.map((p) => p.kill())))
+    defer(() => Promise.all(procs.map((p) => p.kill())))
     return { cluster, gws: procs.slice(0, 2), fetcher: procs[2] }
   })
-  /**
-   * @template {{close: () => void}} C
-   * @param {C} client closed after the file's tests
-   * @returns {C}
-   */
-  const track = (client) => {
-    clients.push(client)
-    return client
-  }
+  return { on, track }
+}
+
+/**
+ * A Redis primary with 2 replicas and 3 Sentinels (down-after 1 s,
+ * failover timeout 3 s), a fetcher publishing every 50 ms and `gateways`
+ * gateways, all in sentinel mode, started before the tests of the file that
+ * calls this at its top and stopped after them with whatever clients it
+ * `track`s. Of WSPS_REDIS_URL only the scheme counts in sentinel mode: its
+ * host does not resolve, which proves the services never dial it.
+ *
+ * @param {object} options
+ * @param {number} options.gateways
+ * @param {Record<string, string | number>} [options.fetcherEnv] the fetcher's extra settings
+ */
+export function useSentinelStack ({ gateways, fetcherEnv = {} }) {
+  const { defer, track } = fileTeardown()
+  const on = setUp(async () => {
+    const redis = await startRedisSentinel({ replicas: 2, sentinels: 3, downAfterMs: 1000, failoverTimeoutMs: 3000 })
+    defer(() => redis.close())
+    const url = 'redis://sentinel-mode.invalid:6379'
+    const env = redis.serviceEnv()
+    /** @type {ServiceHandle[]} */
+    const services = []
+    defer(() => Promise.all(services.map((s) => s.kill())))
+    services.push(await startFetcher(url, { ...env, WSPS_FETCH_INTERVAL_MS: 50, ...fetcherEnv }))
+    for (let i = 0; i < gateways; i++) services.push(await startGateway(url, env))
+    return { redis, services, fetcher: services[0], gws: services.slice(1) }
+  })
   return { on, track }
 }
 

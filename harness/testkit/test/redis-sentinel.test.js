@@ -12,8 +12,8 @@
 // lost), not asserted to be 0: nothing here waits for a replica (WAIT).
 
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import { parseMetrics, RecordingSubscriber, startFetcher, startGateway, startRedisSentinel, waitFor } from '../src/index.js'
+import { test } from 'node:test'
+import { parseMetrics, RecordingSubscriber, useSentinelStack, waitFor } from '../src/index.js'
 import { connectRedis } from '@wsps/shared/redis'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3', 'SF4', 'SF5', 'SF6']
@@ -22,35 +22,12 @@ const FAILOVERS = 3
 /** The issue's target: quotes again for every symbol within this of the promotion. */
 const RESUME_LIMIT_MS = 10_000
 
-/** @type {Awaited<ReturnType<typeof startRedisSentinel>>} */
-let redis
-/** @type {import('../src/index.js').ServiceHandle[]} */
-const services = []
-/** @type {RecordingSubscriber[]} */
-const clients = []
-
-before(async () => {
-  redis = await startRedisSentinel({ replicas: 2, sentinels: 3, downAfterMs: 1000, failoverTimeoutMs: 3000 })
-  // Of WSPS_REDIS_URL only the scheme counts in sentinel mode: a host that
-  // does not resolve proves the services never dial it.
-  const url = 'redis://sentinel-mode.invalid:6379'
-  const env = redis.serviceEnv()
-  // 20 ticks a second per symbol; the history (100) covers 5 s of each.
-  services.push(await startFetcher(url, { ...env, WSPS_FETCH_INTERVAL_MS: 50 }))
-  for (let i = 0; i < 2; i++) services.push(await startGateway(url, env))
-})
-
-after(async () => {
-  for (const c of clients) c.close()
-  await Promise.all(services.map((s) => s.kill()))
-  await redis?.close()
-})
+// 20 ticks a second per symbol; the history (100) covers 5 s of each.
+const { on, track } = useSentinelStack({ gateways: 2 })
 
 /** @param {string} url a distinct subscriber of SYMBOLS held on one gateway */
 function subscriber (url) {
-  const s = new RecordingSubscriber({ url: [url], symbols: SYMBOLS })
-  clients.push(s)
-  return s
+  return track(new RecordingSubscriber({ url: [url], symbols: SYMBOLS }))
 }
 
 /**
@@ -77,7 +54,7 @@ async function metric (service, prefix) {
 const ms = (/** @type {number} */ x) => `${Math.round(x)} ms`
 
 test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, every subscriber gets every symbol again within 10 s, no subscription or socket lost, history and seq go on`, { timeout: 240_000 }, async (t) => {
-  const [fetcher, ...gws] = services
+  const [fetcher, ...gws] = on.services
   const subs = gws.flatMap((g) => Array.from({ length: CLIENTS_PER_GATEWAY }, () => subscriber(g.wsUrl)))
   await flowing(subs)
 
@@ -86,14 +63,14 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
   for (let round = 1; round <= FAILOVERS; round++) {
     const filledBefore = await Promise.all(gws.map((g) => metric(g, 'wsps_gateway_gap_fills_total{result="filled"')))
     const killedAt = performance.now()
-    const old = await redis.killPrimary()
-    const primary = await redis.newPrimary(old)
+    const old = await on.redis.killPrimary()
+    const primary = await on.redis.newPrimary(old)
     const promotedAt = performance.now()
     const promotedWall = Date.now()
     await waitFor(() => subs.every((s) => s.quietSince(promotedWall).length === 0), { timeout: 30_000, interval: 10, message: `round ${round}: every subscriber got every symbol after the promotion` })
       .catch((err) => {
         const starving = subs.map((s, i) => `${i}: ${s.quietSince(promotedWall).join(',')}`).join('; ')
-        throw new Error(`${err.message}\nstarving (subscriber: symbols) ${starving}\n${services.map((s) => `--- ${s.name}\n${s.logs.slice(-25).join('\n')}`).join('\n')}`)
+        throw new Error(`${err.message}\nstarving (subscriber: symbols) ${starving}\n${on.services.map((s) => `--- ${s.name}\n${s.logs.slice(-25).join('\n')}`).join('\n')}`)
       })
     const resumedAt = performance.now()
     rounds.push({ promoteMs: promotedAt - killedAt, resumeMs: resumedAt - killedAt, afterPromotionMs: resumedAt - promotedAt })
@@ -105,7 +82,7 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
     t.diagnostic(`failover ${round}: gap fills from the promoted replica's history per gateway ${filledAfter.map((n, i) => `+${n - filledBefore[i]}`).join(', ')}`)
     assert.ok(filledAfter.every((n, i) => n > filledBefore[i]), `round ${round}: each gateway filled a gap from the promoted replica's history`)
     // The killed node comes back as a replica, so the next round again has two to promote.
-    await redis.restart(old)
+    await on.redis.restart(old)
   }
 
   const lost = subs.reduce((a, s) => a + s.ticksLost().lost, 0)
@@ -116,7 +93,7 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
   // ioredis 5.11's failover detector can end a connection for good when
   // +switch-master lands during a reconnect; connectRedis starts it again
   // and says so (services/shared/src/redis.js, SentinelRedis).
-  const revived = services.reduce((a, s) => a + s.logs.filter((l) => l.includes('failover detector race')).length, 0)
+  const revived = on.services.reduce((a, s) => a + s.logs.filter((l) => l.includes('failover detector race')).length, 0)
   t.diagnostic(`connections ended by ioredis and started again by connectRedis: ${revived} (log lines kept)`)
   t.diagnostic(`promotion ${rounds.map((r) => ms(r.promoteMs)).join(', ')}; resumed after promotion ${rounds.map((r) => ms(r.afterPromotionMs)).join(', ')}`)
 
@@ -145,10 +122,10 @@ test('a Sentinel connection that ioredis ends while it reconnects (its failover 
   const client = connectRedis({
     redisUrl: 'redis://',
     redisMode: 'sentinel',
-    redisSentinels: redis.sentinels.split(','),
-    redisMasterName: redis.masterName,
-    redisSentinelPassword: redis.password,
-    redisPassword: redis.password,
+    redisSentinels: on.redis.sentinels.split(','),
+    redisMasterName: on.redis.masterName,
+    redisSentinelPassword: on.redis.password,
+    redisPassword: on.redis.password,
     redisUsername: '',
     redisTlsCaFile: ''
   }, { name: 'wsps-test-race' })

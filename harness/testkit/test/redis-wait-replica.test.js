@@ -18,43 +18,22 @@
 // replica holds every tick anyone saw: 0 lost, live or resumed, one epoch.
 
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { test } from 'node:test'
 import { Redis } from 'ioredis'
-import { parseMetrics, RecordingSubscriber, sleep, startFetcher, startGateway, startRedisCluster, startRedisSentinel, TestClient, ticksLost, waitFor } from '../src/index.js'
+import { parseMetrics, RecordingSubscriber, sleep, startFetcher, startGateway, startRedisCluster, TestClient, ticksLost, useSentinelStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['WR1', 'WR2', 'WR3', 'WR4']
 const CLIENTS = 3
 /** How long the primary runs without its replica before it is killed: ~10 ticks per symbol. */
 const ALONE_MS = 500
 
-/** @type {Awaited<ReturnType<typeof startRedisSentinel>>} */
-let redis
-/** @type {import('../src/index.js').ServiceHandle[]} */
-const services = []
-/** @type {RecordingSubscriber[]} */
-const clients = []
-
-before(async () => {
-  redis = await startRedisSentinel({ replicas: 2, sentinels: 3, downAfterMs: 1000, failoverTimeoutMs: 3000 })
-  const url = 'redis://sentinel-mode.invalid:6379'
-  const env = redis.serviceEnv()
-  // 20 ticks a second per symbol; WAIT longer than the primary runs alone,
-  // so no publish of that window gives up waiting and goes out anyway.
-  services.push(await startFetcher(url, { ...env, WSPS_FETCH_INTERVAL_MS: 50, WSPS_PUBLISH_WAIT_REPLICAS: 1, WSPS_PUBLISH_WAIT_TIMEOUT_MS: 3000 }))
-  services.push(await startGateway(url, env))
-})
-
-after(async () => {
-  for (const c of clients) c.close()
-  await Promise.all(services.map((s) => s.kill()))
-  await redis?.close()
-})
+// 20 ticks a second per symbol; WAIT longer than the primary runs alone,
+// so no publish of that window gives up waiting and goes out anyway.
+const { on, track } = useSentinelStack({ gateways: 1, fetcherEnv: { WSPS_PUBLISH_WAIT_REPLICAS: 1, WSPS_PUBLISH_WAIT_TIMEOUT_MS: 3000 } })
 
 /** @param {string} url a distinct subscriber of SYMBOLS */
 function subscriber (url) {
-  const s = new RecordingSubscriber({ url: [url], symbols: SYMBOLS })
-  clients.push(s)
-  return s
+  return track(new RecordingSubscriber({ url: [url], symbols: SYMBOLS }))
 }
 
 /**
@@ -67,7 +46,7 @@ async function metric (service, prefix) {
 }
 
 test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the primary dies while its replicas lag: live readers and a reader resuming from the promoted replica\'s history lose 0', { timeout: 120_000 }, async (t) => {
-  const [fetcher, gateway] = services
+  const [fetcher, gateway] = on.services
   const subs = Array.from({ length: CLIENTS }, () => subscriber(gateway.wsUrl))
   const flowing = async (/** @type {number} */ more) => {
     const target = Math.max(...subs.map((s) => s.newest())) + more
@@ -86,25 +65,25 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   const held = SYMBOLS.map((s) => ({ ...late.quote(s) }))
   await late.close()
 
-  const old = await redis.primary()
+  const old = await on.redis.primary()
   assert.ok(old !== null)
-  const primary = new Redis({ host: '127.0.0.1', port: old, password: redis.password, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  const primary = new Redis({ host: '127.0.0.1', port: old, password: on.redis.password, maxRetriesPerRequest: 0, retryStrategy: () => null })
   primary.on('error', () => {})
   // The replicas can no longer sync: they reconnect with the old password.
-  await primary.config('SET', 'requirepass', `${redis.password}-changed`)
+  await primary.config('SET', 'requirepass', `${on.redis.password}-changed`)
   await primary.call('CLIENT', 'KILL', 'TYPE', 'replica')
   const before = Math.max(...subs.map((s) => s.newest()))
   await sleep(ALONE_MS)
   const during = Math.max(...subs.map((s) => s.newest()))
   primary.disconnect()
-  await redis.killPrimary()
-  const promoted = await redis.newPrimary(old)
-  const np = new Redis({ host: '127.0.0.1', port: promoted, password: redis.password })
+  await on.redis.killPrimary()
+  const promoted = await on.redis.newPrimary(old)
+  const np = new Redis({ host: '127.0.0.1', port: promoted, password: on.redis.password })
   const kept = Number(await np.get(`wsps:{${SYMBOLS[0]}}:seq`))
   np.disconnect()
   t.diagnostic(`primary ${old} alone for ${ALONE_MS} ms (newest seq a subscriber held ${before} -> ${during}), killed; ${promoted} promoted, holding ${SYMBOLS[0]} up to seq ${kept} (a subscriber had ${Math.max(0, ...subs.map((x) => x.lastSeq(SYMBOLS[0])))})`)
   await flowing(40).catch((err) => {
-    throw new Error(`${err.message}\n${services.map((s) => `--- ${s.name}\n${s.logs.slice(-20).join('\n')}`).join('\n')}`)
+    throw new Error(`${err.message}\n${on.services.map((s) => `--- ${s.name}\n${s.logs.slice(-20).join('\n')}`).join('\n')}`)
   })
 
   const back = await TestClient.connect(gateway.wsUrl)
@@ -114,7 +93,7 @@ test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the pri
   const target = Math.max(...subs.map((x) => x.newest()))
   await waitFor(() => SYMBOLS.every((s) => (back.seqs.get(s)?.at(-1) ?? 0) >= target), { timeout: 20_000, message: `the late reader past seq ${target}` })
     .catch((err) => {
-      throw new Error(`${err.message}: ack ${JSON.stringify(ack)}, seqs ${JSON.stringify([...back.seqs])}, problems ${back.problems.join('; ')}\n${services.map((x) => `--- ${x.name}\n${x.logs.slice(-20).join('\n')}`).join('\n')}`)
+      throw new Error(`${err.message}: ack ${JSON.stringify(ack)}, seqs ${JSON.stringify([...back.seqs])}, problems ${back.problems.join('; ')}\n${on.services.map((x) => `--- ${x.name}\n${x.logs.slice(-20).join('\n')}`).join('\n')}`)
     })
   back.close()
   const lateLost = ticksLost(new Map(SYMBOLS.map((s) => [s, [since[s].seq, ...(back.seqs.get(s) ?? [])]])))
