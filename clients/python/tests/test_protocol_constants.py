@@ -18,13 +18,12 @@ PROTOCOL_JS = Path(__file__).resolve().parents[3] / "services" / "protocol" / "i
 
 # What the SDK has beyond the contract: the client's own, never sent by a gateway.
 CLIENT_ERROR_CODES = {"BAD_SERVER_FRAME", "TOKEN_FAILED", "CLOSED"}
-CLIENT_CLOSE_CODES = {"ABNORMAL"}  # 1006: a connection lost without a close frame
 
 _PRINT = """
 const p = await import(process.argv[1])
 console.log(JSON.stringify({
   PROTOCOL_VERSION: p.PROTOCOL_VERSION, ClientOp: p.ClientOp, ServerOp: p.ServerOp, DeliveryMode: p.DeliveryMode,
-  ErrorCode: p.ErrorCode, CloseCode: p.CloseCode, Disconnect: p.Disconnect, Limits: p.Limits, BAR_INTERVALS: p.BAR_INTERVALS,
+  ErrorCode: p.ErrorCode, CloseCode: p.CloseCode, ClientCloseCode: p.ClientCloseCode, Disconnect: p.Disconnect, Limits: p.Limits, BAR_INTERVALS: p.BAR_INTERVALS,
   AUTH_CLOSE_CODES: p.AUTH_CLOSE_CODES, NO_RECONNECT_CODES: p.NO_RECONNECT_CODES
 }))
 """
@@ -66,8 +65,10 @@ def test_error_codes(js: dict[str, Any]) -> None:
 
 def test_close_codes(js: dict[str, Any]) -> None:
     ours = members(protocol.CloseCode)
-    assert {k: v for k, v in ours.items() if k not in CLIENT_CLOSE_CODES} == js["CloseCode"]
-    assert CLIENT_CLOSE_CODES <= ours.keys() and not CLIENT_CLOSE_CODES & js["CloseCode"].keys()
+    assert {k: v for k, v in ours.items() if k in js["CloseCode"]} == js["CloseCode"]
+    # The rest are the client's own (1006 ABNORMAL), with the contract's values (ClientCloseCode).
+    client_side = {k: v for k, v in ours.items() if k not in js["CloseCode"]}
+    assert client_side and client_side.items() <= js["ClientCloseCode"].items()
     assert sorted(protocol.AUTH_CLOSE_CODES) == sorted(js["AUTH_CLOSE_CODES"])
     assert sorted(protocol.NO_RECONNECT_CODES) == sorted(js["NO_RECONNECT_CODES"])
 
