@@ -124,3 +124,14 @@ async def wait_until(pred: Callable[[], bool], timeout: float = 20.0) -> None:
 
 def quotes_of(events: list[wsps.Event], symbol: str) -> list[wsps.QuoteEvent]:
     return [e for e in events if isinstance(e, wsps.QuoteEvent) and e.symbol == symbol]
+
+
+async def final_close_code(client: wsps.Client) -> int | None:
+    """Connects ``client`` without waiting and reads its events until the server ends the connection
+    for good: the iteration must raise ``ConnectionClosed``; returns its close code."""
+    stream = client.events()  # before connecting, so that no event is missed
+    await client.connect(wait=False)
+    with pytest.raises(wsps.ConnectionClosed) as info:
+        async for _ev in stream:
+            pass
+    return info.value.close_code

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import wsps
-from conftest import Stack, quotes_of, token, wait_until
+from conftest import Stack, final_close_code, quotes_of, token, wait_until
 
 
 @pytest.mark.parametrize("in_header", [False, True], ids=["first-frame", "header"])
@@ -42,23 +42,13 @@ async def test_a_token_callable_is_refreshed_in_band_and_keeps_the_connection_pa
 
 async def test_a_refused_fixed_token_stops_with_4001(auth_stack: Stack) -> None:
     client = wsps.Client(auth_stack.gateways[0], token="not.a.jwt")
-    stream = client.events()
-    await client.connect(wait=False)
-    with pytest.raises(wsps.ConnectionClosed) as info:
-        async for _ev in stream:
-            pass
-    assert info.value.close_code == 4001
+    assert await final_close_code(client) == 4001
     await client.close()
 
 
 async def test_without_a_token_the_gateway_closes_with_4003_and_the_client_stops(auth_stack: Stack) -> None:
     client = wsps.Client(auth_stack.gateways[0])
-    stream = client.events()
-    await client.connect(wait=False)
-    with pytest.raises(wsps.ConnectionClosed) as info:
-        async for _ev in stream:
-            pass
-    assert info.value.close_code == 4003
+    assert await final_close_code(client) == 4003
     await client.close()
 
 
@@ -135,12 +125,7 @@ async def test_a_delayed_claim_of_the_wrong_shape_is_refused_with_BAD_GRANT_and_
     events: list[wsps.Event] = []
     client = wsps.Client(auth_stack.gateways[0], token=token(60, sub="odd", delayedSymbols="AAPL"))
     client.on(events.append)
-    stream = client.events()
-    await client.connect(wait=False)
-    with pytest.raises(wsps.ConnectionClosed) as info:
-        async for _ev in stream:
-            pass
-    assert info.value.close_code == 4001
+    assert await final_close_code(client) == 4001
     codes = [e.error.code for e in events if isinstance(e, wsps.ErrorEvent)]
     assert wsps.ErrorCode.BAD_GRANT in codes, codes
     await client.close()

@@ -5,22 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 import wsps
+from conftest import final_close_code
 
 HELLO = {"op": "hello", "v": 1, "node": "scripted", "heartbeatMs": 15000, "limits": {"maxSubscriptions": 200}}
-Script = Callable[[ServerConnection, "list[dict[str, Any]]"], Awaitable[None]]
+Script = Callable[[ServerConnection, "list[dict[str, Any]]", int], Awaitable[None]]
 
 
 async def scripted(script: Script) -> tuple[str, list[dict[str, Any]], Any]:
+    """A local server running ``script(ws, received, connection)`` for each connection (1 for the
+    first): what the client sends is appended to ``received``, across connections."""
     received: list[dict[str, Any]] = []
+    connections = 0
 
     async def handler(ws: ServerConnection) -> None:
-        await script(ws, received)
+        nonlocal connections
+        connections += 1
+        await script(ws, received, connections)
 
     server = await serve(handler, "127.0.0.1", 0)
     port = next(iter(server.sockets)).getsockname()[1]
@@ -43,7 +49,7 @@ async def until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 async def test_token_is_the_first_frame_and_malformed_frames_keep_the_connection() -> None:
-    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
+    async def script(ws: ServerConnection, received: list[dict[str, Any]], _connection: int) -> None:
         received.append(json.loads(await ws.recv()))
         await ws.send(json.dumps(HELLO))
         sub = await read_sub(ws, received)
@@ -66,7 +72,7 @@ async def test_token_is_the_first_frame_and_malformed_frames_keep_the_connection
 
 
 async def test_a_gap_resubscribes_the_symbol() -> None:
-    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
+    async def script(ws: ServerConnection, received: list[dict[str, Any]], _connection: int) -> None:
         await ws.send(json.dumps(HELLO))
         sub = await read_sub(ws, received)
         await ws.send(json.dumps({"op": "ack", "id": sub["id"], "symbols": ["AAPL"]}))
@@ -85,7 +91,7 @@ async def test_a_gap_resubscribes_the_symbol() -> None:
 
 
 async def test_4001_without_a_token_source_stops_and_iteration_raises() -> None:
-    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
+    async def script(ws: ServerConnection, received: list[dict[str, Any]], _connection: int) -> None:
         await ws.recv()
         await ws.send(json.dumps({"op": "error", "code": "UNAUTHORIZED", "message": "bad"}))
         await ws.close(4001, "token rejected")
@@ -93,24 +99,15 @@ async def test_4001_without_a_token_source_stops_and_iteration_raises() -> None:
     url, _received, server = await scripted(script)
     async with server:
         client = wsps.Client(url, token="bad")
-        stream = client.events()
-        await client.connect(wait=False)
-        with pytest.raises(wsps.ConnectionClosed) as info:
-            async for _ev in stream:
-                pass
-        assert info.value.close_code == 4001
+        assert await final_close_code(client) == 4001
         await client.close()
 
 
 async def test_1012_reconnects_at_once_and_resumes_with_since() -> None:
-    connections = 0
-
-    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
-        nonlocal connections
-        connections += 1
+    async def script(ws: ServerConnection, received: list[dict[str, Any]], connection: int) -> None:
         await ws.send(json.dumps(HELLO))
         sub = await read_sub(ws, received)
-        if connections == 1:
+        if connection == 1:
             await ws.send(json.dumps({"op": "ack", "id": sub["id"], "symbols": ["AAPL"]}))
             await ws.send(json.dumps({"op": "snap", "quotes": [{"symbol": "AAPL", "seq": 7, "ts": 1, "epoch": "e1"}]}))
             await ws.send(json.dumps({"op": "q", "quotes": [{"symbol": "AAPL", "seq": 8, "ts": 2}]}))
@@ -137,11 +134,7 @@ def bar(t: int, c: float) -> dict[str, Any]:
 
 
 async def test_bars_backfill_then_live_apart_from_quotes_and_asked_again_after_a_reconnect() -> None:
-    connections = 0
-
-    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
-        nonlocal connections
-        connections += 1
+    async def script(ws: ServerConnection, received: list[dict[str, Any]], connection: int) -> None:
         await ws.send(json.dumps(HELLO))
         held: dict[str, set[str]] = {}
         async for text in ws:
@@ -164,7 +157,7 @@ async def test_bars_backfill_then_live_apart_from_quotes_and_asked_again_after_a
                 await ws.send(json.dumps({"op": "bar", "symbol": s, "interval": m["bars"], "bar": {**bar(3000, 3), "c": 4, "n": 2}, "closed": True, "delayed": True}))
                 await ws.send(json.dumps({"op": "bar", "symbol": s, "interval": m["bars"], "bar": bar(2000, 9), "closed": False, "delayed": True}))
                 await ws.send(json.dumps({"op": "bar", "symbol": s, "interval": m["bars"], "bar": bar(4000, 5), "closed": False, "delayed": True}))
-            if connections == 1:
+            if connection == 1:
                 await ws.close(1012, "server restart")
                 return
 
@@ -189,7 +182,7 @@ async def test_bars_backfill_then_live_apart_from_quotes_and_asked_again_after_a
 
 
 async def test_a_refused_bars_sub_raises_and_the_rest_is_asked_for_again() -> None:
-    async def script(ws: ServerConnection, received: list[dict[str, Any]]) -> None:
+    async def script(ws: ServerConnection, received: list[dict[str, Any]], _connection: int) -> None:
         await ws.send(json.dumps(HELLO))
         async for text in ws:
             m = json.loads(text)

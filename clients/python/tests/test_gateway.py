@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import AsyncIterable
 
 import pytest
 
@@ -10,12 +11,12 @@ import wsps
 from conftest import Stack, quotes_of
 
 
-async def collect(client: wsps.Client, until, timeout: float = 20.0) -> list[wsps.Event]:
-    """Events of ``client`` until ``until(events)`` holds."""
+async def collect(stream: AsyncIterable[wsps.Event], until, timeout: float = 20.0) -> list[wsps.Event]:
+    """Events of ``stream`` (a client's ``events()``) until ``until(events)`` holds."""
     events: list[wsps.Event] = []
 
     async def read() -> None:
-        async for ev in client:
+        async for ev in stream:
             events.append(ev)
             if until(events):
                 return
@@ -29,15 +30,7 @@ async def test_quotes_arrive_and_keep_changing(stack: Stack) -> None:
         assert client.hello is not None and client.hello["v"] == 1
         stream = client.events()
         assert set(await client.subscribe(["AAPL", "MSFT"])) >= {"AAPL", "MSFT"}
-        events: list[wsps.Event] = []
-
-        async def read() -> None:
-            async for ev in stream:
-                events.append(ev)
-                if all(len(quotes_of(events, s)) >= 5 for s in ("AAPL", "MSFT")):
-                    return
-
-        await asyncio.wait_for(read(), 20)
+        events = await collect(stream, lambda evs: all(len(quotes_of(evs, s)) >= 5 for s in ("AAPL", "MSFT")))
         for symbol in ("AAPL", "MSFT"):
             qs = quotes_of(events, symbol)
             assert qs[0].snapshot
@@ -56,15 +49,7 @@ async def test_bad_symbol_raises_and_reports_BAD_SYMBOL(stack: Stack) -> None:
         assert info.value.code == wsps.ErrorCode.BAD_SYMBOL
         assert info.value.symbols == ["not a symbol"]
         assert client.symbols == ["AAPL"]  # the good one is asked for again
-        events: list[wsps.Event] = []
-
-        async def read() -> None:
-            async for ev in stream:
-                events.append(ev)
-                if quotes_of(events, "AAPL"):
-                    return
-
-        await asyncio.wait_for(read(), 20)
+        events = await collect(stream, lambda evs: bool(quotes_of(evs, "AAPL")))
         errors = [e.error for e in events if isinstance(e, wsps.ErrorEvent)]
         assert [e.code for e in errors] == ["BAD_SYMBOL"]
 
@@ -114,7 +99,7 @@ async def test_bars_backfill_then_live_closed_bars_in_order(stack: Stack) -> Non
     async with wsps.Client(stack.gateways[1]) as client:
         stream = client.events()
         assert await client.subscribe_bars(["BARPY"], "1s", backfill=10) == ["BARPY"]
-        events = await collect_from(stream, lambda evs: sum(isinstance(e, wsps.BarEvent) and e.closed for e in evs) >= 3)
+        events = await collect(stream, lambda evs: sum(isinstance(e, wsps.BarEvent) and e.closed for e in evs) >= 3)
         assert isinstance(events[0], wsps.BarsEvent) and events[0].interval == "1s"
         series = client.bars("BARPY", "1s")
         assert series is not None and not series.delayed
@@ -125,17 +110,3 @@ async def test_bars_backfill_then_live_closed_bars_in_order(stack: Stack) -> Non
             await client.subscribe_bars(["BARPY"], "2m")
         assert info.value.code == wsps.ErrorCode.BAD_INTERVAL
         assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
-
-
-async def collect_from(stream: wsps.EventStream, until, timeout: float = 20.0) -> list[wsps.Event]:
-    """Events of an iterator until ``until(events)`` holds."""
-    events: list[wsps.Event] = []
-
-    async def read() -> None:
-        async for ev in stream:
-            events.append(ev)
-            if until(events):
-                return
-
-    await asyncio.wait_for(read(), timeout)
-    return events
