@@ -2,9 +2,9 @@
 # `helm test` probe share code (services/shared) and one lockfile, so one
 # build, one SBOM and one scan cover them all; they differ only by command:
 #
-#   gateway        node services/gateway/src/main.js          (:8080)
+#   gateway        node services/gateway/bin/main.js          (:8080)
 #   quote-fetcher  node services/quote-fetcher/src/main.js    (:9090)
-#   helm test      node services/gateway/src/probe.js --url ws://... --symbol AAPL
+#   helm test      node services/gateway/bin/probe.js --url ws://... --symbol AAPL
 #
 # Build: `make release` (buildah, no Docker engine; tools/release.sh), or
 #   docker build -t wsps:dev --build-arg BASE_IMAGE=<base> .
@@ -85,4 +85,4 @@ EXPOSE 8080 9090
 # works; they spawn no child processes, so there are no zombies to reap. Run
 # other commands that do spawn children with `docker run --init` (tini).
 STOPSIGNAL SIGTERM
-CMD ["node", "services/gateway/src/main.js"]
+CMD ["node", "services/gateway/bin/main.js"]

@@ -4,7 +4,7 @@
 #      committed files: nothing the working tree happens to have);
 #   2. `make up` in it;
 #   3. a protocol probe through nginx (:8080): subscribe to AAPL over /ws and
-#      wait for a quote (services/gateway/src/probe.js);
+#      wait for a quote (services/gateway/bin/probe.js);
 #   4. the docs' shell blocks marked test:up, run as written against it
 #      (tools/doc-blocks.js; every block is checked for a mark and parsed
 #      first, before anything starts);
@@ -55,7 +55,7 @@ say "make up (the README's command)"
 make up
 
 say "protocol probe through nginx: ws://127.0.0.1:8080/ws, AAPL"
-node services/gateway/src/probe.js --url ws://127.0.0.1:8080/ws --symbol AAPL --timeout-ms 30000 \
+node services/gateway/bin/probe.js --url ws://127.0.0.1:8080/ws --symbol AAPL --timeout-ms 30000 \
   || fail "no quote through nginx"
 
 say "the docs' test:up blocks against make up"

@@ -71,7 +71,7 @@ for i in "${!FETCHER_PORTS[@]}"; do
 done
 for i in "${!GATEWAY_PORTS[@]}"; do
   start "gateway-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${GATEWAY_PORTS[$i]}" WSPS_NODE_NAME="gateway-$((i + 1))" \
-    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" "${gateway_auth[@]}" node "$NODE_FLAGS" services/gateway/src/main.js
+    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" "${gateway_auth[@]}" node "$NODE_FLAGS" services/gateway/bin/main.js
 done
 
 # The one renderer of infra/local/nginx.conf.tmpl (the tests and the bench use it too).

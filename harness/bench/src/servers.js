@@ -65,10 +65,10 @@ const DISTINCT = Object.freeze({ adapter: 'wsps-distinct', strict: true })
 
 /** @type {Record<string, {label: string, strict?: boolean, snapshots?: boolean, start: (o: StartOptions) => Promise<ServerHandle>}>} */
 export const SERVERS = {
-  wsps: gatewayServer('wsps', 'wsps gateway (merge)', join(ROOT, 'services/gateway/src/main.js')),
-  'wsps-distinct': gatewayServer('wsps-distinct', 'wsps gateway (distinct, every tick)', join(ROOT, 'services/gateway/src/main.js'), DISTINCT),
+  wsps: gatewayServer('wsps', 'wsps gateway (merge)', join(ROOT, 'services/gateway/bin/main.js')),
+  'wsps-distinct': gatewayServer('wsps-distinct', 'wsps gateway (distinct, every tick)', join(ROOT, 'services/gateway/bin/main.js'), DISTINCT),
   // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
-  'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/src/main.js'), { env: { WSPS_WORKERS: '2' } }),
+  'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/bin/main.js'), { env: { WSPS_WORKERS: '2' } }),
   naive: nodeServer('naive', 'naive ws baseline'),
   // The least work any server can do: for the hot section (loadgen/internal/floor).
   floor: {
@@ -172,7 +172,7 @@ function nodeServer (name, label) {
 
 /**
  * A wsps gateway process from an entry file (the repo's, or a variant under
- * test: WSPS_BENCH_VARIANTS="name=/path/to/src/main.js,..." adds servers
+ * test: WSPS_BENCH_VARIANTS="name=/path/to/bin/main.js,..." adds servers
  * that the fan-out can interleave with the original: --servers=wsps,name;
  * a name ending in -distinct is measured in distinct mode).
  *

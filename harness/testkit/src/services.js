@@ -11,7 +11,7 @@ import { startProcess } from './process.js'
 import { waitFor } from './wait.js'
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-export const GATEWAY_MAIN = join(ROOT, 'services/gateway/src/main.js')
+export const GATEWAY_MAIN = join(ROOT, 'services/gateway/bin/main.js')
 export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/src/main.js')
 export const FAKE_VENDOR_MAIN = join(ROOT, 'harness/testkit/src/fake-vendor.js')
 /**

@@ -8,8 +8,8 @@
 // seq first and epoch second, spliced in front of the quote by the script
 // (with history off there is no epoch: `{"seq":<N>,"symbol":...`); the
 // rest is the fetcher's JSON of the quote without seq and epoch
-// (publishArgs). A delayed copy ends with `,"delayed":true}` (the
-// gateway's delayed timeline appends it).
+// (publishArgs). A delayed copy ends with `,"delayed":true}`
+// (delayedCopy, for the gateway's delayed timeline).
 
 /** What every published quote starts with. */
 export const PREFIX = '{"seq":'

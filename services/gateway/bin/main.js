@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // Gateway entry point: config once, logger once, then serve until SIGTERM.
 // With WSPS_WORKERS above 1 this process supervises that many workers
-// (workers.js), each of which runs this file again as a whole gateway.
+// (src/workers.js), each of which runs this file again as a whole gateway.
 
 import cluster from 'node:cluster'
 import { runService } from '@wsps/shared/run-service'
-import { gatewaySettings, loadGatewayConfig } from './config.js'
-import { createGateway } from './gateway.js'
-import { runPrimary, workerCount } from './workers.js'
+import { gatewaySettings, loadGatewayConfig } from '../src/config.js'
+import { createGateway } from '../src/gateway.js'
+import { runPrimary, workerCount } from '../src/workers.js'
 
 await runService({
   name: 'wsps-gateway',

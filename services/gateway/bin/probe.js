@@ -2,7 +2,7 @@
 // wsps-probe: opens a WebSocket, subscribes to one symbol and exits 0 once a
 // quote for it arrives (1 on timeout or error). Used by `helm test` and by
 // operators checking a deployment end to end:
-//   node services/gateway/src/probe.js --url ws://wsps-gateway:8080/ws --symbol AAPL --timeout-ms 15000
+//   node services/gateway/bin/probe.js --url ws://wsps-gateway:8080/ws --symbol AAPL --timeout-ms 15000
 
 import { parseArgs } from 'node:util'
 import WebSocket from 'ws'
