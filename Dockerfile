@@ -3,7 +3,7 @@
 # build, one SBOM and one scan cover them all; they differ only by command:
 #
 #   gateway        node services/gateway/bin/main.js          (:8080)
-#   quote-fetcher  node services/quote-fetcher/src/main.js    (:9090)
+#   quote-fetcher  node services/quote-fetcher/bin/main.js    (:9090)
 #   helm test      node services/gateway/bin/probe.js --url ws://... --symbol AAPL
 #
 # Build: `make release` (buildah, no Docker engine; tools/release.sh), or

@@ -67,7 +67,7 @@ TOKEN_FILE=$RUN_DIR/publish-token
 [[ -s $TOKEN_FILE ]] || (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(24).toString('hex'))" >"$TOKEN_FILE")
 for i in "${!FETCHER_PORTS[@]}"; do
   start "fetcher-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${FETCHER_PORTS[$i]}" WSPS_NODE_NAME="fetcher-$((i + 1))" \
-    WSPS_PUBLISH_TOKEN_FILE="$TOKEN_FILE" node "$NODE_FLAGS" services/quote-fetcher/src/main.js
+    WSPS_PUBLISH_TOKEN_FILE="$TOKEN_FILE" node "$NODE_FLAGS" services/quote-fetcher/bin/main.js
 done
 for i in "${!GATEWAY_PORTS[@]}"; do
   start "gateway-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${GATEWAY_PORTS[$i]}" WSPS_NODE_NAME="gateway-$((i + 1))" \

@@ -12,7 +12,7 @@ import { waitFor } from './wait.js'
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 export const GATEWAY_MAIN = join(ROOT, 'services/gateway/bin/main.js')
-export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/src/main.js')
+export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/bin/main.js')
 export const FAKE_VENDOR_MAIN = join(ROOT, 'harness/testkit/src/fake-vendor.js')
 /**
  * Node flags both services run with: here, in the bench, in the image

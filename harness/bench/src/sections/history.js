@@ -21,7 +21,7 @@
 //    once with `since`.
 
 import { Redis } from 'ioredis'
-import { Publisher } from '@wsps/quote-fetcher/src/publisher.js'
+import { Publisher } from '@wsps/quote-fetcher/publisher'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 import { execFileSync } from 'node:child_process'

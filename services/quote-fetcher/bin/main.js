@@ -2,8 +2,8 @@
 // Quote-fetcher entry point: config once, logger once, run until SIGTERM.
 
 import { runService } from '@wsps/shared/run-service'
-import { fetcherSettings, loadFetcherConfig } from './config.js'
-import { createFetcher } from './fetcher.js'
+import { fetcherSettings, loadFetcherConfig } from '../src/config.js'
+import { createFetcher } from '../src/fetcher.js'
 
 await runService({
   name: 'wsps-quote-fetcher',
