@@ -9,7 +9,7 @@
 /** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
 /** @typedef {import('./toxiproxy.js').ToxiproxyHandle} ToxiproxyHandle */
 
-export { parseMetrics } from './metrics.js'
+export { parseMetrics, sumMetrics } from './metrics.js'
 export { freePort, getJson, httpOk } from './net.js'
 export { startNginx } from './nginx.js'
 export { writeNginxConf } from './nginx-conf.js'

@@ -15,3 +15,17 @@ export function parseMetrics (text) {
   }
   return out
 }
+
+/**
+ * The sum of the series of parsed metrics whose name and labels start with
+ * `prefix` (`'wsps_fetcher_replica_waits_total{result="acked"'`: every
+ * series of that name and label, whatever labels follow).
+ *
+ * @param {Record<string, number>} metrics what parseMetrics returns
+ * @param {string} prefix
+ */
+export function sumMetrics (metrics, prefix) {
+  let sum = 0
+  for (const [k, v] of Object.entries(metrics)) if (k.startsWith(prefix)) sum += v
+  return sum
+}

@@ -13,7 +13,7 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { parseMetrics, RecordingSubscriber, useSentinelStack, waitFor } from '../src/index.js'
+import { RecordingSubscriber, sumMetrics, useSentinelStack, waitFor } from '../src/index.js'
 import { connectRedis } from '@wsps/shared/redis'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3', 'SF4', 'SF5', 'SF6']
@@ -40,21 +40,15 @@ async function flowing (subs, more = 20) {
 }
 
 /**
- * A series of a service's /metrics, summed over the series whose name and
- * labels start with `prefix`.
- *
  * @param {import('../src/index.js').ServiceHandle} service
  * @param {string} prefix
  */
-async function metric (service, prefix) {
-  const all = await service.metrics()
-  return Object.entries(all).filter(([k]) => k.startsWith(prefix)).reduce((a, [, v]) => a + v, 0)
-}
+const metric = async (service, prefix) => sumMetrics(await service.metrics(), prefix)
 
 const ms = (/** @type {number} */ x) => `${Math.round(x)} ms`
 
 test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, every subscriber gets every symbol again within 10 s, no subscription or socket lost, history and seq go on`, { timeout: 240_000 }, async (t) => {
-  const [fetcher, ...gws] = on.services
+  const { fetcher, gws } = on
   const subs = gws.flatMap((g) => Array.from({ length: CLIENTS_PER_GATEWAY }, () => subscriber(g.wsUrl)))
   await flowing(subs)
 
@@ -108,10 +102,10 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
   // primary) and timed the outage.
   for (const s of [fetcher, ...gws]) {
     const svc = s === fetcher ? 'fetcher' : 'gateway'
-    const m = parseMetrics(await (await fetch(`${s.url}/metrics`)).text())
-    const failovers = Object.entries(m).filter(([k]) => k.startsWith(`wsps_${svc}_redis_failovers_total`)).reduce((a, [, v]) => a + v, 0)
-    const outages = Object.entries(m).filter(([k]) => k.startsWith(`wsps_${svc}_redis_outage_seconds_count`)).reduce((a, [, v]) => a + v, 0)
-    const seconds = Object.entries(m).filter(([k]) => k.startsWith(`wsps_${svc}_redis_outage_seconds_sum`)).reduce((a, [, v]) => a + v, 0)
+    const m = await s.metrics()
+    const failovers = sumMetrics(m, `wsps_${svc}_redis_failovers_total`)
+    const outages = sumMetrics(m, `wsps_${svc}_redis_outage_seconds_count`)
+    const seconds = sumMetrics(m, `wsps_${svc}_redis_outage_seconds_sum`)
     t.diagnostic(`${s.name}: redis failovers seen ${failovers} (over its connections), outages ${outages}, ${seconds.toFixed(1)} s without a primary in all`)
     assert.ok(failovers >= FAILOVERS, `${s.name} counted the failovers`)
     assert.ok(outages >= FAILOVERS, `${s.name} timed the outages`)

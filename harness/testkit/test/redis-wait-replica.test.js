@@ -20,7 +20,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Redis } from 'ioredis'
-import { parseMetrics, RecordingSubscriber, sleep, startFetcher, startGateway, startRedisCluster, TestClient, ticksLost, useSentinelStack, waitFor } from '../src/index.js'
+import { RecordingSubscriber, sleep, startFetcher, startGateway, startRedisCluster, sumMetrics, TestClient, ticksLost, useSentinelStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['WR1', 'WR2', 'WR3', 'WR4']
 const CLIENTS = 3
@@ -40,13 +40,10 @@ function subscriber (url) {
  * @param {import('../src/index.js').ServiceHandle} service
  * @param {string} prefix
  */
-async function metric (service, prefix) {
-  const m = parseMetrics(await (await fetch(`${service.url}/metrics`)).text())
-  return Object.entries(m).filter(([k]) => k.startsWith(prefix)).reduce((a, [, v]) => a + v, 0)
-}
+const metric = async (service, prefix) => sumMetrics(await service.metrics(), prefix)
 
 test('with WSPS_PUBLISH_WAIT_REPLICAS=1, no tick anyone saw is lost when the primary dies while its replicas lag: live readers and a reader resuming from the promoted replica\'s history lose 0', { timeout: 120_000 }, async (t) => {
-  const [fetcher, gateway] = on.services
+  const { fetcher, gws: [gateway] } = on
   const subs = Array.from({ length: CLIENTS }, () => subscriber(gateway.wsUrl))
   const flowing = async (/** @type {number} */ more) => {
     const target = Math.max(...subs.map((s) => s.newest())) + more

@@ -2,11 +2,11 @@
 // it the protocol-shaped Transport of connection.js (write a frame with its
 // op, close with a Disconnect, bufferedAmount, open, ping, terminate).
 //
-// The socket's events go to handlers its server shares by every socket, as
-// `ws` does with a net.Socket in setSocket: the handlers are module-level
-// functions, not closures per connection (six closures per connection were
-// a tenth of an idle connection's heap), and find the transport under a
-// symbol on the socket (transportOf).
+// The socket's events go to handlers its server shares among all its
+// sockets, as `ws` does with a net.Socket in setSocket: they are not
+// closures per connection (six closures per connection were a tenth of an
+// idle connection's heap), and find the transport under a symbol on the
+// socket (transportOf).
 //
 // write() has a fast path that writes a frame built once for many
 // connections to the socket itself, past `ws`'s Sender: it reads `ws`'s

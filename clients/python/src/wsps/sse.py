@@ -22,8 +22,6 @@ from .protocol import CloseCode, ErrorCode
 from .bars import Wanted
 from .receiver import Cursor
 
-ABNORMAL = 1006
-"""What a WebSocket reports for a connection lost without a close code."""
 MAX_ERROR_BODY = 64 * 1024
 """A refusal's JSON body is a few hundred bytes; read no more than this of one."""
 
@@ -139,7 +137,7 @@ class SseStream:
                 except StopAsyncIteration:
                     break
                 except asyncio.TimeoutError:
-                    self._end(ABNORMAL, f"no event or heartbeat for {timeout:g} s")
+                    self._end(CloseCode.ABNORMAL, f"no event or heartbeat for {timeout:g} s")
                     return
                 pending += decoder.decode(chunk)
                 *lines, pending = pending.split("\n")
@@ -150,7 +148,7 @@ class SseStream:
                             self.last_event_id = event_id
                         if data and event == "close":
                             close = json.loads("\n".join(data))
-                            self._end(int(close.get("code", ABNORMAL)), str(close.get("reason", "")))
+                            self._end(int(close.get("code", CloseCode.ABNORMAL)), str(close.get("reason", "")))
                         elif data:
                             yield "\n".join(data)
                         event, data, event_id = "", [], None
@@ -165,7 +163,7 @@ class SseStream:
                         event = value
                     elif field == "id":
                         event_id = value
-            self._end(ABNORMAL, "stream ended")
+            self._end(CloseCode.ABNORMAL, "stream ended")
         finally:
             await body.aclose()
 
