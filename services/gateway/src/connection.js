@@ -1,7 +1,7 @@
 // One client connection, and its fate in one place: its transport,
 // liveness, admission bookkeeping (auth state and grants, message rate,
-// protocol strikes, token expiry), the symbols it subscribed with the
-// delivery of each, and their delivery: the fan-out hands it updates, its
+// protocol strikes, token expiry), what it holds (its Subscriptions,
+// subscriptions.js) and their delivery: the fan-out hands it updates, its
 // Outbox (outbox.js) queues them and returns a verdict, and the connection
 // writes or closes. close() is the one place a connection is closed,
 // always with a named Disconnect (services/protocol).
@@ -10,6 +10,7 @@ import { Disconnect, ServerOp } from '@wsps/protocol'
 import { Outbox, Verdict } from './outbox.js'
 import { FULL_RATE } from './delivery.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
+import { Subscriptions } from './subscriptions.js'
 
 /**
  * @typedef {import('./text-frame.js').TextFrame} TextFrame
@@ -70,46 +71,8 @@ export class Connection {
   #authed
   /** Set once the transport closed and dispose() ran. */
   #closed = false
-  /**
-   * Subscribed symbols, in order. An array, not a Set: at the usual few
-   * dozen symbols it costs a third of the memory (idle connections are
-   * what a gateway holds most of); see holds() for large lists. Kept here,
-   * not in an object of their own: a few bytes per idle connection.
-   * @type {string[]}
-   */
-  #symbols = []
-  /**
-   * Delivery of the symbols not at FULL_RATE; null while every one is (the
-   * default costs no map).
-   * @type {Map<string, number> | null}
-   */
-  #delivery = null
-  /**
-   * The held symbols served delayed (from the delayed hub); null while
-   * none is (the common case costs no set).
-   * @type {Set<string> | null}
-   */
-  #delayed = null
-  /**
-   * Those of #delayed that a `sub` asked delayed itself (`"delayed":true`)
-   * rather than leaving the timeline to the token: a refresh granting them
-   * real-time leaves them delayed, it moves the others. null while none
-   * (few connections ever ask).
-   * @type {Set<string> | null}
-   */
-  #askedDelayed = null
-  /**
-   * Bar subscriptions: `${symbol} ${interval}` -> whether served delayed;
-   * null while none (the series themselves are the BarHubs', bars/bar-hub.js).
-   * @type {Map<string, boolean> | null}
-   */
-  #bars = null
-  /**
-   * The keys of #bars served delayed because a bars `sub` asked
-   * (`"delayed":true`), as #askedDelayed is for quotes; null while none.
-   * @type {Set<string> | null}
-   */
-  #barsAsked = null
+  /** What it holds: its symbols, their delivery and timeline, its bars. */
+  #subs = new Subscriptions()
   #outbox
   /** Answered (or sent anything) since the last heartbeat visit. */
   #alive = true
@@ -142,7 +105,7 @@ export class Connection {
     this.#ip = ip
     this.#grants = grants
     this.#authed = authed
-    this.#outbox = new Outbox(ctx.outbox)
+    this.#outbox = new Outbox(ctx.outbox, this.#subs)
   }
 
   get id () { return this.#id }
@@ -155,8 +118,8 @@ export class Connection {
   get authed () { return this.#authed }
   /** True once the transport closed and dispose() ran. */
   get closed () { return this.#closed }
-  /** @returns {readonly string[]} the subscribed symbols, in order */
-  get symbols () { return this.#symbols }
+  /** What it holds; the changes that invalidate queued updates go through the connection. */
+  get subscriptions () { return this.#subs }
   /** The code the gateway closed with, if it did (a stuck reader never echoes it: 1006). */
   get closeCode () { return this.#closeCode }
   get open () { return this.#transport.open }
@@ -281,163 +244,13 @@ export class Connection {
   }
 
   /**
-   * A membership test for the subscribed symbols: a scan for short lists,
-   * a Set built once for long ones (WSPS_MAX_SUBSCRIPTIONS may be 10,000).
-   *
-   * @returns {(symbol: string) => boolean}
-   */
-  holds () {
-    const subs = this.#symbols
-    if (subs.length <= 32) return (s) => subs.includes(s)
-    const set = new Set(subs)
-    return (s) => set.has(s)
-  }
-
-  /**
-   * @param {string} symbol
-   * @returns {number} its delivery (DISTINCT, FULL_RATE or a maxRate: delivery.js)
-   */
-  deliveryOf (symbol) {
-    return this.#delivery?.get(symbol) ?? FULL_RATE
-  }
-
-  /**
-   * @param {string} symbol
-   * @returns {boolean} whether it is held delayed
-   */
-  delayedOf (symbol) {
-    return this.#delayed !== null && this.#delayed.has(symbol)
-  }
-
-  /**
-   * Marks a held symbol delayed or real-time (the caller moves it between
-   * the hubs); what was queued for it is forgotten (a snapshot follows).
-   *
-   * @param {string} symbol
-   * @param {boolean} delayed
-   */
-  setDelayed (symbol, delayed) {
-    this.#outbox.drop([symbol])
-    if (delayed) {
-      (this.#delayed ??= new Set()).add(symbol)
-    } else if (this.#delayed !== null) {
-      this.#delayed.delete(symbol)
-      if (this.#delayed.size === 0) this.#delayed = null
-      this.#askedDelayed = without(this.#askedDelayed, symbol)
-    }
-  }
-
-  /**
-   * @param {string} symbol
-   * @returns {boolean} whether it is held delayed because a `sub` asked
-   *   (`"delayed":true`), not because the token grants it delayed only
-   */
-  askedDelayed (symbol) {
-    return this.#askedDelayed !== null && this.#askedDelayed.has(symbol)
-  }
-
-  /**
-   * Notes whether the latest `sub` naming these held symbols asked for
-   * their timeline itself (`"delayed":true`) or left it to the token
-   * (asked false: no `delayed`, or `false`). Only delayed ones are noted.
-   *
-   * @param {readonly string[]} symbols
-   * @param {boolean} asked
-   */
-  askDelayed (symbols, asked) {
-    for (const s of symbols) {
-      if (asked && this.delayedOf(s)) (this.#askedDelayed ??= new Set()).add(s)
-      else this.#askedDelayed = without(this.#askedDelayed, s)
-    }
-  }
-
-  /** Bar subscriptions held, each (symbol, interval) one. */
-  get barCount () {
-    return this.#bars?.size ?? 0
-  }
-
-  /**
-   * @param {string} interval
-   * @returns {string[]} the symbols it holds bars of this interval of, in the order subscribed
-   */
-  barsOf (interval) {
-    /** @type {string[]} */
-    const out = []
-    if (this.#bars === null) return out
-    const tail = ` ${interval}`
-    for (const key of this.#bars.keys()) if (key.endsWith(tail)) out.push(key.slice(0, -tail.length))
-    return out
-  }
-
-  /**
-   * @param {string} symbol
-   * @param {string} interval
-   * @returns {boolean | undefined} whether its bars are served delayed; undefined: not held
-   */
-  barDelayed (symbol, interval) {
-    return this.#bars?.get(`${symbol} ${interval}`)
-  }
-
-  /** @returns {[symbol: string, interval: string, delayed: boolean][]} every bar subscription */
-  barSubscriptions () {
-    if (this.#bars === null) return []
-    return [...this.#bars].map(([key, delayed]) => {
-      const i = key.indexOf(' ')
-      return [key.slice(0, i), key.slice(i + 1), delayed]
-    })
-  }
-
-  /**
-   * Holds (or moves to the other timeline) a bar subscription (the caller
-   * adds it to its series), noting whether the bars `sub` asked for its
-   * timeline itself (`"delayed":true`) or left it to the token.
-   *
-   * @param {string} symbol
-   * @param {string} interval
-   * @param {boolean} delayed
-   * @param {boolean} [asked] only of a delayed one
-   */
-  holdBars (symbol, interval, delayed, asked = false) {
-    const key = `${symbol} ${interval}`
-    ;(this.#bars ??= new Map()).set(key, delayed)
-    if (delayed && asked) (this.#barsAsked ??= new Set()).add(key)
-    else this.#barsAsked = without(this.#barsAsked, key)
-  }
-
-  /**
-   * @param {string} symbol
-   * @param {string} interval
-   * @returns {boolean} whether its bars are held delayed because a bars
-   *   `sub` asked (`"delayed":true`), not because the token grants delayed only
-   */
-  barsAsked (symbol, interval) {
-    return this.#barsAsked !== null && this.#barsAsked.has(`${symbol} ${interval}`)
-  }
-
-  /**
-   * @param {string} symbol
-   * @param {string} interval
-   * @returns {boolean} whether it was held
-   */
-  dropBars (symbol, interval) {
-    const key = `${symbol} ${interval}`
-    if (this.#bars === null || !this.#bars.delete(key)) return false
-    if (this.#bars.size === 0) this.#bars = null
-    this.#barsAsked = without(this.#barsAsked, key)
-    return true
-  }
-
-  /**
    * Adds symbols it does not hold yet (the caller checked).
    *
-   * @param {string[]} fresh
+   * @param {readonly string[]} fresh
    * @param {number} [delivery]
    */
   subscribe (fresh, delivery = FULL_RATE) {
-    // concat allocates exactly what is held; push would leave slack in
-    // every idle connection's list.
-    if (fresh.length) this.#symbols = this.#symbols.concat(fresh)
-    for (const s of fresh) this.#setDelivery(s, delivery)
+    this.#subs.add(fresh, delivery)
   }
 
   /**
@@ -449,45 +262,30 @@ export class Connection {
    */
   redeliver (symbol, delivery) {
     this.#outbox.drop([symbol])
-    this.#setDelivery(symbol, delivery)
+    this.#subs.setDelivery(symbol, delivery)
   }
 
   /**
+   * Marks a held symbol delayed or real-time (the caller moves it between
+   * the hubs); what was queued for it is forgotten (a snapshot follows).
+   *
    * @param {string} symbol
-   * @param {number} delivery
+   * @param {boolean} delayed
    */
-  #setDelivery (symbol, delivery) {
-    if (delivery !== FULL_RATE) {
-      (this.#delivery ??= new Map()).set(symbol, delivery)
-    } else if (this.#delivery !== null) {
-      this.#delivery.delete(symbol)
-      if (this.#delivery.size === 0) this.#delivery = null
-    }
+  setDelayed (symbol, delayed) {
+    this.#outbox.drop([symbol])
+    this.#subs.setDelayed(symbol, delayed)
   }
 
   /**
    * Removes symbols and forgets what is queued for them.
    *
-   * @param {string[]} symbols
+   * @param {readonly string[]} symbols
    * @param {(symbol: string, delivery: number, delayed: boolean) => void} onRemoved called for
    *   each symbol that was held, with the delivery it had and whether it was delayed
    */
   unsubscribe (symbols, onRemoved) {
-    const gone = new Set(symbols)
-    /** @type {string[]} */
-    const kept = []
-    for (const s of this.#symbols) {
-      if (gone.has(s)) {
-        onRemoved(s, this.deliveryOf(s), this.delayedOf(s))
-        this.#setDelivery(s, FULL_RATE)
-        this.#delayed?.delete(s)
-        this.#askedDelayed = without(this.#askedDelayed, s)
-      } else {
-        kept.push(s)
-      }
-    }
-    this.#symbols = kept
-    if (this.#delayed?.size === 0) this.#delayed = null
+    this.#subs.remove(symbols, onRemoved)
     this.#outbox.drop(symbols)
   }
 
@@ -543,13 +341,13 @@ export class Connection {
       return false
     }
     const t = this.#transport
-    const verdict = out.verdict(t.bufferedAmount, now, this, stats)
+    const verdict = out.verdict(t.bufferedAmount, now, stats)
     if (verdict === Verdict.DISCONNECT) {
       this.close(Disconnect.SLOW_CONSUMER)
       return false
     }
     if (verdict === Verdict.WRITE) {
-      const snap = out.catchUp(this, stats)
+      const snap = out.catchUp(stats)
       if (snap !== null) t.write(snap, ServerOp.SNAP)
     }
     const frame = out.take(tick, stats)
@@ -588,25 +386,8 @@ export class Connection {
   dispose () {
     this.#disarm()
     this.#closed = true
-    this.#symbols = []
-    this.#delivery = null
-    this.#delayed = null
-    this.#askedDelayed = null
-    this.#bars = null
-    this.#barsAsked = null
+    this.#subs.clear()
     this.#outbox.dispose()
   }
 }
 
-/**
- * A set without one key, or null once empty (the common case costs no set).
- *
- * @param {Set<string> | null} set
- * @param {string} key
- * @returns {Set<string> | null}
- */
-function without (set, key) {
-  if (set === null) return null
-  set.delete(key)
-  return set.size === 0 ? null : set
-}

@@ -16,8 +16,7 @@ import { TextFrame } from './text-frame.js'
 /**
  * @typedef {import('./delta.js').Update} Update
  * @typedef {import('./fanout.js').PassStats} PassStats
- * @typedef {{deliveryOf: (symbol: string) => number, delayedOf: (symbol: string) => boolean}} Subscriptions
- *   the delivery of each symbol, and whether it is served delayed (the Connection)
+ * @typedef {import('./subscriptions.js').Subscriptions} Subscriptions
  *
  * @typedef {object} OutboxContext shared by every outbox of a gateway
  * @property {import('./metrics.js').GatewayMetrics} metrics
@@ -43,6 +42,8 @@ export const Verdict = Object.freeze({
 
 export class Outbox {
   #ctx
+  /** Its connection's: the delivery of each symbol, and whether it is served delayed. */
+  #subs
   /**
    * @type {Update[] | null} updates of this pass, in order: one per symbol
    * in merge mode (unless it ticked again while the pass ran), every tick
@@ -61,9 +62,13 @@ export class Outbox {
   /** When the send buffer went over the high-water mark; 0 while it is not. */
   #slowSince = 0
 
-  /** @param {OutboxContext} ctx */
-  constructor (ctx) {
+  /**
+   * @param {OutboxContext} ctx
+   * @param {Subscriptions} subs read only
+   */
+  constructor (ctx, subs) {
     this.#ctx = ctx
+    this.#subs = subs
   }
 
   /**
@@ -113,11 +118,10 @@ export class Outbox {
    *
    * @param {number} buffered the connection's bufferedAmount
    * @param {number} now
-   * @param {Subscriptions} subs the delivery of each symbol
    * @param {PassStats} stats
    * @returns {number} a Verdict
    */
-  verdict (buffered, now, subs, stats) {
+  verdict (buffered, now, stats) {
     this.#queued = false
     const ctx = this.#ctx
     if (buffered <= ctx.sendHighWater) {
@@ -131,7 +135,7 @@ export class Outbox {
       return Verdict.DISCONNECT
     }
     const pending = this.#pending
-    if (pending !== null && pending.length) this.#conflate(pending, subs, stats)
+    if (pending !== null && pending.length) this.#conflate(pending, stats)
     // Stays queued: retried next pass.
     this.#queued = true
     return Verdict.SKIP
@@ -141,13 +145,13 @@ export class Outbox {
    * A reader back under the high-water mark (verdict WRITE) gets the latest
    * full quote of each symbol it skipped, as one snapshot.
    *
-   * @param {Subscriptions} subs
    * @param {PassStats} stats
    * @returns {TextFrame | null} the `snap` frame to write first, if any
    */
-  catchUp (subs, stats) {
+  catchUp (stats) {
     const stale = this.#stale
     if (stale === null) return null
+    const subs = this.#subs
     const quotes = []
     for (const s of stale) {
       const raw = this.#ctx.latest(s, subs.deliveryOf(s), subs.delayedOf(s))
@@ -199,10 +203,10 @@ export class Outbox {
    * not conflation, bounds a distinct reader that falls behind: 4008).
    *
    * @param {Update[]} pending
-   * @param {Subscriptions} subs
    * @param {PassStats} stats
    */
-  #conflate (pending, subs, stats) {
+  #conflate (pending, stats) {
+    const subs = this.#subs
     const stale = this.#stale ??= new Set()
     let kept = 0
     for (const u of pending) {

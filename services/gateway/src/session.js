@@ -14,8 +14,9 @@
 // Delayed grants (auth.js): a symbol the token grants delayed only (or one
 // a `sub` asks for with `"delayed":true`) is held in the delayed hub, whose
 // feeds only ever see quotes WSPS_DELAY_MS old (delayed-broker.js); the
-// connection remembers which hub holds each symbol (delayedOf()), and
-// which delayed ones a `sub` asked for itself (askedDelayed()). A token
+// connection's subscriptions (subscriptions.js) remember which hub holds
+// each symbol (delayedOf()), and which delayed ones a `sub` asked for
+// itself (askedDelayed()). A token
 // refresh moves every held symbol whose timeline the token decides to the
 // one the new token grants before the refresh is acked, dropping whatever
 // update of the old timeline was queued for it: narrowed from real-time to
@@ -209,7 +210,7 @@ export class Sessions {
   async onAuth (client, token, id) {
     if (this.authenticate === null) {
       // Auth is off: every connection is authed already; nothing to replace.
-      client.send(encodeAck(id, client.symbols), ServerOp.ACK)
+      client.send(encodeAck(id, client.subscriptions.symbols), ServerOp.ACK)
       return
     }
     const auth = await this.authenticate(token)
@@ -226,7 +227,7 @@ export class Sessions {
       return
     }
     client.authorize(auth.grants, auth.expiresAt, auth.delayed)
-    const revoked = ungranted(auth.grants, client.symbols)
+    const revoked = ungranted(auth.grants, client.subscriptions.symbols)
     // Bars follow the new grants too: ended, or moved to the timeline granted.
     for (const s of this.barRequests?.regrant(client) ?? []) if (!revoked.includes(s)) revoked.push(s)
     if (revoked.length) {
@@ -242,16 +243,17 @@ export class Sessions {
     const delayedOnly = auth.delayed ?? null
     /** @param {string} s */
     const grantedDelayed = (s) => delayedOnly !== null && delayedOnly(s)
-    const moving = client.symbols.filter((s) => client.delayedOf(s)
-      ? !client.askedDelayed(s) && !grantedDelayed(s)
+    const subs = client.subscriptions
+    const moving = subs.symbols.filter((s) => subs.delayedOf(s)
+      ? !subs.askedDelayed(s) && !grantedDelayed(s)
       : grantedDelayed(s))
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
     const quotes = []
     for (const s of moving) {
-      const delivery = client.deliveryOf(s)
-      const delayed = !client.delayedOf(s)
+      const delivery = subs.deliveryOf(s)
+      const delayed = !subs.delayedOf(s)
       this.#hub(!delayed).remove(s, client, delivery)
       client.setDelayed(s, delayed)
       const raw = this.#hub(delayed).add(s, client, delivery)
@@ -263,7 +265,7 @@ export class Sessions {
     /** @type {{expiresInMs?: number, delayed?: string[], delayMs?: number}} */
     const extra = this.#delayedOf(client)
     if (auth.expiresAt !== null) extra.expiresInMs = auth.expiresAt - Date.now()
-    client.send(encodeAck(id, client.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
+    client.send(encodeAck(id, subs.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
     if (quotes.length) client.sendSnap(snapped, new TextFrame(encodeSnap(quotes)))
   }
 
@@ -275,7 +277,8 @@ export class Sessions {
    * @returns {{delayed?: string[], delayMs?: number}}
    */
   #delayedOf (client) {
-    const delayed = client.symbols.filter((s) => client.delayedOf(s))
+    const subs = client.subscriptions
+    const delayed = subs.symbols.filter((s) => subs.delayedOf(s))
     return delayed.length ? { delayed, delayMs: this.timelines.delayed ? this.timelines.delayMs : undefined } : {}
   }
 
@@ -422,16 +425,17 @@ export class Sessions {
     }
     /** @param {string} s @returns {boolean} whether the sub serves it delayed */
     const delayed = req.delayed === true ? () => true : delayedOnly ?? (() => false)
-    const held = client.holds()
+    const subs = client.subscriptions
+    const held = subs.holds()
     const fresh = symbols.filter((s) => !held(s))
-    const moved = symbols.filter((s) => held(s) && (client.deliveryOf(s) !== delivery || client.delayedOf(s) !== delayed(s)))
+    const moved = symbols.filter((s) => held(s) && (subs.deliveryOf(s) !== delivery || subs.delayedOf(s) !== delayed(s)))
     const denied = ungranted(client.grants, fresh)
     if (denied.length) {
       this.reject(client, notEntitled(denied, id))
       return null
     }
     // Each bar subscription (symbol, interval) counts as one too.
-    const holding = client.symbols.length + client.barCount
+    const holding = subs.count
     if (holding + fresh.length > this.maxSubscriptions) {
       this.reject(client, {
         code: ErrorCode.TOO_MANY_SUBSCRIPTIONS,
@@ -458,16 +462,17 @@ export class Sessions {
    */
   #apply (client, req, delivery, { fresh, moved, delayed }, plan) {
     const { id, mode, maxRate, since } = req
+    const subs = client.subscriptions
     client.subscribe(fresh, delivery)
     for (const s of fresh) if (delayed(s)) client.setDelayed(s, true)
     for (const s of moved) {
-      this.#hub(client.delayedOf(s)).remove(s, client, client.deliveryOf(s))
+      this.#hub(subs.delayedOf(s)).remove(s, client, subs.deliveryOf(s))
       client.redeliver(s, delivery)
       client.setDelayed(s, delayed(s))
     }
     // Whether the timeline of each symbol named is the sub's choice or the
     // token's: a refresh moves only the token's (onAuth()).
-    client.askDelayed(req.symbols, req.delayed === true)
+    subs.askDelayed(req.symbols, req.delayed === true)
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
@@ -480,7 +485,7 @@ export class Sessions {
     const replayed = []
     const modeName = delivery === DISTINCT ? 'distinct' : 'merge'
     for (const s of fresh.concat(moved)) {
-      const raw = this.#hub(client.delayedOf(s)).add(s, client, delivery)
+      const raw = this.#hub(subs.delayedOf(s)).add(s, client, delivery)
       const cursor = since?.get(s)
       const planned = plan?.get(s)
       if (cursor !== undefined && planned !== undefined) {
@@ -510,7 +515,7 @@ export class Sessions {
     const extra = mode === undefined && maxRate === undefined ? {} : { mode: mode ?? DeliveryMode.MERGE, ...(maxRate === undefined ? {} : { maxRate }) }
     Object.assign(extra, this.#delayedOf(client))
     if (since !== undefined) extra.recovered = recovered
-    client.send(encodeAck(id, client.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
+    client.send(encodeAck(id, subs.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
     if (replay.length) {
       this.metrics.recoveredTicks.inc(replay.length)
       client.drop(replayed)
@@ -556,7 +561,7 @@ export class Sessions {
   unsubscribe (client, symbols, id) {
     this.removeSymbols(client, symbols)
     const extra = this.#delayedOf(client)
-    client.send(encodeAck(id, client.symbols, extra.delayed ? extra : null), ServerOp.ACK)
+    client.send(encodeAck(id, client.subscriptions.symbols, extra.delayed ? extra : null), ServerOp.ACK)
   }
 
   /**
@@ -573,7 +578,8 @@ export class Sessions {
    * @param {Client} client
    */
   onClose (client) {
-    for (const s of client.symbols) this.#hub(client.delayedOf(s)).remove(s, client, client.deliveryOf(s))
+    const subs = client.subscriptions
+    for (const s of subs.symbols) this.#hub(subs.delayedOf(s)).remove(s, client, subs.deliveryOf(s))
     this.barRequests?.onClose(client)
     client.dispose()
   }

@@ -121,7 +121,7 @@ export class SseServer {
     const barsSub = bars?.ok ? bars.request : null
     if (barsSub !== null) {
       // A new stream holds nothing: every series is fresh, and its quotes count towards the limit.
-      const holder = { grants: lease.grants, delayedGrants: lease.delayed, symbols: lease.symbols, barCount: 0 }
+      const holder = { grants: lease.grants, delayedGrants: lease.delayed, held: lease.symbols.length }
       const refused = this.#sessions.barRequests === null
         ? { code: ErrorCode.BAD_BARS, message: 'bars are not served here' }
         : barsRefusal(holder, barsSub, barsSub.symbols, this.#maxSubscriptions)

@@ -9,8 +9,10 @@ import { entitlementsFrom } from '../src/auth.js'
 import { DelayedBroker } from '../src/delayed/delayed-broker.js'
 import { diffQuotes } from '../src/delta.js'
 import { HistoryTimeline } from '../src/history-timeline.js'
+import { FULL_RATE } from '../src/delivery.js'
 import { Outbox, Verdict } from '../src/outbox.js'
 import { parseClientFrame, parseStreamSub } from '../src/protocol.js'
+import { Subscriptions } from '../src/subscriptions.js'
 import { metrics, memoryBroker, silent } from './helper.js'
 
 /**
@@ -145,15 +147,17 @@ test('a delayed feed\'s deltas say delayed; a slow reader catching up asks for t
 
   /** @type {[string, number, boolean][]} */
   const asked = []
-  const outbox = new Outbox({ metrics: metrics(), sendHighWater: 100, slowCloseMs: 60_000, latest: (s, d, delayed) => { asked.push([s, d, delayed]); return null } })
-  const subs = { deliveryOf: () => 0, delayedOf: (/** @type {string} */ s) => s === 'AAPL' }
+  const subs = new Subscriptions()
+  subs.add(['AAPL', 'MSFT'], FULL_RATE)
+  subs.setDelayed('AAPL', true)
+  const outbox = new Outbox({ metrics: metrics(), sendHighWater: 100, slowCloseMs: 60_000, latest: (s, d, delayed) => { asked.push([s, d, delayed]); return null } }, subs)
   const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
   outbox.push(u, stats)
   outbox.push(diffQuotes({ symbol: 'MSFT', seq: 1, ts: 1, last: 1 }, { symbol: 'MSFT', seq: 2, ts: 2, last: 2 }), stats)
-  assert.equal(outbox.verdict(1000, 1, subs, stats), Verdict.SKIP, 'slow: conflated')
-  assert.equal(outbox.verdict(0, 2, subs, stats), Verdict.WRITE)
-  outbox.catchUp(subs, stats)
-  assert.deepEqual(asked.sort(), [['AAPL', 0, true], ['MSFT', 0, false]])
+  assert.equal(outbox.verdict(1000, 1, stats), Verdict.SKIP, 'slow: conflated')
+  assert.equal(outbox.verdict(0, 2, stats), Verdict.WRITE)
+  outbox.catchUp(stats)
+  assert.deepEqual(asked.sort(), [['AAPL', FULL_RATE, true], ['MSFT', FULL_RATE, false]])
 })
 
 test('a sub\'s delayed (WebSocket and SSE): true or false, anything else BAD_REQUEST', () => {

@@ -125,7 +125,7 @@ test('an unsubscribed symbol queued in this window is not sent', async () => {
   a.c.unsubscribe(['AAPL'], () => {})
   assert.equal(a.c.flush(Date.now(), 99, stats), false)
   assert.deepEqual(a.ws.sent[0].quotes.map((/** @type {any} */ q) => q.symbol), ['MSFT'])
-  assert.deepEqual(a.c.symbols, ['MSFT'])
+  assert.deepEqual(a.c.subscriptions.symbols, ['MSFT'])
 })
 
 test('a reader joining between a quote and the next pass gets a snapshot the pending update continues', async () => {
@@ -256,7 +256,7 @@ test('a held symbol moved to another delivery gets a fresh snapshot and then tha
   hub.onQuote('AAPL', quote(3, { bid: 3 }, 'AAPL'))
   hub.onQuote('AAPL', quote(4, { bid: 4 }, 'AAPL'))
   pass()
-  assert.equal(a.c.deliveryOf('AAPL'), DISTINCT)
+  assert.equal(a.c.subscriptions.deliveryOf('AAPL'), DISTINCT)
   assert.deepEqual(replay(a.ws.sent, new Map()), [])
   assert.deepEqual(a.ws.sent.filter((f) => f.op === 'q').flatMap((f) => f.quotes.map((/** @type {any} */ x) => x.seq)), [3, 4])
 })

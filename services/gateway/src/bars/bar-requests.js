@@ -21,14 +21,15 @@ import { encodeAck } from '../protocol.js'
  * together over the limit). The rules of a WebSocket request and of a
  * GET /sse that asks for bars (sse-server.js, before its stream opens).
  *
- * @param {{grants: import('../auth.js').Grants | null, delayedGrants: import('../auth.js').Grants | null, symbols: readonly string[], barCount: number}} holder
- *   the connection (or the stream to be): its grants and what it holds
+ * @param {{grants: import('../auth.js').Grants | null, delayedGrants: import('../auth.js').Grants | null, held: number}} holder
+ *   the connection (or the stream to be): its grants, and how many
+ *   subscriptions it holds (quotes and bar series)
  * @param {SymbolsRequest} req
  * @param {string[]} fresh the series of the request the connection does not hold
  * @param {number} maxSubscriptions
  * @returns {ProtocolError | null}
  */
-export function barsRefusal ({ grants, delayedGrants, symbols, barCount }, req, fresh, maxSubscriptions) {
+export function barsRefusal ({ grants, delayedGrants, held }, req, fresh, maxSubscriptions) {
   const { id } = req
   if (req.delayed === false && delayedGrants !== null) {
     const only = req.symbols.filter(delayedGrants)
@@ -36,7 +37,6 @@ export function barsRefusal ({ grants, delayedGrants, symbols, barCount }, req, 
   }
   const denied = ungranted(grants, fresh)
   if (denied.length) return notEntitled(denied, id)
-  const held = symbols.length + barCount
   if (held + fresh.length > maxSubscriptions) {
     return { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${maxSubscriptions} subscriptions per connection (holding ${held})`, id }
   }
@@ -83,15 +83,16 @@ export class BarRequests {
    */
   subscribe (client, req) {
     const { symbols, id, bars: interval, backfill = 0 } = req
-    const delayedOnly = client.delayedGrants
+    const delayedGrants = client.delayedGrants
     /** @param {string} s */
-    const delayed = (s) => req.delayed === true || (delayedOnly !== null && delayedOnly(s))
-    const fresh = symbols.filter((s) => client.barDelayed(s, interval) === undefined)
+    const delayed = (s) => req.delayed === true || (delayedGrants !== null && delayedGrants(s))
+    const subs = client.subscriptions
+    const fresh = symbols.filter((s) => subs.barDelayed(s, interval) === undefined)
     const moved = symbols.filter((s) => {
-      const held = client.barDelayed(s, interval)
+      const held = subs.barDelayed(s, interval)
       return held !== undefined && held !== delayed(s)
     })
-    const refused = barsRefusal(client, req, fresh, this.#maxSubscriptions)
+    const refused = barsRefusal({ grants: client.grants, delayedGrants, held: subs.count }, req, fresh, this.#maxSubscriptions)
     if (refused !== null) {
       this.#reject(client, refused)
       return
@@ -99,7 +100,7 @@ export class BarRequests {
     for (const s of moved) this.#hub(!delayed(s)).remove(client, s, interval)
     // Every series named notes whether its timeline is the sub's choice or
     // the token's (a refresh moves only the token's: regrant()).
-    for (const s of symbols) client.holdBars(s, interval, delayed(s), req.delayed === true)
+    for (const s of symbols) subs.holdBars(s, interval, delayed(s), req.delayed === true)
     this.#ack(client, id, interval)
     for (const s of fresh.concat(moved)) this.#hub(delayed(s)).add(client, s, interval, backfill)
   }
@@ -121,8 +122,9 @@ export class BarRequests {
    * @param {string} interval
    */
   #ack (client, id, interval) {
-    const symbols = client.barsOf(interval)
-    const delayed = symbols.filter((s) => client.barDelayed(s, interval))
+    const subs = client.subscriptions
+    const symbols = subs.barsOf(interval)
+    const delayed = symbols.filter((s) => subs.barDelayed(s, interval))
     client.send(encodeAck(id, symbols, delayed.length ? { bars: interval, delayed, delayMs: this.#delayMs } : { bars: interval }), ServerOp.ACK)
   }
 
@@ -132,9 +134,10 @@ export class BarRequests {
    * @param {string} interval
    */
   #drop (client, symbol, interval) {
-    const delayed = client.barDelayed(symbol, interval)
+    const subs = client.subscriptions
+    const delayed = subs.barDelayed(symbol, interval)
     if (delayed === undefined) return
-    client.dropBars(symbol, interval)
+    subs.dropBars(symbol, interval)
     this.#hub(delayed).remove(client, symbol, interval)
   }
 
@@ -156,16 +159,17 @@ export class BarRequests {
     /** @type {Set<string>} */
     const revoked = new Set()
     const delayedOnly = client.delayedGrants
-    for (const [s, interval, delayed] of client.barSubscriptions()) {
+    const subs = client.subscriptions
+    for (const [s, interval, delayed] of subs.barSubscriptions()) {
       if (ungranted(client.grants, [s]).length) {
         this.#drop(client, s, interval)
         revoked.add(s)
         continue
       }
       const onlyDelayed = delayedOnly !== null && delayedOnly(s)
-      if (delayed ? onlyDelayed || client.barsAsked(s, interval) : !onlyDelayed) continue
+      if (delayed ? onlyDelayed || subs.barsAsked(s, interval) : !onlyDelayed) continue
       this.#hub(delayed).remove(client, s, interval)
-      client.holdBars(s, interval, !delayed)
+      subs.holdBars(s, interval, !delayed)
       this.#hub(!delayed).add(client, s, interval, Limits.DEFAULT_BACKFILL)
     }
     return [...revoked]
@@ -177,6 +181,6 @@ export class BarRequests {
    * @param {Client} client
    */
   onClose (client) {
-    for (const [s, interval, delayed] of client.barSubscriptions()) this.#hub(delayed).remove(client, s, interval)
+    for (const [s, interval, delayed] of client.subscriptions.barSubscriptions()) this.#hub(delayed).remove(client, s, interval)
   }
 }
