@@ -16,11 +16,11 @@
 // quote (history off, trimmed or expired, a new epoch) does every
 // subscriber get a fresh snapshot, marked `"recovered":false`.
 
-import { seqOf } from '@wsps/shared/published'
 import { diffQuotes, mergeUpdates } from './delta.js'
 import { Lane } from './lane.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeSnap } from './protocol.js'
+import { RecoveryPins } from './recovery-pins.js'
 import { TextFrame } from './text-frame.js'
 import { removeFrom } from './unordered.js'
 
@@ -93,16 +93,11 @@ export class Feed {
   #idleSince = 0
   /** When it last stopped being live (created, or a broker reconnect). */
   #pendingSince = Date.now()
-  /** Recoveries reading for a subscriber that is not added yet: it is not idle meanwhile. */
-  #pins = 0
   /**
-   * While pinned: every quote held since, in seq order. A recovery's
-   * history read ends at the quote the feed held when it began; what the
-   * feed took in during the read is here, so the recovery need not read
-   * again (and chase a symbol that ticks faster than a read).
-   * @type {string[] | null}
+   * @type {RecoveryPins | null} recoveries reading for a subscriber that is
+   * not added yet (it is not idle meanwhile), and the quotes held since
    */
-  #recent = null
+  #pins = null
   /**
    * @type {{quote: Quote, raw: string}[] | null} while resuming after a
    * broker reconnect: the quotes that arrived since, for goLive()
@@ -158,7 +153,7 @@ export class Feed {
    * @returns {boolean} whether it has had no subscriber for delayMs
    */
   idleFor (now, delayMs) {
-    return this.#count === 0 && this.#taps === null && this.#pins === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+    return this.#count === 0 && this.#taps === null && this.#pins === null && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
   }
 
   /** Whether a tap reads it (its symbol stays wanted, like one with subscribers). */
@@ -183,7 +178,7 @@ export class Feed {
     if (this.#taps === null || !removeFrom(this.#taps, tap)) return
     if (this.#taps.length) return
     this.#taps = null
-    if (this.#count === 0 && this.#pins === 0) this.#idleSince = Date.now()
+    if (this.#count === 0 && this.#pins === null) this.#idleSince = Date.now()
   }
 
   /**
@@ -193,12 +188,14 @@ export class Feed {
    * @param {1 | -1} delta pin or unpin
    */
   pin (delta) {
-    this.#pins += delta
-    if (this.#pins > 0) {
-      this.#recent ??= []
+    if (delta > 0) {
+      if (this.#pins === null) this.#pins = new RecoveryPins(this.#bufferMax)
+      else this.#pins.pin()
       return
     }
-    this.#recent = null
+    // An unpin without its pin (none is made: whenLive() and unpin() pair) changes nothing.
+    if (this.#pins === null || this.#pins.unpin()) return
+    this.#pins = null
     if (this.#count === 0 && this.#taps === null) this.#idleSince = Date.now()
   }
 
@@ -211,12 +208,8 @@ export class Feed {
    * @returns {string[] | null}
    */
   recent (from, to) {
-    const recent = this.#recent
-    if (recent === null || to < from) return to < from ? [] : null
-    const first = recent.findIndex((r) => seqOf(r) === from)
-    if (first < 0 || first + (to - from) >= recent.length) return null
-    const out = recent.slice(first, first + to - from + 1)
-    return seqOf(out[out.length - 1]) === to ? out : null
+    if (this.#pins === null) return to < from ? [] : null
+    return this.#pins.recent(from, to)
   }
 
   /**
@@ -540,7 +533,7 @@ export class Feed {
     if (this.#last !== null && quote.seq <= this.#last.seq && quote.epoch === this.#last.epoch) return false
     this.#last = quote
     this.#lastRaw = raw
-    if (this.#recent !== null && this.#recent.length < this.#bufferMax) this.#recent.push(raw)
+    this.#pins?.held(raw)
     if (this.#taps !== null) for (const t of this.#taps) t.onTick(quote)
     return true
   }
