@@ -8,25 +8,26 @@
 // (distinct mode), and each lane serves the merge subscribers of one
 // maxRate. Lists and lanes a symbol does not use stay null.
 //
-// Gap fill: when the broker connection comes back (restart()), a feed whose
-// quotes carry an epoch keeps what its subscribers hold and buffers what
-// arrives; goLive() then gets the ticks it missed, read from the symbol's
-// history, and hands history and buffer to its subscribers in seq order as
-// if they had never been missed. Only when they cannot continue the held
-// quote (history off, trimmed or expired, a new epoch) does every
-// subscriber get a fresh snapshot, marked `"recovered":false`.
+// Two state machines of a feed have rooms of their own, each held only
+// while in use (null otherwise): the gap fill after a broker reconnect or a
+// live gap (gap-fill.js: the quotes buffered meanwhile, and whether what
+// history and buffer hold continues the held quote), and the recovery pins
+// (recovery-pins.js: recoveries waiting for a subscriber they will add, and
+// the quotes held since).
 
-import { seqOf } from '@wsps/shared/published'
 import { diffQuotes, mergeUpdates } from './delta.js'
+import { GapFill } from './gap-fill.js'
 import { Lane } from './lane.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
 import { encodeSnap } from './protocol.js'
+import { RecoveryPins } from './recovery-pins.js'
 import { TextFrame } from './text-frame.js'
 import { removeFrom } from './unordered.js'
 
 /**
  * @typedef {import('./delta.js').Quote} Quote
  * @typedef {import('./delta.js').Update} Update
+ * @typedef {import('./gap-fill.js').Entry} Entry
  * @typedef {import('./connection.js').Connection} Client
  */
 
@@ -93,23 +94,17 @@ export class Feed {
   #idleSince = 0
   /** When it last stopped being live (created, or a broker reconnect). */
   #pendingSince = Date.now()
-  /** Recoveries reading for a subscriber that is not added yet: it is not idle meanwhile. */
-  #pins = 0
   /**
-   * While pinned: every quote held since, in seq order. A recovery's
-   * history read ends at the quote the feed held when it began; what the
-   * feed took in during the read is here, so the recovery need not read
-   * again (and chase a symbol that ticks faster than a read).
-   * @type {string[] | null}
+   * @type {RecoveryPins | null} recoveries reading for a subscriber that is
+   * not added yet (it is not idle meanwhile), and the quotes held since
    */
-  #recent = null
+  #pins = null
   /**
-   * @type {{quote: Quote, raw: string}[] | null} while resuming after a
-   * broker reconnect: the quotes that arrived since, for goLive()
+   * @type {GapFill | null} while resuming after a broker reconnect, or
+   * holding a live gap back: the quotes that arrived since, for goLive() or fill()
    */
-  #buffer = null
-  /** More quotes arrived while resuming than may be buffered: the gap cannot be filled. */
-  #overflow = false
+  #gapFill = null
+  /** Most quotes a gap fill buffers, and pins keep (WSPS_RECOVERY_MAX). */
   #bufferMax
 
   /**
@@ -117,7 +112,8 @@ export class Feed {
    * @param {number} gen generation of the subscribe pass that makes it live
    * @param {import('./fanout.js').Fanout} fanout
    * @param {number} bufferMax quotes held while resuming after a broker
-   *   reconnect (WSPS_RECOVERY_MAX); more and the gap is not filled
+   *   reconnect (WSPS_RECOVERY_MAX); more and the gap is not filled. A
+   *   pinned feed keeps as many for its recoveries.
    * @param {boolean} [idle] created before its first subscriber (a client's
    *   recovery waits for it to go live): dropped like an idle one if none comes
    */
@@ -158,7 +154,7 @@ export class Feed {
    * @returns {boolean} whether it has had no subscriber for delayMs
    */
   idleFor (now, delayMs) {
-    return this.#count === 0 && this.#taps === null && this.#pins === 0 && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
+    return this.#count === 0 && this.#taps === null && this.#pins === null && this.#idleSince !== 0 && now - this.#idleSince >= delayMs
   }
 
   /** Whether a tap reads it (its symbol stays wanted, like one with subscribers). */
@@ -183,7 +179,7 @@ export class Feed {
     if (this.#taps === null || !removeFrom(this.#taps, tap)) return
     if (this.#taps.length) return
     this.#taps = null
-    if (this.#count === 0 && this.#pins === 0) this.#idleSince = Date.now()
+    if (this.#count === 0 && this.#pins === null) this.#idleSince = Date.now()
   }
 
   /**
@@ -193,12 +189,14 @@ export class Feed {
    * @param {1 | -1} delta pin or unpin
    */
   pin (delta) {
-    this.#pins += delta
-    if (this.#pins > 0) {
-      this.#recent ??= []
+    if (delta > 0) {
+      if (this.#pins === null) this.#pins = new RecoveryPins(this.#bufferMax)
+      else this.#pins.pin()
       return
     }
-    this.#recent = null
+    // An unpin without its pin (none is made: whenLive() and unpin() pair) changes nothing.
+    if (this.#pins === null || this.#pins.unpin()) return
+    this.#pins = null
     if (this.#count === 0 && this.#taps === null) this.#idleSince = Date.now()
   }
 
@@ -211,12 +209,8 @@ export class Feed {
    * @returns {string[] | null}
    */
   recent (from, to) {
-    const recent = this.#recent
-    if (recent === null || to < from) return to < from ? [] : null
-    const first = recent.findIndex((r) => seqOf(r) === from)
-    if (first < 0 || first + (to - from) >= recent.length) return null
-    const out = recent.slice(first, first + to - from + 1)
-    return seqOf(out[out.length - 1]) === to ? out : null
+    if (this.#pins === null) return to < from ? [] : null
+    return this.#pins.recent(from, to)
   }
 
   /**
@@ -318,7 +312,7 @@ export class Feed {
    * @returns {number | null}
    */
   resumeFrom () {
-    return this.#buffer === null || this.#last === null ? null : this.#last.seq + 1
+    return this.#gapFill === null || this.#last === null ? null : this.#last.seq + 1
   }
 
   /**
@@ -330,18 +324,17 @@ export class Feed {
    *
    * @param {Quote | null} quote the latest quote read from the broker
    * @param {string | null} raw the same, serialized
-   * @param {{quote: Quote, raw: string}[] | null} [missed] history from
-   *   resumeFrom() to its newest entry, in seq order; null: not read, or
-   *   more than may be filled
+   * @param {Entry[] | null} [missed] history from resumeFrom() to its
+   *   newest entry, in seq order; null: not read, or more than may be filled
    * @returns {number | null} null: it was not resuming; else the ticks
    *   filled in (0: none were missed), or -1: not fillable, snapshots sent
    */
   goLive (quote, raw, missed = null) {
-    const buffer = this.#buffer
-    if (buffer !== null) {
-      this.#buffer = null
+    const gap = this.#gapFill
+    if (gap !== null) {
+      this.#gapFill = null
       this.#live = true
-      return this.#resume(quote, raw, missed, buffer)
+      return this.#resume(gap, quote, raw, missed)
     }
     if (quote !== null && raw !== null) this.#hold(quote, raw)
     this.#live = true
@@ -354,51 +347,37 @@ export class Feed {
    * resumeFrom() on: delivered in order with what was held back, or, where
    * they do not continue the held quote, everyone's snapshot marked lost.
    *
-   * @param {{quote: Quote, raw: string}[] | null} missed null: not read
+   * @param {Entry[] | null} missed null: not read
    * @param {number} gen the feed's generation when the read began (a
    *   broker reconnect since has its own pass)
    * @returns {number | null} as goLive(); null when there was nothing to fill
    */
   fill (missed, gen) {
-    const buffer = this.#buffer
-    if (buffer === null || !this.#live || gen !== this.#gen) return null
-    this.#buffer = null
-    return this.#resume(null, null, missed, buffer)
+    const gap = this.#gapFill
+    if (gap === null || !this.#live || gen !== this.#gen) return null
+    this.#gapFill = null
+    return this.#resume(gap, null, null, missed)
   }
 
   /**
+   * Ends a gap fill (already taken off the feed): what continues the held
+   * quote is handed on as if it had never been missed, or everyone starts
+   * over from the newest quote known.
+   *
+   * @param {GapFill} gap
    * @param {Quote | null} latest
    * @param {string | null} latestRaw
-   * @param {{quote: Quote, raw: string}[] | null} missed
-   * @param {{quote: Quote, raw: string}[]} buffer
+   * @param {Entry[] | null} missed
    * @returns {number}
    */
-  #resume (latest, latestRaw, missed, buffer) {
-    const held = /** @type {Quote} */ (this.#last)
-    const epoch = held.epoch
-    // History was read after the channel was subscribed, so history and
-    // buffer together hold every tick after the held one, unless history
-    // lost some: check that they continue it, tick by tick, in one epoch.
-    let next = held.seq + 1
-    let ok = missed !== null && !this.#overflow && (latest === null || latest.epoch === epoch)
-    /** @type {{quote: Quote, raw: string}[]} */
-    const fill = []
-    if (ok) {
-      for (const e of /** @type {{quote: Quote, raw: string}[]} */ (missed).concat(buffer)) {
-        if (e.quote.epoch !== epoch) { ok = false; break }
-        if (e.quote.seq < next) continue
-        if (e.quote.seq !== next) { ok = false; break }
-        fill.push(e)
-        next++
-      }
-    }
-    this.#overflow = false
-    if (ok) {
+  #resume (gap, latest, latestRaw, missed) {
+    const fill = gap.continuation(/** @type {Quote} */ (this.#last), latest, missed)
+    if (fill !== null) {
       for (const e of fill) this.onQuote(e.quote, e.raw)
       return fill.length
     }
     // Start over from the newest quote known: everyone's snapshot, marked lost.
-    const newest = buffer.at(-1) ?? missed?.at(-1) ?? (latest !== null && latestRaw !== null ? { quote: latest, raw: latestRaw } : null)
+    const newest = gap.newest(missed, latest, latestRaw)
     if (newest !== null) {
       this.#last = newest.quote
       this.#lastRaw = newest.raw
@@ -424,14 +403,13 @@ export class Feed {
     this.#live = false
     this.#gen = gen
     this.#resyncing = true
-    this.#overflow = false
     if (this.#last !== null && typeof this.#last.epoch === 'string') {
       // Already resuming (a second reconnect before the first pass ended):
       // what it buffered is in history from the held seq on.
-      this.#buffer = []
+      this.#gapFill = new GapFill(this.#bufferMax)
       return !was
     }
-    this.#buffer = null
+    this.#gapFill = null
     this.#last = null
     this.#lastRaw = null
     this.#settle()
@@ -453,9 +431,8 @@ export class Feed {
    * @returns {number} a Taken value
    */
   onQuote (quote, raw) {
-    if (this.#buffer !== null) {
-      if (this.#buffer.length < this.#bufferMax) this.#buffer.push({ quote, raw })
-      else this.#overflow = true
+    if (this.#gapFill !== null) {
+      this.#gapFill.offer(quote, raw)
       return Taken.HELD
     }
     const prev = this.#last
@@ -464,7 +441,7 @@ export class Feed {
       // Distinct readers get every tick: hold this one (and what follows)
       // back until the hub has read the ones in between from history. Merge
       // readers would do with a delta on `base`; they wait the same read.
-      this.#buffer = [{ quote, raw }]
+      this.#gapFill = new GapFill(this.#bufferMax, { quote, raw })
       return Taken.GAP
     }
     if (!this.#hold(quote, raw)) return Taken.STALE
@@ -540,7 +517,7 @@ export class Feed {
     if (this.#last !== null && quote.seq <= this.#last.seq && quote.epoch === this.#last.epoch) return false
     this.#last = quote
     this.#lastRaw = raw
-    if (this.#recent !== null && this.#recent.length < this.#bufferMax) this.#recent.push(raw)
+    this.#pins?.held(raw)
     if (this.#taps !== null) for (const t of this.#taps) t.onTick(quote)
     return true
   }
