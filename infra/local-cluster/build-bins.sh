@@ -38,8 +38,41 @@ long_step() {
   return "$rc"
 }
 
-# install_dir DEST: atomically move a fresh build into its versioned folder.
-finish() { local tmp="$1" dest="$2"; rm -rf "$dest"; mkdir -p "$(dirname "$dest")"; mv "$tmp" "$dest"; }
+# build RUNNER LABEL NAME FN DEST [LOG]: FN run by RUNNER (step or long_step)
+# in $work/src of a fresh build folder $work, .build-NAME.* (main clears the
+# ones a killed build left), its output in $BUILD_LOGS/LOG.log (default:
+# NAME.log); then $work/out moved into its versioned folder DEST at once, and
+# $work removed. FN sees $work (it is this function's local).
+build() {
+  local runner="$1" label="$2" name="$3" fn="$4" dest="$5" log="${6:-$3}" work
+  work="$(mktemp -d "$CACHE_DIR/.build-$name.XXXXXX")"
+  mkdir -p "$work/src"
+  "$runner" "$label" "$BUILD_LOGS/$log.log" in_dir "$work/src" "$fn"
+  rm -rf "$dest"; mkdir -p "$(dirname "$dest")"; mv "$work/out" "$dest"
+  rm -rf "$work"
+}
+
+# in_dir DIR CMD...: CMD run in DIR.
+in_dir() { cd "$1"; "${@:2}"; }
+
+# wrapper_gomod NAME GO MODULE VERSION [replaces]: ./go.mod of a module
+# wsps.local/cluster/NAME that requires MODULE at VERSION; with `replaces`,
+# plus the replace and exclude lines of MODULE's own go.mod (they apply only
+# to the main module, so a wrapper copies them).
+wrapper_gomod() {
+  local name="$1" go="$2" module="$3" version="$4" upstream=""
+  if [[ "${5:-}" == replaces ]]; then
+    upstream="$(go mod download -json "$module@$version" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
+    [[ -f "$upstream" ]] || { echo "no go.mod for $name $version"; return 1; }
+  fi
+  {
+    printf 'module wsps.local/cluster/%s\n\ngo %s\n\nrequire %s %s\n' "$name" "$go" "$module" "$version"
+    if [[ -n "$upstream" ]]; then
+      echo
+      awk '/^replace \(/{p=1} p{print} p&&/^\)/{p=0} /^replace [^(]/{print} /^exclude /{print}' "$upstream"
+    fi
+  } >go.mod
+}
 
 build_kubernetes() {
   local bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl wsps-cri)
@@ -48,8 +81,6 @@ build_kubernetes() {
   if (( have )); then skip "kubernetes $K8S_VERSION" "cached"; return; fi
   grep -q "k8s.io/kubernetes $K8S_VERSION\$" "$LC_DIR/gomod/kubernetes/go.mod" || \
     die "gomod/kubernetes/go.mod does not require k8s.io/kubernetes $K8S_VERSION: regenerate it (README: Upgrading)"
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-kubernetes.XXXXXX")"
-  cp -r "$LC_DIR/gomod/kubernetes/." "$work/src/"
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   local date; date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   local ld="-s -w"
@@ -59,79 +90,51 @@ build_kubernetes() {
     ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
   done
   _k8s() {
-    cd "$work/src"
+    cp -r "$LC_DIR/gomod/kubernetes/." .
     "${NICE[@]}" go build -ldflags "$ld" -o "$work/out/bin/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
       k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl ./cmd/wsps-cri
     expect_version "$K8S_VERSION" "$work/out/bin/kubectl" version --client
   }
-  step "build kubernetes $K8S_VERSION (4-8 min)" "$BUILD_LOGS/kubernetes.log" _k8s
-  finish "$work/out" "$CACHE_DIR/kubernetes-$K8S_VERSION"
-  rm -rf "$work"
+  build step "build kubernetes $K8S_VERSION (4-8 min)" kubernetes _k8s "$CACHE_DIR/kubernetes-$K8S_VERSION"
 }
 
 # A wrapper module: etcd's server module replaces its sibling modules with
 # local paths, so `go install` refuses it; requiring it from another module works.
 build_etcd() {
   if [[ -x "$ETCD_BIN/etcd" ]]; then skip "etcd $ETCD_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-etcd.XXXXXX")"
-  mkdir -p "$work/src"
-  cat >"$work/src/go.mod" <<EOF
-module wsps.local/cluster/etcd
-
-go 1.24
-
-require go.etcd.io/etcd/server/v3 $ETCD_VERSION
-EOF
   _etcd() {
-    cd "$work/src"
+    wrapper_gomod etcd 1.24 go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
     "${NICE[@]}" go build -ldflags "-s -w" -o "$work/out/bin/etcd" go.etcd.io/etcd/server/v3
     expect_version "${ETCD_VERSION#v}" "$work/out/bin/etcd" --version
   }
-  step "build etcd $ETCD_VERSION" "$BUILD_LOGS/etcd.log" _etcd
-  finish "$work/out" "$CACHE_DIR/etcd-$ETCD_VERSION"
-  rm -rf "$work"
+  build step "build etcd $ETCD_VERSION" etcd _etcd "$CACHE_DIR/etcd-$ETCD_VERSION"
 }
 
 # CoreDNS with only the plugins our Corefile uses (gomod/coredns): the stock
 # build links every plugin, cloud SDKs included (~10 min cold on 2 cores).
 build_coredns() {
   if [[ -x "$COREDNS_BIN/coredns" ]]; then skip "coredns $COREDNS_VERSION (slim)" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-coredns.XXXXXX")"
-  cp -r "$LC_DIR/gomod/coredns/." "$work/src/"
   _coredns() {
-    cd "$work/src"
+    cp -r "$LC_DIR/gomod/coredns/." .
     go mod edit -require="github.com/coredns/coredns@$COREDNS_VERSION"
     "${NICE[@]}" go build -ldflags "-s -w" -o "$work/out/bin/coredns" .
     expect_version "${COREDNS_VERSION#v}" "$work/out/bin/coredns" -version
   }
-  step "build coredns $COREDNS_VERSION (slim)" "$BUILD_LOGS/coredns.log" _coredns
-  finish "$work/out" "$CACHE_DIR/coredns-$COREDNS_VERSION-slim"
-  rm -rf "$work"
+  build step "build coredns $COREDNS_VERSION (slim)" coredns _coredns "$CACHE_DIR/coredns-$COREDNS_VERSION-slim"
 }
 
-# Traefik's go.mod has replace and exclude lines that only apply to the main
-# module: the wrapper copies them.
+# Traefik's go.mod has replace and exclude lines: the wrapper copies them.
 build_traefik() {
   if [[ -x "$TRAEFIK_BIN/traefik" ]]; then skip "traefik $TRAEFIK_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-traefik.XXXXXX")"
   _traefik() {
-    mkdir -p "$work/src" && cd "$work/src"
-    local upstream
-    upstream="$(go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
-    [[ -f "$upstream" ]] || { echo "no go.mod for traefik $TRAEFIK_VERSION"; return 1; }
-    {
-      printf 'module wsps.local/cluster/traefik\n\ngo 1.24\n\nrequire github.com/traefik/traefik/v3 %s\n\n' "$TRAEFIK_VERSION"
-      awk '/^replace \(/{p=1} p{print} p&&/^\)/{p=0} /^replace [^(]/{print} /^exclude /{print}' "$upstream"
-    } >go.mod
+    wrapper_gomod traefik 1.24 github.com/traefik/traefik/v3 "$TRAEFIK_VERSION" replaces
     "${NICE[@]}" go build -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION -X github.com/traefik/traefik/v3/pkg/version.Codename=wsps" \
       -o "$work/out/bin/traefik" github.com/traefik/traefik/v3/cmd/traefik
     expect_version "$TRAEFIK_VERSION" "$work/out/bin/traefik" version
   }
-  step "build traefik $TRAEFIK_VERSION (2-4 min)" "$BUILD_LOGS/traefik.log" _traefik
-  finish "$work/out" "$CACHE_DIR/traefik-$TRAEFIK_VERSION"
-  rm -rf "$work"
+  build step "build traefik $TRAEFIK_VERSION (2-4 min)" traefik _traefik "$CACHE_DIR/traefik-$TRAEFIK_VERSION"
 }
 
 # The one k6 of the repository (tools/tools.sh), also what `make loadtest` runs.
@@ -144,7 +147,6 @@ build_k6() {
 # zip), linked statically so the image needs nothing else.
 build_pause() {
   if [[ -x "$PAUSE_BIN/pause" ]]; then skip "pause $PAUSE_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-pause.XXXXXX")"
   _pause() {
     cd "$work"
     local dir
@@ -154,9 +156,7 @@ build_pause() {
     strip out/bin/pause
     out/bin/pause -v
   }
-  step "build pause $PAUSE_VERSION" "$BUILD_LOGS/pause.log" _pause
-  finish "$work/out" "$CACHE_DIR/pause-$PAUSE_VERSION"
-  rm -rf "$work"
+  build step "build pause $PAUSE_VERSION" pause _pause "$CACHE_DIR/pause-$PAUSE_VERSION"
 }
 
 # Prometheus with only the kubernetes service discovery (build tags
@@ -165,10 +165,8 @@ build_pause() {
 # from the same module: `make test` runs `promtool test rules` with it.
 build_prometheus() {
   if [[ -x "$PROMETHEUS_BIN/prometheus" && -x "$PROMETHEUS_BIN/promtool" ]]; then skip "prometheus $PROMETHEUS_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-prometheus.XXXXXX")"
   _prometheus() {
-    mkdir -p "$work/src" && cd "$work/src"
-    printf 'module wsps.local/cluster/prometheus\n\ngo 1.26\n\nrequire github.com/prometheus/prometheus %s\n' "$PROMETHEUS_VERSION" >go.mod
+    wrapper_gomod prometheus 1.26 github.com/prometheus/prometheus "$PROMETHEUS_VERSION"
     local v="${PROMETHEUS_VERSION#v0.}" ver; ver="3.$(( ${v%%.*} - 300 )).${v#*.}"   # module v0.316.0 is Prometheus 3.16.0
     local cv=github.com/prometheus/common/version
     "${NICE[@]}" go build -v -tags remove_all_sd,enable_kubernetes_sd \
@@ -176,33 +174,21 @@ build_prometheus() {
       -o "$work/out/bin/" github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
     expect_version "$ver" "$work/out/bin/prometheus" --version
   }
-  long_step "build prometheus $PROMETHEUS_VERSION (5-15 min cold)" "$BUILD_LOGS/prometheus.log" _prometheus
-  finish "$work/out" "$CACHE_DIR/prometheus-$PROMETHEUS_VERSION"
-  rm -rf "$work"
+  build long_step "build prometheus $PROMETHEUS_VERSION (5-15 min cold)" prometheus _prometheus "$CACHE_DIR/prometheus-$PROMETHEUS_VERSION"
 }
 
 # KEDA's operator and metrics API server (the admission webhooks are not
 # used). Its go.mod has replace/exclude lines: the wrapper copies them.
 build_keda() {
   if [[ -x "$KEDA_BIN/keda" && -x "$KEDA_BIN/keda-adapter" ]]; then skip "keda $KEDA_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-keda.XXXXXX")"
   _keda() {
-    mkdir -p "$work/src" && cd "$work/src"
-    local upstream
-    upstream="$(go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
-    [[ -f "$upstream" ]] || { echo "no go.mod for keda $KEDA_VERSION"; return 1; }
-    {
-      printf 'module wsps.local/cluster/keda\n\ngo 1.26\n\nrequire github.com/kedacore/keda/v2 %s\n\n' "$KEDA_VERSION"
-      awk '/^replace \(/{p=1} p{print} p&&/^\)/{p=0} /^replace [^(]/{print} /^exclude /{print}' "$upstream"
-    } >go.mod
+    wrapper_gomod keda 1.26 github.com/kedacore/keda/v2 "$KEDA_VERSION" replaces
     local ld="-s -w -X github.com/kedacore/keda/v2/version.Version=$KEDA_VERSION -X github.com/kedacore/keda/v2/version.GitCommit=wsps"
     "${NICE[@]}" go build -v -ldflags "$ld" -o "$work/out/bin/keda" github.com/kedacore/keda/v2/cmd/operator
     "${NICE[@]}" go build -v -ldflags "$ld" -o "$work/out/bin/keda-adapter" github.com/kedacore/keda/v2/cmd/adapter
     "$work/out/bin/keda" --help >/dev/null 2>&1 || true
   }
-  long_step "build keda $KEDA_VERSION (10-30 min cold)" "$BUILD_LOGS/keda.log" _keda
-  finish "$work/out" "$CACHE_DIR/keda-$KEDA_VERSION"
-  rm -rf "$work"
+  build long_step "build keda $KEDA_VERSION (10-30 min cold)" keda _keda "$CACHE_DIR/keda-$KEDA_VERSION"
 }
 
 # The F5 NGINX Ingress Controller from its vendored release archive (the
@@ -218,7 +204,6 @@ build_nginx_ingress() {
   local tgz
   tgz=$("$REPO_ROOT/tools/vendor.sh" "kubernetes-ingress-$NGINX_INGRESS_VERSION.tar.gz" "$NGINX_INGRESS_SHA256") \
     || die "the F5 NGINX Ingress Controller is built from its vendored archive (above); WSPS_CLUSTER_NGINX=0 goes without it"
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-nginx-ingress.XXXXXX")"
   _nginx_ingress() {
     tar -xzf "$tgz" -C "$work"
     local src="$work/kubernetes-ingress-$NGINX_INGRESS_VERSION" out="$work/out"
@@ -232,9 +217,7 @@ build_nginx_ingress() {
     cp -rL charts/nginx-ingress "$out/chart"
     cp LICENSE "$out/"
   }
-  long_step "build nginx-ingress $NGINX_INGRESS_VERSION (vendored, 3-10 min cold)" "$BUILD_LOGS/nginx-ingress.log" _nginx_ingress
-  finish "$work/out" "$NGINX_INGRESS_DIR"
-  rm -rf "$work"
+  build long_step "build nginx-ingress $NGINX_INGRESS_VERSION (vendored, 3-10 min cold)" nginx-ingress _nginx_ingress "$NGINX_INGRESS_DIR"
 }
 
 # kube-network-policies (the NetworkPolicy enforcer), host process: the
@@ -244,10 +227,8 @@ build_nginx_ingress() {
 # moved. The cache folder is keyed by that folder's content too (lib.sh).
 build_network_policies() {
   if [[ -x "$NETPOL_BIN/kube-network-policies" ]]; then skip "kube-network-policies $KUBE_NETWORK_POLICIES_VERSION" "cached"; return; fi
-  local work; work="$(mktemp -d "$CACHE_DIR/.build-network-policies.XXXXXX")"
   _netpol() {
-    cp -r "$LC_DIR/gomod/kube-network-policies/." "$work/src/"
-    cd "$work/src"
+    cp -r "$LC_DIR/gomod/kube-network-policies/." .
     local dir
     dir="$(go mod download -json "sigs.k8s.io/kube-network-policies@$KUBE_NETWORK_POLICIES_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
     [[ -d "$dir" ]] || { echo "no source for kube-network-policies $KUBE_NETWORK_POLICIES_VERSION"; return 1; }
@@ -258,9 +239,7 @@ build_network_policies() {
     "${NICE[@]}" go build -v -ldflags "-s -w" -o "$work/out/bin/kube-network-policies" .
     "$work/out/bin/kube-network-policies" --help 2>&1 | grep -q -- -kubeconfig
   }
-  long_step "build kube-network-policies $KUBE_NETWORK_POLICIES_VERSION (1-5 min)" "$BUILD_LOGS/kube-network-policies.log" _netpol
-  finish "$work/out" "$(dirname "$NETPOL_BIN")"
-  rm -rf "$work"
+  build long_step "build kube-network-policies $KUBE_NETWORK_POLICIES_VERSION (1-5 min)" network-policies _netpol "$(dirname "$NETPOL_BIN")" kube-network-policies
 }
 
 main() {

@@ -1,20 +1,8 @@
-// A tiny seeded PRNG (mulberry32): the same seed gives the same campaign,
-// so a bug report names its seed and anyone can replay the schedule.
+// A seeded PRNG: the same seed gives the same campaign, so a bug report
+// names its seed and anyone can replay the schedule. The generator is the
+// fetcher's simulated market's (mulberry32, plain ESM): one implementation.
 
-/**
- * @param {number} seed any integer
- * @returns {() => number} a float in [0, 1) per call
- */
-export function mulberry32 (seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+export { prng as mulberry32 } from '../../../services/quote-fetcher/src/providers/sim.js'
 
 /**
  * Helpers over one generator.

@@ -9,20 +9,15 @@
 // left unanswered — a stall).
 
 import WebSocket from 'ws'
+import { prng as mulberry32 } from '../../../services/quote-fetcher/src/providers/sim.js'
 
 /**
- * Seeded PRNG (mulberry32): the same seed gives the same frames.
+ * Seeded PRNG (mulberry32, the fetcher's simulated market's): the same seed
+ * gives the same frames.
  * @param {number} seed
  */
 export function prng (seed) {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+  const next = mulberry32(seed)
   const int = (/** @type {number} */ n) => Math.floor(next() * n)
   return {
     next,

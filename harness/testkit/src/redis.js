@@ -236,6 +236,8 @@ export async function startRedisCluster ({ masters = 3, replicas = 0, nodeTimeou
   return handle
 }
 
+/** @typedef {Awaited<ReturnType<typeof startRedisCluster>>} RedisClusterHandle */
+
 /**
  * One inline command over a plain socket (no client library): its reply text.
  *
@@ -525,4 +527,41 @@ export async function slotOwner (ports, key) {
     }
   }
   return 0
+}
+
+/**
+ * The primary a Cluster failover test kills: neither the seed node (the
+ * services' WSPS_REDIS_URL) nor the owner of the scheduler's keys, where
+ * another can be (the failure a shard must survive alone); and which of
+ * `symbols` live on it (`failed`) and on the other shards (`others`).
+ *
+ * @param {RedisClusterHandle} cluster
+ * @param {string[]} symbols
+ */
+export async function failoverVictim (cluster, symbols) {
+  const primaries = await cluster.primaries()
+  const sched = await slotOwner(primaries, 'wsps:{sched}:demand')
+  const victim = primaries.find((p) => p !== cluster.ports[0] && p !== sched) ?? primaries.find((p) => p !== sched) ?? primaries[0]
+  const owners = await Promise.all(symbols.map((sym) => slotOwner(primaries, `wsps:{${sym}}:last`)))
+  return { victim, failed: symbols.filter((_, i) => owners[i] === victim), others: symbols.filter((_, i) => owners[i] !== victim) }
+}
+
+/**
+ * Kills the Cluster primary `victim` and resolves once a replica serves in
+ * its place (as many primaries as before, `victim` not among them).
+ *
+ * @param {RedisClusterHandle} cluster
+ * @param {number} victim
+ * @param {{timeout: number, interval: number}} wait
+ * @returns {Promise<{killedAt: number, promotedAt: number}>}
+ */
+export async function killPrimary (cluster, victim, { timeout, interval }) {
+  const count = (await cluster.primaries()).length
+  const killedAt = Date.now()
+  await cluster.kill(victim)
+  await waitFor(async () => {
+    const now = await cluster.primaries()
+    return now.length === count && !now.includes(victim)
+  }, { timeout, interval, message: `a replica promoted in place of ${victim}` })
+  return { killedAt, promotedAt: Date.now() }
 }

@@ -74,23 +74,37 @@ function notDelayed (q, at) {
 async function open (claims, { url = gw.wsUrl, delayed }) {
   const c = new TestClient(url, undefined, { token: await token(claims) })
   clients.push(c)
+  const leaks = checkQuotes(c, (q, at) => delayed(q.symbol)
+    ? notDelayed(q, at)
+    : 'delayed' in q ? `real-time ${q.symbol} seq ${q.seq} says delayed` : null)
+  await c.opened
+  return { c, leaks }
+}
+
+/**
+ * Checks every quote of a snap or q frame c receives as it arrives (with
+ * `afterAck`, only those from the ack of that id on).
+ *
+ * @param {TestClient} c
+ * @param {(q: any, at: number) => string | null} check what is wrong with a quote that arrived at `at`
+ * @param {string} [afterAck]
+ * @returns {string[]} the leaks, `op: what is wrong`, filled as frames arrive
+ */
+function checkQuotes (c, check, afterAck) {
   /** @type {string[]} */
   const leaks = []
+  let checking = afterAck === undefined
   c.ws.on('message', (data) => {
     const at = Date.now()
     const msg = JSON.parse(String(data))
-    if (msg.op !== 'snap' && msg.op !== 'q') return
+    if (msg.op === 'ack' && msg.id === afterAck) checking = true
+    if (!checking || (msg.op !== 'snap' && msg.op !== 'q')) return
     for (const q of msg.quotes) {
-      if (delayed(q.symbol)) {
-        const bad = notDelayed(q, at)
-        if (bad) leaks.push(`${msg.op}: ${bad}`)
-      } else if ('delayed' in q) {
-        leaks.push(`${msg.op}: real-time ${q.symbol} seq ${q.seq} says delayed`)
-      }
+      const bad = check(q, at)
+      if (bad) leaks.push(`${msg.op}: ${bad}`)
     }
   })
-  await c.opened
-  return { c, leaks }
+  return leaks
 }
 
 test('WebSocket merge: the snapshot and every delta of a delayed grant are at least the delay old and say delayed; real-time ones beside them do not', async () => {
@@ -213,20 +227,7 @@ test('recovery: since replays the delayed timeline; a since ahead of the delayed
 test('a refresh that narrows real-time to delayed switches live subscriptions with no real-time frame after its ack', async () => {
   const c = new TestClient(gw.wsUrl, undefined, { token: await token({ symbols: ['AAPL', 'MSFT'] }) })
   clients.push(c)
-  let refreshed = false
-  /** @type {string[]} */
-  const leaks = []
-  c.ws.on('message', (data) => {
-    const at = Date.now()
-    const msg = JSON.parse(String(data))
-    if (msg.op === 'ack' && msg.id === 'refresh') refreshed = true
-    if (!refreshed || (msg.op !== 'snap' && msg.op !== 'q')) return
-    for (const q of msg.quotes) {
-      if (q.symbol !== 'AAPL') continue
-      const bad = notDelayed(q, at)
-      if (bad) leaks.push(`${msg.op}: ${bad}`)
-    }
-  })
+  const leaks = checkQuotes(c, (q, at) => q.symbol === 'AAPL' ? notDelayed(q, at) : null, 'refresh')
   await c.opened
   assert.equal((await c.sub(['AAPL'])).op, 'ack')
   assert.equal((await c.sub(['MSFT'], { mode: 'distinct' })).op, 'ack')
@@ -272,23 +273,9 @@ test('a refresh that widens delayed to real-time moves what the token decided be
   const c = new TestClient(gw.wsUrl, undefined, { token: await token({ delayedSymbols: all }) })
   clients.push(c)
   // From the refresh's ack on: AAPL and NVDA real-time only, TSLA delayed only.
-  let widened = false
-  /** @type {string[]} */
-  const leaks = []
-  c.ws.on('message', (data) => {
-    const at = Date.now()
-    const msg = JSON.parse(String(data))
-    if (msg.op === 'ack' && msg.id === 'widen') widened = true
-    if (!widened || (msg.op !== 'snap' && msg.op !== 'q')) return
-    for (const q of msg.quotes) {
-      if (q.symbol === 'TSLA') {
-        const bad = notDelayed(q, at)
-        if (bad) leaks.push(`${msg.op}: ${bad}`)
-      } else if ('delayed' in q) {
-        leaks.push(`${msg.op}: ${q.symbol} seq ${q.seq} says delayed after the refresh`)
-      }
-    }
-  })
+  const leaks = checkQuotes(c, (q, at) => q.symbol === 'TSLA'
+    ? notDelayed(q, at)
+    : 'delayed' in q ? `${q.symbol} seq ${q.seq} says delayed after the refresh` : null, 'widen')
   await c.opened
   assert.deepEqual((await c.sub(['AAPL'])).delayed, ['AAPL'], 'the token decides: delayed')
   assert.deepEqual((await c.sub(['TSLA'], { delayed: true })).delayed, ['AAPL', 'TSLA'], 'asked delayed')

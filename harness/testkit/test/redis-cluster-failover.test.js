@@ -10,7 +10,7 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { RecordingSubscriber, slotOwner, useClusterStack, waitFor } from '../src/index.js'
+import { RecordingSubscriber, failoverVictim, killPrimary, useClusterStack, waitFor } from '../src/index.js'
 
 const NODE_TIMEOUT_MS = 2000
 const FAILOVERS = 5
@@ -28,20 +28,9 @@ test(`a Cluster primary killed ${FAILOVERS} times in a row: every client gets ev
   const subs = [subscriber(gws[0].wsUrl), subscriber(gws[0].wsUrl), subscriber(gws[1].wsUrl), subscriber(gws[1].wsUrl)]
   await waitFor(() => subs.every((s) => s.quietSince(0).length === 0), { timeout: 20_000, message: 'every symbol quoted to every client' })
   for (let round = 1; round <= FAILOVERS; round++) {
-    const primaries = await cluster.primaries()
-    const sched = await slotOwner(primaries, 'wsps:{sched}:demand')
     // Not the seed, not the owner of the scheduling keys: the failure the issue saw.
-    const victim = primaries.find((p) => p !== cluster.ports[0] && p !== sched) ?? primaries.find((p) => p !== sched) ?? primaries[0]
-    // Which symbols live on the shards that do not fail.
-    const owners = await Promise.all(SYMBOLS.map((sym) => slotOwner(primaries, `wsps:{${sym}}:last`)))
-    const others = SYMBOLS.filter((_, i) => owners[i] !== victim)
-    const killedAt = Date.now()
-    await cluster.kill(victim)
-    await waitFor(async () => {
-      const now = await cluster.primaries()
-      return now.length === 3 && !now.includes(victim)
-    }, { timeout: 30_000, interval: 100, message: `a replica promoted in place of ${victim}` })
-    const promotedAt = Date.now()
+    const { victim, others } = await failoverVictim(cluster, SYMBOLS)
+    const { killedAt, promotedAt } = await killPrimary(cluster, victim, { timeout: 30_000, interval: 100 })
     // The symbols of the shards that did not fail never stopped for longer than the cluster's down window.
     await waitFor(() => subs.every((s) => s.quietSince(promotedAt).length === 0), { timeout: 10_000, interval: 100, message: `round ${round}: every client quoted on every symbol after the promotion` }).catch((err) => {
       const tail = (/** @type {{logs: string[]}} */ p) => p.logs.slice(-12).join('\n')

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ServerOp } from '@wsps/protocol'
-import { RecordingSubscriber, TestClient, redisCommand, slotOwner, ticksLost, useClusterStack, waitFor } from '../src/index.js'
+import { RecordingSubscriber, TestClient, failoverVictim, killPrimary, redisCommand, slotOwner, ticksLost, useClusterStack, waitFor } from '../src/index.js'
 
 /** Redis's default cluster-node-timeout. */
 const NODE_TIMEOUT_MS = 15_000
@@ -44,20 +44,9 @@ test('a Cluster primary killed (default node timeout, ~16 s away): the other sha
   const watcher = await TestClient.connect(gws[1].wsUrl)
   track({ close: () => watcher.ws.terminate() })
   await watcher.sub(SYMBOLS)
-  const primaries = await cluster.primaries()
-  const sched = await slotOwner(primaries, 'wsps:{sched}:demand')
-  const victim = primaries.find((p) => p !== cluster.ports[0] && p !== sched) ?? primaries.find((p) => p !== sched) ?? primaries[0]
-  const owners = await Promise.all(SYMBOLS.map((sym) => slotOwner(primaries, `wsps:{${sym}}:last`)))
-  const others = SYMBOLS.filter((_, i) => owners[i] !== victim)
-  const failed = SYMBOLS.filter((_, i) => owners[i] === victim)
+  const { victim, failed, others } = await failoverVictim(cluster, SYMBOLS)
 
-  const killedAt = Date.now()
-  await cluster.kill(victim)
-  await waitFor(async () => {
-    const now = await cluster.primaries()
-    return now.length === 3 && !now.includes(victim)
-  }, { timeout: 40_000, interval: 200, message: `a replica promoted in place of ${victim}` })
-  const promotedAt = Date.now()
+  const { killedAt, promotedAt } = await killPrimary(cluster, victim, { timeout: 40_000, interval: 200 })
   await waitFor(() => subs.every((s) => s.quietSince(promotedAt).length === 0), { timeout: 10_000, interval: 100, message: 'every client quoted on every symbol after the promotion' })
   const back = Date.now()
   // What the fetcher published (each quote's ts, from its symbol's history):

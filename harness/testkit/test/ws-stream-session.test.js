@@ -92,6 +92,22 @@ const metric = async (f, series) => (await f.metrics())[series] ?? 0
 const logLines = (f) => f.logs.flatMap((l) => { try { return [JSON.parse(l)] } catch { return [] } })
 
 /**
+ * The log line of a vendor's refusal, which the fetcher logs by name (`code`)
+ * with the vendor's own code and message.
+ *
+ * @param {import('../src/index.js').ServiceHandle} f
+ * @param {string} code
+ * @param {{vendorCode: string, vendorMessage: string}} vendor
+ */
+function refusalLine (f, code, { vendorCode, vendorMessage }) {
+  const line = logLines(f).find((l) => l.code === code)
+  assert.ok(line, `${code}: the refusal is logged by name`)
+  assert.equal(line.vendorCode, vendorCode)
+  assert.equal(line.vendorMessage, vendorMessage)
+  return line
+}
+
+/**
  * @param {Awaited<ReturnType<typeof startFakeVendor>>} v
  * @param {string} action
  */
@@ -115,10 +131,7 @@ test('problem 1: a vendor that accepts the socket, then refuses the credentials 
   assert.equal(await metric(f, 'wsps_fetcher_stream_auth_total{result="ok"}'), 0)
   assert.equal(await metric(f, 'wsps_fetcher_stream_session_state{state="refused"}'), 1)
   assert.equal(await metric(f, 'wsps_fetcher_stream_symbols'), 0)
-  const line = logLines(f).find((l) => l.code === 'WSPS_ERR_STREAM_AUTH_REFUSED')
-  assert.ok(line, 'the refusal is logged by name')
-  assert.equal(line.vendorCode, '402')
-  assert.equal(line.vendorMessage, 'auth failed')
+  const line = refusalLine(f, 'WSPS_ERR_STREAM_AUTH_REFUSED', { vendorCode: '402', vendorMessage: 'auth failed' })
   assert.equal(line.closeCode, 1008, 'the vendor\'s close code')
   assert.equal(line.closeReason, 'auth failed')
   assert.ok(!f.logs.some((l) => l.includes('subscribed upstream')))
@@ -219,10 +232,7 @@ test('problem 5: a connection-limit refusal (406) is recognised, counted as limi
   assert.equal((await eventsOf(vendor, 'limited')).length, 1, 'no retry before WSPS_STREAM_AUTH_BACKOFF_MS')
   assert.equal(await metric(second, 'wsps_fetcher_stream_auth_total{result="limited"}'), 1)
   assert.equal(await metric(second, 'wsps_fetcher_stream_session_state{state="limited"}'), 1)
-  const line = logLines(second).find((l) => l.code === 'WSPS_ERR_STREAM_CONNECTION_LIMIT')
-  assert.ok(line, 'the limit is logged by name')
-  assert.equal(line.vendorCode, '406')
-  assert.equal(line.vendorMessage, 'connection limit exceeded')
+  refusalLine(second, 'WSPS_ERR_STREAM_CONNECTION_LIMIT', { vendorCode: '406', vendorMessage: 'connection limit exceeded' })
   assert.equal(await metric(first, 'wsps_fetcher_stream_session_state{state="ready"}'), 1, 'the first replica is untouched')
 })
 

@@ -3,7 +3,7 @@
 
 import client from 'prom-client'
 import { ServerOp } from '@wsps/protocol'
-import { REDIS_OUTAGE_BUCKETS } from '@wsps/shared/redis'
+import { redisLinkMetrics } from '@wsps/shared/redis-metrics'
 
 /**
  * Upper bounds of the quotes-per-frame buckets: the fan-out counts its q
@@ -53,10 +53,7 @@ export function createGatewayMetrics (node, labels = {}) {
     subscriptions: new client.Gauge({ name: 'wsps_gateway_subscriptions', help: 'Connection-symbol subscriptions held.', ...reg }),
     symbols: new client.Gauge({ name: 'wsps_gateway_symbols', help: 'Symbols with at least one local subscriber.', ...reg }),
     redisChannels: new client.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
-    redisUp: new client.Gauge({ name: 'wsps_gateway_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
-    redisFailovers: new client.Counter({ name: 'wsps_gateway_redis_failovers_total', help: 'Times a Redis connection came back on another primary than before (a Sentinel failover seen).', labelNames: ['conn'], ...reg }),
-    redisOutage: new client.Histogram({ name: 'wsps_gateway_redis_outage_seconds', help: 'Time a Redis connection spent without a primary (lost to ready again), per outage.', labelNames: ['conn'], buckets: [...REDIS_OUTAGE_BUCKETS], ...reg }),
-    redisSilent: new client.Counter({ name: 'wsps_gateway_redis_silent_total', help: 'Times a Redis link did not answer its PING (or handshake) within WSPS_REDIS_PING_TIMEOUT_MS and was torn down to reconnect.', labelNames: ['conn'], ...reg }),
+    ...redisLinkMetrics('wsps_gateway', reg),
     staleSymbols: new client.Gauge({ name: 'wsps_gateway_stale_symbols', help: 'Symbols whose subscribers were told `stale` (their feed interrupted) and not yet `fresh`.', ...reg }),
     isolations: new client.Counter({ name: 'wsps_gateway_isolations_total', help: 'Times this gateway found itself cut off from Redis while another gateway reached it, and sent its clients elsewhere (1012).', ...reg }),
     resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),

@@ -1,7 +1,7 @@
 // Prometheus metrics of one quote-fetcher process.
 
 import client from 'prom-client'
-import { REDIS_OUTAGE_BUCKETS } from '@wsps/shared/redis'
+import { redisLinkMetrics } from '@wsps/shared/redis-metrics'
 import { REFUSED } from '@wsps/shared/scripts'
 
 /** @param {string} node */
@@ -39,10 +39,7 @@ export function createFetcherMetrics (node) {
     streamAuth: new client.Counter({ name: 'wsps_fetcher_stream_auth_total', help: 'ws-stream: vendor answers to authentication, by result: ok, refused (credentials refused), limited (too many connections for the key), timeout (no answer in WSPS_STREAM_AUTH_TIMEOUT_MS).', labelNames: ['result'], ...reg }),
     streamSession: new client.Gauge({ name: 'wsps_fetcher_stream_session_state', help: 'ws-stream: 1 for the state the upstream session is in (standby, connecting, authenticating, ready, closed, refused, limited, stopped), 0 for the others.', labelNames: ['state'], ...reg }),
     streamLastRecordAge: new client.Gauge({ name: 'wsps_fetcher_stream_last_record_age_seconds', help: 'ws-stream: seconds since this replica\'s connection last streamed a quote (or since it became ready, or started, when none came since); sampled each WSPS_STREAM_TICK_MS.', ...reg }),
-    redisSilent: new client.Counter({ name: 'wsps_fetcher_redis_silent_total', help: 'Times a Redis link did not answer its PING (or handshake) within WSPS_REDIS_PING_TIMEOUT_MS and was torn down to reconnect.', labelNames: ['conn'], ...reg }),
-    redisUp: new client.Gauge({ name: 'wsps_fetcher_redis_up', help: '1 when the Redis connection is ready.', labelNames: ['conn'], ...reg }),
-    redisFailovers: new client.Counter({ name: 'wsps_fetcher_redis_failovers_total', help: 'Times a Redis connection came back on another primary than before (a Sentinel failover seen).', labelNames: ['conn'], ...reg }),
-    redisOutage: new client.Histogram({ name: 'wsps_fetcher_redis_outage_seconds', help: 'Time a Redis connection spent without a primary (lost to ready again), per outage.', labelNames: ['conn'], buckets: [...REDIS_OUTAGE_BUCKETS], ...reg })
+    ...redisLinkMetrics('wsps_fetcher', reg)
   }
 }
 

@@ -258,9 +258,6 @@ export async function closeRedis (client, { timeoutMs = 2000 } = {}) {
   }
 }
 
-/** Buckets (seconds) of the outage histograms: a restart, a Sentinel failover (down-after + election), a long loss. */
-export const REDIS_OUTAGE_BUCKETS = Object.freeze([0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 120])
-
 /**
  * @typedef {object} PrimaryWatch
  * @property {() => void} [onFailover] the connection is ready again on another primary than before

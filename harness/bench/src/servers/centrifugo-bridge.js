@@ -12,8 +12,8 @@
 //   centrifugo-bridge.js --redis=URL --prefix=P --api=http://127.0.0.1:PORT/api --key=KEY
 // Prints {"type":"ready"} once subscribed.
 
-import { Agent, request } from 'node:http'
 import { Redis } from 'ioredis'
+import { batchPoster } from './batch-post.js'
 import { serverOptions } from './options.js'
 
 const { args, redisUrl, prefix } = serverOptions(0, ['api', 'key'])
@@ -22,49 +22,20 @@ const batchUrl = new URL(`${args.api}/batch`)
 const key = args.key
 
 const quotes = new Redis(redisUrl)
-const agent = new Agent({ keepAlive: true, maxSockets: 4 })
-/** Publish commands of this turn, as JSON text (the quote is already JSON: no parse, no re-encode). */
-/** @type {string[]} */
-let commands = []
-let scheduled = false
-let inFlight = 0
 let failures = 0
+/** Publish commands, as JSON text (the quote is already JSON: no parse, no re-encode). */
+const publish = batchPoster({
+  url: batchUrl,
+  headers: { 'X-API-Key': key },
+  body: (/** @type {string[]} */ commands) => `{"commands":[${commands.join(',')}]}`,
+  onFailure: report,
+  statusOk: true
+})
 
 // Channels are `${prefix}:{SYMBOL}:q`.
 quotes.on('pmessage', (_pattern, channel, message) => {
-  commands.push(`{"publish":{"channel":"${channel.slice(prefix.length + 2, -3)}","data":${message}}}`)
-  if (!scheduled) {
-    scheduled = true
-    setImmediate(flush)
-  }
+  publish(`{"publish":{"channel":"${channel.slice(prefix.length + 2, -3)}","data":${message}}}`)
 })
-
-function flush () {
-  scheduled = false
-  if (commands.length === 0) return
-  if (inFlight >= 4) {
-    scheduled = true
-    setTimeout(flush, 1)
-    return
-  }
-  const body = `{"commands":[${commands.join(',')}]}`
-  commands = []
-  inFlight++
-  const req = request(batchUrl, {
-    method: 'POST',
-    agent,
-    headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'X-API-Key': key }
-  }, (res) => {
-    if (res.statusCode !== 200) report(`HTTP ${res.statusCode}`)
-    res.resume()
-    res.on('end', () => { inFlight-- })
-  })
-  req.on('error', (err) => {
-    inFlight--
-    report(err.message)
-  })
-  req.end(body)
-}
 
 /** @param {string} why the first few failures are printed; the rest only counted */
 function report (why) {

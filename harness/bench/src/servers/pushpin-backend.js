@@ -9,8 +9,9 @@
 // Pushpin's HTTP publish API, batched: at most one request per
 // PUBLISH_EVERY_MS.
 
-import { createServer, request, Agent } from 'node:http'
+import { createServer } from 'node:http'
 import { Redis } from 'ioredis'
+import { batchPoster } from './batch-post.js'
 import { announce, serverOptions } from './options.js'
 
 const { args, port, redisUrl, prefix, keys } = serverOptions(8092, ['publish'])
@@ -97,39 +98,14 @@ server.keepAliveTimeout = 60_000
 // the best window: p50 21 ms against 41 ms at 25 ms (part still held),
 // 31 ms at 50 ms and 44 ms at 75 ms.
 const PUBLISH_EVERY_MS = 35
-const agent = new Agent({ keepAlive: true, maxSockets: 4 })
-/** @type {object[]} */
-let items = []
-let scheduled = false
-let inFlight = 0
-quotes.on('message', (channel, message) => {
-  items.push({ channel: channel.slice(prefix.length + 2, -3), formats: { 'ws-message': { content: message } } })
-  if (!scheduled) {
-    scheduled = true
-    setTimeout(flush, PUBLISH_EVERY_MS)
-  }
+const publish = batchPoster({
+  url: publishUrl,
+  body: (/** @type {object[]} */ items) => JSON.stringify({ items }),
+  everyMs: PUBLISH_EVERY_MS,
+  onFailure: (why) => process.stderr.write(`publish failed: ${why}\n`)
 })
-
-function flush () {
-  scheduled = false
-  if (items.length === 0) return
-  if (inFlight >= 4) {
-    scheduled = true
-    setTimeout(flush, 1)
-    return
-  }
-  const body = JSON.stringify({ items })
-  items = []
-  inFlight++
-  const req = request(publishUrl, { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-    res.resume()
-    res.on('end', () => { inFlight-- })
-  })
-  req.on('error', (err) => {
-    inFlight--
-    process.stderr.write(`publish failed: ${err.message}\n`)
-  })
-  req.end(body)
-}
+quotes.on('message', (channel, message) => {
+  publish({ channel: channel.slice(prefix.length + 2, -3), formats: { 'ws-message': { content: message } } })
+})
 
 server.listen(port, '127.0.0.1', () => announce(port))

@@ -18,10 +18,7 @@ const bar = (i) => ({ t: T0 + i * 1000, o: 10, h: 11, l: 9, c: 10 + i / 10, v: 5
  * (then a backfill of two closed bars and an open one).
  */
 async function barGateway () {
-  /** @type {any[][]} */
-  const conns = []
-  const f = await fake((ws, frames) => {
-    conns.push(frames)
+  const f = await fake((ws) => {
     ws.send(hello('fake'))
     /** @type {Map<string, Set<string>>} bar subscriptions by interval */
     const bars = new Map()
@@ -44,7 +41,7 @@ async function barGateway () {
       ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: [...quotes], ...(delayed.length ? { delayed, delayMs: 900_000 } : {}) }))
     })
   })
-  return { f, conns }
+  return { f, conns: f.sent }
 }
 
 describe('bars', () => {

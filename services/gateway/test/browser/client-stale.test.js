@@ -9,7 +9,7 @@ import { createServer } from 'node:http'
 import { describe, test } from 'node:test'
 import { sleep, waitFor } from '@wsps/testkit'
 import { Disconnect } from '@wsps/client/protocol'
-import { fullQuote, hello, scripted } from './stack.js'
+import { fullQuote, hello, onClientFrame, scripted } from './stack.js'
 
 const { client, fake, atEnd } = scripted({ initialBackoffMs: 10, restartJitterMs: 10 })
 const quote = fullQuote
@@ -39,10 +39,8 @@ const send = (ws, frame) => ws.send(JSON.stringify(frame))
  */
 function nextSub (ws) {
   return new Promise((resolve) => {
-    ws.on('message', function onSub (data) {
-      const m = JSON.parse(String(data))
-      if (m.op !== 'sub') return
-      ws.off('message', onSub)
+    const stop = onClientFrame(ws, ['sub'], (m) => {
+      stop()
       resolve(m)
     })
   })
@@ -171,9 +169,7 @@ describe('stale and fresh', () => {
   test('an unsubscribed symbol is neither stale nor fresh; close() leaves the rest stale until the next connection restores them', async () => {
     const f = await fake((ws) => {
       ws.send(hello('gw'))
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data))
-        if (m.op !== 'sub') return
+      onClientFrame(ws, ['sub'], (m) => {
         send(ws, { op: 'ack', id: m.id, symbols: m.symbols })
         send(ws, { op: 'snap', quotes: m.symbols.map((/** @type {string} */ s) => quote({ symbol: s, seq: 1 })) })
       })
@@ -203,9 +199,7 @@ describe('stale and fresh', () => {
     let n = 0
     const f = await fake((ws) => {
       ws.send(hello(`gw${++n}`))
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data))
-        if (m.op !== 'sub') return
+      onClientFrame(ws, ['sub'], (m) => {
         send(ws, { op: 'ack', id: m.id, symbols: m.symbols })
         send(ws, { op: 'snap', quotes: [quote({ symbol: 'AAPL', seq: n })] })
         const close = closes[n - 1]

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
 import { backoffDelay } from '@wsps/client'
-import { fullQuote, hello, scripted } from './stack.js'
+import { fullQuote, hello, onClientFrame, scripted } from './stack.js'
 
 const { client, fake } = scripted()
 const quote = fullQuote
@@ -106,10 +106,7 @@ describe('reconnect policy', () => {
 
 describe('heartbeat', () => {
   test('pings every heartbeatMs and drops a connection silent for 2 x heartbeatMs', async () => {
-    /** @type {any[][]} */
-    const perConn = []
-    const f = await fake((ws, frames) => {
-      perConn.push(frames)
+    const f = await fake((ws) => {
       // Answers nothing after hello: a dead peer behind a live TCP socket.
       ws.send(hello('silent', 100))
     })
@@ -120,7 +117,7 @@ describe('heartbeat', () => {
     c.on('status', (s) => seen.push({ state: s.state, reason: s.closeReason }))
     c.connect()
     await waitFor(() => f.connections >= 2, { message: 'a second connection' })
-    assert.ok(perConn[0].some((m) => m.op === 'ping'), 'the client pinged')
+    assert.ok(f.sent[0].some((m) => m.op === 'ping'), 'the client pinged')
     const drop = seen.find((s) => s.state === 'reconnecting')
     assert.match(drop?.reason ?? '', /no frame for 200 ms/)
   })
@@ -128,10 +125,7 @@ describe('heartbeat', () => {
   test('pongs keep a quiet connection alive', async () => {
     const f = await fake((ws) => {
       ws.send(hello('quiet', 100))
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data))
-        if (m.op === 'ping') ws.send(JSON.stringify({ op: 'pong', id: m.id }))
-      })
+      onClientFrame(ws, ['ping'], (m) => ws.send(JSON.stringify({ op: 'pong', id: m.id })))
     })
     const c = client({ url: f.url })
     c.connect()
@@ -225,9 +219,7 @@ describe('errors', () => {
   test('a refused subscription resolves with its error, emits error + rejected, and leaves the watch set', async () => {
     const f = await fake((ws) => {
       ws.send(hello('strict'))
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data))
-        if (m.op !== 'sub') return
+      onClientFrame(ws, ['sub'], (m) => {
         const bad = m.symbols.filter((/** @type {string} */ s) => s.includes('$'))
         if (bad.length) ws.send(JSON.stringify({ op: 'error', id: m.id, code: 'BAD_SYMBOL', message: 'invalid symbol', symbols: bad }))
         else ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.symbols }))
@@ -255,16 +247,11 @@ describe('errors', () => {
 
 describe('delivery modes', () => {
   test('subscribe sends each delivery in its own sub, moves a held symbol to a new one, and asks for them again after a reconnect', async () => {
-    /** @type {any[][]} */
-    const perConn = []
-    const f = await fake((ws, frames) => {
-      perConn.push(frames)
+    const f = await fake((ws) => {
       ws.send(hello('fake'))
       // Like the gateway, the ack lists the connection's whole subscription set.
       const held = new Set()
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data))
-        if (m.op !== 'sub') return
+      onClientFrame(ws, ['sub'], (m) => {
         const { op: _op, id, symbols, ...delivery } = m
         for (const s of symbols) held.add(s)
         ws.send(JSON.stringify({ op: 'ack', id, symbols: [...held], ...delivery }))
@@ -274,7 +261,7 @@ describe('delivery modes', () => {
     const c = client({ url: f.url, initialBackoffMs: 10 })
     c.connect()
     await waitFor(() => c.status.state === 'live', { message: 'live' })
-    const subs = (/** @type {number} */ i) => perConn[i].filter((m) => m.op === 'sub').map(({ symbols, mode, maxRate }) => ({ symbols, mode, maxRate }))
+    const subs = (/** @type {number} */ i) => f.sent[i].filter((m) => m.op === 'sub').map(({ symbols, mode, maxRate }) => ({ symbols, mode, maxRate }))
     assert.deepEqual(await c.subscribe(['AAPL'], { mode: 'distinct' }), { ok: true })
     assert.deepEqual(await c.subscribe(['MSFT', 'IBM'], { maxRate: 2 }), { ok: true })
     await c.subscribe(['TSLA'])
@@ -289,7 +276,7 @@ describe('delivery modes', () => {
       { symbols: ['IBM'], mode: undefined, maxRate: undefined }
     ])
     for (const ws of f.sockets) ws.close(1012, 'server restart')
-    await waitFor(() => perConn[1]?.filter((m) => m.op === 'sub').length === 3, { message: 'three subs after the reconnect' })
+    await waitFor(() => f.sent[1]?.filter((m) => m.op === 'sub').length === 3, { message: 'three subs after the reconnect' })
     // One sub per delivery; the order of groups and of symbols in a group is not part of the contract.
     const groups = subs(1).map((g) => ({ ...g, symbols: [...g.symbols].sort() })).sort((a, b) => a.symbols[0].localeCompare(b.symbols[0]))
     assert.deepEqual(groups, [
@@ -305,16 +292,11 @@ describe('bars', () => {
   const bar = (t, c) => ({ t, o: c, h: c, l: c, c, v: 0, n: 1 })
 
   test('subscribeBars: backfill, then live bars into the series; apart from quotes; asked again (with its backfill) after a reconnect', async () => {
-    /** @type {any[][]} */
-    const perConn = []
-    const f = await fake((ws, frames) => {
-      perConn.push(frames)
+    const f = await fake((ws) => {
       ws.send(hello('fake'))
       /** @type {Map<string, Set<string>>} interval -> symbols held */
       const held = new Map()
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data))
-        if (m.op !== 'sub' && m.op !== 'unsub') return
+      onClientFrame(ws, ['sub', 'unsub'], (m) => {
         if (m.bars === undefined) {
           ws.send(JSON.stringify({ op: 'ack', id: m.id, symbols: m.symbols }))
           return
@@ -346,22 +328,20 @@ describe('bars', () => {
     assert.deepEqual(events, ['bars AAPL 1m 1', 'bar 3000 false', 'bar 3000 true', 'bar 4000 false'])
     assert.deepEqual(c.bars('AAPL', '1m'), { symbol: 'AAPL', interval: '1m', bars: [bar(2000, 2), { ...bar(3000, 3), h: 4, c: 4, n: 2 }], current: bar(4000, 5), complete: true, delayed: false })
     assert.deepEqual(c.symbols, ['AAPL'], 'the bars ack does not touch the quote watch set')
-    const sent = perConn[0].filter((m) => m.bars !== undefined)
+    const sent = f.sent[0].filter((m) => m.bars !== undefined)
     assert.deepEqual(sent.map(({ op, symbols, bars, backfill }) => ({ op, symbols, bars, backfill })), [{ op: 'sub', symbols: ['AAPL'], bars: '1m', backfill: 1 }])
     for (const ws of f.sockets) ws.close(1012, 'server restart')
-    await waitFor(() => perConn[1]?.some((m) => m.bars === '1m'), { message: 'bars asked for again' })
-    assert.deepEqual(perConn[1].filter((m) => m.bars !== undefined).map(({ symbols, bars, backfill }) => ({ symbols, bars, backfill })), [{ symbols: ['AAPL'], bars: '1m', backfill: 1 }])
+    await waitFor(() => f.sent[1]?.some((m) => m.bars === '1m'), { message: 'bars asked for again' })
+    assert.deepEqual(f.sent[1].filter((m) => m.bars !== undefined).map(({ symbols, bars, backfill }) => ({ symbols, bars, backfill })), [{ symbols: ['AAPL'], bars: '1m', backfill: 1 }])
     c.unsubscribeBars(['AAPL'], '1m')
     assert.equal(c.bars('AAPL', '1m'), undefined)
-    await waitFor(() => perConn[1].some((m) => m.op === 'unsub' && m.bars === '1m'), { message: 'the unsub' })
+    await waitFor(() => f.sent[1].some((m) => m.op === 'unsub' && m.bars === '1m'), { message: 'the unsub' })
   })
 
   test('a refused bars sub resolves with its error and a rejected event naming the interval; the rest is asked for again', async () => {
     const f = await fake((ws) => {
       ws.send(hello('strict'))
-      ws.on('message', (data) => {
-        const m = JSON.parse(String(data))
-        if (m.op !== 'sub') return
+      onClientFrame(ws, ['sub'], (m) => {
         if (m.bars === '2h') ws.send(JSON.stringify({ op: 'error', id: m.id, code: 'BAD_INTERVAL', message: 'bars must be one of 1s, 1m, 5m' }))
         else if (m.symbols.includes('MSFT')) ws.send(JSON.stringify({ op: 'error', id: m.id, code: 'DELAYED_ONLY', message: 'delayed only', symbols: ['MSFT'] }))
         else ws.send(JSON.stringify({ op: 'ack', id: m.id, bars: m.bars, symbols: m.symbols }))

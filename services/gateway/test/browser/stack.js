@@ -112,8 +112,9 @@ export const fullQuote = (q) => ({ bid: 1, ask: 2, last: 1.5, bidSize: 1, askSiz
 
 /**
  * A scripted fake gateway on a free port. `onConnection` gets each socket
- * and the frames it sends, parsed. Pings are answered, as a gateway does,
- * until answerPings(false) (a frozen gateway).
+ * and the frames it sends, parsed (`sent` keeps those of every connection).
+ * Pings are answered, as a gateway does, until answerPings(false) (a frozen
+ * gateway).
  *
  * @param {(ws: WebSocket, frames: any[]) => void} onConnection
  */
@@ -123,10 +124,13 @@ export async function fakeGateway (onConnection) {
   const { port } = /** @type {import('node:net').AddressInfo} */ (wss.address())
   let connections = 0
   let answering = true
+  /** @type {any[][]} */
+  const sent = []
   wss.on('connection', (ws) => {
     connections++
     /** @type {any[]} */
     const frames = []
+    sent.push(frames)
     ws.on('message', (data) => {
       const frame = JSON.parse(String(data))
       frames.push(frame)
@@ -138,6 +142,8 @@ export async function fakeGateway (onConnection) {
   return {
     url: `ws://127.0.0.1:${port}/ws`,
     get connections () { return connections },
+    /** the frames each connection sent, parsed, in the order they connected */
+    sent,
     /** @param {boolean} on */
     answerPings (on) { answering = on },
     /** the server side of every open connection */
@@ -147,6 +153,25 @@ export async function fakeGateway (onConnection) {
       await new Promise((resolve) => wss.close(resolve))
     }
   }
+}
+
+/**
+ * Calls `handle` with each frame the client sends on `ws` whose op is one of
+ * `ops`, parsed: how a fake gateway answers what it is asked.
+ *
+ * @param {WebSocket} ws the server side of a connection
+ * @param {string[]} ops
+ * @param {(frame: any) => void} handle
+ * @returns {() => void} stops it
+ */
+export function onClientFrame (ws, ops, handle) {
+  /** @param {import('ws').RawData} data */
+  const listener = (data) => {
+    const frame = JSON.parse(String(data))
+    if (ops.includes(frame.op)) handle(frame)
+  }
+  ws.on('message', listener)
+  return () => { ws.off('message', listener) }
 }
 
 /**
