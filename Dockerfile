@@ -5,6 +5,7 @@
 #   gateway        node services/gateway/bin/main.js          (:8080)
 #   quote-fetcher  node services/quote-fetcher/bin/main.js    (:9090)
 #   helm test      node services/gateway/bin/probe.js --url ws://... --symbol AAPL
+#   operators      wsps help   (clients/cli: kubectl exec ... -- wsps tail AAPL)
 #
 # Build: `make release` (buildah, no Docker engine; tools/release.sh), or
 #   docker build -t wsps:dev --build-arg BASE_IMAGE=<base> .
@@ -41,7 +42,7 @@ COPY --from=manifests /src/services ./services
 COPY --from=manifests /src/harness ./harness
 COPY --from=manifests /src/clients ./clients
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-      --workspace=@wsps/gateway --workspace=@wsps/quote-fetcher --workspace=@wsps/shared --workspace=@wsps/protocol \
+      --workspace=@wsps/gateway --workspace=@wsps/quote-fetcher --workspace=@wsps/shared --workspace=@wsps/protocol --workspace=@wsps/cli \
  && npm cache clean --force
 
 # --- build: sources on top (tests and dev tooling are kept out by .dockerignore).
@@ -53,6 +54,7 @@ COPY services/quote-fetcher ./services/quote-fetcher
 # The JS client the gateway serves to its page at /client/ (public/client is
 # a link to clients/js/src, whose protocol modules link to services/protocol).
 COPY clients/js ./clients/js
+COPY clients/cli ./clients/cli
 # Workspaces the image does not run (the harness) must not leave links behind.
 RUN rm -rf node_modules/@wsps/testkit node_modules/@wsps/bench harness
 
@@ -74,6 +76,7 @@ ENV NODE_ENV=production \
     NODE_OPTIONS="--enable-source-maps --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=build --chown=0:0 /app /app
+RUN ln -s /app/clients/cli/bin/wsps.js /usr/local/bin/wsps
 # Numeric, non-root, and owning nothing in the image (code is root-owned and
 # read-only to it): works with runAsNonRoot and readOnlyRootFilesystem. No
 # passwd entry is needed; the chart sets the same uid/gid.

@@ -72,7 +72,7 @@ test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
 	@# Go for the bench's tests (they build its Go programs) and go test: tools/go.sh
 	@# provides it (the one installed, or the pinned toolchain from the Go module proxy).
 	@export PATH="$$(tools/go.sh)$$PATH"
-	node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js harness/bench/test/*.test.js harness/chaos/campaign/test/*.test.js
+	node --test --test-concurrency=2 --test-reporter=spec services/{protocol,shared,gateway,quote-fetcher}/test/*.test.js clients/cli/test/*.test.js harness/bench/test/*.test.js harness/chaos/campaign/test/*.test.js
 	# The bench's Go programs (harness/bench/loadgen: frames, epoll loop and floor on loopback, hiccup book): a few seconds.
 	cd harness/bench/loadgen && go test -count=1 ./...
 

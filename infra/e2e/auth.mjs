@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs'
 import http from 'node:http'
 import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { CloseCode, ErrorCode } from '../../services/protocol/index.js'
-import { signHs256 } from '../local/jwt.js'
+import { signHs256 } from '../../clients/cli/src/jwt.js'
 import { upstreamsSettled } from './nginx.mjs'
 
 export const AUTH_SECRET = 'wsps-e2e-auth'

@@ -300,9 +300,10 @@ async function checkSse (via, port = PORT, nginx = false) {
 }
 
 /**
- * Issue #12: one quote POSTed by a pod (labelled as the NetworkPolicy's
- * named publisher) to the fetcher Service's publish port reaches a host
- * client connected through the ingress on 127.0.0.1, fields unchanged.
+ * Issue #12: one quote published by a pod (labelled as the NetworkPolicy's
+ * named publisher) to the fetcher Service's publish port, with the image's
+ * `wsps publish`, reaches a host client connected through the ingress on
+ * 127.0.0.1, fields unchanged.
  */
 async function checkPublish () {
   const svc = JSON.parse((await kubectl(['get', 'service', `${REL}-fetcher`, '-o', 'json'])).out)
@@ -329,17 +330,13 @@ async function checkPublish () {
 
     const image = (await pods('fetcher'))[0].spec.containers[0].image
     const name = `e2e-publisher-${Date.now().toString(36)}`
-    // Runs in the pod: a POST without the token (401), then with it.
-    const script = `
-      const url = process.env.PUBLISH_URL
-      const body = process.env.BODY
-      const headers = { 'content-type': 'application/json' }
-      const anon = await fetch(url, { method: 'POST', headers, body })
-      const anonCode = (await anon.json()).code
-      const postedAt = Date.now()
-      const res = await fetch(url, { method: 'POST', headers: { ...headers, authorization: 'Bearer ' + process.env.TOKEN }, body })
-      console.log(JSON.stringify({ anon: [anon.status, anonCode], status: res.status, body: await res.json(), postedAt, answeredAt: Date.now() }))
-      process.exit(res.status === 200 ? 0 : 1)`
+    // Runs in the pod with the image's own command line (`wsps publish`):
+    // a POST with a wrong token (401), then with the token.
+    const script = [
+      'printf %s "$QUOTE" | wsps publish --json --tries 1 --url "$FETCHER_URL" --token not-the-token',
+      'echo "{\\"postedAt\\":$(date +%s%3N)}"',
+      'printf %s "$QUOTE" | wsps publish --json --url "$FETCHER_URL" --token "$TOKEN"'
+    ].join('; ')
     const pod = {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -352,10 +349,10 @@ async function checkPublish () {
           name: 'publish',
           image,
           imagePullPolicy: 'Never',
-          command: ['node', '--input-type=module', '-e', script],
+          command: ['/bin/sh', '-c', script],
           env: [
-            { name: 'PUBLISH_URL', value: `http://${REL}-fetcher:${port}/v1/quotes` },
-            { name: 'BODY', value: JSON.stringify({ quotes: [quote] }) },
+            { name: 'FETCHER_URL', value: `http://${REL}-fetcher:${port}` },
+            { name: 'QUOTE', value: JSON.stringify(quote) },
             { name: 'TOKEN', valueFrom: { secretKeyRef: { name: PUBLISH_SECRET, key: 'publish-token' } } }
           ],
           resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '128Mi' } },
@@ -372,17 +369,18 @@ async function checkPublish () {
     const logs = (await kubectl(['logs', name], { allowFail: true })).out.trim()
     await kubectl(['delete', 'pod', name, '--wait=false'], { allowFail: true })
     log(`  publisher ${name} (${JSON.stringify(PUBLISHER_LABEL)}): ${phase.phase}: ${logs}`)
-    let out
-    try { out = JSON.parse(logs.split('\n').at(-1) ?? '') } catch { fail(`publisher pod ${phase.phase}: ${logs}`) }
-    if (out.status !== 200 || out.body?.accepted !== 1) fail(`POST /v1/quotes from the pod: HTTP ${out.status} ${JSON.stringify(out.body)}`)
-    if (out.anon[0] !== 401 || out.anon[1] !== 'UNAUTHORIZED') fail(`POST /v1/quotes without the token: ${JSON.stringify(out.anon)} (want 401 UNAUTHORIZED)`)
+    let anon, stamp, out
+    try { [anon, stamp, out] = logs.split('\n').slice(-3).map((l) => JSON.parse(l)) } catch { fail(`publisher pod ${phase.phase}: ${logs}`) }
+    if (!out.ok || out.accepted !== 1) fail(`wsps publish from the pod: ${JSON.stringify(out)}`)
+    if (anon.error?.status !== 401 || anon.error?.answer?.code !== 'UNAUTHORIZED') fail(`wsps publish with a wrong token: ${JSON.stringify(anon)} (want 401 UNAUTHORIZED)`)
+    out.postedAt = stamp.postedAt
     const { entry, at } = await arrived
     // A delta carries the fields that changed: all three prices did.
     const wrong = ['bid', 'ask', 'last'].filter((k) => entry[k] !== quote[k])
     if (wrong.length) fail(`the client got ${JSON.stringify(entry)}, not the published ${JSON.stringify(quote)}`)
     if (client.problems.length) fail(`client problems (seq gaps, wrong symbols): ${client.problems.join('; ')}`)
-    return `publish: POST /v1/quotes in-cluster -> ingress client in ${secs(at - out.postedAt)}s (pod labelled ${Object.values(PUBLISHER_LABEL)[0]} -> Service ${REL}-fetcher:${port}, ` +
-      `{"accepted":1}, without the token 401 UNAUTHORIZED; quote ${quote.symbol} bid/ask/last ${quote.bid}/${quote.ask}/${last} as published, seq ${entry.seq}; POST through the ingress: HTTP ${routed.out}); ` +
+    return `publish: \`wsps publish\` in-cluster -> ingress client in ${secs(at - out.postedAt)}s (pod labelled ${Object.values(PUBLISHER_LABEL)[0]} -> Service ${REL}-fetcher:${port}, ` +
+      `accepted 1, with a wrong token 401 UNAUTHORIZED; quote ${quote.symbol} bid/ask/last ${quote.bid}/${quote.ask}/${last} as published, seq ${entry.seq}; POST through the ingress: HTTP ${routed.out}); ` +
       'an unlabelled pod is refused: see the network policy line'
   } finally {
     await client.close()

@@ -10,7 +10,7 @@
 
 import { createServer } from 'node:http'
 import { parseArgs } from 'node:util'
-import { SECRET_FILE, mintHs256, readSecret } from './jwt.js'
+import { SECRET_FILE, mintHs256, readSecret } from '@wsps/cli/jwt'
 
 const { values } = parseArgs({
   options: {

@@ -42,7 +42,7 @@ done
 common=(env "${unset_wsps[@]}" WSPS_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" WSPS_HOST=127.0.0.1 WSPS_LOG_LEVEL="${WSPS_LOG_LEVEL:-info}")
 
 # Auth: `make up AUTH=hs256` starts the gateways with HS256 JWT auth, the
-# secret made once per .run/ (infra/local/token.js signs tokens with it).
+# secret made once per .run/ (`wsps token` signs tokens with it).
 # The mode is recorded: gateways already running in the other mode are not
 # silently kept.
 AUTH=${AUTH:-none}
@@ -108,6 +108,8 @@ cat <<MSG
     Gateways         $(for p in "${GATEWAY_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)(/healthz /readyz /metrics)
     Quote-fetcher    $(for p in "${FETCHER_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)(/metrics)
     Publish quotes   POST http://127.0.0.1:${FETCHER_PORTS[0]}/v1/quotes   (Bearer token in .run/publish-token; see docs/feeding.md)
+                     or: npx wsps publish quotes.csv
+    Watch quotes     npx wsps tail AAPL MSFT
     Redis            redis://127.0.0.1:$REDIS_PORT
     Logs             make logs   (files in .run/logs/)
     Stop             make down
@@ -116,8 +118,8 @@ MSG
 if [[ $AUTH == hs256 ]]; then
   cat <<MSG
   Auth is on (HS256, secret in .run/auth-secret): every connection needs a token.
-    Mint one         node infra/local/token.js AAPL MSFT      (--ttl SECONDS; no symbols: all)
-    Sample (1 h)     $(node infra/local/token.js --secret-file "$SECRET_FILE" AAPL MSFT)
+    Mint one         npx wsps token AAPL MSFT      (--ttl SECONDS; no symbols: all; npx wsps help token)
+    Sample (1 h)     $(node clients/cli/bin/wsps.js token --secret-file "$SECRET_FILE" AAPL MSFT)
     Use it           Authorization: Bearer <token> on /ws or /sse, or {"op":"auth","token":"<token>"} first
     The page         http://localhost:$NGINX_PORT/ gets its tokens from /local-token (infra/local/token-server.js)
 

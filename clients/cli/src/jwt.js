@@ -1,7 +1,8 @@
-// HS256 tokens for the local stack (`make up AUTH=hs256`), signed with
-// node:crypto: a JWT is two base64url JSON documents and an HMAC over them,
-// no library needed. Used by token.js (a terminal) and token-server.js (the
-// page). Not for production: a real issuer signs tokens for its logged-in users.
+// HS256 development tokens (`make up AUTH=hs256`), signed with node:crypto:
+// a JWT is two base64url JSON documents and an HMAC over them, no library
+// needed. Used by `wsps token` (token.js) and the local stack's token
+// endpoint for the page (infra/local/token-server.js). Not for production:
+// a real issuer signs tokens for its logged-in users.
 
 import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -9,7 +10,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** Where `make up AUTH=hs256` writes the secret. */
-export const SECRET_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '.run', 'auth-secret')
+export const SECRET_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '.run', 'auth-secret')
 
 /**
  * The secret in file, or an error that says how to make one.
@@ -32,13 +33,15 @@ export function readSecret (file) {
  *   symbol (or, with delayed, none real-time)
  * @param {string[]} [o.delayed] the default WSPS_AUTH_DELAYED_CLAIM: symbols granted delayed only
  * @param {string} [o.sub]
+ * @param {string} [o.symbolsClaim] WSPS_AUTH_SYMBOLS_CLAIM when it is not the default
+ * @param {string} [o.delayedClaim] WSPS_AUTH_DELAYED_CLAIM likewise
  */
-export function mintHs256 (secret, { ttl, symbols = [], delayed = [], sub = 'local-user' }) {
+export function mintHs256 (secret, { ttl, symbols = [], delayed = [], sub = 'local-user', symbolsClaim = 'symbols', delayedClaim = 'delayedSymbols' }) {
   const now = Math.floor(Date.now() / 1000)
   /** @type {Record<string, unknown>} */
   const claims = { sub, iat: now, exp: now + ttl }
-  if (symbols.length) claims.symbols = symbols
-  if (delayed.length) claims.delayedSymbols = delayed
+  if (symbols.length) claims[symbolsClaim] = symbols
+  if (delayed.length) claims[delayedClaim] = delayed
   return signHs256(secret, claims)
 }
 

@@ -1,0 +1,252 @@
+// `wsps tail`: live quotes (and bars) of some symbols through the JS client
+// (@wsps/client), so it resumes after a reconnect, marks stale symbols and
+// follows token refreshes as any application does. On a terminal a table
+// redrawn in place; piped (or --json) one JSON record a line.
+
+import { AUTH_CLOSE_CODES, BAR_INTERVALS, DeliveryMode, WspsClient } from '@wsps/client'
+import { CliError, CliErrorCode, Exit, usage } from './errors.js'
+import { emit, readFile } from './io.js'
+
+/**
+ * @typedef {import('./io.js').Io} Io
+ * @typedef {import('./verbs.js').Parsed} Parsed
+ * @typedef {import('@wsps/client').Quote} Quote
+ */
+
+/** A terminal is redrawn at most this often. */
+const REDRAW_MS = 200
+
+export const tail = {
+  name: 'tail',
+  summary: 'live quotes (and bars) in the terminal, JSON lines when piped',
+  usage: `wsps tail [--url URL]... [--token JWT | --token-file FILE] [--mode merge|distinct]
+          [--max-rate N] [--bars 1s|1m|5m] [--count N] [--wait SECONDS] [--json] SYMBOL...
+
+  Streams the SYMBOLs from a gateway (default ws://127.0.0.1:8080/ws, what
+  \`make up\` serves; several --url are tried in turn on reconnects). On a
+  terminal: a table of the latest quote per symbol, stale ones marked with
+  the time they stopped. Piped or --json: one record a line, {"type":
+  "quote"|"bar"|"bars"|"stale"|"fresh"|"recovery"|"status"|"error", ...}.
+  --count N stops after N quotes; --wait (default 10) is how long the first
+  connection may take (then UNREACHABLE). Ctrl-C stops.`,
+  options: {
+    url: { type: 'string', multiple: true },
+    token: { type: 'string' },
+    'token-file': { type: 'string' },
+    mode: { type: 'string', default: DeliveryMode.MERGE },
+    'max-rate': { type: 'string' },
+    bars: { type: 'string' },
+    count: { type: 'string', default: '0' },
+    wait: { type: 'string', default: '10' }
+  },
+  /**
+   * @param {Parsed} args
+   * @param {Io} io
+   */
+  async run ({ values, positionals }, io) {
+    const symbols = positionals.map((s) => s.toUpperCase())
+    if (symbols.length === 0) throw usage('name at least one symbol')
+    const mode = String(values.mode)
+    if (mode !== DeliveryMode.MERGE && mode !== DeliveryMode.DISTINCT) throw usage(`--mode is merge or distinct, got ${mode}`)
+    const maxRate = values['max-rate'] === undefined ? undefined : Number(values['max-rate'])
+    if (maxRate !== undefined && !(maxRate > 0)) throw usage(`--max-rate is a number of updates per second, got ${values['max-rate']}`)
+    const interval = values.bars === undefined ? null : String(values.bars)
+    if (interval !== null && !Object.hasOwn(BAR_INTERVALS, interval)) throw usage(`--bars is one of ${Object.keys(BAR_INTERVALS).join(', ')}, got ${interval}`)
+    const count = wholeNumber(values.count, '--count')
+    const waitS = wholeNumber(values.wait, '--wait')
+    if (values.token !== undefined && values['token-file'] !== undefined) throw usage('give --token or --token-file, not both')
+    const tokenFile = values['token-file']
+    const token = values.token !== undefined ? String(values.token) : tokenFile !== undefined ? readFile(String(tokenFile)).trim() : null
+
+    const json = Boolean(values.json) || !io.out.isTTY
+    const client = new WspsClient({
+      url: /** @type {string[] | undefined} */ (values.url) ?? 'ws://127.0.0.1:8080/ws',
+      ...(token === null ? {} : { getToken: async () => token })
+    })
+    const view = json ? new JsonLines(io) : new Table(io, symbols)
+    let quotes = 0
+    let live = false
+    const done = new AbortController()
+    /** @type {CliError | null} */
+    let failure = null
+    const fail = (/** @type {CliError} */ err) => { failure ??= err; done.abort() }
+
+    // Nothing after the stop is shown: the close's own status and stale notice are ours, not news.
+    const offs = [client.on('status', (s) => {
+      if (s.state === 'live') live = true
+      if (s.state === 'offline' && s.closeCode !== 1000) fail(new CliError(CliErrorCode.REFUSED, `the gateway closed the connection with ${s.closeCode} ${s.closeReason} and asked not to reconnect`))
+      // The client asks its token source again after an auth close; ours has one token only.
+      if (s.closeCode !== null && /** @type {readonly number[]} */ (AUTH_CLOSE_CODES).includes(s.closeCode)) fail(new CliError(CliErrorCode.REFUSED, `the gateway closed the connection with ${s.closeCode} ${s.closeReason}: the token was refused`))
+      view.status(s)
+    }),
+    client.on('quote', (e) => {
+      view.quote(e)
+      if (count && ++quotes >= count) done.abort()
+    }),
+    client.on('rejected', ({ symbols: refused, error }) => {
+      view.error({ ...error, symbols: error.symbols ?? refused })
+      if (client.symbols.length === 0 && interval === null) fail(new CliError(CliErrorCode.REFUSED, `every symbol was refused: ${error.code} ${error.message}`, { error }))
+    }),
+    client.on('stale', (e) => view.marks('stale', e.symbols, e.since)),
+    client.on('fresh', (e) => view.marks('fresh', e.symbols, null)),
+    client.on('recovery', (e) => view.record({ type: 'recovery', ...e })),
+    client.on('bars', (e) => view.record({ type: 'bars', symbol: e.symbol, interval: e.interval, bars: e.series.bars, current: e.series.current, complete: e.series.complete, delayed: e.delayed })),
+    client.on('bar', (e) => view.record({ type: 'bar', symbol: e.symbol, interval: e.interval, bar: e.bar, closed: e.closed, delayed: e.delayed }))]
+
+    const stop = () => done.abort()
+    io.signal.addEventListener('abort', stop)
+    const waiting = waitS === 0 ? null : setTimeout(() => { if (!live) fail(new CliError(CliErrorCode.UNREACHABLE, `no connection to ${client.status.url} within ${waitS} s`)) }, waitS * 1000)
+    client.connect()
+    const delivery = mode === DeliveryMode.DISTINCT ? { mode } : maxRate !== undefined ? { maxRate } : undefined
+    client.subscribe(symbols, delivery)
+    if (interval !== null) client.subscribeBars(symbols, interval)
+    if (!done.signal.aborted) await new Promise((resolve) => done.signal.addEventListener('abort', resolve, { once: true }))
+    if (waiting !== null) clearTimeout(waiting)
+    io.signal.removeEventListener('abort', stop)
+    for (const off of offs) off()
+    client.close()
+    view.end()
+    if (failure !== null) throw failure
+    return Exit.OK
+  }
+}
+
+/**
+ * @param {unknown} value
+ * @param {string} name
+ */
+function wholeNumber (value, name) {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0) throw usage(`${name} is a whole number, got ${value}`)
+  return n
+}
+
+/** One record a line, for scripts. */
+class JsonLines {
+  /** @param {Io} io */
+  constructor (io) { this.io = io }
+  /** @param {import('@wsps/client').QuoteEvent} e */
+  quote (e) { this.record({ type: 'quote', symbol: e.symbol, snapshot: e.snapshot, delayed: e.delayed, quote: e.quote }) }
+  /** @param {import('@wsps/client').StatusInfo} s */
+  status (s) { this.record({ type: 'status', state: s.state, url: s.url, transport: s.transport, node: s.node, closeCode: s.closeCode }) }
+  /** @param {import('@wsps/client').ErrorInfo} e */
+  error (e) { this.record({ type: 'error', ...e }) }
+  /**
+   * @param {'stale' | 'fresh'} type
+   * @param {string[]} symbols
+   * @param {number | null} since
+   */
+  marks (type, symbols, since) { this.record(since === null ? { type, symbols } : { type, symbols, since }) }
+  /** @param {Record<string, unknown>} r */
+  record (r) { emit(this.io, r) }
+  end () {}
+}
+
+/** The latest quote per symbol, redrawn in place, for people. */
+class Table {
+  #io
+  #symbols
+  /** @type {Map<string, Quote>} */
+  #quotes = new Map()
+  /** @type {Map<string, number>} stale symbols: since when */
+  #stale = new Map()
+  #delayed = new Set()
+  #status = 'connecting'
+  /** @type {string[]} */
+  #notes = []
+  /** @type {NodeJS.Timeout | null} */
+  #timer = null
+  #drawn = 0
+
+  /**
+   * @param {Io} io
+   * @param {string[]} symbols
+   */
+  constructor (io, symbols) {
+    this.#io = io
+    this.#symbols = symbols
+    this.#draw()
+  }
+
+  /** @param {import('@wsps/client').QuoteEvent} e */
+  quote (e) {
+    this.#quotes.set(e.symbol, e.quote)
+    if (e.delayed) this.#delayed.add(e.symbol)
+    this.#soon()
+  }
+
+  /** @param {import('@wsps/client').StatusInfo} s */
+  status (s) {
+    this.#status = `${s.state}${s.transport ? ` over ${s.transport}` : ''}${s.url ? ` to ${s.url}` : ''}${s.node ? ` (${s.node})` : ''}`
+    this.#soon()
+  }
+
+  /** @param {import('@wsps/client').ErrorInfo} e */
+  error (e) { this.#note(`${e.code}: ${e.message}${e.symbols ? ` (${e.symbols.join(', ')})` : ''}`) }
+
+  /**
+   * @param {'stale' | 'fresh'} type
+   * @param {string[]} symbols
+   * @param {number | null} since
+   */
+  marks (type, symbols, since) {
+    for (const s of symbols) {
+      if (type === 'stale') this.#stale.set(s, since ?? Date.now())
+      else this.#stale.delete(s)
+    }
+    this.#soon()
+  }
+
+  /** @param {Record<string, unknown>} r */
+  record (r) {
+    if (r.type === 'recovery') this.#note(`${r.symbol}: ${r.recovered ? 'resumed, nothing lost' : 'resumed with a fresh snapshot (ticks were lost)'}`)
+    else if (r.type === 'bar' && r.closed) this.#note(`${r.symbol} ${r.interval} bar closed: ${JSON.stringify(r.bar)}`)
+  }
+
+  end () {
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    this.#draw()
+  }
+
+  /** @param {string} line */
+  #note (line) {
+    this.#notes.push(`${clock(Date.now())} ${line}`)
+    if (this.#notes.length > 5) this.#notes.shift()
+    this.#soon()
+  }
+
+  #soon () {
+    this.#timer ??= setTimeout(() => { this.#timer = null; this.#draw() }, REDRAW_MS)
+  }
+
+  #draw () {
+    const rows = [['SYMBOL', 'LAST', 'BID', 'ASK', 'CHG%', 'SEQ', 'TIME', 'STATE']]
+    for (const s of this.#symbols) {
+      const q = this.#quotes.get(s)
+      const stale = this.#stale.get(s)
+      const state = stale !== undefined ? `STALE since ${clock(stale)}` : q === undefined ? 'waiting' : this.#delayed.has(s) ? 'delayed' : 'live'
+      const chg = q?.last !== undefined && q.prevClose ? `${(((q.last - q.prevClose) / q.prevClose) * 100).toFixed(2)}` : ''
+      rows.push([s, fmt(q?.last), fmt(q?.bid), fmt(q?.ask), chg, q ? String(q.seq) : '', q ? clock(q.ts) : '', state])
+    }
+    const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+    const lines = rows.map((r) => r.map((c, i) => (i === 0 || i === 7 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd())
+    lines.push('', this.#status, ...this.#notes)
+    // Back to the table's first line, then each line cleared and rewritten.
+    const up = this.#drawn ? `\x1b[${this.#drawn}F` : ''
+    this.#io.out.write(up + lines.map((l) => `\x1b[2K${l}\n`).join(''))
+    this.#drawn = lines.length
+  }
+}
+
+/** @param {number | undefined} n */
+function fmt (n) {
+  return n === undefined ? '' : String(n)
+}
+
+/**
+ * @param {number} ms since the epoch
+ * @returns {string} local time of day, hh:mm:ss
+ */
+function clock (ms) {
+  return new Date(ms).toTimeString().slice(0, 8)
+}

@@ -1,0 +1,134 @@
+// The command line without a stack: verbs, usage errors and exit statuses,
+// tokens checked by the gateway's own authenticator, settings by the
+// services' own loaders, the publish input formats, the terminal table.
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { PassThrough } from 'node:stream'
+import { test } from 'node:test'
+import { CliErrorCode, Exit } from '../src/errors.js'
+import { parseEnvFile } from '../src/check-config.js'
+import { parseRows } from '../src/publish.js'
+import { VERBS, main } from '../src/verbs.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'wsps-cli-'))
+const secretFile = join(dir, 'secret')
+writeFileSync(secretFile, 'a-secret-of-at-least-thirty-two-bytes\n')
+
+/**
+ * Runs a command line in-process with its own streams.
+ *
+ * @param {string[]} argv
+ * @param {{input?: string, env?: Record<string, string>, tty?: boolean}} [o]
+ */
+async function run (argv, { input = '', env = {}, tty = false } = {}) {
+  let out = ''
+  let err = ''
+  const stdout = Object.assign(new PassThrough(), { isTTY: tty })
+  const stderr = Object.assign(new PassThrough(), { isTTY: false })
+  stdout.on('data', (d) => { out += d })
+  stderr.on('data', (d) => { err += d })
+  const stdin = new PassThrough()
+  stdin.end(input)
+  const code = await main(argv, { out: stdout, err: stderr, in: stdin, signal: new AbortController().signal, env })
+  return { code, out, err }
+}
+
+test('help lists every verb; each verb has a usage; a wrong command line is USAGE with exit 2', async () => {
+  const help = await run(['help'])
+  assert.equal(help.code, Exit.OK)
+  for (const v of VERBS) {
+    assert.match(help.out, new RegExp(`^  ${v.name} +${v.summary.replace(/[?()*]/g, '\\$&')}$`, 'm'))
+    const one = await run([v.name, '--help'])
+    assert.equal(one.code, Exit.OK)
+    assert.ok(one.out.startsWith(`usage: wsps ${v.name}`), v.name)
+  }
+  assert.equal((await run([])).code, Exit.USAGE, 'no verb: the overview, exit 2')
+  const unknown = await run(['frobnicate'])
+  assert.equal(unknown.code, Exit.USAGE)
+  assert.match(unknown.err, /^wsps frobnicate: USAGE: no verb frobnicate/)
+  const option = await run(['token', '--nope'])
+  assert.equal(option.code, Exit.USAGE)
+  assert.match(option.err, /^wsps token: USAGE: Unknown option '--nope'/)
+  const json = await run(['tail', '--json'])
+  assert.equal(json.code, Exit.USAGE)
+  assert.equal(JSON.parse(json.out).error.code, CliErrorCode.USAGE, '--json: the error as a record')
+})
+
+test('token, then check-token: the gateway\'s authenticator accepts it with its grants; expired, forged and badly granted tokens are refused with the client\'s code', async () => {
+  const minted = await run(['token', '--secret-file', secretFile, '--delayed', 'NV*', 'AAPL', 'MS*'])
+  assert.equal(minted.code, Exit.OK)
+  const jwt = minted.out.trim()
+  const ok = await run(['check-token', '--json', '--secret-file', secretFile, jwt])
+  assert.equal(ok.code, Exit.OK)
+  const report = JSON.parse(ok.out)
+  assert.deepEqual([report.sub, report.realtime, report.delayed], ['local-user', ['AAPL', 'MS*'], ['NV*']])
+  assert.ok(report.expiresInS > 3500 && report.expiresInS <= 3600)
+  assert.equal((await run(['check-token', '--secret-file', secretFile, '-'], { input: `${jwt}\n` })).code, Exit.OK, 'from stdin')
+
+  const every = JSON.parse((await run(['check-token', '--json', '--secret-file', secretFile, (await run(['token', '--secret-file', secretFile])).out.trim()])).out)
+  assert.equal(every.realtime, '*', 'no symbols claim: every symbol')
+
+  const other = join(dir, 'other')
+  writeFileSync(other, 'another-secret-of-thirty-two-bytes-or-more')
+  const forged = await run(['check-token', '--json', '--secret-file', other, jwt])
+  assert.equal(forged.code, Exit.FAILED)
+  assert.deepEqual([JSON.parse(forged.out).error.code, JSON.parse(forged.out).error.errorCode], [CliErrorCode.INVALID_TOKEN, 'UNAUTHORIZED'])
+
+  const expiring = (await run(['token', '--secret-file', secretFile, '--ttl', '1'])).out.trim()
+  await new Promise((resolve) => setTimeout(resolve, 2100))
+  const expired = await run(['check-token', '--secret-file', secretFile, expiring])
+  assert.equal(expired.code, Exit.FAILED)
+  assert.match(expired.err, /INVALID_TOKEN: refused: ERR_JWT_EXPIRED \(a client gets UNAUTHORIZED\)/)
+
+  const renamed = (await run(['token', '--secret-file', secretFile, '--symbols-claim', 'tickers', 'AAPL'])).out.trim()
+  const grants = JSON.parse((await run(['check-token', '--json', '--secret-file', secretFile, '--symbols-claim', 'tickers', renamed])).out)
+  assert.deepEqual(grants.realtime, ['AAPL'], 'a claim of another name, as WSPS_AUTH_SYMBOLS_CLAIM says')
+
+  const short = join(dir, 'short')
+  writeFileSync(short, 'short')
+  const weak = await run(['check-token', '--secret-file', short, jwt])
+  assert.equal(weak.code, Exit.FAILED)
+  assert.match(weak.err, /BAD_CONFIG: WSPS_AUTH_HS256_SECRET must be at least 32 bytes/, 'the gateway\'s own start-up check')
+  assert.equal((await run(['check-token', jwt])).code, Exit.USAGE, 'a secret or a JWKS URL is needed')
+  assert.equal((await run(['token', '--secret-file', join(dir, 'none')])).code, Exit.FAILED, 'UNREADABLE')
+})
+
+test('check-config: the service\'s loader decides, in its own words; env files and the environment', async () => {
+  const good = join(dir, 'good.env')
+  writeFileSync(good, '# the gateway\nexport WSPS_HTTP_PORT=8081\nWSPS_LOG_LEVEL="debug"\n\n')
+  const ok = await run(['check-config', 'gateway', good])
+  assert.equal(ok.code, Exit.OK)
+  assert.match(ok.out, /^wsps-gateway: ok \(2 of \d+ settings given, the rest default\)$/m)
+
+  const bad = join(dir, 'bad.env')
+  writeFileSync(bad, 'WSPS_SEND_MAX_BYTES=10\nWSPS_NOT_A_SETTING=1\n')
+  const refused = await run(['check-config', 'gateway', bad, '--json'])
+  assert.equal(refused.code, Exit.FAILED)
+  assert.deepEqual(JSON.parse(refused.out).error.problems, ['WSPS_SEND_MAX_BYTES="10": must be >= 1024', 'WSPS_NOT_A_SETTING: unknown setting (see docs/configuration.md)'])
+
+  const fetcher = await run(['check-config', 'fetcher'], { env: { WSPS_AUTH_MODE: 'hs256', HOME: '/root' } })
+  assert.equal(fetcher.code, Exit.FAILED, 'a gateway setting is unknown to the fetcher')
+  assert.match(fetcher.err, /^wsps check-config: BAD_CONFIG: wsps-quote-fetcher: invalid configuration:\n {2}- WSPS_AUTH_MODE: unknown setting/)
+  assert.equal((await run(['check-config', 'fetcher'], { env: { WSPS_PROVIDER: 'sim' } })).code, Exit.OK)
+  assert.equal((await run(['check-config', 'router'])).code, Exit.USAGE)
+  assert.throws(() => parseEnvFile('WSPS_A=1\nnot a line\n', 'f.env'), /f\.env:2: not a KEY=VALUE line/)
+})
+
+test('publish input: CSV with a header, NDJSON and JSON, each row named for its messages; a bad row stops everything before a request', async () => {
+  assert.deepEqual(parseRows('symbol,bid,ask\nAAPL,1.5,1.6\n\nMSFT,,2\n', 'auto', 'q.csv'), [
+    { quote: { symbol: 'AAPL', bid: 1.5, ask: 1.6 }, row: 'q.csv:2' },
+    { quote: { symbol: 'MSFT', ask: 2 }, row: 'q.csv:4' }
+  ])
+  assert.deepEqual(parseRows('{"symbol":"A","last":1}\n{"symbol":"B","last":2}\n', 'auto', 'stdin').map((r) => r.row), ['stdin:1', 'stdin:2'])
+  assert.deepEqual(parseRows('{"quotes":[{"symbol":"A","last":1}]}', 'auto', 'stdin'), [{ quote: { symbol: 'A', last: 1 }, row: 'stdin: quote 0' }])
+  assert.deepEqual(parseRows('[{"symbol":"A"}]', 'auto', 'x').length, 1)
+  assert.deepEqual(parseRows('{"symbol":"A","last":1}', 'auto', 'x'), [{ quote: { symbol: 'A', last: 1 }, row: 'x:1' }], 'one quote alone is a line of NDJSON')
+  assert.throws(() => parseRows('symbol,bid\nA,1,2\n', 'csv', 'q.csv'), /q\.csv:2: 3 cells, the header has 2/)
+  const bad = await run(['publish', '--token', 'x', '--url', 'http://127.0.0.1:1'], { input: 'symbol,bid\nAAPL,1\nAAPL,abc\n' })
+  assert.equal(bad.code, Exit.FAILED)
+  assert.match(bad.err, /BAD_INPUT: stdin:3: bid must be a finite number; nothing was sent/, 'checked before any request (the URL is unreachable)')
+  const unreachable = await run(['publish', '--token', 'x', '--url', 'http://127.0.0.1:1', '--tries', '1', '--json'], { input: 'symbol,bid\nAAPL,1\n' })
+  assert.equal(JSON.parse(unreachable.out).error.code, CliErrorCode.UNREACHABLE)
+})
