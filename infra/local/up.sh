@@ -69,9 +69,12 @@ for i in "${!FETCHER_PORTS[@]}"; do
   start "fetcher-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${FETCHER_PORTS[$i]}" WSPS_NODE_NAME="fetcher-$((i + 1))" \
     WSPS_PUBLISH_TOKEN_FILE="$TOKEN_FILE" node "$NODE_FLAGS" services/quote-fetcher/bin/main.js
 done
+# The admin API (GET /admin/fleet: `wsps top`), with a token made once per .run/.
+ADMIN_FILE=$RUN_DIR/admin-token
+[[ -s $ADMIN_FILE ]] || (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(24).toString('hex'))" >"$ADMIN_FILE")
 for i in "${!GATEWAY_PORTS[@]}"; do
   start "gateway-$((i + 1))" "${common[@]}" WSPS_HTTP_PORT="${GATEWAY_PORTS[$i]}" WSPS_NODE_NAME="gateway-$((i + 1))" \
-    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" "${gateway_auth[@]}" node "$NODE_FLAGS" services/gateway/bin/main.js
+    WSPS_DRAIN_MS="${WSPS_DRAIN_MS:-2000}" WSPS_ADMIN_TOKEN_FILE="$ADMIN_FILE" "${gateway_auth[@]}" node "$NODE_FLAGS" services/gateway/bin/main.js
 done
 
 # The one renderer of infra/local/nginx.conf.tmpl (the tests and the bench use it too).
@@ -110,6 +113,7 @@ cat <<MSG
     Publish quotes   POST http://127.0.0.1:${FETCHER_PORTS[0]}/v1/quotes   (Bearer token in .run/publish-token; see docs/feeding.md)
                      or: npx wsps publish quotes.csv
     Watch quotes     npx wsps tail AAPL MSFT
+    The fleet        npx wsps top   (GET /admin/fleet, Bearer token in .run/admin-token)
     Redis            redis://127.0.0.1:$REDIS_PORT
     Logs             make logs   (files in .run/logs/)
     Stop             make down

@@ -8,6 +8,7 @@ import { CliError, CliErrorCode, Exit } from './errors.js'
 import { emit } from './io.js'
 import { publish } from './publish.js'
 import { tail } from './tail.js'
+import { top } from './top.js'
 import { checkToken, token } from './token.js'
 
 /**
@@ -22,7 +23,7 @@ import { checkToken, token } from './token.js'
  */
 
 /** @type {readonly Verb[]} */
-export const VERBS = Object.freeze([tail, publish, token, checkToken, checkConfig])
+export const VERBS = Object.freeze([tail, top, publish, token, checkToken, checkConfig])
 
 const COMMON = /** @type {const} */ ({ json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } })
 

@@ -10,6 +10,7 @@ import { test } from 'node:test'
 import { CliErrorCode, Exit } from '../src/errors.js'
 import { parseEnvFile } from '../src/check-config.js'
 import { parseRows } from '../src/publish.js'
+import { render } from '../src/top.js'
 import { VERBS, main } from '../src/verbs.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'wsps-cli-'))
@@ -131,4 +132,23 @@ test('publish input: CSV with a header, NDJSON and JSON, each row named for its 
   assert.match(bad.err, /BAD_INPUT: stdin:3: bid must be a finite number; nothing was sent/, 'checked before any request (the URL is unreachable)')
   const unreachable = await run(['publish', '--token', 'x', '--url', 'http://127.0.0.1:1', '--tries', '1', '--json'], { input: 'symbol,bid\nAAPL,1\n' })
   assert.equal(JSON.parse(unreachable.out).error.code, CliErrorCode.UNREACHABLE)
+})
+
+test('top\'s view: gateways then fetchers, a late record marked LATE, stale symbols with where and for how long, the most watched summed over gateways', () => {
+  const now = 100_000
+  const gw = (node, more) => ({ role: 'gateway', node, ready: true, draining: false, connections: 3, channels: 2, slowClients: 0, quotesInPerS: 5, loopDelayP99Ms: 1.5, rssBytes: 2 ** 27, staleCount: 0, stale: [], top: [], ageMs: 900, late: false, ...more })
+  const lines = render({
+    at: now,
+    processes: [
+      gw('gw-1', { top: [{ symbol: 'AAPL', subscribers: 3 }, { symbol: 'MSFT', subscribers: 1 }] }),
+      gw('gw-2', { ready: false, late: true, ageMs: 9400, staleCount: 1, stale: [{ symbol: 'AAPL', since: now - 7000 }], top: [{ symbol: 'AAPL', subscribers: 2 }] }),
+      { role: 'fetcher', node: 'f-1', ready: true, provider: 'sim', publishedPerS: 10, refusedPerS: 0, loopDelayP99Ms: 0.4, rssBytes: 2 ** 26, ageMs: 100, late: false }
+    ]
+  }, now)
+  assert.match(lines[0], /^GATEWAY +READY +CONN/)
+  assert.match(lines[1], /^gw-1 +yes +3 +2 +0 +5 +1\.5 ms +0 +128 MiB +1s$/)
+  assert.match(lines[2], /^gw-2 +NO .* LATE 9s$/)
+  assert.match(lines[5], /^f-1 +yes +sim +10 +0 +0\.4 ms +64 MiB +0s$/)
+  assert.ok(lines.includes('STALE: AAPL on gw-2 for 7s'))
+  assert.ok(lines.includes('MOST WATCHED: AAPL 5, MSFT 1'))
 })

@@ -7,6 +7,7 @@ import calculateSlot from 'cluster-key-slot'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { latestQuotes } from '@wsps/shared/latest'
+import { readFleet, removeStatus, writeStatus } from '@wsps/shared/fleet-status'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 
@@ -42,6 +43,10 @@ async function execAll (pipeline) {
  * @property {() => number} lastAliveAt wall clock (ms) of the last moment every link was known alive
  * @property {(url: string, ttlMs: number) => Promise<string[]>} announce records this gateway (reachable
  *   at url) as seen now; resolves with the other gateways seen within ttlMs
+ * @property {(record: import('@wsps/shared/fleet-status').StatusRecord, intervalMs: number) => Promise<void>} writeStatus
+ *   this process's record in the fleet's (fleet-status.js)
+ * @property {(record: import('@wsps/shared/fleet-status').StatusRecord) => Promise<void>} removeStatus
+ * @property {() => Promise<import('@wsps/shared/fleet-status').FleetEntry[]>} readFleet every process's record
  *
  * @typedef {import('./broker.js').Broker & RedisBrokerExtras} RedisBroker
  */
@@ -285,6 +290,9 @@ export function createRedisBroker (config, logger) {
         .exec() ?? [])
       return (peers?.[1] ?? []).filter((u) => u !== url)
     },
+    writeStatus: (record, intervalMs) => writeStatus(cmd, keys, record, intervalMs),
+    removeStatus: (record) => removeStatus(cmd, keys, record),
+    readFleet: () => readFleet(cmd, keys),
     channelCount: () => channels.size,
     async close () {
       closing = true

@@ -8,6 +8,7 @@ import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-setti
 export const gatewaySettings = Object.freeze([
   ...commonSettings,
   { env: 'WSPS_HTTP_PORT', key: 'port', type: 'int', min: 0, max: 65535, default: 8080, doc: 'HTTP port: `/ws`, `/healthz`, `/readyz`, `/metrics` and the browser client.' },
+  { env: 'WSPS_ADMIN_TOKEN', key: 'adminToken', type: 'string', default: '', secret: true, doc: 'Bearer token of the admin API, `GET /admin/fleet` (the status record of every gateway and fetcher, from Redis: `wsps top`), served beside `/metrics` (on WSPS_METRICS_PORT when that is set, so an ingress never routes it). Empty: the admin API is off (404).' },
   { env: 'WSPS_METRICS_PORT', key: 'metricsPort', type: 'int', min: 0, max: 65535, default: 0, doc: 'Serve `/metrics` on this port instead of WSPS_HTTP_PORT, keeping it off the port an ingress exposes (0: on WSPS_HTTP_PORT).' },
   { env: 'WSPS_HEARTBEAT_MS', key: 'heartbeatMs', type: 'int', min: 1000, max: 300000, default: 15000, doc: 'Server ping interval. A peer that misses a ping is dropped: idle timeout = 2 x this.' },
   { env: 'WSPS_BATCH_MS', key: 'batchMs', type: 'int', min: 0, max: 1000, default: 0, doc: 'Batching window for updates. 0 (adaptive): a pass per event-loop turn, so quotes are written at once when idle and batch up by themselves under load (a pass takes longer, more arrive meanwhile). A fixed window trades latency for fewer, larger frames.' },
@@ -53,6 +54,8 @@ export const gatewaySettings = Object.freeze([
  * @property {number} port
  * @property {number} metricsPort
  * @property {string} nodeName
+ * @property {number} statusIntervalMs
+ * @property {string} adminToken
  * @property {string} logLevel
  * @property {string} redisUrl
  * @property {'standalone' | 'cluster' | 'sentinel'} redisMode
@@ -114,6 +117,7 @@ export function loadGatewayConfig (env, overrides = {}) {
   const base = /** @type {GatewayConfig} */ (loadConfig(gatewaySettings, env))
   const config = { ...base, ...overrides }
   const problems = redisSettingsProblems(config)
+  if (config.adminToken && Buffer.byteLength(config.adminToken) < 16) problems.push('WSPS_ADMIN_TOKEN must be at least 16 bytes (or empty: no admin API)')
   if (config.metricsPort !== 0 && config.metricsPort === config.port) problems.push('WSPS_METRICS_PORT must differ from WSPS_HTTP_PORT (0 serves metrics on the HTTP port)')
   if (!/^(auto|[1-9]|[1-5][0-9]|6[0-4])$/.test(config.workers)) problems.push('WSPS_WORKERS must be a number from 1 to 64 or auto')
   if (config.sendMax <= config.sendHighWater) problems.push('WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES')

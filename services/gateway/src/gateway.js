@@ -7,7 +7,9 @@ import cluster from 'node:cluster'
 import { createServer } from 'node:http'
 import client from 'prom-client'
 import { Disconnect } from '@wsps/protocol'
+import { reportStatus } from '@wsps/shared/fleet-status'
 import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
+import { registerAdminRoutes } from './admin-routes.js'
 import { Admission } from './admission.js'
 import { BarHub } from './bars/bar-hub.js'
 import { createAuthenticator } from './auth.js'
@@ -16,6 +18,7 @@ import { Recovery } from './recovery.js'
 import { Fanout } from './fanout.js'
 import { Connections } from './connections.js'
 import { createDelayedTimeline } from './delayed/delayed-timeline.js'
+import { gatewayStatus } from './gateway-status.js'
 import { registerHttpRoutes } from './http-routes.js'
 import { Hub } from './hub.js'
 import { Isolation } from './isolation.js'
@@ -149,12 +152,20 @@ export async function createGateway (config, logger) {
   await registerHttpRoutes(app, { broker: () => ({ alive: broker.ready(), aliveForMs: broker.aliveForMs() }), readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir, pageTokenUrl: config.pageTokenUrl })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, registry)
+  registerAdminRoutes(metricsApp ?? app, { token: config.adminToken, fleet: () => broker.readFleet() })
   sse.register(app)
   ws.attach(app.server)
   connections.start()
   hub.start()
   isolation.start()
   delayed.start()
+  const status = reportStatus({
+    intervalMs: config.statusIntervalMs,
+    // Each worker of several is a process of its own in the fleet.
+    snapshot: gatewayStatus({ node: cluster.isWorker ? `${config.nodeName}/${workerId()}` : config.nodeName, metrics, hub, connections: () => connections.size, readiness }),
+    write: (record, intervalMs) => broker.writeStatus(record, intervalMs),
+    remove: (record) => broker.removeStatus(record)
+  })
 
   let stopping = null
   return {
@@ -188,6 +199,7 @@ export async function createGateway (config, logger) {
         isolation.stop()
         hub.stop()
         await delayed.stop()
+        await status.stop()
         fanout.stop()
         await app.close()
         await metricsApp?.close()

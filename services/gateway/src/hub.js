@@ -119,6 +119,25 @@ export class Hub {
   }
 
   /**
+   * What the fleet view shows of this hub: the symbols with the most
+   * subscribers, and those whose subscribers were told stale.
+   *
+   * @param {number} max of each list
+   * @returns {{top: {symbol: string, subscribers: number}[], stale: {symbol: string, since: number}[], staleCount: number}}
+   */
+  summary (max) {
+    /** @type {{symbol: string, subscribers: number}[]} */
+    const top = []
+    for (const [symbol, feed] of this.#feeds) {
+      if (top.length === max && feed.count <= top[max - 1].subscribers) continue
+      top.push({ symbol, subscribers: feed.count })
+      top.sort((a, b) => b.subscribers - a.subscribers)
+      if (top.length > max) top.pop()
+    }
+    return { top, stale: this.#stale.told(max), staleCount: this.#stale.toldCount }
+  }
+
+  /**
    * Adds a subscriber. Returns the full quote it must start from when the
    * symbol is live and has one (the caller sends it as the snapshot);
    * otherwise the subscriber gets its snapshot when the symbol goes live or

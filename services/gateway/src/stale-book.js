@@ -89,4 +89,17 @@ export class StaleBook {
   get toldCount () {
     return this.#told
   }
+
+  /**
+   * The symbols told stale, oldest first (the fleet view).
+   *
+   * @param {number} max
+   * @returns {{symbol: string, since: number}[]}
+   */
+  told (max) {
+    /** @type {{symbol: string, since: number}[]} */
+    const out = []
+    for (const [symbol, e] of this.#entries) if (e.told) out.push({ symbol, since: e.since })
+    return out.sort((a, b) => a.since - b.since).slice(0, max)
+  }
 }

@@ -152,3 +152,22 @@ test('a feed interrupted and then resumed where it stopped (the delayed pumps): 
   pass()
   assert.equal(a.ws.sent.filter((f) => f.op === 'fresh').length, 1, 'told fresh once')
 })
+
+test('summary(): the most watched symbols first, at most max; the symbols told stale, oldest first', async (t) => {
+  const { hub, client } = setup()
+  hub.start()
+  t.after(() => hub.stop())
+  const [a, b, c] = [client(), client(), client()]
+  for (const x of [a, b, c]) hub.add('AAPL', x.c)
+  for (const x of [a, b]) hub.add('MSFT', x.c)
+  hub.add('IBM', a.c)
+  await tick()
+  assert.deepEqual(hub.summary(2).top, [{ symbol: 'AAPL', subscribers: 3 }, { symbol: 'MSFT', subscribers: 2 }])
+  assert.deepEqual(hub.summary(5).stale, [])
+  hub.interrupted(['MSFT'], 2000, true)
+  hub.interrupted(['IBM'], 1000, true)
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  const { stale, staleCount } = hub.summary(5)
+  assert.deepEqual(stale, [{ symbol: 'IBM', since: 1000 }, { symbol: 'MSFT', since: 2000 }])
+  assert.equal(staleCount, 2)
+})

@@ -63,6 +63,7 @@ export const fetcherSettings = Object.freeze([
  * @property {string} host
  * @property {number} port
  * @property {string} nodeName
+ * @property {number} statusIntervalMs
  * @property {string} logLevel
  * @property {string} redisUrl
  * @property {'standalone' | 'cluster' | 'sentinel'} redisMode

@@ -3,6 +3,7 @@
 // worker around a polled provider (`sim`, `http`), the stream feed
 // (`ws-stream`), or nothing (`push`: the publish API only).
 
+import { removeStatus, reportStatus, writeStatus } from '@wsps/shared/fleet-status'
 import { createHttpApp, registerProbes } from '@wsps/shared/http-app'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
@@ -10,6 +11,7 @@ import { RedisClock } from './redis-clock.js'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
 import { IdempotencyRecords } from './idempotency.js'
+import { fetcherStatus } from './fetcher-status.js'
 import { createFetcherMetrics } from './metrics.js'
 import { createHttpProvider } from './providers/http.js'
 import { createSimProvider } from './providers/sim.js'
@@ -139,7 +141,14 @@ export async function createFetcher (config, logger) {
 
   let stopping = false
   const app = createHttpApp(logger)
-  registerProbes(app, () => ({ redis: [...conns.values()].every((c) => c.status === 'ready') && liveness.every((l) => l.alive()), notStopping: !stopping }), metrics.registry)
+  const readiness = () => ({ redis: [...conns.values()].every((c) => c.status === 'ready') && liveness.every((l) => l.alive()), notStopping: !stopping })
+  registerProbes(app, readiness, metrics.registry)
+  const status = reportStatus({
+    intervalMs: config.statusIntervalMs,
+    snapshot: fetcherStatus({ node: config.nodeName, provider: config.provider, metrics, readiness }),
+    write: (record, intervalMs) => writeStatus(redis, keys, record, intervalMs),
+    remove: (record) => removeStatus(redis, keys, record)
+  })
   registerPublishApi(app, {
     token: config.publishToken,
     maxBytes: config.publishMaxBytes,
@@ -170,6 +179,7 @@ export async function createFetcher (config, logger) {
       const all = [...conns.values()]
       if (!all.every((c) => c.status === 'ready')) await Promise.all(all.map((c) => closeRedis(c)))
       await stopped
+      await status.stop()
       await app.close()
       publisher.stop()
       clock.stop()

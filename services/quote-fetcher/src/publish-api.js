@@ -8,7 +8,7 @@
 // within WSPS_PUBLISH_IDEMPOTENCY_TTL_MS, across replicas (idempotency.js);
 // a retry gets the first answer again.
 
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { bearerCheck } from '@wsps/shared/bearer'
 import { SYMBOL_PATTERN } from '@wsps/protocol'
 import { RateLimit } from '@wsps/shared/rate-limit'
 import { IDEMPOTENCY_KEY_PATTERN } from './idempotency.js'
@@ -107,9 +107,6 @@ export function parseBody (text, ndjson) {
   return body.quotes
 }
 
-/** @param {string} token */
-const digest = (token) => createHash('sha256').update(token).digest()
-
 /**
  * The request's Idempotency-Key, or null without one; throws BAD_IDEMPOTENCY_KEY.
  * @param {string | string[] | undefined} header
@@ -137,9 +134,7 @@ export function idempotencyKey (header) {
  *   on the clock the providers' quotes are stamped on, so the publish script orders them right
  */
 export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, idempotency, metrics, now: clock = Date.now }) {
-  // Comparing digests keeps the comparison constant-time whatever the
-  // length of the presented token.
-  const want = token ? digest(token) : null
+  const authorized = token ? bearerCheck(token) : null
   const limit = rate > 0 ? new RateLimit(rate, rate) : null
   /** Per token: the rate limiter's TAT (one token today, keyed for more). @type {Map<string, number>} */
   const tats = new Map()
@@ -171,9 +166,8 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
       // Refuse before reading the body: an unauthenticated client must not
       // make us buffer megabytes.
       onRequest: async (req) => {
-        if (!want) throw new RequestError('PUBLISH_DISABLED', 'the publish API is off (WSPS_PUBLISH_TOKEN is not set)')
-        const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')
-        if (!m || !timingSafeEqual(digest(m[1]), want)) throw new RequestError('UNAUTHORIZED', 'missing or wrong bearer token')
+        if (!authorized) throw new RequestError('PUBLISH_DISABLED', 'the publish API is off (WSPS_PUBLISH_TOKEN is not set)')
+        if (!authorized(req.headers.authorization)) throw new RequestError('UNAUTHORIZED', 'missing or wrong bearer token')
       }
     }, async (req, reply) => {
       const key = idempotencyKey(req.headers['idempotency-key'])

@@ -81,6 +81,12 @@ export function redisKeys (prefix) {
     streamConnections: `${prefix}:{sched}:stream-conns`,
     /** ZSET gateway URL -> when it last announced itself (ms): the peers a cut-off gateway asks. */
     gateways: `${prefix}:{sched}:gateways`,
+    /**
+     * HASH `<role>/<node>` -> the status record of one process (JSON with
+     * its `at` and `expiresAt`; fleet-status.js): what `wsps top` and the
+     * admin view show. Readers drop the expired.
+     */
+    status: `${prefix}:{sched}:status`,
     /** HASH symbol -> fencing token of its stream ownership, drawn when it was granted. */
     streamToken: `${prefix}:{sched}:stream-token`,
     /**

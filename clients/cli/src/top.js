@@ -1,0 +1,116 @@
+// `wsps top`: the fleet as every gateway and fetcher last wrote itself into
+// Redis, read through a gateway's admin API (GET /admin/fleet): who is
+// ready, who is slow or busy, which symbols are stale where, which are
+// watched most. A record that stopped being rewritten is shown LATE: that
+// process cannot reach Redis, or is paused, which is news in itself.
+
+import { CliError, CliErrorCode, Exit, usage } from './errors.js'
+import { emit, readFile } from './io.js'
+
+/**
+ * @typedef {import('./io.js').Io} Io
+ * @typedef {import('./verbs.js').Parsed} Parsed
+ * @typedef {Record<string, any>} Entry a process's record (@wsps/shared/fleet-status FleetEntry)
+ */
+
+const REFRESH_MS = 2000
+
+export const top = {
+  name: 'top',
+  summary: 'the fleet: every gateway and fetcher, stale and most watched symbols',
+  usage: `wsps top [--url URL] [--token TOKEN | --token-file FILE] [--json]
+
+  Reads GET /admin/fleet of a gateway (default http://127.0.0.1:8081, a
+  \`make up\` gateway; in a cluster its metrics port, which no ingress routes)
+  with its WSPS_ADMIN_TOKEN (default: .run/admin-token). On a terminal a
+  view redrawn every 2 s until Ctrl-C; piped or --json, the fleet once as
+  one JSON record ({"at", "processes": [...]}).`,
+  options: {
+    url: { type: 'string', default: 'http://127.0.0.1:8081' },
+    token: { type: 'string' },
+    'token-file': { type: 'string' }
+  },
+  /**
+   * @param {Parsed} args
+   * @param {Io} io
+   */
+  async run ({ values, positionals }, io) {
+    if (positionals.length) throw usage('top takes no arguments')
+    if (values.token !== undefined && values['token-file'] !== undefined) throw usage('give --token or --token-file, not both')
+    const token = values.token !== undefined ? String(values.token) : readFile(String(values['token-file'] ?? '.run/admin-token')).trim()
+    const url = new URL('/admin/fleet', String(values.url)).toString()
+    if (values.json || !io.out.isTTY) {
+      emit(io, await fetchFleet(url, token))
+      return Exit.OK
+    }
+    let drawn = 0
+    while (!io.signal.aborted) {
+      const lines = render(await fetchFleet(url, token), Date.now())
+      io.out.write((drawn ? `\x1b[${drawn}F` : '') + lines.map((l) => `\x1b[2K${l}\n`).join('') + '\x1b[J')
+      drawn = lines.length
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, REFRESH_MS)
+        io.signal.addEventListener('abort', () => { clearTimeout(t); resolve(undefined) }, { once: true })
+      })
+    }
+    return Exit.OK
+  }
+}
+
+/**
+ * @param {string} url
+ * @param {string} token
+ * @returns {Promise<{at: number, processes: Entry[]}>}
+ */
+async function fetchFleet (url, token) {
+  let res
+  try {
+    res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) })
+  } catch (err) {
+    throw new CliError(CliErrorCode.UNREACHABLE, `${url}: ${/** @type {Error} */ (err).cause ?? /** @type {Error} */ (err).message}`)
+  }
+  const body = await res.json().catch(() => ({}))
+  if (!res.ok) throw new CliError(CliErrorCode.REFUSED, `${res.status} ${body.code ?? ''}: ${body.message ?? res.statusText}`, { status: res.status, answer: body })
+  return body
+}
+
+/**
+ * The fleet as lines of text.
+ *
+ * @param {{at: number, processes: Entry[]}} fleet
+ * @param {number} now
+ * @returns {string[]}
+ */
+export function render ({ processes }, now) {
+  const gateways = processes.filter((p) => p.role === 'gateway')
+  const fetchers = processes.filter((p) => p.role === 'fetcher')
+  const age = (/** @type {Entry} */ p) => `${p.late ? 'LATE ' : ''}${Math.round(p.ageMs / 1000)}s`
+  const yes = (/** @type {boolean} */ b) => (b ? 'yes' : 'NO')
+  const lines = table([
+    ['GATEWAY', 'READY', 'CONN', 'CHANNELS', 'SLOW', 'QUOTES/S', 'LOOP p99', 'STALE', 'RSS', 'SEEN'],
+    ...gateways.map((g) => [g.node, g.draining ? 'draining' : yes(g.ready), String(g.connections), String(g.channels), String(g.slowClients), String(g.quotesInPerS), `${g.loopDelayP99Ms} ms`, String(g.staleCount), mib(g.rssBytes), age(g)])
+  ])
+  lines.push('', ...table([
+    ['FETCHER', 'READY', 'PROVIDER', 'PUBLISHED/S', 'REFUSED/S', 'LOOP p99', 'RSS', 'SEEN'],
+    ...fetchers.map((f) => [f.node, yes(f.ready), String(f.provider), String(f.publishedPerS), String(f.refusedPerS), `${f.loopDelayP99Ms} ms`, mib(f.rssBytes), age(f)])
+  ]))
+  const stale = gateways.flatMap((g) => (g.stale ?? []).map((/** @type {{symbol: string, since: number}} */ s) => `${s.symbol} on ${g.node} for ${Math.round((now - s.since) / 1000)}s`))
+  lines.push('', `STALE: ${stale.length ? stale.join(', ') : 'none'}`)
+  /** @type {Map<string, number>} */
+  const watched = new Map()
+  for (const g of gateways) for (const t of g.top ?? []) watched.set(t.symbol, (watched.get(t.symbol) ?? 0) + t.subscribers)
+  const most = [...watched].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([s, n]) => `${s} ${n}`)
+  lines.push(`MOST WATCHED: ${most.length ? most.join(', ') : 'none'}`)
+  return lines
+}
+
+/** @param {string[][]} rows */
+function table (rows) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd())
+}
+
+/** @param {number} bytes */
+function mib (bytes) {
+  return `${Math.round(bytes / 2 ** 20)} MiB`
+}
