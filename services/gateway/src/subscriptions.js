@@ -254,11 +254,8 @@ export class Subscriptions {
   /** Forgets everything (the connection closed). */
   clear () {
     this.#symbols = NONE
-    this.#delivery = null
-    this.#delayed = null
-    this.#askedDelayed = null
-    this.#bars = null
-    this.#barsAsked = null
+    this.#delivery = this.#bars = null
+    this.#delayed = this.#askedDelayed = this.#barsAsked = null
   }
 }
 

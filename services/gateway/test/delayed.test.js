@@ -177,6 +177,21 @@ test('a sub\'s delayed (WebSocket and SSE): true or false, anything else BAD_REQ
   }
 })
 
+/**
+ * Moves the mocked clock on in 100 ms steps, letting the pumps run `turns`
+ * event-loop turns after each.
+ *
+ * @param {import('node:test').TestContext} t
+ * @param {number} ms
+ * @param {number} turns
+ */
+async function advance (t, ms, turns) {
+  for (let i = 0; i < ms / 100; i++) {
+    t.mock.timers.tick(100)
+    for (let j = 0; j < turns; j++) await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
 test('DelayedBroker: history that started over below the pump (Redis lost it) is read again from its beginning', async (t) => {
   t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 1_000_000 + 49 * 100 })
   const broker = memoryBroker()
@@ -187,13 +202,7 @@ test('DelayedBroker: history that started over below the pump (Redis lost it) is
   delayed.start({ onQuote: (_s, raw) => got.push(JSON.parse(raw)) })
   await delayed.subscribe(['AAPL'])
   await delayed.latest(['AAPL'])
-  const flush = async (/** @type {number} */ ms) => {
-    for (let i = 0; i < ms / 100; i++) {
-      t.mock.timers.tick(100)
-      await new Promise((resolve) => setImmediate(resolve))
-      await new Promise((resolve) => setImmediate(resolve))
-    }
-  }
+  const flush = (/** @type {number} */ ms) => advance(t, ms, 2)
   await flush(3000)
   assert.equal(got.at(-1)?.seq, 50, 'caught up with the old history')
   // A new epoch from seq 1, published from now on.
@@ -231,12 +240,7 @@ test('DelayedBroker: a pump that released all it read and cannot read on (a read
   })
   await delayed.subscribe(['AAPL'])
   await delayed.latest(['AAPL'])
-  const step = async (/** @type {number} */ ms) => {
-    for (let i = 0; i < ms / 100; i++) {
-      t.mock.timers.tick(100)
-      await new Promise((resolve) => setImmediate(resolve))
-    }
-  }
+  const step = (/** @type {number} */ ms) => advance(t, ms, 1)
   await step(100)
   // Redis fails while what was read ahead (31-50) is still being released: nothing to tell yet.
   redis = 'fail'
