@@ -51,7 +51,7 @@ export default [
     }
   },
   {
-    files: ['services/gateway/public/**/*.js', 'clients/js/src/**/*.js'],
+    files: ['services/gateway/public/**/*.js', 'services/gateway/admin/*.js', 'clients/js/src/**/*.js'],
     languageOptions: { globals: { ...globals.browser } }
   },
   {
