@@ -18,7 +18,7 @@ bench: bench-deps ## Full side-by-side run (~30 min, every section): wsps vs nai
 	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_OUT)
 
 .PHONY: bench-quick
-bench-quick: bench-deps ## Reduced run (~3 min on a busy machine) for iteration; writes .run/bench-quick/ (BENCH_QUICK_OUT)
+bench-quick: bench-deps ## Reduced run (~13 min) for iteration; writes .run/bench-quick/ (BENCH_QUICK_OUT)
 	@node harness/bench/src/bench.js --profile=quick --out=$(BENCH_QUICK_OUT) --bin=$(WSPS_CACHE)/bench/bin
 	$(WSPS_CACHE)/bench/venv-plot/bin/python harness/bench/scripts/plot.py $(BENCH_QUICK_OUT)
 
