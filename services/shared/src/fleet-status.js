@@ -15,6 +15,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 export const LATE_AFTER = 3
 /** A record is kept this many intervals after it was written, then dropped. */
 const KEEP_INTERVALS = 15
+/** A stop waits this long at most for its record's removal. */
+const REMOVE_WAIT_MS = 500
 /** The event-loop delay monitor samples this often. */
 const RESOLUTION_MS = 10
 
@@ -102,7 +104,13 @@ export function reportStatus ({ intervalMs, snapshot, write, remove }) {
   return {
     async stop () {
       clearInterval(timer)
-      if (last !== null) await remove(last).catch(() => {})
+      if (last === null) return
+      // With Redis away the removal would wait for it (a shutdown must not):
+      // the record then expires by itself.
+      /** @type {NodeJS.Timeout | undefined} */
+      let give
+      await Promise.race([remove(last).catch(() => {}), new Promise((resolve) => { give = setTimeout(resolve, REMOVE_WAIT_MS) })])
+      clearTimeout(give)
     }
   }
 }
