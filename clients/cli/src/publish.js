@@ -6,7 +6,7 @@
 // 429 or 409 is waited out as Retry-After says.
 
 import { randomUUID } from 'node:crypto'
-import { PUBLISH_PATH, parseBody, validQuote } from '@wsps/quote-fetcher/publish-api'
+import { PUBLISH_PATH, validQuote } from '@wsps/quote-fetcher/publish-api'
 import { CliError, CliErrorCode, Exit, usage } from './errors.js'
 import { emit, progress, progressDone, readAll, readFile } from './io.js'
 
@@ -157,44 +157,33 @@ function wait (ms, signal) {
  */
 export function parseRows (text, format, source) {
   const start = text.trimStart()[0]
-  const kind = format !== 'auto' ? format : start === '[' || (start === '{' && hasQuotes(text)) ? 'json' : start === '{' ? 'ndjson' : 'csv'
-  if (kind === 'csv') return parseCsv(text, source)
-  if (kind === 'ndjson') {
-    /** @type {Row[]} */
-    const rows = []
-    const lines = text.split(/\r?\n/)
-    for (let i = 0; i < lines.length; i++) {
-      if (lines[i].trim() === '') continue
-      const [quote] = parseInput(() => parseBody(lines[i], true), `${source}:${i + 1}`)
-      rows.push({ quote: /** @type {Record<string, unknown>} */ (quote), row: `${source}:${i + 1}` })
+  if (format === 'csv' || (format === 'auto' && start !== '[' && start !== '{')) return parseCsv(text, source)
+  if (format !== 'ndjson') {
+    // One JSON document, parsed once: an array of quotes or {"quotes":[...]};
+    // in auto mode anything else (one quote alone, several lines) is NDJSON.
+    let doc
+    try {
+      doc = JSON.parse(text)
+    } catch (err) {
+      if (format === 'json') throw new CliError(CliErrorCode.BAD_INPUT, `${source}: ${/** @type {Error} */ (err).message}`)
     }
-    return rows
+    const quotes = Array.isArray(doc) ? doc : doc?.quotes
+    if (Array.isArray(quotes)) return quotes.map((quote, i) => ({ quote, row: `${source}: quote ${i}` }))
+    if (format === 'json') throw new CliError(CliErrorCode.BAD_INPUT, `${source}: must be {"quotes":[...]} or an array of quotes`)
   }
-  const doc = parseInput(() => JSON.parse(text), source)
-  const quotes = Array.isArray(doc) ? doc : parseInput(() => parseBody(text, false), source)
-  return quotes.map((quote, i) => ({ quote, row: `${source}: quote ${i}` }))
-}
-
-/**
- * @template T
- * @param {() => T} parse
- * @param {string} where
- * @returns {T}
- */
-function parseInput (parse, where) {
-  try {
-    return parse()
-  } catch (err) {
-    throw new CliError(CliErrorCode.BAD_INPUT, `${where}: ${/** @type {Error} */ (err).message}`)
+  /** @type {Row[]} */
+  const rows = []
+  const lines = text.split(/\r?\n/)
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].trim() === '') continue
+    const row = `${source}:${i + 1}`
+    try {
+      rows.push({ quote: JSON.parse(lines[i]), row })
+    } catch (err) {
+      throw new CliError(CliErrorCode.BAD_INPUT, `${row}: not JSON (${/** @type {Error} */ (err).message})`)
+    }
   }
-}
-
-/**
- * @param {string} text
- * @returns {boolean} whether it is one JSON document {"quotes": [...]} (else: one quote a line)
- */
-function hasQuotes (text) {
-  try { return Array.isArray(JSON.parse(text).quotes) } catch { return false }
+  return rows
 }
 
 /**

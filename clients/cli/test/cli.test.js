@@ -127,6 +127,8 @@ test('publish input: CSV with a header, NDJSON and JSON, each row named for its 
   assert.deepEqual(parseRows('[{"symbol":"A"}]', 'auto', 'x').length, 1)
   assert.deepEqual(parseRows('{"symbol":"A","last":1}', 'auto', 'x'), [{ quote: { symbol: 'A', last: 1 }, row: 'x:1' }], 'one quote alone is a line of NDJSON')
   assert.throws(() => parseRows('symbol,bid\nA,1,2\n', 'csv', 'q.csv'), /q\.csv:2: 3 cells, the header has 2/)
+  assert.throws(() => parseRows('{"symbol":"A"}\n{oops\n', 'auto', 'in'), /^Error: in:2: not JSON/, 'the line named')
+  assert.throws(() => parseRows('{"symbol":"A"}', 'json', 'in'), /in: must be \{"quotes":\[\.\.\.\]\} or an array of quotes/)
   const bad = await run(['publish', '--token', 'x', '--url', 'http://127.0.0.1:1'], { input: 'symbol,bid\nAAPL,1\nAAPL,abc\n' })
   assert.equal(bad.code, Exit.FAILED)
   assert.match(bad.err, /BAD_INPUT: stdin:3: bid must be a finite number; nothing was sent/, 'checked before any request (the URL is unreachable)')
