@@ -159,7 +159,9 @@ export const CloseCode = Object.freeze({
   /** Too many protocol violations (errors) in a short time; reconnect with backoff. */
   POLICY_VIOLATION: 4009,
   /** The client kept sending after being rate limited; reconnect with backoff. */
-  RATE_LIMIT_EXCEEDED: 4029
+  RATE_LIMIT_EXCEEDED: 4029,
+  /** An operator closed the connection (the admin API, `wsps disconnect`); do not reconnect on your own. */
+  OPERATOR_DISCONNECT: 4010
 })
 
 /**
@@ -197,7 +199,9 @@ export const Disconnect = Object.freeze({
    * WSPS_ISOLATION_CLOSE_MS while another gateway reached it all along:
    * reconnect elsewhere and resume with `since`.
    */
-  ISOLATED: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'cut off from the broker' })
+  ISOLATED: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'cut off from the broker' }),
+  /** An operator disconnected this connection or its user (the admin API). */
+  OPERATOR_DISCONNECT: Object.freeze({ code: CloseCode.OPERATOR_DISCONNECT, reason: 'disconnected by an operator' })
 })
 
 /**
@@ -222,7 +226,7 @@ export const ClientCloseCode = Object.freeze({
 })
 
 /** Close codes after which a client should NOT reconnect automatically (without a new token). */
-export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, ...AUTH_CLOSE_CODES])
+export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, CloseCode.OPERATOR_DISCONNECT, ...AUTH_CLOSE_CODES])
 
 /** Limits every party must agree on; the gateway enforces them. */
 export const Limits = Object.freeze({

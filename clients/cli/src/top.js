@@ -4,8 +4,9 @@
 // watched most. A record that stopped being rewritten is shown LATE: that
 // process cannot reach Redis, or is paused, which is news in itself.
 
-import { CliError, CliErrorCode, Exit, usage } from './errors.js'
-import { emit, readFile } from './io.js'
+import { ADMIN_OPTIONS, ADMIN_USAGE, adminApi } from './admin-api.js'
+import { Exit, usage } from './errors.js'
+import { emit } from './io.js'
 
 /**
  * @typedef {import('./io.js').Io} Io
@@ -20,32 +21,26 @@ export const top = {
   summary: 'the fleet: every gateway and fetcher, stale and most watched symbols',
   usage: `wsps top [--url URL] [--token TOKEN | --token-file FILE] [--json]
 
-  Reads GET /admin/fleet of a gateway (default http://127.0.0.1:8081, a
-  \`make up\` gateway; in a cluster its metrics port, which no ingress routes)
-  with its WSPS_ADMIN_TOKEN (default: .run/admin-token). On a terminal a
-  view redrawn every 2 s until Ctrl-C; piped or --json, the fleet once as
-  one JSON record ({"at", "processes": [...]}).`,
-  options: {
-    url: { type: 'string', default: 'http://127.0.0.1:8081' },
-    token: { type: 'string' },
-    'token-file': { type: 'string' }
-  },
+  Reads GET /admin/fleet. On a terminal a view redrawn every 2 s until
+  Ctrl-C; piped or --json, the fleet once as one JSON record
+  ({"at", "processes": [...]}).
+  ${ADMIN_USAGE}`,
+  options: ADMIN_OPTIONS,
   /**
    * @param {Parsed} args
    * @param {Io} io
    */
   async run ({ values, positionals }, io) {
     if (positionals.length) throw usage('top takes no arguments')
-    if (values.token !== undefined && values['token-file'] !== undefined) throw usage('give --token or --token-file, not both')
-    const token = values.token !== undefined ? String(values.token) : readFile(String(values['token-file'] ?? '.run/admin-token')).trim()
-    const url = new URL('/admin/fleet', String(values.url)).toString()
+    const api = adminApi(values)
+    const fetchFleet = () => /** @type {Promise<{at: number, processes: Entry[]}>} */ (api('/admin/fleet'))
     if (values.json || !io.out.isTTY) {
-      emit(io, await fetchFleet(url, token))
+      emit(io, await fetchFleet())
       return Exit.OK
     }
     let drawn = 0
     while (!io.signal.aborted) {
-      const lines = render(await fetchFleet(url, token), Date.now())
+      const lines = render(await fetchFleet(), Date.now())
       io.out.write((drawn ? `\x1b[${drawn}F` : '') + lines.map((l) => `\x1b[2K${l}\n`).join('') + '\x1b[J')
       drawn = lines.length
       await new Promise((resolve) => {
@@ -55,23 +50,6 @@ export const top = {
     }
     return Exit.OK
   }
-}
-
-/**
- * @param {string} url
- * @param {string} token
- * @returns {Promise<{at: number, processes: Entry[]}>}
- */
-async function fetchFleet (url, token) {
-  let res
-  try {
-    res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000) })
-  } catch (err) {
-    throw new CliError(CliErrorCode.UNREACHABLE, `${url}: ${/** @type {Error} */ (err).cause ?? /** @type {Error} */ (err).message}`)
-  }
-  const body = await res.json().catch(() => ({}))
-  if (!res.ok) throw new CliError(CliErrorCode.REFUSED, `${res.status} ${body.code ?? ''}: ${body.message ?? res.statusText}`, { status: res.status, answer: body })
-  return body
 }
 
 /**

@@ -4,6 +4,7 @@
 
 import { parseArgs } from 'node:util'
 import { checkConfig } from './check-config.js'
+import { conn, disconnect, drain } from './connections.js'
 import { CliError, CliErrorCode, Exit } from './errors.js'
 import { emit } from './io.js'
 import { publish } from './publish.js'
@@ -23,7 +24,7 @@ import { checkToken, token } from './token.js'
  */
 
 /** @type {readonly Verb[]} */
-export const VERBS = Object.freeze([tail, top, publish, token, checkToken, checkConfig])
+export const VERBS = Object.freeze([tail, top, conn, disconnect, drain, publish, token, checkToken, checkConfig])
 
 const COMMON = /** @type {const} */ ({ json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } })
 

@@ -1,7 +1,8 @@
 // The admin view (GET /admin/ beside /metrics): the fleet from
-// GET /admin/fleet every 2 s, as `wsps top` shows it. The token is typed
-// in (or given as #token=... in the URL fragment, which no server sees)
-// and kept for this tab only.
+// GET /admin/fleet every 2 s, as `wsps top` shows it; a user's connections
+// on every gateway, and the actions `wsps disconnect` and `wsps drain` take.
+// The token is typed in (or given as #token=... in the URL fragment, which
+// no server sees) and kept for this tab only.
 
 
 
@@ -25,12 +26,46 @@ $('login').addEventListener('submit', (e) => {
 })
 
 /**
+ * A call of the admin API with the tab's token.
+ *
+ * @param {string} path
+ * @param {unknown} [body] POSTed when given
+ * @returns {Promise<any>} the answer; throws `CODE: message` when refused
+ */
+async function call (path, body) {
+  const res = await fetch(path, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${sessionStorage.getItem(KEY)}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: 'no-store'
+  })
+  const answer = await res.json()
+  if (!res.ok) throw Object.assign(new Error(`${answer.code}: ${answer.message}`), { status: res.status })
+  return answer
+}
+
+/**
+ * @param {string} label
+ * @param {() => Promise<void>} act
+ */
+function button (label, act) {
+  const b = document.createElement('button')
+  b.type = 'button'
+  b.textContent = label
+  b.addEventListener('click', () => {
+    b.disabled = true
+    act().catch((err) => { $('action').textContent = err.message }).finally(() => { b.disabled = false })
+  })
+  return b
+}
+
+/**
  * @param {string} tableId
- * @param {{cells: string[], late: boolean, ready: boolean}[]} rows
+ * @param {{cells: string[], late?: boolean, ready?: boolean, action?: HTMLElement}[]} rows
  */
 function fill (tableId, rows) {
   const body = /** @type {HTMLTableSectionElement} */ ($(tableId).querySelector('tbody'))
-  body.replaceChildren(...rows.map(({ cells, late, ready }) => {
+  body.replaceChildren(...rows.map(({ cells, late = false, ready = true, action }) => {
     const tr = document.createElement('tr')
     if (late) tr.className = 'late'
     else if (!ready) tr.className = 'unready'
@@ -39,9 +74,51 @@ function fill (tableId, rows) {
       td.textContent = c
       tr.append(td)
     }
+    if (action) {
+      const td = document.createElement('td')
+      td.className = 'action'
+      td.append(action)
+      tr.append(td)
+    }
     return tr
   }))
 }
+
+/**
+ * @param {string} what
+ * @param {{matched: number, missing: string[]}} answer
+ */
+function told (what, answer) {
+  $('action').textContent = `${what}: ${answer.matched}${answer.missing.length ? ` (not answered in time: ${answer.missing.join(', ')})` : ''}`
+}
+
+/** The connections of the user typed in, on every gateway. */
+async function lookup () {
+  const user = /** @type {HTMLInputElement} */ ($('user')).value
+  const answer = await call(`connections?user=${encodeURIComponent(user)}`)
+  const rows = answer.answers.flatMap((/** @type {any} */ a) => (a.connections ?? []).map((/** @type {any} */ c) => ({
+    cells: [a.node, String(c.id), c.ip, c.symbols.map((/** @type {any} */ s) => `${s.symbol}${s.mode === 'merge' ? '' : ` (${s.mode})`}${s.delayed ? ' delayed' : ''}`).join(', '), `${c.bufferedBytes} B`, c.slowForMs ? `${Math.round(c.slowForMs / 1000)} s` : ''],
+    action: button('Disconnect', async () => {
+      told('disconnected', await call('disconnect', { node: a.node, connection: c.id }))
+      await lookup()
+    })
+  })))
+  fill('connections', rows)
+  told(`connections of ${user}`, answer)
+}
+
+$('lookup').addEventListener('submit', (e) => {
+  e.preventDefault()
+  lookup().catch((err) => { $('action').textContent = err.message })
+})
+$('disconnect-user').addEventListener('click', () => {
+  const user = /** @type {HTMLInputElement} */ ($('user')).value
+  if (!user) return
+  call('disconnect', { user }).then((answer) => {
+    told(`disconnected ${user}`, answer)
+    return lookup()
+  }).catch((err) => { $('action').textContent = err.message })
+})
 
 /**
  * @param {string} listId
@@ -67,7 +144,8 @@ function show ({ at, processes }) {
   fill('gateways', gateways.map((g) => ({
     late: g.late,
     ready: g.ready,
-    cells: [g.node, readiness(g), String(g.connections), String(g.channels), String(g.slowClients), String(g.quotesInPerS), `${g.loopDelayP99Ms} ms`, String(g.staleCount), seen(g)]
+    cells: [g.node, readiness(g), String(g.connections), String(g.channels), String(g.slowClients), String(g.quotesInPerS), `${g.loopDelayP99Ms} ms`, String(g.staleCount), seen(g)],
+    action: g.draining ? undefined : button('Drain', async () => told(`drained ${g.node}`, await call('drain', { node: g.node })))
   })))
   fill('fetchers', fetchers.map((f) => ({
     late: f.late,

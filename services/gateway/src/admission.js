@@ -5,7 +5,7 @@
 // sockets or responses: each server words its own refusals.
 
 import { ErrorCode } from '@wsps/protocol'
-import { notEntitled, ungranted } from './auth.js'
+import { OPEN_ACCESS, notEntitled, ungranted } from './auth.js'
 
 /**
  * @typedef {{ok: true, ip: string}} Admitted ip: the client's place in the
@@ -13,10 +13,10 @@ import { notEntitled, ungranted } from './auth.js'
  * @typedef {{ok: false, status: number, code: string, message: string, result: string, retryAfter?: string, symbols?: string[]}} Refused
  *   status: the HTTP status; code: the protocol ErrorCode; result: the metrics label;
  *   symbols: those the token does not grant (NOT_ENTITLED)
- * @typedef {{ok: true, ip: string, authed: boolean, grants: import('./auth.js').Grants | null, delayed: import('./auth.js').Grants | null, expiresAt: number | null, symbols: string[]}} Lease
+ * @typedef {{ok: true, ip: string, authed: boolean, access: import('./auth.js').Access, symbols: string[]}} Lease
  *   a connection that may open: its place in the per-IP count (held until
  *   settle(), then until release()); authed: false when auth is on and the
- *   token is to come in the first frame; grants, delayed and expiresAt: the token's;
+ *   token is to come in the first frame; access: the token's (OPEN_ACCESS without one);
  *   symbols: what it subscribes at once (granted)
  */
 
@@ -166,19 +166,14 @@ export class Admission {
         const { code, message, symbols: bad } = symbols.error
         return { ok: false, status: 400, code, message, result: 'bad_request', symbols: bad }
       }
-      /** @type {import('./auth.js').Grants | null} */
-      let grants = null
-      /** @type {import('./auth.js').Grants | null} */
-      let delayed = null
-      let expiresAt = null
+      /** @type {import('./auth.js').Access} */
+      let access = OPEN_ACCESS
       const authed = this.#authenticate === null || token !== null || !authFrame
       if (this.#authenticate !== null && authed) {
         const auth = await this.verify(token)
         if (!auth.ok) return { ok: false, status: 401, code: auth.code ?? ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}`, result: 'unauthorized' }
-        grants = auth.grants
-        delayed = auth.delayed ?? null
-        expiresAt = auth.expiresAt
-        const denied = ungranted(grants, symbols.symbols)
+        access = { grants: auth.grants, delayed: auth.delayed, expiresAt: auth.expiresAt, user: auth.user }
+        const denied = ungranted(access.grants, symbols.symbols)
         if (denied.length) {
           const { code, message } = notEntitled(denied)
           return { ok: false, status: 403, code, message, result: 'not_entitled', symbols: denied }
@@ -188,7 +183,7 @@ export class Admission {
         return { ok: false, status: 503, code: ErrorCode.DRAINING, message: 'draining', result: this.#draining ? 'draining' : 'aborted' }
       }
       leased = true
-      return { ok: true, ip: gate.ip, authed, grants, delayed, expiresAt, symbols: symbols.symbols }
+      return { ok: true, ip: gate.ip, authed, access, symbols: symbols.symbols }
     } finally {
       if (!leased) this.settle(gate.ip, false)
     }

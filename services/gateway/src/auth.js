@@ -19,10 +19,14 @@ import { ErrorCode } from '@wsps/protocol'
 
 /**
  * @typedef {(symbol: string) => boolean} Grants
- * @typedef {{ok: true, grants: Grants | null, delayed?: Grants | null, expiresAt: number | null} | {ok: false, reason: string, code?: string}} AuthResult
- *   grants: every symbol the token grants, real-time or delayed (null: all);
- *   delayed: those it grants delayed only (null: none); code: the
- *   ErrorCode of a refusal when it is not UNAUTHORIZED
+ * @typedef {{grants: Grants | null, delayed: Grants | null, expiresAt: number | null, user: string | null}} Access
+ *   what a token lets a connection do and who holds it: grants: every
+ *   symbol the token grants, real-time or delayed (null: all); delayed:
+ *   those it grants delayed only (null: none); expiresAt: its `exp` in ms;
+ *   user: its `sub` (null: none, or auth off), for an operator's view and
+ *   disconnect, never for a decision on symbols
+ * @typedef {({ok: true} & Access) | {ok: false, reason: string, code?: string}} AuthResult
+ *   code: the ErrorCode of a refusal when it is not UNAUTHORIZED
  * @typedef {(token: string | null) => Promise<AuthResult>} Authenticator
  */
 
@@ -47,12 +51,15 @@ export function createAuthenticator (config) {
       const { payload } = await jwtVerify(token, /** @type {any} */ (key), options)
       const entitled = entitlementsFrom(payload[config.authSymbolsClaim], payload[config.authDelayedClaim])
       if (entitled === null) return { ok: false, reason: `claims ${config.authSymbolsClaim} and ${config.authDelayedClaim} must be arrays of symbols and prefixes`, code: ErrorCode.BAD_GRANT }
-      return { ok: true, ...entitled, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null }
+      return { ok: true, ...entitled, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null, user: typeof payload.sub === 'string' ? payload.sub : null }
     } catch (err) {
       return { ok: false, reason: /** @type {{code?: string}} */ (err).code ?? 'invalid token' }
     }
   }
 }
+
+/** What a connection may do with auth off (or before its token): every symbol, no expiry, nobody named. */
+export const OPEN_ACCESS = Object.freeze({ grants: null, delayed: null, expiresAt: null, user: null })
 
 /**
  * @param {unknown} claim

@@ -7,6 +7,7 @@ import calculateSlot from 'cluster-key-slot'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { latestQuotes } from '@wsps/shared/latest'
+import { adminChannel } from '@wsps/shared/admin-commands'
 import { readFleet, removeStatus, writeStatus } from '@wsps/shared/fleet-status'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
@@ -47,6 +48,8 @@ async function execAll (pipeline) {
  *   this process's record in the fleet's (fleet-status.js)
  * @property {(record: import('@wsps/shared/fleet-status').StatusRecord) => Promise<void>} removeStatus
  * @property {() => Promise<import('@wsps/shared/fleet-status').FleetEntry[]>} readFleet every process's record
+ * @property {import('@wsps/shared/admin-commands').AdminChannel} admin an operator's commands to the
+ *   gateways, on the command connection (after start())
  *
  * @typedef {import('./broker.js').Broker & RedisBrokerExtras} RedisBroker
  */
@@ -72,6 +75,8 @@ export function createRedisBroker (config, logger) {
   let sub
   /** @type {ReturnType<typeof registerScripts>} the command connection (start() opens it) */
   let cmd
+  /** @type {import('@wsps/shared/admin-commands').AdminChannel | null} */
+  let admin = null
   /** @type {import('@wsps/shared/redis-liveness').Liveness[]} */
   const liveness = []
   /** performance.now() since when every link has been alive (0: not alive now) */
@@ -293,6 +298,7 @@ export function createRedisBroker (config, logger) {
     writeStatus: (record, intervalMs) => writeStatus(cmd, keys, record, intervalMs),
     removeStatus: (record) => removeStatus(cmd, keys, record),
     readFleet: () => readFleet(cmd, keys),
+    get admin () { return (admin ??= adminChannel(cmd, keys)) },
     channelCount: () => channels.size,
     async close () {
       closing = true

@@ -69,6 +69,8 @@ export class Connection {
   #delayedGrants = null
   /** False while auth is on and no token was accepted yet: only `auth` is served. */
   #authed
+  /** @type {string | null} the token's `sub`: who to show an operator */
+  #user = null
   /** Set once the transport closed and dispose() ran. */
   #closed = false
   /** What it holds: its symbols, their delivery and timeline, its bars. */
@@ -116,6 +118,8 @@ export class Connection {
   get delayedGrants () { return this.#delayedGrants }
   /** False while auth is on and no token was accepted yet. */
   get authed () { return this.#authed }
+  /** The token's `sub` (null: none, or auth off). */
+  get user () { return this.#user }
   /** True once the transport closed and dispose() ran. */
   get closed () { return this.#closed }
   /** What it holds; the changes that invalidate queued updates go through the connection. */
@@ -124,6 +128,8 @@ export class Connection {
   get closeCode () { return this.#closeCode }
   get open () { return this.#transport.open }
   get bufferedAmount () { return this.#transport.bufferedAmount }
+  /** How far behind the reader is (Outbox.lag). */
+  get lag () { return this.#outbox.lag(Date.now()) }
 
   /** The peer showed it is there (a pong, a message). */
   markAlive () {
@@ -203,13 +209,12 @@ export class Connection {
    * A token was accepted: its grants replace the previous ones, and the
    * connection closes with 4002 at its `exp` unless refreshed before.
    *
-   * @param {((symbol: string) => boolean) | null} grants
-   * @param {number | null} expiresAt ms since the epoch
-   * @param {((symbol: string) => boolean) | null} [delayed] those of the grants that are delayed only
+   * @param {import('./auth.js').Access} access
    */
-  authorize (grants, expiresAt, delayed = null) {
+  authorize ({ grants, delayed, expiresAt, user }) {
     this.#grants = grants
     this.#delayedGrants = delayed
+    this.#user = user
     this.#authed = true
     this.closeAt(expiresAt, Disconnect.TOKEN_EXPIRED)
   }

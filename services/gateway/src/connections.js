@@ -53,8 +53,8 @@ export class Connections {
    * @param {import('./admission.js').Lease} lease what admission let in
    * @returns {Connection} not authed yet: Sessions.welcome() or the `auth` frame does it
    */
-  open (transport, { ip, grants }) {
-    const client = new Connection(transport, this.#ctx, { id: this.#nextId++, ip, grants, authed: false })
+  open (transport, { ip }) {
+    const client = new Connection(transport, this.#ctx, { id: this.#nextId++, ip, grants: null, authed: false })
     this.#clients.add(client)
     this.#metrics.connections.set(this.#clients.size)
     return client
@@ -100,6 +100,16 @@ export class Connections {
         setTimeout(() => client.close(disconnect), Math.floor(Math.random() * windowMs))
       }
     })
+  }
+
+  /**
+   * @param {(client: Connection) => boolean} match
+   * @returns {Connection[]} the open connections it matches (not those closing)
+   */
+  matching (match) {
+    const out = []
+    for (const client of this.#clients) if (client.open && match(client)) out.push(client)
+    return out
   }
 
   /** Stops the heartbeat and drops every connection at once. */

@@ -9,6 +9,7 @@ import client from 'prom-client'
 import { Disconnect } from '@wsps/protocol'
 import { reportStatus } from '@wsps/shared/fleet-status'
 import { createHttpApp, registerMetrics } from '@wsps/shared/http-app'
+import { AdminActions } from './admin-actions.js'
 import { registerAdminRoutes } from './admin-routes.js'
 import { Admission } from './admission.js'
 import { BarHub } from './bars/bar-hub.js'
@@ -40,8 +41,12 @@ const MAX_HEADER_BYTES = 8192
 /**
  * @param {import('./config.js').GatewayConfig} config
  * @param {import('pino').Logger} logger
+ * @param {object} [options]
+ * @param {() => void} [options.onDrain] an operator asked this process to drain
+ *   (the admin API): by default it signals itself SIGTERM, so it stops as
+ *   any drained pod does and its orchestrator (or worker supervisor) starts another
  */
-export async function createGateway (config, logger) {
+export async function createGateway (config, logger, { onDrain = () => process.kill(process.pid, 'SIGTERM') } = {}) {
   // A worker of several (WSPS_WORKERS) labels its series with its number.
   const metrics = createGatewayMetrics(config.nodeName, cluster.isWorker ? { worker: String(workerId()) } : {})
   let draining = false
@@ -152,17 +157,20 @@ export async function createGateway (config, logger) {
   await registerHttpRoutes(app, { broker: () => ({ alive: broker.ready(), aliveForMs: broker.aliveForMs() }), readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir, pageTokenUrl: config.pageTokenUrl })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, registry)
-  registerAdminRoutes(metricsApp ?? app, { token: config.adminToken, fleet: () => broker.readFleet() })
+  // Each worker of several is a process of its own in the fleet.
+  const node = cluster.isWorker ? `${config.nodeName}/${workerId()}` : config.nodeName
+  registerAdminRoutes(metricsApp ?? app, { token: config.adminToken, fleet: () => broker.readFleet(), channel: broker.admin })
+  const admin = new AdminActions({ channel: broker.admin, node, connections, onDrain, logger })
   sse.register(app)
   ws.attach(app.server)
   connections.start()
   hub.start()
   isolation.start()
   delayed.start()
+  admin.start()
   const status = reportStatus({
     intervalMs: config.statusIntervalMs,
-    // Each worker of several is a process of its own in the fleet.
-    snapshot: gatewayStatus({ node: cluster.isWorker ? `${config.nodeName}/${workerId()}` : config.nodeName, metrics, hub, connections: () => connections.size, readiness }),
+    snapshot: gatewayStatus({ node, metrics, hub, connections: () => connections.size, readiness }),
     write: (record, intervalMs) => broker.writeStatus(record, intervalMs),
     remove: (record) => broker.removeStatus(record)
   })
@@ -187,6 +195,7 @@ export async function createGateway (config, logger) {
     stop ({ drainMs = config.drainMs, shutdownDelayMs = config.shutdownDelayMs } = {}) {
       stopping ??= (async () => {
         draining = true
+        admin.stop()
         // New upgrades get 503 at once (an ingress retries another pod);
         // the sockets already open wait for the drain window.
         admission.drain()

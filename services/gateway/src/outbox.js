@@ -72,6 +72,18 @@ export class Outbox {
   }
 
   /**
+   * How far behind its reader is, for an operator's view.
+   *
+   * @param {number} now
+   * @returns {{slowForMs: number, skipped: number}} slowForMs: how long over
+   *   the high-water mark (0: not); skipped: symbols whose latest quote it
+   *   gets as a snapshot when it catches up
+   */
+  lag (now) {
+    return { slowForMs: this.#slowSince === 0 ? 0 : now - this.#slowSince, skipped: this.#stale?.size ?? 0 }
+  }
+
+  /**
    * Takes a symbol's update for this pass (called by the fanout, through
    * the connection).
    *

@@ -91,12 +91,11 @@ export class Sessions {
    * arm its expiry and greet it.
    *
    * @param {Client} client
-   * @param {import('./auth.js').Grants | null} grants
-   * @param {number | null} expiresAt
-   * @param {import('./auth.js').Grants | null} [delayed] those of the grants that are delayed only
+   * @param {import('./auth.js').Access} access
    */
-  welcome (client, grants, expiresAt, delayed = null) {
-    client.authorize(grants, expiresAt, delayed)
+  welcome (client, access) {
+    client.authorize(access)
+    const { expiresAt } = access
     const { node, heartbeatMs, limits } = this.helloInfo
     client.send(expiresAt === null ? this.hello : encodeHello(node, heartbeatMs, limits, expiresAt - Date.now()), ServerOp.HELLO)
   }
@@ -223,10 +222,10 @@ export class Sessions {
       return
     }
     if (!client.authed) {
-      this.welcome(client, auth.grants, auth.expiresAt, auth.delayed)
+      this.welcome(client, auth)
       return
     }
-    client.authorize(auth.grants, auth.expiresAt, auth.delayed)
+    client.authorize(auth)
     const revoked = ungranted(auth.grants, client.subscriptions.symbols)
     // Bars follow the new grants too: ended, or moved to the timeline granted.
     for (const s of this.barRequests?.regrant(client) ?? []) if (!revoked.includes(s)) revoked.push(s)

@@ -112,7 +112,7 @@ export class SseServer {
       return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols, ...named })
     }
     // Real-time asked for (delayed=false) where the token grants delayed only.
-    const delayedOnly = sub?.ok && sub.request.delayed === false && lease.delayed !== null ? lease.symbols.filter(lease.delayed) : []
+    const delayedOnly = sub?.ok && sub.request.delayed === false && lease.access.delayed !== null ? lease.symbols.filter(lease.access.delayed) : []
     if (delayedOnly.length) {
       this.#admission.settle(lease.ip, false)
       m.inc({ result: 'not_entitled' })
@@ -121,7 +121,7 @@ export class SseServer {
     const barsSub = bars?.ok ? bars.request : null
     if (barsSub !== null) {
       // A new stream holds nothing: every series is fresh, and its quotes count towards the limit.
-      const holder = { grants: lease.grants, delayedGrants: lease.delayed, held: lease.symbols.length }
+      const holder = { grants: lease.access.grants, delayedGrants: lease.access.delayed, held: lease.symbols.length }
       const refused = this.#sessions.barRequests === null
         ? { code: ErrorCode.BAD_BARS, message: 'bars are not served here' }
         : barsRefusal(holder, barsSub, barsSub.symbols, this.#maxSubscriptions)
@@ -177,7 +177,7 @@ export class SseServer {
     transport.serve(client)
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
-    this.#sessions.welcome(client, lease.grants, lease.expiresAt, lease.delayed)
+    this.#sessions.welcome(client, lease.access)
     /** @type {Promise<void> | null} */
     let resuming = null
     if (lease.symbols.length) {

@@ -126,7 +126,7 @@ export class WsServer {
     const client = this.#connections.open(transport, lease)
     this.#compression.opened(ws)
     transport.serve(client)
-    if (lease.authed) this.#sessions.welcome(client, lease.grants, lease.expiresAt, lease.delayed)
+    if (lease.authed) this.#sessions.welcome(client, lease.access)
     else client.closeAt(Date.now() + this.#authTimeoutMs, Disconnect.AUTH_TIMEOUT)
   }
 

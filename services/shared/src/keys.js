@@ -87,6 +87,10 @@ export function redisKeys (prefix) {
      * admin view show. Readers drop the expired.
      */
     status: `${prefix}:{sched}:status`,
+    /** STREAM of an operator's commands to the gateways (admin-commands.js), about the last thousand. */
+    adminCommands: `${prefix}:{sched}:admin`,
+    /** LIST of the gateways' answers to one command (JSON, one per gateway), kept 30 s. */
+    adminAnswers: (/** @type {string} */ id) => `${prefix}:{sched}:admin:${id}`,
     /** HASH symbol -> fencing token of its stream ownership, drawn when it was granted. */
     streamToken: `${prefix}:{sched}:stream-token`,
     /**

@@ -99,6 +99,7 @@ class CloseCode(enum.IntEnum):
     AUTH_TIMEOUT = 4003
     SLOW_CONSUMER = 4008
     POLICY_VIOLATION = 4009
+    OPERATOR_DISCONNECT = 4010
     RATE_LIMIT_EXCEEDED = 4029
 
 
@@ -119,6 +120,8 @@ class Disconnect(enum.Enum):
     """The gateway could not restore a subscribed symbol's Redis channel in time: reconnect elsewhere and resume."""
     ISOLATED = (CloseCode.SERVICE_RESTART, "cut off from the broker")
     """The gateway lost Redis while another gateway still reaches it: reconnect elsewhere and resume."""
+    OPERATOR_DISCONNECT = (CloseCode.OPERATOR_DISCONNECT, "disconnected by an operator")
+    """An operator closed the connection or its user's (the admin API): do not reconnect on your own."""
 
     @property
     def code(self) -> int:
@@ -131,5 +134,5 @@ class Disconnect(enum.Enum):
 
 AUTH_CLOSE_CODES = frozenset({CloseCode.UNAUTHORIZED, CloseCode.TOKEN_EXPIRED, CloseCode.AUTH_TIMEOUT})
 """Closes that only a new token can get past."""
-NO_RECONNECT_CODES = frozenset({CloseCode.NORMAL, *AUTH_CLOSE_CODES})
+NO_RECONNECT_CODES = frozenset({CloseCode.NORMAL, CloseCode.OPERATOR_DISCONNECT, *AUTH_CLOSE_CODES})
 """Closes after which the client does not reconnect (unless it has a token source and the code is an auth one)."""

@@ -1,19 +1,24 @@
 // The admin view (GET /admin/ beside /metrics) in headless Chromium against
 // real processes: redis-server, a sim fetcher, a gateway with the admin API
-// and one whose Redis link runs through a proxy that can go silent. The
-// page shows the fleet, the most watched symbol, the cut-off gateway LATE
-// while its link is silent and back once healed; a wrong token is told.
+// (and auth on) and one whose Redis link runs through a proxy that can go
+// silent. The page shows the fleet, the most watched symbol, the cut-off
+// gateway LATE while its link is silent and back once healed; a user's
+// connection, and a click on Disconnect closing it (4010); a wrong token
+// is told.
 
 // The callbacks of evaluate run inside the page.
 /* global document */
 
 import { after, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { SignJWT } from 'jose'
+import { CloseCode } from '@wsps/protocol'
 import { setUp, startGateway, startSilentProxy, useStack, waitFor } from '@wsps/testkit'
 import { useBrowsers } from './chromium.js'
 
 const ADMIN_TOKEN = 'admin-page-test-token-0123'
 const INTERVAL_MS = 300
+const SECRET = 'admin-page-test-secret-0123456789'
 
 // Before the servers' hooks, so the pages close before them.
 const newPage = useBrowsers()
@@ -22,7 +27,7 @@ const on = setUp(async () => {
   await stack.start()
   const proxy = await startSilentProxy(stack.redis.port)
   await stack.fetcher({ WSPS_STATUS_INTERVAL_MS: INTERVAL_MS, WSPS_NODE_NAME: 'page-fetcher' })
-  const admin = await stack.gateway({ WSPS_STATUS_INTERVAL_MS: INTERVAL_MS, WSPS_ADMIN_TOKEN: ADMIN_TOKEN, WSPS_NODE_NAME: 'page-gw-admin' })
+  const admin = await stack.gateway({ WSPS_STATUS_INTERVAL_MS: INTERVAL_MS, WSPS_ADMIN_TOKEN: ADMIN_TOKEN, WSPS_NODE_NAME: 'page-gw-admin', WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET })
   // Long Redis timeouts: the silent link stays silent for the test instead of being rebuilt.
   const cut = await startGateway(proxy.url, { WSPS_STATUS_INTERVAL_MS: INTERVAL_MS, WSPS_NODE_NAME: 'page-gw-cut', WSPS_REDIS_PING_TIMEOUT_MS: 60_000, WSPS_REDIS_COMMAND_TIMEOUT_MS: 60_000 })
   return { proxy, admin, cut }
@@ -33,20 +38,30 @@ after(async () => {
 })
 
 /**
+ * A client of the admin gateway, as `user`.
+ *
+ * @param {string} user
+ */
+async function userClient (user) {
+  const token = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(user).setExpirationTime('1h').sign(new TextEncoder().encode(SECRET))
+  return stack.client(on.admin.wsUrl, { headers: { authorization: `Bearer ${token}` } })
+}
+
+/**
  * The page's tables and lists, as text.
  *
  * @param {import('playwright-core').Page} page
  */
 const view = (page) => page.evaluate(() => {
   /** @param {string} id */
-  const rows = (id) => Array.from(document.querySelectorAll(`#${id} tbody tr`), (tr) => ({ late: tr.className === 'late', cells: Array.from(tr.querySelectorAll('td'), (td) => td.textContent) }))
+  const rows = (id) => Array.from(document.querySelectorAll(`#${id} tbody tr`), (tr) => ({ late: tr.className === 'late', cells: Array.from(tr.querySelectorAll('td:not(.action)'), (td) => td.textContent) }))
   /** @param {string} id */
   const items = (id) => Array.from(document.querySelectorAll(`#${id} li`), (li) => li.textContent)
-  return { gateways: rows('gateways'), fetchers: rows('fetchers'), watched: items('watched'), error: document.getElementById('error')?.textContent ?? '' }
+  return { gateways: rows('gateways'), fetchers: rows('fetchers'), connections: rows('connections'), watched: items('watched'), action: document.getElementById('action')?.textContent ?? '', error: document.getElementById('error')?.textContent ?? '' }
 })
 
 test('the fleet on the page: both gateways, the fetcher, the most watched symbol; a silent link shows its gateway LATE until healed', async () => {
-  const client = await stack.client(on.admin.wsUrl)
+  const client = await userClient('erin')
   await client.sub(['AAPL'])
   const { page, errors } = await newPage()
   await page.goto(`${on.admin.url}/admin/#token=${ADMIN_TOKEN}`)
@@ -72,6 +87,24 @@ test('the fleet on the page: both gateways, the fetcher, the most watched symbol
   await waitFor(async () => (await view(page)).gateways.every((r) => !r.late), { timeout: 10_000, message: 'fresh again' })
   assert.deepEqual(errors, [])
   client.close()
+})
+
+test('a user\'s connection on the page, and a click on Disconnect closing it with 4010', async () => {
+  const client = await userClient('frank')
+  await client.sub(['MSFT'], { mode: 'distinct' })
+  const { page, errors } = await newPage()
+  await page.goto(`${on.admin.url}/admin/#token=${ADMIN_TOKEN}`)
+  await page.fill('#user', 'frank')
+  await page.click('#lookup button:not([type])')
+  await waitFor(async () => (await view(page)).connections.length === 1, { timeout: 10_000, message: 'frank\'s connection listed' })
+  const [row] = (await view(page)).connections
+  assert.equal(row.cells[0], 'page-gw-admin')
+  assert.equal(row.cells[3], 'MSFT (distinct)')
+  await page.click('#connections tbody tr .action button')
+  assert.equal((await client.closedPromise).code, CloseCode.OPERATOR_DISCONNECT)
+  await waitFor(async () => (await view(page)).connections.length === 0, { timeout: 10_000, message: 'the row gone once closed' })
+  assert.match((await view(page)).action, /^connections of frank: 0/)
+  assert.deepEqual(errors, [])
 })
 
 test('a wrong token: the page says UNAUTHORIZED and asks for the token', async () => {

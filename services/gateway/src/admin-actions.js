@@ -1,0 +1,145 @@
+// What an operator asks of this gateway through the admin API of any
+// gateway (@wsps/shared/admin-commands): read from Redis every POLL_MS,
+// acted on when it names this node or matches a connection here, and
+// answered with this node's name, so the sender knows who has done it.
+
+import { Disconnect } from '@wsps/protocol'
+import { DISTINCT, FULL_RATE } from './delivery.js'
+
+/** How often the commands are read: what an operator waits at most for an action to start. */
+export const POLL_MS = 500
+/** Connections described in one answer at most (a user with more is cut short, and says so). */
+const DESCRIBED = 100
+
+/**
+ * @typedef {import('@wsps/shared/admin-commands').AdminCommand} AdminCommand
+ * @typedef {import('@wsps/shared/admin-commands').AdminAnswer} AdminAnswer
+ */
+
+export class AdminActions {
+  #channel
+  #node
+  #connections
+  #onDrain
+  #log
+  /** @type {string | null} the last command read; null until the first poll */
+  #after = null
+  #polling = false
+  /** @type {NodeJS.Timeout | undefined} */
+  #timer
+
+  /**
+   * @param {object} options
+   * @param {import('@wsps/shared/admin-commands').AdminChannel} options.channel
+   * @param {string} options.node this process's name in the fleet view
+   * @param {import('./connections.js').Connections} options.connections
+   * @param {() => void} options.onDrain stop this process as on SIGTERM
+   * @param {import('pino').Logger} options.logger
+   */
+  constructor ({ channel, node, connections, onDrain, logger }) {
+    this.#channel = channel
+    this.#node = node
+    this.#connections = connections
+    this.#onDrain = onDrain
+    this.#log = logger.child({ component: 'admin' })
+  }
+
+  start () {
+    this.#timer = setInterval(() => { this.poll() }, POLL_MS)
+    this.#timer.unref()
+    this.poll()
+  }
+
+  stop () {
+    clearInterval(this.#timer)
+  }
+
+  /** Reads and acts on the commands since the last read; a failed read is retried at the next poll. */
+  async poll () {
+    if (this.#polling) return
+    this.#polling = true
+    try {
+      // Commands sent before this process started are not for it.
+      this.#after ??= await this.#channel.lastId()
+      for (const { id, command } of await this.#channel.readAfter(this.#after)) {
+        this.#after = id
+        const answer = this.#act(command)
+        if (answer === null) continue
+        await this.#channel.answer(id, answer).catch((err) => this.#log.warn({ err, id }, 'could not answer a command'))
+        if (command.action === 'drain') this.#onDrain()
+      }
+    } catch (err) {
+      this.#log.debug({ err }, 'admin commands not read')
+    } finally {
+      this.#polling = false
+    }
+  }
+
+  /**
+   * @param {AdminCommand} command
+   * @returns {AdminAnswer | null} null: not for this node
+   */
+  #act (command) {
+    if (command.node !== undefined && command.node !== this.#node) return null
+    const node = this.#node
+    switch (command.action) {
+      case 'drain':
+        this.#log.warn('drain asked by an operator')
+        return { node, matched: 1 }
+      case 'disconnect': {
+        const matched = this.#connections.matching(matcher(command))
+        for (const client of matched) client.close(Disconnect.OPERATOR_DISCONNECT)
+        if (matched.length) this.#log.warn({ connections: matched.map((c) => c.id), user: command.user }, 'disconnected by an operator')
+        return { node, matched: matched.length }
+      }
+      case 'inspect': {
+        const matched = this.#connections.matching(matcher(command))
+        return { node, matched: matched.length, connections: matched.slice(0, DESCRIBED).map(describe) }
+      }
+      default:
+        return { node, matched: 0, error: 'unknown action' }
+    }
+  }
+}
+
+/**
+ * @param {{connection?: number, user?: string}} target
+ * @returns {(client: import('./connection.js').Connection) => boolean}
+ */
+function matcher ({ connection, user }) {
+  // A command without either matches nothing (the API refuses it before).
+  if (connection === undefined && user === undefined) return () => false
+  return (c) => (connection === undefined || c.id === connection) && (user === undefined || c.user === user)
+}
+
+/**
+ * One connection as an operator sees it: who, what it watches and how, how
+ * far behind it is.
+ *
+ * @param {import('./connection.js').Connection} c
+ */
+function describe (c) {
+  const subs = c.subscriptions
+  const { slowForMs, skipped } = c.lag
+  return {
+    id: c.id,
+    user: c.user,
+    ip: c.ip,
+    authed: c.authed,
+    symbols: subs.symbols.map((symbol) => ({ symbol, mode: modeOf(subs.deliveryOf(symbol)), delayed: subs.delayedOf(symbol) })),
+    bars: subs.barCount,
+    bufferedBytes: c.bufferedAmount,
+    slowForMs,
+    skipped
+  }
+}
+
+/**
+ * @param {number} delivery
+ * @returns {string} as a `sub` would ask for it: `distinct`, `merge` or `merge, maxRate N`
+ */
+function modeOf (delivery) {
+  if (delivery === DISTINCT) return 'distinct'
+  if (delivery === FULL_RATE) return 'merge'
+  return `merge, maxRate ${delivery}`
+}
