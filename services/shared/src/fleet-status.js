@@ -3,7 +3,8 @@
 // and anyone with a Redis connection reads them all in one round trip
 // (a gateway's GET /admin/fleet, `wsps top`). Nothing scrapes pods.
 //
-// A record says when it was written (`at`). One older than LATE_AFTER
+// A record says when it was written (`at`, by Redis's clock, as the reader
+// reads its age: hosts' clocks do not agree). One older than LATE_AFTER
 // intervals is shown as late: its process is alive or not, but it cannot
 // reach Redis (a silent link, a pause), which is itself what an operator
 // is looking for. Past `expiresAt` (KEEP_INTERVALS intervals) the reader
@@ -27,17 +28,15 @@ const RESOLUTION_MS = 10
  */
 
 /**
- * Writes this process's record.
+ * Writes this process's record, stamped by Redis (scripts.js).
  *
- * @param {import('ioredis').Redis | import('ioredis').Cluster} redis
+ * @param {import('./scripts.js').ScriptedRedis} redis
  * @param {import('./keys.js').RedisKeys} keys
  * @param {StatusRecord} record
  * @param {number} intervalMs how often it is written
- * @param {number} [now]
  */
-export async function writeStatus (redis, keys, record, intervalMs, now = Date.now()) {
-  const written = { ...record, at: now, intervalMs, expiresAt: now + KEEP_INTERVALS * intervalMs }
-  await redis.hset(keys.status, fieldOf(record), JSON.stringify(written))
+export async function writeStatus (redis, keys, record, intervalMs) {
+  await redis.wspsStatusWrite(keys.status, fieldOf(record), JSON.stringify(record), intervalMs, KEEP_INTERVALS * intervalMs)
 }
 
 /**
@@ -52,21 +51,23 @@ export async function removeStatus (redis, keys, record) {
 }
 
 /**
- * Every process's record, gateways first, then by node; expired ones are
- * deleted on the way (whoever reads first).
+ * Every process's record, gateways first, then by node, each with its age
+ * by Redis's clock; expired ones are deleted on the way (whoever reads
+ * first).
  *
- * @param {import('ioredis').Redis | import('ioredis').Cluster} redis
+ * @param {import('./scripts.js').ScriptedRedis} redis
  * @param {import('./keys.js').RedisKeys} keys
- * @param {number} [now]
  * @returns {Promise<FleetEntry[]>}
  */
-export async function readFleet (redis, keys, now = Date.now()) {
-  const all = await redis.hgetall(keys.status)
+export async function readFleet (redis, keys) {
+  const [now, flat] = await redis.wspsStatusRead(keys.status)
   /** @type {FleetEntry[]} */
   const out = []
   /** @type {string[]} */
   const expired = []
-  for (const [field, text] of Object.entries(all)) {
+  for (let i = 0; i < flat.length; i += 2) {
+    const field = flat[i]
+    const text = flat[i + 1]
     let r
     try { r = /** @type {WrittenRecord} */ (JSON.parse(text)) } catch { expired.push(field); continue }
     if (!(r.expiresAt > now)) { expired.push(field); continue }

@@ -547,6 +547,30 @@ return 0
 `
 
 /**
+ * A process's record in the fleet view (fleet-status.js), stamped with
+ * Redis's clock, not the writer's: a record's age is then read against the
+ * same clock whatever the hosts' clocks say. KEYS: status. ARGV: field,
+ * the record as a JSON object, intervalMs, keepMs. Returns the stamp (ms).
+ */
+const STATUS_WRITE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local head = string.sub(ARGV[2], 1, -2)
+if head ~= '{' then head = head .. ',' end
+redis.call('HSET', KEYS[1], ARGV[1], head .. '"at":' .. now .. ',"intervalMs":' .. ARGV[3] .. ',"expiresAt":' .. (now + tonumber(ARGV[4])) .. '}')
+return now
+`
+
+/**
+ * Every record of the fleet view with Redis's clock now, read in one step.
+ * KEYS: status. Returns [nowMs, [field, record, ...]].
+ */
+const STATUS_READ = `
+local t = redis.call('TIME')
+return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('HGETALL', KEYS[1])}
+`
+
+/**
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, fenceToken: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
@@ -559,7 +583,9 @@ return 0
  *   wspsRelease(owner: string, lease: string, tokens: string, me: string, ...symbols: string[]): Promise<number>,
  *   wspsFence(fence: string, token: number | string, ttlMs: number): Promise<number>,
  *   wspsOnce(record: string, value: string, ttlMs: number): Promise<string | null>,
- *   wspsSlot(connections: string, me: string, now: number, leaseMs: number, max: number): Promise<number>
+ *   wspsSlot(connections: string, me: string, now: number, leaseMs: number, max: number): Promise<number>,
+ *   wspsStatusWrite(status: string, field: string, record: string, intervalMs: number, keepMs: number): Promise<number>,
+ *   wspsStatusRead(status: string): Promise<[number, string[]]>
  * }} ScriptedRedis
  */
 
@@ -633,5 +659,7 @@ export function registerScripts (client) {
   client.defineCommand('wspsFence', { numberOfKeys: 1, lua: FENCE })
   client.defineCommand('wspsOnce', { numberOfKeys: 1, lua: ONCE })
   client.defineCommand('wspsSlot', { numberOfKeys: 1, lua: SLOT })
+  client.defineCommand('wspsStatusWrite', { numberOfKeys: 1, lua: STATUS_WRITE })
+  client.defineCommand('wspsStatusRead', { numberOfKeys: 1, lua: STATUS_READ })
   return /** @type {ScriptedRedis} */ (client)
 }
