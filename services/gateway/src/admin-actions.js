@@ -14,13 +14,16 @@ const DESCRIBED = 100
 /**
  * @typedef {import('@wsps/shared/admin-commands').AdminCommand} AdminCommand
  * @typedef {import('@wsps/shared/admin-commands').AdminAnswer} AdminAnswer
+ * @typedef {object} Peers what the actions read and act through
+ * @property {import('@wsps/shared/admin-commands').AdminChannel} channel
+ * @property {string} node this process's name in the fleet view
+ * @property {import('./connections.js').Connections} connections
+ * @property {() => void} onDrain stop this process as on SIGTERM
  */
 
 export class AdminActions {
-  #channel
-  #node
-  #connections
-  #onDrain
+  /** @type {Peers} */
+  #peers
   #log
   /** @type {string | null} the last command read; null until the first poll */
   #after = null
@@ -28,19 +31,9 @@ export class AdminActions {
   /** @type {NodeJS.Timeout | undefined} */
   #timer
 
-  /**
-   * @param {object} options
-   * @param {import('@wsps/shared/admin-commands').AdminChannel} options.channel
-   * @param {string} options.node this process's name in the fleet view
-   * @param {import('./connections.js').Connections} options.connections
-   * @param {() => void} options.onDrain stop this process as on SIGTERM
-   * @param {import('pino').Logger} options.logger
-   */
-  constructor ({ channel, node, connections, onDrain, logger }) {
-    this.#channel = channel
-    this.#node = node
-    this.#connections = connections
-    this.#onDrain = onDrain
+  /** @param {Peers & {logger: import('pino').Logger}} options */
+  constructor ({ logger, ...peers }) {
+    this.#peers = peers
     this.#log = logger.child({ component: 'admin' })
   }
 
@@ -59,14 +52,15 @@ export class AdminActions {
     if (this.#polling) return
     this.#polling = true
     try {
+      const { channel, onDrain } = this.#peers
       // Commands sent before this process started are not for it.
-      this.#after ??= await this.#channel.lastId()
-      for (const { id, command } of await this.#channel.readAfter(this.#after)) {
+      this.#after ??= await channel.lastId()
+      for (const { id, command } of await channel.readAfter(this.#after)) {
         this.#after = id
         const answer = this.#act(command)
         if (answer === null) continue
-        await this.#channel.answer(id, answer).catch((err) => this.#log.warn({ err, id }, 'could not answer a command'))
-        if (command.action === 'drain') this.#onDrain()
+        await channel.answer(id, answer).catch((err) => this.#log.warn({ err, id }, 'could not answer a command'))
+        if (command.action === 'drain') onDrain()
       }
     } catch (err) {
       this.#log.debug({ err }, 'admin commands not read')
@@ -80,20 +74,20 @@ export class AdminActions {
    * @returns {AdminAnswer | null} null: not for this node
    */
   #act (command) {
-    if (command.node !== undefined && command.node !== this.#node) return null
-    const node = this.#node
+    const { node, connections } = this.#peers
+    if (command.node !== undefined && command.node !== node) return null
     switch (command.action) {
       case 'drain':
         this.#log.warn('drain asked by an operator')
         return { node, matched: 1 }
       case 'disconnect': {
-        const matched = this.#connections.matching(matcher(command))
+        const matched = connections.matching(matcher(command))
         for (const client of matched) client.close(Disconnect.OPERATOR_DISCONNECT)
         if (matched.length) this.#log.warn({ connections: matched.map((c) => c.id), user: command.user }, 'disconnected by an operator')
         return { node, matched: matched.length }
       }
       case 'inspect': {
-        const matched = this.#connections.matching(matcher(command))
+        const matched = connections.matching(matcher(command))
         return { node, matched: matched.length, connections: matched.slice(0, DESCRIBED).map(describe) }
       }
       default:

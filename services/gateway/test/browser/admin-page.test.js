@@ -2,9 +2,10 @@
 // real processes: redis-server, a sim fetcher, a gateway with the admin API
 // (and auth on) and one whose Redis link runs through a proxy that can go
 // silent. The page shows the fleet, the most watched symbol, the cut-off
-// gateway LATE while its link is silent and back once healed; a user's
-// connection, and a click on Disconnect closing it (4010); a wrong token
-// is told.
+// gateway LATE while its link is silent and back once healed; a symbol
+// stale while its channel cannot be restored (its gateway still writes its
+// record) and gone from the list once it can; a user's connection, and a
+// click on Disconnect closing it (4010); a wrong token is told.
 
 // The callbacks of evaluate run inside the page.
 /* global document */
@@ -57,7 +58,7 @@ const view = (page) => page.evaluate(() => {
   const rows = (id) => Array.from(document.querySelectorAll(`#${id} tbody tr`), (tr) => ({ late: tr.className === 'late', cells: Array.from(tr.querySelectorAll('td:not(.action)'), (td) => td.textContent) }))
   /** @param {string} id */
   const items = (id) => Array.from(document.querySelectorAll(`#${id} li`), (li) => li.textContent)
-  return { gateways: rows('gateways'), fetchers: rows('fetchers'), connections: rows('connections'), watched: items('watched'), action: document.getElementById('action')?.textContent ?? '', error: document.getElementById('error')?.textContent ?? '' }
+  return { gateways: rows('gateways'), fetchers: rows('fetchers'), connections: rows('connections'), stale: items('stale'), watched: items('watched'), action: document.getElementById('action')?.textContent ?? '', error: document.getElementById('error')?.textContent ?? '' }
 })
 
 test('the fleet on the page: both gateways, the fetcher, the most watched symbol; a silent link shows its gateway LATE until healed', async () => {
@@ -85,6 +86,31 @@ test('the fleet on the page: both gateways, the fetcher, the most watched symbol
     on.proxy.heal()
   }
   await waitFor(async () => (await view(page)).gateways.every((r) => !r.late), { timeout: 10_000, message: 'fresh again' })
+  assert.deepEqual(errors, [])
+  client.close()
+})
+
+test('a stale symbol on the page while its channel cannot be restored, and off the list once it is', async () => {
+  const client = await userClient('grace')
+  await client.sub(['NVDA'])
+  const { page, errors } = await newPage()
+  await page.goto(`${on.admin.url}/admin/#token=${ADMIN_TOKEN}`)
+  await waitFor(async () => (await view(page)).stale.join() === 'none', { timeout: 10_000, message: 'nothing stale at first' })
+  // The fault: the subscriber links are dropped and may not subscribe again
+  // (an ACL gone wrong, a shard the gateway cannot reach); the command link,
+  // which writes the status record, still works.
+  const redis = await stack.redisClient()
+  await redis.call('ACL', 'SETUSER', 'default', '-subscribe', '-ssubscribe')
+  try {
+    await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub')
+    await waitFor(async () => (await view(page)).stale.some((s) => s.startsWith('NVDA on page-gw-admin since ')), { timeout: 15_000, message: 'NVDA listed stale on page-gw-admin' })
+    assert.ok(client.frames.some((f) => f.op === 'stale' && f.symbols.includes('NVDA')), 'its subscriber was told too')
+    assert.equal((await view(page)).gateways.find((r) => r.cells[0] === 'page-gw-admin')?.late, false, 'its gateway is not late: it writes its record')
+  } finally {
+    await redis.call('ACL', 'SETUSER', 'default', '+subscribe', '+ssubscribe')
+  }
+  await waitFor(async () => !(await view(page)).stale.some((s) => s.startsWith('NVDA on page-gw-admin')), { timeout: 20_000, message: 'NVDA off the stale list' })
+  await waitFor(() => client.frames.some((f) => f.op === 'fresh' && f.symbols.includes('NVDA')), { timeout: 5000, message: 'fresh told' })
   assert.deepEqual(errors, [])
   client.close()
 })
