@@ -142,6 +142,11 @@ wsps: gateway.metricsPort
     gets its own port so the Ingress/HTTPRoute (which reach only gateway.port)
     never expose it.
 {{- end -}}
+{{- if and $g.admin.enabled (not $g.admin.existingSecret) (lt (len $g.admin.token) 16) }}
+wsps: gateway.admin.token
+    gateway.admin.enabled needs gateway.admin.existingSecret or a
+    gateway.admin.token of at least 16 bytes (the gateway refuses a shorter one).
+{{- end -}}
 {{- if eq $g.auth.mode "hs256" -}}
 {{- if and (not $g.auth.existingSecret) (lt (len $g.auth.hs256Secret) 32) }}
 wsps: gateway.auth.hs256Secret
