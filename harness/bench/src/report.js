@@ -1,4 +1,5 @@
-// results.json -> results.md (the README headline table comes from here).
+// results.json -> results.md: one run's report (the README's table is the
+// median of three runs' cells: docs/benchmarks/README.md).
 
 import { compressionSection } from './sections/compression.js'
 import { proxySection } from './sections/proxy-report.js'
