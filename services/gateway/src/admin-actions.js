@@ -8,7 +8,7 @@ import { DISTINCT, FULL_RATE } from './delivery.js'
 
 /** How often the commands are read: what an operator waits at most for an action to start. */
 export const POLL_MS = 500
-/** Connections described in one answer at most (a user with more is cut short, and says so). */
+/** Connections described in one answer at most (`matched` still counts them all). */
 const DESCRIBED = 100
 
 /**

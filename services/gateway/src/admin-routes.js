@@ -87,13 +87,12 @@ export function registerAdminRoutes (app, { token, fleet, channel }) {
    * @param {import('@wsps/shared/admin-commands').AdminCommand} command
    */
   const ask = async (reply, command) => {
-    let expected
     try {
       const gateways = (await fleet()).filter((p) => p.role === 'gateway')
       if (command.node !== undefined && !gateways.some((p) => p.node === command.node)) {
         return refuse(reply, 'NO_SUCH_NODE', `no gateway ${JSON.stringify(command.node)} in the fleet view`)
       }
-      expected = gateways.filter((p) => !p.late && (command.node === undefined || p.node === command.node)).map((p) => p.node)
+      const expected = gateways.filter((p) => !p.late && (command.node === undefined || p.node === command.node)).map((p) => p.node)
       const id = await channel.send(command)
       const deadline = Date.now() + ANSWER_WAIT_MS
       let answers = await channel.answers(id)

@@ -45,7 +45,8 @@ export function adminChannel (redis, keys) {
     },
     /**
      * @param {string} after an id
-     * @returns {Promise<ReadCommand[]>} the commands after it, oldest first; unreadable ones left out
+     * @returns {Promise<ReadCommand[]>} the commands after it, oldest first; one that does not parse
+     *   as action `unreadable` (each gateway answers it as an unknown action)
      */
     async readAfter (after) {
       const entries = await redis.xrange(keys.adminCommands, `(${after}`, '+', 'COUNT', READ_COUNT)
