@@ -148,7 +148,7 @@ export function redacted (schema, config) {
   const out = { ...config }
   for (const s of schema) {
     if (s.secret && out[s.key]) out[s.key] = '[redacted]'
-    if (s.type === 'url' && typeof out[s.key] === 'string') {
+    if (s.type === 'url' && typeof out[s.key] === 'string' && out[s.key] !== '') {
       const u = new URL(/** @type {string} */ (out[s.key]))
       if (u.password) { u.password = 'redacted'; out[s.key] = u.toString() }
     }
