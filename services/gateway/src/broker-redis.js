@@ -7,6 +7,7 @@ import calculateSlot from 'cluster-key-slot'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { latestQuotes } from '@wsps/shared/latest'
+import { splitTrace, untraced } from '@wsps/shared/published'
 import { adminChannel } from '@wsps/shared/admin-commands'
 import { readFleet, removeStatus, writeStatus } from '@wsps/shared/fleet-status'
 import { redisKeys } from '@wsps/shared/keys'
@@ -142,7 +143,7 @@ export function createRedisBroker (config, logger) {
     }
     sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
       const symbol = keys.symbolOf(channel)
-      if (symbol) handlers.onQuote(symbol, message)
+      if (symbol) handlers.onQuote(symbol, ...splitTrace(message))
     })
     if (sharded) {
       // ioredis keeps one subscriber per shard and replaces it on failover or
@@ -249,7 +250,7 @@ export function createRedisBroker (config, logger) {
     async history (symbol, fromSeq, toSeq, max) {
       const entries = await cmd.xrange(keys.history(symbol), `${fromSeq}-0`, toSeq === null ? '+' : `${toSeq}-0`, 'COUNT', max)
       // Each entry holds one field, `q`: the quote as it was published.
-      return entries.map(([, fields]) => fields[1])
+      return entries.map(([, fields]) => untraced(fields[1]))
     },
     async renewDemand (symbols, leaseMs) {
       const now = Date.now()

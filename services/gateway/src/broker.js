@@ -15,7 +15,8 @@
 
 /**
  * @typedef {object} BrokerHandlers
- * @property {(symbol: string, raw: string) => void} onQuote a full quote (JSON) for a subscribed symbol
+ * @property {(symbol: string, raw: string, traceparent?: string | null) => void} onQuote a full quote (JSON,
+ *   without its trace) for a subscribed symbol, and the traceparent of its publish when it is traced
  * @property {(symbols?: string[]) => void} onReconnect the subscription connection came back: every
  *   channel is gone (symbols undefined), or, on a cluster, those of the symbols named
  * @property {(up: boolean, conn: string) => void} [onStatus]
@@ -32,6 +33,8 @@
  * @property {(symbols: string[]) => Promise<string[]>} subscribe resolves with the symbols whose
  *   channel could not be subscribed (on a cluster, a shard failing over); rejects when none could
  * @property {(symbols: string[]) => Promise<void>} unsubscribe
+ * Quotes a broker hands over never hold their trace (published.js, splitTrace).
+ *
  * @property {(symbols: string[]) => Promise<(string | null | Error)[]>} latest latest full quote per
  *   symbol, null where none, an Error where its read failed (a cluster shard failing over)
  * @property {(symbol: string, fromSeq: number, toSeq: number | null, max: number) => Promise<string[]>} history

@@ -55,6 +55,7 @@ export const gatewaySettings = Object.freeze([
  * @property {number} metricsPort
  * @property {string} nodeName
  * @property {number} statusIntervalMs
+ * @property {string} otlpTracesUrl
  * @property {string} adminToken
  * @property {string} logLevel
  * @property {string} redisUrl

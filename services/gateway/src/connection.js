@@ -355,8 +355,17 @@ export class Connection {
       const snap = out.catchUp(stats)
       if (snap !== null) t.write(snap, ServerOp.SNAP)
     }
+    const traced = stats.traced
     const frame = out.take(tick, stats)
-    if (frame !== null) t.write(frame, ServerOp.QUOTES)
+    if (frame !== null) {
+      const start = traced.length ? Date.now() : 0
+      t.write(frame, ServerOp.QUOTES)
+      // A traced quote's write span (quote-trace.js): rare, so not on the hot path.
+      if (traced.length) {
+        for (const u of traced) u.trace?.wrote(this.id, frame.length, start)
+        traced.length = 0
+      }
+    }
     return verdict === Verdict.SKIP
   }
 

@@ -36,14 +36,17 @@ export class Update {
    * @param {number} ts producer timestamp (ms)
    * @param {Record<string, unknown>} fields the delta's fields (symbol, seq, ts and what changed)
    * @param {string | null} json the fields serialized, if done already
+   * @param {import('./quote-trace.js').QuoteTrace | null} [trace] the spans of the traced quote it holds
    */
-  constructor (symbol, seq, base, ts, fields, json) {
+  constructor (symbol, seq, base, ts, fields, json, trace = null) {
     this.symbol = symbol
     this.seq = seq
     this.base = base
     this.ts = ts
     this.fields = fields
     this.#json = json
+    this.trace = trace
+    trace?.adopt()
   }
 
   /** @returns {string} the delta as JSON, serialized once */
@@ -91,9 +94,10 @@ export class Update {
 /**
  * @param {Quote} prev
  * @param {Quote} next
+ * @param {import('./quote-trace.js').QuoteTrace | null} [trace] next's, when it is traced
  * @returns {Update}
  */
-export function diffQuotes (prev, next) {
+export function diffQuotes (prev, next, trace = null) {
   /** @type {Record<string, unknown>} */
   const fields = { symbol: next.symbol, seq: next.seq, ts: next.ts }
   const base = prev.seq
@@ -104,7 +108,7 @@ export function diffQuotes (prev, next) {
   // A delayed feed's quotes say so in every delta too, not only in the
   // snapshot (docs/protocol.md, Delayed grants).
   if (next.delayed === true) fields.delayed = true
-  return new Update(next.symbol, next.seq, base, next.ts, fields, JSON.stringify(fields))
+  return new Update(next.symbol, next.seq, base, next.ts, fields, JSON.stringify(fields), trace)
 }
 
 /**
@@ -119,5 +123,8 @@ export function mergeUpdates (older, newer) {
   /** @type {Record<string, unknown>} */
   const fields = { ...older.fields, ...newer.fields, base: older.base }
   if (older.base === newer.seq - 1) delete fields.base
-  return new Update(newer.symbol, newer.seq, older.base, newer.ts, fields, null)
+  // The merged update holds both quotes: it carries the newer's trace, or
+  // the older's (one trace per update; a second one ends, conflated).
+  if (older.trace !== null && newer.trace !== null && older.trace !== newer.trace) older.trace.conflated()
+  return new Update(newer.symbol, newer.seq, older.base, newer.ts, fields, null, newer.trace ?? older.trace)
 }

@@ -43,6 +43,7 @@ const CHUNK = 512
  * @property {number} conflated updates a slow reader skipped
  * @property {number[]} batches frames per BATCH_BUCKETS bucket
  * @property {Update[]} sent updates written in this chunk, once each (latency samples)
+ * @property {Update[]} traced traced updates of the frame a client's flush is writing (its write spans)
  *
  * @typedef {object} Flushable a client (a Connection)
  * @property {(update: Update, stats: PassStats) => boolean} push queues an
@@ -229,7 +230,10 @@ export class Fanout {
    */
   #sample () {
     const h = this.#metrics.publishToSend
-    for (const [u, t] of this.#written) if (u.fields.delayed !== true) h.observe(Math.max(0, t - u.ts) / 1000)
+    for (const [u, t] of this.#written) {
+      if (u.fields.delayed !== true) h.observe(Math.max(0, t - u.ts) / 1000)
+      u.trace?.passed(t)
+    }
     this.#written.clear()
   }
 
@@ -251,5 +255,5 @@ export class Fanout {
 
 /** @returns {PassStats} */
 function newStats () {
-  return { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: BATCH_BUCKETS.map(() => 0), sent: [] }
+  return { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: BATCH_BUCKETS.map(() => 0), sent: [], traced: [] }
 }

@@ -428,9 +428,10 @@ export class Feed {
    *
    * @param {Quote} quote
    * @param {string} raw the same, serialized as published
+   * @param {import('./quote-trace.js').QuoteTrace | null} [trace] its spans, when it is traced
    * @returns {number} a Taken value
    */
-  onQuote (quote, raw) {
+  onQuote (quote, raw, trace = null) {
     if (this.#gapFill !== null) {
       this.#gapFill.offer(quote, raw)
       return Taken.HELD
@@ -467,7 +468,7 @@ export class Feed {
     // O(1) per quote: subscribers are touched once per fan-out pass, and
     // several quotes of a symbol within one window merge into one update
     // (applying on top of the seq the subscribers hold: `base`).
-    const update = diffQuotes(prev, quote)
+    const update = diffQuotes(prev, quote, trace)
     this.#update = this.#update === null ? update : mergeUpdates(this.#update, update)
     if (this.#distinct !== null) (this.#ticks ??= []).push(update)
     if (this.#lanes !== null) for (const lane of this.#lanes.values()) lane.offer(update, this.#lastRaw)

@@ -30,6 +30,8 @@ import { SseServer } from './sse-server.js'
 import { WsServer } from './ws-server.js'
 import { workerCount, workerId, workerPeer } from './workers.js'
 import { Timelines } from './timelines.js'
+import { QuoteTracer } from './quote-trace.js'
+import { startTracing } from '@wsps/shared/tracing'
 
 /** An isolated gateway's clients are closed over this window, so they do not reconnect at one instant. */
 const ISOLATED_DRAIN_MS = 1000
@@ -53,7 +55,11 @@ export async function createGateway (config, logger, { onDrain = () => process.k
 
   const broker = createRedisBroker(config, logger)
   const fanout = new Fanout({ batchMs: config.batchMs, metrics })
-  const hub = new Hub({ broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax, restoreDeadlineMs: config.restoreDeadlineMs, staleGraceMs: config.staleGraceMs })
+  const tracing = await startTracing({ url: config.otlpTracesUrl, service: 'wsps-gateway', node: config.nodeName, logger })
+  const hub = new Hub({
+    broker, fanout, metrics, logger, unsubscribeDelayMs: config.unsubscribeDelayMs, demandLeaseMs: config.demandLeaseMs, recoveryMax: config.recoveryMax, restoreDeadlineMs: config.restoreDeadlineMs, staleGraceMs: config.staleGraceMs,
+    tracer: tracing && new QuoteTracer(tracing.tracer, config.nodeName)
+  })
   const recovery = new Recovery({ hub, broker, max: config.recoveryMax, logger })
   const delayed = createDelayedTimeline({ config, broker, fanout, metrics, logger })
   const bars = new BarHub({
@@ -65,7 +71,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     logger
   })
   broker.start({
-    onQuote: (symbol, raw) => hub.onQuote(symbol, raw),
+    onQuote: (symbol, raw, traceparent) => hub.onQuote(symbol, raw, traceparent),
     onReconnect: (symbols) => hub.resync(symbols),
     onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0),
     onFailover: (conn) => metrics.redisFailovers.inc({ conn }),
@@ -213,6 +219,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
         await app.close()
         await metricsApp?.close()
         await broker.close()
+        await tracing?.close()
         logger.info('stopped')
       })()
       return stopping

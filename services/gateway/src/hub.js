@@ -67,6 +67,7 @@ export class Hub {
   #liveWaiters = new Set()
   /** Symbols whose feed is interrupted, and whether their subscribers were told. */
   #stale
+  #tracer
 
   /**
    * @param {object} options
@@ -80,8 +81,10 @@ export class Hub {
    * @param {number} [options.restoreDeadlineMs] a subscribed symbol not live for this long while Redis
    *   answers gets its subscribers closed with 1012 (WSPS_RESTORE_DEADLINE_MS; 0: never)
    * @param {number} [options.staleGraceMs] an interruption shorter than this is not told (WSPS_STALE_GRACE_MS)
+   * @param {import('./quote-trace.js').QuoteTracer | null} [options.tracer] with tracing on: the spans of traced quotes
    */
-  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs, recoveryMax = 1000, restoreDeadlineMs = 0, staleGraceMs = 1000 }) {
+  constructor ({ broker, fanout, metrics, logger, unsubscribeDelayMs, demandLeaseMs, recoveryMax = 1000, restoreDeadlineMs = 0, staleGraceMs = 1000, tracer = null }) {
+    this.#tracer = tracer
     this.#stale = new StaleBook(staleGraceMs)
     this.#restoreDeadlineMs = restoreDeadlineMs
     this.#recoveryMax = recoveryMax
@@ -350,15 +353,18 @@ export class Hub {
    *
    * @param {string} symbol
    * @param {string} raw
+   * @param {string | null} [traceparent] its publish span's, when it is traced
    */
-  onQuote (symbol, raw) {
+  onQuote (symbol, raw, traceparent = null) {
     const feed = this.#feeds.get(symbol)
     if (!feed) return
     this.#metrics.quotesIn.inc()
     const quote = this.#parse(raw)
     const lag = this.#metrics.receiveLag
     if (lag !== null && (++this.#received & (RECEIVE_LAG_SAMPLE - 1)) === 0 && typeof quote?.ts === 'number') lag.observe(Math.max(0, Date.now() - quote.ts) / 1000)
-    const taken = quote === null ? Taken.STALE : feed.onQuote(quote, raw)
+    const trace = traceparent !== null && quote !== null && this.#tracer !== null ? this.#tracer.received(quote, traceparent) : null
+    const taken = quote === null ? Taken.STALE : feed.onQuote(quote, raw, trace)
+    trace?.settle(taken)
     if (taken === Taken.STALE) this.#metrics.staleIn.inc()
     else if (taken === Taken.GAP) this.#fillGap(symbol, feed)
     // Redis lost the symbol's history while this gateway was connected

@@ -182,7 +182,7 @@ export class Outbox {
    * is not DISCONNECT).
    *
    * @param {number} tick the chunk of the pass (latency samples, Update.sentIn)
-   * @param {PassStats} stats
+   * @param {PassStats} stats its `traced` gets the frame's traced updates
    * @returns {TextFrame | null} null: nothing pending
    */
   take (tick, stats) {
@@ -199,8 +199,12 @@ export class Outbox {
       const u = pending[0]
       frame = u.frame
       if (u.sentIn(tick)) stats.sent.push(u)
+      if (u.trace !== null) stats.traced.push(u)
     } else {
-      for (const u of pending) if (u.sentIn(tick)) stats.sent.push(u)
+      for (const u of pending) {
+        if (u.sentIn(tick)) stats.sent.push(u)
+        if (u.trace !== null) stats.traced.push(u)
+      }
       frame = quotesFrame(pending)
     }
     stats.bytes += frame.length

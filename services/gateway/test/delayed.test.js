@@ -13,7 +13,7 @@ import { FULL_RATE } from '../src/delivery.js'
 import { Outbox, Verdict } from '../src/outbox.js'
 import { parseClientFrame, parseStreamSub } from '../src/protocol.js'
 import { Subscriptions } from '../src/subscriptions.js'
-import { metrics, memoryBroker, silent } from './helper.js'
+import { metrics, memoryBroker, passStats, silent } from './helper.js'
 
 /**
  * A symbol's history of n ticks, one per `stepMs` from `t0`, the last one
@@ -151,7 +151,7 @@ test('a delayed feed\'s deltas say delayed; a slow reader catching up asks for t
   subs.add(['AAPL', 'MSFT'], FULL_RATE)
   subs.setDelayed('AAPL', true)
   const outbox = new Outbox({ metrics: metrics(), sendHighWater: 100, slowCloseMs: 60_000, latest: (s, d, delayed) => { asked.push([s, d, delayed]); return null } }, subs)
-  const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
+  const stats = passStats()
   outbox.push(u, stats)
   outbox.push(diffQuotes({ symbol: 'MSFT', seq: 1, ts: 1, last: 1 }, { symbol: 'MSFT', seq: 2, ts: 2, last: 2 }), stats)
   assert.equal(outbox.verdict(1000, 1, stats), Verdict.SKIP, 'slow: conflated')

@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import { CloseCode, continues } from '@wsps/protocol'
 import { diffQuotes } from '../src/delta.js'
 import { DISTINCT, FULL_RATE } from '../src/delivery.js'
-import { gatewayParts, limits, quote, tick } from './helper.js'
+import { gatewayParts, limits, passStats, quote, tick } from './helper.js'
 import { waitFor } from '@wsps/testkit'
 
 /** A hub whose symbols are live with seq 1, and subscribed clients. */
@@ -117,7 +117,7 @@ test('a send buffer at the hard cap closes with 4008 at once', async () => {
 
 test('an unsubscribed symbol queued in this window is not sent', async () => {
   const { clients: [a] } = await live()
-  const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
+  const stats = passStats()
   // Queued without writing, as by a pass that was interrupted mid-way.
   const held = { seq: 1, ts: 0, bid: 1 }
   assert.equal(a.c.push(diffQuotes({ symbol: 'AAPL', ...held }, { symbol: 'AAPL', ...held, seq: 2, bid: 2 }), stats), true, 'first update queues the outbox')

@@ -76,14 +76,14 @@ export const limits = { sendHighWater: 1000, sendMax: 5000, slowCloseMs: 100, ra
 /**
  * A hub with its fanout over an in-memory broker, and a factory of clients
  * on fake sockets. `pass()` runs a fan-out pass now instead of on its timer.
- * @param {{unsubscribeDelayMs?: number, batchMs?: number}} [options] batchMs: the
+ * @param {{unsubscribeDelayMs?: number, batchMs?: number, tracer?: import('../src/quote-trace.js').QuoteTracer | null}} [options] batchMs: the
  *   fanout's window (default 1000: passes run only when the test calls pass())
  */
-export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000 } = {}) {
+export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer = null } = {}) {
   const m = metrics()
   const broker = memoryBroker()
   const fanout = new Fanout({ batchMs, metrics: m })
-  const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000 })
+  const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000, tracer })
   const ctx = {
     metrics: m,
     sendMax: limits.sendMax,
@@ -105,3 +105,8 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000 } = {}) {
 export const quote = (seq, fields = {}, symbol = 'AAPL') => JSON.stringify({ seq, symbol, ts: Date.now(), bid: 1, ask: 2, last: 1.5, ...fields })
 
 export const tick = () => new Promise((resolve) => setImmediate(resolve))
+
+/** @returns {import('../src/fanout.js').PassStats} an empty pass's counts, as the fanout starts each chunk with */
+export function passStats () {
+  return { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [], traced: [] }
+}

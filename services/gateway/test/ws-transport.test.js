@@ -17,7 +17,7 @@ import { TextFrame } from '../src/text-frame.js'
 import { WsTransport, transportOf } from '../src/ws-transport.js'
 import { Timelines } from '../src/timelines.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
-import { gatewayParts, quote, silent, tick } from './helper.js'
+import { gatewayParts, passStats, quote, silent, tick } from './helper.js'
 
 /**
  * A server socket wrapped in a WsTransport, one client connected to it.
@@ -148,7 +148,7 @@ test('a reader that stops reading is cut with 4008 while shared frames pile up, 
   conn.subscribe(['AAPL'])
   const x = 'y'.repeat(32 * 1024)
   const update = new Update('AAPL', 2, 1, Date.now(), {}, `{"symbol":"AAPL","seq":2,"x":"${x}"}`)
-  const stats = { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [] }
+  const stats = passStats()
   let maxBuffered = 0
   // Kernel buffers take some megabytes first; then the socket's own buffer
   // grows past the high-water mark, and the reader stays slow until cut.

@@ -65,6 +65,8 @@ export const fetcherSettings = Object.freeze([
  * @property {number} port
  * @property {string} nodeName
  * @property {number} statusIntervalMs
+ * @property {string} otlpTracesUrl
+ * @property {number} traceSample
  * @property {string} logLevel
  * @property {string} redisUrl
  * @property {'standalone' | 'cluster' | 'sentinel'} redisMode

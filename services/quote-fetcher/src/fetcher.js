@@ -4,6 +4,7 @@
 // (`ws-stream`), or nothing (`push`: the publish API only).
 
 import { removeStatus, reportStatus, writeStatus } from '@wsps/shared/fleet-status'
+import { startTracing } from '@wsps/shared/tracing'
 import { createHttpApp, registerProbes } from '@wsps/shared/http-app'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
@@ -17,6 +18,7 @@ import { createHttpProvider } from './providers/http.js'
 import { createSimProvider } from './providers/sim.js'
 import { WsStreamFeed } from './providers/ws-stream.js'
 import { registerPublishApi } from './publish-api.js'
+import { IngestTraces } from './ingest-traces.js'
 import { Publisher } from './publisher.js'
 import { Scheduler } from './scheduler.js'
 import { Worker } from './worker.js'
@@ -73,7 +75,9 @@ export async function createFetcher (config, logger) {
   const pub = config.waitReplicas > 0 ? registerScripts(connectRedis(config, watch('pub'))) : redis
   if (pub !== redis) conns.set('pub', pub)
   const pubLog = logger.child({ component: 'publisher' })
+  const tracing = await startTracing({ url: config.otlpTracesUrl, service: 'wsps-quote-fetcher', node: config.nodeName, logger })
   const publisher = new Publisher({
+    traces: tracing && new IngestTraces({ tracer: tracing.tracer, sample: config.traceSample, node: config.nodeName }),
     clock, deadlineMs: config.publishDeadlineMs,
     redis: pub, keys, ttlMs: config.quoteTtlMs, sharded: config.redisMode === 'cluster', historySize: config.historySize, historyTtlMs: config.historyTtlMs,
     waitReplicas: config.waitReplicas, waitTimeoutMs: config.waitTimeoutMs, onWait: (result) => metrics.replicaWaits.inc({ result }),
@@ -185,6 +189,7 @@ export async function createFetcher (config, logger) {
       clock.stop()
       for (const l of liveness) l.stop()
       await Promise.all(all.map((c) => closeRedis(c)))
+      await tracing?.close()
     }
   }
 }

@@ -11,6 +11,7 @@
 import { bearerCheck } from '@wsps/shared/bearer'
 import { SYMBOL_PATTERN } from '@wsps/protocol'
 import { RateLimit } from '@wsps/shared/rate-limit'
+import { remoteParent } from '@wsps/shared/tracing'
 import { IDEMPOTENCY_KEY_PATTERN } from './idempotency.js'
 import { NUMERIC_FIELDS } from './providers/stream-mapping.js'
 
@@ -170,6 +171,7 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
         if (!authorized(req.headers.authorization)) throw new RequestError('UNAUTHORIZED', 'missing or wrong bearer token')
       }
     }, async (req, reply) => {
+      const startTime = Date.now()
       const key = idempotencyKey(req.headers['idempotency-key'])
       const ndjson = /^application\/x-ndjson/.test(req.headers['content-type'] ?? '')
       const text = /** @type {string} */ (req.body)
@@ -199,7 +201,7 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
           }
           tats.set(token, tat)
         }
-        const { published, refused } = await publisher.publish(quotes, { pushLeaseMs })
+        const { published, refused } = await publisher.publish(quotes, { pushLeaseMs, trace: { parent: remoteParent(req.headers.traceparent), startTime } })
         // Pushed quotes hold no claim: only a ts older than the symbol's
         // newest can refuse one (scripts.js, PUBLISH).
         answer = refused.old ? { accepted: published, refused: { old: refused.old } } : { accepted: published }

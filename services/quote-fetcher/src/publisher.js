@@ -28,6 +28,7 @@
 // onRefused, never published.
 
 import { publishArgs, refusal } from '@wsps/shared/scripts'
+import { IngestTraces } from './ingest-traces.js'
 
 /** Quotes per publish script call: bounds how long one call holds Redis. */
 const CHUNK = 200
@@ -58,6 +59,8 @@ export class Publisher {
   /** @type {import('./redis-clock.js').RedisClock | null} */
   #clock
   #deadlineMs
+  /** @type {IngestTraces | null} */
+  #traces
   /**
    * With history on, per symbol this publisher published and has not
    * retired: when and which seq it last published, and when it last asked
@@ -90,8 +93,10 @@ export class Publisher {
    * @param {import('./redis-clock.js').RedisClock} [options.clock] Redis' clock, for the deadline and the push leases
    * @param {number} [options.deadlineMs] WSPS_PUBLISH_DEADLINE_MS: a call that reaches Redis
    *   later than this after it was sent is refused as late (0: never)
+   * @param {IngestTraces | null} [options.traces] with tracing on: which quotes are traced, and their spans
    */
-  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0, waitReplicas = 0, waitTimeoutMs = 500, onWait, onRefused, clock, deadlineMs = 0 }) {
+  constructor ({ redis, keys, ttlMs, sharded, historySize = 0, historyTtlMs = 0, waitReplicas = 0, waitTimeoutMs = 500, onWait, onRefused, clock, deadlineMs = 0, traces = null }) {
+    this.#traces = traces
     this.#clock = clock ?? null
     this.#deadlineMs = deadlineMs
     this.redis = redis
@@ -146,15 +151,16 @@ export class Publisher {
 
   /**
    * @param {import('./providers/provider.js').QuoteFields[]} quotes
-   * @param {{pushLeaseMs?: number, tokens?: number | readonly number[]}} [options]
+   * @param {{pushLeaseMs?: number, tokens?: number | readonly number[], trace?: import('./ingest-traces.js').TraceOptions}} [options]
    *   pushLeaseMs > 0: the quotes come through the publish API and take (or
    *   extend) the symbols' push lease; tokens: the fencing token of the claim
    *   the quotes were fetched under, one for all or one per quote (0, the
-   *   default: none, for publish API quotes)
+   *   default: none, for publish API quotes); trace: how they entered, for
+   *   their traces (with tracing on)
    * @returns {Promise<{published: number, refused: Refused}>} refused: the
    *   quotes the script refused, by reason
    */
-  async publish (quotes, { pushLeaseMs = 0, tokens = 0 } = {}) {
+  async publish (quotes, { pushLeaseMs = 0, tokens = 0, trace } = {}) {
     if (quotes.length === 0) return { published: 0, refused: noneRefused() }
     const { keys } = this
     const wait = this.#waitReplicas > 0
@@ -162,6 +168,7 @@ export class Publisher {
     const now = Date.now()
     const every = renewEvery(this.ttlMs)
     const notAfterMs = this.#deadlineMs > 0 && this.#clock?.measured ? this.#clock.now() + this.#deadlineMs : 0
+    const spans = this.#traces?.start(quotes, trace) ?? null
     const options = { ttlMs: this.ttlMs, sharded: this.sharded, pushLeaseMs, historySize: this.historySize, streamTtlMs: this.ttlMs + 2 * every, defer: wait, notAfterMs }
     const entries = quotes.map((q, i) => {
       // symbol first: the script splices seq (and epoch) in front of the
@@ -169,16 +176,25 @@ export class Publisher {
       // keeps the last of two equal keys, so a quote built on the previous
       // one (the sim provider copies it whole) would carry the previous
       // epoch past a new one, and a new history would pass for the old.
-      const { symbol, seq: _seq, epoch: _epoch, ...rest } = /** @type {Record<string, unknown> & {symbol: string}} */ (q)
+      // Nor a trace read with it: a traced quote's comes last (published.js).
+      const { symbol, seq: _seq, epoch: _epoch, trace: _trace, ...rest } = /** @type {Record<string, unknown> & {symbol: string}} */ (q)
       const known = history ? this.#published.get(symbol) : undefined
       const renew = !known || now - known.renewedAt >= every
       const token = typeof tokens === 'number' ? tokens : tokens[i]
-      return { symbol, body: JSON.stringify({ symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0, renew, ts: q.ts, token }
+      const traced = spans?.[i]
+      return { symbol, body: JSON.stringify(traced ? { symbol, ...rest, trace: traced.traceparent } : { symbol, ...rest }), floor: this.lastSeq.get(symbol) ?? 0, renew, ts: q.ts, token }
     })
     /** The scheduler's view of the push leases, on its clock (Redis'): one ZADD for the batch. */
     const lease = pushLeaseMs > 0 ? ['zadd', keys.push, 'GT', ...leaseArgs(quotes, (this.#clock?.now() ?? Date.now()) + pushLeaseMs)] : null
     /** Seq per quote, or the error of the call that carried it. */
-    const seqs = this.sharded ? await this.#publishEach(entries, options, lease) : await this.#publishPipelined(entries, options, lease)
+    /** @type {(number | Error)[]} */
+    let seqs
+    try {
+      seqs = this.sharded ? await this.#publishEach(entries, options, lease) : await this.#publishPipelined(entries, options, lease)
+    } catch (err) {
+      spans?.forEach((s) => { if (s) IngestTraces.end(s, /** @type {Error} */ (err)) })
+      throw err
+    }
     let published = 0
     const refused = noneRefused()
     /** Symbols of refused quotes, for the log. @type {Set<string>} */
@@ -186,6 +202,8 @@ export class Publisher {
     /** @type {Error | null} */
     let failed = null
     seqs.forEach((seq, i) => {
+      const traced = spans?.[i]
+      if (traced) IngestTraces.end(traced, seq instanceof Error ? seq : (refusal(seq) || seq))
       if (seq instanceof Error) {
         failed = seq
         return

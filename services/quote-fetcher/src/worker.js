@@ -121,6 +121,7 @@ export class Worker {
    */
   async work (job, deadline) {
     const started = performance.now()
+    const startTime = Date.now()
     try {
       /** @type {Map<string, any>} */
       const previous = new Map()
@@ -145,7 +146,7 @@ export class Worker {
       }
       const quotes = await this.provider.fetch(symbols, previous, deadline)
       this.metrics.fetchSeconds.observe((performance.now() - started) / 1000)
-      const { published } = await this.publisher.publish(quotes, { tokens: Number(job.f) || 0 })
+      const { published } = await this.publisher.publish(quotes, { tokens: Number(job.f) || 0, trace: { startTime } })
       this.metrics.published.inc(published)
       this.metrics.jobs.inc({ result: 'done' })
     } catch (err) {

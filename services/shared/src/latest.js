@@ -6,12 +6,13 @@
 // whether it changed.
 
 import { Cluster } from 'ioredis'
+import { untraced } from './published.js'
 
 /** Symbols per script call: bounds how long one call holds Redis. */
 const CHUNK = 500
 
 /**
- * The latest quote (JSON, as published) of each symbol, null where none. On
+ * The latest quote (JSON, as published, without a trace) of each symbol, null where none. On
  * a single Redis one round trip, all or nothing; on a Cluster one call per
  * symbol (its keys share its slot), and a symbol whose shard fails (down,
  * failing over) is an Error in its place instead of failing every symbol.
@@ -35,7 +36,7 @@ export async function latestQuotes (client, keys, symbols, { waitMs } = {}) {
       ? null
       : new Promise((resolve) => { timer = setTimeout(resolve, Math.max(0, waitMs), new Error(`its shard did not answer within ${waitMs} ms`)) })
     const reads = symbols.map((s) => {
-      const read = one.wspsLatestOne(keys.history(s), keys.latest(s)).then(([q]) => q, (/** @type {Error} */ err) => err)
+      const read = one.wspsLatestOne(keys.history(s), keys.latest(s)).then(([q]) => q === null ? q : untraced(q), (/** @type {Error} */ err) => err)
       return late === null ? read : Promise.race([read, late])
     })
     const out = await Promise.all(reads)
@@ -50,6 +51,6 @@ export async function latestQuotes (client, keys, symbols, { waitMs } = {}) {
   const results = /** @type {[Error | null, (string | null)[]][]} */ (await pipeline.exec())
   return results.flatMap(([err, quotes]) => {
     if (err) throw err
-    return quotes
+    return quotes.map((q) => q === null ? q : untraced(q))
   })
 }

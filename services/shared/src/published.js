@@ -10,9 +10,19 @@
 // rest is the fetcher's JSON of the quote without seq and epoch
 // (publishArgs). A delayed copy ends with `,"delayed":true}`
 // (delayedCopy, for the gateway's delayed timeline).
+//
+// A traced quote (docs/operations.md, Traces of a quote's path) ends with
+// `,"trace":"<W3C traceparent>"}`: the fetcher's publish span, which the
+// gateway's spans of that quote descend from. Last and of fixed length, so
+// the gateway finds and cuts it without parsing (splitTrace) where a
+// published quote enters it, and no client ever sees it.
 
 /** What every published quote starts with. */
 export const PREFIX = '{"seq":'
+
+/** What a traced quote ends with, around its traceparent (55 characters). */
+const TRACE_OPEN = ',"trace":"'
+const TRACE_LENGTH = TRACE_OPEN.length + 55 + 2
 
 /**
  * @typedef {Record<string, unknown> & {symbol: string, seq: number, ts: number}} PublishedQuote
@@ -75,4 +85,27 @@ export function entryOf (raw) {
  */
 export function delayedCopy (raw) {
   return `${raw.slice(0, -1)},"delayed":true}`
+}
+
+/**
+ * A published quote without its trace, and the trace: O(1) on an untraced
+ * quote (one comparison).
+ *
+ * @param {string} raw a quote as published
+ * @returns {[raw: string, traceparent: string | null]}
+ */
+export function splitTrace (raw) {
+  const at = raw.length - TRACE_LENGTH
+  if (at < 0 || !raw.startsWith(TRACE_OPEN, at)) return [raw, null]
+  return [`${raw.slice(0, at)}}`, raw.slice(at + TRACE_OPEN.length, -2)]
+}
+
+/**
+ * A published quote without its trace (history, latest quotes).
+ *
+ * @param {string} raw
+ * @returns {string}
+ */
+export function untraced (raw) {
+  return splitTrace(raw)[0]
 }
