@@ -60,7 +60,7 @@ test('a traced quote: ingest span, publish span under it with the seq, and its t
 test('a quote read back with a trace (the previous quote a provider builds on) does not carry that trace on', async (t) => {
   const s = await setup({ sample: 0 })
   t.after(s.close)
-  await s.publisher.publish([{ symbol: 'A', ts: Date.now(), bid: 1, trace: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }])
+  await s.publisher.publish([/** @type {any} */ ({ symbol: 'A', ts: Date.now(), bid: 1, trace: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })])
   await until(() => s.messages.length === 1)
   assert.deepEqual(splitTrace(s.messages[0])[1], null)
   assert.equal(s.spans(SpanName.INGEST).length, 0)
