@@ -7,7 +7,7 @@ import calculateSlot from 'cluster-key-slot'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { latestQuotes } from '@wsps/shared/latest'
-import { splitTrace, untraced } from '@wsps/shared/published'
+import { traceOf, untraced } from '@wsps/shared/published'
 import { adminChannel } from '@wsps/shared/admin-commands'
 import { readFleet, removeStatus, writeStatus } from '@wsps/shared/fleet-status'
 import { redisKeys } from '@wsps/shared/keys'
@@ -143,7 +143,9 @@ export function createRedisBroker (config, logger) {
     }
     sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
       const symbol = keys.symbolOf(channel)
-      if (symbol) handlers.onQuote(symbol, ...splitTrace(message))
+      if (!symbol) return
+      const traceparent = traceOf(message)
+      handlers.onQuote(symbol, traceparent === null ? message : untraced(message), traceparent)
     })
     if (sharded) {
       // ioredis keeps one subscriber per shard and replaces it on failover or

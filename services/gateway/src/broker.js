@@ -33,7 +33,7 @@
  * @property {(symbols: string[]) => Promise<string[]>} subscribe resolves with the symbols whose
  *   channel could not be subscribed (on a cluster, a shard failing over); rejects when none could
  * @property {(symbols: string[]) => Promise<void>} unsubscribe
- * Quotes a broker hands over never hold their trace (published.js, splitTrace).
+ * Quotes a broker hands over never hold their trace (published.js, untraced).
  *
  * @property {(symbols: string[]) => Promise<(string | null | Error)[]>} latest latest full quote per
  *   symbol, null where none, an Error where its read failed (a cluster shard failing over)

@@ -1,7 +1,7 @@
 // Where a quote's trace starts (ingest-traces.js) on a real redis-server:
 // the Publisher's traced quotes get an ingest span and a publish span under
 // it, their seq or refusal on them, and the publish span's traceparent as
-// the published quote's last member, which the gateway cuts (splitTrace);
+// the published quote's last member, which the gateway cuts (published.js);
 // a publish request's sampled traceparent is the parent of all its quotes,
 // an unsampled one traces none.
 import assert from 'node:assert/strict'
@@ -9,7 +9,7 @@ import { test } from 'node:test'
 import { Redis } from 'ioredis'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import { redisKeys } from '@wsps/shared/keys'
-import { splitTrace } from '@wsps/shared/published'
+import { traceOf, untraced } from '@wsps/shared/published'
 import { SpanName, remoteParent } from '@wsps/shared/tracing'
 import { useScriptedRedis } from '@wsps/testkit/scripted-redis'
 import { IngestTraces } from '../src/ingest-traces.js'
@@ -52,8 +52,8 @@ test('a traced quote: ingest span, publish span under it with the seq, and its t
   assert.equal(publish.attributes['wsps.symbol'], 'A')
   assert.ok(ingest.startTime[0] * 1000 + ingest.startTime[1] / 1e6 <= start + 1, 'the ingest span starts at the arrival')
   await until(() => s.messages.length === 1)
-  const [raw, traceparent] = splitTrace(s.messages[0])
-  assert.equal(traceparent, `00-${publish.spanContext().traceId}-${publish.spanContext().spanId}-01`)
+  const raw = untraced(s.messages[0])
+  assert.equal(traceOf(s.messages[0]), `00-${publish.spanContext().traceId}-${publish.spanContext().spanId}-01`)
   assert.deepEqual(JSON.parse(raw), { seq: 1, epoch: JSON.parse(raw).epoch, symbol: 'A', ts: JSON.parse(raw).ts, bid: 1 }, 'without it, the quote as ever')
 })
 
@@ -62,7 +62,7 @@ test('a quote read back with a trace (the previous quote a provider builds on) d
   t.after(s.close)
   await s.publisher.publish([/** @type {any} */ ({ symbol: 'A', ts: Date.now(), bid: 1, trace: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })])
   await until(() => s.messages.length === 1)
-  assert.deepEqual(splitTrace(s.messages[0])[1], null)
+  assert.equal(traceOf(s.messages[0]), null)
   assert.equal(s.spans(SpanName.INGEST).length, 0)
 })
 

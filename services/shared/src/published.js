@@ -14,7 +14,7 @@
 // A traced quote (docs/operations.md, Traces of a quote's path) ends with
 // `,"trace":"<W3C traceparent>"}`: the fetcher's publish span, which the
 // gateway's spans of that quote descend from. Last and of fixed length, so
-// the gateway finds and cuts it without parsing (splitTrace) where a
+// the gateway finds and cuts it without parsing (traceOf, untraced) where a
 // published quote enters it, and no client ever sees it.
 
 /** What every published quote starts with. */
@@ -88,24 +88,28 @@ export function delayedCopy (raw) {
 }
 
 /**
- * A published quote without its trace, and the trace: O(1) on an untraced
- * quote (one comparison).
- *
- * @param {string} raw a quote as published
- * @returns {[raw: string, traceparent: string | null]}
+ * @param {string} raw
+ * @returns {number} where its trace begins, -1 when it has none: O(1), one comparison
  */
-export function splitTrace (raw) {
+function traceAt (raw) {
   const at = raw.length - TRACE_LENGTH
-  if (at < 0 || !raw.startsWith(TRACE_OPEN, at)) return [raw, null]
-  return [`${raw.slice(0, at)}}`, raw.slice(at + TRACE_OPEN.length, -2)]
+  return at >= 0 && raw.startsWith(TRACE_OPEN, at) ? at : -1
 }
 
 /**
- * A published quote without its trace (history, latest quotes).
- *
- * @param {string} raw
- * @returns {string}
+ * @param {string} raw a quote as published
+ * @returns {string | null} its traceparent, null when it is not traced
+ */
+export function traceOf (raw) {
+  const at = traceAt(raw)
+  return at < 0 ? null : raw.slice(at + TRACE_OPEN.length, -2)
+}
+
+/**
+ * @param {string} raw a quote as published
+ * @returns {string} the same without its trace (itself when untraced)
  */
 export function untraced (raw) {
-  return splitTrace(raw)[0]
+  const at = traceAt(raw)
+  return at < 0 ? raw : `${raw.slice(0, at)}}`
 }

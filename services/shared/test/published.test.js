@@ -3,7 +3,7 @@
 // the integration tests): seqOf's fast path gives what a full parse gives.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { cursorOf, delayedCopy, entryOf, parsePublished, PREFIX, seqOf, splitTrace, untraced } from '../src/published.js'
+import { cursorOf, delayedCopy, entryOf, parsePublished, PREFIX, seqOf, traceOf, untraced } from '../src/published.js'
 
 const LAYOUTS = [
   '{"seq":1,"epoch":"k3x9","symbol":"AAPL","ts":1763800000123,"bid":1.5}',
@@ -37,16 +37,17 @@ test('delayedCopy appends the field to the quote as published', () => {
   assert.deepEqual(JSON.parse(delayedCopy('{"seq":1,"symbol":"A","ts":5}')), { seq: 1, symbol: 'A', ts: 5, delayed: true })
 })
 
-test('splitTrace cuts a traced quote\'s trailing traceparent and nothing else', () => {
+test('traceOf and untraced read and cut a traced quote\'s trailing traceparent, and nothing else', () => {
   const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
   const body = '{"seq":3,"epoch":"e","symbol":"A","ts":5,"bid":1}'
   const traced = `${body.slice(0, -1)},"trace":"${tp}"}`
-  assert.deepEqual(splitTrace(traced), [body, tp])
+  assert.equal(traceOf(traced), tp)
   assert.deepEqual(JSON.parse(traced).trace, tp, 'the layout the fetcher writes (JSON, its last member)')
-  assert.deepEqual(splitTrace(body), [body, null])
+  assert.equal(traceOf(body), null)
+  assert.equal(untraced(body), body)
   assert.equal(untraced(traced), body)
   // A field of the same length that is not the trace stays.
   const other = `${body.slice(0, -1)},"tracx":"${tp}"}`
-  assert.deepEqual(splitTrace(other), [other, null])
-  assert.deepEqual(splitTrace('{}'), ['{}', null])
+  assert.deepEqual([traceOf(other), untraced(other)], [null, other])
+  assert.deepEqual([traceOf('{}'), untraced('{}')], [null, '{}'])
 })
