@@ -1,7 +1,7 @@
 // An operator's actions on real processes: redis-server, a sim fetcher and
 // three gateways with auth on; the admin API of one reaches the others
 // through Redis. The real `wsps` command shows a user's connections on
-// every gateway, disconnects them (4010, and nobody else), disconnects one
+// every gateway and what each resumed, disconnects them (4010, and nobody else), disconnects one
 // connection by its id, and drains a gateway (its clients get 1012, it
 // exits and leaves the fleet view).
 import assert from 'node:assert/strict'
@@ -112,6 +112,23 @@ test('wsps disconnect --node --id: one connection, by the id wsps conn shows', a
   assert.equal((await second.closedPromise).code, CloseCode.OPERATOR_DISCONNECT, 'the newer one (the higher id)')
   assert.equal(first.closed, null)
   first.close()
+})
+
+test('wsps conn shows what a connection resumed: symbols recovered with since, and those that were not', async () => {
+  const first = await client(on.admin.wsUrl, 'erin')
+  await first.sub(['AAPL'])
+  await first.waitQuotes('AAPL', 1)
+  const held = first.quote('AAPL')
+  first.close()
+  const again = await client(on.admin.wsUrl, 'erin')
+  const ack = await again.sub(['AAPL', 'MSFT'], { since: { AAPL: { seq: held.seq, epoch: held.epoch }, MSFT: { seq: 1, epoch: 'notthishistory' } } })
+  assert.deepEqual(ack.recovered, { AAPL: true, MSFT: false }, JSON.stringify(ack))
+  const shown = await wsps(['conn', '--user', 'erin', '--json'])
+  assert.equal(shown.code, 0, shown.err)
+  const [conn] = JSON.parse(shown.out).answers.flatMap((/** @type {any} */ a) => a.connections ?? [])
+  assert.deepEqual(conn.resumes, { recovered: 1, notRecovered: 1 })
+  assert.match((await wsps(['conn', '--user', 'erin'])).out, /resumed 1 recovered, 1 not/)
+  again.close()
 })
 
 test('the admin actions refuse what they cannot do, with a code', async () => {

@@ -124,7 +124,8 @@ function describe (c) {
     bars: subs.barCount,
     bufferedBytes: c.bufferedAmount,
     slowForMs,
-    skipped
+    skipped,
+    resumes: c.resumes
   }
 }
 

@@ -86,6 +86,9 @@ export class Connection {
   #strikeTat = 0
   /** @type {number | null} the code the gateway closed this connection with */
   #closeCode = null
+  /** Symbols resumed with `since` and recovered, or not (resumes). */
+  #recovered = 0
+  #notRecovered = 0
   /**
    * One timer for the auth lifecycle: before auth the deadline for the
    * `auth` frame (4003), after it the token's `exp` (4002).
@@ -130,6 +133,18 @@ export class Connection {
   get bufferedAmount () { return this.#transport.bufferedAmount }
   /** How far behind the reader is (Outbox.lag). */
   get lag () { return this.#outbox.lag(Date.now()) }
+  /** Symbols it resumed with `since`: continued with nothing lost, or not (a fresh snap). */
+  get resumes () { return { recovered: this.#recovered, notRecovered: this.#notRecovered } }
+
+  /**
+   * A symbol it resumed with `since` was answered (Sessions, the sub).
+   *
+   * @param {boolean} recovered nothing lost
+   */
+  resumed (recovered) {
+    if (recovered) this.#recovered++
+    else this.#notRecovered++
+  }
 
   /** The peer showed it is there (a pong, a message). */
   markAlive () {

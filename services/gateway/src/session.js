@@ -496,6 +496,7 @@ export class Sessions {
         const ok = planned !== null && base !== null && base.epoch === cursor.epoch &&
           (delivery === DISTINCT ? base.seq === cursor.seq + planned.length : base.seq >= cursor.seq)
         recovered[s] = ok
+        client.resumed(ok)
         this.metrics.recoveries.inc({ mode: modeName, result: ok ? 'recovered' : 'not_recovered' })
         if (ok && delivery === DISTINCT) {
           replay.push(.../** @type {string[]} */ (planned))
