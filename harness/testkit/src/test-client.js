@@ -139,7 +139,7 @@ export class TestClient {
 
   /**
    * @param {string[]} symbols
-   * @param {{mode?: string, maxRate?: number, delayed?: unknown}} [delivery] the sub's delivery and timeline (docs/protocol.md)
+   * @param {{mode?: string, maxRate?: number, delayed?: unknown, since?: Record<string, {seq: number, epoch: string}>}} [delivery] the sub's delivery, timeline and resumption (docs/protocol.md)
    * @returns {Promise<any>} the ack (or error)
    */
   async sub (symbols, delivery = {}) {

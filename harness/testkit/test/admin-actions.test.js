@@ -119,6 +119,7 @@ test('wsps conn shows what a connection resumed: symbols recovered with since, a
   await first.sub(['AAPL'])
   await first.waitQuotes('AAPL', 1)
   const held = first.quote('AAPL')
+  assert.ok(held)
   first.close()
   const again = await client(on.admin.wsUrl, 'erin')
   const ack = await again.sub(['AAPL', 'MSFT'], { since: { AAPL: { seq: held.seq, epoch: held.epoch }, MSFT: { seq: 1, epoch: 'notthishistory' } } })
