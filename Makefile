@@ -52,7 +52,7 @@ logs: ## Follow the local stack's logs
 
 ##@ Test
 .PHONY: test-prebuild
-test-prebuild: ## Start the slow builds the suite needs later (cluster binaries and images, k6, promtool, chart tools) in the background, at nice 19
+test-prebuild: ## Start the slow builds the suite needs later (the OpenTelemetry Collector, cluster binaries and images, k6, promtool, chart tools) in the background, at nice 19
 	@# They stop with the run that started them (make test's, or this make).
 	tools/prebuild.sh start "$${PREBUILD_OWNER:-$$PPID}"
 
@@ -77,8 +77,10 @@ test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
 	cd harness/bench/loadgen && go test -count=1 ./...
 
 .PHONY: test-integration
-test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes, toxiproxy-server
-	@# toxiproxy-server, the fault proxy of the Redis link tests (harness/testkit/src/toxiproxy.js):
-	@# built with Go once (under a minute), then instant (tools/tools.sh prints its progress).
-	@tools/tools.sh toxiproxy
+test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes, toxiproxy-server, an OpenTelemetry Collector
+	@# toxiproxy-server, the fault proxy of the Redis link tests (harness/testkit/src/toxiproxy.js),
+	@# and the collector of the trace tests (infra/otelcol, harness/testkit/src/otel-collector.js):
+	@# built with Go once (under a minute; the collector ~4 min cold on 2 cores, usually
+	@# already done by test-prebuild), then instant (tools/tools.sh prints its progress).
+	@tools/tools.sh toxiproxy otelcol
 	@node --test --test-concurrency=1 --test-reporter=spec harness/testkit/test/*.test.js

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the pinned tools (the chart's checks, k6 and toxiproxy-server) under $WSPS_CACHE,
+# Installs the pinned tools (the chart's checks, k6, toxiproxy-server and the
+# test OpenTelemetry Collector) under $WSPS_CACHE,
 # each in a directory keyed by its version, and links them into
 # $WSPS_CACHE/bin. Versions come from tools/versions.env. Idempotent: a tool
 # whose versioned binary exists is not rebuilt, so after the first run this is
@@ -9,12 +10,15 @@
 #   tools/tools.sh env        # print `export X=...` lines for the checks
 #   tools/tools.sh helm k6    # only these
 #   tools/tools.sh toxiproxy  # toxiproxy-server (make test-integration runs this)
+#   tools/tools.sh otelcol    # the collector of infra/otelcol (make test-integration, the e2e's image)
 #
 # Each tool lands in $WSPS_CACHE/bin (~/.cache/wsps/bin): the Makefile puts it
 # first on PATH; in your shell, `export PATH=$HOME/.cache/wsps/bin:$PATH`.
 #
 # Sources: the Go module proxy (Go tools) and PyPI (Kubernetes JSON schemas).
 set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # shellcheck source=versions.env
 . "$(dirname "${BASH_SOURCE[0]}")/versions.env"
@@ -39,6 +43,9 @@ schemas_dir=$TOOLS/k8s-schemas-$K8S_SCHEMAS_VERSION-standalone
 py_dir=$TOOLS/python-pyyaml-$PYYAML_VERSION
 k6_dir=$TOOLS/k6-$K6_VERSION
 toxiproxy_dir=$TOOLS/toxiproxy-$TOXIPROXY_VERSION
+# Our own module: keyed by its files too, so a component added there builds anew.
+otelcol_src=$ROOT/infra/otelcol
+otelcol_dir=$TOOLS/otelcol-$OTELCOL_VERSION-$(cat "$otelcol_src"/{main.go,go.mod,go.sum} | sha256sum | cut -c1-8)
 
 log () { printf '\033[36m[tools]\033[0m %s\n' "$*" >&2; }
 
@@ -53,6 +60,9 @@ heartbeat_stop () { if [[ -n $heartbeat_pid ]]; then kill "$heartbeat_pid" 2>/de
 trap heartbeat_stop EXIT
 
 link () { mkdir -p "$BIN"; ln -sfn "$1" "$BIN/$(basename "$1")"; }
+
+# `go build -v` prints a package per line: one line in 25 of them goes on.
+compiled () { awk '{ n++; if (n % 25 == 0) { printf "[tools]   ... %d packages compiled (%s)\n", n, $0; fflush() } }' >&2; }
 
 # Go for the builds below: the one installed, or the pinned toolchain
 # (tools/go.sh fetches it from the Go module proxy when there is none).
@@ -85,7 +95,7 @@ go_install () { # dir pkg@version [ldflags] [name]
   local start=$SECONDS
   heartbeat_start "$pkg"
   GOBIN=$tmp GOFLAGS=-buildvcs=false go install -v -trimpath ${ldflags:+-ldflags "$ldflags"} "$pkg" 2>&1 \
-    | awk '{ n++; if (n % 25 == 0) { printf "[tools]   ... %d packages compiled (%s)\n", n, $0; fflush() } }' >&2
+    | compiled
   heartbeat_stop
   if [[ -n $name ]]; then local bin=${pkg%@*}; mv "$tmp/${bin##*/}" "$tmp/$name"; fi
   rm -rf "$dir"; mv "$tmp" "$dir"
@@ -108,6 +118,29 @@ install_toxiproxy () {
   [[ -x $toxiproxy_dir/toxiproxy-server ]] && return
   go_install "$toxiproxy_dir" "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" \
     "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION" toxiproxy-server
+}
+
+# The collector of the tests: infra/otelcol is a module of its own (main.go
+# picks the components), built as the main module with its go.sum, never
+# tidied here. Its go.mod must name the release versions.env pins.
+install_otelcol () {
+  [[ -x $otelcol_dir/otelcol ]] && return
+  need_go
+  grep -q "go.opentelemetry.io/collector/otelcol $OTELCOL_VERSION\$" "$otelcol_src/go.mod" || {
+    echo "infra/otelcol/go.mod does not require go.opentelemetry.io/collector/otelcol $OTELCOL_VERSION (tools/versions.env): update it (infra/otelcol/README.md)" >&2
+    exit 1
+  }
+  local tmp start=$SECONDS
+  tmp=$(mktemp -d "$TOOLS/.build.XXXXXX")
+  log "building the OpenTelemetry Collector $OTELCOL_VERSION (infra/otelcol, go build, first time only; ~4 min on 2 cores)"
+  heartbeat_start "otelcol"
+  (cd "$otelcol_src" && GOFLAGS=-buildvcs=false go build -mod=readonly -v -trimpath \
+    -ldflags "-s -w -X main.version=$OTELCOL_VERSION" -o "$tmp/otelcol" . 2>&1) \
+    | compiled
+  heartbeat_stop
+  [[ $("$tmp/otelcol" --version) == *"$OTELCOL_VERSION"* ]] || { echo "the built otelcol does not report $OTELCOL_VERSION" >&2; exit 1; }
+  rm -rf "$otelcol_dir"; mv "$tmp" "$otelcol_dir"
+  log "built otelcol $OTELCOL_VERSION in $((SECONDS - start))s"
 }
 
 install_kustomize () {
@@ -145,7 +178,7 @@ install_helm_unittest () {
   mkdir -p "$tmp/unittest"
   log "building helm-unittest $HELM_UNITTEST_VERSION (go build, first time only)"
   (cd "$src" && GOFLAGS=-buildvcs=false go build -v -trimpath -ldflags "-s -w" -o "$tmp/unittest/untt" ./cmd/helm-unittest 2>&1) \
-    | awk '{ n++; if (n % 25 == 0) { printf "[tools]   ... %d packages compiled (%s)\n", n, $0; fflush() } }' >&2
+    | compiled
   cat > "$tmp/unittest/plugin.yaml" <<YAML
 name: "unittest"
 version: "${HELM_UNITTEST_VERSION#v}"
@@ -267,6 +300,7 @@ export K8S_SCHEMAS=$schemas_dir
 export WSPS_PY=$py_dir/bin/python
 export K6=$k6_dir/k6
 export TOXIPROXY_SERVER=$toxiproxy_dir/toxiproxy-server
+export OTELCOL=$otelcol_dir/otelcol
 export K8S_SCHEMA_MINORS="$K8S_SCHEMA_MINORS"
 export HELM_PLUGINS=$unittest_dir
 export HELM_CACHE_HOME=$CACHE/helm/cache
@@ -296,6 +330,7 @@ main () {
       python) install_python ;;
       k6) install_k6; link "$k6_dir/k6" ;;
       toxiproxy) install_toxiproxy; link "$toxiproxy_dir/toxiproxy-server" ;;
+      otelcol) install_otelcol; link "$otelcol_dir/otelcol" ;;
       go) need_go ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac

@@ -14,7 +14,9 @@
 // TLS-only with a wrong CA refused, and hostile input through the Ingress
 // while the host clients stay served, and auth enforced through nginx
 // (issue #28: netpol.mjs, podsecurity.mjs, secrets.mjs, redis-tls.mjs,
-// hostile.mjs, auth.mjs).
+// hostile.mjs, auth.mjs); a sampled quote's spans, from the fetcher's
+// ingest to a gateway's write to a client, in an OpenTelemetry Collector
+// beside the release (issue 52: traces.mjs).
 // Host-side traffic goes to 127.0.0.1 only (NodePorts on loopback, the
 // apiserver on loopback: checked first). Every wait is bounded; on failure it
 // prints pods, events and logs and exits 1.
@@ -39,6 +41,7 @@ import { checkSecretsStaySecret } from './secrets.mjs'
 import { redisFailover, sentinelSet } from './redis-failover.mjs'
 import { checkRedisTls } from './redis-tls.mjs'
 import { checkHostileInput } from './hostile.mjs'
+import { checkTraces, deployCollector, tracesUrl } from './traces.mjs'
 
 const NS = process.env.E2E_NAMESPACE || 'wsps'
 const REL = 'wsps'
@@ -52,7 +55,8 @@ const LATE_CLIENTS = Number(process.env.E2E_LATE_CLIENTS || 200)
 const K6_TARGET = Number(process.env.E2E_K6_TARGET || 3000)
 const K6_RAMP = process.env.E2E_K6_RAMP || '45s'
 const K6_HOLD = process.env.E2E_K6_HOLD || '30s'
-const VALUES = ['-f', 'charts/wsps/ci/11-e2e-like-values.yaml', '-f', 'infra/e2e/values.yaml']
+// The collector's URL names the namespace (infra/e2e/traces.mjs deploys it there).
+const VALUES = ['-f', 'charts/wsps/ci/11-e2e-like-values.yaml', '-f', 'infra/e2e/values.yaml', '--set', `tracing.otlpTracesUrl=${tracesUrl(NS)}`]
 // fetcher.publish.existingSecret and .from in infra/e2e/values.yaml.
 const PUBLISH_SECRET = 'wsps-publish'
 const PUBLISHER_LABEL = { 'app.kubernetes.io/name': 'e2e-publisher' }
@@ -162,6 +166,8 @@ const isReady = (p) => !p.metadata.deletionTimestamp && (p.status.conditions || 
 /** What infra/e2e/redis-failover.mjs needs of this file. @type {import('./redis-failover.mjs').Cluster} */
 // redis.tls is on in infra/e2e/values.yaml: redis-cli in the Redis pods speaks TLS with the chart's CA.
 const cluster = { ns: NS, rel: REL, masterName: 'wsps', cli: ['redis-cli', '--tls', '--cacert', '/etc/redis-tls/ca.crt'], kubectl, pods, isReady, prom, until, log, fail }
+/** What infra/e2e/traces.mjs needs. @type {import('./traces.mjs').TracesContext} */
+const tracing = { ns: NS, kubectl, until, log, fail }
 
 const helmUpgrade = (sets, timeout = '5m') =>
   helm(['upgrade', REL, 'charts/wsps', ...VALUES, ...sets.flatMap((s) => s.startsWith('S:') ? ['--set-string', s.slice(2)] : ['--set', s]), '--wait', '--timeout', timeout], { timeoutMs: 330000 })
@@ -399,7 +405,7 @@ async function main (argv) {
   await step('host-side traffic on loopback: the kubeconfig names the apiserver on 127.0.0.0/8', checkLoopbackKubeconfig)
   await step('clean up a leftover release', cleanUpLeftover)
 
-  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers with the publish API, Redis with Sentinel, HTTPRoute on Traefik\'s Gateway)', install)
+  await step('helm install --wait (KEDA-scaled gateways 2..4, 2 fetchers with the publish API, Redis with Sentinel, HTTPRoute on Traefik\'s Gateway, traces to an OpenTelemetry Collector)', install)
   const rulesLoaded = loadChartRules() // in the background: the kubelet takes its time with ConfigMap volumes
   rulesLoaded.catch(() => {})
 
@@ -425,6 +431,10 @@ async function main (argv) {
     await step(`${CLIENTS} host clients through the HTTPRoute (Traefik Gateway API): snapshots, updates, both pods`, () => routeClients(fleet))
 
     const sseRoute = await step('SSE through the HTTPRoute: GET /sse streams hello, snap, then q events with ids; bad requests get 400 with the protocol\'s codes', () => checkSse('httproute'))
+
+    await step('traces: a sampled quote\'s spans reach the OpenTelemetry Collector, wsps.ingest -> wsps.publish (fetcher) -> wsps.receive -> wsps.fanout -> wsps.write (gateway), one symbol and seq', async () => {
+      report.push(await checkTraces(tracing))
+    })
 
     // Early, so that WspsRedisFailover's 5 min window passes while the
     // later steps run (on the promoted primary and its rejoined replica).
@@ -502,6 +512,8 @@ async function cleanUpLeftover () {
  */
 async function install () {
   await createPublishSecret()
+  // Before the release: its services send spans from their first quote.
+  await deployCollector(tracing)
   await helm(['install', REL, 'charts/wsps', ...VALUES, '--create-namespace', '--wait', '--timeout', '5m'], { timeoutMs: 330000 })
   // KEDA's HPA brings the Deployment (created with 1 replica) to minReplicas.
   await until('KEDA to hold 2 ready gateways', 120000, async () => {
@@ -792,7 +804,7 @@ async function diagnose () {
     const r = await kubectl(['logs', '-l', `app.kubernetes.io/component=${c}`, '--tail=30', '--prefix', '--all-containers'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${c}\n${`${r.out}${r.err || ''}`.split('\n').map((l) => l.slice(0, 400)).join('\n')}`)
   }
-  for (const [ns, sel] of [['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus'], ['nginx-ingress', 'app.kubernetes.io/name=nginx-ingress']]) {
+  for (const [ns, sel] of [[NS, 'app.kubernetes.io/name=otel-collector'], ['traefik', 'app.kubernetes.io/name=traefik'], ['keda', 'app=keda-operator'], ['monitoring', 'app.kubernetes.io/name=prometheus'], ['nginx-ingress', 'app.kubernetes.io/name=nginx-ingress']]) {
     const r = await run('kubectl', ['-n', ns, 'logs', '-l', sel, '--tail=20'], { allowFail: true, timeoutMs: 30000 }).catch((e) => ({ out: String(e), err: '' }))
     console.log(`--- logs ${ns}/${sel}\n${r.out}${r.err || ''}`)
   }

@@ -2,8 +2,9 @@
 // Standard `restricted` (namespace label, checked by the apiserver's
 // PodSecurity admission), and every pod of the run was admitted under it:
 // the chart's gateways, fetchers and Redis (or Redis nodes and Sentinels),
-// the `helm test` pod, the k6 Job's pod and the e2e's own pods. A pod that
-// breaks the standard is refused, which shows the label is enforced.
+// the `helm test` pod, the k6 Job's pod and the e2e's own pods (its
+// OpenTelemetry Collector too). A pod that breaks the standard is refused,
+// which shows the label is enforced.
 import { writeFileSync } from 'node:fs'
 
 export const ENFORCE_LABEL = 'pod-security.kubernetes.io/enforce'
@@ -36,7 +37,7 @@ export async function enforceRestricted (ctx) {
 function kind (release, pod) {
   const kinds = /** @type {[string, string][]} */ ([
     [`${release}-gateway-`, 'gateway'], [`${release}-fetcher-`, 'fetcher'], [`${release}-redis`, 'redis'],
-    [`${release}-test`, 'helm test'], [`${release}-loadtest-`, 'k6 Job'], ['e2e-publisher-', 'publisher'], ['netpol-', 'netpol probe']
+    [`${release}-test`, 'helm test'], [`${release}-loadtest-`, 'k6 Job'], ['e2e-publisher-', 'publisher'], ['netpol-', 'netpol probe'], ['otel-collector-', 'otel collector']
   ])
   return kinds.find(([prefix]) => pod.startsWith(prefix))?.[1] ?? 'other'
 }

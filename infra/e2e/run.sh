@@ -5,7 +5,8 @@
 #                                       with KEDA autoscaling 2 -> 4 -> 2, rolling upgrade
 #                                       under load, dashboard queries, Redis primary
 #                                       failover (Sentinel) + alert,
-#                                       Ingress, SSE, in-cluster publish, registry release)
+#                                       Ingress, SSE, in-cluster publish, a traced quote's
+#                                       spans in an OpenTelemetry Collector, registry release)
 #   8. make cluster-down               (always, unless E2E_KEEP_CLUSTER=1)
 # Bounded: the whole run is killed after E2E_TIMEOUT (default 40m).
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cluster's images without a Docker engine or a registry, and
 # imports them into the cluster's containerd when it runs.
-#   images.sh                 all: base pause traefik k6 redis wsps prometheus keda nginx-ingress
+#   images.sh                 all: base pause traefik k6 redis wsps prometheus keda nginx-ingress otelcol
 #   images.sh NAME...         only those
 #   images.sh --import-only   import the archives already built (cluster-up does this)
 #
@@ -15,6 +15,7 @@
 # redis   base + Debian's redis-server and redis-tools (uid 999)
 # nginx-ingress  base + Debian's nginx, njs and stream modules + the F5 NGINX
 #         Ingress Controller built from its vendored source (uid 101)
+# otelcol base + the tests' OpenTelemetry Collector (infra/otelcol, tools/tools.sh otelcol), uid 10001
 # wsps    the repo's Dockerfile, built by buildah with --build-arg BASE_IMAGE=<base>
 #
 # Archives land in $WSPS_CACHE/cluster/images/<name>.tar (docker-archive, with
@@ -41,7 +42,7 @@ archive() { echo "$IMAGE_DIR/$1.tar"; }
 # Which image each archive holds.
 declare -A IMAGE_OF=([base]="$BASE_IMAGE" [pause]="$PAUSE_IMAGE" [traefik]="$TRAEFIK_IMAGE" [k6]="$K6_IMAGE"
                      [redis]="$REDIS_IMAGE" [wsps]="$WSPS_IMAGE" [prometheus]="$PROMETHEUS_IMAGE" [keda]="$KEDA_IMAGE"
-                     [nginx-ingress]="$NGINX_INGRESS_IMAGE")
+                     [nginx-ingress]="$NGINX_INGRESS_IMAGE" [otelcol]="$OTELCOL_IMAGE")
 
 have_image() { "${BUILDAH[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 
@@ -168,6 +169,13 @@ build_prometheus() {
   bin_image prometheus "$PROMETHEUS_BIN/prometheus" 65534:65534 "$PROMETHEUS_BIN/promtool"
 }
 build_keda() { build_base; "$LC_DIR/build-bins.sh" keda; bin_image keda "$KEDA_BIN/keda" 65532:65532 "$KEDA_BIN/keda-adapter"; }
+# The collector is a tool of the host's tests too: tools.sh builds it (and
+# knows its folder, keyed by infra/otelcol's files).
+build_otelcol() {
+  build_base; "$REPO_ROOT/tools/tools.sh" otelcol
+  local bin; bin="$("$REPO_ROOT/tools/tools.sh" env | sed -n 's/^export OTELCOL=//p')"
+  bin_image otelcol "$bin" 10001:10001
+}
 
 # Redis for the chart's built-in Redis ("any image with redis-server and
 # redis-cli on PATH"): Debian's packages on the base, apt lists dropped after.
@@ -308,16 +316,16 @@ main() {
   trap '"${BUILDAH[@]}" rm --all >/dev/null 2>&1 || true' EXIT
   if [[ "${1:-}" == "--import-only" ]]; then
     shift
-    (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda nginx-ingress
+    (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda nginx-ingress otelcol
     import_archives "$@"
     return
   fi
-  (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda nginx-ingress
+  (( $# )) || set -- base pause traefik k6 redis wsps prometheus keda nginx-ingress otelcol
   local n
   for n in "$@"; do
     case "$n" in
-      base|pause|traefik|k6|redis|wsps|prometheus|keda|nginx-ingress) "build_${n//-/_}" ;;
-      *) die "unknown image: $n (base pause traefik k6 redis wsps prometheus keda nginx-ingress)" ;;
+      base|pause|traefik|k6|redis|wsps|prometheus|keda|nginx-ingress|otelcol) "build_${n//-/_}" ;;
+      *) die "unknown image: $n (base pause traefik k6 redis wsps prometheus keda nginx-ingress otelcol)" ;;
     esac
   done
   import_archives "$@"

@@ -449,6 +449,9 @@ WSPS_REDIS_PASSWORD_FILE: "/var/run/secrets/wsps/redis/redis-password"
 {{- if include "wsps.redis.caSecret" . }}
 WSPS_REDIS_TLS_CA_FILE: "/var/run/secrets/wsps/redis-ca/ca.crt"
 {{- end }}
+{{- with .Values.tracing.otlpTracesUrl }}
+WSPS_OTLP_TRACES_URL: {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -456,7 +459,7 @@ Settings the chart owns; `config:` may not set them (validated), because the
 chart wires them to Secrets, ports, probes and the shutdown timing.
 */}}
 {{- define "wsps.managedSettings" -}}
-WSPS_HOST WSPS_HTTP_PORT WSPS_METRICS_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_REDIS_MODE WSPS_REDIS_SENTINELS WSPS_REDIS_MASTER_NAME WSPS_REDIS_SENTINEL_PASSWORD WSPS_REDIS_SENTINEL_PASSWORD_FILE WSPS_REDIS_USERNAME WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_WORKERS WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE WSPS_PUBLISH_TOKEN WSPS_PUBLISH_TOKEN_FILE WSPS_PUBLISH_RATE WSPS_PUBLISH_MAX_BYTES {{ include "wsps.streamCredentialSettings" . }}
+WSPS_HOST WSPS_HTTP_PORT WSPS_METRICS_PORT WSPS_NODE_NAME WSPS_LOG_LEVEL WSPS_REDIS_URL WSPS_REDIS_PASSWORD WSPS_REDIS_PASSWORD_FILE WSPS_REDIS_TLS_CA_FILE WSPS_REDIS_KEY_PREFIX WSPS_REDIS_MODE WSPS_REDIS_SENTINELS WSPS_REDIS_MASTER_NAME WSPS_REDIS_SENTINEL_PASSWORD WSPS_REDIS_SENTINEL_PASSWORD_FILE WSPS_REDIS_USERNAME WSPS_DRAIN_MS WSPS_SHUTDOWN_DELAY_MS WSPS_MAX_CONNECTIONS WSPS_ALLOWED_ORIGINS WSPS_TRUST_PROXY WSPS_WORKERS WSPS_AUTH_MODE WSPS_AUTH_HS256_SECRET WSPS_AUTH_HS256_SECRET_FILE WSPS_AUTH_JWKS_URL WSPS_AUTH_ISSUER WSPS_AUTH_AUDIENCE WSPS_PROVIDER WSPS_UPSTREAM_URL WSPS_UPSTREAM_TOKEN WSPS_UPSTREAM_TOKEN_FILE WSPS_PUBLISH_TOKEN WSPS_PUBLISH_TOKEN_FILE WSPS_PUBLISH_RATE WSPS_PUBLISH_MAX_BYTES WSPS_OTLP_TRACES_URL WSPS_TRACE_SAMPLE {{ include "wsps.streamCredentialSettings" . }}
 {{- end -}}
 
 {{/* The ws-stream vendor credentials: only from fetcher.stream.existingSecret, as files. */}}
@@ -606,6 +609,28 @@ back together under /scripts.
   ports:
     - port: {{ include "wsps.redis.externalPort" . }}
       protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/*
+Egress of the gateway and the fetcher to the OpenTelemetry Collector, with
+tracing.otlpTracesUrl set: its port (the URL's, else the scheme's) to
+tracing.egressTo, or to any address when that is empty (the chart cannot
+know where your collector runs; a Service name in the URL resolves to pod
+IPs the policy would have to name).
+*/}}
+{{- define "wsps.networkPolicy.tracingEgress" -}}
+{{- with .Values.tracing.otlpTracesUrl }}
+{{- $u := urlParse . -}}
+{{- $hostport := splitList ":" $u.host }}
+# The OpenTelemetry Collector (tracing.otlpTracesUrl)
+- ports:
+    - port: {{ if gt (len $hostport) 1 }}{{ last $hostport }}{{ else }}{{ ternary 443 80 (eq $u.scheme "https") }}{{ end }}
+      protocol: TCP
+  {{- with $.Values.tracing.egressTo }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end }}
 {{- end -}}
 

@@ -120,7 +120,7 @@ wsps: {{ $component }}.config.{{ $k }}
 {{- else if has $k $managed }}
 wsps: {{ $component }}.config.{{ $k }}
     {{ $k }} is set by the chart from a dedicated value (see values.yaml:
-    port, logLevel, redis.*, gateway.shutdown.*, gateway.auth.*, fetcher.provider ...).
+    port, logLevel, redis.*, gateway.shutdown.*, gateway.auth.*, fetcher.provider, tracing.* ...).
 {{- end -}}
 {{- end -}}
 {{- end -}}
