@@ -452,7 +452,7 @@ export class Feed {
       // nothing says the subscribers missed nothing. Everyone starts over
       // from this quote, told so when they held one of a known epoch.
       const lost = typeof prev.epoch === 'string'
-      this.#snapAll(lost)
+      this.#snapAll(lost, trace)
       return lost ? Taken.NEW_EPOCH : Taken.HELD
     }
     if (this.#count === 0) {
@@ -462,7 +462,7 @@ export class Feed {
       return Taken.HELD
     }
     if (prev === null) {
-      this.#snapAll()
+      this.#snapAll(false, trace)
       return Taken.HELD
     }
     // O(1) per quote: subscribers are touched once per fan-out pass, and
@@ -524,16 +524,26 @@ export class Feed {
   }
 
   /** @param {boolean} [lost] it replaces ticks that could not be recovered */
-  #snapAll (lost = false) {
+  /**
+   * @param {boolean} [lost]
+   * @param {import('./quote-trace.js').QuoteTrace | null} [trace] the held quote's, when it is traced and just arrived
+   */
+  #snapAll (lost = false, trace = null) {
     // Everyone now holds the latest: nothing older may follow.
     this.#settle()
     if (this.#count === 0 || this.#lastRaw === null) return
     // One frame for every subscriber, framed once (text-frame.js).
     const frame = new TextFrame(encodeSnap([this.#lastRaw], lost))
     const symbols = [this.#symbol]
+    trace?.snapshot()
     // A copy: a send that closes a slow reader must not reorder the list
     // under the loop (removal swaps in the last element).
-    for (const c of this.#everyone()) c.sendSnap(symbols, frame)
+    for (const c of this.#everyone()) {
+      const start = trace === null ? 0 : Date.now()
+      c.sendSnap(symbols, frame)
+      trace?.wrote(c.id, frame.length, start)
+    }
+    trace?.passed(Date.now())
   }
 
   /**

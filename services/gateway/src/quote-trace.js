@@ -78,6 +78,12 @@ export class QuoteTrace {
     this.#adopted = true
   }
 
+  /** It goes to every subscriber as a snapshot at once (the first quote held, a new epoch): its writes follow now. */
+  snapshot () {
+    this.#adopted = true
+    this.#fanout.setAttribute(Attr.SNAPSHOT, true)
+  }
+
   /**
    * The feed is done with the quote: one no update carries is not fanned
    * out (dropped, held for a gap fill, sent as a snapshot) and ends here.

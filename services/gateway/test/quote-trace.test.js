@@ -98,3 +98,16 @@ test('two traced quotes merged before a pass: the older trace ends as conflated,
   assert.deepEqual(fanouts.map((s) => [s.attributes['wsps.seq'], s.attributes['wsps.taken'] ?? 'written']), [[2, 'conflated'], [3, 'written']])
   assert.deepEqual(parts.spans()[SpanName.WRITE].map((s) => s.spanContext().traceId), ['1'.repeat(32)])
 })
+
+test('a symbol\'s first quote goes out as a snapshot: its writes are traced, the fan-out span says snapshot', async () => {
+  const parts = traced()
+  const clients = [parts.client(), parts.client()]
+  for (const c of clients) parts.hub.add('AAPL', c.c)
+  await tick(); await tick()
+  parts.hub.onQuote('AAPL', quote(1, { bid: 1.1 }), `00-${TRACE_ID}-${PUBLISH_SPAN}-01`)
+  const by = parts.spans()
+  assert.equal(by[SpanName.FANOUT][0].attributes['wsps.snapshot'], true)
+  assert.equal(by[SpanName.FANOUT][0].attributes['wsps.writes'], 2)
+  assert.equal(by[SpanName.WRITE].length, 2)
+  for (const c of clients) assert.equal(c.ws.sent.at(-1).op, 'snap')
+})

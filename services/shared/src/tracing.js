@@ -35,6 +35,8 @@ export const Attr = Object.freeze({
   AGE_MS: 'wsps.age_ms',
   /** gateway: what the feed did with a quote it did not fan out */
   TAKEN: 'wsps.taken',
+  /** gateway: the quote went to its subscribers as a snapshot (the first held, a new epoch), not in a pass */
+  SNAPSHOT: 'wsps.snapshot',
   /** gateway: connections written (write spans are capped) */
   WRITES: 'wsps.writes',
   CONNECTION: 'wsps.connection',
