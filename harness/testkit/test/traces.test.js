@@ -52,11 +52,11 @@ async function chainsOf (match, writes) {
   /** @type {import('../src/otlp-spans.js').Span[][]} */
   let chains = []
   try {
-    return await waitFor(() => {
+    return /** @type {import('../src/otlp-spans.js').Span[][]} */ (await waitFor(() => {
       chains = traceChains(on.collector.spans().filter(match)).filter((c) => c.at(-1)?.name === 'wsps.write')
       const whole = chains.filter((c) => c[0].name === 'wsps.ingest')
       return whole.length >= writes ? whole : null
-    }, { timeout: 15_000, message: `${writes} whole chains at the collector` })
+    }, { timeout: 15_000, message: `${writes} whole chains at the collector` }))
   } catch (err) {
     throw new Error(`${/** @type {Error} */ (err).message}; there: ${chains.map(formatChain).join('; ') || 'none'}`)
   }
