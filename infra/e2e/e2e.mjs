@@ -33,6 +33,7 @@ import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { sleep, waitFor } from '../../harness/testkit/src/wait.js'
 import { Fleet, pct } from './fleet.mjs'
 import { AUTH_SECRET, enforcedAuth } from './auth.mjs'
+import { operatorConsole } from './admin.mjs'
 import { nginxIngress } from './nginx.mjs'
 import { Prometheus, dashboardPanels } from './prometheus.mjs'
 import { checkNetworkPolicies } from './netpol.mjs'
@@ -476,6 +477,12 @@ async function main (argv) {
 
   await step('auth enforced through the nginx ingress: the release upgraded to HS256 JWT; every wrong token gets its promised status or close code, a good one streams (WebSocket and SSE)', async () => {
     const line = await enforcedAuth(e)
+    log('  ' + line)
+    report.push(line)
+  })
+
+  await step('operator\'s console: the admin API through kubectl port-forward lists every gateway and fetcher pod; a user found by their token\'s sub on whichever gateway holds them is disconnected with 4010', async () => {
+    const line = await operatorConsole({ ns: NS, host: HOST, pods, isReady, until, fail, log })
     log('  ' + line)
     report.push(line)
   })
