@@ -79,7 +79,6 @@ async function api (base, path, body) {
  */
 export async function operatorConsole (e) {
   const gateways = (await e.pods('gateway')).filter(e.isReady)
-  const fetchers = (await e.pods('fetcher')).filter(e.isReady)
   if (!gateways.length) e.fail('no ready gateway pod')
   const pod = gateways[0].metadata.name
   const metricsPort = gateways[0].spec.containers[0].ports.find((/** @type {any} */ p) => p.name === 'metrics')?.containerPort ?? 9090
@@ -94,7 +93,8 @@ export async function operatorConsole (e) {
       const { status, body } = await api(forward.url, '/admin/fleet')
       if (status !== 200) return `GET /admin/fleet: ${status}`
       const of = (/** @type {string} */ role) => body.processes.filter((/** @type {any} */ p) => p.role === role)
-      const want = { gateway: names(gateways), fetcher: names(fetchers) }
+      // The pods of this moment: a pod that just went (a scale-in) leaves the view within its status interval.
+      const want = { gateway: names((await e.pods('gateway')).filter(e.isReady)), fetcher: names((await e.pods('fetcher')).filter(e.isReady)) }
       for (const role of /** @type {const} */ (['gateway', 'fetcher'])) {
         const shown = of(role).map((/** @type {any} */ p) => p.node).sort()
         if (JSON.stringify(shown) !== JSON.stringify(want[role])) return `${role}s shown ${shown.join(', ')}; pods ${want[role].join(', ')}`
