@@ -39,6 +39,12 @@ run () { # name command...
     sed 's/^/       | /' "$log" | tail -n 40
   fi
 }
+refused_in_its_words () { # values file: check-config exits 1 with the gateway's own message
+  local out rc=0
+  out=$("${WSPS_CLI[@]}" --values "$1" 2>&1) || rc=$?
+  printf '%s\n' "$out"
+  [[ $rc -eq 1 ]] && grep -q 'WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES' <<<"$out"
+}
 skip () { skipped=$((skipped + 1)); printf '  \033[33mSKIP\033[0m %-58s %s\n' "$1" "$2"; }
 section () { printf '\033[1m%s\033[0m\n' "$*"; }
 
@@ -136,9 +142,14 @@ done
 section "chart: schemas (kubeconform -strict, Kubernetes ${K8S_VERSIONS[0]} .. ${K8S_VERSIONS[-1]}, offline)"
 run "kubeconform ${#rendered[@]} scenarios x ${#K8S_VERSIONS[@]} versions" kubeconform_all "${rendered[@]}"
 
-section "chart <-> services: the config loaders accept what the chart renders"
+section "chart <-> services: the config loaders accept what the chart renders (wsps check-config)"
 if [[ -d node_modules/@wsps/shared ]] && command -v node >/dev/null; then
-  run "WSPS_* settings of ${#rendered[@]} scenarios load in the services" "$WSPS_PY" charts/scripts/check-config-contract.py "${rendered[@]}"
+  WSPS_CLI=(node clients/cli/bin/wsps.js check-config --helm "$HELM")
+  run "WSPS_* settings of ${#rendered[@]} scenarios load in the services" "${WSPS_CLI[@]}" --rendered "${rendered[@]}"
+  run "check-config --values: a values file, rendered and checked" "${WSPS_CLI[@]}" --values "$CHART/ci/13-auth-persistence-values.yaml"
+  # Settings the chart's schema lets through but the gateway refuses at start-up (a cross-check).
+  printf 'gateway:\n  config:\n    WSPS_SEND_HIGH_WATER_BYTES: 9000000\n    WSPS_SEND_MAX_BYTES: 100000\n' >"$OUT/refused-values.yaml"
+  run "check-config --values: what the gateway would refuse is refused, in its words" refused_in_its_words "$OUT/refused-values.yaml"
 else
   skip "WSPS_* settings load in the services" "(npm workspaces not installed: make deps)"
 fi

@@ -690,3 +690,17 @@ total (the k6-operator splits the VUs across runners by execution segment).
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+A setting of gateway.config / fetcher.config as its environment variable's
+string. YAML numbers reach templates as float64, which toString prints as
+9e+06 from a million on: the services refuse that as a whole number, so
+whole numbers are printed as integers.
+*/}}
+{{- define "wsps.settingValue" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- int64 . | toString -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}

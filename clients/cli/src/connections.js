@@ -48,6 +48,7 @@ function warnMissing (io, missing) {
   if (missing.length) io.err.write(`not answered in time (late or gone; their connections are not counted): ${missing.join(', ')}\n`)
 }
 
+/** @type {import('./verbs.js').Verb} */
 export const conn = {
   name: 'conn',
   summary: 'one connection, or every connection of a user: where, what it watches, how far behind',
@@ -85,6 +86,7 @@ ${TARGET_USAGE}
   }
 }
 
+/** @type {import('./verbs.js').Verb} */
 export const disconnect = {
   name: 'disconnect',
   summary: 'close a connection or every connection of a user (code 4010: no reconnect on its own)',
@@ -114,6 +116,7 @@ ${TARGET_USAGE}
   }
 }
 
+/** @type {import('./verbs.js').Verb} */
 export const drain = {
   name: 'drain',
   summary: 'stop one gateway as SIGTERM would: not ready, clients moved off over its drain window',

@@ -20,6 +20,7 @@ import { emit, progress, progressDone, readAll, readFile } from './io.js'
 const RETRY = new Set([409, 429, 502, 503, 504])
 const TIMEOUT_MS = 10_000
 
+/** @type {import('./verbs.js').Verb} */
 export const publish = {
   name: 'publish',
   summary: 'send quotes (JSON, NDJSON or CSV) to the publish API',

@@ -16,6 +16,7 @@ import { emit, readFile } from './io.js'
 /** A terminal is redrawn at most this often. */
 const REDRAW_MS = 200
 
+/** @type {import('./verbs.js').Verb} */
 export const tail = {
   name: 'tail',
   summary: 'live quotes (and bars) in the terminal, JSON lines when piped',

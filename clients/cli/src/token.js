@@ -25,6 +25,7 @@ const CLAIM_OPTIONS = /** @type {const} */ ({
 /** @param {string} list comma-separated */
 const symbolList = (list) => list.split(',').map((s) => s.trim()).filter(Boolean)
 
+/** @type {import('./verbs.js').Verb} */
 export const token = {
   name: 'token',
   summary: 'mint a development token (HS256) for a secret file',
@@ -72,6 +73,7 @@ export const token = {
   }
 }
 
+/** @type {import('./verbs.js').Verb} */
 export const checkToken = {
   name: 'check-token',
   summary: 'what a gateway with these auth settings makes of a token',

@@ -16,6 +16,7 @@ import { emit } from './io.js'
 
 const REFRESH_MS = 2000
 
+/** @type {import('./verbs.js').Verb} */
 export const top = {
   name: 'top',
   summary: 'the fleet: every gateway and fetcher, stale and most watched symbols',

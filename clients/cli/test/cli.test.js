@@ -154,3 +154,48 @@ test('top\'s view: gateways then fetchers, a late record marked LATE, stale symb
   assert.ok(lines.includes('STALE: AAPL on gw-2 for 7s'))
   assert.ok(lines.includes('MOST WATCHED: AAPL 5, MSFT 1'))
 })
+
+test('check-config --rendered: each gateway and fetcher Deployment\'s environment as its pod gets it, through the service\'s loader', async () => {
+  const manifests = join(dir, 'rendered.yaml')
+  const deployment = (/** @type {string} */ name, /** @type {string} */ component, /** @type {string} */ env) => `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}, labels: {app.kubernetes.io/component: ${component}}}
+spec:
+  template:
+    spec:
+      containers:
+        - name: main
+          envFrom: [{configMapRef: {name: ${name}}}]
+          env:
+${env}
+`
+  writeFileSync(manifests, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: gw}
+data: {WSPS_HTTP_PORT: "8080", WSPS_SEND_HIGH_WATER_BYTES: "9000000", WSPS_SEND_MAX_BYTES: "100000"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: fe}
+data: {WSPS_PROVIDER: sim, WSPS_REDIS_PASSWORD_FILE: /var/run/secrets/redis/password}
+${deployment('gw', 'gateway', '            - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n            - {name: WSPS_NODE_NAME, value: "$(POD)"}')}
+${deployment('fe', 'fetcher', '            - {name: WSPS_NODE_NAME, value: "fe-$$x"}')}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other}
+`)
+  const r = await run(['check-config', '--rendered', manifests, '--json'])
+  assert.equal(r.code, Exit.FAILED)
+  const [gw, fe, verdict] = r.out.trim().split('\n').map((l) => JSON.parse(l))
+  assert.deepEqual([gw.deployment, gw.ok, gw.problems], ['gw', false, ['WSPS_SEND_MAX_BYTES must be larger than WSPS_SEND_HIGH_WATER_BYTES']])
+  assert.deepEqual([fe.deployment, fe.ok, fe.secretFiles], ['fe', true, ['WSPS_REDIS_PASSWORD_FILE']], 'a secret file stood in for')
+  assert.deepEqual(verdict.error, { code: CliErrorCode.BAD_CONFIG, message: '1 of 2 Deployments would refuse to start' })
+  const { podEnvironments } = await import('../src/chart-env.js')
+  const [gwEnv, feEnv] = podEnvironments((await import('node:fs')).readFileSync(manifests, 'utf8'))
+  assert.equal(gwEnv.env.WSPS_NODE_NAME, 'wsps-pod-0', '$(NAME) from the downward API')
+  assert.equal(feEnv.env.WSPS_NODE_NAME, 'fe-$x', '$$ escapes')
+  assert.equal((await run(['check-config', '--rendered'])).code, Exit.USAGE)
+  assert.equal((await run(['check-config', '--values', manifests, '--rendered', manifests])).code, Exit.USAGE)
+})
