@@ -25,6 +25,7 @@ import (
 // The same conversation with and without the pause after a batch of events
 // (-coalesce-us): pausing must not lose or misorder anything.
 func TestEpollLoopAgainstServer(t *testing.T) {
+	holdRxTimestamps(t)
 	for _, us := range []int{0, 500} {
 		t.Run(fmt.Sprintf("coalesce-us=%d", us), func(t *testing.T) { againstServer(t, us) })
 	}
@@ -91,6 +92,10 @@ func againstServer(t *testing.T, coalesceUs int) {
 	defer stopLoop()
 
 	awaitError(t, lostErr, "close 1001", "the server's close never reached the loop")
+	// The loop tells the close from inside the read that brought it, and
+	// counts that read's samples after: a starved loop reads ack, snap, q
+	// and close at once, so the counts are final only once it has returned.
+	stopLoop()
 	if s := <-sub; s != `{"id":1,"op":"sub","symbols":["S0003","S0007"]}` {
 		t.Fatalf("subscription %s", s)
 	}
@@ -236,6 +241,48 @@ func startLoop(t *testing.T, o *Options) (cut *atomic.Bool, stopLoop func()) {
 		close(done)
 	}()
 	return cut, func() { stop.Store(true); <-done }
+}
+
+// holdRxTimestamps keeps the kernel stamping received packets for the
+// test's length. Linux turns receive timestamps on for everyone while some
+// socket asks for them, but only a moment after the first one does (a
+// deferred static key) and off again after the last closes: a loop whose
+// connection is the only such socket may read its first messages
+// unstamped. A UDP socket asking for them, held open until a datagram to
+// itself comes back stamped, makes every read of the test stamped.
+func holdRxTimestamps(t *testing.T) {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, soTimestamping, sofRxSoftware|sofSoftware); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &syscall.Timeval{Usec: 100_000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	self, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, oob := make([]byte, 16), make([]byte, 512)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if err := syscall.Sendto(fd, []byte("stamp"), 0, self); err != nil {
+			t.Fatal(err)
+		}
+		if _, oobn, _, _, err := syscall.Recvmsg(fd, buf, oob, 0); err == nil {
+			if _, ok := rxTimestampUs(oob[:oobn]); ok {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the kernel stamped no received datagram within 5 s (SO_TIMESTAMPING)")
 }
 
 // failuresTo: hooks that send every failure to failed and ignore the rest.
