@@ -9,10 +9,11 @@
 // 4010 by way of the command stream in Redis. Runs after the auth step
 // (the release is authed).
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { TestClient } from '../../harness/testkit/src/test-client.js'
 import { CloseCode } from '../../services/protocol/index.js'
 import { signHs256 } from '../../clients/cli/src/jwt.js'
-import { AUTH_SECRET } from './auth.mjs'
+import { AUTH_SECRET_FILE } from './auth.mjs'
 
 /** gateway.admin.token in infra/e2e/values.yaml. */
 export const ADMIN_TOKEN = 'wsps-e2e-admin-token-0123456789'
@@ -104,9 +105,9 @@ export async function operatorConsole (e) {
       return body
     })
     const now = Math.floor(Date.now() / 1000)
-    const token = signHs256(AUTH_SECRET, { sub: USER, iat: now, exp: now + 600 })
+    const token = signHs256(readFileSync(AUTH_SECRET_FILE, 'utf8'), { sub: USER, iat: now, exp: now + 600 })
     client = new TestClient(`ws://127.0.0.1:${PORT}/ws`, { headers: { host: e.host, authorization: `Bearer ${token}` }, handshakeTimeout: 10_000 })
-    await client.opened
+    await client.opened.catch((/** @type {any} */ err) => e.fail(`a client of user ${USER} through nginx: ${err.status ? `HTTP ${err.status}` : err.message}`))
     await client.sub(['AAPL'])
     await client.waitQuotes('AAPL', 1, 20_000)
     const holder = client.hello?.node

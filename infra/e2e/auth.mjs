@@ -18,6 +18,8 @@ import { signHs256 } from '../../clients/cli/src/jwt.js'
 import { upstreamsSettled } from './nginx.mjs'
 
 export const AUTH_SECRET = 'wsps-e2e-auth'
+/** The HS256 secret enforcedAuth() makes and puts in Secret AUTH_SECRET: what later steps sign their tokens with. */
+export const AUTH_SECRET_FILE = '.run/e2e/auth-secret'
 const PORT = process.env.NGINX_NODEPORT || '30081'
 // Short, so the 4003 case does not wait long (WSPS_AUTH_TIMEOUT_MS).
 const AUTH_TIMEOUT_MS = 3000
@@ -67,7 +69,7 @@ async function socket (host, { token, first = [], stopWhen, timeoutMs = 15000 })
  */
 export async function enforcedAuth (e) {
   const secret = randomBytes(32).toString('hex')
-  const file = '.run/e2e/auth-secret'
+  const file = AUTH_SECRET_FILE
   writeFileSync(file, secret, { mode: 0o600 })
   const s = await e.kubectl(['create', 'secret', 'generic', AUTH_SECRET, `--from-file=hs256-secret=${file}`, '--dry-run=client', '-o', 'yaml'])
   writeFileSync('.run/e2e/auth-secret.yaml', s.out, { mode: 0o600 })
