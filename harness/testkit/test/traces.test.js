@@ -4,10 +4,12 @@
 // collector. A publish request's sampled traceparent and the sim provider's
 // own sampling each give a chain wsps.ingest -> wsps.publish ->
 // wsps.receive -> wsps.fanout -> wsps.write per client; no client frame
-// ever holds a quote's trace; an untraced quote makes no span.
+// ever holds a quote's trace; an untraced quote makes no span; a collector
+// that is away costs spans, never quotes.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, test } from 'node:test'
+import { freePort } from '../src/net.js'
 import { startCollector } from '../src/otel-collector.js'
 import { checkChain, formatChain, traceChains } from '../src/trace-chain.js'
 import { setUp, useStack, waitFor } from '../src/index.js'
@@ -115,4 +117,19 @@ test('unsampled: a request with an unsampled traceparent, or none with WSPS_TRAC
   await publish({ quotes: [{ symbol: 'TRC0', bid: 3, ts: Date.now() + 2 }] }, `00-${marker}-${randomBytes(8).toString('hex')}-01`)
   await chainsOf((s) => s.traceId === marker, 1)
   assert.deepEqual(on.collector.spans().filter((s) => s.attributes['wsps.symbol'] === 'TRC0' && s.traceId !== marker).map((s) => s.name), [])
+})
+
+test('a collector that is away costs the spans, never a quote: every quote traced, none reaches it, clients get them all the same', async () => {
+  const away = `http://127.0.0.1:${await freePort()}/v1/traces`
+  const gateway = await stack.gateway({ WSPS_OTLP_TRACES_URL: away, WSPS_REDIS_KEY_PREFIX: 'tx' })
+  const fetcher = await stack.fetcher({ WSPS_OTLP_TRACES_URL: away, WSPS_REDIS_KEY_PREFIX: 'tx', WSPS_TRACE_SAMPLE: 1 })
+  const c = await stack.client(gateway.wsUrl)
+  await c.sub(['AWAY'], { mode: 'distinct' })
+  await c.waitQuotes('AWAY', 4)
+  // The exporter retries a refused export with backoff before it gives the batch up.
+  await waitFor(() => fetcher.logs.some((l) => l.includes('traces not exported')), { timeout: 45_000, message: 'the fetcher telling its spans were dropped' })
+  assert.equal(fetcher.logs.filter((l) => l.includes('traces not exported')).length, 1, 'once, not once a batch')
+  const seqs = c.seqs.get('AWAY') ?? []
+  assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => seqs[0] + i), 'every tick, in order')
+  assert.deepEqual(c.problems, [])
 })
