@@ -29,12 +29,11 @@
  * @property {(symbols: string[]) => void} [onResumed] the feed of these symbols, interrupted, goes on
  *   where it stopped with nothing missed (no resync needed; the delayed timeline's pumps)
  *
- * @typedef {object} Broker
+ * @typedef {object} Broker quotes it hands over (onQuote, latest, history) never
+ *   hold their trace (published.js, untraced)
  * @property {(symbols: string[]) => Promise<string[]>} subscribe resolves with the symbols whose
  *   channel could not be subscribed (on a cluster, a shard failing over); rejects when none could
  * @property {(symbols: string[]) => Promise<void>} unsubscribe
- * Quotes a broker hands over never hold their trace (published.js, untraced).
- *
  * @property {(symbols: string[]) => Promise<(string | null | Error)[]>} latest latest full quote per
  *   symbol, null where none, an Error where its read failed (a cluster shard failing over)
  * @property {(symbol: string, fromSeq: number, toSeq: number | null, max: number) => Promise<string[]>} history

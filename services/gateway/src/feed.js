@@ -523,9 +523,8 @@ export class Feed {
     return true
   }
 
-  /** @param {boolean} [lost] it replaces ticks that could not be recovered */
   /**
-   * @param {boolean} [lost]
+   * @param {boolean} [lost] it replaces ticks that could not be recovered
    * @param {import('./quote-trace.js').QuoteTrace | null} [trace] the held quote's, when it is traced and just arrived
    */
   #snapAll (lost = false, trace = null) {
