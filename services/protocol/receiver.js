@@ -82,6 +82,21 @@ export class QuoteReceiver {
   }
 
   /**
+   * Holds a cursor without its quote (a position kept elsewhere): cursor()
+   * returns it with `held: false`, so a `sub` resuming it asks for the quote
+   * at it. Deltas do not apply until a snap() brings a whole quote.
+   *
+   * @param {string} symbol
+   * @param {{seq: number, epoch: string}} cursor
+   */
+  hold (symbol, { seq, epoch }) {
+    this.#seqs.set(symbol, seq)
+    this.#epochs.set(symbol, epoch)
+    this.#quotes.delete(symbol)
+    this.#resyncing.delete(symbol)
+  }
+
+  /**
    * Rules 2 and 3: merges the delta when it continues the held quote, else
    * leaves everything as it was and says why not.
    *
@@ -92,7 +107,7 @@ export class QuoteReceiver {
     const symbol = delta.symbol
     if (this.#resyncing.has(symbol)) return Outcome.RESYNCING
     const held = this.#seqs.get(symbol)
-    if (held === undefined) return Outcome.NO_SNAPSHOT
+    if (held === undefined || this.#bare(symbol)) return Outcome.NO_SNAPSHOT
     if (!continues(delta, held)) return (delta.base ?? delta.seq - 1) > held ? Outcome.GAP : Outcome.STALE
     this.#seqs.set(symbol, delta.seq)
     if (typeof delta.epoch === 'string') this.#epochs.set(symbol, delta.epoch)
@@ -157,13 +172,24 @@ export class QuoteReceiver {
    * A symbol awaiting a resync has one too: what it holds is exactly where
    * the missed ticks start.
    *
+   * A cursor from hold() comes with `held: false`.
+   *
    * @param {string} symbol
-   * @returns {{seq: number, epoch: string} | undefined}
+   * @returns {{seq: number, epoch: string, held?: false} | undefined}
    */
   cursor (symbol) {
     const seq = this.#seqs.get(symbol)
     const epoch = this.#epochs.get(symbol)
-    return seq === undefined || epoch === undefined ? undefined : { seq, epoch }
+    if (seq === undefined || epoch === undefined) return undefined
+    return this.#bare(symbol) ? { seq, epoch, held: false } : { seq, epoch }
+  }
+
+  /**
+   * @param {string} symbol
+   * @returns {boolean} a cursor is held without its quote (hold())
+   */
+  #bare (symbol) {
+    return this.#fields && !this.#quotes.has(symbol)
   }
 
   /**

@@ -3,7 +3,7 @@
 // follows token refreshes as any application does. On a terminal a table
 // redrawn in place; piped (or --json) one JSON record a line.
 
-import { AUTH_CLOSE_CODES, BAR_INTERVALS, DeliveryMode, WspsClient } from '@wsps/client'
+import { AUTH_CLOSE_CODES, BAR_INTERVALS, DeliveryMode, EPOCH_PATTERN, WspsClient } from '@wsps/client'
 import { CliError, CliErrorCode, Exit, usage } from './errors.js'
 import { emit, readFile } from './io.js'
 
@@ -21,20 +21,27 @@ export const tail = {
   name: 'tail',
   summary: 'live quotes (and bars) in the terminal, JSON lines when piped',
   usage: `wsps tail [--url URL]... [--token JWT | --token-file FILE] [--mode merge|distinct]
-          [--max-rate N] [--bars 1s|1m|5m] [--count N] [--wait SECONDS] [--json] SYMBOL...
+          [--since SYMBOL:SEQ:EPOCH[,...]]... [--max-rate N] [--bars 1s|1m|5m]
+          [--count N] [--wait SECONDS] [--json] SYMBOL...
 
   Streams the SYMBOLs from a gateway (default ws://127.0.0.1:8080/ws, what
   \`make up\` serves; several --url are tried in turn on reconnects). On a
   terminal: a table of the latest quote per symbol, stale ones marked with
   the time they stopped. Piped or --json: one record a line, {"type":
   "quote"|"bar"|"bars"|"stale"|"fresh"|"recovery"|"status"|"error", ...}.
-  --count N stops after N quotes; --wait (default 10) is how long the first
-  connection may take (then UNREACHABLE). Ctrl-C stops.`,
+  --since (with --mode distinct) starts a symbol at a cursor, e.g. one a
+  client logged (seq and epoch of a quote record): the quote at SEQ first,
+  then every tick after it from the gateway's history, then live ones; a
+  recovery record says recovered:false when history no longer holds them
+  (the symbol then starts from its latest quote). --count N stops after N
+  quotes; --wait (default 10) is how long the first connection may take
+  (then UNREACHABLE). Ctrl-C stops.`,
   options: {
     url: { type: 'string', multiple: true },
     token: { type: 'string' },
     'token-file': { type: 'string' },
     mode: { type: 'string', default: DeliveryMode.MERGE },
+    since: { type: 'string', multiple: true },
     'max-rate': { type: 'string' },
     bars: { type: 'string' },
     count: { type: 'string', default: '0' },
@@ -53,6 +60,8 @@ export const tail = {
     if (maxRate !== undefined && !(maxRate > 0)) throw usage(`--max-rate is a number of updates per second, got ${values['max-rate']}`)
     const interval = values.bars === undefined ? null : String(values.bars)
     if (interval !== null && !Object.hasOwn(BAR_INTERVALS, interval)) throw usage(`--bars is one of ${Object.keys(BAR_INTERVALS).join(', ')}, got ${interval}`)
+    const since = cursors(/** @type {string[] | undefined} */ (values.since) ?? [], symbols)
+    if (Object.keys(since).length && mode !== DeliveryMode.DISTINCT) throw usage('--since replays every tick: it needs --mode distinct')
     const count = wholeNumber(values.count, '--count')
     const waitS = wholeNumber(values.wait, '--wait')
     if (values.token !== undefined && values['token-file'] !== undefined) throw usage('give --token or --token-file, not both')
@@ -99,7 +108,7 @@ export const tail = {
     const waiting = waitS === 0 ? null : setTimeout(() => { if (!live) fail(new CliError(CliErrorCode.UNREACHABLE, `no connection to ${client.status.url} within ${waitS} s`)) }, waitS * 1000)
     client.connect()
     const delivery = mode === DeliveryMode.DISTINCT ? { mode } : maxRate !== undefined ? { maxRate } : undefined
-    client.subscribe(symbols, delivery)
+    client.subscribe(symbols, delivery, { since })
     if (interval !== null) client.subscribeBars(symbols, interval)
     if (!done.signal.aborted) await new Promise((resolve) => done.signal.addEventListener('abort', resolve, { once: true }))
     if (waiting !== null) clearTimeout(waiting)
@@ -120,6 +129,29 @@ function wholeNumber (value, name) {
   const n = Number(value)
   if (!Number.isInteger(n) || n < 0) throw usage(`${name} is a whole number, got ${value}`)
   return n
+}
+
+/**
+ * `--since` values: SYMBOL:SEQ:EPOCH, comma-separated, as in an SSE URL
+ * (docs/protocol.md), each of a symbol tailed.
+ *
+ * @param {string[]} values
+ * @param {string[]} symbols
+ * @returns {Record<string, {seq: number, epoch: string}>}
+ */
+function cursors (values, symbols) {
+  /** @type {Record<string, {seq: number, epoch: string}>} */
+  const out = {}
+  for (const part of values.flatMap((v) => v.split(',')).filter(Boolean)) {
+    const [name = '', seqText = '', epoch = '', extra] = part.split(':')
+    const symbol = name.toUpperCase()
+    const seq = Number(seqText)
+    if (extra !== undefined || !/^\d+$/.test(seqText) || !Number.isSafeInteger(seq) || !EPOCH_PATTERN.test(epoch)) throw usage(`--since is SYMBOL:SEQ:EPOCH (e.g. AAPL:1042:hohrttbiv1), got ${part}`)
+    if (!symbols.includes(symbol)) throw usage(`--since names ${symbol}, which is not tailed`)
+    if (Object.hasOwn(out, symbol)) throw usage(`--since names ${symbol} twice`)
+    out[symbol] = { seq, epoch }
+  }
+  return out
 }
 
 /** One record a line, for scripts. */

@@ -55,6 +55,19 @@ test('help lists every verb; each verb has a usage; a wrong command line is USAG
   const json = await run(['tail', '--json'])
   assert.equal(json.code, Exit.USAGE)
   assert.equal(JSON.parse(json.out).error.code, CliErrorCode.USAGE, '--json: the error as a record')
+  const since = {
+    'AAPL:12': /--since is SYMBOL:SEQ:EPOCH/,
+    'AAPL:-1:abc': /--since is SYMBOL:SEQ:EPOCH/,
+    'AAPL:1:not-an-epoch': /--since is SYMBOL:SEQ:EPOCH/,
+    'MSFT:1:abc': /--since names MSFT, which is not tailed/,
+    'AAPL:1:abc,aapl:2:abc': /--since names AAPL twice/
+  }
+  for (const [value, message] of Object.entries(since)) {
+    const bad = await run(['tail', '--mode', 'distinct', '--since', value, 'AAPL'])
+    assert.equal(bad.code, Exit.USAGE, value)
+    assert.match(bad.err, message, value)
+  }
+  assert.match((await run(['tail', '--since', 'AAPL:1:abc', 'AAPL'])).err, /--since replays every tick: it needs --mode distinct/)
 })
 
 test('token, then check-token: the gateway\'s authenticator accepts it with its grants; expired, forged and badly granted tokens are refused with the client\'s code', async () => {

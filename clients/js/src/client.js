@@ -52,7 +52,7 @@ export { Status, Transport } from './types.js'
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
 /** Unanswered requests remembered per connection. */
 const MAX_INFLIGHT = 256
-/** @type {ReadonlyMap<string, {seq: number, epoch: string}>} */
+/** @type {ReadonlyMap<string, {seq: number, epoch: string, held?: false}>} */
 const NO_CURSORS = new Map()
 
 /** Errors whose `symbols` leave the watch set even when they answer no request of ours (see #onError). */
@@ -274,16 +274,25 @@ export class WspsClient {
    * A symbol already watched with another delivery is asked for again with
    * the new one (the server answers with a fresh snapshot).
    *
+   * `since` starts symbols from positions kept elsewhere (`{AAPL: {seq,
+   * epoch}}`, e.g. saved across a page load, or an operator's cursor): with
+   * distinct delivery the first quote is the one at `seq`, then every tick
+   * after it; a `recovery` event says whether history still held them.
+   * Only for symbols not watched yet; over SSE they start from a snapshot.
+   *
    * @param {string[]} symbols upper-case tickers (the server validates them)
    * @param {Delivery} [delivery] e.g. `{mode: 'distinct'}` for every tick, or
    *   `{maxRate: 1}` for rows out of view (WebSocket only; SSE streams merge)
+   * @param {{since?: Record<string, {seq: number, epoch: string}>}} [options]
    * @returns {Promise<{ok: true} | {ok: false, error: ErrorInfo}>}
    */
-  subscribe (symbols, delivery = {}) {
+  subscribe (symbols, delivery = {}, { since = {} } = {}) {
     const list = [...new Set(symbols)]
+    const started = list.filter((s) => Object.hasOwn(since, s) && !this.#subs.wants(s))
+    for (const s of started) this.#receiver.hold(s, since[s])
     const send = this.#subs.watch(list, delivery)
     const result = this.#subs.held(list, this.#live)
-    if (this.#live) this.#requestAll(ClientOp.SUB, send)
+    if (this.#live) this.#requestAll(ClientOp.SUB, send, this.#cursors(started))
     return result
   }
 
@@ -384,7 +393,8 @@ export class WspsClient {
       this.#streamed = transport === Transport.SSE ? this.#subs.list.slice(0, this.#maxSubscriptions) : []
       // A stream carries one delivery: distinct when every symbol wants it.
       const distinct = this.#streamed.length > 0 && this.#streamed.every((s) => this.#subs.deliveryOf(s)?.mode === 'distinct')
-      this.#streamedSince = this.#cursors(this.#streamed)
+      // SSE cursors are always held (docs/protocol.md): one held without its quote starts from a snapshot.
+      this.#streamedSince = new Map([...this.#cursors(this.#streamed)].filter(([, c]) => c.held !== false))
       this.#streamedBars = transport === Transport.SSE ? this.#bars.forStream() : null
       ws = this.#transports.open(url, {
         symbols: this.#streamed,
@@ -777,7 +787,7 @@ export class WspsClient {
 
   /**
    * @param {string[]} symbols
-   * @returns {Map<string, {seq: number, epoch: string}>} the held seq and epoch of those that have
+   * @returns {Map<string, {seq: number, epoch: string, held?: false}>} the held seq and epoch of those that have
    *   both and are not waiting for a snapshot (after a gap: that one comes by a plain `sub`)
    */
   #cursors (symbols) {
@@ -913,7 +923,7 @@ export class WspsClient {
   /**
    * @param {string} op
    * @param {string[]} symbols
-   * @param {ReadonlyMap<string, {seq: number, epoch: string}>} [since] cursors of symbols resumed
+   * @param {ReadonlyMap<string, {seq: number, epoch: string, held?: false}>} [since] cursors of symbols resumed
    */
   #request (op, symbols, since = NO_CURSORS) {
     if (this.#status.transport === Transport.SSE) {
@@ -928,7 +938,7 @@ export class WspsClient {
    * @param {string} op
    * @param {string[]} symbols
    * @param {Delivery} [delivery]
-   * @param {ReadonlyMap<string, {seq: number, epoch: string}>} [since] cursors; those of `symbols` go with the request
+   * @param {ReadonlyMap<string, {seq: number, epoch: string, held?: false}>} [since] cursors; those of `symbols` go with the request
    */
   #sendRequest (op, symbols, delivery, since = NO_CURSORS) {
     const id = this.#nextId++
@@ -938,7 +948,7 @@ export class WspsClient {
     if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
     /** @type {Record<string, unknown>} */
     const frame = delivery === undefined ? { op, symbols, id } : { op, symbols, id, ...delivery }
-    /** @type {Record<string, {seq: number, epoch: string}>} */
+    /** @type {Record<string, {seq: number, epoch: string, held?: false}>} */
     const cursors = {}
     for (const s of symbols) {
       const c = since.get(s)

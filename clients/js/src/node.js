@@ -9,7 +9,7 @@
 import { WspsClient as Client } from './client.js'
 
 export { backoffDelay, Status, Transport } from './client.js'
-export { AUTH_CLOSE_CODES, BAR_INTERVALS, ClientCloseCode, CloseCode, DeliveryMode, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
+export { AUTH_CLOSE_CODES, BAR_INTERVALS, ClientCloseCode, CloseCode, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
 
 /**
  * @typedef {import('./types.js').StatusState} StatusState

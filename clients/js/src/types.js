@@ -136,7 +136,8 @@ export const Status = Object.freeze({
  * @property {{symbols: string[], delayMs: number | null}} delayed the set of held symbols the gateway serves
  *   delayed changed (an ack said so; see isDelayed()); delayMs: by how much (e.g. 900000: "delayed 15 min")
  * @property {GapEvent} gap a delta did not continue the held quote; the symbol is being resubscribed
- * @property {{symbol: string, recovered: boolean}} recovery a reconnect resumed the symbol from the quote held:
+ * @property {{symbol: string, recovered: boolean}} recovery a reconnect resumed the symbol from the quote held (or a
+ *   subscribe() from its `since`):
  *   recovered true, nothing was lost (distinct: the missed ticks were replayed as quote events); false, the
  *   gateway's history did not cover the time away and a fresh snapshot replaced the quote (ticks were lost)
  * @property {{symbols: string[], since: number}} stale these symbols, live until now, must not be shown as live

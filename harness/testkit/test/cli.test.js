@@ -94,6 +94,26 @@ test('publish (CSV) through the fetcher\'s API, tail --mode distinct gets every 
   assert.equal(old.out.trim(), 'published 0 of 1 quotes in 1 request; refused: 1 old', 'an older quote is refused, and said so')
 })
 
+test('tail --since starts at a cursor a client logged: its quote whole, then every tick after it, from history', async () => {
+  const t = tailing(['--url', on.open.wsUrl, '--mode', 'distinct', '--count', '4', 'CLIS'])
+  await live(t)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const csv = 'symbol,bid,ask,last\n' + [1, 2, 3, 4].map((i) => `CLIS,${i}.0,${i}.2,${i}.1`).join('\n') + '\n'
+  assert.equal((await wsps(['publish', '--url', on.fetcher.url, '--token', PUBLISH_TOKEN], { input: csv })).code, 0)
+  const logged = (await t.done).records.filter((r) => r.type === 'quote').map((r) => r.quote)
+  assert.equal(logged.length, 4)
+  const from = logged[1]
+
+  // Nothing is published any more: all it prints comes from history.
+  const resumed = tailing(['--url', on.open.wsUrl, '--mode', 'distinct', '--count', '3', '--since', `clis:${from.seq}:${from.epoch}`, 'CLIS'])
+  const { code, records } = await resumed.done
+  assert.equal(code, 0)
+  assert.deepEqual(records.filter((r) => r.type === 'recovery'), [{ type: 'recovery', symbol: 'CLIS', recovered: true }])
+  const quotes = records.filter((r) => r.type === 'quote')
+  assert.deepEqual(quotes.map((r) => r.snapshot), [true, false, false])
+  assert.deepEqual(quotes.map((r) => r.quote), logged.slice(1), 'the same quotes, whole, as the client that logged them saw')
+})
+
 test('token and check-token: a token the gateway accepts streams what it grants; a symbol it does not grant ends tail with REFUSED', async () => {
   const jwt = (await wsps(['token', '--secret-file', secretFile, 'CLIB'])).out.trim()
   const tokenFile = join(dir, 'token')

@@ -16,7 +16,8 @@ const MAX_ID_LENGTH = 64
 const MAX_TOKEN_LENGTH = 8192
 
 /**
- * @typedef {{seq: number, epoch: string}} Cursor where a client's held quote of a symbol stands
+ * @typedef {{seq: number, epoch: string, held?: false}} Cursor where a client's held quote of a symbol
+ *   stands; held false: the client holds the cursor only, not the quote at it
  * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>, delayed?: boolean, bars?: string, backfill?: number}} SymbolsRequest
  *   mode and maxRate: a sub's delivery, when it named one; since: the
  *   symbols it resumes (docs/protocol.md, Recovery); delayed: true asks
@@ -280,7 +281,7 @@ function parseDelivery ({ mode, maxRate }, request) {
 function parseSince (since, request) {
   if (since === undefined) return null
   if (since === null || typeof since !== 'object' || Array.isArray(since)) {
-    return { code: ErrorCode.BAD_SINCE, message: 'since must be an object: symbol -> {"seq":<integer>,"epoch":"<epoch>"}' }
+    return { code: ErrorCode.BAD_SINCE, message: 'since must be an object: symbol -> {"seq":<integer>,"epoch":"<epoch>"[,"held":false]}' }
   }
   const entries = Object.entries(since)
   const asked = new Set(request.symbols)
@@ -296,7 +297,11 @@ function parseSince (since, request) {
     if (typeof epoch !== 'string' || !EPOCH_PATTERN.test(epoch)) {
       return { code: ErrorCode.BAD_SINCE, message: `since: epoch must match ${EPOCH_PATTERN.source}`, symbols: [symbol] }
     }
-    cursors.set(symbol, { seq, epoch })
+    const held = /** @type {{held?: unknown}} */ (c).held
+    if (held !== undefined && typeof held !== 'boolean') {
+      return { code: ErrorCode.BAD_SINCE, message: 'since: held must be true or false', symbols: [symbol] }
+    }
+    cursors.set(symbol, held === false ? { seq, epoch, held } : { seq, epoch })
   }
   if (cursors.size) request.since = cursors
   return null

@@ -17,6 +17,20 @@ import { cursorOf } from '@wsps/shared/published'
  * @property {(symbol: string, fromSeq: number, toSeq: number | null, max: number) => Promise<string[]>} history
  */
 
+/**
+ * Where the read for a resumed symbol starts. A client that holds a cursor
+ * but not the quote at it (`held: false`, e.g. a position saved elsewhere)
+ * needs that quote too under distinct delivery: the read then starts one
+ * tick earlier, and the first quote read goes out as its `snap`.
+ *
+ * @param {Cursor} cursor
+ * @param {boolean} replays distinct delivery
+ * @returns {Cursor} the quote the read continues from
+ */
+export function readFrom (cursor, replays) {
+  return replays && cursor.held === false ? { seq: Math.max(cursor.seq - 1, 0), epoch: cursor.epoch } : cursor
+}
+
 /** Reads per symbol before a moving target counts as not recoverable (each read only covers the ticks of the read before). */
 const MAX_ROUNDS = 4
 

@@ -32,6 +32,7 @@ import { cursorOf } from '@wsps/shared/published'
 import { notEntitled, ungranted } from './auth.js'
 import { BarRequests } from './bars/bar-requests.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
+import { readFrom } from './recovery.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
 import { TextFrame } from './text-frame.js'
 
@@ -368,7 +369,7 @@ export class Sessions {
     const resumed = [new Map(), new Map()]
     for (const s of fresh.concat(moved)) {
       const cursor = since.get(s)
-      if (cursor !== undefined) resumed[delayed(s) ? 1 : 0].set(s, cursor)
+      if (cursor !== undefined) resumed[delayed(s) ? 1 : 0].set(s, readFrom(cursor, delivery === DISTINCT))
     }
     if (resumed[0].size === 0 && resumed[1].size === 0) {
       this.#apply(client, req, delivery, admitted, new Map())
@@ -482,24 +483,31 @@ export class Sessions {
     const replay = []
     /** @type {string[]} */
     const replayed = []
+    /** @type {string[]} first quotes of what is replayed to cursors not held (`held: false`), sent as their snap */
+    const bases = []
     const modeName = delivery === DISTINCT ? 'distinct' : 'merge'
     for (const s of fresh.concat(moved)) {
       const raw = this.#hub(subs.delayedOf(s)).add(s, client, delivery)
-      const cursor = since?.get(s)
+      const asked = since?.get(s)
       const planned = plan?.get(s)
-      if (cursor !== undefined && planned !== undefined) {
+      if (asked !== undefined && planned !== undefined) {
+        const cursor = readFrom(asked, delivery === DISTINCT)
+        const bare = cursor !== asked
         const base = cursorOf(raw)
         // Distinct: the replay reaches exactly the quote the live stream
-        // continues from (plan() made sure of it in this turn). Merge: the
-        // latest state is one snapshot; recovered says it continues the
-        // client's epoch (nothing it held was from another history).
+        // continues from (plan() made sure of it in this turn), and holds
+        // the quote at a cursor not held. Merge: the latest state is one
+        // snapshot; recovered says it continues the client's epoch (nothing
+        // it held was from another history).
         const ok = planned !== null && base !== null && base.epoch === cursor.epoch &&
-          (delivery === DISTINCT ? base.seq === cursor.seq + planned.length : base.seq >= cursor.seq)
+          (delivery === DISTINCT ? base.seq === cursor.seq + planned.length && (!bare || planned.length > 0) : base.seq >= cursor.seq)
         recovered[s] = ok
         client.resumed(ok)
         this.metrics.recoveries.inc({ mode: modeName, result: ok ? 'recovered' : 'not_recovered' })
         if (ok && delivery === DISTINCT) {
-          replay.push(.../** @type {string[]} */ (planned))
+          const ticks = /** @type {string[]} */ (planned)
+          if (bare) bases.push(/** @type {string} */ (ticks[0]))
+          replay.push(...(bare ? ticks.slice(1) : ticks))
           replayed.push(s)
           continue
         }
@@ -516,9 +524,10 @@ export class Sessions {
     Object.assign(extra, this.#delayedOf(client))
     if (since !== undefined) extra.recovered = recovered
     client.send(encodeAck(id, subs.symbols, Object.keys(extra).length ? extra : null), ServerOp.ACK)
-    if (replay.length) {
-      this.metrics.recoveredTicks.inc(replay.length)
+    if (replay.length + bases.length) {
+      this.metrics.recoveredTicks.inc(replay.length + bases.length)
       client.drop(replayed)
+      if (bases.length) client.send(new TextFrame(encodeSnap(bases)), ServerOp.SNAP)
       // Full quotes, each continuing the one before (base = seq - 1), in
       // frames of a bounded size; the send buffer limits apply to them.
       for (let i = 0; i < replay.length && !client.closed; i += REPLAY_CHUNK) {

@@ -188,6 +188,37 @@ test('recovery: a merge sub with since recovers to the latest state in one snaps
   assert.deepEqual(ticks(c.ws).map((t) => [t.op, t.seq, t.recovered]), [['snap', 8, undefined]])
 })
 
+test('recovery: a cursor held without its quote (held:false) gets the quote at seq as a snap, then every tick after it', async () => {
+  const m = market(10)
+  m.hub.start()
+  const { connect } = sessionsOf(m)
+  const c = connect()
+  c.send({ op: 'sub', symbols: ['AAPL'], mode: 'distinct', since: { AAPL: { seq: 7, epoch: EPOCH, held: false } }, id: 1 })
+  for (let i = 0; i < 6; i++) await tick()
+  m.publish(); m.pass()
+  assert.deepEqual(frames(c.ws, 'ack')[0].recovered, { AAPL: true })
+  assert.deepEqual(ticks(c.ws).map((t) => [t.op, t.seq, t.recovered]), [['snap', 7, undefined], ['q', 8, undefined], ['q', 9, undefined], ['q', 10, undefined], ['q', 11, undefined]])
+  assert.equal(frames(c.ws, 'snap')[0].quotes[0].last, 107, 'the full quote of tick 7, from history')
+
+  // At the newest: the snap alone, then live. Past it, or trimmed: not recovered, a marked snap of the latest.
+  const latest = connect()
+  latest.send({ op: 'sub', symbols: ['AAPL'], mode: 'distinct', since: { AAPL: { seq: 11, epoch: EPOCH, held: false } } })
+  const ahead = connect()
+  ahead.send({ op: 'sub', symbols: ['AAPL'], mode: 'distinct', since: { AAPL: { seq: 12, epoch: EPOCH, held: false } } })
+  m.history.splice(0, 3)
+  const trimmed = connect()
+  trimmed.send({ op: 'sub', symbols: ['AAPL'], mode: 'distinct', since: { AAPL: { seq: 3, epoch: EPOCH, held: false } } })
+  for (let i = 0; i < 6; i++) await tick()
+  m.publish(); m.pass()
+  m.hub.stop()
+  assert.deepEqual(frames(latest.ws, 'ack')[0].recovered, { AAPL: true })
+  assert.deepEqual(ticks(latest.ws).map((t) => [t.op, t.seq]), [['snap', 11], ['q', 12]])
+  for (const [name, cl] of Object.entries({ ahead, trimmed })) {
+    assert.deepEqual(frames(cl.ws, 'ack')[0].recovered, { AAPL: false }, name)
+    assert.deepEqual(ticks(cl.ws).map((t) => [t.op, t.seq, t.recovered]), [['snap', 11, false], ['q', 12, undefined]], name)
+  }
+})
+
 test('recovery: frames sent while a resuming sub is read for are handled after it, in order', async () => {
   const m = market(5)
   m.hub.start()
@@ -211,6 +242,7 @@ test('recovery: bad since is BAD_SINCE, nothing subscribed, the connection stays
     { AAPL: { seq: 1.5, epoch: EPOCH } },
     { AAPL: { seq: 1, epoch: 'not an epoch!' } },
     { AAPL: { seq: 1 } },
+    { AAPL: { seq: 1, epoch: EPOCH, held: 'no' } },
     { MSFT: { seq: 1, epoch: EPOCH } },
     [1, 2],
     'AAPL'
@@ -220,7 +252,7 @@ test('recovery: bad since is BAD_SINCE, nothing subscribed, the connection stays
   await tick()
   const errors = frames(c.ws, 'error')
   assert.deepEqual(errors.map((e) => e.code), Array(bad.length + 1).fill('BAD_SINCE'))
-  assert.deepEqual(errors[4].symbols, ['MSFT'])
+  assert.deepEqual(errors[5].symbols, ['MSFT'])
   assert.equal(frames(c.ws, 'ack').length, 0)
   assert.equal(c.ws.readyState, ReadyState.OPEN)
 })

@@ -69,6 +69,21 @@ test('symbols are independent; forget and clear drop quotes and resyncs', () => 
   assert.equal(r.quote('AAPL'), undefined)
 })
 
+test('hold: a cursor without its quote resumes with held:false, takes no delta, and a snapshot makes it whole', () => {
+  const r = new QuoteReceiver()
+  r.hold('AAPL', { seq: 9, epoch: 'e1' })
+  assert.deepEqual(r.cursor('AAPL'), { seq: 9, epoch: 'e1', held: false })
+  assert.equal(r.current('AAPL'), true, 'it resumes from the cursor, not from a snapshot')
+  assert.equal(r.delta({ symbol: 'AAPL', seq: 10, ts: 2, bid: 1 }), Outcome.NO_SNAPSHOT, 'a delta alone would be a partial quote')
+  assert.equal(r.quote('AAPL'), undefined)
+  r.snap({ ...snapAAPL, seq: 9, epoch: 'e1' })
+  assert.deepEqual(r.cursor('AAPL'), { seq: 9, epoch: 'e1' })
+  assert.equal(r.delta({ symbol: 'AAPL', seq: 10, ts: 2, bid: 1 }), Outcome.APPLIED)
+  const seqsOnly = new QuoteReceiver({ fields: false })
+  seqsOnly.hold('AAPL', { seq: 9, epoch: 'e1' })
+  assert.deepEqual(seqsOnly.cursor('AAPL'), { seq: 9, epoch: 'e1' }, 'holding seqs only, every cursor is whole')
+})
+
 test('{fields: false} holds seqs only', () => {
   const r = new QuoteReceiver({ fields: false })
   r.snap(snapAAPL)

@@ -90,6 +90,33 @@ describe('WspsClient against a real gateway', () => {
     assert.deepEqual(msftFrames, [], 'no MSFT quote on the wire after the ack')
   })
 
+  test('subscribe with since: a saved cursor starts at its own quote (whole, from history), then every tick after it', async () => {
+    const { gw } = on
+    const first = client({ url: gw.wsUrl })
+    const seen = collect(first)
+    first.connect()
+    await first.subscribe(['AAPL'], { mode: 'distinct' })
+    await waitFor(() => seen.count('AAPL') >= 3, { message: 'AAPL ticks' })
+    const saved = /** @type {import('@wsps/client').Quote} */ (seen.bySymbol.get('AAPL')?.[1]?.quote)
+    await waitFor(() => seen.count('AAPL') >= 6, { message: 'ticks after the saved one' })
+    first.close()
+
+    const later = client({ url: gw.wsUrl })
+    const got = collect(later)
+    /** @type {{symbol: string, recovered: boolean}[]} */
+    const recoveries = []
+    later.on('recovery', (e) => recoveries.push(e))
+    later.connect()
+    await later.subscribe(['AAPL'], { mode: 'distinct' }, { since: { AAPL: { seq: saved.seq, epoch: /** @type {string} */ (saved.epoch) } } })
+    await waitFor(() => got.count('AAPL') >= 5, { message: 'the replay and live ticks' })
+    const events = /** @type {import('@wsps/client').QuoteEvent[]} */ (got.bySymbol.get('AAPL'))
+    assert.deepEqual(recoveries, [{ symbol: 'AAPL', recovered: true }])
+    assert.equal(events[0].snapshot, true)
+    assert.deepEqual(events[0].quote, saved, 'the quote at the cursor, whole')
+    assert.deepEqual(events.map((e) => e.quote.seq), events.map((_, i) => saved.seq + i), 'then every tick after it, in order')
+    for (const e of events) assert.equal(typeof e.quote.bid, 'number', `seq ${e.quote.seq} is whole`)
+  })
+
   test('server errors arrive by code: BAD_SYMBOL and TOO_MANY_SUBSCRIPTIONS', async () => {
     const { gw } = on
     const c = client({ url: gw.wsUrl })
