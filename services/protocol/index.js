@@ -39,6 +39,10 @@ export const ServerOp = Object.freeze({
   BARS: 'bars',
   /** A live bar: an update of the open bar, or (`"closed":true`) its final value, once. */
   BAR: 'bar',
+  /** An order book's snapshot at a depth (docs/protocol.md, Order books): replaces what the client holds of it. */
+  BOOK: 'book',
+  /** The levels of a book's window that changed, applying on top of seq `prev` or later. */
+  LEVELS: 'levels',
   /**
    * The gateway's feed of these symbols is interrupted (its Redis link lost
    * or silent, a shard failing over): what the client holds is from
@@ -80,6 +84,14 @@ export const ErrorCode = Object.freeze({
    * Nothing changed; the connection stays.
    */
   BAD_BARS: 'BAD_BARS',
+  /**
+   * A book `sub` or `unsub`'s `book` is not one of BOOK_DEPTHS, or comes
+   * with `mode`, `maxRate`, `since`, `bars` or `delayed`. Nothing changed;
+   * the connection stays.
+   */
+  BAD_BOOK: 'BAD_BOOK',
+  /** A book `sub` names symbols that have no book; `symbols` lists them, the others were subscribed. */
+  NO_BOOK: 'NO_BOOK',
   /**
    * A `sub`'s `since` is malformed: not an object of `{seq, epoch}` per
    * symbol, a symbol not in the same `sub`, a seq that is not a

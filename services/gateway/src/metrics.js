@@ -32,7 +32,7 @@ const BATCH_LABELS = BATCH_BUCKETS.map((upper, i) => {
 export const RECEIVE_LAG_SAMPLE = 16
 
 /** The ops of frames counted per frame, in the order their series are created. */
-const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES, ServerOp.BARS, ServerOp.BAR, ServerOp.STALE, ServerOp.FRESH])
+const FRAME_OPS = /** @type {const} */ ([ServerOp.HELLO, ServerOp.ACK, ServerOp.ERROR, ServerOp.PONG, ServerOp.SNAP, ServerOp.QUOTES, ServerOp.BARS, ServerOp.BAR, ServerOp.BOOK, ServerOp.LEVELS, ServerOp.STALE, ServerOp.FRESH])
 
 /**
  * @param {string} node

@@ -2,6 +2,7 @@
 // encoding the server's frames. Quote frames are assembled from
 // pre-serialized parts (delta.js's Update, outbox.js).
 
+import { BOOK_DEPTHS } from '@wsps/protocol/book'
 import { BAR_INTERVALS, ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 import { TextFrame } from './text-frame.js'
 
@@ -18,13 +19,14 @@ const MAX_TOKEN_LENGTH = 8192
 /**
  * @typedef {{seq: number, epoch: string, held?: false}} Cursor where a client's held quote of a symbol
  *   stands; held false: the client holds the cursor only, not the quote at it
- * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>, delayed?: boolean, bars?: string, backfill?: number}} SymbolsRequest
+ * @typedef {{op: 'sub' | 'unsub', symbols: string[], id?: number | string, mode?: 'merge' | 'distinct', maxRate?: number, since?: Map<string, Cursor>, delayed?: boolean, bars?: string, backfill?: number, book?: number}} SymbolsRequest
  *   mode and maxRate: a sub's delivery, when it named one; since: the
  *   symbols it resumes (docs/protocol.md, Recovery); delayed: true asks
  *   for the delayed timeline, false for real-time only (DELAYED_ONLY where
  *   the token grants delayed only); absent: as the token grants. bars: the
  *   request is about bars of this interval (a key of BAR_INTERVALS), not
- *   quotes; backfill: a bars sub's closed bars to send first
+ *   quotes; backfill: a bars sub's closed bars to send first; book: the
+ *   request is about order books at this depth (one of BOOK_DEPTHS)
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
  * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
@@ -105,6 +107,11 @@ export function parseClientFrame (data, isBinary) {
       /** @type {SymbolsRequest} */
       const request = { op, symbols: [...new Set(/** @type {string[]} */ (symbols))] }
       if (id !== undefined) request.id = id
+      if (msg.book !== undefined) {
+        const bad = parseBook(msg, request)
+        if (bad) return fail(ErrorCode.BAD_BOOK, bad, id)
+        return { ok: true, request }
+      }
       if (msg.bars !== undefined || msg.backfill !== undefined) {
         const bad = parseBars(msg, request)
         if (bad) return fail(bad.code, bad.message, id)
@@ -129,6 +136,22 @@ export function parseClientFrame (data, isBinary) {
     default:
       return fail(ErrorCode.BAD_OP, typeof op === 'string' ? `unknown op "${op.slice(0, 32)}"` : 'op is missing', id)
   }
+}
+
+/**
+ * Reads a book `sub` or `unsub`'s depth into the request. Books have no
+ * delivery modes, cursors, bars nor delayed timeline (yet): a book request
+ * naming any is refused whole.
+ *
+ * @param {Record<string, unknown>} msg
+ * @param {SymbolsRequest} request
+ * @returns {string | null} what is wrong, if anything
+ */
+function parseBook ({ book, mode, maxRate, since, bars, backfill, delayed }, request) {
+  if (typeof book !== 'number' || !BOOK_DEPTHS.includes(book)) return `book must be one of ${BOOK_DEPTHS.join(', ')}`
+  if ([mode, maxRate, since, bars, backfill, delayed].some((v) => v !== undefined)) return 'a book request takes no mode, maxRate, since, bars, backfill or delayed'
+  request.book = book
+  return null
 }
 
 /**
@@ -324,7 +347,7 @@ export function encodeHello (node, heartbeatMs, limits, expiresInMs = null) {
 /**
  * @param {number | string | undefined} id
  * @param {readonly string[]} symbols
- * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string} | null} [extra] a sub's
+ * @param {{mode?: string, maxRate?: number, expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string, book?: number} | null} [extra] a sub's
  *   delivery as it named it, and whether each symbol of its `since` was
  *   recovered; expiresInMs on the answer to a token refresh; delayed: the
  *   held symbols served delayed, when any is, and delayMs: by how much
@@ -395,6 +418,34 @@ const PONG = JSON.stringify({ op: ServerOp.PONG })
 /** @param {number | string | undefined} id */
 export function encodePong (id) {
   return id === undefined ? PONG : JSON.stringify({ op: ServerOp.PONG, id })
+}
+
+/**
+ * A book's snapshot frame at one depth (docs/protocol.md, Order books).
+ *
+ * @param {string} symbol
+ * @param {number} depth
+ * @param {{seq: number, epoch: string, ts: number, sync: boolean}} at
+ * @param {{bids: import('@wsps/protocol/book').Level[], asks: import('@wsps/protocol/book').Level[]}} window
+ * @param {number} checksum
+ */
+export function encodeBook (symbol, depth, { seq, epoch, ts, sync }, { bids, asks }, checksum) {
+  return JSON.stringify({ op: ServerOp.BOOK, symbol, depth, seq, epoch, ts, ...(sync ? {} : { sync: false }), bids, asks, checksum })
+}
+
+/**
+ * A book window's delta frame: the levels that changed since seq `prev`.
+ *
+ * @param {string} symbol
+ * @param {number} depth
+ * @param {number} seq
+ * @param {number} prev
+ * @param {number} ts
+ * @param {{bids: import('@wsps/protocol/book').Level[], asks: import('@wsps/protocol/book').Level[]}} levels
+ * @param {number} checksum
+ */
+export function encodeLevels (symbol, depth, seq, prev, ts, { bids, asks }, checksum) {
+  return JSON.stringify({ op: ServerOp.LEVELS, symbol, depth, seq, prev, ts, bids, asks, checksum })
 }
 
 /** How every `snap` and `q` frame starts. */

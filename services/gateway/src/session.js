@@ -25,12 +25,15 @@
 //
 // A `sub` or `unsub` naming `bars` is about bar series, not quotes: it goes
 // to bars/bar-requests.js, by the same rules of grants, delayed grants and the
-// subscription limit (each symbol and interval counts as one).
+// subscription limit (each symbol and interval counts as one). One naming
+// `book` goes to books/book-requests.js the same way (real-time only); it
+// waits for the books to be read, as a resuming `sub` waits for history.
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
 import { cursorOf } from '@wsps/shared/published'
 import { notEntitled, ungranted } from './auth.js'
 import { BarRequests } from './bars/bar-requests.js'
+import { BookRequests } from './books/book-requests.js'
 import { DISTINCT, FULL_RATE } from './delivery.js'
 import { readFrom } from './recovery.js'
 import { encodeAck, encodeError, encodeHello, encodePong, encodeQuotes, encodeSnap, parseClientFrame } from './protocol.js'
@@ -54,7 +57,7 @@ export class Sessions {
    */
   #lastSnap = null
   /**
-   * Connections with a resuming `sub` in flight, and the frames they sent
+   * Connections with a resuming `sub` (or a book `sub`) in flight, and the frames they sent
    * since (admitted by the rate limit, handled once it is applied).
    * @type {WeakMap<Client, [import('ws').RawData, boolean][]>}
    */
@@ -63,6 +66,7 @@ export class Sessions {
   /**
    * @param {object} options
    * @param {import('./timelines.js').Timelines} options.timelines real-time and delayed: hub, recovery, bars
+   * @param {import('./books/book-hub.js').BookHub | null} [options.books] order books (null: none here)
    * @param {import('./metrics.js').GatewayMetrics} options.metrics
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
@@ -70,13 +74,15 @@ export class Sessions {
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ timelines, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
+  constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
     this.timelines = timelines
     const { realtime, delayed, delayMs } = timelines
     /** Bars `sub`/`unsub` (null: none here) */
     this.barRequests = realtime.bars === null
       ? null
       : new BarRequests({ realtime: realtime.bars, delayed: delayed?.bars ?? null, delayMs: delayed ? delayMs : undefined, maxSubscriptions, reject: (c, e) => this.reject(c, e) })
+    /** Book `sub`/`unsub` (null: none here) */
+    this.bookRequests = books === null ? null : new BookRequests({ hub: books, maxSubscriptions, reject: (c, e) => this.reject(c, e), logger })
     this.metrics = metrics
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
@@ -136,6 +142,11 @@ export class Sessions {
       this.reject(client, { code: ErrorCode.AUTH_REQUIRED, message: 'send {"op":"auth","token":...} first', id: req.id })
       return
     }
+    if (req.op !== ClientOp.PING && req.book !== undefined) {
+      const reading = this.#onBook(client, /** @type {import('./books/book-requests.js').BookRequest} */ (req))
+      if (reading !== null) this.#wait(client, reading)
+      return
+    }
     if (req.op !== ClientOp.PING && req.bars !== undefined) {
       this.#onBars(client, /** @type {import('./protocol.js').SymbolsRequest & {bars: string}} */ (req))
       return
@@ -146,14 +157,46 @@ export class Sessions {
         return
       case ClientOp.SUB: {
         const resuming = this.subscribe(client, req)
-        if (resuming === null) return
-        this.#waiting.set(client, [])
-        resuming.finally(() => this.#resume(client))
+        if (resuming !== null) this.#wait(client, resuming)
         return
       }
       case ClientOp.UNSUB:
         this.unsubscribe(client, req.symbols, req.id)
     }
+  }
+
+  /**
+   * Frames the connection sends until `pending` settles are handled after it, in order.
+   *
+   * @param {Client} client
+   * @param {Promise<void>} pending
+   */
+  #wait (client, pending) {
+    this.#waiting.set(client, [])
+    pending.finally(() => this.#resume(client))
+  }
+
+  /**
+   * A book `sub` or `unsub` (books/book-requests.js).
+   *
+   * @param {Client} client
+   * @param {import('./books/book-requests.js').BookRequest} req
+   * @returns {Promise<void> | null} while the books are read
+   */
+  #onBook (client, req) {
+    if (this.bookRequests === null) {
+      this.reject(client, { code: ErrorCode.BAD_BOOK, message: 'books are not served here', id: req.id })
+      return null
+    }
+    if (req.op === ClientOp.UNSUB) {
+      this.bookRequests.unsubscribe(client, req)
+      return null
+    }
+    if (this.draining()) {
+      this.reject(client, { code: ErrorCode.DRAINING, message: 'gateway is draining; reconnect', id: req.id })
+      return null
+    }
+    return this.bookRequests.subscribe(client, req)
   }
 
   /**
@@ -230,6 +273,7 @@ export class Sessions {
     const revoked = ungranted(auth.grants, client.subscriptions.symbols)
     // Bars follow the new grants too: ended, or moved to the timeline granted.
     for (const s of this.barRequests?.regrant(client) ?? []) if (!revoked.includes(s)) revoked.push(s)
+    for (const s of this.bookRequests?.regrant(client) ?? []) if (!revoked.includes(s)) revoked.push(s)
     if (revoked.length) {
       this.removeSymbols(client, revoked)
       this.metrics.clientErrors.inc({ code: ErrorCode.GRANT_REVOKED })
@@ -590,6 +634,7 @@ export class Sessions {
     const subs = client.subscriptions
     for (const s of subs.symbols) this.#hub(subs.delayedOf(s)).remove(s, client, subs.deliveryOf(s))
     this.barRequests?.onClose(client)
+    this.bookRequests?.onClose(client)
     client.dispose()
   }
 }

@@ -1,6 +1,6 @@
 // What one connection holds: the symbols it subscribed, in order, with the
-// delivery and timeline of each, and its bar subscriptions. A record with
-// no I/O: sessions (session.js) and bar requests (bars/bar-requests.js)
+// delivery and timeline of each, its bar and its book subscriptions. A record with
+// no I/O: sessions (session.js), bar and book requests (bars/, books/)
 // change it, the outbox (outbox.js) reads it, and the Connection owns it
 // beside the outbox whose queued updates some changes invalidate
 // (Connection.redeliver, setDelayed, unsubscribe).
@@ -50,12 +50,18 @@ export class Subscriptions {
    * @type {Set<string> | null}
    */
   #barsAsked = null
+  /**
+   * Book subscriptions: `${symbol} ${depth}`; null while none (the books
+   * themselves are the BookHub's, books/book-hub.js).
+   * @type {Set<string> | null}
+   */
+  #books = null
 
   /** @returns {readonly string[]} the subscribed symbols, in order */
   get symbols () { return this.#symbols }
 
-  /** Quote and bar subscriptions together: what WSPS_MAX_SUBSCRIPTIONS bounds. */
-  get count () { return this.#symbols.length + this.barCount }
+  /** Quote, bar and book subscriptions together: what WSPS_MAX_SUBSCRIPTIONS bounds. */
+  get count () { return this.#symbols.length + this.barCount + (this.#books?.size ?? 0) }
 
   /**
    * A membership test for the subscribed symbols: a scan for short lists,
@@ -251,9 +257,51 @@ export class Subscriptions {
     return true
   }
 
+  /**
+   * @param {string} symbol
+   * @param {number} depth
+   * @returns {boolean} whether it was held already
+   */
+  holdBook (symbol, depth) {
+    const key = `${symbol} ${depth}`
+    const books = (this.#books ??= new Set())
+    if (books.has(key)) return true
+    books.add(key)
+    return false
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} depth
+   * @returns {boolean} whether it was held
+   */
+  dropBook (symbol, depth) {
+    if (this.#books === null || !this.#books.delete(`${symbol} ${depth}`)) return false
+    if (this.#books.size === 0) this.#books = null
+    return true
+  }
+
+  /**
+   * @param {number} depth
+   * @returns {string[]} the symbols whose book it holds at this depth, in the order subscribed
+   */
+  booksOf (depth) {
+    return this.bookSubscriptions().filter(([, d]) => d === depth).map(([s]) => s)
+  }
+
+  /** @returns {[symbol: string, depth: number][]} every book subscription */
+  bookSubscriptions () {
+    if (this.#books === null) return []
+    return [...this.#books].map((key) => {
+      const at = key.lastIndexOf(' ')
+      return [key.slice(0, at), Number(key.slice(at + 1))]
+    })
+  }
+
   /** Forgets everything (the connection closed). */
   clear () {
     this.#symbols = NONE
+    this.#books = null
     this.#delivery = this.#bars = null
     this.#delayed = this.#askedDelayed = this.#barsAsked = null
   }

@@ -17,7 +17,7 @@ export const metrics = () => createGatewayMetrics(`test-${metricsSeq++}`)
  * An in-memory Broker that records calls and lets the test publish.
  * `histories` holds each symbol's published quotes (JSON, in seq order), as
  * the publish script keeps them.
- * @returns {import('../src/broker.js').Broker & {calls: string[][], channels: Set<string>, latestValues: Map<string, string>, histories: Map<string, string[]>}}
+ * @returns {import('../src/broker.js').Broker & import('../src/books/book-hub.js').BookSource & {calls: string[][], channels: Set<string>, latestValues: Map<string, string>, histories: Map<string, string[]>, books: Map<string, import('../src/books/book-feed.js').BookState>, bookChannels: Set<string>}}
  */
 export function memoryBroker () {
   const channels = new Set()
@@ -44,6 +44,13 @@ export function memoryBroker () {
     async latest (symbols) { return symbols.map((s) => latestValues.get(s) ?? null) },
     async renewDemand (symbols) { calls.push(['demand', ...symbols]) },
     async keepHistory (pins) { calls.push(['pin', ...pins.map(([s, seq]) => `${s}@${seq}`)]) },
+    /** @type {Map<string, import('../src/books/book-feed.js').BookState>} the books readBook() answers with */
+    books: new Map(),
+    /** @type {Set<string>} book channels subscribed */
+    bookChannels: new Set(),
+    async subscribeBooks (symbols) { calls.push(['subscribeBooks', ...symbols]); for (const s of symbols) this.bookChannels.add(s) },
+    async unsubscribeBooks (symbols) { calls.push(['unsubscribeBooks', ...symbols]); for (const s of symbols) this.bookChannels.delete(s) },
+    async readBook (symbol) { calls.push(['readBook', symbol]); return this.books.get(symbol) ?? null },
     partition: (symbols) => [symbols],
     ready: () => true,
     channelCount: () => channels.size,

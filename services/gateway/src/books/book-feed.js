@@ -1,0 +1,197 @@
+// One symbol's order book on this gateway: a replica of the book in Redis,
+// kept by the seq'd messages of its channel, and a window per depth some
+// connection holds. Every change of the book becomes, per window, one frame
+// serialized once for all its subscribers: the levels that changed in the
+// window (those leaving it as deletes, those entering with their size) and
+// the checksum of the window after them (docs/protocol.md, Order books).
+
+import { ServerOp } from '@wsps/protocol'
+import { OrderBook, bookChecksum, windowDelta } from '@wsps/protocol/book'
+import { encodeBook, encodeLevels } from '../protocol.js'
+import { TextFrame } from '../text-frame.js'
+
+/**
+ * @typedef {import('@wsps/protocol/book').Level} Level
+ * @typedef {import('../connection.js').Connection} Client
+ *
+ * @typedef {object} BookState a whole book, as read from Redis (readBook)
+ * @property {number} seq
+ * @property {string} epoch
+ * @property {number} ts
+ * @property {boolean} sync false: the feed lost its sequence; no levels until its next snapshot
+ * @property {Level[]} bids best first
+ * @property {Level[]} asks best first
+ *
+ * @typedef {object} BookMessage one change as published (the channel and the book's history)
+ * @property {number} seq
+ * @property {string} epoch
+ * @property {number} ts
+ * @property {boolean} [snapshot] the levels are the whole book
+ * @property {boolean} [sync] false: out of sync, no levels
+ * @property {Level[]} bids
+ * @property {Level[]} asks
+ *
+ * @typedef {object} Window what the subscribers of one depth hold
+ * @property {{bids: Level[], asks: Level[]}} top
+ * @property {number} seq the seq of the last change of this window (a delta's `prev`)
+ * @property {Set<Client>} clients
+ */
+
+/** What onMessage() did with a message. */
+export const Applied = Object.freeze({
+  APPLIED: 'applied',
+  /** At or below the seq held: a duplicate (e.g. read already with the book). */
+  OLD: 'old',
+  /** It skips changes, or belongs to another epoch without being its snapshot: the book must be read again. */
+  GAP: 'gap'
+})
+
+export class BookFeed {
+  #symbol
+  #book = new OrderBook()
+  #seq = 0
+  #epoch = ''
+  #ts = 0
+  #sync = true
+  /** @type {Map<number, Window>} */
+  #windows = new Map()
+
+  /** @param {string} symbol */
+  constructor (symbol) {
+    this.#symbol = symbol
+  }
+
+  get seq () { return this.#seq }
+  get epoch () { return this.#epoch }
+
+  /** @returns {number} connections holding the book at some depth */
+  get subscribers () {
+    let n = 0
+    for (const w of this.#windows.values()) n += w.clients.size
+    return n
+  }
+
+  /**
+   * Takes the book as read. Windows held already get what changed (the same
+   * epoch and sync: a delta; else a snapshot), so a book read again after a
+   * lost message or a reconnect reaches its subscribers as one more update.
+   *
+   * @param {BookState} state
+   */
+  load (state) {
+    if (state.seq <= this.#seq && state.epoch === this.#epoch) return
+    const restart = state.epoch !== this.#epoch || state.sync !== this.#sync
+    this.#book.reset(state)
+    this.#at(state)
+    this.#publish(restart)
+  }
+
+  /**
+   * The book is gone from Redis (expired): subscribers hold an empty book,
+   * out of sync, until it is fed again.
+   */
+  lost () {
+    if (!this.#sync) return
+    this.#book.reset({})
+    this.#sync = false
+    this.#ts = Date.now()
+    this.#publish(true)
+  }
+
+  /**
+   * @param {BookMessage} msg
+   * @returns {typeof Applied[keyof typeof Applied]}
+   */
+  onMessage (msg) {
+    if (msg.epoch === this.#epoch && msg.seq <= this.#seq) return Applied.OLD
+    const restart = msg.snapshot === true || msg.sync === false
+    if (restart ? msg.seq <= this.#seq && msg.epoch === this.#epoch : msg.epoch !== this.#epoch || msg.seq !== this.#seq + 1) {
+      return Applied.GAP
+    }
+    const epochChanged = msg.epoch !== this.#epoch
+    const syncChanged = (msg.sync !== false) !== this.#sync
+    if (restart) this.#book.reset(msg)
+    else this.#book.apply(msg)
+    this.#at({ ...msg, sync: msg.sync !== false })
+    this.#publish(epochChanged || syncChanged || msg.snapshot === true)
+    return Applied.APPLIED
+  }
+
+  /**
+   * A connection holds the book at this depth from now on; it gets the
+   * window's snapshot now.
+   *
+   * @param {Client} client
+   * @param {number} depth
+   */
+  add (client, depth) {
+    let w = this.#windows.get(depth)
+    if (w === undefined) {
+      w = { top: this.#book.top(depth), seq: this.#seq, clients: new Set() }
+      this.#windows.set(depth, w)
+    }
+    w.clients.add(client)
+    client.send(new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+  }
+
+  /**
+   * @param {Client} client
+   * @param {number} depth
+   */
+  remove (client, depth) {
+    const w = this.#windows.get(depth)
+    if (w === undefined) return
+    w.clients.delete(client)
+    if (w.clients.size === 0) this.#windows.delete(depth)
+  }
+
+  /** @param {{seq: number, epoch: string, ts: number, sync: boolean}} at */
+  #at ({ seq, epoch, ts, sync }) {
+    this.#seq = seq
+    this.#epoch = epoch
+    this.#ts = ts
+    this.#sync = sync
+  }
+
+  /**
+   * @param {number} depth
+   * @param {Window} w
+   */
+  #snapshot (depth, w) {
+    return encodeBook(this.#symbol, depth, { seq: this.#seq, epoch: this.#epoch, ts: this.#ts, sync: this.#sync }, w.top, bookChecksum(w.top))
+  }
+
+  /**
+   * Sends each window what the last change did to it: a snapshot when the
+   * book started over (a snapshot of the feed, a new epoch, sync lost or
+   * back), else its changed levels, or nothing when it did not change.
+   *
+   * @param {boolean} restart
+   */
+  #publish (restart) {
+    for (const [depth, w] of this.#windows) {
+      const top = this.#book.top(depth)
+      if (restart) {
+        w.top = top
+        w.seq = this.#seq
+        this.#send(w, new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+        continue
+      }
+      const delta = windowDelta(w.top, top)
+      if (delta.bids.length === 0 && delta.asks.length === 0) continue
+      const prev = w.seq
+      w.top = top
+      w.seq = this.#seq
+      this.#send(w, new TextFrame(encodeLevels(this.#symbol, depth, this.#seq, prev, this.#ts, delta, bookChecksum(top))), ServerOp.LEVELS)
+    }
+  }
+
+  /**
+   * @param {Window} w
+   * @param {TextFrame} frame one serialization for all of them
+   * @param {typeof ServerOp.BOOK | typeof ServerOp.LEVELS} op
+   */
+  #send (w, frame, op) {
+    for (const c of w.clients) c.send(frame, op)
+  }
+}

@@ -1,0 +1,250 @@
+// Order books on the gateway: book sub/unsub through Sessions, and every
+// client's window checked against a reference book after every update,
+// through lost messages, rereads, a lost book and a new epoch.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { OrderBook, bookChecksum } from '@wsps/protocol/book'
+import { BookHub } from '../src/books/book-hub.js'
+import { Recovery } from '../src/recovery.js'
+import { Sessions } from '../src/session.js'
+import { Timelines } from '../src/timelines.js'
+import { gatewayParts, silent, tick } from './helper.js'
+
+const SYMBOL = 'BTC-USD'
+
+/**
+ * A deterministic random source (mulberry32).
+ * @param {number} seed
+ */
+function random (seed) {
+  let a = seed
+  return () => {
+    a |= 0; a = a + 0x6D2B79F5 | 0
+    let t = Math.imul(a ^ a >>> 15, 1 | a)
+    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t
+    return ((t ^ t >>> 14) >>> 0) / 4294967296
+  }
+}
+
+/**
+ * The publish script's side, in memory: a reference book, its seq and
+ * epoch, the state readBook() answers with, and messages as published.
+ * @param {ReturnType<typeof gatewayParts>} parts
+ * @param {BookHub} hub
+ */
+function venue (parts, hub, { seed = 1, epoch = 'ep1' } = {}) {
+  const ref = new OrderBook()
+  const rnd = random(seed)
+  let seq = 0
+  let ts = 1_000
+  const state = () => ({ seq, epoch, ts, sync: true, ...ref.top(1000) })
+  const save = () => parts.broker.books.set(SYMBOL, state())
+  /** Prices on a grid: bids 1-60 below 100, asks 1-60 above. */
+  const price = (/** @type {'bids' | 'asks'} */ side) => {
+    const off = 1 + Math.floor(rnd() * 60)
+    return side === 'bids' ? String(100 - off / 4) : String(100 + off / 4)
+  }
+  const size = () => rnd() < 0.3 ? '0' : String(1 + Math.floor(rnd() * 500) / 100)
+  return {
+    ref,
+    get seq () { return seq },
+    /** A snapshot of `n` levels a side (published unless `dark`). */
+    /** @param {number} [n] @param {{dark?: boolean, newEpoch?: string | null}} [o] */
+    snapshot (n = 40, { dark = false, newEpoch = null } = {}) {
+      if (newEpoch !== null) { epoch = newEpoch; seq = 0 }
+      const bids = []
+      const asks = []
+      for (let i = 1; i <= n; i++) { bids.push([String(100 - i / 4), '1']); asks.push([String(100 + i / 4), '1']) }
+      ref.reset({ bids: /** @type {any} */ (bids), asks: /** @type {any} */ (asks) })
+      seq++; ts++
+      save()
+      if (!dark) hub.onMessage(SYMBOL, JSON.stringify({ symbol: SYMBOL, seq, epoch, ts, snapshot: true, ...ref.top(1000) }))
+    },
+    /** A random update of 1-6 levels (published unless `dark`). */
+    update ({ dark = false } = {}) {
+      /** @type {{bids: [string, string][], asks: [string, string][]}} */
+      const msg = { bids: [], asks: [] }
+      const n = 1 + Math.floor(rnd() * 6)
+      for (let i = 0; i < n; i++) {
+        const side = rnd() < 0.5 ? 'bids' : 'asks'
+        msg[side].push([price(side), size()])
+      }
+      ref.apply(msg)
+      seq++; ts++
+      save()
+      if (!dark) hub.onMessage(SYMBOL, JSON.stringify({ symbol: SYMBOL, seq, epoch, ts, ...msg }))
+    },
+    /** The book expires from Redis. */
+    vanish () { parts.broker.books.delete(SYMBOL) }
+  }
+}
+
+/**
+ * A client's side: holds each (symbol, depth) window from the frames its
+ * socket got, by the rules of docs/protocol.md, and checks every frame.
+ */
+class Holder {
+  /** @type {Map<number, {book: OrderBook, seq: number, epoch: string, sync: boolean}>} */
+  windows = new Map()
+  read = 0
+  /** @param {{sent: any[]}} ws */
+  constructor (ws) { this.ws = ws }
+  /** Takes the frames that arrived since the last call. */
+  take () {
+    for (; this.read < this.ws.sent.length; this.read++) {
+      const f = this.ws.sent[this.read]
+      if (f.op === 'book') {
+        const book = new OrderBook()
+        book.reset(f)
+        this.windows.set(f.depth, { book, seq: f.seq, epoch: f.epoch, sync: f.sync !== false })
+        assert.equal(f.checksum, bookChecksum(book.top(f.depth)), 'snapshot checksum')
+      } else if (f.op === 'levels') {
+        const w = this.windows.get(f.depth)
+        assert.ok(w, 'levels after a snapshot')
+        assert.ok(f.prev <= w.seq && w.seq < f.seq, `levels ${f.prev}..${f.seq} apply on ${w.seq}`)
+        w.book.apply(f)
+        w.seq = f.seq
+        assert.equal(f.checksum, bookChecksum(w.book.top(f.depth)), `checksum at seq ${f.seq}`)
+      }
+    }
+  }
+
+  /**
+   * @param {number} depth
+   * @param {OrderBook} ref
+   */
+  assertHolds (depth, ref, message = '') {
+    this.take()
+    const w = this.windows.get(depth)
+    assert.ok(w, `depth ${depth} held ${message}`)
+    assert.deepEqual(w.book.top(depth), ref.top(depth), `depth ${depth} equals the reference ${message}`)
+    assert.equal(w.book.levels.bids <= depth && w.book.levels.asks <= depth, true, 'never more than the depth')
+  }
+}
+
+function setup () {
+  const parts = gatewayParts()
+  const hub = new BookHub({ source: parts.broker, logger: silent })
+  const sessions = new Sessions({
+    timelines: new Timelines({ realtime: { hub: parts.hub, recovery: new Recovery({ hub: parts.hub, broker: parts.broker, max: 100, logger: silent }), bars: null } }),
+    books: hub,
+    metrics: parts.metrics,
+    maxSubscriptions: 5,
+    draining: () => false,
+    authenticate: null,
+    hello: { node: 'n', heartbeatMs: 30_000, limits: {} },
+    logger: silent
+  })
+  const connect = () => {
+    const cl = parts.client()
+    /** @param {object} frame */
+    const send = (frame) => sessions.onMessage(cl.conn, Buffer.from(JSON.stringify(frame)), false)
+    return { ...cl, send, holder: new Holder(cl.ws) }
+  }
+  const settle = async () => { for (let i = 0; i < 6; i++) await tick() }
+  return { parts, hub, sessions, connect, settle }
+}
+
+test('books: every client holds exactly the top N of the book after every update, at every depth, checksums matching', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = venue(parts, hub, { seed: 7 })
+  v.snapshot(40, { dark: true })
+  const c10 = connect()
+  const c25 = connect()
+  c10.send({ op: 'sub', symbols: [SYMBOL], book: 10, id: 1 })
+  c25.send({ op: 'sub', symbols: [SYMBOL], book: 25, id: 2 })
+  await settle()
+  assert.deepEqual(c10.ws.sent.filter((f) => f.op === 'ack')[0], { op: 'ack', id: 1, symbols: [SYMBOL], book: 10 })
+  let late = null
+  for (let i = 0; i < 400; i++) {
+    v.update()
+    c10.holder.assertHolds(10, v.ref, `after update ${i}`)
+    c25.holder.assertHolds(25, v.ref, `after update ${i}`)
+    if (i === 150) {
+      // A late subscriber: its snapshot's seq is past the window's last change; the next delta still applies.
+      late = connect()
+      late.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+      await settle()
+    }
+    late?.holder.assertHolds(10, v.ref, `late, after update ${i}`)
+  }
+  const levels = c10.ws.sent.filter((f) => f.op === 'levels')
+  assert.ok(levels.length > 100 && levels.length < 400, `updates deeper than 10 levels send nothing (${levels.length} frames)`)
+  assert.ok(levels.some((f) => f.prev < f.seq - 1), 'a seq may jump')
+  assert.ok(levels.some((f) => f.bids.concat(f.asks).some((/** @type {string[]} */ l) => l[1] === '0')), 'levels leave the window as deletes')
+})
+
+test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = venue(parts, hub, { seed: 3 })
+  v.snapshot(30, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  for (let i = 0; i < 20; i++) v.update()
+  c.holder.assertHolds(10, v.ref)
+
+  // Messages lost on the channel: the next one skips ahead, the book is read again.
+  for (let i = 0; i < 5; i++) v.update({ dark: true })
+  v.update()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after a gap')
+  const reads = parts.broker.calls.filter((x) => x[0] === 'readBook').length
+  assert.equal(reads, 2, 'the first read and one after the gap')
+
+  // The broker reconnects after changes it never delivered.
+  for (let i = 0; i < 5; i++) v.update({ dark: true })
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after a reconnect')
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref, 'live again')
+
+  // The book expires: an empty book, out of sync; then a new one with a new epoch.
+  v.vanish()
+  hub.resync()
+  await settle()
+  c.holder.take()
+  const gone = c.ws.sent.at(-1)
+  assert.deepEqual([gone.op, gone.sync, gone.bids, gone.asks], ['book', false, [], []])
+  v.snapshot(12, { newEpoch: 'ep2' })
+  c.holder.assertHolds(10, v.ref, 'the new epoch')
+  assert.equal(c.ws.sent.at(-1).epoch, 'ep2')
+  assert.equal(c.ws.sent.at(-1).sync, undefined)
+  v.update()
+  c.holder.assertHolds(10, v.ref, 'updates of the new epoch')
+})
+
+test('book requests: BAD_BOOK, NO_BOOK before the ack, the limit, unsub, and the channel kept only while held', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = venue(parts, hub)
+  v.snapshot(5, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 7, id: 1 })
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, mode: 'distinct', id: 2 })
+  c.send({ op: 'unsub', symbols: [SYMBOL], book: '10', id: 3 })
+  await settle()
+  assert.deepEqual(c.ws.sent.map((f) => [f.op, f.code, f.id]), [['error', 'BAD_BOOK', 1], ['error', 'BAD_BOOK', 2], ['error', 'BAD_BOOK', 3]])
+
+  c.send({ op: 'sub', symbols: [SYMBOL, 'ETH-USD'], book: 10, id: 4 })
+  c.send({ op: 'ping', id: 5 })
+  await settle()
+  assert.deepEqual(c.ws.sent.slice(3).map((f) => [f.op, f.code ?? f.symbols, f.id]), [
+    ['error', 'NO_BOOK', 4], ['ack', [SYMBOL], 4], ['book', undefined, undefined], ['pong', undefined, 5]
+  ], 'frames sent meanwhile are answered after')
+  assert.deepEqual(c.ws.sent[3].symbols, ['ETH-USD'])
+  assert.deepEqual([...parts.broker.bookChannels], [SYMBOL], 'the channel of a symbol without a book is not kept')
+
+  c.send({ op: 'sub', symbols: ['A', 'B', 'C', 'D', 'E'], book: 25, id: 6 })
+  await settle()
+  assert.equal(c.ws.sent.at(-1).code, 'TOO_MANY_SUBSCRIPTIONS')
+
+  c.send({ op: 'unsub', symbols: [SYMBOL], book: 10, id: 7 })
+  await settle()
+  assert.deepEqual(c.ws.sent.at(-1), { op: 'ack', id: 7, symbols: [], book: 10 })
+  const before = c.ws.sent.length
+  v.update()
+  assert.equal(c.ws.sent.length, before, 'nothing after the unsub')
+  assert.deepEqual([...parts.broker.bookChannels], [])
+  assert.equal(hub.size, 0)
+})
