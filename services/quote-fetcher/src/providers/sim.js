@@ -4,7 +4,7 @@
 // continues the same path, and a seed replays the same market.
 
 /** 32-bit FNV-1a. @param {string} s */
-function hash (s) {
+export function hash (s) {
   let h = 0x811c9dc5
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i)
