@@ -122,9 +122,9 @@ class Holder {
   }
 }
 
-function setup () {
+function setup ({ appearMs = 0 } = {}) {
   const parts = gatewayParts()
-  const hub = new BookHub({ source: parts.broker, logger: silent })
+  const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, logger: silent })
   const sessions = new Sessions({
     timelines: new Timelines({ realtime: { hub: parts.hub, recovery: new Recovery({ hub: parts.hub, broker: parts.broker, max: 100, logger: silent }), bars: null } }),
     books: hub,
@@ -141,7 +141,10 @@ function setup () {
     const send = (frame) => sessions.onMessage(cl.conn, Buffer.from(JSON.stringify(frame)), false)
     return { ...cl, send, holder: new Holder(cl.ws) }
   }
-  const settle = async () => { for (let i = 0; i < 6; i++) await tick() }
+  const settle = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    for (let i = 0; i < 6; i++) await tick()
+  }
   return { parts, hub, sessions, connect, settle }
 }
 
@@ -247,4 +250,21 @@ test('book requests: BAD_BOOK, NO_BOOK before the ack, the limit, unsub, and the
   assert.equal(c.ws.sent.length, before, 'nothing after the unsub')
   assert.deepEqual([...parts.broker.bookChannels], [])
   assert.equal(hub.size, 0)
+})
+
+test('book requests: a book asked for before it exists is answered when it appears (its symbol is asked of the fetchers meanwhile)', async () => {
+  const { parts, hub, connect, settle } = setup({ appearMs: 5000 })
+  const v = venue(parts, hub)
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, id: 1 })
+  await settle()
+  assert.equal(c.ws.sent.length, 0, 'not answered yet')
+  assert.ok(parts.broker.calls.some((x) => x[0] === 'demand' && x.includes(SYMBOL)), 'demand renewed for the book')
+  v.snapshot(15)
+  await settle()
+  assert.deepEqual(c.ws.sent.map((f) => f.op), ['ack', 'book'])
+  c.holder.assertHolds(10, v.ref)
+  v.update()
+  c.holder.assertHolds(10, v.ref)
+  hub.close()
 })

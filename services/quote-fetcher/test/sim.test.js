@@ -48,7 +48,7 @@ test('sim books: each quote moves its book; the best levels are the quote\'s; so
   let book = null
   let changed = 0
   for (let seq = 1; seq <= 300; seq++) {
-    const [q] = await provider.fetch(['SIMB'], previous)
+    const [q] = await provider.fetch(['SIMB'], previous, Infinity)
     previous.set('SIMB', { ...q, seq })
     const next = simBook({ seed: 11, symbol: 'SIMB', seq, quote: q, previous: book })
     assert.ok(next)

@@ -63,6 +63,8 @@ export class BookFeed {
 
   get seq () { return this.#seq }
   get epoch () { return this.#epoch }
+  /** @returns {boolean} a book was read or fed (it may be out of sync) */
+  get known () { return this.#epoch !== '' }
 
   /** @returns {number} connections holding the book at some depth */
   get subscribers () {

@@ -17,12 +17,17 @@ import { Applied, BookFeed } from './book-feed.js'
  * @property {(symbols: string[]) => Promise<void>} subscribeBooks
  * @property {(symbols: string[]) => Promise<void>} unsubscribeBooks
  * @property {(symbol: string) => Promise<BookState | null>} readBook the whole book, null when there is none
+ * @property {(symbols: string[], leaseMs: number) => Promise<void>} renewDemand ask the fetchers to keep fetching
+ *   these (a simulated market makes their books from their quotes)
  *
  * @typedef {object} Entry
  * @property {BookFeed} feed
  * @property {Promise<boolean | Error>} ready resolves once first read: whether there is a book (an Error: it could not be read)
+ * @property {((found: boolean | Error) => void) | null} answer settles `ready` (null once it did)
+ * @property {NodeJS.Timeout} [giveUp] when the first answer is "no book"
  * @property {number} pins open() calls not released yet
  * @property {BookMessage[] | null} waiting messages that arrived during a read
+ * @property {boolean} reading a read is in flight
  * @property {boolean} again another read is needed when this one ends
  */
 
@@ -32,17 +37,33 @@ const RETRY_MS = 1000
 export class BookHub {
   #source
   #log
+  #demandLeaseMs
+  #appearMs
   /** @type {Map<string, Entry>} */
   #entries = new Map()
+  #renewer
 
   /**
    * @param {object} options
    * @param {BookSource} options.source
+   * @param {number} options.demandLeaseMs WSPS_DEMAND_LEASE_MS: books held are asked for this long, renewed at a third
+   * @param {number} [options.appearMs] how long a book not there yet may take to appear before NO_BOOK
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ source, logger }) {
+  constructor ({ source, demandLeaseMs, appearMs = 3000, logger }) {
     this.#source = source
+    this.#demandLeaseMs = demandLeaseMs
+    this.#appearMs = appearMs
     this.#log = logger.child({ component: 'books' })
+    this.#renewer = setInterval(() => {
+      if (this.#entries.size) this.#source.renewDemand([...this.#entries.keys()], this.#demandLeaseMs).catch((/** @type {Error} */ err) => this.#log.warn({ err: err.message }, 'book demand not renewed'))
+    }, Math.floor(demandLeaseMs / 3))
+    this.#renewer.unref()
+  }
+
+  /** Stops renewing demand (the gateway is closing). */
+  close () {
+    clearInterval(this.#renewer)
   }
 
   /**
@@ -114,6 +135,7 @@ export class BookHub {
     }
     if (e.waiting !== null) e.waiting.push(msg)
     else if (e.feed.onMessage(msg) === Applied.GAP) this.#read(symbol, e)
+    else this.#answer(symbol, e)
   }
 
   /**
@@ -137,14 +159,19 @@ export class BookHub {
     /** @type {(found: boolean | Error) => void} */
     let settle = () => {}
     /** @type {Entry} */
-    const e = { feed: new BookFeed(symbol), ready: new Promise((resolve) => { settle = resolve }), pins: 0, waiting: [], again: false }
+    const e = { feed: new BookFeed(symbol), ready: new Promise((resolve) => { settle = resolve }), answer: null, pins: 0, waiting: [], reading: false, again: false }
+    e.answer = (found) => {
+      e.answer = null
+      settle(found)
+    }
     this.#entries.set(symbol, e)
+    this.#source.renewDemand([symbol], this.#demandLeaseMs).catch(() => {})
     this.#source.subscribeBooks([symbol]).then(
-      () => this.#read(symbol, e, settle),
+      () => this.#read(symbol, e),
       (/** @type {Error} */ err) => {
         this.#log.warn({ symbol, err: err.message }, 'book channel not subscribed')
         this.#entries.delete(symbol)
-        settle(err)
+        e.answer?.(err)
       })
     return e
   }
@@ -155,40 +182,62 @@ export class BookHub {
    *
    * @param {string} symbol
    * @param {Entry} e
-   * @param {(found: boolean | Error) => void} [first] the first read's answer
    */
-  #read (symbol, e, first) {
-    if (e.waiting !== null && first === undefined) {
+  #read (symbol, e) {
+    if (e.reading) {
       e.again = true
       return
     }
+    e.reading = true
     e.waiting ??= []
     this.#source.readBook(symbol).then((state) => {
+      e.reading = false
       if (this.#entries.get(symbol) !== e) return
       if (state === null) e.feed.lost()
       else e.feed.load(state)
-      first?.(state !== null)
       const waiting = /** @type {BookMessage[]} */ (e.waiting)
       e.waiting = null
       let gap = e.again
       e.again = false
       for (const msg of waiting) if (e.feed.onMessage(msg) === Applied.GAP) gap = true
+      this.#answer(symbol, e)
       if (gap) this.#read(symbol, e)
     }, (/** @type {Error} */ err) => {
-      this.#log.warn({ symbol, err: err.message }, 'book read failed; tried again')
-      if (first !== undefined) {
+      e.reading = false
+      if (this.#entries.get(symbol) !== e) return
+      if (e.answer !== null) {
         // Nobody holds it yet: the open() that asked is told it failed.
+        this.#log.warn({ symbol, err: err.message }, 'book read failed')
         this.#entries.delete(symbol)
         this.#source.unsubscribeBooks([symbol]).catch(() => {})
-        first(err)
+        e.answer(err)
         return
       }
-      setTimeout(() => {
-        if (this.#entries.get(symbol) !== e) return
-        e.waiting = null
-        this.#read(symbol, e)
-      }, RETRY_MS).unref()
+      // Messages wait meanwhile; the read after covers them.
+      this.#log.warn({ symbol, err: err.message }, 'book read failed; tried again')
+      setTimeout(() => { if (this.#entries.get(symbol) === e) this.#read(symbol, e) }, RETRY_MS).unref()
     })
+  }
+
+  /**
+   * The first open() of a book is answered once the book is known, or
+   * after appearMs without one: a symbol just asked for is often fetched
+   * (and its book made) within that.
+   *
+   * @param {string} symbol
+   * @param {Entry} e
+   */
+  #answer (symbol, e) {
+    const answer = e.answer
+    if (answer === null) return
+    if (e.feed.known) {
+      clearTimeout(e.giveUp)
+      answer(true)
+      return
+    }
+    if (e.giveUp !== undefined) return
+    e.giveUp = setTimeout(() => { if (e.answer !== null && !e.feed.known) e.answer(false) }, this.#appearMs)
+    e.giveUp.unref()
   }
 
   /**
@@ -197,6 +246,7 @@ export class BookHub {
    */
   #dropIfIdle (symbol, e) {
     if (e.pins > 0 || e.feed.subscribers > 0 || this.#entries.get(symbol) !== e) return
+    clearTimeout(e.giveUp)
     this.#entries.delete(symbol)
     this.#source.unsubscribeBooks([symbol]).catch((/** @type {Error} */ err) => this.#log.warn({ symbol, err: err.message }, 'book channel not unsubscribed'))
   }
