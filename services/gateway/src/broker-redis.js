@@ -7,6 +7,7 @@ import calculateSlot from 'cluster-key-slot'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { latestQuotes } from '@wsps/shared/latest'
+import { readBook, renewBookDemand } from '@wsps/shared/books'
 import { traceOf, untraced } from '@wsps/shared/published'
 import { adminChannel } from '@wsps/shared/admin-commands'
 import { readFleet, removeStatus, writeStatus } from '@wsps/shared/fleet-status'
@@ -51,6 +52,8 @@ async function execAll (pipeline) {
  * @property {() => Promise<import('@wsps/shared/fleet-status').FleetEntry[]>} readFleet every process's record
  * @property {import('@wsps/shared/admin-commands').AdminChannel} admin an operator's commands to the
  *   gateways, on the command connection (after start())
+ * @property {import('./books/book-hub.js').BookSource} books the order books' channels and reads; their
+ *   messages go to onBook, and onBooksLost names the channels a reconnect may have cost messages
  *
  * @typedef {import('./broker.js').Broker & RedisBrokerExtras} RedisBroker
  */
@@ -108,17 +111,93 @@ export function createRedisBroker (config, logger) {
   /** @param {string} channel @returns {unknown} the shard subscriber serving it now */
   const subscriberOf = (channel) => /** @type {{shardedSubscribers?: {getResponsibleSubscriber?: (slot: number) => unknown}}} */ (/** @type {unknown} */ (sub)).shardedSubscribers?.getResponsibleSubscriber?.(calculateSlot(channel)) ?? null
   /**
-   * Cluster: the symbols whose channels a shard node (`host:port`) serves.
+   * Cluster: the symbols whose channels (quotes or books) a shard node (`host:port`) serves.
    * @param {string} node
    */
   const symbolsOn = (node) => {
-    /** @type {string[]} */
-    const out = []
+    /** @type {Set<string>} */
+    const out = new Set()
     for (const [channel, owner] of ownerAt) {
-      const symbol = keys.symbolOf(channel)
-      if (symbol && owner === node) out.push(symbol)
+      const symbol = keys.symbolOf(channel) ?? keys.bookSymbolOf(channel)
+      if (symbol && owner === node) out.add(symbol)
     }
-    return out
+    return [...out]
+  }
+
+  /**
+   * Subscribes the channels of these symbols (named by channelOf).
+   *
+   * @param {string[]} symbols
+   * @param {(symbol: string) => string} channelOf
+   * @returns {Promise<string[]>} the symbols whose channel could not be
+   *   subscribed (on a cluster, a shard failing over); rejects when none could
+   */
+  const subscribeChannels = async (symbols, channelOf) => {
+    const names = symbols.map(channelOf)
+    /** @type {string[]} */
+    const refused = []
+    if (sharded) {
+      // SSUBSCRIBE takes channels of one slot only: one call per symbol;
+      // a shard failing over refuses its own, not the others'.
+      const results = await Promise.allSettled(names.map((c) => sub.ssubscribe(c)))
+      results.forEach((r, i) => {
+        if (r.status === 'rejected') refused.push(symbols[i])
+        else {
+          ownerAt.set(names[i], ownerOf(names[i]))
+          subscriberAt.set(names[i], subscriberOf(names[i]))
+        }
+      })
+      if (refused.length === symbols.length && results[0]?.status === 'rejected') throw results[0].reason
+    } else {
+      for (const part of chunks(names, CHUNK)) await sub.subscribe(...part)
+    }
+    const no = new Set(refused)
+    for (let i = 0; i < names.length; i++) if (!no.has(symbols[i])) channels.add(names[i])
+    return refused
+  }
+
+  /**
+   * @param {string[]} symbols
+   * @param {(symbol: string) => string} channelOf
+   */
+  const unsubscribeChannels = async (symbols, channelOf) => {
+    const names = symbols.map(channelOf)
+    if (sharded) await Promise.all(names.map((c) => sub.sunsubscribe(c)))
+    else for (const part of chunks(names, CHUNK)) await sub.unsubscribe(...part)
+    for (const c of names) {
+      channels.delete(c)
+      ownerAt.delete(c)
+      subscriberAt.delete(c)
+    }
+  }
+
+  /**
+   * @param {string[]} symbols
+   * @param {number} leaseMs
+   */
+  const renewDemand = async (symbols, leaseMs) => {
+    const now = Date.now()
+    // The scheduling keys share one hash tag: one pipeline, even on a cluster.
+    const pipeline = cmd.pipeline()
+    for (const part of chunks(symbols, 500)) {
+      /** @type {any} */ (pipeline).wspsDemand(keys.demand, keys.due, now + leaseMs, now, ...part)
+    }
+    await execAll(pipeline)
+  }
+
+  /** @type {import('./books/book-hub.js').BookSource} */
+  const books = {
+    async subscribeBooks (symbols) {
+      const refused = await subscribeChannels(symbols, keys.bookChannel)
+      if (refused.length) throw new Error(`book channels not subscribed: ${refused.join(',')}`)
+    },
+    unsubscribeBooks: (symbols) => unsubscribeChannels(symbols, keys.bookChannel),
+    readBook: (symbol) => readBook(cmd, keys, symbol),
+    // A book's symbol is fetched like a watched one, and marked so the
+    // simulated market makes its book.
+    renewDemand: async (symbols, leaseMs) => {
+      await Promise.all([renewDemand(symbols, leaseMs), renewBookDemand(cmd, keys, symbols, leaseMs)])
+    }
   }
 
   /**
@@ -138,12 +217,19 @@ export function createRedisBroker (config, logger) {
       channels.clear()
       ownerAt.clear()
       subscriberAt.clear()
-      if (subReadyOnce && !closing) handlers.onReconnect()
+      if (subReadyOnce && !closing) {
+        handlers.onReconnect()
+        handlers.onBooksLost?.()
+      }
       subReadyOnce = true
     }
     sub.on(sharded ? 'smessage' : 'message', (/** @type {string} */ channel, /** @type {string} */ message) => {
       const symbol = keys.symbolOf(channel)
-      if (!symbol) return
+      if (!symbol) {
+        const book = keys.bookSymbolOf(channel)
+        if (book) handlers.onBook?.(book, message)
+        return
+      }
       const traceparent = traceOf(message)
       handlers.onQuote(symbol, traceparent === null ? message : untraced(message), traceparent)
     })
@@ -157,6 +243,8 @@ export function createRedisBroker (config, logger) {
           if (closing) return
           /** @type {string[]} */
           const moved = []
+          /** @type {string[]} */
+          const books = []
           for (const [channel, owner] of ownerAt) {
             const now = ownerOf(channel)
             const by = subscriberOf(channel)
@@ -165,11 +253,14 @@ export function createRedisBroker (config, logger) {
             subscriberAt.set(channel, by)
             const symbol = keys.symbolOf(channel)
             if (symbol) moved.push(symbol)
+            const book = keys.bookSymbolOf(channel)
+            if (book) books.push(book)
           }
           // Only the channels whose owner or subscriber changed were lost:
           // the other shards' symbols are not touched.
-          log.info({ symbols: moved.length }, 'shard subscribers replaced')
+          log.info({ symbols: moved.length, books: books.length }, 'shard subscribers replaced')
           if (moved.length) handlers.onReconnect(moved)
+          if (books.length) handlers.onBooksLost?.(books)
         }, CLUSTER_RESYNC_DEBOUNCE_MS)
       })
     }
@@ -215,54 +306,16 @@ export function createRedisBroker (config, logger) {
 
   return {
     start,
-    async subscribe (symbols) {
-      const names = symbols.map(keys.channel)
-      /** @type {string[]} */
-      const refused = []
-      if (sharded) {
-        // SSUBSCRIBE takes channels of one slot only: one call per symbol;
-        // a shard failing over refuses its own, not the others'.
-        const results = await Promise.allSettled(names.map((c) => sub.ssubscribe(c)))
-        results.forEach((r, i) => {
-          if (r.status === 'rejected') refused.push(symbols[i])
-          else {
-            ownerAt.set(names[i], ownerOf(names[i]))
-            subscriberAt.set(names[i], subscriberOf(names[i]))
-          }
-        })
-        if (refused.length === symbols.length && results[0]?.status === 'rejected') throw results[0].reason
-      } else {
-        for (const part of chunks(names, CHUNK)) await sub.subscribe(...part)
-      }
-      const no = new Set(refused)
-      for (let i = 0; i < names.length; i++) if (!no.has(symbols[i])) channels.add(names[i])
-      return refused
-    },
-    async unsubscribe (symbols) {
-      const names = symbols.map(keys.channel)
-      if (sharded) await Promise.all(names.map((c) => sub.sunsubscribe(c)))
-      else for (const part of chunks(names, CHUNK)) await sub.unsubscribe(...part)
-      for (const c of names) {
-        channels.delete(c)
-        ownerAt.delete(c)
-        subscriberAt.delete(c)
-      }
-    },
+    subscribe: (symbols) => subscribeChannels(symbols, keys.channel),
+    unsubscribe: (symbols) => unsubscribeChannels(symbols, keys.channel),
     latest: (symbols) => latestQuotes(cmd, keys, symbols),
     async history (symbol, fromSeq, toSeq, max) {
       const entries = await cmd.xrange(keys.history(symbol), `${fromSeq}-0`, toSeq === null ? '+' : `${toSeq}-0`, 'COUNT', max)
       // Each entry holds one field, `q`: the quote as it was published.
       return entries.map(([, fields]) => untraced(fields[1]))
     },
-    async renewDemand (symbols, leaseMs) {
-      const now = Date.now()
-      // The scheduling keys share one hash tag: one pipeline, even on a cluster.
-      const pipeline = cmd.pipeline()
-      for (const part of chunks(symbols, 500)) {
-        /** @type {any} */ (pipeline).wspsDemand(keys.demand, keys.due, now + leaseMs, now, ...part)
-      }
-      await execAll(pipeline)
-    },
+    renewDemand,
+    books,
     async keepHistory (pins, ttlMs) {
       if (pins.length === 0) return
       if (sharded) {

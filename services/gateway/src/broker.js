@@ -19,6 +19,10 @@
  *   without its trace) for a subscribed symbol, and the traceparent of its publish when it is traced
  * @property {(symbols?: string[]) => void} onReconnect the subscription connection came back: every
  *   channel is gone (symbols undefined), or, on a cluster, those of the symbols named
+ * @property {(symbol: string, raw: string) => void} [onBook] a message of a subscribed book channel
+ *   (JSON as published; books/book-feed.js, BookMessage)
+ * @property {(symbols?: string[]) => void} [onBooksLost] book channels may have missed messages (a
+ *   reconnect: every one, symbols undefined; on a cluster, those named): their books are read again
  * @property {(up: boolean, conn: string) => void} [onStatus]
  * @property {(conn: string) => void} [onFailover] a connection is ready again on another primary (a Sentinel failover)
  * @property {(seconds: number, conn: string) => void} [onOutage] a connection is ready again after this long without a primary

@@ -13,6 +13,7 @@ import { AdminActions } from './admin-actions.js'
 import { registerAdminRoutes } from './admin-routes.js'
 import { Admission } from './admission.js'
 import { BarHub } from './bars/bar-hub.js'
+import { BookHub } from './books/book-hub.js'
 import { createAuthenticator } from './auth.js'
 import { createRedisBroker } from './broker-redis.js'
 import { Recovery } from './recovery.js'
@@ -70,14 +71,20 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     gauges: { series: metrics.barSeries.labels({ timeline: 'realtime' }), subscriptions: metrics.barSubscriptions.labels({ timeline: 'realtime' }) },
     logger
   })
+  const books = new BookHub({ source: broker.books, demandLeaseMs: config.demandLeaseMs, staleGraceMs: config.staleGraceMs, metrics: { held: metrics.books, reads: metrics.bookReads, unsynced: metrics.booksUnsynced }, logger })
   broker.start({
     onQuote: (symbol, raw, traceparent) => hub.onQuote(symbol, raw, traceparent),
     onReconnect: (symbols) => hub.resync(symbols),
+    onBook: (symbol, raw) => books.onMessage(symbol, raw),
+    onBooksLost: (symbols) => books.resync(symbols),
     onStatus: (up, conn) => metrics.redisUp.set({ conn }, up ? 1 : 0),
     onFailover: (conn) => metrics.redisFailovers.inc({ conn }),
     onOutage: (seconds, conn) => metrics.redisOutage.observe({ conn }, seconds),
     onSilent: (conn) => metrics.redisSilent.inc({ conn }),
-    onInterrupted: (symbols, since, now) => hub.interrupted(symbols, since, now)
+    onInterrupted: (symbols, since, now) => {
+      hub.interrupted(symbols, since, now)
+      books.interrupted(symbols, now)
+    }
   })
 
   const authenticate = createAuthenticator(config)
@@ -88,6 +95,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
   })
   const sessions = new Sessions({
     timelines,
+    books,
     metrics,
     maxSubscriptions: config.maxSubscriptions,
     draining: () => draining,
@@ -213,6 +221,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
         bars.stop()
         isolation.stop()
         hub.stop()
+        books.close()
         await delayed.stop()
         await status.stop()
         fanout.stop()

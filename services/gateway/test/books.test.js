@@ -218,6 +218,44 @@ test('books: a lost message, a reconnect, a lost book and a new epoch: every win
   c.holder.assertHolds(10, v.ref, 'updates of the new epoch')
 })
 
+test('books: an interrupted feed is never shown as live: an out-of-sync snapshot after the grace (at once when silent), the book again after the read', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = venue(parts, hub, { seed: 5 })
+  v.snapshot(30, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref)
+
+  // A blip shorter than the grace, repaired by the read after the reconnect: nothing told.
+  hub.interrupted(undefined, false)
+  for (let i = 0; i < 3; i++) v.update({ dark: true })
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after a blip')
+  await new Promise((resolve) => setTimeout(resolve, 1100))
+  assert.equal(c.ws.sent.filter((f) => f.sync === false).length, 0, 'a repaired blip is not told')
+
+  // The link found silent: out of sync at once, deltas refused until the read.
+  hub.interrupted([SYMBOL], true)
+  await settle()
+  c.holder.take()
+  const told = c.ws.sent.at(-1)
+  assert.deepEqual([told.op, told.sync, told.bids, told.asks, told.seq], ['book', false, [], [], v.seq])
+  v.update()
+  await settle()
+  const reread = parts.broker.calls.filter((x) => x[0] === 'readBook').length
+  hub.resync()
+  await settle()
+  assert.ok(parts.broker.calls.filter((x) => x[0] === 'readBook').length > reread, 'read again')
+  c.holder.assertHolds(10, v.ref, 'after the silence')
+  const back = c.ws.sent.filter((f) => f.op === 'book').at(-1)
+  assert.equal(back.sync, undefined, 'in sync again')
+  v.update()
+  c.holder.assertHolds(10, v.ref, 'live again')
+})
+
 test('book requests: BAD_BOOK, NO_BOOK before the ack, the limit, unsub, and the channel kept only while held', async () => {
   const { parts, hub, connect, settle } = setup()
   const v = venue(parts, hub)

@@ -22,6 +22,7 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_PUBLISH_WAIT_REPLICAS', key: 'waitReplicas', type: 'int', min: 0, max: 16, default: 0, doc: 'Replicas that must hold a quote before it is fanned out (every quote: polled, streamed or pushed). > 0: each publish writes seq, history and latest quote, waits (Redis `WAIT`) until this many replicas acknowledged the writes, then publishes; a failover to such a replica then loses no tick a subscriber saw. Costs ingest rate and adds a replication round trip to every quote\'s latency; while fewer replicas are connected every publish waits the full WSPS_PUBLISH_WAIT_TIMEOUT_MS. 0: no waiting (asynchronous replication: the last ticks before a failover may be lost). See docs/operations.md.' },
   { env: 'WSPS_PUBLISH_WAIT_TIMEOUT_MS', key: 'waitTimeoutMs', type: 'int', min: 1, max: 60000, default: 500, doc: 'With WSPS_PUBLISH_WAIT_REPLICAS > 0: the longest a publish waits for the replicas. When fewer acknowledged in time the quotes are published all the same (they are already in the primary\'s history) and counted in `wsps_fetcher_replica_waits_total{result="short"}`.' },
   { env: 'WSPS_SIM_SEED', key: 'simSeed', type: 'int', min: 0, max: 4294967295, default: 42, doc: '`sim`: seed of the simulated market (same seed, same prices).' },
+  { env: 'WSPS_BOOK_TTL_MS', key: 'bookTtlMs', type: 'int', min: 1000, max: 604800000, default: 3600000, doc: 'How long a symbol\'s order book is kept in Redis after its last update; then it is gone and its subscribers hold an empty book out of sync until a new one (with a new epoch) is written. See docs/protocol.md, Order books.' },
   { env: 'WSPS_SIM_VOLATILITY', key: 'simVolatility', type: 'number', min: 0, max: 1, default: 0.0008, doc: '`sim`: standard deviation of the relative price move per tick.' },
   { env: 'WSPS_UPSTREAM_URL', key: 'upstreamUrl', type: 'string', default: '', doc: '`http`: URL polled for quotes; `{symbols}` is replaced by the comma-separated symbols. Must answer a JSON array of quotes (or `{"quotes":[...]}`).' },
   { env: 'WSPS_UPSTREAM_TIMEOUT_MS', key: 'upstreamTimeoutMs', type: 'int', min: 10, max: 60000, default: 2000, doc: '`http`: timeout of one request.' },
@@ -93,6 +94,7 @@ export const fetcherSettings = Object.freeze([
  * @property {number} waitReplicas
  * @property {number} waitTimeoutMs
  * @property {number} simSeed
+ * @property {number} bookTtlMs
  * @property {number} simVolatility
  * @property {string} upstreamUrl
  * @property {number} upstreamTimeoutMs

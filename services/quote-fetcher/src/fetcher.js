@@ -16,6 +16,7 @@ import { fetcherStatus } from './fetcher-status.js'
 import { createFetcherMetrics } from './metrics.js'
 import { createHttpProvider } from './providers/http.js'
 import { createSimProvider } from './providers/sim.js'
+import { SimBooks } from './sim-books.js'
 import { WsStreamFeed } from './providers/ws-stream.js'
 import { registerPublishApi } from './publish-api.js'
 import { IngestTraces } from './ingest-traces.js'
@@ -101,8 +102,11 @@ export async function createFetcher (config, logger) {
     const scheduler = new Scheduler({
       redis, keys, intervalMs: config.fetchIntervalMs, tickMs: config.scheduleTickMs, batchSize: config.jobBatchSize, metrics, logger, now: clock.now
     })
+    const books = config.provider === 'sim'
+      ? new SimBooks({ redis, keys, seed: config.simSeed, ttlMs: config.bookTtlMs, sharded: config.redisMode === 'cluster', metrics, now: clock.now })
+      : null
     const worker = new Worker({
-      blocking, redis, keys, provider, publisher, intervalMs: config.fetchIntervalMs, concurrency: config.concurrency, metrics, logger, now: clock.now
+      blocking, redis, keys, provider, publisher, intervalMs: config.fetchIntervalMs, concurrency: config.concurrency, metrics, logger, now: clock.now, books
     })
     sources.push(
       { start: () => scheduler.start(), stop: async () => scheduler.stop() },

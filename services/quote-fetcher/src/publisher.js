@@ -157,11 +157,12 @@ export class Publisher {
    *   the quotes were fetched under, one for all or one per quote (0, the
    *   default: none, for publish API quotes); trace: how they entered, for
    *   their traces (with tracing on)
-   * @returns {Promise<{published: number, refused: Refused}>} refused: the
-   *   quotes the script refused, by reason
+   * @returns {Promise<{published: number, refused: Refused, seqs: number[]}>} refused: the
+   *   quotes the script refused, by reason; seqs: per quote the seq it was
+   *   published with, 0 when it was not
    */
   async publish (quotes, { pushLeaseMs = 0, tokens = 0, trace } = {}) {
-    if (quotes.length === 0) return { published: 0, refused: noneRefused() }
+    if (quotes.length === 0) return { published: 0, refused: noneRefused(), seqs: [] }
     const { keys } = this
     const wait = this.#waitReplicas > 0
     const history = this.historySize > 0
@@ -197,6 +198,8 @@ export class Publisher {
     }
     let published = 0
     const refused = noneRefused()
+    /** @type {number[]} */
+    const accepted = quotes.map(() => 0)
     /** Symbols of refused quotes, for the log. @type {Set<string>} */
     const refusedSymbols = new Set()
     /** @type {Error | null} */
@@ -215,13 +218,14 @@ export class Publisher {
         return
       }
       published++
+      accepted[i] = seq
       this.#remember(quotes[i].symbol, seq)
       if (history) this.#note(quotes[i].symbol, now, seq, entries[i].renew)
     })
     if (history && published > 0) this.#armRetire()
     if (refusedSymbols.size) this.#onRefused?.(refused, [...refusedSymbols])
     if (failed && (published === 0 || pushLeaseMs > 0)) throw failed
-    return { published, refused }
+    return { published, refused, seqs: accepted }
   }
 
   /**

@@ -31,8 +31,10 @@ export class Worker {
    * @param {import('./metrics.js').FetcherMetrics} options.metrics
    * @param {import('pino').Logger} options.logger
    * @param {() => number} [options.now] Redis' clock (RedisClock.now)
+   * @param {import('./sim-books.js').SimBooks | null} [options.books] the simulated market's books, moved by its quotes
    */
-  constructor ({ blocking, redis, keys, provider, publisher, intervalMs, concurrency, metrics, logger, now = Date.now }) {
+  constructor ({ blocking, redis, keys, provider, publisher, intervalMs, concurrency, metrics, logger, now = Date.now, books = null }) {
+    this.books = books
     /** Redis' clock (RedisClock.now): a job's time was written on it. */
     this.now = now
     this.blocking = blocking
@@ -146,8 +148,13 @@ export class Worker {
       }
       const quotes = await this.provider.fetch(symbols, previous, deadline)
       this.metrics.fetchSeconds.observe((performance.now() - started) / 1000)
-      const { published } = await this.publisher.publish(quotes, { tokens: Number(job.f) || 0, trace: { startTime } })
+      const { published, seqs } = await this.publisher.publish(quotes, { tokens: Number(job.f) || 0, trace: { startTime } })
       this.metrics.published.inc(published)
+      // A book that missed its step catches up with the next quote's.
+      await this.books?.after(quotes, seqs).catch((/** @type {Error} */ err) => {
+        this.metrics.books.inc({ result: 'failed' })
+        this.log.warn({ err: err.message }, 'books not moved')
+      })
       this.metrics.jobs.inc({ result: 'done' })
     } catch (err) {
       const code = /** @type {{code?: string}} */ (err).code

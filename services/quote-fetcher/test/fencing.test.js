@@ -245,7 +245,7 @@ for (const sharded of [false, true]) {
     // The claims passed to another fetcher, which published newer quotes.
     assert.equal((await owner.publish([{ symbol: 'A', ts: now + 5 }, { symbol: 'B', ts: now + 5 }], { tokens: [20, 20] })).published, 2)
     const res = await held.publish([{ symbol: 'A', ts: now + 1 }, { symbol: 'B', ts: now + 9 }, { symbol: 'C', ts: now + 1 }, { symbol: 'B', ts: now + 1 }], { tokens: [10, 10, 10, 20] })
-    assert.deepEqual(res, { published: 1, refused: { pushed: 0, fenced: 2, old: 1, late: 0 } })
+    assert.deepEqual(res, { published: 1, refused: { pushed: 0, fenced: 2, old: 1, late: 0 }, seqs: [0, 0, 1, 0] }, 'the seq of the one published')
     assert.deepEqual(told, [[{ pushed: 0, fenced: 2, old: 1, late: 0 }, ['A', 'B']]])
     assert.equal(held.lastSeq.get('A'), 1, 'a refused quote raises no floor')
     assert.deepEqual((await latestQuotes(db.r, k, ['A', 'B'])).map((q) => JSON.parse(String(q)).ts), [now + 5, now + 5])

@@ -61,7 +61,7 @@ test('waiting for 1 replica: the quotes are published once the replica holds the
   const { pub, keys, waits } = publisher(1)
   const l = await listen(keys, ['A', 'B'])
   const res = await pub.publish([{ symbol: 'A', ts: 1 }, { symbol: 'B', ts: 2 }, { symbol: 'A', ts: 3 }], { pushLeaseMs: 5000 })
-  assert.deepEqual(res, { published: 3, refused: { pushed: 0, fenced: 0, old: 0, late: 0 } })
+  assert.deepEqual(res, { published: 3, refused: { pushed: 0, fenced: 0, old: 0, late: 0 }, seqs: [1, 1, 2] })
   assert.deepEqual(waits, ['acked'])
   // The replica has every write (WAIT came back before the PUBLISH); the
   // newest history entry is the latest quote.
@@ -78,7 +78,7 @@ test('waiting for more replicas than there are: after the timeout the quotes are
   const { pub, keys, waits } = publisher(2, 50)
   const l = await listen(keys, ['S'])
   const started = performance.now()
-  assert.deepEqual(await pub.publish([{ symbol: 'S', ts: 1 }]), { published: 1, refused: { pushed: 0, fenced: 0, old: 0, late: 0 } })
+  assert.deepEqual(await pub.publish([{ symbol: 'S', ts: 1 }]), { published: 1, refused: { pushed: 0, fenced: 0, old: 0, late: 0 }, seqs: [1] })
   assert.ok(performance.now() - started >= 45, 'it waited out the timeout')
   assert.deepEqual(waits, ['short'])
   await waitFor(() => l.got.length === 1, { message: 'the quote published anyway' })
@@ -89,7 +89,7 @@ test('a refused quote (its symbol is pushed) is neither published nor waited on 
   const { pub, keys } = publisher(1)
   await pub.publish([{ symbol: 'P', ts: 1 }], { pushLeaseMs: 5000 })
   const l = await listen(keys, ['P', 'Q'])
-  assert.deepEqual(await pub.publish([{ symbol: 'P', ts: 2 }, { symbol: 'Q', ts: 3 }]), { published: 1, refused: { pushed: 1, fenced: 0, old: 0, late: 0 } })
+  assert.deepEqual(await pub.publish([{ symbol: 'P', ts: 2 }, { symbol: 'Q', ts: 3 }]), { published: 1, refused: { pushed: 1, fenced: 0, old: 0, late: 0 }, seqs: [0, 1] })
   await waitFor(() => l.got.length === 1, { message: 'one message' })
   assert.equal(l.got[0].symbol, 'Q')
   // A seq read from Redis (a latest quote) does not raise the floor while

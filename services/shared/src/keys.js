@@ -56,6 +56,24 @@ export function redisKeys (prefix) {
      * (FENCE).
      */
     fence: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:fence`,
+    /**
+     * The symbol's order book, whole (JSON `{"seq","epoch","ts","sync","bids","asks"}`,
+     * best first, with WSPS_BOOK_TTL_MS expiry renewed by every write), written
+     * only by the book script (scripts.js, BOOK); read through readBook() (books.js).
+     */
+    book: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:book`,
+    /** Pub/sub channel carrying each change of the symbol's book (books.js, BookMessage). */
+    bookChannel: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:b`,
+    /**
+     * Set (with PX) while the symbol's book is pushed through the publish
+     * API: the book script then refuses a provider's (the sim's) writes.
+     */
+    bookPushed: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:bpush`,
+    /** Symbol out of a book channel name, or null when it is not one of ours. */
+    bookSymbolOf: (/** @type {string} */ channel) => {
+      if (!channel.startsWith(`${prefix}:{`) || !channel.endsWith('}:b')) return null
+      return channel.slice(prefix.length + 2, -3)
+    },
     /** Symbol out of a channel name, or null when it is not ours. */
     symbolOf: (/** @type {string} */ channel) => {
       const open = prefix.length + 2
@@ -64,6 +82,8 @@ export function redisKeys (prefix) {
     },
     /** ZSET symbol -> lease expiry (ms): symbols some gateway watches. */
     demand: `${prefix}:{sched}:demand`,
+    /** ZSET symbol -> lease expiry (ms): symbols whose book some gateway holds (the sim makes books for these). */
+    bookDemand: `${prefix}:{sched}:book-demand`,
     /** ZSET symbol -> next fetch time (ms) for demanded symbols. */
     due: `${prefix}:{sched}:due`,
     /** LIST of fetch jobs (JSON), pushed by the scheduler, popped by workers. */

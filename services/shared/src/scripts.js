@@ -3,6 +3,87 @@
 // EVALSHA and falls back to EVAL after a Redis restart flushed the script cache.
 
 /**
+ * One write of a symbol's order book, atomic beside its seq and epoch:
+ * stored whole (the book key) and published as the change (the book
+ * channel), so a reader that subscribes, then reads, misses nothing.
+ * KEYS: book, bookChannel, bookPushed. ARGV: kind (snapshot | delta |
+ * unsync), bids JSON, asks JSON (canonical decimals, validated by the
+ * caller; a snapshot's best first), ts, ttlMs, expectSeq ('' any),
+ * pushLeaseMs (0: a provider's write), sharded (1: SPUBLISH).
+ * A delta applies level by level (size "0" deletes) onto a book in sync,
+ * never half: it is refused whole when there is none (-3), when the
+ * stored seq is not expectSeq (-2: another writer moved it), or when a
+ * side would pass maxLevels (-4); a provider's write while the book is
+ * pushed is refused (-1). seq counts the book's writes; a new epoch is
+ * drawn when there is no book (first write, or expired). `unsync` keeps
+ * seq and epoch and stores an empty book out of sync until a snapshot.
+ * Returns {seq, epoch} or {refusal}.
+ */
+const BOOK = `
+local kind, ts, ttl, expect, pushMs, sharded, max = ARGV[1], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
+if pushMs == 0 and redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
+local raw = redis.call('GET', KEYS[1])
+local book = raw and cjson.decode(raw)
+if expect ~= '' and (not book or string.format('%.0f', book.seq) ~= expect) then return {-2} end
+local bids, asks
+if kind == 'delta' then
+  if not book or not book.sync then return {-3} end
+  bids, asks = book.bids, book.asks
+  local function apply (side, changes, desc)
+    for _, c in ipairs(changes) do
+      local p, s, np = c[1], c[2], tonumber(c[1])
+      local at, found = #side + 1, false
+      for i, l in ipairs(side) do
+        local lp = tonumber(l[1])
+        if lp == np then at = i; found = true; break end
+        if (desc and lp < np) or (not desc and lp > np) then at = i; break end
+      end
+      if s == '0' then
+        if found then table.remove(side, at) end
+      elseif found then side[at][2] = s
+      else table.insert(side, at, {p, s}) end
+    end
+  end
+  apply(bids, cjson.decode(ARGV[2]), true)
+  apply(asks, cjson.decode(ARGV[3]), false)
+elseif kind == 'snapshot' then
+  bids, asks = cjson.decode(ARGV[2]), cjson.decode(ARGV[3])
+else
+  bids, asks = {}, {}
+end
+if #bids > max or #asks > max then return {-4} end
+local epoch
+if book then
+  epoch = book.epoch
+else
+  local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
+  local t = redis.call('TIME')
+  local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  epoch = ''
+  while n > 0 do
+    local d = n % 36
+    epoch = string.sub(digits, d + 1, d + 1) .. epoch
+    n = (n - d) / 36
+  end
+end
+local seq = book and string.format('%.0f', book.seq + 1) or '1'
+local function enc (side)
+  local out = {}
+  for i, l in ipairs(side) do out[i] = '["' .. l[1] .. '","' .. l[2] .. '"]' end
+  return '[' .. table.concat(out, ',') .. ']'
+end
+local head = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '","ts":' .. ts .. ','
+local sync = kind ~= 'unsync'
+redis.call('SET', KEYS[1], head .. '"sync":' .. tostring(sync) .. ',"bids":' .. enc(bids) .. ',"asks":' .. enc(asks) .. '}', 'PX', ttl)
+local msg
+if kind == 'unsync' then msg = head .. '"sync":false,"bids":[],"asks":[]}'
+else msg = head .. (kind == 'snapshot' and '"snapshot":true,' or '') .. '"bids":' .. ARGV[2] .. ',"asks":' .. ARGV[3] .. '}' end
+if pushMs > 0 then redis.call('SET', KEYS[3], '1', 'PX', pushMs) end
+redis.call(sharded and 'SPUBLISH' or 'PUBLISH', KEYS[2], msg)
+return {tonumber(seq), epoch}
+`
+
+/**
  * Gateway lease renewal. KEYS: demand, due. ARGV: expiryMs, nowMs, symbols...
  * Extends each symbol's lease (never shortens one another gateway holds) and
  * makes a symbol nobody fetched yet due at once.
@@ -661,5 +742,6 @@ export function registerScripts (client) {
   client.defineCommand('wspsSlot', { numberOfKeys: 1, lua: SLOT })
   client.defineCommand('wspsStatusWrite', { numberOfKeys: 1, lua: STATUS_WRITE })
   client.defineCommand('wspsStatusRead', { numberOfKeys: 1, lua: STATUS_READ })
+  client.defineCommand('wspsBook', { numberOfKeys: 3, lua: BOOK })
   return /** @type {ScriptedRedis} */ (client)
 }

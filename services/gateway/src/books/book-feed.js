@@ -81,7 +81,7 @@ export class BookFeed {
    * @param {BookState} state
    */
   load (state) {
-    if (state.seq <= this.#seq && state.epoch === this.#epoch) return
+    if (state.seq <= this.#seq && state.epoch === this.#epoch && state.sync === this.#sync) return
     const restart = state.epoch !== this.#epoch || state.sync !== this.#sync
     this.#book.reset(state)
     this.#at(state)
@@ -101,12 +101,29 @@ export class BookFeed {
   }
 
   /**
+   * This gateway's feed of the book is interrupted (its broker link lost or
+   * silent): what the subscribers hold may be old, so they hold an empty
+   * book, out of sync, until the book is read again (load()).
+   *
+   * @returns {boolean} whether they were told (false: out of sync already)
+   */
+  interrupt () {
+    if (!this.#sync) return false
+    this.#book.reset({})
+    this.#sync = false
+    this.#publish(true)
+    return true
+  }
+
+  /**
    * @param {BookMessage} msg
    * @returns {typeof Applied[keyof typeof Applied]}
    */
   onMessage (msg) {
     if (msg.epoch === this.#epoch && msg.seq <= this.#seq) return Applied.OLD
     const restart = msg.snapshot === true || msg.sync === false
+    // A delta changes a book known here, never an emptied one.
+    if (!restart && !this.#sync) return Applied.GAP
     if (restart ? msg.seq <= this.#seq && msg.epoch === this.#epoch : msg.epoch !== this.#epoch || msg.seq !== this.#seq + 1) {
       return Applied.GAP
     }

@@ -29,7 +29,21 @@ import { Applied, BookFeed } from './book-feed.js'
  * @property {BookMessage[] | null} waiting messages that arrived during a read
  * @property {boolean} reading a read is in flight
  * @property {boolean} again another read is needed when this one ends
+ * @property {NodeJS.Timeout} [stale] the feed is interrupted: when its grace ends, its
+ *   subscribers hold an empty, out-of-sync book until the read that repairs it
  */
+
+/**
+ * @typedef {object} BookMetrics
+ * @property {{set: (n: number) => void}} held books held (wsps_gateway_books)
+ * @property {{inc: (labels: {cause: ReadCause}) => void}} reads whole-book reads (wsps_gateway_book_reads_total)
+ * @property {{inc: () => void}} unsynced out-of-sync snapshots told on an interruption (wsps_gateway_books_unsynced_total)
+ *
+ * @typedef {'first' | 'gap' | 'resync' | 'retry'} ReadCause
+ */
+
+/** @type {BookMetrics} */
+const NO_METRICS = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} } }
 
 /** A failed read is tried again after this long while the book has subscribers. */
 const RETRY_MS = 1000
@@ -39,6 +53,8 @@ export class BookHub {
   #log
   #demandLeaseMs
   #appearMs
+  #staleGraceMs
+  #metrics
   /** @type {Map<string, Entry>} */
   #entries = new Map()
   #renewer
@@ -48,12 +64,16 @@ export class BookHub {
    * @param {BookSource} options.source
    * @param {number} options.demandLeaseMs WSPS_DEMAND_LEASE_MS: books held are asked for this long, renewed at a third
    * @param {number} [options.appearMs] how long a book not there yet may take to appear before NO_BOOK
+   * @param {number} [options.staleGraceMs] an interruption shorter than this is not told (WSPS_STALE_GRACE_MS)
+   * @param {BookMetrics} [options.metrics]
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ source, demandLeaseMs, appearMs = 3000, logger }) {
+  constructor ({ source, demandLeaseMs, appearMs = 3000, staleGraceMs = 1000, metrics = NO_METRICS, logger }) {
     this.#source = source
+    this.#metrics = metrics
     this.#demandLeaseMs = demandLeaseMs
     this.#appearMs = appearMs
+    this.#staleGraceMs = staleGraceMs
     this.#log = logger.child({ component: 'books' })
     this.#renewer = setInterval(() => {
       if (this.#entries.size) this.#source.renewDemand([...this.#entries.keys()], this.#demandLeaseMs).catch((/** @type {Error} */ err) => this.#log.warn({ err: err.message }, 'book demand not renewed'))
@@ -134,16 +154,37 @@ export class BookHub {
       return
     }
     if (e.waiting !== null) e.waiting.push(msg)
-    else if (e.feed.onMessage(msg) === Applied.GAP) this.#read(symbol, e)
+    else if (e.feed.onMessage(msg) === Applied.GAP) this.#read(symbol, e, 'gap')
     else this.#answer(symbol, e)
   }
 
   /**
-   * The broker's connection came back (or some of its channels moved): any
-   * book may have missed messages; each is read again.
+   * The broker's connection came back (or some of its channels moved): those
+   * books may have missed messages; each is read again.
+   *
+   * @param {string[]} [symbols] undefined: every book held
    */
-  resync () {
-    for (const [s, e] of this.#entries) this.#read(s, e)
+  resync (symbols) {
+    for (const [s, e] of this.#entries) if (symbols === undefined || symbols.includes(s)) this.#read(s, e, 'resync')
+  }
+
+  /**
+   * The broker's feed of these books is interrupted (as Hub.interrupted):
+   * after the grace, or at once when the link was found silent, their
+   * subscribers get an out-of-sync snapshot, never a frozen book shown as
+   * live; the read after the reconnect (resync) gives them the book again.
+   *
+   * @param {string[] | undefined} symbols undefined: every book held
+   * @param {boolean} now found silent: told without the grace
+   */
+  interrupted (symbols, now) {
+    for (const [s, e] of this.#entries) {
+      if ((symbols !== undefined && !symbols.includes(s)) || e.stale !== undefined) continue
+      e.stale = setTimeout(() => {
+        if (this.#entries.get(s) === e && e.feed.interrupt()) this.#metrics.unsynced.inc()
+      }, now ? 0 : this.#staleGraceMs)
+      e.stale.unref()
+    }
   }
 
   /** @returns {number} books held */
@@ -165,12 +206,14 @@ export class BookHub {
       settle(found)
     }
     this.#entries.set(symbol, e)
+    this.#metrics.held.set(this.#entries.size)
     this.#source.renewDemand([symbol], this.#demandLeaseMs).catch(() => {})
     this.#source.subscribeBooks([symbol]).then(
-      () => this.#read(symbol, e),
+      () => this.#read(symbol, e, 'first'),
       (/** @type {Error} */ err) => {
         this.#log.warn({ symbol, err: err.message }, 'book channel not subscribed')
         this.#entries.delete(symbol)
+        this.#metrics.held.set(this.#entries.size)
         e.answer?.(err)
       })
     return e
@@ -182,17 +225,21 @@ export class BookHub {
    *
    * @param {string} symbol
    * @param {Entry} e
+   * @param {ReadCause} cause
    */
-  #read (symbol, e) {
+  #read (symbol, e, cause) {
     if (e.reading) {
       e.again = true
       return
     }
     e.reading = true
+    this.#metrics.reads.inc({ cause })
     e.waiting ??= []
     this.#source.readBook(symbol).then((state) => {
       e.reading = false
       if (this.#entries.get(symbol) !== e) return
+      clearTimeout(e.stale)
+      e.stale = undefined
       if (state === null) e.feed.lost()
       else e.feed.load(state)
       const waiting = /** @type {BookMessage[]} */ (e.waiting)
@@ -201,7 +248,7 @@ export class BookHub {
       e.again = false
       for (const msg of waiting) if (e.feed.onMessage(msg) === Applied.GAP) gap = true
       this.#answer(symbol, e)
-      if (gap) this.#read(symbol, e)
+      if (gap) this.#read(symbol, e, 'gap')
     }, (/** @type {Error} */ err) => {
       e.reading = false
       if (this.#entries.get(symbol) !== e) return
@@ -209,13 +256,14 @@ export class BookHub {
         // Nobody holds it yet: the open() that asked is told it failed.
         this.#log.warn({ symbol, err: err.message }, 'book read failed')
         this.#entries.delete(symbol)
+        this.#metrics.held.set(this.#entries.size)
         this.#source.unsubscribeBooks([symbol]).catch(() => {})
         e.answer(err)
         return
       }
       // Messages wait meanwhile; the read after covers them.
       this.#log.warn({ symbol, err: err.message }, 'book read failed; tried again')
-      setTimeout(() => { if (this.#entries.get(symbol) === e) this.#read(symbol, e) }, RETRY_MS).unref()
+      setTimeout(() => { if (this.#entries.get(symbol) === e) this.#read(symbol, e, 'retry') }, RETRY_MS).unref()
     })
   }
 
@@ -247,7 +295,9 @@ export class BookHub {
   #dropIfIdle (symbol, e) {
     if (e.pins > 0 || e.feed.subscribers > 0 || this.#entries.get(symbol) !== e) return
     clearTimeout(e.giveUp)
+    clearTimeout(e.stale)
     this.#entries.delete(symbol)
+    this.#metrics.held.set(this.#entries.size)
     this.#source.unsubscribeBooks([symbol]).catch((/** @type {Error} */ err) => this.#log.warn({ symbol, err: err.message }, 'book channel not unsubscribed'))
   }
 }
