@@ -167,7 +167,7 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
       ref.reset({ bids: /** @type {any} */ (bids), asks: /** @type {any} */ (asks) })
       seq++; ts++
       save()
-      if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol: symbol, seq, epoch, ts, snapshot: true, ...ref.top(1000) }))
+      if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, snapshot: true, ...ref.top(1000) }))
     },
     /** A random update of 1-6 levels (published unless `dark`). */
     update ({ dark = false } = {}) {
@@ -181,7 +181,7 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
       ref.apply(msg)
       seq++; ts++
       save()
-      if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol: symbol, seq, epoch, ts, ...msg }))
+      if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, ...msg }))
     },
     /** The book expires from Redis. */
     vanish () { broker.books.delete(symbol) }

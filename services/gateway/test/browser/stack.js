@@ -263,10 +263,8 @@ export async function bookGateway ({ maxSubscriptions = 20 } = {}) {
     messageRate: new RateLimit(1000, 1000),
     outbox: { metrics: parts.metrics, sendHighWater: 1 << 22, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {any} */ d) => parts.hub.latest(s, d) }
   }
-  /** @type {Connections} */
-  let connections
   const admission = new Admission({ maxConnections: 100, maxConnectionsPerIp: 0, allowedOrigins: [], trustProxy: false, authenticate: null, connected: () => connections.size })
-  connections = new Connections({ ctx, admission, sessions, metrics: parts.metrics, heartbeatMs: 30_000, logger: silent })
+  const connections = new Connections({ ctx, admission, sessions, metrics: parts.metrics, heartbeatMs: 30_000, logger: silent })
   const ws = new WsServer({ admission, connections, sessions, metrics: parts.metrics, maxPayload: 65_536, authTimeoutMs: 10_000, logger: silent })
   const server = createServer((_req, res) => { res.statusCode = 404; res.end() })
   ws.attach(server)
