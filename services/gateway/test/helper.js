@@ -2,7 +2,7 @@
 // processes (harness/testkit); these isolate one module's logic.
 
 import pino from 'pino'
-import { OrderBook } from '@wsps/protocol/book'
+import { OrderBook, decimal } from '@wsps/protocol/book'
 import { Connection } from '../src/connection.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
@@ -153,7 +153,8 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
     const off = 1 + Math.floor(rnd() * 60)
     return side === 'bids' ? String(100 - off / 4) : String(100 + off / 4)
   }
-  const size = () => rnd() < 0.3 ? '0' : String(1 + Math.floor(rnd() * 500) / 100)
+  // Canonical decimals, as the feed's (1 + n/100 in binary floating point is not always).
+  const size = () => rnd() < 0.3 ? '0' : /** @type {string} */ (decimal(((100 + Math.floor(rnd() * 500)) / 100).toFixed(2)))
   return {
     ref,
     get seq () { return seq },
