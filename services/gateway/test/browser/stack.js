@@ -4,16 +4,17 @@
 // be made to do on demand.
 
 import { once } from 'node:events'
-import { createServer } from 'node:http'
 import { after } from 'node:test'
 import { SignJWT } from 'jose'
 import WebSocket, { WebSocketServer } from 'ws'
 import { WspsClient } from '@wsps/client'
 import { setUp, useStack } from '@wsps/testkit'
+import { createHttpApp } from '@wsps/shared/http-app'
 import { RateLimit } from '@wsps/shared/rate-limit'
 import { Admission } from '../../src/admission.js'
 import { BookHub } from '../../src/books/book-hub.js'
 import { Connections } from '../../src/connections.js'
+import { registerHttpRoutes } from '../../src/http-routes.js'
 import { Recovery } from '../../src/recovery.js'
 import { Sessions } from '../../src/session.js'
 import { Timelines } from '../../src/timelines.js'
@@ -238,9 +239,9 @@ export async function filteringProxy (target, filter) {
 
 /**
  * A gateway in this process whose broker is in memory, serving order books
- * on a free port: the real WsServer, Sessions and BookHub, fed by a
- * venue per symbol (helper.js bookVenue). The Redis book ingest is not
- * needed: what the gateway reads and hears is what the venue says.
+ * on a free port: the real WsServer, Sessions and BookHub, and the page,
+ * fed by a venue per symbol (helper.js bookVenue). The Redis book ingest is
+ * not needed: what the gateway reads and hears is what the venue says.
  *
  * @param {{maxSubscriptions?: number}} [options]
  */
@@ -266,13 +267,15 @@ export async function bookGateway ({ maxSubscriptions = 20 } = {}) {
   const admission = new Admission({ maxConnections: 100, maxConnectionsPerIp: 0, allowedOrigins: [], trustProxy: false, authenticate: null, connected: () => connections.size })
   const connections = new Connections({ ctx, admission, sessions, metrics: parts.metrics, heartbeatMs: 30_000, logger: silent })
   const ws = new WsServer({ admission, connections, sessions, metrics: parts.metrics, maxPayload: 65_536, authTimeoutMs: 10_000, logger: silent })
-  const server = createServer((_req, res) => { res.statusCode = 404; res.end() })
-  ws.attach(server)
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address())
+  const app = createHttpApp(silent)
+  await registerHttpRoutes(app, { broker: () => ({ alive: true, aliveForMs: 0 }), readiness: () => ({}), registry: null, staticDir: '' })
+  ws.attach(app.server)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = /** @type {import('node:net').AddressInfo} */ (app.server.address())
   return {
     url: `ws://127.0.0.1:${port}/ws`,
+    /** the page */
+    httpUrl: `http://127.0.0.1:${port}/`,
     broker: parts.broker,
     /** the BookHub (resync(): the broker came back, every book is read again) */
     books,
@@ -287,8 +290,7 @@ export async function bookGateway ({ maxSubscriptions = 20 } = {}) {
       connections.close()
       ws.close()
       books.close()
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
+      await app.close()
     }
   }
 }
