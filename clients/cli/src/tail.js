@@ -1,9 +1,11 @@
-// `wsps tail`: live quotes (and bars) of some symbols through the JS client
-// (@wsps/client), so it resumes after a reconnect, marks stale symbols and
-// follows token refreshes as any application does. On a terminal a table
-// redrawn in place; piped (or --json) one JSON record a line.
+// `wsps tail`: live quotes (and bars), or order books (--book,
+// book-view.js), of some symbols through the JS client (@wsps/client), so
+// it resumes after a reconnect, marks stale symbols and follows token
+// refreshes as any application does. On a terminal a table redrawn in
+// place; piped (or --json) one JSON record a line.
 
-import { AUTH_CLOSE_CODES, BAR_INTERVALS, DeliveryMode, EPOCH_PATTERN, WspsClient } from '@wsps/client'
+import { AUTH_CLOSE_CODES, BAR_INTERVALS, BOOK_DEPTHS, DeliveryMode, EPOCH_PATTERN, WspsClient } from '@wsps/client'
+import { BookLines, Ladders } from './book-view.js'
 import { CliError, CliErrorCode, Exit, usage } from './errors.js'
 import { emit, readFile } from './io.js'
 
@@ -19,10 +21,10 @@ const REDRAW_MS = 200
 /** @type {import('./verbs.js').Verb} */
 export const tail = {
   name: 'tail',
-  summary: 'live quotes (and bars) in the terminal, JSON lines when piped',
+  summary: 'live quotes (and bars, or order books) in the terminal, JSON lines when piped',
   usage: `wsps tail [--url URL]... [--token JWT | --token-file FILE] [--mode merge|distinct]
           [--since SYMBOL:SEQ:EPOCH[,...]]... [--max-rate N] [--bars 1s|1m|5m]
-          [--count N] [--wait SECONDS] [--json] SYMBOL...
+          [--book 10|25|100|500] [--count N] [--wait SECONDS] [--json] SYMBOL...
 
   Streams the SYMBOLs from a gateway (default ws://127.0.0.1:8080/ws, what
   \`make up\` serves; several --url are tried in turn on reconnects). On a
@@ -33,17 +35,23 @@ export const tail = {
   client logged (seq and epoch of a quote record): the quote at SEQ first,
   then every tick after it from the gateway's history, then live ones; a
   recovery record says recovered:false when history no longer holds them
-  (the symbol then starts from its latest quote). --count N stops after N
-  quotes; --wait (default 10) is how long the first connection may take
+  (the symbol then starts from its latest quote). --book N shows the order
+  books of the SYMBOLs at depth N instead of their quotes: on a terminal
+  the top levels, bids and asks side by side, updated in place; piped one
+  {"type":"book", symbol, seq, epoch, sync, snapshot, depth, bids, asks}
+  record per change (the whole window held); it takes no --mode, --since,
+  --max-rate or --bars. --count N stops after N quotes (or book records);
+  --wait (default 10) is how long the first connection may take
   (then UNREACHABLE). Ctrl-C stops.`,
   options: {
     url: { type: 'string', multiple: true },
     token: { type: 'string' },
     'token-file': { type: 'string' },
-    mode: { type: 'string', default: DeliveryMode.MERGE },
+    mode: { type: 'string' },
     since: { type: 'string', multiple: true },
     'max-rate': { type: 'string' },
     bars: { type: 'string' },
+    book: { type: 'string' },
     count: { type: 'string', default: '0' },
     wait: { type: 'string', default: '10' }
   },
@@ -54,7 +62,8 @@ export const tail = {
   async run ({ values, positionals }, io) {
     const symbols = positionals.map((s) => s.toUpperCase())
     if (symbols.length === 0) throw usage('name at least one symbol')
-    const mode = String(values.mode)
+    const depth = bookDepth(values)
+    const mode = String(values.mode ?? DeliveryMode.MERGE)
     if (mode !== DeliveryMode.MERGE && mode !== DeliveryMode.DISTINCT) throw usage(`--mode is merge or distinct, got ${mode}`)
     const maxRate = values['max-rate'] === undefined ? undefined : Number(values['max-rate'])
     if (maxRate !== undefined && !(maxRate > 0)) throw usage(`--max-rate is a number of updates per second, got ${values['max-rate']}`)
@@ -73,7 +82,9 @@ export const tail = {
       url: /** @type {string[] | undefined} */ (values.url) ?? 'ws://127.0.0.1:8080/ws',
       ...(token === null ? {} : { getToken: async () => token })
     })
-    const view = json ? new JsonLines(io) : new Table(io, symbols)
+    const quoteView = depth !== null ? null : json ? new JsonLines(io) : new Table(io, symbols)
+    const bookView = depth === null ? null : json ? new BookLines(io) : new Ladders(io, symbols)
+    const view = /** @type {NonNullable<typeof quoteView | typeof bookView>} */ (quoteView ?? bookView)
     let quotes = 0
     let live = false
     const done = new AbortController()
@@ -89,27 +100,42 @@ export const tail = {
       if (s.closeCode !== null && /** @type {readonly number[]} */ (AUTH_CLOSE_CODES).includes(s.closeCode)) fail(new CliError(CliErrorCode.REFUSED, `the gateway closed the connection with ${s.closeCode} ${s.closeReason}: the token was refused`))
       view.status(s)
     }),
-    client.on('quote', (e) => {
-      view.quote(e)
+    client.on('book', (e) => {
+      bookView?.book(e)
       if (count && ++quotes >= count) done.abort()
-    }),
-    client.on('rejected', ({ symbols: refused, error }) => {
-      view.error({ ...error, symbols: error.symbols ?? refused })
-      if (client.symbols.length === 0 && interval === null) fail(new CliError(CliErrorCode.REFUSED, `every symbol was refused: ${error.code} ${error.message}`, { error }))
-    }),
-    client.on('stale', (e) => view.marks('stale', e.symbols, e.since)),
-    client.on('fresh', (e) => view.marks('fresh', e.symbols, null)),
-    client.on('recovery', (e) => view.record({ type: 'recovery', ...e })),
-    client.on('bars', (e) => view.record({ type: 'bars', symbol: e.symbol, interval: e.interval, bars: e.series.bars, current: e.series.current, complete: e.series.complete, delayed: e.delayed })),
-    client.on('bar', (e) => view.record({ type: 'bar', symbol: e.symbol, interval: e.interval, bar: e.bar, closed: e.closed, delayed: e.delayed }))]
+    })]
+    if (quoteView !== null) {
+      offs.push(client.on('quote', (e) => {
+        quoteView.quote(e)
+        if (count && ++quotes >= count) done.abort()
+      }),
+      client.on('rejected', ({ symbols: refused, error }) => {
+        quoteView.error({ ...error, symbols: error.symbols ?? refused })
+        if (client.symbols.length === 0 && interval === null) fail(new CliError(CliErrorCode.REFUSED, `every symbol was refused: ${error.code} ${error.message}`, { error }))
+      }),
+      client.on('stale', (e) => quoteView.marks('stale', e.symbols, e.since)),
+      client.on('fresh', (e) => quoteView.marks('fresh', e.symbols, null)),
+      client.on('recovery', (e) => quoteView.record({ type: 'recovery', ...e })),
+      client.on('bars', (e) => quoteView.record({ type: 'bars', symbol: e.symbol, interval: e.interval, bars: e.series.bars, current: e.series.current, complete: e.series.complete, delayed: e.delayed })),
+      client.on('bar', (e) => quoteView.record({ type: 'bar', symbol: e.symbol, interval: e.interval, bar: e.bar, closed: e.closed, delayed: e.delayed })))
+    }
 
     const stop = () => done.abort()
     io.signal.addEventListener('abort', stop)
     const waiting = waitS === 0 ? null : setTimeout(() => { if (!live) fail(new CliError(CliErrorCode.UNREACHABLE, `no connection to ${client.status.url} within ${waitS} s`)) }, waitS * 1000)
     client.connect()
     const delivery = mode === DeliveryMode.DISTINCT ? { mode } : maxRate !== undefined ? { maxRate } : undefined
-    client.subscribe(symbols, delivery, { since })
-    if (interval !== null) client.subscribeBars(symbols, interval)
+    if (depth !== null) {
+      client.subscribeBook(symbols, depth).then(({ symbols: held, noBook }) => {
+        if (noBook.length) view.error({ code: 'NO_BOOK', message: 'the gateway has no book of these', symbols: noBook })
+        if (held.length === 0) fail(new CliError(CliErrorCode.REFUSED, `no book of ${noBook.join(', ')}`))
+      }, (/** @type {Error & import('@wsps/client').ErrorInfo} */ err) => {
+        fail(new CliError(CliErrorCode.REFUSED, `the books were refused: ${err.code} ${err.message}`, { error: { code: err.code, message: err.message } }))
+      })
+    } else {
+      client.subscribe(symbols, delivery, { since })
+      if (interval !== null) client.subscribeBars(symbols, interval)
+    }
     if (!done.signal.aborted) await new Promise((resolve) => done.signal.addEventListener('abort', resolve, { once: true }))
     if (waiting !== null) clearTimeout(waiting)
     io.signal.removeEventListener('abort', stop)
@@ -119,6 +145,22 @@ export const tail = {
     if (failure !== null) throw failure
     return Exit.OK
   }
+}
+
+/**
+ * `--book N`: the depth, one of BOOK_DEPTHS; books have no delivery
+ * modes, cursors nor bars (the gateway says BAD_BOOK to them too).
+ *
+ * @param {Parsed['values']} values
+ * @returns {number | null} null: no --book
+ */
+function bookDepth (values) {
+  if (values.book === undefined) return null
+  const depth = Number(values.book)
+  if (!BOOK_DEPTHS.includes(depth)) throw usage(`--book is one of ${BOOK_DEPTHS.join(', ')}, got ${values.book}`)
+  const others = ['mode', 'since', 'max-rate', 'bars'].filter((k) => values[k] !== undefined)
+  if (others.length) throw usage(`--book shows order books: it takes no ${others.map((k) => `--${k}`).join(', ')}`)
+  return depth
 }
 
 /**

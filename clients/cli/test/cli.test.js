@@ -11,6 +11,7 @@ import { CliErrorCode, Exit } from '../src/errors.js'
 import { parseEnvFile } from '../src/check-config.js'
 import { parseRows } from '../src/publish.js'
 import { render } from '../src/top.js'
+import { bookRecord, renderLadder } from '../src/book-view.js'
 import { VERBS, main } from '../src/verbs.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'wsps-cli-'))
@@ -68,6 +69,39 @@ test('help lists every verb; each verb has a usage; a wrong command line is USAG
     assert.match(bad.err, message, value)
   }
   assert.match((await run(['tail', '--since', 'AAPL:1:abc', 'AAPL'])).err, /--since replays every tick: it needs --mode distinct/)
+})
+
+test('tail --book: a depth not in BOOK_DEPTHS, or with quote options, is USAGE', async () => {
+  for (const depth of ['7', '0', 'ten', '1000', '10.5']) {
+    const bad = await run(['tail', '--book', depth, 'BTC-USD'])
+    assert.equal(bad.code, Exit.USAGE, depth)
+    assert.match(bad.err, new RegExp(`--book is one of 10, 25, 100, 500, got ${depth.replace('.', '\\.')}`), depth)
+  }
+  for (const extra of [['--mode', 'merge'], ['--mode', 'distinct', '--since', 'BTC-USD:1:abc'], ['--max-rate', '2'], ['--bars', '1m']]) {
+    const bad = await run(['tail', '--book', '10', ...extra, 'BTC-USD'])
+    assert.equal(bad.code, Exit.USAGE, extra.join(' '))
+    assert.match(bad.err, new RegExp(`--book shows order books: it takes no .*${extra[0]}`), extra.join(' '))
+  }
+  assert.match((await run(['tail', '--book', '10'])).err, /name at least one symbol/)
+  assert.match((await run(['help'])).out, /order books/)
+  assert.match((await run(['tail', '--help'])).out, /--book 10\|25\|100\|500/)
+})
+
+test('tail --book: the ladder puts bids and asks side by side, best first, at most the rows asked; the JSON record is the whole window', () => {
+  /** @type {import('@wsps/client').HeldBook} */
+  const book = { symbol: 'BTC-USD', depth: 10, seq: 42, epoch: 'ep', sync: true, ts: 1, bids: [['100.5', '2'], ['100.4', '1.25'], ['100', '30']], asks: [['100.6', '3']] }
+  assert.deepEqual(renderLadder('BTC-USD', book), [
+    'BTC-USD  depth 10  seq 42  live',
+    'BID SIZE    BID | ASK    ASK SIZE',
+    '       2  100.5 | 100.6  3',
+    '    1.25  100.4 |',
+    '      30    100 |'
+  ])
+  assert.equal(renderLadder('BTC-USD', book, { rows: 2 }).length, 4, 'two levels a side')
+  assert.match(renderLadder('BTC-USD', book, { stale: true })[0], /STALE$/)
+  assert.deepEqual(renderLadder('BTC-USD', { ...book, sync: false, bids: [], asks: [] }), ['BTC-USD  depth 10  seq 42  OUT OF SYNC (waiting for the next snapshot)', 'BID SIZE  BID | ASK  ASK SIZE'])
+  assert.deepEqual(renderLadder('ETH-USD', undefined), ['ETH-USD  waiting for the book'])
+  assert.deepEqual(bookRecord({ symbol: 'BTC-USD', book, snapshot: false }), { type: 'book', symbol: 'BTC-USD', seq: 42, epoch: 'ep', sync: true, snapshot: false, depth: 10, bids: book.bids, asks: book.asks })
 })
 
 test('token, then check-token: the gateway\'s authenticator accepts it with its grants; expired, forged and badly granted tokens are refused with the client\'s code', async () => {

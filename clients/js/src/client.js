@@ -11,13 +11,17 @@
 // This module is the state machine that joins the client's parts: which
 // transport (transports.js), when to retry (backoff.js), the token
 // (token.js), the watch set (subscriptions.js), the silence check
-// (liveness.js), the bar subscriptions and series (bars.js), which symbols
+// (liveness.js), the bar subscriptions and series (bars.js), the order
+// books (books.js, held by the protocol's BookReceiver), which symbols
 // must not be shown as live (staleness.js) and the listeners (events.js);
 // the quotes are held by the protocol's QuoteReceiver.
 
 import { AUTH_CLOSE_CODES, ClientCloseCode, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
 import { Retry } from './backoff.js'
 import { BarSubscriptions } from './bars.js'
+import { BOOK_DEPTHS } from './book.js'
+import { BookVerdict } from './book-receiver.js'
+import { BookSubscriptions, bookError } from './books.js'
 import { Emitter } from './events.js'
 import { Liveness } from './liveness.js'
 import { Staleness } from './staleness.js'
@@ -46,6 +50,8 @@ export { Status, Transport } from './types.js'
  * @typedef {import('./types.js').Bar} Bar
  * @typedef {import('./types.js').BarSeries} BarSeries
  * @typedef {import('./types.js').BarOptions} BarOptions
+ * @typedef {import('./types.js').HeldBook} HeldBook
+ * @typedef {import('./types.js').BookSubscribed} BookSubscribed
  */
 
 /** The gateway rejects sub/unsub requests with more symbols than this (docs/protocol.md). */
@@ -62,6 +68,10 @@ const DROPS_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.GRANT_REVO
 const BARS_DROP_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.DELAYED_ONLY]))
 /** Refusals of a bars sub as a whole. */
 const BARS_DROP_ALL = Object.freeze(/** @type {string[]} */ ([ErrorCode.TOO_MANY_SUBSCRIPTIONS, ErrorCode.BAD_INTERVAL, ErrorCode.BAD_BARS, ErrorCode.BAD_REQUEST]))
+/** Refusals of a book sub that name the symbols at fault: the rest of the request is asked for again. */
+const BOOK_DROP_NAMED = Object.freeze(/** @type {string[]} */ ([ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED]))
+/** Refusals of a book sub as a whole. */
+const BOOK_DROP_ALL = Object.freeze(/** @type {string[]} */ ([ErrorCode.TOO_MANY_SUBSCRIPTIONS, ErrorCode.BAD_BOOK, ErrorCode.BAD_REQUEST]))
 
 /**
  * Same-origin `/ws` of the page, when there is a page.
@@ -110,10 +120,12 @@ export class WspsClient {
   #events = new Emitter()
   /** Held quotes by the receiver rules; a resync's `since` is when its snapshot was asked for (deltas before it are expected gaps). */
   #receiver = new QuoteReceiver()
-  /** @type {Map<number, {op: string, symbols: string[], bars?: string}>} requests awaiting ack/error, by id (bars: a bars request's interval) */
+  /** @type {Map<number, {op: string, symbols: string[], bars?: string, book?: number}>} requests awaiting ack/error, by id (bars: a bars request's interval; book: a book request's depth) */
   #inflight = new Map()
   /** Bar subscriptions and the series held. */
   #bars = new BarSubscriptions()
+  /** Order books wanted and held. */
+  #books = new BookSubscriptions()
   /** Symbols not to be shown as live: the gateway said so, or the connection was lost. */
   #stale = new Staleness()
 
@@ -224,6 +236,18 @@ export class WspsClient {
   bars (symbol, interval) { return this.#bars.series(symbol, interval) }
 
   /**
+   * @param {string} symbol
+   * @returns {HeldBook | undefined} the order book held of a book
+   *   subscription (`bids` and `asks` best first, at most its depth), once
+   *   its snapshot came; `sync: false`: the gateway does not know the book
+   *   (shown empty) until its next snapshot
+   */
+  book (symbol) { return this.#books.receiver.book(symbol) }
+
+  /** @returns {number} books resubscribed by the client itself after a lost update or a checksum mismatch */
+  get bookResyncs () { return this.#books.resyncs }
+
+  /**
    * Listens to an event; returns a function that stops listening. A
    * listener that throws does not break the client.
    * @template {keyof WspsEvents} K
@@ -263,6 +287,7 @@ export class WspsClient {
     }
     this.#subs.settleAll({ code: 'CLOSED', message: 'client closed' })
     this.#bars.settleAll({ code: 'CLOSED', message: 'client closed' })
+    this.#books.settleAll({ code: 'CLOSED', message: 'client closed' })
     this.#setStatus(Status.OFFLINE, { closeCode: CloseCode.NORMAL, closeReason: 'client closed', retryAt: null, retryInMs: null })
   }
 
@@ -348,6 +373,49 @@ export class WspsClient {
     if (!this.#live || !removed.length) return
     if (this.#status.transport === Transport.SSE) this.#restartStream()
     else this.#requestBars(ClientOp.UNSUB, { symbols: removed, interval })
+  }
+
+  /**
+   * Subscribes to the order books of these symbols at a depth
+   * (docs/protocol.md, Order books): a `book` event per change of each,
+   * book() reads it. Apart from their quotes and bars; one depth per symbol
+   * (a new depth replaces the old one). A lost update or a checksum that
+   * differs makes the client resubscribe that book by itself (counted in
+   * bookResyncs); a reconnect asks for every book again (a fresh snapshot,
+   * books are not resumed). WebSocket only: over SSE they wait for a
+   * WebSocket connection.
+   *
+   * @param {string[]} symbols
+   * @param {number} depth one of BOOK_DEPTHS (10, 25, 100, 500)
+   * @returns {Promise<BookSubscribed>} once the gateway holds them (those it
+   *   has no book of, NO_BOOK, are in `noBook` and no longer wanted); rejects
+   *   with an Error whose `code` is the ErrorCode when it refused them
+   *   (BAD_BOOK, TOO_MANY_SUBSCRIPTIONS...)
+   */
+  subscribeBook (symbols, depth) {
+    if (!BOOK_DEPTHS.includes(depth)) {
+      return Promise.reject(bookError({ code: ErrorCode.BAD_BOOK, message: `book must be one of ${BOOK_DEPTHS.join(', ')}`, symbols: [...symbols] }))
+    }
+    const list = [...new Set(symbols)]
+    const { send, moved } = this.#books.watch(list, depth)
+    const result = this.#books.wait(list, depth, this.#live)
+    if (this.#live && this.#status.transport === Transport.WEBSOCKET) {
+      for (const [d, group] of moved) this.#requestBook(ClientOp.UNSUB, group, d)
+      this.#requestBook(ClientOp.SUB, send, depth)
+    }
+    return result
+  }
+
+  /**
+   * Ends book subscriptions; their books are forgotten at once (late frames
+   * for them are ignored).
+   *
+   * @param {string[]} symbols
+   */
+  unsubscribeBook (symbols) {
+    const removed = this.#books.unwatch(symbols)
+    if (!this.#live || this.#status.transport !== Transport.WEBSOCKET) return
+    for (const [depth, group] of removed) this.#requestBook(ClientOp.UNSUB, group, depth)
   }
 
   // ---- connection ------------------------------------------------------------
@@ -471,6 +539,7 @@ export class WspsClient {
       this.#stopped = true
       this.#subs.settleAll({ code: 'CLOSED', message: `server closed the connection (${code})` })
       this.#bars.settleAll({ code: 'CLOSED', message: `server closed the connection (${code})` })
+      this.#books.settleAll({ code: 'CLOSED', message: `server closed the connection (${code})` })
       this.#setStatus(Status.OFFLINE, { closeCode: code, closeReason: reason, retryAt: null, retryInMs: null })
       return
     }
@@ -497,6 +566,7 @@ export class WspsClient {
     this.#live = false
     this.#subs.clearHeld()
     this.#bars.clearHeld()
+    this.#books.clearHeld()
     this.#inflight.clear()
     this.#liveness.stop()
     this.#token.cancel()
@@ -538,6 +608,8 @@ export class WspsClient {
       case ServerOp.PONG: return this.#liveness.pong(msg.id)
       case ServerOp.BARS: return this.#onBars(msg)
       case ServerOp.BAR: return this.#onBar(msg)
+      case ServerOp.BOOK:
+      case ServerOp.LEVELS: return this.#onBook(msg)
       case ServerOp.STALE: return this.#onStale(msg)
       case ServerOp.FRESH: return this.#onFresh(msg)
     }
@@ -584,6 +656,32 @@ export class WspsClient {
   #onBar (msg) {
     const series = this.#bars.bar(msg)
     if (series !== null) this.#events.emit('bar', { symbol: series.symbol, interval: series.interval, bar: msg.bar, closed: msg.closed === true, series, delayed: series.delayed })
+  }
+
+  /**
+   * A `book` or `levels` frame, judged by the receiver rules. A lost update
+   * or a checksum that differs starts the book over (unsub + sub: a fresh
+   * snapshot); `levels` that arrive meanwhile are expected and dropped,
+   * unless the snapshot is overdue.
+   *
+   * @param {any} msg
+   */
+  #onBook (msg) {
+    const books = this.#books.receiver
+    const verdict = books.frame(msg)
+    const symbol = msg.symbol
+    if (verdict === BookVerdict.IGNORED) return
+    if (verdict === BookVerdict.APPLIED || verdict === BookVerdict.OUT_OF_SYNC) {
+      this.#events.emit('book', { symbol, book: /** @type {HeldBook} */ (books.book(symbol)), snapshot: msg.op === ServerOp.BOOK })
+      return
+    }
+    const now = Date.now()
+    if (verdict === BookVerdict.RESYNCING && now - /** @type {number} */ (books.resyncingSince(symbol)) < this.#opts.resyncGraceMs) return
+    const depth = /** @type {number} */ (books.depthOf(symbol))
+    books.resync(symbol, now)
+    this.#books.resyncs++
+    this.#requestBook(ClientOp.UNSUB, [symbol], depth)
+    this.#requestBook(ClientOp.SUB, [symbol], depth)
   }
 
   /** @param {Hello} hello */
@@ -672,9 +770,15 @@ export class WspsClient {
     this.#request(ClientOp.SUB, gaps)
   }
 
-  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string}} ack */
+  /** @param {{id?: number, symbols?: string[], expiresInMs?: number, recovered?: Record<string, boolean>, delayed?: string[], delayMs?: number, bars?: string, book?: number}} ack */
   #onAck (ack) {
     if (typeof ack.delayMs === 'number') this.#delayMs = ack.delayMs
+    if (typeof ack.book === 'number') {
+      // The answer to a book request: the book subscriptions of its depth.
+      if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
+      if (Array.isArray(ack.symbols)) this.#books.acked(ack.book, ack.symbols)
+      return
+    }
     if (typeof ack.bars === 'string') {
       // The answer to a bars request: the bar subscriptions of its interval.
       if (typeof ack.id === 'number') this.#inflight.delete(ack.id)
@@ -735,7 +839,9 @@ export class WspsClient {
         return
       }
     }
-    if (req?.op === ClientOp.SUB && req.bars === undefined) {
+    if (req?.book !== undefined) {
+      if (this.#onBookError(req, msg, error)) return
+    } else if (req?.op === ClientOp.SUB && req.bars === undefined) {
       switch (msg.code) {
         case ErrorCode.BAD_SYMBOL:
         case ErrorCode.NOT_ENTITLED: {
@@ -759,13 +865,46 @@ export class WspsClient {
     // refused SSE stream (its request is the stream itself).
     if (!req && msg.symbols?.length && DROPS_NAMED.includes(msg.code)) {
       this.#reject(msg.symbols, error)
-      // A revoked grant ends the symbol's bars too.
-      if (msg.code === ErrorCode.GRANT_REVOKED) this.#rejectBars(msg.symbols, null, error)
+      // A revoked grant ends the symbol's bars and book too.
+      if (msg.code === ErrorCode.GRANT_REVOKED) {
+        this.#rejectBars(msg.symbols, null, error)
+        const dropped = this.#books.refuse(msg.symbols, null, error)
+        if (dropped.length) this.#events.emit('rejected', { symbols: dropped, error, book: true })
+      }
       return
     }
     // RATE_LIMITED has no id (the dropped message is unknown) and INTERNAL is
     // retryable: bring the server in line with the watch set a bit later.
     if (msg.code === ErrorCode.RATE_LIMITED || msg.code === ErrorCode.INTERNAL) this.#scheduleReconcile()
+  }
+
+  /**
+   * A refusal of a book request.
+   *
+   * @param {{op: string, symbols: string[], book?: number}} req
+   * @param {{code: string, symbols?: string[]}} msg
+   * @param {ErrorInfo} error
+   * @returns {boolean} handled
+   */
+  #onBookError (req, msg, error) {
+    const depth = /** @type {number} */ (req.book)
+    if (req.op !== ClientOp.SUB) return msg.code !== ErrorCode.RATE_LIMITED && msg.code !== ErrorCode.INTERNAL
+    /** @type {string[]} */
+    let dropped = []
+    if (msg.code === ErrorCode.NO_BOOK) {
+      // The others of the request are subscribed; their ack follows.
+      dropped = this.#books.noBook(msg.symbols ?? [], depth)
+    } else if (BOOK_DROP_NAMED.includes(msg.code)) {
+      const bad = msg.symbols?.length ? msg.symbols : req.symbols
+      dropped = this.#books.refuse(bad, depth, error)
+      this.#requestBook(ClientOp.SUB, req.symbols.filter((s) => !bad.includes(s) && this.#books.receiver.depthOf(s) === depth), depth)
+    } else if (BOOK_DROP_ALL.includes(msg.code)) {
+      dropped = this.#books.refuse(req.symbols, depth, error)
+    } else {
+      return msg.code === ErrorCode.DRAINING // a 1012 close follows; the next connection asks again
+    }
+    if (dropped.length) this.#events.emit('rejected', { symbols: dropped, error, book: true })
+    return true
   }
 
   #scheduleReconcile () {
@@ -776,7 +915,10 @@ export class WspsClient {
       const { remove, add } = this.#subs.diff()
       this.#requestAll(ClientOp.UNSUB, remove)
       this.#requestAll(ClientOp.SUB, add)
-      if (this.#status.transport !== Transport.SSE) for (const r of this.#bars.missing()) this.#requestBars(ClientOp.SUB, r)
+      if (this.#status.transport !== Transport.SSE) {
+        for (const r of this.#bars.missing()) this.#requestBars(ClientOp.SUB, r)
+        for (const [depth, symbols] of this.#books.missing()) this.#requestBook(ClientOp.SUB, symbols, depth)
+      }
     }, this.#opts.retryRejectedMs)
   }
 
@@ -831,8 +973,13 @@ export class WspsClient {
       return
     }
     if (keep.length) this.#requestAll(ClientOp.SUB, keep, since)
-    // Every bar series starts over from its backfill.
+    // Every bar series starts over from its backfill, every book from a
+    // snapshot (books are not resumed): levels before it are expected.
     for (const r of this.#bars.requests()) this.#requestBars(ClientOp.SUB, r)
+    for (const [depth, symbols] of this.#books.byDepth()) {
+      for (const s of symbols) this.#books.receiver.resync(s, now)
+      this.#requestBook(ClientOp.SUB, symbols, depth)
+    }
   }
 
   /** Bars of more than one interval (or timeline) are wanted on an SSE stream, which carries one: say so (the others start on a WebSocket). */
@@ -977,6 +1124,24 @@ export class WspsClient {
         if (delayed !== undefined) frame.delayed = delayed
       }
       this.#send(frame)
+    }
+  }
+
+  /**
+   * A book `sub` or `unsub` at one depth, in requests of at most
+   * MAX_SYMBOLS_PER_REQUEST (none when empty).
+   *
+   * @param {string} op
+   * @param {string[]} symbols
+   * @param {number} depth
+   */
+  #requestBook (op, symbols, depth) {
+    for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) {
+      const group = symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST)
+      const id = this.#nextId++
+      this.#inflight.set(id, { op, symbols: group, book: depth })
+      if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
+      this.#send({ op, symbols: group, book: depth, id })
     }
   }
 

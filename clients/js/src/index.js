@@ -3,6 +3,7 @@
 // it uses the standard WebSocket, fetch, URL, timers and JSON.
 
 export { WspsClient, backoffDelay, Status, Transport } from './client.js'
+export { BOOK_DEPTHS } from './book.js'
 export { AUTH_CLOSE_CODES, BAR_INTERVALS, ClientCloseCode, CloseCode, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
 
 /**
@@ -24,4 +25,7 @@ export { AUTH_CLOSE_CODES, BAR_INTERVALS, ClientCloseCode, CloseCode, DeliveryMo
  * @typedef {import('./types.js').BarOptions} BarOptions
  * @typedef {import('./types.js').BarsEvent} BarsEvent
  * @typedef {import('./types.js').BarEvent} BarEvent
+ * @typedef {import('./types.js').HeldBook} HeldBook
+ * @typedef {import('./types.js').BookSubscribed} BookSubscribed
+ * @typedef {import('./types.js').BookEvent} BookEvent
  */

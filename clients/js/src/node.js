@@ -9,6 +9,7 @@
 import { WspsClient as Client } from './client.js'
 
 export { backoffDelay, Status, Transport } from './client.js'
+export { BOOK_DEPTHS } from './book.js'
 export { AUTH_CLOSE_CODES, BAR_INTERVALS, ClientCloseCode, CloseCode, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, NO_RECONNECT_CODES, PROTOCOL_VERSION, QuoteReceiver } from './protocol.js'
 
 /**
@@ -28,6 +29,9 @@ export { AUTH_CLOSE_CODES, BAR_INTERVALS, ClientCloseCode, CloseCode, DeliveryMo
  * @typedef {import('./types.js').Bar} Bar
  * @typedef {import('./types.js').BarSeries} BarSeries
  * @typedef {import('./types.js').BarOptions} BarOptions
+ * @typedef {import('./types.js').HeldBook} HeldBook
+ * @typedef {import('./types.js').BookSubscribed} BookSubscribed
+ * @typedef {import('./types.js').BookEvent} BookEvent
  * @typedef {import('./types.js').BarsEvent} BarsEvent
  * @typedef {import('./types.js').BarEvent} BarEvent
  */

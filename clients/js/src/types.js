@@ -118,6 +118,15 @@ export const Status = Object.freeze({
  * @property {BarSeries} series the series after it
  * @property {boolean} delayed
  *
+ * @typedef {import('./book-receiver.js').HeldBook} HeldBook an order book as held (docs/protocol.md, Order books)
+ * @typedef {import('./books.js').BookSubscribed} BookSubscribed what subscribeBook() resolves with: the depth, the
+ *   symbols subscribed, and `noBook`: those the gateway has no book of (NO_BOOK; no longer wanted)
+ *
+ * @typedef {object} BookEvent an order book changed
+ * @property {string} symbol
+ * @property {HeldBook} book the book held after the change (a new object per change)
+ * @property {boolean} snapshot it came whole (after a subscribe, a resync, a reconnect, or the feed starting over)
+ *
  * @typedef {object} GapEvent
  * @property {string} symbol
  * @property {number | null} heldSeq
@@ -129,10 +138,11 @@ export const Status = Object.freeze({
  * @property {Hello} hello a connection was established
  * @property {QuoteEvent} quote a symbol's quote changed
  * @property {ErrorInfo} error the server rejected something (or the client gave up on it)
- * @property {{symbols: string[], error: ErrorInfo, interval?: string}} rejected symbols dropped from the watch set
- *   because the server refused them (`interval`: their bars of this interval, not their quotes)
+ * @property {{symbols: string[], error: ErrorInfo, interval?: string, book?: true}} rejected symbols dropped from the watch set
+ *   because the server refused them (`interval`: their bars of this interval, not their quotes; `book`: their order books)
  * @property {BarsEvent} bars a bar series (re)started from its backfill
  * @property {BarEvent} bar a live bar of a series
+ * @property {BookEvent} book an order book changed (subscribeBook())
  * @property {{symbols: string[], delayMs: number | null}} delayed the set of held symbols the gateway serves
  *   delayed changed (an ack said so; see isDelayed()); delayMs: by how much (e.g. 900000: "delayed 15 min")
  * @property {GapEvent} gap a delta did not continue the held quote; the symbol is being resubscribed

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from wsps import protocol
+from wsps import book, protocol
 
 PROTOCOL_JS = Path(__file__).resolve().parents[3] / "services" / "protocol" / "index.js"
 
@@ -83,3 +83,12 @@ def test_limits_and_versions(js: dict[str, Any]) -> None:
     assert protocol.MAX_SYMBOLS_PER_REQUEST == js["Limits"]["MAX_SYMBOLS_PER_REQUEST"]
     assert protocol.MAX_BACKFILL == js["Limits"]["MAX_BACKFILL"]
     assert protocol.DEFAULT_BACKFILL == js["Limits"]["DEFAULT_BACKFILL"]
+
+
+def test_book_depths() -> None:
+    # services/protocol/book.js, read the same way as index.js.
+    node = shutil.which("node")
+    assert node is not None
+    out = subprocess.run([node, "--input-type=module", "-e", "console.log(JSON.stringify((await import(process.argv[1])).BOOK_DEPTHS))",
+                          PROTOCOL_JS.with_name("book.js").as_uri()], check=True, capture_output=True, text=True, timeout=30).stdout
+    assert list(book.BOOK_DEPTHS) == json.loads(out)

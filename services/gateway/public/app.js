@@ -1,7 +1,8 @@
-// The page: wires the watchlist, the table, the chart and the status line
-// to one WspsClient. Everything else lives in the small modules it imports.
+// The page: wires the watchlist, the table, the chart, the depth ladder
+// and the status line to one WspsClient. Everything else lives in the small modules it imports.
 
 import { CandleChart } from './candle-chart.js'
+import { DepthLadder, LADDER_DEPTH } from './depth-ladder.js'
 import { formatDelay } from './format.js'
 import { LatencyMeter } from './latency.js'
 import { QuoteTable } from './quote-table.js'
@@ -56,6 +57,12 @@ const chart = new CandleChart({
 const BACKFILL = 60
 /** @type {{symbol: string, interval: string} | null} the bars subscribed, for the chart */
 let barsOf = null
+const ladder = new DepthLadder({
+  root: byId('ladder'),
+  symbol: byId('ladder-symbol'),
+  rows: /** @type {HTMLTableSectionElement} */ (byId('ladder-rows')),
+  state: byId('ladder-state')
+})
 const latency = new LatencyMeter()
 const client = new WspsClient({ url: wsUrlsFromLocation(location), symbols: watchlist.symbols, getToken: tokenProvider(document, /** @type {{wspsGetToken?: unknown}} */ (globalThis)) })
 
@@ -102,6 +109,7 @@ function selectSymbol (symbol) {
   table.select(symbol)
   chart.setDelayed(symbol !== null && client.isDelayed(symbol) ? formatDelay(client.delayMs ?? NaN) : null)
   streamBars(symbol, chart.interval)
+  streamBook(symbol)
 }
 
 /**
@@ -113,6 +121,25 @@ function streamBars (symbol, interval) {
   if (barsOf) client.unsubscribeBars([barsOf.symbol], barsOf.interval)
   barsOf = symbol === null ? null : { symbol, interval }
   if (barsOf) client.subscribeBars([barsOf.symbol], interval, { backfill: BACKFILL })
+}
+
+/**
+ * The order book of the selected symbol only, at the ladder's depth: the
+ * previous one ends first. A symbol without a book (or a gateway that
+ * serves none) shows quotes only, and the ladder says so.
+ * @param {string | null} symbol
+ */
+function streamBook (symbol) {
+  const was = ladder.symbol
+  if (was !== null) client.unsubscribeBook([was])
+  ladder.show(symbol)
+  if (symbol === null) return
+  client.subscribeBook([symbol], LADDER_DEPTH).then(
+    ({ noBook }) => { if (ladder.symbol === symbol && noBook.includes(symbol)) ladder.none() },
+    (/** @type {Error & import('./client/index.js').ErrorInfo} */ err) => {
+      // CANCELLED: another symbol was selected meanwhile; CLOSED: the page is going.
+      if (ladder.symbol === symbol && err.code !== 'CANCELLED' && err.code !== 'CLOSED') ladder.none()
+    })
 }
 
 /** @param {import('./client/index.js').ErrorInfo} error */
@@ -133,6 +160,9 @@ function clearError () {
   input.removeAttribute('aria-invalid')
 }
 
+/** A symbol without a book, or a gateway without books: the ladder says so, the error box does not. */
+const NOT_SHOWN = /** @type {string[]} */ ([ErrorCode.NO_BOOK, ErrorCode.BAD_BOOK])
+
 client.on('status', (s) => {
   status.setStatus(s)
   if (s.state !== 'live') latency.clear()
@@ -150,11 +180,13 @@ client.on('fresh', ({ symbols }) => { for (const s of symbols) table.setStale(s,
 client.on('error', (error) => {
   // DRAINING is routine (a gateway restarting); the status line shows it.
   if (error.code === ErrorCode.DRAINING) return
+  if (NOT_SHOWN.includes(error.code)) return
   showError(error)
 })
-client.on('rejected', ({ symbols, error, interval }) => {
-  // A refused bar subscription (it names its interval) keeps the quotes.
-  if (interval !== undefined) {
+client.on('rejected', ({ symbols, error, interval, book }) => {
+  // A refused bar subscription (it names its interval) or book keeps the quotes.
+  if (book && NOT_SHOWN.includes(error.code)) return
+  if (interval !== undefined || book) {
     showError(error)
     return
   }
@@ -167,6 +199,7 @@ client.on('rejected', ({ symbols, error, interval }) => {
 })
 client.on('bars', (ev) => chart.backfill(ev))
 client.on('bar', (ev) => chart.update(ev))
+client.on('book', (ev) => { if (ev.symbol === ladder.symbol) ladder.render(ev.book) })
 // The acks say which symbols are delayed and by how much: the markers
 // show it before the first (delayed) quote comes, in the gateway's words.
 client.on('delayed', ({ symbols, delayMs }) => {

@@ -8,76 +8,9 @@ import { BookHub } from '../src/books/book-hub.js'
 import { Recovery } from '../src/recovery.js'
 import { Sessions } from '../src/session.js'
 import { Timelines } from '../src/timelines.js'
-import { gatewayParts, silent, tick } from './helper.js'
+import { bookVenue, gatewayParts, silent, tick } from './helper.js'
 
 const SYMBOL = 'BTC-USD'
-
-/**
- * A deterministic random source (mulberry32).
- * @param {number} seed
- */
-function random (seed) {
-  let a = seed
-  return () => {
-    a |= 0; a = a + 0x6D2B79F5 | 0
-    let t = Math.imul(a ^ a >>> 15, 1 | a)
-    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t
-    return ((t ^ t >>> 14) >>> 0) / 4294967296
-  }
-}
-
-/**
- * The publish script's side, in memory: a reference book, its seq and
- * epoch, the state readBook() answers with, and messages as published.
- * @param {ReturnType<typeof gatewayParts>} parts
- * @param {BookHub} hub
- */
-function venue (parts, hub, { seed = 1, epoch = 'ep1' } = {}) {
-  const ref = new OrderBook()
-  const rnd = random(seed)
-  let seq = 0
-  let ts = 1_000
-  const state = () => ({ seq, epoch, ts, sync: true, ...ref.top(1000) })
-  const save = () => parts.broker.books.set(SYMBOL, state())
-  /** Prices on a grid: bids 1-60 below 100, asks 1-60 above. */
-  const price = (/** @type {'bids' | 'asks'} */ side) => {
-    const off = 1 + Math.floor(rnd() * 60)
-    return side === 'bids' ? String(100 - off / 4) : String(100 + off / 4)
-  }
-  const size = () => rnd() < 0.3 ? '0' : String(1 + Math.floor(rnd() * 500) / 100)
-  return {
-    ref,
-    get seq () { return seq },
-    /** A snapshot of `n` levels a side (published unless `dark`). */
-    /** @param {number} [n] @param {{dark?: boolean, newEpoch?: string | null}} [o] */
-    snapshot (n = 40, { dark = false, newEpoch = null } = {}) {
-      if (newEpoch !== null) { epoch = newEpoch; seq = 0 }
-      const bids = []
-      const asks = []
-      for (let i = 1; i <= n; i++) { bids.push([String(100 - i / 4), '1']); asks.push([String(100 + i / 4), '1']) }
-      ref.reset({ bids: /** @type {any} */ (bids), asks: /** @type {any} */ (asks) })
-      seq++; ts++
-      save()
-      if (!dark) hub.onMessage(SYMBOL, JSON.stringify({ symbol: SYMBOL, seq, epoch, ts, snapshot: true, ...ref.top(1000) }))
-    },
-    /** A random update of 1-6 levels (published unless `dark`). */
-    update ({ dark = false } = {}) {
-      /** @type {{bids: [string, string][], asks: [string, string][]}} */
-      const msg = { bids: [], asks: [] }
-      const n = 1 + Math.floor(rnd() * 6)
-      for (let i = 0; i < n; i++) {
-        const side = rnd() < 0.5 ? 'bids' : 'asks'
-        msg[side].push([price(side), size()])
-      }
-      ref.apply(msg)
-      seq++; ts++
-      save()
-      if (!dark) hub.onMessage(SYMBOL, JSON.stringify({ symbol: SYMBOL, seq, epoch, ts, ...msg }))
-    },
-    /** The book expires from Redis. */
-    vanish () { parts.broker.books.delete(SYMBOL) }
-  }
-}
 
 /**
  * A client's side: holds each (symbol, depth) window from the frames its
@@ -150,7 +83,7 @@ function setup ({ appearMs = 0 } = {}) {
 
 test('books: every client holds exactly the top N of the book after every update, at every depth, checksums matching', async () => {
   const { parts, hub, connect, settle } = setup()
-  const v = venue(parts, hub, { seed: 7 })
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 7 })
   v.snapshot(40, { dark: true })
   const c10 = connect()
   const c25 = connect()
@@ -179,7 +112,7 @@ test('books: every client holds exactly the top N of the book after every update
 
 test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {
   const { parts, hub, connect, settle } = setup()
-  const v = venue(parts, hub, { seed: 3 })
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 3 })
   v.snapshot(30, { dark: true })
   const c = connect()
   c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
@@ -258,7 +191,7 @@ test('books: an interrupted feed is never shown as live: an out-of-sync snapshot
 
 test('book requests: BAD_BOOK, NO_BOOK before the ack, the limit, unsub, and the channel kept only while held', async () => {
   const { parts, hub, connect, settle } = setup()
-  const v = venue(parts, hub)
+  const v = bookVenue(parts.broker, hub, SYMBOL)
   v.snapshot(5, { dark: true })
   const c = connect()
   c.send({ op: 'sub', symbols: [SYMBOL], book: 7, id: 1 })
@@ -292,7 +225,7 @@ test('book requests: BAD_BOOK, NO_BOOK before the ack, the limit, unsub, and the
 
 test('book requests: a book asked for before it exists is answered when it appears (its symbol is asked of the fetchers meanwhile)', async () => {
   const { parts, hub, connect, settle } = setup({ appearMs: 5000 })
-  const v = venue(parts, hub)
+  const v = bookVenue(parts.broker, hub, SYMBOL)
   const c = connect()
   c.send({ op: 'sub', symbols: [SYMBOL], book: 10, id: 1 })
   await settle()

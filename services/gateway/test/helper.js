@@ -2,6 +2,7 @@
 // processes (harness/testkit); these isolate one module's logic.
 
 import pino from 'pino'
+import { OrderBook, decimal } from '@wsps/protocol/book'
 import { Connection } from '../src/connection.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
@@ -116,4 +117,74 @@ export const tick = () => new Promise((resolve) => setImmediate(resolve))
 /** @returns {import('../src/fanout.js').PassStats} an empty pass's counts, as the fanout starts each chunk with */
 export function passStats () {
   return { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [], traced: [] }
+}
+
+/**
+ * A deterministic random source (mulberry32).
+ * @param {number} seed
+ */
+export function random (seed) {
+  let a = seed
+  return () => {
+    a |= 0; a = a + 0x6D2B79F5 | 0
+    let t = Math.imul(a ^ a >>> 15, 1 | a)
+    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t
+    return ((t ^ t >>> 14) >>> 0) / 4294967296
+  }
+}
+
+/**
+ * The publish script's side of one symbol's book, in memory: a reference
+ * book, its seq and epoch, the state readBook() answers with, and messages
+ * as published (to the hub's onMessage; `dark`: lost on the way).
+ * @param {ReturnType<typeof memoryBroker>} broker
+ * @param {{onMessage (symbol: string, raw: string): void}} hub a BookHub
+ * @param {string} symbol
+ */
+export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}) {
+  const ref = new OrderBook()
+  const rnd = random(seed)
+  let seq = 0
+  let ts = 1_000
+  const state = () => ({ seq, epoch, ts, sync: true, ...ref.top(1000) })
+  const save = () => broker.books.set(symbol, state())
+  /** Prices on a grid: bids 1-60 below 100, asks 1-60 above. */
+  const price = (/** @type {'bids' | 'asks'} */ side) => {
+    const off = 1 + Math.floor(rnd() * 60)
+    return side === 'bids' ? String(100 - off / 4) : String(100 + off / 4)
+  }
+  // Canonical decimals, as the feed's (1 + n/100 in binary floating point is not always).
+  const size = () => rnd() < 0.3 ? '0' : /** @type {string} */ (decimal(((100 + Math.floor(rnd() * 500)) / 100).toFixed(2)))
+  return {
+    ref,
+    get seq () { return seq },
+    /** A snapshot of `n` levels a side (published unless `dark`). */
+    /** @param {number} [n] @param {{dark?: boolean, newEpoch?: string | null}} [o] */
+    snapshot (n = 40, { dark = false, newEpoch = null } = {}) {
+      if (newEpoch !== null) { epoch = newEpoch; seq = 0 }
+      const bids = []
+      const asks = []
+      for (let i = 1; i <= n; i++) { bids.push([String(100 - i / 4), '1']); asks.push([String(100 + i / 4), '1']) }
+      ref.reset({ bids: /** @type {any} */ (bids), asks: /** @type {any} */ (asks) })
+      seq++; ts++
+      save()
+      if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, snapshot: true, ...ref.top(1000) }))
+    },
+    /** A random update of 1-6 levels (published unless `dark`). */
+    update ({ dark = false } = {}) {
+      /** @type {{bids: [string, string][], asks: [string, string][]}} */
+      const msg = { bids: [], asks: [] }
+      const n = 1 + Math.floor(rnd() * 6)
+      for (let i = 0; i < n; i++) {
+        const side = rnd() < 0.5 ? 'bids' : 'asks'
+        msg[side].push([price(side), size()])
+      }
+      ref.apply(msg)
+      seq++; ts++
+      save()
+      if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, ...msg }))
+    },
+    /** The book expires from Redis. */
+    vanish () { broker.books.delete(symbol) }
+  }
 }

@@ -9,6 +9,17 @@ import { SignJWT } from 'jose'
 import WebSocket, { WebSocketServer } from 'ws'
 import { WspsClient } from '@wsps/client'
 import { setUp, useStack } from '@wsps/testkit'
+import { createHttpApp } from '@wsps/shared/http-app'
+import { RateLimit } from '@wsps/shared/rate-limit'
+import { Admission } from '../../src/admission.js'
+import { BookHub } from '../../src/books/book-hub.js'
+import { Connections } from '../../src/connections.js'
+import { registerHttpRoutes } from '../../src/http-routes.js'
+import { Recovery } from '../../src/recovery.js'
+import { Sessions } from '../../src/session.js'
+import { Timelines } from '../../src/timelines.js'
+import { WsServer } from '../../src/ws-server.js'
+import { bookVenue, gatewayParts, silent } from '../helper.js'
 
 /** The `authed` gateway's WSPS_PAGE_TOKEN_URL: a path nothing serves but a test's route. */
 export const PAGE_TOKEN_PATH = '/page-token'
@@ -222,6 +233,64 @@ export async function filteringProxy (target, filter) {
     async close () {
       for (const ws of wss.clients) ws.terminate()
       await new Promise((resolve) => wss.close(resolve))
+    }
+  }
+}
+
+/**
+ * A gateway in this process whose broker is in memory, serving order books
+ * on a free port: the real WsServer, Sessions and BookHub, and the page,
+ * fed by a venue per symbol (helper.js bookVenue). The Redis book ingest is
+ * not needed: what the gateway reads and hears is what the venue says.
+ *
+ * @param {{maxSubscriptions?: number}} [options]
+ */
+export async function bookGateway ({ maxSubscriptions = 20 } = {}) {
+  const parts = gatewayParts()
+  const books = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs: 0, logger: silent })
+  const sessions = new Sessions({
+    timelines: new Timelines({ realtime: { hub: parts.hub, recovery: new Recovery({ hub: parts.hub, broker: parts.broker, max: 100, logger: silent }), bars: null } }),
+    books,
+    metrics: parts.metrics,
+    maxSubscriptions,
+    draining: () => false,
+    authenticate: null,
+    hello: { node: 'books-gw', heartbeatMs: 30_000, limits: { maxSubscriptions } },
+    logger: silent
+  })
+  const ctx = {
+    metrics: parts.metrics,
+    sendMax: 1 << 24,
+    messageRate: new RateLimit(1000, 1000),
+    outbox: { metrics: parts.metrics, sendHighWater: 1 << 22, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {any} */ d) => parts.hub.latest(s, d) }
+  }
+  const admission = new Admission({ maxConnections: 100, maxConnectionsPerIp: 0, allowedOrigins: [], trustProxy: false, authenticate: null, connected: () => connections.size })
+  const connections = new Connections({ ctx, admission, sessions, metrics: parts.metrics, heartbeatMs: 30_000, logger: silent })
+  const ws = new WsServer({ admission, connections, sessions, metrics: parts.metrics, maxPayload: 65_536, authTimeoutMs: 10_000, logger: silent })
+  const app = createHttpApp(silent)
+  await registerHttpRoutes(app, { broker: () => ({ alive: true, aliveForMs: 0 }), readiness: () => ({}), registry: null, staticDir: '' })
+  ws.attach(app.server)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = /** @type {import('node:net').AddressInfo} */ (app.server.address())
+  return {
+    url: `ws://127.0.0.1:${port}/ws`,
+    /** the page */
+    httpUrl: `http://127.0.0.1:${port}/`,
+    broker: parts.broker,
+    /** the BookHub (resync(): the broker came back, every book is read again) */
+    books,
+    /**
+     * @param {string} symbol
+     * @param {{seed?: number, epoch?: string}} [o]
+     */
+    venue: (symbol, o) => bookVenue(parts.broker, books, symbol, o),
+    /** Ends every connection as a drain does (1012): clients reconnect. */
+    restart () { connections.drain(0) },
+    async close () {
+      connections.close()
+      ws.close()
+      books.close()
+      await app.close()
     }
   }
 }

@@ -1,0 +1,145 @@
+// WspsClient's order books against a gateway in this process (the real
+// WsServer, Sessions and BookHub over an in-memory broker fed by a venue):
+// the client ends with exactly the venue's book after many updates, after
+// a lost frame and a corrupted checksum (it resubscribes by itself), after
+// a reconnect, and through an expired book; NO_BOOK and BAD_BOOK.
+
+import assert from 'node:assert/strict'
+import { isDeepStrictEqual } from 'node:util'
+import { describe, test } from 'node:test'
+import { waitFor } from '@wsps/testkit'
+import { bookChecksum } from '@wsps/protocol/book'
+import { bookGateway, filteringProxy, recordingWebSocket, scripted } from './stack.js'
+
+const S = 'BTC-USD'
+const { client, atEnd } = scripted({ initialBackoffMs: 10, restartJitterMs: 10 })
+
+/** A gateway with a book of S (40 levels a side), closed at the end. */
+async function withBook (seed = 1) {
+  const gw = await bookGateway()
+  atEnd(() => gw.close())
+  const v = gw.venue(S, { seed })
+  v.snapshot(40, { dark: true })
+  return { gw, v }
+}
+
+/**
+ * Waits until the client holds exactly the venue's top `depth` levels.
+ * @param {import('@wsps/client').WspsClient} c
+ * @param {{ref: import('@wsps/protocol/book').OrderBook}} v
+ */
+async function holdsVenue (c, v, depth = 10, message = '') {
+  await waitFor(() => {
+    const b = c.book(S)
+    return b !== undefined && b.sync && isDeepStrictEqual({ bids: b.bids, asks: b.asks }, v.ref.top(depth))
+  }, { message: `the client holds the venue's book ${message}` })
+}
+
+/**
+ * Updates the venue until `done()` (frames reach the client meanwhile).
+ * @param {{update (): void}} v
+ * @param {() => boolean} done
+ */
+async function updateUntil (v, done, max = 2000) {
+  for (let i = 0; i < max && !done(); i++) {
+    v.update()
+    if (i % 10 === 0) await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+  assert.ok(done(), 'the condition came within the updates')
+}
+
+describe('order books', () => {
+  test('after many updates, a lost frame and a corrupted checksum the client holds exactly the gateway\'s book', async () => {
+    const { gw, v } = await withBook(7)
+    let levels = 0
+    // Frame 40 of the levels is lost on the way, frame 80 arrives with a wrong checksum.
+    const proxy = await filteringProxy(gw.url, (msg) => {
+      if (msg.op !== 'levels') return msg
+      levels++
+      if (levels === 40) return null
+      if (levels === 80) return { ...msg, checksum: (msg.checksum + 1) >>> 0 }
+      return msg
+    })
+    atEnd(() => proxy.close())
+    const c = client({ url: proxy.url })
+    /** @type {import('@wsps/client').BookEvent[]} */
+    const events = []
+    c.on('book', (e) => events.push(e))
+    c.connect()
+    assert.deepEqual(await c.subscribeBook([S], 10), { depth: 10, symbols: [S], noBook: [] })
+    await holdsVenue(c, v, 10, 'after the snapshot')
+    assert.equal(events[0].snapshot, true)
+
+    await updateUntil(v, () => levels >= 40)
+    await waitFor(() => c.bookResyncs === 1, { message: 'the lost frame made the client resubscribe' })
+    await holdsVenue(c, v, 10, 'after the gap')
+    await updateUntil(v, () => levels >= 100)
+    await waitFor(() => c.bookResyncs === 2, { message: 'the wrong checksum made the client resubscribe' })
+    for (let i = 0; i < 100; i++) v.update()
+    await holdsVenue(c, v, 10, 'at the end')
+    assert.equal(c.bookResyncs, 2, 'no other resync')
+    const last = /** @type {import('@wsps/client').HeldBook} */ (c.book(S))
+    assert.equal(last.depth, 10)
+    assert.ok(events.length > 100, `a book event per change (${events.length})`)
+    assert.equal(events.filter((e) => e.snapshot).length, 3, 'the first snapshot and one per resync')
+    assert.equal(bookChecksum(events.at(-1)?.book ?? { bids: [], asks: [] }), bookChecksum(v.ref.top(10)))
+  })
+
+  test('a reconnect subscribes the books again (a fresh snapshot); an expired book is shown out of sync until its new epoch', async () => {
+    const { gw, v } = await withBook(3)
+    const rec = recordingWebSocket()
+    const c = client({ url: gw.url, WebSocket: rec.WebSocket })
+    let hellos = 0
+    c.on('hello', () => hellos++)
+    c.connect()
+    await c.subscribeBook([S], 25)
+    await holdsVenue(c, v, 25)
+    gw.restart()
+    await waitFor(() => hellos === 2 && c.status.state === 'live', { message: 'live again on a new connection' })
+    for (let i = 0; i < 50; i++) v.update()
+    await holdsVenue(c, v, 25, 'after the reconnect')
+    const subs = rec.sent.map((x) => x.msg).filter((m) => m.op === 'sub' && m.book !== undefined)
+    assert.deepEqual(subs.map((m) => [m.symbols, m.book]), [[[S], 25], [[S], 25]], 'once per connection')
+    assert.equal(c.bookResyncs, 0)
+
+    /** @type {import('@wsps/client').BookEvent[]} */
+    const events = []
+    c.on('book', (e) => events.push(e))
+    v.vanish()
+    gw.books.resync()
+    await waitFor(() => c.book(S)?.sync === false, { message: 'out of sync' })
+    assert.deepEqual([c.book(S)?.bids, c.book(S)?.asks], [[], []])
+    assert.equal(events.at(-1)?.book.sync, false)
+    v.snapshot(12, { newEpoch: 'ep2' })
+    await holdsVenue(c, v, 25, 'in the new epoch')
+    assert.equal(c.book(S)?.epoch, 'ep2')
+    assert.equal(c.bookResyncs, 0, 'out of sync is no reason to resubscribe: the gateway sends the next snapshot')
+  })
+
+  test('NO_BOOK leaves the others subscribed; a depth not in BOOK_DEPTHS rejects with BAD_BOOK; unsubscribeBook stops the book', async () => {
+    const { gw, v } = await withBook()
+    const rec = recordingWebSocket()
+    const c = client({ url: gw.url, WebSocket: rec.WebSocket })
+    /** @type {string[]} */
+    const errors = []
+    c.on('error', (e) => errors.push(e.code))
+    c.connect()
+    assert.deepEqual(await c.subscribeBook([S, 'NOPE-USD'], 10), { depth: 10, symbols: [S], noBook: ['NOPE-USD'] })
+    assert.deepEqual(errors, ['NO_BOOK'])
+    await assert.rejects(c.subscribeBook([S], 7), (/** @type {any} */ err) => err.code === 'BAD_BOOK')
+    await holdsVenue(c, v, 10, 'still at depth 10')
+    // A new depth replaces the old: unsub at 10, sub at 100.
+    await c.subscribeBook([S], 100)
+    await holdsVenue(c, v, 100, 'at depth 100')
+    const books = rec.sent.map((x) => x.msg).filter((m) => m.book !== undefined).map((m) => `${m.op} ${m.symbols} ${m.book}`)
+    assert.deepEqual(books, [`sub ${S},NOPE-USD 10`, `unsub ${S} 10`, `sub ${S} 100`])
+    c.unsubscribeBook([S])
+    assert.equal(c.book(S), undefined)
+    await waitFor(() => rec.received.some((x) => x.msg.op === 'ack' && x.msg.book === 100 && x.msg.symbols.length === 0), { message: 'the unsub ack' })
+    let after = 0
+    c.on('book', () => after++)
+    for (let i = 0; i < 30; i++) v.update()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    assert.equal(after, 0, 'no book event after unsubscribeBook')
+  })
+})
