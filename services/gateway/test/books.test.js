@@ -153,7 +153,7 @@ test('books: a lost message, a reconnect, a lost book and a new epoch: every win
 
 test('books: an interrupted feed is never shown as live: an out-of-sync snapshot after the grace (at once when silent), the book again after the read', async () => {
   const { parts, hub, connect, settle } = setup()
-  const v = venue(parts, hub, { seed: 5 })
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 5 })
   v.snapshot(30, { dark: true })
   const c = connect()
   c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
