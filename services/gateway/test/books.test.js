@@ -132,6 +132,7 @@ test('books: a lost message, a reconnect, a lost book and a new epoch: every win
   for (let i = 0; i < 5; i++) v.update({ dark: true })
   hub.resync()
   await settle()
+  assert.equal(parts.broker.calls.filter((x) => x[0] === 'subscribeBooks').length, 2, 'the channel subscribed again (a reconnect lost it)')
   c.holder.assertHolds(10, v.ref, 'after a reconnect')
   for (let i = 0; i < 10; i++) v.update()
   c.holder.assertHolds(10, v.ref, 'live again')

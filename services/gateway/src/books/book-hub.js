@@ -160,12 +160,24 @@ export class BookHub {
 
   /**
    * The broker's connection came back (or some of its channels moved): those
-   * books may have missed messages; each is read again.
+   * books' channels are gone and they may have missed messages; each is
+   * subscribed and read again.
    *
    * @param {string[]} [symbols] undefined: every book held
    */
   resync (symbols) {
-    for (const [s, e] of this.#entries) if (symbols === undefined || symbols.includes(s)) this.#read(s, e, 'resync')
+    const lost = [...this.#entries.keys()].filter((s) => symbols === undefined || symbols.includes(s))
+    if (lost.length === 0) return
+    // Their channels went with the connection: subscribed again, then read.
+    this.#source.subscribeBooks(lost).then(() => {
+      for (const s of lost) {
+        const e = this.#entries.get(s)
+        if (e !== undefined) this.#read(s, e, 'resync')
+      }
+    }, (/** @type {Error} */ err) => {
+      this.#log.warn({ books: lost.length, err: err.message }, 'book channels not subscribed again; tried again')
+      setTimeout(() => this.resync(lost.filter((s) => this.#entries.has(s))), RETRY_MS).unref()
+    })
   }
 
   /**

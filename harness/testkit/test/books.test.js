@@ -1,0 +1,166 @@
+// Order books through the real services: the sim fetcher moves the books of
+// symbols a gateway holds, the book script stores and publishes each change
+// in a real redis-server, the gateway fans them out by depth, and the real
+// JS client holds them, checking every checksum. Every book a client held
+// is compared with the reference: the book channel as Redis published it,
+// replayed, at the same seq. Then through a killed pub/sub connection (the
+// gateway reads the books again) and a silent Redis link (a real Toxiproxy:
+// the books go out of sync, never frozen, and come back once it heals).
+
+import assert from 'node:assert/strict'
+import { after, test } from 'node:test'
+import { WspsClient } from '@wsps/client'
+import { OrderBook } from '@wsps/protocol/book'
+import { readBook } from '@wsps/shared/books'
+import { redisKeys } from '@wsps/shared/keys'
+import WebSocket from 'ws'
+import { GATEWAY_MAIN, setUp, sleep, startToxiproxy, useStack, waitFor } from '../src/index.js'
+
+const SYMBOLS = ['BK1', 'BK2']
+const DEPTHS = [10, 25]
+
+/** @type {{close: () => void}[]} */
+const closers = []
+after(() => { for (const c of closers) c.close() })
+after(() => on.toxi?.stop())
+const stack = useStack()
+const on = setUp(async () => {
+  const toxi = await startToxiproxy()
+  await stack.fetcher({ WSPS_FETCH_INTERVAL_MS: 50 })
+  const proxy = await toxi.createProxy({ upstream: `127.0.0.1:${stack.redis.port}` })
+  const gw = await stack.service(GATEWAY_MAIN, { WSPS_REDIS_URL: `redis://127.0.0.1:${proxy.port}`, WSPS_DRAIN_MS: 300 }, { name: 'gateway' })
+  return { toxi, proxy, gw }
+})
+
+/**
+ * The books as Redis published them: each symbol's channel, subscribed,
+ * then the book read, then every message after it applied; the top of the
+ * book at every seq kept per depth.
+ */
+async function reference () {
+  const keys = redisKeys('wsps')
+  const sub = await stack.redisClient()
+  const cmd = await stack.redisClient()
+  /** @type {Map<string, {book: OrderBook, seq: number, epoch: string, waiting: any[] | null}>} */
+  const books = new Map()
+  /** @type {Map<string, string>} `symbol depth seq` -> the window, as JSON */
+  const at = new Map()
+  const note = (/** @type {string} */ s) => {
+    const b = /** @type {{book: OrderBook, seq: number}} */ (books.get(s))
+    for (const d of DEPTHS) at.set(`${s} ${d} ${b.seq}`, JSON.stringify(b.book.top(d)))
+  }
+  const take = (/** @type {string} */ s, /** @type {any} */ m) => {
+    const b = /** @type {{book: OrderBook, seq: number, epoch: string}} */ (books.get(s))
+    if (m.seq <= b.seq && m.epoch === b.epoch) return
+    assert.equal(m.seq, b.seq + 1, `${s}: the channel skipped from ${b.seq} to ${m.seq}`)
+    if (m.snapshot || m.sync === false) b.book.reset(m)
+    else b.book.apply(m)
+    b.seq = m.seq
+    b.epoch = m.epoch
+    note(s)
+  }
+  sub.on('message', (channel, raw) => {
+    const s = /** @type {string} */ (keys.bookSymbolOf(channel))
+    const b = books.get(s)
+    if (!b) return
+    if (b.waiting) b.waiting.push(JSON.parse(raw))
+    else take(s, JSON.parse(raw))
+  })
+  for (const s of SYMBOLS) books.set(s, { book: new OrderBook(), seq: 0, epoch: '', waiting: [] })
+  await sub.subscribe(...SYMBOLS.map(keys.bookChannel))
+  for (const s of SYMBOLS) {
+    const b = /** @type {{book: OrderBook, seq: number, epoch: string, waiting: any[] | null}} */ (books.get(s))
+    const state = /** @type {import('@wsps/shared/books').BookState} */ (await waitFor(() => readBook(cmd, keys, s), { timeout: 10_000, message: `${s}'s book in Redis` }))
+    b.book.reset(state)
+    b.seq = state.seq
+    b.epoch = state.epoch
+    note(s)
+    const waiting = /** @type {any[]} */ (b.waiting)
+    b.waiting = null
+    for (const m of waiting) take(s, m)
+  }
+  return { at, seq: (/** @type {string} */ s) => books.get(s)?.seq ?? 0 }
+}
+
+/**
+ * A real JS client holding every symbol's book at one depth, recording
+ * each book it held (symbol, seq, window).
+ *
+ * @param {string} url
+ * @param {number} depth
+ */
+async function holder (url, depth) {
+  const client = new WspsClient({ url, WebSocket, initialBackoffMs: 50, symbols: [] })
+  closers.push({ close: () => client.close() })
+  /** @type {{symbol: string, seq: number, sync: boolean, top: string}[]} */
+  const held = []
+  client.on('book', ({ symbol, book }) => held.push({ symbol, seq: book.seq, sync: book.sync, top: JSON.stringify({ bids: book.bids, asks: book.asks }) }))
+  client.connect()
+  const { noBook } = await client.subscribeBook(SYMBOLS, depth)
+  assert.deepEqual(noBook, [], 'every symbol has a book')
+  return { client, held, depth }
+}
+
+/**
+ * @param {Awaited<ReturnType<typeof holder>>[]} holders
+ * @param {Awaited<ReturnType<typeof reference>>} ref
+ * @returns {number} books compared
+ */
+function compare (holders, ref) {
+  let compared = 0
+  for (const h of holders) {
+    for (const e of h.held) {
+      if (!e.sync) continue
+      const want = ref.at.get(`${e.symbol} ${h.depth} ${e.seq}`)
+      if (want === undefined) continue
+      assert.equal(e.top, want, `${e.symbol} at depth ${h.depth}, seq ${e.seq}: the client's book is the book Redis published`)
+      compared++
+    }
+  }
+  return compared
+}
+
+/** @param {Awaited<ReturnType<typeof reference>>} ref @param {number} more */
+async function moving (ref, more) {
+  const target = SYMBOLS.map((s) => ref.seq(s) + more)
+  await waitFor(() => SYMBOLS.every((s, i) => ref.seq(s) >= target[i]), { timeout: 20_000, message: `every book ${more} updates on` })
+}
+
+test('books through the real services: every book a client holds, at every depth, is the published book at its seq; through a killed pub/sub link and a silent one', async (t) => {
+  const { gw, proxy } = on
+  const holders = [await holder(gw.wsUrl, 10), await holder(gw.wsUrl, 25)]
+  const ref = await reference()
+  await moving(ref, 60)
+  const clean = compare(holders, ref)
+  assert.ok(clean >= 100, `books compared: ${clean}`)
+  assert.deepEqual(holders.map((h) => h.client.bookResyncs), [0, 0], 'no checksum mismatch, no gap')
+
+  // The gateway's pub/sub connection killed: it subscribes again and reads the books again.
+  const r = await stack.redisClient()
+  const list = String(await r.client('LIST'))
+  const id = /id=(\d+) [^\n]*name=wsps-gw-sub-/.exec(list)?.[1]
+  assert.ok(id, 'the gateway\'s pub/sub connection')
+  await r.client('KILL', 'ID', id)
+  await moving(ref, 40)
+  const m = await gw.metrics()
+  assert.ok((m['wsps_gateway_book_reads_total{cause="resync"}'] ?? 0) >= SYMBOLS.length, 'each book read again after the reconnect')
+  const afterKill = compare(holders, ref)
+  assert.ok(afterKill >= clean + 50, `books compared after the kill: ${afterKill - clean}`)
+
+  // The link silent: the books go out of sync within 5 s, never frozen as live.
+  const silentAt = Date.now()
+  await proxy.silence()
+  await waitFor(() => holders.every((h) => SYMBOLS.every((s) => h.client.book(s)?.sync === false)), { timeout: 8000, message: 'every book out of sync' })
+  const told = Date.now() - silentAt
+  t.diagnostic(`books out of sync ${told} ms after the silence began`)
+  assert.ok(told <= 5000, `out of sync within 5 s (took ${told} ms)`)
+  for (const h of holders) for (const s of SYMBOLS) assert.deepEqual([h.client.book(s)?.bids, h.client.book(s)?.asks], [[], []], 'nothing shown of an unknown book')
+  await proxy.heal()
+  await waitFor(() => holders.every((h) => SYMBOLS.every((s) => h.client.book(s)?.sync === true)), { timeout: 15_000, message: 'every book in sync again' })
+  await moving(ref, 30)
+  await sleep(200)
+  const healed = compare(holders, ref)
+  assert.ok(healed >= afterKill + 30, `books compared after the heal: ${healed - afterKill}`)
+  assert.ok(((await gw.metrics()).wsps_gateway_books_unsynced_total ?? 0) >= SYMBOLS.length, 'counted')
+  t.diagnostic(`books compared: ${healed}; resyncs by the clients: ${holders.map((h) => h.client.bookResyncs).join(', ')}`)
+})
