@@ -9,6 +9,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { applyBook, canonicalBook } from '@wsps/shared/books'
+import { redisKeys } from '@wsps/shared/keys'
+import { registerScripts } from '@wsps/shared/scripts'
 import { GATEWAY_MAIN, ROOT, setUp, useStack } from '../src/index.js'
 
 const WSPS = join(ROOT, 'clients/cli/bin/wsps.js')
@@ -112,6 +115,32 @@ test('tail --since starts at a cursor a client logged: its quote whole, then eve
   const quotes = records.filter((r) => r.type === 'quote')
   assert.deepEqual(quotes.map((r) => r.snapshot), [true, false, false])
   assert.deepEqual(quotes.map((r) => r.quote), logged.slice(1), 'the same quotes, whole, as the client that logged them saw')
+})
+
+test('tail --book: the book whole, then each change, as the book script wrote them in Redis', async () => {
+  const redis = registerScripts(await stack.redisClient())
+  const keys = redisKeys('wsps')
+  /** @param {any} update */
+  const write = async (update) => {
+    const c = canonicalBook({ symbol: 'CLBK', ts: Date.now(), ...update })
+    assert.equal(typeof c, 'object', String(c))
+    return applyBook(redis, keys, /** @type {any} */ (c), { ttlMs: 60_000, pushLeaseMs: 60_000 })
+  }
+  await write({ kind: 'snapshot', bids: [['100.5', '2'], ['100.4', '1.25']], asks: [['100.6', '3']] })
+  const t = tailing(['--url', on.open.wsUrl, '--book', '10', '--count', '3', 'CLBK'])
+  await live(t)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  await write({ kind: 'delta', bids: [['100.5', '0'], ['100.3', '4']], asks: [] })
+  await write({ kind: 'delta', bids: [], asks: [['100.55', '1']] })
+  const { code, records } = await t.done
+  assert.equal(code, 0)
+  const books = records.filter((r) => r.type === 'book')
+  assert.deepEqual(books.map((r) => [r.seq, r.snapshot, r.sync, r.depth]), [[1, true, true, 10], [2, false, true, 10], [3, false, true, 10]])
+  assert.deepEqual(books.map((r) => [r.bids, r.asks]), [
+    [[['100.5', '2'], ['100.4', '1.25']], [['100.6', '3']]],
+    [[['100.4', '1.25'], ['100.3', '4']], [['100.6', '3']]],
+    [[['100.4', '1.25'], ['100.3', '4']], [['100.55', '1'], ['100.6', '3']]]
+  ])
 })
 
 test('token and check-token: a token the gateway accepts streams what it grants; a symbol it does not grant ends tail with REFUSED', async () => {
