@@ -3,9 +3,11 @@
 // (separate key prefixes), WebSocket clients.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { WspsClient } from '@wsps/client'
 import { latestQuotes } from '@wsps/shared/latest'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
+import WebSocket from 'ws'
 import { setUp, useStack, waitFor } from '../src/index.js'
 
 const TOKEN = 'test-publish-token-0123456789'
@@ -261,4 +263,57 @@ test('Idempotency-Key: the same request sent to two fetcher replicas at once is 
     assert.deepEqual([late.status, late.body, late.headers.get('idempotent-replayed')], [200, { accepted: 50 }, 'true'])
   }
   t.diagnostic(`answers to the concurrent copies by status: ${JSON.stringify(seen)}`)
+})
+
+/**
+ * @param {import('../src/index.js').ServiceHandle} fetcher
+ * @param {string | object} body
+ */
+async function publishBooks (fetcher, body) {
+  const res = await fetch(`${fetcher.url}/v1/books`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+  return { status: res.status, body: await res.json() }
+}
+
+test('POST /v1/books: a snapshot and its deltas reach a client holding the book; bad input is refused whole with BAD_BOOK and its index; a delta without a book is refused by name', async () => {
+  const res = await publishBooks(on.pushFetcher, { books: [
+    { symbol: 'PBK', snapshot: true, bids: [['10.40', '3'], ['10.5', '2.50']], asks: [['10.6', '1']] },
+    { symbol: 'PBK', bids: [['10.5', '0'], ['10.45', '7']], asks: [] }
+  ] })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  const epoch = res.body.books[0].epoch
+  assert.deepEqual(res.body, { accepted: 2, books: [{ symbol: 'PBK', seq: 1, epoch }, { symbol: 'PBK', seq: 2, epoch }] })
+
+  const client = new WspsClient({ url: on.pushGateway.wsUrl, WebSocket, symbols: [] })
+  client.connect()
+  try {
+    await client.subscribeBook(['PBK'], 10)
+    await waitFor(() => client.book('PBK')?.seq === 2, { message: 'the book at the client' })
+    assert.deepEqual([client.book('PBK')?.bids, client.book('PBK')?.asks], [[['10.45', '7'], ['10.4', '3']], [['10.6', '1']]], 'canonical decimals, best first')
+
+    const bad = await publishBooks(on.pushFetcher, { books: [{ symbol: 'PBK', bids: [['10.3', '1']] }, { symbol: 'PBK', bids: [['ten', '1']] }] })
+    assert.equal(bad.status, 400)
+    assert.equal(bad.body.code, 'BAD_BOOK')
+    assert.equal(bad.body.index, 1)
+    for (const [book, why] of /** @type {[object, RegExp][]} */ ([
+      [{ symbol: 'PBK', snapshot: true, bids: [['11', '1']], asks: [['10.9', '1']] }, /crossed/],
+      [{ symbol: 'PBK', bids: [['10.3', '-1']] }, /size/],
+      [{ symbol: 'PBK', sync: false, bids: [] }, /no levels/],
+      [{ symbol: 'PBK', depth: 3 }, /unknown field/]
+    ])) {
+      const r = await publishBooks(on.pushFetcher, { books: [book] })
+      assert.deepEqual([r.status, r.body.code], [400, 'BAD_BOOK'])
+      assert.match(r.body.message, why)
+    }
+    assert.equal((await publishBooks(on.pushFetcher, '{"book":[]}')).body.code, 'BAD_BODY')
+
+    const none = await publishBooks(on.pushFetcher, { books: [{ symbol: 'NOBK', asks: [['1', '1']] }] })
+    assert.deepEqual(none.body, { accepted: 0, books: [{ symbol: 'NOBK', refused: 'nobook' }] })
+
+    const lost = await publishBooks(on.pushFetcher, { books: [{ symbol: 'PBK', sync: false }] })
+    assert.deepEqual(lost.body.books, [{ symbol: 'PBK', seq: 3, epoch }], 'nothing of the refused requests was written')
+    await waitFor(() => client.book('PBK')?.sync === false, { message: 'the client told the book is out of sync' })
+    assert.deepEqual([client.book('PBK')?.bids, client.book('PBK')?.asks], [[], []])
+  } finally {
+    client.close()
+  }
 })

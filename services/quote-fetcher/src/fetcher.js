@@ -165,7 +165,8 @@ export async function createFetcher (config, logger) {
     publisher,
     idempotency: new IdempotencyRecords({ redis, keys, ttlMs: config.publishIdempotencyTtlMs }),
     metrics,
-    now: clock.now
+    now: clock.now,
+    books: { redis, keys, ttlMs: config.bookTtlMs, sharded: config.redisMode === 'cluster' }
   })
 
   return {

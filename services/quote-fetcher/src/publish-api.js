@@ -9,6 +9,7 @@
 // a retry gets the first answer again.
 
 import { bearerCheck } from '@wsps/shared/bearer'
+import { applyBook, canonicalBook } from '@wsps/shared/books'
 import { SYMBOL_PATTERN } from '@wsps/protocol'
 import { RateLimit } from '@wsps/shared/rate-limit'
 import { remoteParent } from '@wsps/shared/tracing'
@@ -16,6 +17,8 @@ import { IDEMPOTENCY_KEY_PATTERN } from './idempotency.js'
 import { NUMERIC_FIELDS } from './providers/stream-mapping.js'
 
 export const PUBLISH_PATH = '/v1/quotes'
+/** Order books: snapshots and level updates (docs/feeding.md, Order books). */
+export const BOOKS_PATH = '/v1/books'
 
 /** Every error the API answers, with its HTTP status. */
 export const PublishError = Object.freeze({
@@ -23,12 +26,14 @@ export const PublishError = Object.freeze({
   PUBLISH_DISABLED: 404,
   /** No `Authorization: Bearer` header, or the wrong token. */
   UNAUTHORIZED: 401,
-  /** The body is not JSON / NDJSON, or not `{"quotes":[...]}`. */
+  /** The body is not JSON / NDJSON, or not `{"quotes":[...]}` (`{"books":[...]}`). */
   BAD_BODY: 400,
   /** The Idempotency-Key header is not 1-128 printable ASCII characters. */
   BAD_IDEMPOTENCY_KEY: 400,
   /** A quote breaks the rules; `index` says which (0-based). */
   BAD_QUOTE: 400,
+  /** A book update breaks the rules (a level not `[price, size]` of decimal strings, a price twice, a crossed snapshot, ...); `index` says which. */
+  BAD_BOOK: 400,
   /** The body is larger than WSPS_PUBLISH_MAX_BYTES. */
   BODY_TOO_LARGE: 413,
   /** Content-Type is neither application/json nor application/x-ndjson. */
@@ -108,6 +113,35 @@ export function parseBody (text, ndjson) {
   return body.quotes
 }
 
+const BOOK_KEYS = new Set(['symbol', 'ts', 'snapshot', 'sync', 'bids', 'asks'])
+
+/**
+ * Checks one book update of a request and puts it in canonical form;
+ * throws a BAD_BOOK RequestError. `snapshot: true`: the whole book;
+ * `sync: false`: the source lost its sequence (no levels); else a delta.
+ *
+ * @param {unknown} raw
+ * @param {number} index
+ * @param {number} now the ts of an update sent without one
+ * @returns {import('@wsps/shared/books').BookUpdate}
+ */
+export function validBook (raw, index, now) {
+  const bad = (/** @type {string} */ why) => new RequestError('BAD_BOOK', `book ${index}: ${why}`, { index })
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw bad('not an object')
+  const r = /** @type {Record<string, unknown>} */ (raw)
+  for (const k of Object.keys(r)) if (!BOOK_KEYS.has(k)) throw bad(`unknown field "${k}"`)
+  if (typeof r.symbol !== 'string' || !SYMBOL_PATTERN.test(r.symbol)) throw bad(`symbol must match ${SYMBOL_PATTERN}`)
+  if (r.ts !== undefined && (typeof r.ts !== 'number' || !(r.ts > 0))) throw bad('ts must be a positive epoch in ms')
+  if (r.snapshot !== undefined && r.snapshot !== true) throw bad('snapshot must be true when given')
+  if (r.sync !== undefined && r.sync !== false) throw bad('sync must be false when given')
+  if (r.snapshot && r.sync === false) throw bad('snapshot and sync:false together')
+  if (r.sync === false && (r.bids !== undefined || r.asks !== undefined)) throw bad('sync:false carries no levels')
+  const kind = r.snapshot ? 'snapshot' : r.sync === false ? 'unsync' : 'delta'
+  const update = canonicalBook({ symbol: r.symbol, kind, bids: r.bids, asks: r.asks, ts: typeof r.ts === 'number' ? r.ts : now })
+  if (typeof update === 'string') throw bad(update)
+  return update
+}
+
 /**
  * The request's Idempotency-Key, or null without one; throws BAD_IDEMPOTENCY_KEY.
  * @param {string | string[] | undefined} header
@@ -133,8 +167,10 @@ export function idempotencyKey (header) {
  * @param {import('./metrics.js').FetcherMetrics} options.metrics
  * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a quote sent without one,
  *   on the clock the providers' quotes are stamped on, so the publish script orders them right
+ * @param {{redis: import('@wsps/shared/scripts').ScriptedRedis, keys: import('@wsps/shared/keys').RedisKeys, ttlMs: number, sharded: boolean}} options.books
+ *   where order books are written (WSPS_BOOK_TTL_MS)
  */
-export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, idempotency, metrics, now: clock = Date.now }) {
+export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, idempotency, metrics, now: clock = Date.now, books }) {
   const authorized = token ? bearerCheck(token) : null
   const limit = rate > 0 ? new RateLimit(rate, rate) : null
   /** Per token: the rate limiter's TAT (one token today, keyed for more). @type {Map<string, number>} */
@@ -162,15 +198,54 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
       reply.code(PublishError[e.code]).send({ code: e.code, message: e.message, ...e.extra })
     })
 
-    scope.post(PUBLISH_PATH, {
+    /**
+     * Within the rate, or throws RATE_LIMITED.
+     *
+     * @param {import('fastify').FastifyReply} reply
+     * @param {number} n quotes or book updates
+     * @param {number} now
+     */
+    const admit = (reply, n, now) => {
+      if (!limit || n === 0) return
+      const tat = limit.take(tats.get(token) ?? 0, now, n)
+      if (tat < 0) {
+        const wait = Math.max(1, Math.ceil(((tats.get(token) ?? now) - now - limit.tolerance) / 1000))
+        reply.header('retry-after', String(wait))
+        throw new RequestError('RATE_LIMITED', `over ${rate} quotes/s`, { retryAfterS: wait })
+      }
+      tats.set(token, tat)
+    }
+    const route = {
       bodyLimit: maxBytes,
       // Refuse before reading the body: an unauthenticated client must not
       // make us buffer megabytes.
-      onRequest: async (req) => {
+      onRequest: async (/** @type {import('fastify').FastifyRequest} */ req) => {
         if (!authorized) throw new RequestError('PUBLISH_DISABLED', 'the publish API is off (WSPS_PUBLISH_TOKEN is not set)')
         if (!authorized(req.headers.authorization)) throw new RequestError('UNAUTHORIZED', 'missing or wrong bearer token')
       }
-    }, async (req, reply) => {
+    }
+
+    // Books: checked whole, then written in order, each through the book
+    // script (a delta that does not apply is refused whole and named).
+    scope.post(BOOKS_PATH, route, async (req, reply) => {
+      let body
+      try { body = JSON.parse(/** @type {string} */ (req.body)) } catch { throw new RequestError('BAD_BODY', 'body is not JSON') }
+      if (!body || !Array.isArray(body.books)) throw new RequestError('BAD_BODY', 'body must be {"books":[...]}')
+      const now = clock()
+      const updates = body.books.map((/** @type {unknown} */ b, /** @type {number} */ i) => validBook(b, i, now))
+      admit(reply, updates.length, now)
+      /** @type {({symbol: string, seq: number, epoch: string} | {symbol: string, refused: string})[]} */
+      const results = []
+      for (const u of updates) {
+        const r = await applyBook(books.redis, books.keys, u, { ttlMs: books.ttlMs, pushLeaseMs, sharded: books.sharded })
+        metrics.books.inc({ result: 'refused' in r ? r.refused : 'written' })
+        results.push({ symbol: u.symbol, ...r })
+      }
+      metrics.publishRequests.inc({ outcome: 'accepted' })
+      return { accepted: results.filter((r) => 'seq' in r).length, books: results }
+    })
+
+    scope.post(PUBLISH_PATH, route, async (req, reply) => {
       const startTime = Date.now()
       const key = idempotencyKey(req.headers['idempotency-key'])
       const ndjson = /^application\/x-ndjson/.test(req.headers['content-type'] ?? '')
@@ -192,15 +267,7 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
       }
       let answer
       try {
-        if (limit && quotes.length > 0) {
-          const tat = limit.take(tats.get(token) ?? 0, now, quotes.length)
-          if (tat < 0) {
-            const wait = Math.max(1, Math.ceil(((tats.get(token) ?? now) - now - limit.tolerance) / 1000))
-            reply.header('retry-after', String(wait))
-            throw new RequestError('RATE_LIMITED', `over ${rate} quotes/s`, { retryAfterS: wait })
-          }
-          tats.set(token, tat)
-        }
+        admit(reply, quotes.length, now)
         const { published, refused } = await publisher.publish(quotes, { pushLeaseMs, trace: { parent: remoteParent(req.headers.traceparent), startTime } })
         // Pushed quotes hold no claim: only a ts older than the symbol's
         // newest can refuse one (scripts.js, PUBLISH).
