@@ -3,6 +3,7 @@
 // redrawn in place; piped one JSON record per change with the whole window.
 
 import { emit } from './io.js'
+import { Screen } from './screen.js'
 
 /**
  * @typedef {import('./io.js').Io} Io
@@ -11,7 +12,6 @@ import { emit } from './io.js'
  */
 
 /** A terminal is redrawn at most this often. */
-const REDRAW_MS = 200
 
 /** Levels a side a terminal shows at most (a window of 500 would not fit). */
 export const LADDER_ROWS = 10
@@ -51,67 +51,37 @@ export function bookRecord ({ symbol, book, snapshot }) {
 
 /** The ladders of the tailed symbols, redrawn in place. */
 export class Ladders {
-  #io
   #symbols
   /** @type {Map<string, HeldBook>} */
   #books = new Map()
-  #status = 'connecting'
   #live = false
-  /** @type {string[]} */
-  #notes = []
-  /** @type {NodeJS.Timeout | null} */
-  #timer = null
-  #drawn = 0
+  #screen
 
   /**
    * @param {Io} io
    * @param {string[]} symbols
    */
   constructor (io, symbols) {
-    this.#io = io
     this.#symbols = symbols
-    this.#draw()
+    this.#screen = new Screen(io, () => this.#symbols.flatMap((s) => [...renderLadder(s, this.#books.get(s), { stale: !this.#live }), '']))
   }
 
   /** @param {BookEvent} e */
   book (e) {
     this.#books.set(e.symbol, e.book)
-    this.#soon()
+    this.#screen.soon()
   }
 
   /** @param {import('@wsps/client').StatusInfo} s */
   status (s) {
     this.#live = s.state === 'live'
-    this.#status = `${s.state}${s.url ? ` to ${s.url}` : ''}${s.node ? ` (${s.node})` : ''}`
-    this.#soon()
+    this.#screen.status(`${s.state}${s.url ? ` to ${s.url}` : ''}${s.node ? ` (${s.node})` : ''}`)
   }
 
   /** @param {import('@wsps/client').ErrorInfo} e */
-  error (e) {
-    this.#notes.push(`${e.code}: ${e.message}${e.symbols ? ` (${e.symbols.join(', ')})` : ''}`)
-    if (this.#notes.length > 5) this.#notes.shift()
-    this.#soon()
-  }
+  error (e) { this.#screen.note(`${e.code}: ${e.message}${e.symbols ? ` (${e.symbols.join(', ')})` : ''}`) }
 
-  end () {
-    if (this.#timer !== null) clearTimeout(this.#timer)
-    this.#draw()
-  }
-
-  #soon () {
-    this.#timer ??= setTimeout(() => { this.#timer = null; this.#draw() }, REDRAW_MS)
-  }
-
-  #draw () {
-    const lines = this.#symbols.flatMap((s) => [...renderLadder(s, this.#books.get(s), { stale: !this.#live }), ''])
-    lines.push(this.#status, ...this.#notes)
-    // Back to the first line, then each line cleared and rewritten; lines
-    // a shorter ladder no longer uses are cleared too.
-    const up = this.#drawn ? `\x1b[${this.#drawn}F` : ''
-    const blank = Math.max(0, this.#drawn - lines.length)
-    this.#io.out.write(up + lines.map((l) => `\x1b[2K${l}\n`).join('') + '\x1b[2K\n'.repeat(blank))
-    this.#drawn = lines.length + blank
-  }
+  end () { this.#screen.end() }
 }
 
 /** One record a line, for scripts. */

@@ -8,6 +8,7 @@ import { AUTH_CLOSE_CODES, BAR_INTERVALS, BOOK_DEPTHS, DeliveryMode, EPOCH_PATTE
 import { BookLines, Ladders } from './book-view.js'
 import { CliError, CliErrorCode, Exit, usage } from './errors.js'
 import { emit, readFile } from './io.js'
+import { Screen } from './screen.js'
 
 /**
  * @typedef {import('./io.js').Io} Io
@@ -16,7 +17,6 @@ import { emit, readFile } from './io.js'
  */
 
 /** A terminal is redrawn at most this often. */
-const REDRAW_MS = 200
 
 /** @type {import('./verbs.js').Verb} */
 export const tail = {
@@ -219,41 +219,33 @@ class JsonLines {
 
 /** The latest quote per symbol, redrawn in place, for people. */
 class Table {
-  #io
   #symbols
   /** @type {Map<string, Quote>} */
   #quotes = new Map()
   /** @type {Map<string, number>} stale symbols: since when */
   #stale = new Map()
   #delayed = new Set()
-  #status = 'connecting'
-  /** @type {string[]} */
-  #notes = []
-  /** @type {NodeJS.Timeout | null} */
-  #timer = null
-  #drawn = 0
+  #screen
 
   /**
    * @param {Io} io
    * @param {string[]} symbols
    */
   constructor (io, symbols) {
-    this.#io = io
     this.#symbols = symbols
-    this.#draw()
+    this.#screen = new Screen(io, () => [...this.#rows(), ''])
   }
 
   /** @param {import('@wsps/client').QuoteEvent} e */
   quote (e) {
     this.#quotes.set(e.symbol, e.quote)
     if (e.delayed) this.#delayed.add(e.symbol)
-    this.#soon()
+    this.#screen.soon()
   }
 
   /** @param {import('@wsps/client').StatusInfo} s */
   status (s) {
-    this.#status = `${s.state}${s.transport ? ` over ${s.transport}` : ''}${s.url ? ` to ${s.url}` : ''}${s.node ? ` (${s.node})` : ''}`
-    this.#soon()
+    this.#screen.status(`${s.state}${s.transport ? ` over ${s.transport}` : ''}${s.url ? ` to ${s.url}` : ''}${s.node ? ` (${s.node})` : ''}`)
   }
 
   /** @param {import('@wsps/client').ErrorInfo} e */
@@ -269,7 +261,7 @@ class Table {
       if (type === 'stale') this.#stale.set(s, since ?? Date.now())
       else this.#stale.delete(s)
     }
-    this.#soon()
+    this.#screen.soon()
   }
 
   /** @param {Record<string, unknown>} r */
@@ -278,23 +270,13 @@ class Table {
     else if (r.type === 'bar' && r.closed) this.#note(`${r.symbol} ${r.interval} bar closed: ${JSON.stringify(r.bar)}`)
   }
 
-  end () {
-    if (this.#timer !== null) clearTimeout(this.#timer)
-    this.#draw()
-  }
+  end () { this.#screen.end() }
 
   /** @param {string} line */
-  #note (line) {
-    this.#notes.push(`${clock(Date.now())} ${line}`)
-    if (this.#notes.length > 5) this.#notes.shift()
-    this.#soon()
-  }
+  #note (line) { this.#screen.note(`${clock(Date.now())} ${line}`) }
 
-  #soon () {
-    this.#timer ??= setTimeout(() => { this.#timer = null; this.#draw() }, REDRAW_MS)
-  }
-
-  #draw () {
+  /** @returns {string[]} the table, a row per symbol */
+  #rows () {
     const rows = [['SYMBOL', 'LAST', 'BID', 'ASK', 'CHG%', 'SEQ', 'TIME', 'STATE']]
     for (const s of this.#symbols) {
       const q = this.#quotes.get(s)
@@ -304,12 +286,7 @@ class Table {
       rows.push([s, fmt(q?.last), fmt(q?.bid), fmt(q?.ask), chg, q ? String(q.seq) : '', q ? clock(q.ts) : '', state])
     }
     const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
-    const lines = rows.map((r) => r.map((c, i) => (i === 0 || i === 7 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd())
-    lines.push('', this.#status, ...this.#notes)
-    // Back to the table's first line, then each line cleared and rewritten.
-    const up = this.#drawn ? `\x1b[${this.#drawn}F` : ''
-    this.#io.out.write(up + lines.map((l) => `\x1b[2K${l}\n`).join(''))
-    this.#drawn = lines.length
+    return rows.map((r) => r.map((c, i) => (i === 0 || i === 7 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd())
   }
 }
 

@@ -1,6 +1,7 @@
 // Fakes for gateway unit tests. Integration tests use real Redis and real
 // processes (harness/testkit); these isolate one module's logic.
 
+import { random } from '@wsps/testkit/random'
 import pino from 'pino'
 import { OrderBook, decimal } from '@wsps/protocol/book'
 import { Connection } from '../src/connection.js'
@@ -119,19 +120,6 @@ export function passStats () {
   return { frames: 0, snaps: 0, quotes: 0, bytes: 0, conflated: 0, batches: [0, 0, 0, 0, 0], sent: [], traced: [] }
 }
 
-/**
- * A deterministic random source (mulberry32).
- * @param {number} seed
- */
-export function random (seed) {
-  let a = seed
-  return () => {
-    a |= 0; a = a + 0x6D2B79F5 | 0
-    let t = Math.imul(a ^ a >>> 15, 1 | a)
-    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t
-    return ((t ^ t >>> 14) >>> 0) / 4294967296
-  }
-}
 
 /**
  * The publish script's side of one symbol's book, in memory: a reference

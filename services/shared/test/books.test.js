@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { OrderBook } from '@wsps/protocol/book'
+import { random } from '@wsps/testkit/random'
 import { useScriptedRedis } from '@wsps/testkit/scripted-redis'
 import { BookRefusal, applyBook, booksDemanded, canonicalBook, readBook, renewBookDemand } from '../src/books.js'
 import { redisKeys } from '../src/keys.js'
@@ -12,16 +13,6 @@ import { redisKeys } from '../src/keys.js'
 const db = useScriptedRedis()
 const TTL = 60_000
 
-/** @param {number} seed a deterministic random source (mulberry32) */
-function random (seed) {
-  let a = seed
-  return () => {
-    a |= 0; a = a + 0x6D2B79F5 | 0
-    let t = Math.imul(a ^ a >>> 15, 1 | a)
-    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t
-    return ((t ^ t >>> 14) >>> 0) / 4294967296
-  }
-}
 
 /**
  * @param {any} update
