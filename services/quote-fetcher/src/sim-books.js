@@ -1,8 +1,9 @@
 // The simulated market's order books: after a job's quotes are published,
 // each of their symbols whose book some gateway holds (book demand) moves
 // its book by the quote (providers/sim-book.js) and writes what changed.
-// A write builds on the seq it read: when another replica moved the book
-// first, this one is refused (moved) and the next quote's step catches up.
+// A write builds on the seq it read (0: there was none): when another
+// replica moved the book first, this one is refused (moved) and the next
+// quote's step catches up.
 // Symbols nobody holds a book of cost nothing.
 
 import { windowDelta } from '@wsps/protocol/book'
@@ -55,7 +56,7 @@ export class SimBooks {
       const update = previous === null
         ? { symbol: quote.symbol, kind: /** @type {const} */ ('snapshot'), ...next, ts: Number(quote.ts) || this.#now() }
         : { symbol: quote.symbol, kind: /** @type {const} */ ('delta'), ...windowDelta(previous, next), ts: Number(quote.ts) || this.#now() }
-      const result = await applyBook(this.#redis, this.#keys, update, { ttlMs: this.#ttlMs, expectSeq: stored?.seq ?? null, sharded: this.#sharded })
+      const result = await applyBook(this.#redis, this.#keys, update, { ttlMs: this.#ttlMs, expectSeq: stored?.seq ?? 0, sharded: this.#sharded })
       this.#metrics.books.inc({ result: 'refused' in result ? result.refused : 'written' })
     }))
   }

@@ -97,7 +97,8 @@ export function canonicalBook ({ symbol, kind, bids = [], asks = [], ts }) {
  * @param {import('./scripts.js').ScriptedRedis} redis
  * @param {import('./keys.js').RedisKeys} keys
  * @param {BookUpdate} update
- * @param {{ttlMs: number, expectSeq?: number | null, pushLeaseMs?: number, sharded?: boolean}} options
+ * @param {{ttlMs: number, expectSeq?: number | null, pushLeaseMs?: number, sharded?: boolean}} options expectSeq: the
+ *   stored seq this write builds on (0: no book), null: any
  * @returns {Promise<{seq: number, epoch: string} | {refused: typeof BookRefusal[keyof typeof BookRefusal]}>}
  */
 export async function applyBook (redis, keys, update, { ttlMs, expectSeq = null, pushLeaseMs = 0, sharded = false }) {

@@ -12,10 +12,12 @@
  * pushLeaseMs (0: a provider's write), sharded (1: SPUBLISH).
  * A delta applies level by level (size "0" deletes) onto a book in sync,
  * never half: it is refused whole when there is none (-3), when the
- * stored seq is not expectSeq (-2: another writer moved it), or when a
+ * stored seq is not expectSeq (-2: another writer moved it; 0 expects no
+ * book), or when a
  * side would pass maxLevels (-4); a provider's write while the book is
  * pushed is refused (-1). seq counts the book's writes; a new epoch is
- * drawn when there is no book (first write, or expired). `unsync` keeps
+ * drawn when there is no book (first write, expired, or unreadable: a
+ * corrupt key never blocks the symbol's writes). `unsync` keeps
  * seq and epoch and stores an empty book out of sync until a snapshot.
  * Returns {seq, epoch} or {refusal}.
  */
@@ -23,8 +25,12 @@ const BOOK = `
 local kind, ts, ttl, expect, pushMs, sharded, max = ARGV[1], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 if pushMs == 0 and redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
 local raw = redis.call('GET', KEYS[1])
-local book = raw and cjson.decode(raw)
-if expect ~= '' and (not book or string.format('%.0f', book.seq) ~= expect) then return {-2} end
+local book = nil
+if raw then
+  local ok, decoded = pcall(cjson.decode, raw)
+  if ok and type(decoded) == 'table' and tonumber(decoded.seq) and type(decoded.epoch) == 'string' and type(decoded.bids) == 'table' and type(decoded.asks) == 'table' then book = decoded end
+end
+if expect ~= '' and (book and string.format('%.0f', book.seq) or '0') ~= expect then return {-2} end
 local bids, asks
 if kind == 'delta' then
   if not book or not book.sync then return {-3} end

@@ -104,6 +104,16 @@ test('books: refusals change nothing (moved, nobook, pushed, toolarge); unsync e
     assert.match(String(canonicalBook({ symbol: 'Y', kind: 'snapshot', ts: 1, ...bad })), why)
   }
   assert.equal(await readBook(db.r, keys, 'none'), null)
+
+  // A first snapshot expected on no book; a second writer's, built on none too, is refused.
+  const z = canonical({ symbol: 'Z', kind: 'snapshot', bids: [['1', '1']], asks: [['2', '1']], ts: 1 })
+  const made = await applyBook(db.r, keys, z, { ttlMs: TTL, expectSeq: 0 })
+  assert.ok('seq' in made && made.seq === 1, 'the first snapshot')
+  assert.deepEqual(await applyBook(db.r, keys, z, { ttlMs: TTL, expectSeq: 0 }), { refused: BookRefusal.MOVED })
+  // A corrupt key never blocks the symbol: the next write starts a new book.
+  await db.r.set(keys.book('Z'), '{"seq":')
+  const again = await applyBook(db.r, keys, z, { ttlMs: TTL })
+  assert.ok('seq' in again && again.seq === 1, 'a new book after an unreadable one')
 })
 
 test('book demand: leases held are named, expired ones dropped', async () => {
