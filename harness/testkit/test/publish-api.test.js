@@ -275,7 +275,9 @@ async function publishBooks (fetcher, body) {
 }
 
 test('POST /v1/books: a snapshot and its deltas reach a client holding the book; bad input is refused whole with BAD_BOOK and its index; a delta without a book is refused by name', async () => {
-  const res = await publishBooks(on.pushFetcher, { books: [
+  // Its own push-only fetcher: the other's rate (WSPS_PUBLISH_RATE) is spent by the tests before.
+  const fetcher = await stack.fetcher({ WSPS_REDIS_KEY_PREFIX: 'pp', WSPS_PROVIDER: 'push', WSPS_PUBLISH_TOKEN: TOKEN })
+  const res = await publishBooks(fetcher, { books: [
     { symbol: 'PBK', snapshot: true, bids: [['10.40', '3'], ['10.5', '2.50']], asks: [['10.6', '1']] },
     { symbol: 'PBK', bids: [['10.5', '0'], ['10.45', '7']], asks: [] }
   ] })
@@ -290,7 +292,7 @@ test('POST /v1/books: a snapshot and its deltas reach a client holding the book;
     await waitFor(() => client.book('PBK')?.seq === 2, { message: 'the book at the client' })
     assert.deepEqual([client.book('PBK')?.bids, client.book('PBK')?.asks], [[['10.45', '7'], ['10.4', '3']], [['10.6', '1']]], 'canonical decimals, best first')
 
-    const bad = await publishBooks(on.pushFetcher, { books: [{ symbol: 'PBK', bids: [['10.3', '1']] }, { symbol: 'PBK', bids: [['ten', '1']] }] })
+    const bad = await publishBooks(fetcher, { books: [{ symbol: 'PBK', bids: [['10.3', '1']] }, { symbol: 'PBK', bids: [['ten', '1']] }] })
     assert.equal(bad.status, 400)
     assert.equal(bad.body.code, 'BAD_BOOK')
     assert.equal(bad.body.index, 1)
@@ -300,16 +302,16 @@ test('POST /v1/books: a snapshot and its deltas reach a client holding the book;
       [{ symbol: 'PBK', sync: false, bids: [] }, /no levels/],
       [{ symbol: 'PBK', depth: 3 }, /unknown field/]
     ])) {
-      const r = await publishBooks(on.pushFetcher, { books: [book] })
+      const r = await publishBooks(fetcher, { books: [book] })
       assert.deepEqual([r.status, r.body.code], [400, 'BAD_BOOK'])
       assert.match(r.body.message, why)
     }
-    assert.equal((await publishBooks(on.pushFetcher, '{"book":[]}')).body.code, 'BAD_BODY')
+    assert.equal((await publishBooks(fetcher, '{"book":[]}')).body.code, 'BAD_BODY')
 
-    const none = await publishBooks(on.pushFetcher, { books: [{ symbol: 'NOBK', asks: [['1', '1']] }] })
+    const none = await publishBooks(fetcher, { books: [{ symbol: 'NOBK', asks: [['1', '1']] }] })
     assert.deepEqual(none.body, { accepted: 0, books: [{ symbol: 'NOBK', refused: 'nobook' }] })
 
-    const lost = await publishBooks(on.pushFetcher, { books: [{ symbol: 'PBK', sync: false }] })
+    const lost = await publishBooks(fetcher, { books: [{ symbol: 'PBK', sync: false }] })
     assert.deepEqual(lost.body.books, [{ symbol: 'PBK', seq: 3, epoch }], 'nothing of the refused requests was written')
     await waitFor(() => client.book('PBK')?.sync === false, { message: 'the client told the book is out of sync' })
     assert.deepEqual([client.book('PBK')?.bids, client.book('PBK')?.asks], [[], []])
