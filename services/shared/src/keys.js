@@ -10,6 +10,15 @@
  * @param {string} prefix WSPS_REDIS_KEY_PREFIX
  */
 export function redisKeys (prefix) {
+  /**
+   * @param {string} channel
+   * @param {string} end `}:q` or `}:b`: the channel's kind
+   * @returns {string | null} the symbol of `${prefix}:{SYMBOL}${end}`
+   */
+  const symbolIn = (channel, end) => {
+    if (!channel.startsWith(`${prefix}:{`) || !channel.endsWith(end)) return null
+    return channel.slice(prefix.length + 2, -end.length)
+  }
   return Object.freeze({
     /** Pub/sub channel carrying full quotes of a symbol. */
     channel: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:q`,
@@ -70,16 +79,9 @@ export function redisKeys (prefix) {
      */
     bookPushed: (/** @type {string} */ symbol) => `${prefix}:{${symbol}}:bpush`,
     /** Symbol out of a book channel name, or null when it is not one of ours. */
-    bookSymbolOf: (/** @type {string} */ channel) => {
-      if (!channel.startsWith(`${prefix}:{`) || !channel.endsWith('}:b')) return null
-      return channel.slice(prefix.length + 2, -3)
-    },
+    bookSymbolOf: (/** @type {string} */ channel) => symbolIn(channel, '}:b'),
     /** Symbol out of a channel name, or null when it is not ours. */
-    symbolOf: (/** @type {string} */ channel) => {
-      const open = prefix.length + 2
-      if (!channel.startsWith(`${prefix}:{`) || !channel.endsWith('}:q')) return null
-      return channel.slice(open, -3)
-    },
+    symbolOf: (/** @type {string} */ channel) => symbolIn(channel, '}:q'),
     /** ZSET symbol -> lease expiry (ms): symbols some gateway watches. */
     demand: `${prefix}:{sched}:demand`,
     /** ZSET symbol -> lease expiry (ms): symbols whose book some gateway holds (the sim makes books for these). */
