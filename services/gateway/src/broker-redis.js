@@ -7,7 +7,7 @@ import calculateSlot from 'cluster-key-slot'
 import { closeRedis, connectRedis, watchPrimary } from '@wsps/shared/redis'
 import { watchLiveness } from '@wsps/shared/redis-liveness'
 import { latestQuotes } from '@wsps/shared/latest'
-import { readBook, renewBookDemand } from '@wsps/shared/books'
+import { bookDemand, readBook } from '@wsps/shared/books'
 import { traceOf, untraced } from '@wsps/shared/published'
 import { adminChannel } from '@wsps/shared/admin-commands'
 import { readFleet, removeStatus, writeStatus } from '@wsps/shared/fleet-status'
@@ -174,13 +174,15 @@ export function createRedisBroker (config, logger) {
   /**
    * @param {string[]} symbols
    * @param {number} leaseMs
+   * @param {boolean} [books] their books too (book demand: the sim makes their books)
    */
-  const renewDemand = async (symbols, leaseMs) => {
+  const renewDemand = async (symbols, leaseMs, books = false) => {
     const now = Date.now()
     // The scheduling keys share one hash tag: one pipeline, even on a cluster.
     const pipeline = cmd.pipeline()
     for (const part of chunks(symbols, 500)) {
       /** @type {any} */ (pipeline).wspsDemand(keys.demand, keys.due, now + leaseMs, now, ...part)
+      if (books) bookDemand(pipeline, keys, part, now + leaseMs)
     }
     await execAll(pipeline)
   }
@@ -195,9 +197,7 @@ export function createRedisBroker (config, logger) {
     readBook: (symbol) => readBook(cmd, keys, symbol),
     // A book's symbol is fetched like a watched one, and marked so the
     // simulated market makes its book.
-    renewDemand: async (symbols, leaseMs) => {
-      await Promise.all([renewDemand(symbols, leaseMs), renewBookDemand(cmd, keys, symbols, leaseMs)])
-    }
+    renewDemand: (symbols, leaseMs) => renewDemand(symbols, leaseMs, true)
   }
 
   /**

@@ -92,6 +92,8 @@ export async function createFetcher (config, logger) {
       }
     }
   })
+  /** Where books are written: the sim's and the publish API's. @type {import('@wsps/shared/books').BookStore} */
+  const bookStore = { redis, keys, ttlMs: config.bookTtlMs, sharded: config.redisMode === 'cluster' }
   /** @type {{start(): void, stop(): Promise<void>}[]} */
   const sources = []
   if (config.provider === 'sim' || config.provider === 'http') {
@@ -102,9 +104,7 @@ export async function createFetcher (config, logger) {
     const scheduler = new Scheduler({
       redis, keys, intervalMs: config.fetchIntervalMs, tickMs: config.scheduleTickMs, batchSize: config.jobBatchSize, metrics, logger, now: clock.now
     })
-    const books = config.provider === 'sim'
-      ? new SimBooks({ redis, keys, seed: config.simSeed, ttlMs: config.bookTtlMs, sharded: config.redisMode === 'cluster', metrics, now: clock.now })
-      : null
+    const books = config.provider === 'sim' ? new SimBooks({ store: bookStore, seed: config.simSeed, metrics, now: clock.now }) : null
     const worker = new Worker({
       blocking, redis, keys, provider, publisher, intervalMs: config.fetchIntervalMs, concurrency: config.concurrency, metrics, logger, now: clock.now, books
     })
@@ -166,7 +166,7 @@ export async function createFetcher (config, logger) {
     idempotency: new IdempotencyRecords({ redis, keys, ttlMs: config.publishIdempotencyTtlMs }),
     metrics,
     now: clock.now,
-    books: { redis, keys, ttlMs: config.bookTtlMs, sharded: config.redisMode === 'cluster' }
+    books: bookStore
   })
 
   return {

@@ -167,8 +167,7 @@ export function idempotencyKey (header) {
  * @param {import('./metrics.js').FetcherMetrics} options.metrics
  * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a quote sent without one,
  *   on the clock the providers' quotes are stamped on, so the publish script orders them right
- * @param {{redis: import('@wsps/shared/scripts').ScriptedRedis, keys: import('@wsps/shared/keys').RedisKeys, ttlMs: number, sharded: boolean}} options.books
- *   where order books are written (WSPS_BOOK_TTL_MS)
+ * @param {import('@wsps/shared/books').BookStore} options.books where order books are written
  */
 export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, publisher, idempotency, metrics, now: clock = Date.now, books }) {
   const authorized = token ? bearerCheck(token) : null

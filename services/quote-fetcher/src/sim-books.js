@@ -11,30 +11,21 @@ import { applyBook, booksDemanded, readBook } from '@wsps/shared/books'
 import { simBook } from './providers/sim-book.js'
 
 export class SimBooks {
-  #redis
-  #keys
+  #store
   #seed
-  #ttlMs
-  #sharded
   #metrics
   #now
 
   /**
    * @param {object} options
-   * @param {import('@wsps/shared/scripts').ScriptedRedis} options.redis
-   * @param {import('@wsps/shared/keys').RedisKeys} options.keys
+   * @param {import('@wsps/shared/books').BookStore} options.store
    * @param {number} options.seed WSPS_SIM_SEED
-   * @param {number} options.ttlMs WSPS_BOOK_TTL_MS
-   * @param {boolean} options.sharded a Redis Cluster (the script publishes on shard channels)
    * @param {import('./metrics.js').FetcherMetrics} options.metrics
    * @param {() => number} options.now Redis' clock
    */
-  constructor ({ redis, keys, seed, ttlMs, sharded, metrics, now }) {
-    this.#redis = redis
-    this.#keys = keys
+  constructor ({ store, seed, metrics, now }) {
+    this.#store = store
     this.#seed = seed
-    this.#ttlMs = ttlMs
-    this.#sharded = sharded
     this.#metrics = metrics
     this.#now = now
   }
@@ -46,17 +37,18 @@ export class SimBooks {
   async after (quotes, seqs) {
     const published = quotes.filter((_, i) => seqs[i] > 0)
     if (published.length === 0) return
-    const held = new Set(await booksDemanded(this.#redis, this.#keys, published.map((q) => q.symbol), this.#now()))
+    const { redis, keys, ttlMs, sharded } = this.#store
+    const held = new Set(await booksDemanded(redis, keys, published.map((q) => q.symbol), this.#now()))
     await Promise.all(quotes.map(async (quote, i) => {
       if (seqs[i] === 0 || !held.has(quote.symbol)) return
-      const stored = await readBook(this.#redis, this.#keys, quote.symbol)
+      const stored = await readBook(redis, keys, quote.symbol)
       const previous = stored?.sync ? stored : null
       const next = simBook({ seed: this.#seed, symbol: quote.symbol, seq: seqs[i], quote, previous })
       if (next === null) return
       const update = previous === null
         ? { symbol: quote.symbol, kind: /** @type {const} */ ('snapshot'), ...next, ts: Number(quote.ts) || this.#now() }
         : { symbol: quote.symbol, kind: /** @type {const} */ ('delta'), ...windowDelta(previous, next), ts: Number(quote.ts) || this.#now() }
-      const result = await applyBook(this.#redis, this.#keys, update, { ttlMs: this.#ttlMs, expectSeq: stored?.seq ?? 0, sharded: this.#sharded })
+      const result = await applyBook(redis, keys, update, { ttlMs, expectSeq: stored?.seq ?? 0, sharded })
       this.#metrics.books.inc({ result: 'refused' in result ? result.refused : 'written' })
     }))
   }

@@ -16,6 +16,12 @@ import { BOOK_MAX_LEVELS, compareDecimal, decimal } from '@wsps/protocol/book'
  * @property {Level[]} bids best first
  * @property {Level[]} asks best first
  *
+ * @typedef {object} BookStore where a service writes books
+ * @property {import('./scripts.js').ScriptedRedis} redis
+ * @property {import('./keys.js').RedisKeys} keys
+ * @property {number} ttlMs WSPS_BOOK_TTL_MS
+ * @property {boolean} sharded a Redis Cluster (the script publishes on shard channels)
+ *
  * @typedef {object} BookUpdate one write of a book
  * @property {string} symbol
  * @property {'snapshot' | 'delta' | 'unsync'} kind a snapshot replaces the book; a delta sets
@@ -131,18 +137,17 @@ export async function readBook (redis, keys, symbol) {
 }
 
 /**
- * Marks these symbols' books as held by some gateway until now + leaseMs
- * (never shortening another gateway's lease).
+ * Adds the renewal of these symbols' book leases to a pipeline (beside the
+ * quote demand's, same hash tag): held by some gateway until expiry,
+ * never shortening another gateway's lease.
  *
- * @param {import('ioredis').Redis} redis
+ * @param {import('ioredis').ChainableCommander} pipeline
  * @param {import('./keys.js').RedisKeys} keys
- * @param {string[]} symbols
- * @param {number} leaseMs
+ * @param {string[]} symbols at least one
+ * @param {number} expiry ms
  */
-export async function renewBookDemand (redis, keys, symbols, leaseMs) {
-  if (symbols.length === 0) return
-  const expiry = Date.now() + leaseMs
-  await redis.zadd(keys.bookDemand, 'GT', ...symbols.flatMap((s) => [expiry, s]))
+export function bookDemand (pipeline, keys, symbols, expiry) {
+  pipeline.zadd(keys.bookDemand, 'GT', ...symbols.flatMap((s) => [expiry, s]))
 }
 
 /**

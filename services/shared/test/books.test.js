@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import { OrderBook } from '@wsps/protocol/book'
 import { random } from '@wsps/testkit/random'
 import { useScriptedRedis } from '@wsps/testkit/scripted-redis'
-import { BookRefusal, applyBook, booksDemanded, canonicalBook, readBook, renewBookDemand } from '../src/books.js'
+import { BookRefusal, applyBook, bookDemand, booksDemanded, canonicalBook, readBook } from '../src/books.js'
 import { redisKeys } from '../src/keys.js'
 
 const db = useScriptedRedis()
@@ -118,7 +118,9 @@ test('books: refusals change nothing (moved, nobook, pushed, toolarge); unsync e
 
 test('book demand: leases held are named, expired ones dropped', async () => {
   const keys = redisKeys('books-c')
-  await renewBookDemand(db.r, keys, ['A', 'B'], 60_000)
+  const renew = db.r.pipeline()
+  bookDemand(renew, keys, ['A', 'B'], Date.now() + 60_000)
+  await renew.exec()
   await db.r.zadd(keys.bookDemand, Date.now() - 1, 'C')
   assert.deepEqual(await booksDemanded(db.r, keys, ['A', 'C', 'D'], Date.now()), ['A'])
   assert.equal(await db.r.zscore(keys.bookDemand, 'C'), null, 'the expired lease is gone')
