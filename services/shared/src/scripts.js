@@ -3,6 +3,25 @@
 // EVALSHA and falls back to EVAL after a Redis restart flushed the script cache.
 
 /**
+ * A new epoch: Redis' clock in microseconds, in base 36 (a short string;
+ * each draw later than the one before). Lua, put in front of the scripts that call it.
+ */
+const EPOCH = `
+local function newEpoch ()
+  local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
+  local t = redis.call('TIME')
+  local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local e = ''
+  while n > 0 do
+    local d = n % 36
+    e = string.sub(digits, d + 1, d + 1) .. e
+    n = (n - d) / 36
+  end
+  return e
+end
+`
+
+/**
  * One write of a symbol's order book, atomic beside its seq and epoch:
  * stored whole (the book key) and published as the change (the book
  * channel), so a reader that subscribes, then reads, misses nothing.
@@ -21,7 +40,7 @@
  * seq and epoch and stores an empty book out of sync until a snapshot.
  * Returns {seq, epoch} or {refusal}.
  */
-const BOOK = `
+const BOOK = EPOCH + `
 local kind, ts, ttl, expect, pushMs, sharded, max = ARGV[1], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 if pushMs == 0 and redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
 local raw = redis.call('GET', KEYS[1])
@@ -58,20 +77,7 @@ else
   bids, asks = {}, {}
 end
 if #bids > max or #asks > max then return {-4} end
-local epoch
-if book then
-  epoch = book.epoch
-else
-  local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
-  local t = redis.call('TIME')
-  local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  epoch = ''
-  while n > 0 do
-    local d = n % 36
-    epoch = string.sub(digits, d + 1, d + 1) .. epoch
-    n = (n - d) / 36
-  end
-end
+local epoch = book and book.epoch or newEpoch()
 local seq = book and string.format('%.0f', book.seq + 1) or '1'
 local function enc (side)
   local out = {}
@@ -318,22 +324,10 @@ export const FENCE_FUTURE_MS = 1000
  * pushed, -1 fenced, -2 old, -3 late); with defer, then the message of each quote
  * ('' for a refused one).
  */
-const PUBLISH = NEWEST + FENCE_READ + `
+const PUBLISH = NEWEST + FENCE_READ + EPOCH + `
 local ttl, sharded, pushMs = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
 local histSize, defer, streamTtl = tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6])
 local notAfter = tonumber(ARGV[7])
-local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
-local function newEpoch ()
-  local t = redis.call('TIME')
-  local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local e = ''
-  while n > 0 do
-    local d = n % 36
-    e = string.sub(digits, d + 1, d + 1) .. e
-    n = (n - d) / 36
-  end
-  return e
-end
 local out, n = {}, #KEYS / 7
 -- Redis' clock in ms, read once per call, when first needed.
 local nowMs
