@@ -135,7 +135,13 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
   let seq = 0
   let ts = 1_000
   const state = () => ({ seq, epoch, ts, sync: true, ...ref.top(1000) })
-  const save = () => broker.books.set(symbol, state())
+  /** @type {ReturnType<typeof state>[]} every book saved, for rewind() */
+  const saved = []
+  const save = () => {
+    const s = state()
+    saved.push(s)
+    broker.books.set(symbol, s)
+  }
   /** Prices on a grid: bids 1-60 below 100, asks 1-60 above. */
   const price = (/** @type {'bids' | 'asks'} */ side) => {
     const off = 1 + Math.floor(rnd() * 60)
@@ -173,6 +179,21 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
       if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, ...msg }))
     },
     /** The book expires from Redis. */
-    vanish () { broker.books.delete(symbol) }
+    vanish () { broker.books.delete(symbol) },
+    /**
+     * Redis loses its last `n` writes, the epoch kept (a failover to a
+     * replica that had not got them: replication is asynchronous): the
+     * book goes back to what it was, and the seqs after it are used again.
+     *
+     * @param {number} n
+     */
+    rewind (n) {
+      saved.splice(saved.length - n)
+      const back = /** @type {ReturnType<typeof state>} */ (saved.at(-1))
+      ref.reset(back)
+      seq = back.seq
+      ts = back.ts
+      broker.books.set(symbol, back)
+    }
   }
 }

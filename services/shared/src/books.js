@@ -119,7 +119,7 @@ export async function applyBook (redis, keys, update, { ttlMs, expectSeq = null,
 }
 
 /**
- * @param {import('ioredis').Redis} redis
+ * @param {import('ioredis').Redis | import('ioredis').Cluster} redis
  * @param {import('./keys.js').RedisKeys} keys
  * @param {string} symbol
  * @returns {Promise<BookState | null>} null: no book (or one that is not readable, written anew by its next snapshot)

@@ -148,6 +148,18 @@ class BookReceiver:
         entry = self._entries.get(symbol)
         return None if entry is None else entry.view
 
+    def interrupt(self) -> list[str]:
+        """The client's own link is lost or silent: every book in sync is held out of sync (empty) until its next snapshot."""
+        flipped = []
+        for symbol, entry in self._entries.items():
+            if entry.book is None or entry.view is None or not entry.view.sync:
+                continue
+            entry.book.reset((), ())
+            v = entry.view
+            entry.view = HeldBook(v.symbol, v.depth, v.seq, v.epoch, False, (), ())
+            flipped.append(symbol)
+        return flipped
+
     def resync(self, symbol: str) -> None:
         entry = self._entries.get(symbol)
         if entry is not None:

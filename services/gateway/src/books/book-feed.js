@@ -78,14 +78,47 @@ export class BookFeed {
    * epoch and sync: a delta; else a snapshot), so a book read again after a
    * lost message or a reconnect reaches its subscribers as one more update.
    *
+   * A book read behind the one held in the same epoch, or at its seq with
+   * other levels, means Redis lost writes this gateway had delivered (a
+   * failover to a replica that had not got them): the seqs after it will be
+   * used again for other changes, so the book as read replaces what is held,
+   * as a snapshot, and those changes then apply to it.
+   *
    * @param {BookState} state
+   * @returns {boolean} whether the book read was behind (rewound)
    */
   load (state) {
-    if (state.seq <= this.#seq && state.epoch === this.#epoch && state.sync === this.#sync) return
-    const restart = state.epoch !== this.#epoch || state.sync !== this.#sync
+    const same = state.epoch === this.#epoch && state.sync === this.#sync
+    if (same && state.seq > this.#seq) {
+      this.#take(state, false)
+      return false
+    }
+    if (!same) {
+      this.#take(state, true)
+      return false
+    }
+    if (state.seq === this.#seq && this.#holds(state)) return false
+    this.#take(state, true)
+    return true
+  }
+
+  /**
+   * @param {BookState} state
+   * @param {boolean} restart
+   */
+  #take (state, restart) {
     this.#book.reset(state)
     this.#at(state)
     this.#publish(restart)
+  }
+
+  /**
+   * @param {BookState} state
+   * @returns {boolean} the book held has exactly these levels
+   */
+  #holds (state) {
+    const held = this.#book.top(Infinity)
+    return JSON.stringify([held.bids, held.asks]) === JSON.stringify([state.bids, state.asks])
   }
 
   /**

@@ -38,12 +38,13 @@ import { Applied, BookFeed } from './book-feed.js'
  * @property {{set: (n: number) => void}} held books held (wsps_gateway_books)
  * @property {{inc: (labels: {cause: ReadCause}) => void}} reads whole-book reads (wsps_gateway_book_reads_total)
  * @property {{inc: () => void}} unsynced out-of-sync snapshots told on an interruption (wsps_gateway_books_unsynced_total)
+ * @property {{inc: () => void}} rewound books read behind the one held in its epoch: writes Redis lost (wsps_gateway_books_rewound_total)
  *
  * @typedef {'first' | 'gap' | 'resync' | 'retry'} ReadCause
  */
 
 /** @type {BookMetrics} */
-const NO_METRICS = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} } }
+const NO_METRICS = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} }, rewound: { inc () {} } }
 
 /** A failed read is tried again after this long while the book has subscribers. */
 const RETRY_MS = 1000
@@ -253,7 +254,10 @@ export class BookHub {
       clearTimeout(e.stale)
       e.stale = undefined
       if (state === null) e.feed.lost()
-      else e.feed.load(state)
+      else if (e.feed.load(state)) {
+        this.#metrics.rewound.inc()
+        this.#log.warn({ symbol, seq: state.seq, epoch: state.epoch }, 'the book read is behind the one delivered: writes lost by Redis (a failover?); sent whole')
+      }
       const waiting = /** @type {BookMessage[]} */ (e.waiting)
       e.waiting = null
       let gap = e.again
