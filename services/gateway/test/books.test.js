@@ -112,6 +112,26 @@ test('books: every client holds exactly the top N of the book after every update
   assert.ok(levels.some((f) => f.bids.concat(f.asks).some((/** @type {string[]} */ l) => l[1] === '0')), 'levels leave the window as deletes')
 })
 
+test('books: the changes of one batching window reach each window as one frame, the last size of a level winning', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 9 })
+  v.snapshot(40, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  c.holder.assertHolds(10, v.ref)
+  for (let round = 0; round < 20; round++) {
+    const before = c.ws.sent.length
+    const from = v.seq
+    for (let i = 0; i < 12; i++) v.update({ batched: true })
+    await settle()
+    c.holder.assertHolds(10, v.ref, `after round ${round}`)
+    const frames = c.ws.sent.slice(before)
+    assert.ok(frames.length <= 1, `one frame for 12 changes (${frames.length})`)
+    if (frames.length) assert.deepEqual([frames[0].op, frames[0].seq, frames[0].prev <= from], ['levels', v.seq, true])
+  }
+})
+
 test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {
   const { parts, hub, connect, settle } = setup()
   const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 3 })

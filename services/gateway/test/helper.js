@@ -126,7 +126,7 @@ export function passStats () {
  * book, its seq and epoch, the state readBook() answers with, and messages
  * as published (to the hub's onMessage; `dark`: lost on the way).
  * @param {ReturnType<typeof memoryBroker>} broker
- * @param {{onMessage (symbol: string, raw: string): void}} hub a BookHub
+ * @param {{onMessage (symbol: string, raw: string): void, flushNow (): void}} hub a BookHub
  * @param {string} symbol
  */
 export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}) {
@@ -163,9 +163,13 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
       seq++; ts++
       save()
       if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, snapshot: true, ...ref.top(1000) }))
+      if (!dark) hub.flushNow()
     },
-    /** A random update of 1-6 levels (published unless `dark`). */
-    update ({ dark = false } = {}) {
+    /**
+     * A random update of 1-6 levels (published unless `dark`; sent on at once
+     * unless `batched`: then with the others of the batching window).
+     */
+    update ({ dark = false, batched = false } = {}) {
       /** @type {{bids: [string, string][], asks: [string, string][]}} */
       const msg = { bids: [], asks: [] }
       const n = 1 + Math.floor(rnd() * 6)
@@ -177,6 +181,7 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
       seq++; ts++
       save()
       if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, ...msg }))
+      if (!dark && !batched) hub.flushNow()
     },
     /** The book expires from Redis. */
     vanish () { broker.books.delete(symbol) },
