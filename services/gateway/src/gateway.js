@@ -122,8 +122,10 @@ export async function createGateway (config, logger, { onDrain = () => process.k
       metrics,
       sendHighWater: config.sendHighWater,
       slowCloseMs: config.slowCloseMs,
-      latest: (symbol, delivery, isDelayed) => timelines.of(isDelayed).hub.latest(symbol, delivery)
-    }
+      latest: (symbol, delivery, isDelayed) => timelines.of(isDelayed).hub.latest(symbol, delivery),
+      bookSnapshot: (symbol, depth) => books.snapshotOf(symbol, depth)
+    },
+    retry: (c) => fanout.retry(c)
   }
   const admission = new Admission({
     maxConnections: config.maxConnections,

@@ -3,6 +3,7 @@
 // through lost messages, rereads, a lost book and a new epoch.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { Disconnect } from '@wsps/protocol'
 import { OrderBook, bookChecksum } from '@wsps/protocol/book'
 import { BookHub } from '../src/books/book-hub.js'
 import { Recovery } from '../src/recovery.js'
@@ -60,6 +61,7 @@ function setup ({ appearMs = 0 } = {}) {
   const counts = { rewound: 0 }
   const metrics = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} }, rewound: { inc () { counts.rewound++ } } }
   const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, metrics, logger: silent })
+  parts.useBooks(hub)
   const sessions = new Sessions({
     timelines: new Timelines({ realtime: { hub: parts.hub, recovery: new Recovery({ hub: parts.hub, broker: parts.broker, max: 100, logger: silent }), bars: null } }),
     books: hub,
@@ -130,6 +132,41 @@ test('books: the changes of one batching window reach each window as one frame, 
     assert.ok(frames.length <= 1, `one frame for 12 changes (${frames.length})`)
     if (frames.length) assert.deepEqual([frames[0].op, frames[0].seq, frames[0].prev <= from], ['levels', v.seq, true])
   }
+})
+
+test('books: a slow reader skips the book\'s frames and catches up with one snapshot once it drains; slow for too long, it is closed (4008), as for quotes', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 13 })
+  v.snapshot(40, { dark: true })
+  const slow = connect()
+  const fast = connect()
+  for (const c of [slow, fast]) c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  slow.holder.assertHolds(10, v.ref)
+
+  slow.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  const held = slow.ws.sent.length
+  for (let i = 0; i < 30; i++) {
+    v.update()
+    fast.holder.assertHolds(10, v.ref, `the fast reader, update ${i}`)
+  }
+  assert.equal(slow.ws.sent.length, held, 'nothing written to the slow reader')
+  assert.equal(slow.c.lag.skipped, 1, 'one book skipped')
+  slow.ws.bufferedAmount = 0
+  parts.pass()
+  const caught = slow.ws.sent.slice(held)
+  assert.deepEqual(caught.map((f) => f.op), ['book'], 'one snapshot catches it up')
+  slow.holder.assertHolds(10, v.ref, 'after catching up')
+  for (let i = 0; i < 10; i++) v.update()
+  slow.holder.assertHolds(10, v.ref, 'live again')
+  assert.equal(slow.c.lag.slowForMs, 0)
+
+  slow.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  v.update()
+  await new Promise((resolve) => setTimeout(resolve, parts.limits.slowCloseMs + 20))
+  for (let i = 0; i < 5; i++) v.update()
+  assert.equal(slow.ws.closedWith?.code, Disconnect.SLOW_CONSUMER.code, 'slow past WSPS_SLOW_CLOSE_MS')
+  fast.holder.assertHolds(10, v.ref, 'the fast reader throughout')
 })
 
 test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {

@@ -37,6 +37,7 @@ import { TextFrame } from '../text-frame.js'
  * @property {{bids: Level[], asks: Level[]}} top
  * @property {number} seq the seq of the last change of this window (a delta's `prev`)
  * @property {number} at the feed's count of changes its subscribers hold (made when added: nothing to flush to them)
+ * @property {number} depth
  * @property {Set<Client>} clients
  */
 
@@ -192,13 +193,28 @@ export class BookFeed {
    * @param {number} depth
    */
   add (client, depth) {
+    // Windows held already then hold the book as it is now: their snapshot is.
+    if (this.#dirty) this.flush()
     let w = this.#windows.get(depth)
     if (w === undefined) {
-      w = { top: this.#book.top(depth), seq: this.#seq, at: this.#changes, clients: new Set() }
+      w = { depth, top: this.#book.top(depth), seq: this.#seq, at: this.#changes, clients: new Set() }
       this.#windows.set(depth, w)
     }
     w.clients.add(client)
-    client.send(new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+    client.sendBook(this.#symbol, depth, new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+  }
+
+  /**
+   * A snapshot of the window of this depth as its readers hold it now (a
+   * slow reader catching up).
+   *
+   * @param {number} depth
+   * @returns {TextFrame | null} null: nobody holds it
+   */
+  snapshotOf (depth) {
+    if (this.#dirty) this.flush()
+    const w = this.#windows.get(depth)
+    return w === undefined ? null : new TextFrame(this.#snapshot(depth, w))
   }
 
   /**
@@ -209,6 +225,7 @@ export class BookFeed {
     const w = this.#windows.get(depth)
     if (w === undefined) return
     w.clients.delete(client)
+    client.forgetBook(this.#symbol, depth)
     if (w.clients.size === 0) this.#windows.delete(depth)
   }
 
@@ -273,6 +290,6 @@ export class BookFeed {
    * @param {typeof ServerOp.BOOK | typeof ServerOp.LEVELS} op
    */
   #send (w, frame, op) {
-    for (const c of w.clients) c.send(frame, op)
+    for (const c of w.clients) c.sendBook(this.#symbol, w.depth, frame, op)
   }
 }
