@@ -93,8 +93,9 @@ export class Outbox {
   }
 
   /**
-   * An order book frame for this reader (books/book-feed.js): WRITE it now;
-   * or SKIP it, the reader being slow (or the book skipped already): a
+   * An order book frame for this reader (books/book-feed.js): WRITE it now
+   * (always, for a distinct subscription); or SKIP it, the reader being
+   * slow (or the book skipped already): a
    * snapshot of the book's window follows when it catches up (catchUpBooks);
    * or DISCONNECT, slow for too long.
    *
@@ -105,6 +106,8 @@ export class Outbox {
    * @returns {number} a Verdict; after SKIP the connection queues itself (enqueue)
    */
   book (symbol, depth, buffered, now) {
+    // Distinct books, as distinct quotes, are never skipped: the send cap bounds them.
+    if (this.#subs.bookDistinct(symbol, depth) === true) return Verdict.WRITE
     const key = `${symbol} ${depth}`
     const ctx = this.#ctx
     const skipped = this.#staleBooks?.has(key) === true

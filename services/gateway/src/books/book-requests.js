@@ -47,9 +47,10 @@ export class BookRequests {
    */
   subscribe (client, req) {
     const { symbols, id, book: depth } = req
+    const distinct = req.mode === 'distinct'
     const subs = client.subscriptions
-    const fresh = symbols.filter((s) => !subs.booksOf(depth).includes(s))
-    const refused = this.#refusal(client, req, fresh)
+    const fresh = symbols.filter((s) => subs.bookDistinct(s, depth) !== distinct)
+    const refused = this.#refusal(client, req, fresh.filter((s) => subs.bookDistinct(s, depth) === undefined))
     if (refused !== null) {
       this.#reject(client, refused)
       return null
@@ -59,10 +60,12 @@ export class BookRequests {
       return null
     }
     const { ready, release } = this.#hub.open(fresh)
+    // Held in the other mode: it moves (a snapshot in the new one follows).
+    for (const s of fresh) if (subs.dropBook(s, depth)) this.#hub.remove(client, s, depth)
     return ready.then((missing) => {
       if (client.closed) return
       const found = fresh.filter((s) => !missing.includes(s))
-      for (const s of found) subs.holdBook(s, depth)
+      for (const s of found) subs.holdBook(s, depth, distinct)
       if (missing.length) client.send(encodeError({ code: ErrorCode.NO_BOOK, message: 'no book for these symbols', symbols: missing, ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
       this.#ack(client, id, depth)
       for (const s of found) this.#hub.add(client, s, depth)
