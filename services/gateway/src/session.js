@@ -28,6 +28,12 @@
 // subscription limit (each symbol and interval counts as one). One naming
 // `book` goes to books/book-requests.js the same way (real-time only); it
 // waits for the books to be read, as a resuming `sub` waits for history.
+//
+// Sessions per user (WSPS_MAX_SESSIONS_PER_USER, session-cap.js): an
+// authenticated connection takes a place among its user's sessions over
+// the fleet before `hello`; refused, it is closed with 4011. What it sends
+// meanwhile waits, as for a resuming `sub`. A refresh keeps the place, so a
+// refresh must name the same user.
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
 import { cursorOf } from '@wsps/shared/published'
@@ -71,10 +77,11 @@ export class Sessions {
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
    * @param {import('./auth.js').Authenticator | null} options.authenticate null: auth is off
+   * @param {import('./session-cap.js').SessionCap | null} [options.cap] sessions per user (null: not capped)
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
+  constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, cap = null, hello, logger }) {
     this.timelines = timelines
     const { realtime, delayed, delayMs } = timelines
     /** Bars `sub`/`unsub` (null: none here) */
@@ -87,6 +94,7 @@ export class Sessions {
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
     this.authenticate = authenticate
+    this.cap = cap
     this.helloInfo = hello
     /** The `hello` of connections whose token has no `exp` (or with auth off), encoded once. */
     this.hello = encodeHello(hello.node, hello.heartbeatMs, hello.limits)
@@ -94,13 +102,42 @@ export class Sessions {
   }
 
   /**
-   * The connection is authenticated (auth off, or a token accepted):
-   * arm its expiry and greet it.
+   * The connection is authenticated (auth off, or a token accepted): with
+   * sessions per user capped, it takes its place among its user's first
+   * (refused: closed with 4011); then its expiry is armed and it is greeted.
    *
    * @param {Client} client
    * @param {import('./auth.js').Access} access
+   * @returns {Promise<void> | null} while its place is taken (null: welcomed
+   *   now); it never rejects, and the client is authed after it unless refused
    */
   welcome (client, access) {
+    if (access.user !== null) this.log.debug({ client: client.id, user: access.user, class: access.userClass }, 'authenticated')
+    if (this.cap === null || access.user === null) {
+      this.#greet(client, access)
+      return null
+    }
+    const taking = this.cap.take(client, access.user).then((taken) => {
+      if (client.closed) return
+      if (taken) {
+        this.#greet(client, access)
+        return
+      }
+      this.reject(client, { code: ErrorCode.SESSION_LIMIT, message: 'this user holds as many sessions as it may' })
+      client.close(Disconnect.SESSION_LIMIT)
+    }, (err) => {
+      this.log.warn({ err, client: client.id, user: access.user }, 'sessions not counted')
+      client.close(Disconnect.SESSION_UNCOUNTED)
+    })
+    this.#wait(client, taking)
+    return taking
+  }
+
+  /**
+   * @param {Client} client
+   * @param {import('./auth.js').Access} access
+   */
+  #greet (client, access) {
     client.authorize(access)
     const { expiresAt } = access
     const { node, heartbeatMs, limits } = this.helloInfo
@@ -266,7 +303,15 @@ export class Sessions {
       return
     }
     if (!client.authed) {
-      this.welcome(client, auth)
+      await this.welcome(client, auth)
+      return
+    }
+    // The connection's place among its user's sessions (and an operator's
+    // view of it) is its user's: a token of another user is not a refresh.
+    if (auth.user !== client.user) {
+      this.metrics.clientErrors.inc({ code: ErrorCode.BAD_IDENTITY })
+      client.send(encodeError({ code: ErrorCode.BAD_IDENTITY, message: 'token rejected: a refresh must name the same user (sub)', ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
+      client.close(Disconnect.UNAUTHORIZED)
       return
     }
     client.authorize(auth)
@@ -635,6 +680,7 @@ export class Sessions {
     for (const s of subs.symbols) this.#hub(subs.delayedOf(s)).remove(s, client, subs.deliveryOf(s))
     this.barRequests?.onClose(client)
     this.bookRequests?.onClose(client)
+    this.cap?.release(client)
     client.dispose()
   }
 }

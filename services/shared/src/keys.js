@@ -5,6 +5,8 @@
 // touch them atomically. The scheduling keys are global by design (one ZSET
 // of demand, one of due times, one job list) and share the hash tag {sched},
 // so the scripts that touch them together also run on a Redis Cluster.
+// A user's sessions are one key tagged {u:USER}: the session script touches
+// it alone, and users spread over a Cluster's slots.
 
 /**
  * @param {string} prefix WSPS_REDIS_KEY_PREFIX
@@ -121,6 +123,15 @@ export function redisKeys (prefix) {
      * carries one above every earlier one.
      */
     fenceToken: `${prefix}:{sched}:fence-token`,
+    /**
+     * HASH session -> `<start>:<expiry>` (ms, Redis's clock) of one user's
+     * sessions over the fleet (session-slots.js; a session is
+     * `<node>#<connection id>`), written only by the session scripts
+     * (scripts.js, SESSION_TAKE, SESSION_RENEW). A negative expiry marks a
+     * session evicted, kept until it would have expired so that its
+     * gateway's next renewal learns it.
+     */
+    userSessions: (/** @type {string} */ user) => `${prefix}:{u:${user}}:sessions`,
     /**
      * A publish API request's idempotency record (by the SHA-256 of its
      * Idempotency-Key; with WSPS_PUBLISH_IDEMPOTENCY_TTL_MS): pending while
