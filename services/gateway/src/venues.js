@@ -32,7 +32,7 @@ export function parseVenues (text) {
   for (const entry of text.split(';').map((e) => e.trim()).filter(Boolean)) {
     const eq = entry.indexOf('=')
     const mic = eq === -1 ? entry : entry.slice(0, eq).trim()
-    if (!MIC_PATTERN.test(mic)) {
+    if (eq === -1 || !MIC_PATTERN.test(mic)) {
       problems.push(`WSPS_VENUES: "${mic.slice(0, 16)}" is not a MIC (four upper-case letters or digits) followed by =`)
       continue
     }
