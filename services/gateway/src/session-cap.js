@@ -118,8 +118,10 @@ export class SessionCap {
    */
   evictLocal (connection) {
     const client = this.#byName.get(sessionName(this.#node, connection))
-    if (client === undefined) return false
-    this.#forget(client)
+    const held = client && this.#held.get(client)
+    if (client === undefined || held === undefined || held.start === null) return false
+    // Renewed no more; its close releases it, and with it the eviction mark.
+    held.start = null
     this.#metrics.sessionCap.inc({ outcome: 'evicted' })
     client.close(Disconnect.SESSION_EVICTED)
     return true
