@@ -5,21 +5,30 @@
 // alike). The third is refused (4011) or the oldest, on the other gateway,
 // closed (4012); racing connects never exceed the cap; a refresh keeps the
 // place; a SIGKILLed gateway's places free themselves after the lease.
+// Venue grants (WSPS_VENUES) refuse and delay by the symbol grants' codes,
+// and the usage records (WSPS_USAGE_RECORDS) of each session, venue and
+// level make the monthly report (GET /admin/usage, `wsps usage --csv`),
+// a killed gateway's closed at its last sign of life.
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { SignJWT } from 'jose'
 import { CloseCode, ErrorCode } from '@wsps/protocol'
-import { SseStream, TestClient, setUp, useStack, waitFor } from '../src/index.js'
+import { ROOT, SseStream, TestClient, setUp, useStack, waitFor } from '../src/index.js'
 
 const SECRET = 'hs256-secret-for-entitlements-0123456789'
 const ADMIN = 'admin-token-for-entitlements-test'
 const LEASE_MS = 3000
 const CAP = 2
+const VENUES = 'XNAS=AAPL MSFT;XNYS=IBM GE;ARCX=SPY'
+const WSPS = join(ROOT, 'clients/cli/bin/wsps.js')
+const MONTH = new Date().toISOString().slice(0, 7)
 
 const stack = useStack()
 const on = setUp(async () => {
   const common = { WSPS_AUTH_MODE: 'hs256', WSPS_AUTH_HS256_SECRET: SECRET, WSPS_MAX_SESSIONS_PER_USER: CAP, WSPS_SESSION_LEASE_MS: LEASE_MS, WSPS_ADMIN_TOKEN: ADMIN, WSPS_STATUS_INTERVAL_MS: 500 }
-  const refuse = { ...common, WSPS_REDIS_KEY_PREFIX: 'refuse' }
+  const refuse = { ...common, WSPS_REDIS_KEY_PREFIX: 'refuse', WSPS_VENUES: VENUES, WSPS_USAGE_RECORDS: 'true' }
   const oldest = { ...common, WSPS_REDIS_KEY_PREFIX: 'oldest', WSPS_SESSION_CAP_POLICY: 'close-oldest' }
   const [a, b, c, d, redis] = await Promise.all([
     stack.gateway(refuse), stack.gateway(refuse), stack.gateway(oldest), stack.gateway(oldest), stack.redisClient()
@@ -153,10 +162,66 @@ test('close-oldest: a new session closes the user\'s oldest with 4012, on the ot
   assert.ok(m['wsps_gateway_session_cap_total{outcome="evicted"}'] >= 1, 'counted where it was closed')
 })
 
-test('a SIGKILLed gateway\'s places free themselves after the lease', async () => {
+/**
+ * The month's usage report, as an operator gets it.
+ *
+ * @param {import('../src/index.js').ServiceHandle} gw
+ * @returns {Promise<import('@wsps/shared/usage-records').UsageReport>}
+ */
+async function report (gw) {
+  const res = await fetch(`${gw.url}/admin/usage?month=${MONTH}`, { headers: { authorization: `Bearer ${ADMIN}` } })
+  assert.equal(res.status, 200)
+  return res.json()
+}
+
+test('venue grants: real-time or delayed by venue, others NOT_ENTITLED; each session\'s venues and levels in the usage report', async () => {
+  const [a, b] = on.refuse
+  const jwt = await token({ sub: 'vic', userClass: 'nonpro', symbols: ['TSLA'], venues: { realtime: ['XNAS'], delayed: ['XNYS'] } })
+  const c = ws(a, jwt)
+  assert.equal(await outcome(c), 'hello')
+  const ack = await c.sub(['AAPL', 'MSFT', 'IBM'])
+  assert.equal(ack.op, 'ack')
+  assert.deepEqual(ack.delayed, ['IBM'], 'XNYS is granted delayed')
+  assert.equal((await c.sub(['SPY'])).code, ErrorCode.NOT_ENTITLED, 'ARCX is not granted')
+  assert.equal((await c.sub(['GE'], { delayed: false })).code, ErrorCode.DELAYED_ONLY)
+  const refused = await fetch(`${b.url}/sse?symbols=SPY`, { headers: { authorization: `Bearer ${jwt}` } })
+  assert.equal(refused.status, 403, 'SSE: the same refusal')
+  assert.equal((await refused.json()).code, ErrorCode.NOT_ENTITLED)
+  const tsla = await SseStream.open(`${b.url}/sse?symbols=TSLA`, { authorization: `Bearer ${jwt}` })
+  opened.push(tsla)
+  await tsla.next((e) => e.event === 'ack')
+  c.ws.close()
+  await c.closedPromise
+
+  const usage = /** @type {import('@wsps/shared/usage-records').UsageReport} */ (await waitFor(async () => {
+    const r = await report(b)
+    const rows = r.rows.filter((row) => row.user === 'vic')
+    return rows.length === 3 && r
+  }, { message: 'vic\'s three usage rows' }))
+  const rows = usage.rows.filter((row) => row.user === 'vic').map((r) => [r.venue, r.level, r.class, r.sessions, r.gateways])
+  assert.deepEqual(rows, [
+    ['XNAS', 'realtime', 'nonpro', 1, [a.name]],
+    ['XNYS', 'delayed', 'nonpro', 1, [a.name]],
+    ['XXXX', 'realtime', 'nonpro', 1, [b.name]]
+  ], 'a venue and level per row, XXXX for a symbol of no venue (its stream still open)')
+  assert.ok(usage.totals.some((t) => t.venue === 'XNAS' && t.level === 'realtime' && t.class === 'nonpro' && t.users >= 1))
+  const csv = await new Promise((resolve) => {
+    execFile(process.execPath, [WSPS, 'usage', '--month', MONTH, '--csv', '--url', b.url, '--token', ADMIN], { timeout: 20_000 }, (err, out, errOut) => resolve({ err, out, errOut }))
+  })
+  assert.equal(csv.err, null, csv.errOut)
+  const lines = csv.out.trim().split('\n')
+  assert.equal(lines[0], 'user,class,venue,level,sessions,firstAccess,lastAccess,accessSeconds,gateways')
+  assert.ok(lines.some((l) => l.startsWith('vic,nonpro,XNAS,realtime,1,')), csv.out)
+  tsla.close()
+})
+
+test('a SIGKILLed gateway\'s places free themselves after the lease, and its open usage records close at its last sign of life', async () => {
   const [a, b] = on.refuse
   const jwt = await token({ sub: 'cy' })
-  for (const s of [ws(b, jwt), await sse(b, jwt)]) assert.equal(await outcome(s), 'hello')
+  const watching = await SseStream.open(`${b.url}/sse?symbols=AAPL`, { authorization: `Bearer ${jwt}` })
+  opened.push(watching)
+  for (const s of [ws(b, jwt), watching]) assert.equal(await outcome(s), 'hello')
+  await watching.next((e) => e.event === 'ack')
   assert.equal(await outcome(ws(a, jwt)), CloseCode.SESSION_LIMIT)
   await b.kill()
   const killedAt = Date.now()
@@ -169,4 +234,16 @@ test('a SIGKILLed gateway\'s places free themselves after the lease', async () =
   }, { timeout: LEASE_MS * 3, interval: 250, message: 'a place after the lease' })
   const waited = Date.now() - killedAt
   assert.ok(waited <= LEASE_MS + 2000, `freed ${waited} ms after the kill (lease ${LEASE_MS} ms)`)
+
+  // Its record is closed by the sweep, not left open: it ends before the kill.
+  const closed = /** @type {import('@wsps/shared/usage-records').UsageRecord} */ (await waitFor(async () => {
+    const entries = await on.redis.xrange(`refuse:{usage}:${MONTH}`, '-', '+')
+    return entries.map(([, f]) => JSON.parse(f[1])).find((r) => r.user === 'cy')
+  }, { timeout: LEASE_MS * 3, message: 'cy\'s usage record closed' }))
+  assert.equal(closed.venue, 'XNAS')
+  assert.equal(closed.gateway, b.name)
+  const end = Number(closed.end)
+  assert.ok(end <= killedAt && end >= killedAt - LEASE_MS, `ended ${killedAt - end} ms before the kill`)
+  const row = (await report(a)).rows.find((r) => r.user === 'cy')
+  assert.equal(row?.sessions, 1, 'counted once')
 })

@@ -29,6 +29,7 @@ import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
 import { SessionCap } from './session-cap.js'
 import { SseServer } from './sse-server.js'
+import { UsageRecorder } from './usage.js'
 import { venueTable } from './venues.js'
 import { WsServer } from './ws-server.js'
 import { workerCount, workerId, workerPeer } from './workers.js'
@@ -89,7 +90,8 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     }
   })
 
-  const authenticate = createAuthenticator(config, venueTable(config.venues))
+  const venueOf = venueTable(config.venues)
+  const authenticate = createAuthenticator(config, venueOf)
   // Each worker of several is a process of its own in the fleet.
   const node = cluster.isWorker ? `${config.nodeName}/${workerId()}` : config.nodeName
   const cap = config.maxSessionsPerUser === 0
@@ -102,6 +104,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
       metrics,
       logger
     })
+  const usage = config.usageRecords ? new UsageRecorder({ records: broker.usage, venueOf, node, leaseMs: config.sessionLeaseMs, logger }) : null
   const timelines = new Timelines({
     realtime: { hub, recovery, bars },
     delayed: { hub: delayed.hub, recovery: delayed.recovery, bars: delayed.bars },
@@ -115,6 +118,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     draining: () => draining,
     authenticate,
     cap,
+    usage,
     hello: {
       node: config.nodeName,
       heartbeatMs: config.heartbeatMs,
@@ -186,7 +190,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
   await registerHttpRoutes(app, { broker: () => ({ alive: broker.ready(), aliveForMs: broker.aliveForMs() }), readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir, pageTokenUrl: config.pageTokenUrl })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, registry)
-  registerAdminRoutes(metricsApp ?? app, { token: config.adminToken, fleet: () => broker.readFleet(), channel: broker.admin })
+  registerAdminRoutes(metricsApp ?? app, { token: config.adminToken, fleet: () => broker.readFleet(), channel: broker.admin, usage: broker.usage, usageLeaseMs: config.sessionLeaseMs })
   const admin = new AdminActions({ channel: broker.admin, node, connections, cap, onDrain, logger })
   sse.register(app)
   ws.attach(app.server)
@@ -196,6 +200,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
   delayed.start()
   admin.start()
   cap?.start()
+  usage?.start()
   const status = reportStatus({
     intervalMs: config.statusIntervalMs,
     snapshot: gatewayStatus({ node, metrics, hub, connections: () => connections.size, readiness }),
@@ -232,6 +237,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
         await connections.drain(drainMs)
         connections.close()
         cap?.stop()
+        usage?.stop()
         ws.close()
         bars.stop()
         isolation.stop()

@@ -78,10 +78,11 @@ export class Sessions {
    * @param {() => boolean} options.draining
    * @param {import('./auth.js').Authenticator | null} options.authenticate null: auth is off
    * @param {import('./session-cap.js').SessionCap | null} [options.cap] sessions per user (null: not capped)
+   * @param {import('./usage.js').UsageRecorder | null} [options.usage] usage records (null: none kept)
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, cap = null, hello, logger }) {
+  constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, cap = null, usage = null, hello, logger }) {
     this.timelines = timelines
     const { realtime, delayed, delayMs } = timelines
     /** Bars `sub`/`unsub` (null: none here) */
@@ -95,6 +96,7 @@ export class Sessions {
     this.draining = draining
     this.authenticate = authenticate
     this.cap = cap
+    this.usage = usage
     this.helloInfo = hello
     /** The `hello` of connections whose token has no `exp` (or with auth off), encoded once. */
     this.hello = encodeHello(hello.node, hello.heartbeatMs, hello.limits)
@@ -351,6 +353,7 @@ export class Sessions {
         quotes.push(raw)
       }
     }
+    this.usage?.saw(client, moving, (s) => subs.delayedOf(s))
     /** @type {{expiresInMs?: number, delayed?: string[], delayMs?: number}} */
     const extra = this.#delayedOf(client)
     if (auth.expiresAt !== null) extra.expiresInMs = auth.expiresAt - Date.now()
@@ -562,6 +565,7 @@ export class Sessions {
     // Whether the timeline of each symbol named is the sub's choice or the
     // token's: a refresh moves only the token's (onAuth()).
     subs.askDelayed(req.symbols, req.delayed === true)
+    this.usage?.saw(client, fresh.concat(moved), delayed)
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
@@ -681,6 +685,7 @@ export class Sessions {
     this.barRequests?.onClose(client)
     this.bookRequests?.onClose(client)
     this.cap?.release(client)
+    this.usage?.end(client)
     client.dispose()
   }
 }

@@ -733,6 +733,24 @@ return out
 `
 
 /**
+ * Closes an open usage record once: removed from its gateway's open
+ * records and appended to the streams of the months it overlaps, only by
+ * whoever removed it (its gateway at the session's end, or a gateway
+ * sweeping the open records of one that died), so it is never counted twice.
+ * KEYS: usageOpen, usageMonth of its first month. ARGV: record id, the
+ * closed record (JSON), then usageMonth of each later month (rare: a
+ * session over a month's end; a key count that varies would not be routed
+ * on a Cluster, and every usage key is in the {usage} slot anyway).
+ * Returns 1 when closed now, 0 when it was closed already.
+ */
+const USAGE_CLOSE = `
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('XADD', KEYS[2], '*', 'r', ARGV[2])
+for i = 3, #ARGV do redis.call('XADD', ARGV[i], '*', 'r', ARGV[2]) end
+return 1
+`
+
+/**
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, fenceToken: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
@@ -749,7 +767,8 @@ return out
  *   wspsStatusWrite(status: string, field: string, record: string, intervalMs: number, keepMs: number): Promise<number>,
  *   wspsStatusRead(status: string): Promise<[number, string[]]>,
  *   wspsSessionTake(sessions: string, session: string, leaseMs: number, max: number, policy: string): Promise<(number | string)[]>,
- *   wspsSessionRenew(sessions: string, leaseMs: number, max: number, ...sessionsThenStarts: (string | number)[]): Promise<number[]>
+ *   wspsSessionRenew(sessions: string, leaseMs: number, max: number, ...sessionsThenStarts: (string | number)[]): Promise<number[]>,
+ *   wspsUsageClose(open: string, firstMonth: string, id: string, record: string, ...laterMonths: string[]): Promise<number>
  * }} ScriptedRedis
  */
 
@@ -828,5 +847,6 @@ export function registerScripts (client) {
   client.defineCommand('wspsBook', { numberOfKeys: 3, lua: BOOK })
   client.defineCommand('wspsSessionTake', { numberOfKeys: 1, lua: SESSION_TAKE })
   client.defineCommand('wspsSessionRenew', { numberOfKeys: 1, lua: SESSION_RENEW })
+  client.defineCommand('wspsUsageClose', { numberOfKeys: 2, lua: USAGE_CLOSE })
   return /** @type {ScriptedRedis} */ (client)
 }
