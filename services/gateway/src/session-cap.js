@@ -123,6 +123,7 @@ export class SessionCap {
     // Renewed no more; its close releases it, and with it the eviction mark.
     held.start = null
     this.#metrics.sessionCap.inc({ outcome: 'evicted' })
+    this.#log.info({ client: client.id, user: held.user }, 'session closed: a newer one of its user took its place')
     client.close(Disconnect.SESSION_EVICTED)
     return true
   }

@@ -125,6 +125,7 @@ export class Sessions {
         this.#greet(client, access)
         return
       }
+      this.log.info({ client: client.id, user: access.user }, 'session refused: its user holds WSPS_MAX_SESSIONS_PER_USER')
       this.reject(client, { code: ErrorCode.SESSION_LIMIT, message: 'this user holds as many sessions as it may' })
       client.close(Disconnect.SESSION_LIMIT)
     }, (err) => {

@@ -14,6 +14,10 @@
 //
 // The report of a month (aggregate()) reads that month's stream and the
 // records still open, and sums per user, venue and level.
+//
+// A record is never written twice: a gateway that was only paused past the
+// lease finds its records closed by the sweep (the close script removes
+// nothing), and what its sessions did after it woke is not recorded.
 
 /**
  * @typedef {'realtime' | 'delayed'} Level
