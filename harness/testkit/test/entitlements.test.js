@@ -157,9 +157,26 @@ test('close-oldest: a new session closes the user\'s oldest with 4012, on the ot
   await middle.whenEnded(5000)
   assert.equal(middle.closed?.code, CloseCode.SESSION_EVICTED, 'the SSE session was the oldest next')
   assert.equal(newer.closed, null)
+  // The oldest now is on the gateway the newest comes to: closed there at once.
+  const latest = ws(d, jwt)
+  assert.equal(await outcome(latest), 'hello')
+  assert.equal((await newer.closedPromise).code, CloseCode.SESSION_EVICTED, 'on the same gateway too')
+  assert.equal(newest.closed, null)
   await waitFor(async () => await held('oldest', 'bo') === CAP, { message: 'the evicted sessions\' marks released by their gateways' })
   const m = await c.metrics()
   assert.ok(m['wsps_gateway_session_cap_total{outcome="evicted"}'] >= 1, 'counted where it was closed')
+})
+
+test('close-oldest under a race: of many sessions at once over both gateways, the cap\'s worth stay open', async () => {
+  const [c, d] = on.oldest
+  const jwt = await token({ sub: 'rush' })
+  const sessions = await Promise.all(Array.from({ length: 8 }, (_, i) => i % 4 === 0 ? sse(i % 2 ? c : d, jwt) : ws(i % 2 ? c : d, jwt)))
+  await Promise.all(sessions.map(outcome))
+  const open = () => sessions.filter((s) => s instanceof TestClient ? s.closed === null : s.closed === null && !s.ended)
+  await waitFor(() => open().length === CAP, { message: `${CAP} sessions left open` })
+  await waitFor(async () => await held('oldest', 'rush') === CAP, { message: 'the place count at the cap' })
+  for (const s of sessions) assert.ok(s.closed === null || s.closed.code === CloseCode.SESSION_EVICTED, `closed with ${s.closed?.code}`)
+  assert.equal(open().length, CAP, 'and stay so')
 })
 
 /**
