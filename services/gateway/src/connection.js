@@ -56,6 +56,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1
  * @property {number} sendMax buffered bytes at which the connection is closed with 4008
  * @property {RateLimit} messageRate the per-connection message limit
  * @property {import('./outbox.js').OutboxContext} outbox what each connection's outbox is given
+ * @property {(c: Connection) => void} retry puts a connection in the fan-out's next pass (a slow book reader, to catch up)
  */
 
 export class Connection {
@@ -269,6 +270,34 @@ export class Connection {
   }
 
   /**
+   * Sends an order book frame, as its outbox judges: now, or (a slow
+   * reader) skipped until it catches up with the book's snapshot, or a
+   * close when it was slow for too long.
+   *
+   * @param {string} symbol
+   * @param {number} depth
+   * @param {TextFrame} frame maybe shared by the book window's other readers
+   * @param {typeof ServerOp.BOOK | typeof ServerOp.LEVELS} op
+   */
+  sendBook (symbol, depth, frame, op) {
+    if (!this.writable()) return
+    const verdict = this.#outbox.book(symbol, depth, this.#transport.bufferedAmount, Date.now())
+    if (verdict === Verdict.WRITE) this.send(frame, op)
+    else if (verdict === Verdict.DISCONNECT) this.close(Disconnect.SLOW_CONSUMER)
+    else if (this.#outbox.enqueue()) this.#ctx.retry(this)
+  }
+
+  /**
+   * It no longer holds this book: frames skipped for it are forgotten.
+   *
+   * @param {string} symbol
+   * @param {number} depth
+   */
+  forgetBook (symbol, depth) {
+    this.#outbox.dropBook(symbol, depth)
+  }
+
+  /**
    * Adds symbols it does not hold yet (the caller checked).
    *
    * @param {readonly string[]} fresh
@@ -374,6 +403,8 @@ export class Connection {
     if (verdict === Verdict.WRITE) {
       const snap = out.catchUp(stats)
       if (snap !== null) t.write(snap, ServerOp.SNAP)
+      const books = out.catchUpBooks()
+      if (books !== null) for (const f of books) this.send(f, ServerOp.BOOK)
     }
     const traced = stats.traced
     const frame = out.take(tick, stats)

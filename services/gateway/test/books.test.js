@@ -3,6 +3,7 @@
 // through lost messages, rereads, a lost book and a new epoch.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { Disconnect } from '@wsps/protocol'
 import { OrderBook, bookChecksum } from '@wsps/protocol/book'
 import { BookHub } from '../src/books/book-hub.js'
 import { Recovery } from '../src/recovery.js'
@@ -57,7 +58,10 @@ class Holder {
 
 function setup ({ appearMs = 0 } = {}) {
   const parts = gatewayParts()
-  const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, logger: silent })
+  const counts = { rewound: 0 }
+  const metrics = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} }, rewound: { inc () { counts.rewound++ } } }
+  const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, metrics, logger: silent })
+  parts.useBooks(hub)
   const sessions = new Sessions({
     timelines: new Timelines({ realtime: { hub: parts.hub, recovery: new Recovery({ hub: parts.hub, broker: parts.broker, max: 100, logger: silent }), bars: null } }),
     books: hub,
@@ -78,7 +82,7 @@ function setup ({ appearMs = 0 } = {}) {
     await new Promise((resolve) => setTimeout(resolve, 5))
     for (let i = 0; i < 6; i++) await tick()
   }
-  return { parts, hub, sessions, connect, settle }
+  return { parts, hub, sessions, connect, settle, counts }
 }
 
 test('books: every client holds exactly the top N of the book after every update, at every depth, checksums matching', async () => {
@@ -108,6 +112,61 @@ test('books: every client holds exactly the top N of the book after every update
   assert.ok(levels.length > 100 && levels.length < 400, `updates deeper than 10 levels send nothing (${levels.length} frames)`)
   assert.ok(levels.some((f) => f.prev < f.seq - 1), 'a seq may jump')
   assert.ok(levels.some((f) => f.bids.concat(f.asks).some((/** @type {string[]} */ l) => l[1] === '0')), 'levels leave the window as deletes')
+})
+
+test('books: the changes of one batching window reach each window as one frame, the last size of a level winning', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 9 })
+  v.snapshot(40, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  c.holder.assertHolds(10, v.ref)
+  for (let round = 0; round < 20; round++) {
+    const before = c.ws.sent.length
+    const from = v.seq
+    for (let i = 0; i < 12; i++) v.update({ batched: true })
+    await settle()
+    c.holder.assertHolds(10, v.ref, `after round ${round}`)
+    const frames = c.ws.sent.slice(before)
+    assert.ok(frames.length <= 1, `one frame for 12 changes (${frames.length})`)
+    if (frames.length) assert.deepEqual([frames[0].op, frames[0].seq, frames[0].prev <= from], ['levels', v.seq, true])
+  }
+})
+
+test('books: a slow reader skips the book\'s frames and catches up with one snapshot once it drains; slow for too long, it is closed (4008), as for quotes', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 13 })
+  v.snapshot(40, { dark: true })
+  const slow = connect()
+  const fast = connect()
+  for (const c of [slow, fast]) c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  slow.holder.assertHolds(10, v.ref)
+
+  slow.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  const held = slow.ws.sent.length
+  for (let i = 0; i < 30; i++) {
+    v.update()
+    fast.holder.assertHolds(10, v.ref, `the fast reader, update ${i}`)
+  }
+  assert.equal(slow.ws.sent.length, held, 'nothing written to the slow reader')
+  assert.equal(slow.c.lag.skipped, 1, 'one book skipped')
+  slow.ws.bufferedAmount = 0
+  parts.pass()
+  const caught = slow.ws.sent.slice(held)
+  assert.deepEqual(caught.map((f) => f.op), ['book'], 'one snapshot catches it up')
+  slow.holder.assertHolds(10, v.ref, 'after catching up')
+  for (let i = 0; i < 10; i++) v.update()
+  slow.holder.assertHolds(10, v.ref, 'live again')
+  assert.equal(slow.c.lag.slowForMs, 0)
+
+  slow.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  v.update()
+  await new Promise((resolve) => setTimeout(resolve, parts.limits.slowCloseMs + 20))
+  for (let i = 0; i < 5; i++) v.update()
+  assert.equal(slow.ws.closedWith?.code, Disconnect.SLOW_CONSUMER.code, 'slow past WSPS_SLOW_CLOSE_MS')
+  fast.holder.assertHolds(10, v.ref, 'the fast reader throughout')
 })
 
 test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {
@@ -150,6 +209,43 @@ test('books: a lost message, a reconnect, a lost book and a new epoch: every win
   assert.equal(c.ws.sent.at(-1).sync, undefined)
   v.update()
   c.holder.assertHolds(10, v.ref, 'updates of the new epoch')
+})
+
+test('books: Redis losing writes the gateway had delivered (a failover, asynchronous replication) never leaves a book wrong: the book as read replaces it', async () => {
+  const { parts, hub, connect, settle, counts } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 11 })
+  v.snapshot(30, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref)
+
+  // The promoted replica is 4 writes behind and the gateway reads it before any new write: behind what it holds.
+  v.rewind(4)
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after reading a book behind the one held')
+  assert.equal(c.ws.sent.at(-1).op, 'book', 'a snapshot: the seq went back')
+  // The writer goes on from there, using seqs the gateway had seen with other levels.
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref, 'the seqs used again apply')
+
+  // The same again, but 4 new writes land before the read: the seq read is the one held, the levels are not.
+  v.rewind(4)
+  for (let i = 0; i < 4; i++) v.update({ dark: true })
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after reading other levels at the seq held')
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref, 'live again')
+
+  // A read that finds the book held (a plain reconnect) sends nothing.
+  const frames = c.ws.sent.length
+  hub.resync()
+  await settle()
+  assert.equal(c.ws.sent.length, frames, 'nothing sent for a book read as held')
+  assert.equal(counts.rewound, 2, 'each counted')
 })
 
 test('books: an interrupted feed is never shown as live: an out-of-sync snapshot after the grace (at once when silent), the book again after the read', async () => {
