@@ -209,6 +209,10 @@ test('venue grants: real-time or delayed by venue, others NOT_ENTITLED; each ses
   await tsla.next((e) => e.event === 'ack')
   c.ws.close()
   await c.closedPromise
+  // Bars alone are access too, on the timeline they are served on.
+  const barsOnly = ws(a, await token({ sub: 'barry', venues: { delayed: ['XNYS'] } }))
+  assert.equal(await outcome(barsOnly), 'hello')
+  assert.equal((await barsOnly.subBars(['GE'], '1m')).op, 'ack')
 
   const usage = /** @type {import('@wsps/shared/usage-records').UsageReport} */ (await waitFor(async () => {
     const r = await report(b)
@@ -222,6 +226,7 @@ test('venue grants: real-time or delayed by venue, others NOT_ENTITLED; each ses
     ['XXXX', 'realtime', 'nonpro', 1, [b.name]]
   ], 'a venue and level per row, XXXX for a symbol of no venue (its stream still open)')
   assert.ok(usage.totals.some((t) => t.venue === 'XNAS' && t.level === 'realtime' && t.class === 'nonpro' && t.users >= 1))
+  assert.deepEqual(usage.rows.filter((r) => r.user === 'barry').map((r) => [r.venue, r.level, r.class]), [['XNYS', 'delayed', 'pro']], 'a bars sub, of a token without a class: pro')
   const csv = await new Promise((resolve) => {
     execFile(process.execPath, [WSPS, 'usage', '--month', MONTH, '--csv', '--url', b.url, '--token', ADMIN], { timeout: 20_000 }, (err, out, errOut) => resolve({ err, out, errOut }))
   })

@@ -84,19 +84,21 @@ export class Sessions {
    */
   constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, cap = null, usage = null, hello, logger }) {
     this.timelines = timelines
+    this.usage = usage
     const { realtime, delayed, delayMs } = timelines
+    /** @type {(client: Client, symbols: string[], delayed: (symbol: string) => boolean) => void} bars and books in the usage records */
+    const saw = (c, symbols, isDelayed) => this.usage?.saw(c, symbols, isDelayed)
     /** Bars `sub`/`unsub` (null: none here) */
     this.barRequests = realtime.bars === null
       ? null
-      : new BarRequests({ realtime: realtime.bars, delayed: delayed?.bars ?? null, delayMs: delayed ? delayMs : undefined, maxSubscriptions, reject: (c, e) => this.reject(c, e) })
+      : new BarRequests({ realtime: realtime.bars, delayed: delayed?.bars ?? null, delayMs: delayed ? delayMs : undefined, maxSubscriptions, reject: (c, e) => this.reject(c, e), saw })
     /** Book `sub`/`unsub` (null: none here) */
-    this.bookRequests = books === null ? null : new BookRequests({ hub: books, maxSubscriptions, reject: (c, e) => this.reject(c, e), logger })
+    this.bookRequests = books === null ? null : new BookRequests({ hub: books, maxSubscriptions, reject: (c, e) => this.reject(c, e), saw, logger })
     this.metrics = metrics
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
     this.authenticate = authenticate
     this.cap = cap
-    this.usage = usage
     this.helloInfo = hello
     /** The `hello` of connections whose token has no `exp` (or with auth off), encoded once. */
     this.hello = encodeHello(hello.node, hello.heartbeatMs, hello.limits)

@@ -1,8 +1,8 @@
 // This gateway process's part of the usage records (WSPS_USAGE_RECORDS,
 // @wsps/shared/usage-records): a record per session, venue and service
 // level, opened when the session first subscribes a symbol of that venue
-// at that level (a `sub`, a refresh moving it to the other timeline) and
-// closed when the session ends. Every third of the lease it says it is
+// at that level (quotes, bars or a book; a `sub`, an SSE stream, a refresh
+// moving it to the other timeline) and closed when the session ends. Every third of the lease it says it is
 // alive, and closes the open records of processes that stopped saying so.
 // Only sessions with a user (auth on) are recorded.
 
