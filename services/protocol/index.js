@@ -133,7 +133,7 @@ export const ErrorCode = Object.freeze({
   GRANT_REVOKED: 'GRANT_REVOKED',
   /**
    * The token names no user (`sub`) while sessions per user are capped
-   * (WSPS_MAX_SESSIONS_PER_USER), its user class claim is not `pro` or
+   * (WSPS_MAX_SESSIONS_PER_USER) or usage recorded (WSPS_USAGE_RECORDS), its user class claim is not `pro` or
    * `nonpro`, or a refresh names another user than the connection's: the
    * token is rejected (a 4001 close follows on WebSocket; HTTP 401 on SSE).
    */

@@ -53,7 +53,7 @@ export const DEFAULT_USER_CLASS = 'pro'
 /**
  * @param {Pick<import('./config.js').GatewayConfig,
  *   'authMode' | 'authSecret' | 'authJwksUrl' | 'authIssuer' | 'authAudience' | 'authSymbolsClaim' | 'authDelayedClaim'>
- *   & Partial<Pick<import('./config.js').GatewayConfig, 'authVenuesClaim' | 'authClassClaim' | 'maxSessionsPerUser'>>} config
+ *   & Partial<Pick<import('./config.js').GatewayConfig, 'authVenuesClaim' | 'authClassClaim' | 'maxSessionsPerUser' | 'usageRecords'>>} config
  * @param {import('./venues.js').VenueOf} [venueOf] a symbol's venue (venues.js; none: no symbol has one)
  * @returns {Authenticator | null} null when auth is off
  */
@@ -68,8 +68,8 @@ export function createAuthenticator (config, venueOf = () => null) {
   if (config.authAudience) options.audience = config.authAudience
   const venuesClaim = config.authVenuesClaim ?? 'venues'
   const classClaim = config.authClassClaim ?? 'userClass'
-  // Sessions are counted per user: a token must then name one.
-  const requireUser = (config.maxSessionsPerUser ?? 0) > 0
+  // Sessions counted or usage recorded per user: a token must then name one.
+  const requireUser = (config.maxSessionsPerUser ?? 0) > 0 || (config.usageRecords ?? false)
 
   return async (token) => {
     if (!token) return { ok: false, reason: 'missing token' }
@@ -103,7 +103,7 @@ export const MAX_USER_LENGTH = 256
 export function identityOf (payload, classClaim, requireUser) {
   const { sub } = payload
   if (sub !== undefined && (typeof sub !== 'string' || sub === '' || sub.length > MAX_USER_LENGTH)) return { ok: false, reason: `sub must be a string of 1 to ${MAX_USER_LENGTH} characters` }
-  if (sub === undefined && requireUser) return { ok: false, reason: 'sub is required: sessions are counted per user' }
+  if (sub === undefined && requireUser) return { ok: false, reason: 'sub is required: sessions are counted (or usage recorded) per user' }
   const claimed = payload[classClaim]
   if (claimed !== undefined && !USER_CLASSES.includes(/** @type {any} */ (claimed))) return { ok: false, reason: `claim ${classClaim} must be one of ${USER_CLASSES.join(', ')}` }
   return { ok: true, user: sub ?? null, userClass: /** @type {UserClass | undefined} */ (claimed) ?? DEFAULT_USER_CLASS }

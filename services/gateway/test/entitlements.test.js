@@ -94,6 +94,9 @@ test('the authenticator: identity and venue grants from a signed token; a bad on
   const uncapped = /** @type {import('../src/auth.js').Authenticator} */ (createAuthenticator(loadGatewayConfig(AUTHED)))
   const anonymous = await uncapped(await sign({}))
   assert.ok(anonymous.ok && anonymous.user === null && anonymous.userClass === 'pro', 'no sub while not capped: taken, as before')
+  const recording = /** @type {import('../src/auth.js').Authenticator} */ (createAuthenticator(loadGatewayConfig({ ...AUTHED, WSPS_USAGE_RECORDS: 'true' })))
+  const unnamed = await recording(await sign({}))
+  assert.ok(!unnamed.ok && unnamed.code === ErrorCode.BAD_IDENTITY, 'no sub while usage is recorded: refused')
 })
 
 test('settings: the session cap needs auth; the claims must not share a name; the policy is one of two', () => {
@@ -102,6 +105,7 @@ test('settings: the session cap needs auth; the claims must not share a name; th
   const d = loadGatewayConfig({})
   assert.deepEqual([d.maxSessionsPerUser, d.sessionCapPolicy, d.authClassClaim, d.authVenuesClaim, d.venues], [0, 'refuse', 'userClass', 'venues', ''])
   assert.throws(() => loadGatewayConfig({ WSPS_MAX_SESSIONS_PER_USER: '1' }), /WSPS_AUTH_MODE=none checks no token/)
+  assert.throws(() => loadGatewayConfig({ WSPS_USAGE_RECORDS: 'true' }), /WSPS_USAGE_RECORDS .* WSPS_AUTH_MODE=none checks no token/)
   assert.throws(() => loadGatewayConfig({ ...AUTHED, WSPS_SESSION_CAP_POLICY: 'kick' }), ConfigError)
   assert.throws(() => loadGatewayConfig({ ...AUTHED, WSPS_AUTH_CLASS_CLAIM: 'symbols' }), /WSPS_AUTH_CLASS_CLAIM must be a claim name other/)
   assert.throws(() => loadGatewayConfig({ ...AUTHED, WSPS_AUTH_VENUES_CLAIM: 'userClass' }), /must be a claim name other/)
