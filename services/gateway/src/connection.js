@@ -70,8 +70,10 @@ export class Connection {
   #delayedGrants = null
   /** False while auth is on and no token was accepted yet: only `auth` is served. */
   #authed
-  /** @type {string | null} the token's `sub`: who to show an operator */
+  /** @type {string | null} the token's `sub`: who to show an operator, whose sessions it counts in */
   #user = null
+  /** @type {import('./auth.js').UserClass | null} the token's user class (null: auth off) */
+  #userClass = null
   /** Set once the transport closed and dispose() ran. */
   #closed = false
   /** What it holds: its symbols, their delivery and timeline, its bars. */
@@ -124,6 +126,8 @@ export class Connection {
   get authed () { return this.#authed }
   /** The token's `sub` (null: none, or auth off). */
   get user () { return this.#user }
+  /** The token's user class, `pro` or `nonpro` (null: auth off, or no token yet). */
+  get userClass () { return this.#userClass }
   /** True once the transport closed and dispose() ran. */
   get closed () { return this.#closed }
   /** What it holds; the changes that invalidate queued updates go through the connection. */
@@ -227,10 +231,11 @@ export class Connection {
    *
    * @param {import('./auth.js').Access} access
    */
-  authorize ({ grants, delayed, expiresAt, user }) {
+  authorize ({ grants, delayed, expiresAt, user, userClass }) {
     this.#grants = grants
     this.#delayedGrants = delayed
     this.#user = user
+    this.#userClass = userClass
     this.#authed = true
     this.closeAt(expiresAt, Disconnect.TOKEN_EXPIRED)
   }
