@@ -85,6 +85,22 @@ function setup ({ appearMs = 0 } = {}) {
   return { parts, hub, sessions, connect, settle, counts }
 }
 
+/**
+ * setup(), a venue's book of `levels` a side (not published: read), and a
+ * client holding it at depth 10.
+ *
+ * @param {{seed: number, levels: number}} options
+ */
+async function holding ({ seed, levels }) {
+  const parts = setup()
+  const v = bookVenue(parts.parts.broker, parts.hub, SYMBOL, { seed })
+  v.snapshot(levels, { dark: true })
+  const c = parts.connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await parts.settle()
+  return { ...parts, v, c }
+}
+
 test('books: every client holds exactly the top N of the book after every update, at every depth, checksums matching', async () => {
   const { parts, hub, connect, settle } = setup()
   const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 7 })
@@ -115,12 +131,7 @@ test('books: every client holds exactly the top N of the book after every update
 })
 
 test('books: the changes of one batching window reach each window as one frame, the last size of a level winning', async () => {
-  const { parts, hub, connect, settle } = setup()
-  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 9 })
-  v.snapshot(40, { dark: true })
-  const c = connect()
-  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
-  await settle()
+  const { settle, v, c } = await holding({ seed: 9, levels: 40 })
   c.holder.assertHolds(10, v.ref)
   for (let round = 0; round < 20; round++) {
     const before = c.ws.sent.length
@@ -210,12 +221,7 @@ test('books: a slow reader skips the book\'s frames and catches up with one snap
 })
 
 test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {
-  const { parts, hub, connect, settle } = setup()
-  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 3 })
-  v.snapshot(30, { dark: true })
-  const c = connect()
-  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
-  await settle()
+  const { parts, hub, settle, v, c } = await holding({ seed: 3, levels: 30 })
   for (let i = 0; i < 20; i++) v.update()
   c.holder.assertHolds(10, v.ref)
 
@@ -252,12 +258,7 @@ test('books: a lost message, a reconnect, a lost book and a new epoch: every win
 })
 
 test('books: Redis losing writes the gateway had delivered (a failover, asynchronous replication) never leaves a book wrong: the book as read replaces it', async () => {
-  const { parts, hub, connect, settle, counts } = setup()
-  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 11 })
-  v.snapshot(30, { dark: true })
-  const c = connect()
-  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
-  await settle()
+  const { hub, settle, counts, v, c } = await holding({ seed: 11, levels: 30 })
   for (let i = 0; i < 10; i++) v.update()
   c.holder.assertHolds(10, v.ref)
 
@@ -289,12 +290,7 @@ test('books: Redis losing writes the gateway had delivered (a failover, asynchro
 })
 
 test('books: an interrupted feed is never shown as live: an out-of-sync snapshot after the grace (at once when silent), the book again after the read', async () => {
-  const { parts, hub, connect, settle } = setup()
-  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 5 })
-  v.snapshot(30, { dark: true })
-  const c = connect()
-  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
-  await settle()
+  const { parts, hub, settle, v, c } = await holding({ seed: 5, levels: 30 })
   for (let i = 0; i < 10; i++) v.update()
   c.holder.assertHolds(10, v.ref)
 
