@@ -213,7 +213,8 @@ export class BookHub {
    * @param {string[]} [symbols] undefined: every book held
    */
   resync (symbols) {
-    const lost = [...this.#entries.keys()].filter((s) => symbols === undefined || symbols.includes(s))
+    const named = symbols === undefined ? null : new Set(symbols)
+    const lost = [...this.#entries.keys()].filter((s) => named === null || named.has(s))
     if (lost.length === 0) return
     // Their channels went with the connection: subscribed again, then read.
     this.#source.subscribeBooks(lost).then(() => {
@@ -237,8 +238,9 @@ export class BookHub {
    * @param {boolean} now found silent: told without the grace
    */
   interrupted (symbols, now) {
+    const named = symbols === undefined ? null : new Set(symbols)
     for (const [s, e] of this.#entries) {
-      if ((symbols !== undefined && !symbols.includes(s)) || e.stale !== undefined) continue
+      if ((named !== null && !named.has(s)) || e.stale !== undefined) continue
       e.stale = setTimeout(() => {
         if (this.#entries.get(s) === e && e.feed.interrupt()) this.#metrics.unsynced.inc()
       }, now ? 0 : this.#staleGraceMs)

@@ -68,7 +68,8 @@ export class BookRequests {
     for (const s of fresh) if (subs.dropBook(s, depth)) this.#hub.remove(client, s, depth)
     return ready.then((missing) => {
       if (client.closed) return
-      const found = fresh.filter((s) => !missing.includes(s))
+      const none = new Set(missing)
+      const found = fresh.filter((s) => !none.has(s))
       for (const s of found) subs.holdBook(s, depth, distinct)
       if (missing.length) client.send(encodeError({ code: ErrorCode.NO_BOOK, message: 'no book for these symbols', symbols: missing, ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
       this.#ack(client, id, depth)
