@@ -49,7 +49,7 @@ export class SimBooks {
         ? { symbol: quote.symbol, kind: /** @type {const} */ ('snapshot'), ...next, ts: Number(quote.ts) || this.#now() }
         : { symbol: quote.symbol, kind: /** @type {const} */ ('delta'), ...windowDelta(previous, next), ts: Number(quote.ts) || this.#now() }
       const result = await applyBook(redis, keys, update, { ttlMs, expectSeq: stored?.seq ?? 0, sharded })
-      this.#metrics.books.inc({ result: 'refused' in result ? result.refused : 'written' })
+      this.#metrics.books.inc({ result: result.refused ?? 'written' })
     }))
   }
 }
