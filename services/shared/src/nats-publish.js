@@ -30,12 +30,23 @@
 // lease and `late` deadline (a NATS connection queues no publish through an
 // outage: reconnectBufSize 0, nats.js), history pins, retiring.
 
+import { setTimeout as sleep } from 'node:timers/promises'
 import { headers } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
 import { NatsContendedError } from './errors.js'
 import { HEADER } from './nats-layout.js'
 import { composePublished, cursorOf } from './published.js'
 import { FENCE_FUTURE_MS } from './scripts.js'
+
+/**
+ * The stream refused a publish because the symbol's newest quote is not
+ * the one it expected: another writer's is stored (10071), or, on a
+ * cluster, still being replicated (10164).
+ *
+ * @param {unknown} err
+ */
+const contended = (err) => err instanceof JetStreamApiError &&
+  (err.code === JetStreamApiCodes.StreamWrongLastSequence || err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
 
 /** Tries of one quote against other writers before it fails. */
 const ATTEMPTS = 10
@@ -120,11 +131,15 @@ export async function natsPublisher (nc, layout) {
         known.set(symbol, { at: ack.seq, seq, epoch, token, ts: keepTs })
         return seq
       } catch (err) {
-        if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence)) {
+        if (!contended(err)) {
           known.delete(symbol)
           throw err
         }
-        // Another writer stored a quote of it first (or it aged out): read again.
+        // Another writer stored a quote of it first (or it aged out): read
+        // again, after a moment that grows (a cluster's leader refuses
+        // while the other write is still being replicated, and the read
+        // may not see it yet).
+        await sleep(attempt)
         last = await readNewest(symbol)
       }
     }

@@ -1,0 +1,143 @@
+// The two engines behind the broker seam, driven one way by the conformance
+// suite (test/broker-conformance.test.js): each starts its servers, makes
+// writers (the fetcher's publish path: the Redis publish script, or
+// nats-publish.js) and the gateway's Broker over them, cuts a broker's link
+// (Redis restarted; the NATS node the broker is connected to killed, the
+// cluster keeping quorum) and takes the whole engine down and back.
+
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { createNatsBroker } from '@wsps/gateway/broker-nats'
+import { createRedisBroker } from '@wsps/gateway/broker-redis'
+import { loadGatewayConfig } from '@wsps/gateway/config'
+import { redisKeys } from '@wsps/shared/keys'
+import { connectNats, ensureQuoteStream } from '@wsps/shared/nats'
+import { natsLayout } from '@wsps/shared/nats-layout'
+import { natsPublisher } from '@wsps/shared/nats-publish'
+import { publishArgs, registerScripts } from '@wsps/shared/scripts'
+import { startNatsCluster } from './nats.js'
+import { startRedis } from './redis.js'
+import { waitFor } from './wait.js'
+
+const silent = pino({ level: 'silent' })
+
+/**
+ * @typedef {object} Writer
+ * @property {(q: import('@wsps/shared/nats-publish').NatsQuote) => Promise<number>} publish its seq, or
+ *   why it was refused as the publish script replies (-1 fenced, -2 old)
+ * @property {() => Promise<void>} close
+ *
+ * @typedef {import('@wsps/gateway/broker-nats').NatsBroker | import('@wsps/gateway/broker-redis').RedisBroker} AnyBroker
+ *
+ * @typedef {object} Engine
+ * @property {string} name
+ * @property {() => Promise<void>} start its servers
+ * @property {() => Promise<Writer>} writer
+ * @property {(handlers: import('@wsps/gateway/src/broker.js').BrokerHandlers) => Promise<AnyBroker>} broker started, ready
+ * @property {(broker: AnyBroker) => Promise<void>} cut the broker's link goes (and comes back on its own)
+ * @property {() => Promise<void>} down every server stopped
+ * @property {() => Promise<void>} up every server back, with what it stored
+ * @property {() => Promise<void>} close
+ */
+
+/**
+ * Redis standalone, persisting (a restart keeps seqs and history, as a
+ * production Redis with AOF or a replica does).
+ *
+ * @param {{historySize: number}} settings
+ * @returns {Engine}
+ */
+export function redisEngine ({ historySize }) {
+  /** @type {import('./redis.js').RedisHandle} */
+  let redis
+  const keys = redisKeys('wsps')
+  /** @type {Redis[]} */
+  const clients = []
+  return {
+    name: 'redis',
+    async start () { redis = await startRedis({ persist: true }) },
+    async writer () {
+      const r = registerScripts(new Redis(redis.url, { maxRetriesPerRequest: null, commandTimeout: 2000 }))
+      r.on('error', () => {}) // a restart's resets: the publishes fail and are counted by the case
+      clients.push(r)
+      return {
+        async publish (q) {
+          const [seq] = await r.wspsPublish(...publishArgs(keys, [q], { ttlMs: 60_000, sharded: false, pushLeaseMs: 0, historySize }))
+          return seq
+        },
+        async close () { r.disconnect() }
+      }
+    },
+    async broker (handlers) {
+      // A command fails after a second while Redis is down (as the outage tests want it told).
+      const b = createRedisBroker(loadGatewayConfig({ WSPS_REDIS_URL: redis.url, WSPS_REDIS_COMMAND_TIMEOUT_MS: '1000' }), silent)
+      b.start(handlers)
+      await waitFor(() => b.ready(), { timeout: 10_000, message: 'redis broker ready' })
+      return b
+    },
+    async cut () {
+      await redis.stop()
+      await redis.start()
+    },
+    down: () => redis.stop(),
+    up: () => redis.start(),
+    async close () {
+      for (const c of clients) c.disconnect()
+      await redis?.close()
+    }
+  }
+}
+
+/**
+ * A 3-node JetStream cluster, the quote stream on 3 replicas.
+ *
+ * @param {{historySize: number, historyTtlMs: number}} settings
+ * @returns {Engine}
+ */
+export function natsEngine ({ historySize, historyTtlMs }) {
+  /** @type {import('./nats.js').NatsClusterHandle} */
+  let cluster
+  const layout = natsLayout('wsps')
+  /** @type {import('@nats-io/transport-node').NatsConnection[]} */
+  const conns = []
+  const servers = () => cluster.nodes.map((n) => n.url)
+  return {
+    name: 'nats',
+    async start () {
+      cluster = await startNatsCluster({ nodes: 3 })
+      const nc = await connectNats({ servers: servers(), name: 'conformance-setup' })
+      await ensureQuoteStream(nc, layout, { historySize, historyTtlMs, replicas: 3 })
+      await nc.close()
+    },
+    async writer () {
+      const nc = await connectNats({ servers: servers(), name: 'conformance-writer' })
+      conns.push(nc)
+      const w = await natsPublisher(nc, layout)
+      return { publish: w.publish, close: () => nc.close() }
+    },
+    async broker (handlers) {
+      const b = createNatsBroker({ natsUrls: servers(), nodeName: 'conformance' }, silent)
+      await b.start(handlers)
+      return b
+    },
+    async cut (broker) {
+      const at = /** @type {import('@wsps/gateway/broker-nats').NatsBroker} */ (broker).server()
+      const i = cluster.nodes.findIndex((n) => n.url.endsWith(at))
+      if (i < 0) throw new Error(`the broker's server ${at} is none of the cluster's`)
+      await cluster.kill(i)
+      await cluster.ready()
+      await cluster.start(i)
+    },
+    async down () {
+      await Promise.all(cluster.nodes.map((_, i) => cluster.kill(i)))
+    },
+    async up () {
+      for (const n of cluster.nodes) n.spawn()
+      await cluster.ready()
+    },
+    async close () {
+      for (const c of conns) await c.close().catch(() => {})
+      await cluster?.close()
+    }
+  }
+}

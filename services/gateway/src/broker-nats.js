@@ -1,0 +1,236 @@
+// NATS JetStream implementation of the Broker (broker.js): the quote
+// stream of nats-layout.js, read by one connection.
+//
+// Live quotes come by core NATS subscriptions of the symbols' live
+// subjects, one per symbol a client here watches (interest-only: the
+// servers send this gateway only those). Not ordered consumers: a consumer
+// is server state per gateway and symbol (thousands of each), created and
+// deleted on every subscribe and unsubscribe, with its own flow control;
+// a core subscription is one SUB line, and what it misses is covered the
+// way Redis pub/sub's losses are. The stream republishes a quote to its live
+// subject only once it stored it, in stream order, so what arrives is a
+// stored quote, never one a fenced writer sent (nats-layout.js).
+//
+// Guarantees, as broker.js states them for Redis: delivery is at-most-once.
+// A quote republished while this connection is down, or by a stream leader
+// that failed before it republished what its peers already stored, is not
+// delivered. Covered the same way: a lost connection fires onInterrupted,
+// and onReconnect when it is back (every subscription dropped, so the hub
+// resubscribes and fills the gap from history()); a new stream leader
+// (its advisory) fires onReconnect too; a seq that skips ahead is held back
+// by the hub until history() fills it. The client library queues nothing
+// while down: subscribe, latest and history refuse at once (NatsDownError).
+//
+// Not here (the Redis broker's extras): books, fleet status, the admin
+// channel, announce. renewDemand and keepHistory are no-ops: no fetcher
+// reads demand or pins from NATS yet, and both services refuse
+// WSPS_BROKER=nats until one does (config.js), so nothing relies on them.
+
+import { jetstreamManager } from '@nats-io/jetstream'
+import { NatsDownError } from '@wsps/shared/errors'
+import { connectNats } from '@wsps/shared/nats'
+import { natsLayout } from '@wsps/shared/nats-layout'
+import { cursorOf, traceOf, untraced } from '@wsps/shared/published'
+
+/** A subscribe is confirmed by a round trip (PING/PONG after the SUBs) within this. */
+const CONFIRM_MS = 5000
+/** A JetStream read (direct get) waits this long for its answer. */
+const READ_TIMEOUT_MS = 2000
+
+/**
+ * @typedef {object} NatsBrokerSettings
+ * @property {string[]} natsUrls the servers (WSPS_NATS_URL)
+ * @property {string} [natsPrefix] nats-layout.js's prefix (default wsps)
+ * @property {string} nodeName
+ *
+ * @typedef {object} NatsBrokerExtras
+ * @property {(handlers: import('./broker.js').BrokerHandlers) => Promise<void>} start connects (waiting
+ *   for a first server) and reports to the handlers; nothing is connected before
+ * @property {() => string} server the server it is connected to now (`host:port`; '' before start)
+ *
+ * @typedef {import('./broker.js').Broker & NatsBrokerExtras} NatsBroker
+ */
+
+/**
+ * @template T
+ * @param {Promise<T>} p
+ * @param {number} ms
+ * @param {string} what
+ * @returns {Promise<T>}
+ */
+function within (p, ms, what) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer
+  const timeout = new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms) })
+  return /** @type {Promise<T>} */ (Promise.race([p, timeout]).finally(() => clearTimeout(timer)))
+}
+
+/**
+ * @param {NatsBrokerSettings} config
+ * @param {import('pino').Logger} logger
+ * @returns {NatsBroker}
+ */
+export function createNatsBroker (config, logger) {
+  const layout = natsLayout(config.natsPrefix)
+  const log = logger.child({ component: 'nats' })
+  /** @type {Map<string, import('@nats-io/transport-node').Subscription>} symbol -> its live subscription */
+  const subs = new Map()
+  /** @type {import('@nats-io/transport-node').NatsConnection | null} */
+  let nc = null
+  /** @type {import('@nats-io/jetstream').JetStreamManager | null} */
+  let jsm = null
+  /** @type {import('./broker.js').BrokerHandlers | null} */
+  let handlers = null
+  let up = false
+  let closing = false
+  /** The stream's MaxMsgsPerSubject: the most a history read can need (read once). */
+  let perSubject = 0
+
+  /** Every live subscription is dropped: the hub subscribes them again after onReconnect. */
+  const dropAll = () => {
+    for (const s of subs.values()) s.unsubscribe()
+    subs.clear()
+  }
+
+  /** @param {string} what */
+  const need = (what) => {
+    if (!up || !nc || !jsm) throw new NatsDownError(what)
+    return { conn: nc, manager: jsm }
+  }
+
+  /** @param {import('@nats-io/transport-node').NatsConnection} conn */
+  const watch = async (conn) => {
+    for await (const s of conn.status()) {
+      if (closing) return
+      switch (s.type) {
+        case 'staleConnection':
+          // Found silent: its symbols are stale now, not when TCP notices.
+          log.warn('nats link silent: torn down to reconnect')
+          handlers?.onSilent?.('nats')
+          if (up) handlers?.onInterrupted?.(undefined, Date.now(), true)
+          up = false
+          break
+        case 'disconnect':
+          log.warn({ server: s.server }, 'nats connection lost')
+          handlers?.onStatus?.(false, 'nats')
+          // Dropped now, so the client does not restore them by itself on
+          // reconnect: the hub resubscribes and knows when that is done.
+          dropAll()
+          if (up) handlers?.onInterrupted?.(undefined, Date.now(), false)
+          up = false
+          break
+        case 'reconnect':
+          log.info({ server: s.server }, 'nats ready again')
+          up = true
+          handlers?.onStatus?.(true, 'nats')
+          handlers?.onReconnect()
+          break
+      }
+    }
+  }
+
+  /**
+   * A new leader of the quote stream may not have republished the last
+   * quotes its predecessor stored: every symbol is filled in from history.
+   *
+   * @param {import('@nats-io/transport-node').NatsConnection} conn
+   */
+  const watchLeader = (conn) => conn.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${layout.stream}`, {
+    callback: () => {
+      if (closing || !up || subs.size === 0) return
+      log.info('nats stream leader elected: gap fill')
+      dropAll()
+      handlers?.onReconnect()
+    }
+  })
+
+  /**
+   * @param {import('@nats-io/jetstream').JetStreamManager} manager
+   * @param {string} symbol
+   * @returns {Promise<string | null>}
+   */
+  const newest = async (manager, symbol) => {
+    const m = await manager.direct.getMessage(layout.stream, { last_by_subj: layout.subject(symbol) })
+    return m ? untraced(m.string()) : null
+  }
+
+  /** @param {import('@nats-io/jetstream').JetStreamManager} manager */
+  const historyBound = async (manager) => {
+    if (perSubject === 0) perSubject = (await manager.streams.info(layout.stream)).config.max_msgs_per_subject
+    return perSubject
+  }
+
+  return {
+    async start (h) {
+      handlers = h
+      const conn = nc = await connectNats({ servers: config.natsUrls, name: `wsps-gw-${config.nodeName}` })
+      jsm = await jetstreamManager(conn, { timeout: READ_TIMEOUT_MS, checkAPI: false })
+      watchLeader(conn)
+      up = true
+      handlers.onStatus?.(true, 'nats')
+      log.info({ server: conn.getServer() }, 'nats ready')
+      watch(conn).catch((err) => log.warn({ err: err.message }, 'nats status watch ended'))
+    },
+    async subscribe (symbols) {
+      const { conn } = need('subscribe')
+      const fresh = symbols.filter((s) => !subs.has(s))
+      for (const symbol of fresh) {
+        subs.set(symbol, conn.subscribe(layout.liveSubject(symbol), {
+          callback: (err, m) => {
+            if (err || !subs.has(symbol)) return
+            const raw = m.string()
+            const traceparent = traceOf(raw)
+            handlers?.onQuote(symbol, traceparent === null ? raw : untraced(raw), traceparent)
+          }
+        }))
+      }
+      try {
+        // The servers hold the interest once they answered the PING behind the SUBs.
+        await within(conn.flush(), CONFIRM_MS, 'subscribe')
+      } catch (err) {
+        for (const s of fresh) { subs.get(s)?.unsubscribe(); subs.delete(s) }
+        throw err
+      }
+      return []
+    },
+    async unsubscribe (symbols) {
+      for (const s of symbols) { subs.get(s)?.unsubscribe(); subs.delete(s) }
+    },
+    async latest (symbols) {
+      const { manager } = need('latest')
+      return Promise.all(symbols.map((s) => newest(manager, s).catch((/** @type {Error} */ err) => err)))
+    },
+    async history (symbol, fromSeq, toSeq, max) {
+      const { manager } = need('history')
+      const last = await newest(manager, symbol)
+      const cursor = last === null ? null : cursorOf(last)
+      if (!cursor || max <= 0) return []
+      // A subject's stored quotes can only be walked from its oldest: read
+      // them all (at most MaxMsgsPerSubject, the history size) and keep the
+      // newest's epoch in the range. Old epochs' quotes stay stored until
+      // trimmed: they are not this count's history.
+      const batch = await manager.direct.getBatch(layout.stream, { seq: 1, next_by_subj: layout.subject(symbol), batch: await historyBound(manager) })
+      const to = toSeq ?? cursor.seq
+      /** @type {string[]} */
+      const out = []
+      for await (const m of batch) {
+        const raw = untraced(m.string())
+        const c = cursorOf(raw)
+        if (c && c.epoch === cursor.epoch && c.seq >= fromSeq && c.seq <= to && out.length < max) out.push(raw)
+      }
+      return out
+    },
+    // No-ops: no fetcher reads these from NATS yet (see the top).
+    async renewDemand () {},
+    async keepHistory () {},
+    partition: (symbols) => [symbols],
+    server: () => nc?.getServer() ?? '',
+    ready: () => up && nc !== null && !nc.isClosed(),
+    channelCount: () => subs.size,
+    async close () {
+      closing = true
+      dropAll()
+      await nc?.close()
+    }
+  }
+}
