@@ -33,7 +33,7 @@ const silent = pino({ level: 'silent' })
  * @property {string} name
  * @property {() => Promise<void>} start its servers
  * @property {() => Promise<Writer>} writer
- * @property {(handlers: import('@wsps/gateway/src/broker.js').BrokerHandlers) => Promise<AnyBroker>} broker started, ready
+ * @property {(handlers: Parameters<import('@wsps/gateway/broker-nats').NatsBroker['start']>[0]) => Promise<AnyBroker>} broker started, ready
  * @property {(broker: AnyBroker) => Promise<void>} cut the broker's link goes (and comes back on its own)
  * @property {() => Promise<void>} down every server stopped
  * @property {() => Promise<void>} up every server back, with what it stored
@@ -63,7 +63,7 @@ export function redisEngine ({ historySize }) {
       return {
         async publish (q) {
           const [seq] = await r.wspsPublish(...publishArgs(keys, [q], { ttlMs: 60_000, sharded: false, pushLeaseMs: 0, historySize }))
-          return seq
+          return Number(seq)
         },
         async close () { r.disconnect() }
       }

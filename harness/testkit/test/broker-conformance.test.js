@@ -263,9 +263,9 @@ for (const make of [redisEngine, natsEngine]) {
         await waitFor(() => broker.ready(), { timeout: 30_000, message: 'ready again' })
         await waitFor(() => sub.counts.reconnects >= 1, { timeout: 10_000, message: 'onReconnect' })
         await sub.settled()
-        const seq = await waitFor(async () => {
+        const seq = /** @type {number} */ (await waitFor(async () => {
           try { return await writer.publish(quote('DOWN', Date.now())) } catch { return 0 }
-        }, { timeout: 15_000, interval: 200, message: 'a publish after the outage' })
+        }, { timeout: 15_000, interval: 200, message: 'a publish after the outage' }))
         await waitFor(() => sub.delivered.get('DOWN')?.includes(seq), { timeout: 5000, message: `seq ${seq} delivered` })
       } finally {
         await broker.close()

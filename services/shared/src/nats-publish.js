@@ -27,8 +27,10 @@
 // symbol written by one writer costs one round trip per quote; the read
 // (from the stream leader, exact) happens only when the expectation failed.
 // Not done here (the Redis script does them): the publish API's `pushed`
-// lease and `late` deadline (a NATS connection queues no publish through an
-// outage: reconnectBufSize 0, nats.js), history pins, retiring.
+// lease, the `late` deadline (the client holds a publish sent while its
+// link is down until it reconnects; it is then stored only if no other
+// writer stored a quote of its symbol meanwhile, else refused and retried
+// as any contended one), history pins, retiring.
 
 import { setTimeout as sleep } from 'node:timers/promises'
 import { headers } from '@nats-io/transport-node'

@@ -25,10 +25,7 @@ export function connectNats ({ servers, name }) {
     // The first connect too: a service started before its NATS waits for it.
     waitOnFirstConnect: true,
     pingInterval: PING_INTERVAL_MS,
-    maxPingOut: MAX_PINGS_OUT,
-    // Never queue publishes through an outage: a quote held there would be
-    // published late, as the newest (the Redis path refuses those: `late`).
-    reconnectBufSize: 0
+    maxPingOut: MAX_PINGS_OUT
   })
 }
 
@@ -48,7 +45,7 @@ export function connectNats ({ servers, name }) {
  */
 export async function ensureQuoteStream (nc, layout, { historySize, historyTtlMs, replicas }) {
   const jsm = await jetstreamManager(nc)
-  /** @type {Partial<import('@nats-io/jetstream').StreamConfig>} */
+  /** @type {Partial<import('@nats-io/jetstream').StreamConfig> & {name: string}} */
   const config = {
     name: layout.stream,
     subjects: [layout.subjects],
