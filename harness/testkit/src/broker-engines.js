@@ -12,6 +12,7 @@ import { createRedisBroker } from '@wsps/gateway/broker-redis'
 import { loadGatewayConfig } from '@wsps/gateway/config'
 import { redisKeys } from '@wsps/shared/keys'
 import { connectNats, ensureQuoteStream } from '@wsps/shared/nats'
+import { ensureDemandStream, readDemand } from '@wsps/shared/nats-demand'
 import { natsLayout } from '@wsps/shared/nats-layout'
 import { natsPublisher } from '@wsps/shared/nats-publish'
 import { publishArgs, registerScripts } from '@wsps/shared/scripts'
@@ -35,6 +36,8 @@ const silent = pino({ level: 'silent' })
  * @property {() => Promise<Writer>} writer
  * @property {(handlers: Parameters<import('@wsps/gateway/broker-nats').NatsBroker['start']>[0]) => Promise<AnyBroker>} broker started, ready
  * @property {(broker: AnyBroker) => Promise<void>} cut the broker's link goes (and comes back on its own)
+ * @property {(now: number) => Promise<string[]>} demanded the symbols some gateway's lease on runs past now
+ *   (what the fetchers schedule), sorted
  * @property {() => Promise<void>} down every server stopped
  * @property {() => Promise<void>} up every server back, with what it stored
  * @property {() => Promise<void>} close
@@ -79,6 +82,14 @@ export function redisEngine ({ historySize }) {
       await redis.stop()
       await redis.start()
     },
+    async demanded (now) {
+      const r = new Redis(redis.url)
+      try {
+        return (await r.zrangebyscore(keys.demand, `(${now}`, '+inf')).sort()
+      } finally {
+        r.disconnect()
+      }
+    },
     down: () => redis.stop(),
     up: () => redis.start(),
     async close () {
@@ -101,12 +112,14 @@ export function natsEngine ({ historySize, historyTtlMs }) {
   /** @type {import('@nats-io/transport-node').NatsConnection[]} */
   const conns = []
   const servers = () => cluster.nodes.map((n) => n.url)
+  let brokers = 0
   return {
     name: 'nats',
     async start () {
       cluster = await startNatsCluster({ nodes: 3 })
       const nc = await connectNats({ servers: servers(), name: 'conformance-setup' })
       await ensureQuoteStream(nc, layout, { historySize, historyTtlMs, replicas: 3 })
+      await ensureDemandStream(nc, layout, { replicas: 3 })
       await nc.close()
     },
     async writer () {
@@ -116,7 +129,8 @@ export function natsEngine ({ historySize, historyTtlMs }) {
       return { publish: w.publish, close: () => nc.close() }
     },
     async broker (handlers) {
-      const b = createNatsBroker({ natsUrls: servers(), nodeName: 'conformance' }, silent)
+      // Each a gateway of its own (its leases are its own).
+      const b = createNatsBroker({ natsUrls: servers(), nodeName: `gw-${++brokers}` }, silent)
       await b.start(handlers)
       return b
     },
@@ -127,6 +141,14 @@ export function natsEngine ({ historySize, historyTtlMs }) {
       await cluster.kill(i)
       await cluster.ready()
       await cluster.start(i)
+    },
+    async demanded (now) {
+      const nc = await connectNats({ servers: servers(), name: 'conformance-demand' })
+      try {
+        return [...(await readDemand(nc, layout, now)).keys()].sort()
+      } finally {
+        await nc.close()
+      }
     },
     async down () {
       await Promise.all(cluster.nodes.map((_, i) => cluster.kill(i)))

@@ -205,6 +205,21 @@ for (const make of [redisEngine, natsEngine]) {
       }
     })
 
+    test('demand: a lease runs leaseMs, the longest of every gateway\'s', async () => {
+      const one = await engine.broker(gapFiller([]).handlers)
+      const two = await engine.broker(gapFiller([]).handlers)
+      try {
+        await one.renewDemand(['DEM.A', 'DEM^B'], 60_000)
+        await two.renewDemand(['DEM.A'], 50)
+        await two.renewDemand(['DEM.C'], 50)
+        const now = Date.now()
+        assert.deepEqual(await engine.demanded(now), ['DEM.A', 'DEM.C', 'DEM^B'])
+        assert.deepEqual(await engine.demanded(now + 1000), ['DEM.A', 'DEM^B'], 'a short lease lapses; another gateway\'s longer one holds')
+      } finally {
+        await Promise.all([one.close(), two.close()])
+      }
+    })
+
     test('gap fill after the subscriber\'s link is lost while publishing: every seq exactly once', async () => {
       const sub = gapFiller(['GAP'])
       const broker = await engine.broker(sub.handlers)

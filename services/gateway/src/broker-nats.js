@@ -21,14 +21,18 @@
 // by the hub until history() fills it. The client library queues nothing
 // while down: subscribe, latest and history refuse at once (NatsDownError).
 //
-// Not here (the Redis broker's extras): books, fleet status, the admin
-// channel, announce. renewDemand and keepHistory are no-ops: no fetcher
-// reads demand or pins from NATS yet, and both services refuse
-// WSPS_BROKER=nats until one does (config.js), so nothing relies on them.
+// Demand goes to the demand stream as this gateway's leases
+// (nats-demand.js), read by readDemand(); no fetcher reads it yet.
+// keepHistory is a no-op: the stream keeps MaxMsgsPerSubject per symbol
+// whatever a pin asks (the delayed timeline's need beyond it is not met on
+// NATS). Not here (the Redis broker's extras): books, fleet status, the
+// admin channel, announce. Both services refuse WSPS_BROKER=nats until a
+// fetcher publishes there (config.js), so nothing relies on what is missing.
 
 import { jetstreamManager } from '@nats-io/jetstream'
 import { NatsDownError } from '@wsps/shared/errors'
 import { connectNats } from '@wsps/shared/nats'
+import { natsDemand } from '@wsps/shared/nats-demand'
 import { natsLayout } from '@wsps/shared/nats-layout'
 import { cursorOf, traceOf, untraced } from '@wsps/shared/published'
 
@@ -81,6 +85,8 @@ export function createNatsBroker (config, logger) {
   let jsm = null
   /** @type {import('./broker.js').BrokerHandlers | null} */
   let handlers = null
+  /** @type {ReturnType<typeof natsDemand> | null} */
+  let demand = null
   let up = false
   let closing = false
   /** The stream's MaxMsgsPerSubject: the most a history read can need (read once). */
@@ -165,6 +171,7 @@ export function createNatsBroker (config, logger) {
       handlers = h
       const conn = nc = await connectNats({ servers: config.natsUrls, name: `wsps-gw-${config.nodeName}` })
       jsm = await jetstreamManager(conn, { timeout: READ_TIMEOUT_MS, checkAPI: false })
+      demand = natsDemand(conn, layout, config.nodeName)
       watchLeader(conn)
       up = true
       handlers.onStatus?.(true, 'nats')
@@ -220,8 +227,11 @@ export function createNatsBroker (config, logger) {
       }
       return out
     },
-    // No-ops: no fetcher reads these from NATS yet (see the top).
-    async renewDemand () {},
+    async renewDemand (symbols, leaseMs) {
+      need('renewDemand')
+      await demand?.renew(symbols, leaseMs)
+    },
+    // A no-op: the stream keeps what it keeps (see the top).
     async keepHistory () {},
     partition: (symbols) => [symbols],
     server: () => nc?.getServer() ?? '',

@@ -5,6 +5,11 @@
 //   subject  <prefix>.q.<token>       a symbol's quotes as published (stored)
 //   live     <prefix>.live.q.<token>  the same, republished by the stream once
 //                                     stored (what gateways subscribe to)
+//   stream   <PREFIX>_DEMAND          the symbols gateways watch: a lease per
+//                                     gateway and symbol, the last one kept
+//   subject  <prefix>.demand.<token>.<node hex>  one gateway's lease on a
+//                                     symbol (its expiry, ms); the node name
+//                                     in hex, as it may hold any character
 //
 // <token> is the symbol with `.` written `_`: a subject's tokens are split
 // on `.`, and protocol SYMBOL_PATTERN ([A-Z0-9.^=-]) has no `_`, so the
@@ -28,6 +33,7 @@ export function natsLayout (prefix = 'wsps') {
   const token = (/** @type {string} */ symbol) => symbol.replaceAll('.', '_')
   const stored = `${prefix}.q.`
   const live = `${prefix}.live.q.`
+  const demand = `${prefix}.demand.`
   return Object.freeze({
     stream: `${prefix.toUpperCase()}_QUOTES`,
     /** The stream's subjects. */
@@ -37,7 +43,13 @@ export function natsLayout (prefix = 'wsps') {
     subject: (/** @type {string} */ symbol) => stored + token(symbol),
     liveSubject: (/** @type {string} */ symbol) => live + token(symbol),
     /** @returns {string | null} the symbol of a live subject */
-    symbolOfLive: (/** @type {string} */ subject) => subject.startsWith(live) ? subject.slice(live.length).replaceAll('_', '.') : null
+    symbolOfLive: (/** @type {string} */ subject) => subject.startsWith(live) ? subject.slice(live.length).replaceAll('_', '.') : null,
+    demandStream: `${prefix.toUpperCase()}_DEMAND`,
+    demandSubjects: `${demand}>`,
+    /** One gateway's (node's) lease on a symbol. */
+    demandSubject: (/** @type {string} */ symbol, /** @type {string} */ node) => `${demand}${token(symbol)}.${Buffer.from(node).toString('hex')}`,
+    /** @returns {string | null} the symbol a lease's subject names */
+    symbolOfDemand: (/** @type {string} */ subject) => subject.startsWith(demand) ? subject.slice(demand.length, subject.lastIndexOf('.')).replaceAll('_', '.') : null
   })
 }
 
