@@ -5,6 +5,7 @@
 // (Redis restarted; the NATS node the broker is connected to killed, the
 // cluster keeping quorum) and takes the whole engine down and back.
 
+import { jetstreamManager } from '@nats-io/jetstream'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { createNatsBroker } from '@wsps/gateway/broker-nats'
@@ -36,6 +37,8 @@ const silent = pino({ level: 'silent' })
  * @property {() => Promise<Writer>} writer
  * @property {(handlers: Parameters<import('@wsps/gateway/broker-nats').NatsBroker['start']>[0]) => Promise<AnyBroker>} broker started, ready
  * @property {(broker: AnyBroker) => Promise<void>} cut the broker's link goes (and comes back on its own)
+ * @property {(broker: AnyBroker) => Promise<void>} [failover] the engine's leader of the quotes is
+ *   killed, another takes over, the old one comes back (none on a standalone Redis)
  * @property {(now: number) => Promise<string[]>} demanded the symbols some gateway's lease on runs past now
  *   (what the fetchers schedule), sorted
  * @property {() => Promise<void>} down every server stopped
@@ -138,6 +141,21 @@ export function natsEngine ({ historySize, historyTtlMs }) {
       const at = /** @type {import('@wsps/gateway/broker-nats').NatsBroker} */ (broker).server()
       const i = cluster.nodes.findIndex((n) => n.url.endsWith(at))
       if (i < 0) throw new Error(`the broker's server ${at} is none of the cluster's`)
+      await cluster.kill(i)
+      await cluster.ready()
+      await cluster.start(i)
+    },
+    async failover () {
+      const nc = await connectNats({ servers: servers(), name: 'conformance-failover' })
+      let leader
+      try {
+        const jsm = await jetstreamManager(nc)
+        leader = (await jsm.streams.info(layout.stream)).cluster?.leader
+      } finally {
+        await nc.close()
+      }
+      const i = cluster.nodes.findIndex((n) => n.name === leader)
+      if (i < 0) throw new Error(`no node leads ${layout.stream} (leader: ${leader})`)
       await cluster.kill(i)
       await cluster.ready()
       await cluster.start(i)
