@@ -15,7 +15,7 @@ export const Code = Object.freeze({
   REDIS_SILENT: 'WSPS_ERR_REDIS_SILENT',
   /** A NATS writer lost the race for a symbol's next seq too many times in a row: that publish failed. */
   NATS_CONTENDED: 'WSPS_ERR_NATS_CONTENDED',
-  /** A NATS broker call was made while its connection is down: refused at once, not queued. */
+  /** A NATS broker call or publish was made while its connection is down: refused at once, not queued. */
   NATS_DOWN: 'WSPS_ERR_NATS_DOWN',
   /** A graceful stop took longer than its bound: the process exits 1 anyway. */
   SHUTDOWN_TIMEOUT: 'WSPS_ERR_SHUTDOWN_TIMEOUT'
@@ -73,7 +73,7 @@ export class NatsContendedError extends Error {
   }
 }
 
-/** A NATS broker call made while its connection is down (broker-nats.js): refused, not queued. */
+/** A NATS broker call (broker-nats.js) or publish (nats-publish.js) made while its connection is down: refused, not queued. */
 export class NatsDownError extends Error {
   /** @param {string} what */
   constructor (what) {

@@ -26,16 +26,18 @@
 // The writer remembers what it stored last per symbol and expects that: a
 // symbol written by one writer costs one round trip per quote; the read
 // (from the stream leader, exact) happens only when the expectation failed.
-// Not done here (the Redis script does them): the publish API's `pushed`
-// lease, the `late` deadline (the client holds a publish sent while its
-// link is down until it reconnects; it is then stored only if no other
-// writer stored a quote of its symbol meanwhile, else refused and retried
-// as any contended one), history pins, retiring.
+// While the connection is down a publish is refused at once
+// (NatsDownError), not held by the client until it reconnects and stored
+// late as the newest (what the script's `late` deadline prevents on
+// Redis). One already sent when the link went may still be stored on
+// reconnect, but only if no other writer stored a quote of its symbol
+// meanwhile. Not done here (the Redis script does them): the publish API's
+// `pushed` lease, history pins, retiring.
 
 import { setTimeout as sleep } from 'node:timers/promises'
 import { headers } from '@nats-io/transport-node'
 import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream'
-import { NatsContendedError } from './errors.js'
+import { NatsContendedError, NatsDownError } from './errors.js'
 import { HEADER } from './nats-layout.js'
 import { composePublished, cursorOf } from './published.js'
 import { FENCE_FUTURE_MS } from './scripts.js'
@@ -93,6 +95,13 @@ export async function natsPublisher (nc, layout) {
   const jsm = await jetstreamManager(nc)
   /** @type {Map<string, Newest>} what this writer stored last, per symbol */
   const known = new Map()
+  let up = true
+  ;(async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect' || s.type === 'staleConnection') up = false
+      else if (s.type === 'reconnect') up = true
+    }
+  })().catch(() => {})
 
   /** @param {string} symbol @returns {Promise<Newest>} */
   const readNewest = async (symbol) => {
@@ -116,6 +125,7 @@ export async function natsPublisher (nc, layout) {
    * @returns {Promise<number>} its seq (> 0), or why it was refused (-1 fenced, -2 old)
    */
   const publishNow = async ({ symbol, body, floor, token = 0, ts }) => {
+    if (!up) throw new NatsDownError('publish')
     const subject = layout.subject(symbol)
     let last = known.get(symbol) ?? await readNewest(symbol)
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
