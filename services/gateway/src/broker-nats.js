@@ -29,12 +29,12 @@
 // admin channel, announce. Both services refuse WSPS_BROKER=nats until a
 // fetcher publishes there (config.js), so nothing relies on what is missing.
 
-import { jetstreamManager } from '@nats-io/jetstream'
+import { jetstreamManager, RepublishHeaders } from '@nats-io/jetstream'
 import { NatsDownError } from '@wsps/shared/errors'
 import { connectNats } from '@wsps/shared/nats'
 import { natsDemand } from '@wsps/shared/nats-demand'
 import { natsLayout } from '@wsps/shared/nats-layout'
-import { cursorOf, traceOf, untraced } from '@wsps/shared/published'
+import { cursorOf, seqOf, traceOf, untraced } from '@wsps/shared/published'
 
 /** A subscribe is confirmed by a round trip (PING/PONG after the SUBs) within this. */
 const CONFIRM_MS = 5000
@@ -92,10 +92,19 @@ export function createNatsBroker (config, logger) {
   /** The stream's MaxMsgsPerSubject: the most a history read can need (read once). */
   let perSubject = 0
 
+  /**
+   * symbol -> the newest live quote seen since it was subscribed: its seq
+   * and stream sequence. A history read past it (a gap fill behind a live
+   * quote that skipped ahead) starts there instead of at the subject's oldest.
+   * @type {Map<string, {seq: number, at: number}>}
+   */
+  const seen = new Map()
+
   /** Every live subscription is dropped: the hub subscribes them again after onReconnect. */
   const dropAll = () => {
     for (const s of subs.values()) s.unsubscribe()
     subs.clear()
+    seen.clear()
   }
 
   /** @param {string} what */
@@ -186,6 +195,8 @@ export function createNatsBroker (config, logger) {
           callback: (err, m) => {
             if (err || !subs.has(symbol)) return
             const raw = m.string()
+            const at = Number(m.headers?.get(RepublishHeaders.Sequence))
+            if (at > 0) seen.set(symbol, { seq: seqOf(raw), at })
             const traceparent = traceOf(raw)
             handlers?.onQuote(symbol, traceparent === null ? raw : untraced(raw), traceparent)
           }
@@ -201,7 +212,7 @@ export function createNatsBroker (config, logger) {
       return []
     },
     async unsubscribe (symbols) {
-      for (const s of symbols) { subs.get(s)?.unsubscribe(); subs.delete(s) }
+      for (const s of symbols) { subs.get(s)?.unsubscribe(); subs.delete(s); seen.delete(s) }
     },
     async latest (symbols) {
       const { manager } = need('latest')
@@ -211,13 +222,17 @@ export function createNatsBroker (config, logger) {
       const { manager } = need('history')
       const last = await newest(manager, symbol)
       const cursor = last === null ? null : cursorOf(last)
-      if (!cursor || max <= 0) return []
-      // A subject's stored quotes can only be walked from its oldest: read
-      // them all (at most MaxMsgsPerSubject, the history size) and keep the
-      // newest's epoch in the range. Old epochs' quotes stay stored until
-      // trimmed: they are not this count's history.
-      const batch = await manager.direct.getBatch(layout.stream, { seq: 1, next_by_subj: layout.subject(symbol), batch: await historyBound(manager) })
-      const to = toSeq ?? cursor.seq
+      const to = toSeq ?? cursor?.seq ?? 0
+      if (!cursor || max <= 0 || fromSeq > Math.min(to, cursor.seq)) return []
+      // A subject's stored quotes are walked in stream order from a stream
+      // sequence: the live quote seen last when the read starts past it,
+      // else the subject's oldest (then all of them are read, at most
+      // MaxMsgsPerSubject: the history size). The stream holds epochs in
+      // the order they began, so nothing of the newest's is before the one
+      // seen; old epochs' quotes stay stored until trimmed and are left out.
+      const mark = seen.get(symbol)
+      const start = mark && mark.seq < fromSeq ? mark.at + 1 : 1
+      const batch = await manager.direct.getBatch(layout.stream, { seq: start, next_by_subj: layout.subject(symbol), batch: await historyBound(manager) })
       /** @type {string[]} */
       const out = []
       for await (const m of batch) {
