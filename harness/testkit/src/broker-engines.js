@@ -36,9 +36,14 @@ const silent = pino({ level: 'silent' })
  * @property {() => Promise<void>} start its servers
  * @property {() => Promise<Writer>} writer
  * @property {(handlers: Parameters<import('@wsps/gateway/broker-nats').NatsBroker['start']>[0]) => Promise<AnyBroker>} broker started, ready
- * @property {(broker: AnyBroker) => Promise<void>} cut the broker's link goes (and comes back on its own)
- * @property {(broker: AnyBroker) => Promise<void>} [failover] the engine's leader of the quotes is
- *   killed, another takes over, the old one comes back (none on a standalone Redis)
+ * @property {(broker: AnyBroker) => Promise<() => Promise<void>>} cut the broker's link goes (and comes
+ *   back on its own); resolves with what brings the engine whole again (a killed node back)
+ * @property {(broker: AnyBroker) => Promise<() => Promise<void>>} [failover] the engine's leader of the
+ *   quotes is killed and another takes over; resolves with what brings the old one back (none on a
+ *   standalone Redis)
+ * @property {(broker: AnyBroker) => Promise<() => Promise<void>>} [loseQuorum] every server but the
+ *   broker's own stopped (its link stays up, the quotes have no leader); resolves with the way back
+ *   (none on a standalone Redis: its one server is the broker's)
  * @property {(now: number) => Promise<string[]>} demanded the symbols some gateway's lease on runs past now
  *   (what the fetchers schedule), sorted
  * @property {() => Promise<void>} down every server stopped
@@ -84,6 +89,7 @@ export function redisEngine ({ historySize }) {
     async cut () {
       await redis.stop()
       await redis.start()
+      return async () => {}
     },
     async demanded (now) {
       const r = new Redis(redis.url)
@@ -143,7 +149,7 @@ export function natsEngine ({ historySize, historyTtlMs }) {
       if (i < 0) throw new Error(`the broker's server ${at} is none of the cluster's`)
       await cluster.kill(i)
       await cluster.ready()
-      await cluster.start(i)
+      return () => cluster.start(i)
     },
     async failover () {
       const nc = await connectNats({ servers: servers(), name: 'conformance-failover' })
@@ -158,7 +164,16 @@ export function natsEngine ({ historySize, historyTtlMs }) {
       if (i < 0) throw new Error(`no node leads ${layout.stream} (leader: ${leader})`)
       await cluster.kill(i)
       await cluster.ready()
-      await cluster.start(i)
+      return () => cluster.start(i)
+    },
+    async loseQuorum (broker) {
+      const at = /** @type {import('@wsps/gateway/broker-nats').NatsBroker} */ (broker).server()
+      const others = cluster.nodes.flatMap((n, i) => n.url.endsWith(at) ? [] : [i])
+      await Promise.all(others.map((i) => cluster.kill(i)))
+      return async () => {
+        for (const i of others) cluster.nodes[i].spawn()
+        await cluster.ready()
+      }
     },
     async demanded (now) {
       const nc = await connectNats({ servers: servers(), name: 'conformance-demand' })

@@ -125,7 +125,8 @@ function gapFiller (symbols) {
  * @param {import('../src/broker-engines.js').Engine} engine
  * @param {import('../src/broker-engines.js').Writer} writer
  * @param {string} symbol
- * @param {(broker: import('../src/broker-engines.js').AnyBroker) => Promise<void>} fault
+ * @param {(broker: import('../src/broker-engines.js').AnyBroker) => Promise<() => Promise<void>>} fault
+ *   resolves with what makes the engine whole again (run while the case goes on)
  * @param {{interrupted: boolean}} expect onInterrupted must be told (the broker's own link went)
  */
 async function gapFillCase (engine, writer, symbol, fault, expect) {
@@ -147,13 +148,14 @@ async function gapFillCase (engine, writer, symbol, fault, expect) {
   })()
   try {
     await broker.subscribe([symbol])
-    await waitFor(() => acked.size >= 50, { timeout: 10_000, message: '50 quotes published' })
-    await fault(broker)
+    await waitFor(() => acked.size >= 30, { timeout: 10_000, message: '30 quotes published' })
+    const restoring = (await fault(broker))()
     await waitFor(() => sub.counts.reconnects >= 1, { timeout: 20_000, message: 'onReconnect' })
     const mark = Math.max(...acked)
-    await waitFor(() => Math.max(...acked) >= mark + 50, { timeout: 20_000, message: '50 more quotes after the reconnect' })
+    await waitFor(() => Math.max(...acked) >= mark + 30, { timeout: 20_000, message: '30 more quotes after the reconnect' })
     stop = true
     await pump
+    await restoring
     const top = Math.max(...acked)
     await waitFor(() => (sub.delivered.get(symbol)?.at(-1) ?? 0) >= top, { timeout: 10_000, message: `seq ${top} delivered` })
     await sub.settled()
@@ -302,6 +304,36 @@ for (const make of [redisEngine, natsEngine]) {
           try { return await writer.publish(quote('DOWN', Date.now())) } catch { return 0 }
         }, { timeout: 15_000, interval: 200, message: 'a publish after the outage' }))
         await waitFor(() => sub.delivered.get('DOWN')?.includes(seq), { timeout: 5000, message: `seq ${seq} delivered` })
+      } finally {
+        await broker.close()
+      }
+    })
+
+    test('quorum lost while the link stays up: not ready, onInterrupted; served again after, gap filled', { skip: engine.loseQuorum ? false : `${engine.name}: one server, the broker's (standalone)` }, async () => {
+      const sub = gapFiller(['QUORUM'])
+      const broker = await engine.broker(sub.handlers)
+      sub.use(broker)
+      try {
+        await broker.subscribe(['QUORUM'])
+        const first = await writer.publish(quote('QUORUM', Date.now()))
+        await waitFor(() => sub.delivered.get('QUORUM')?.includes(first), { timeout: 5000, message: 'first quote' })
+        const back = await /** @type {NonNullable<typeof engine.loseQuorum>} */ (engine.loseQuorum)(broker)
+        try {
+          await waitFor(() => !broker.ready(), { timeout: 10_000, message: 'not ready' })
+          assert.ok(sub.counts.interrupted >= 1, 'onInterrupted')
+          assert.equal(sub.counts.reconnects, 0, 'the link itself never went')
+        } finally {
+          await back()
+        }
+        await waitFor(() => broker.ready(), { timeout: 30_000, message: 'ready again' })
+        await waitFor(() => sub.counts.reconnects >= 1, { timeout: 10_000, message: 'onReconnect (gap fill)' })
+        const seq = /** @type {number} */ (await waitFor(async () => {
+          try { return await writer.publish(quote('QUORUM', Date.now())) } catch { return 0 }
+        }, { timeout: 15_000, interval: 200, message: 'a publish after quorum is back' }))
+        await waitFor(() => sub.delivered.get('QUORUM')?.includes(seq), { timeout: 5000, message: `seq ${seq} delivered` })
+        await sub.settled()
+        const got = /** @type {number[]} */ (sub.delivered.get('QUORUM'))
+        assert.deepEqual(got, range(1, got.length))
       } finally {
         await broker.close()
       }

@@ -20,6 +20,10 @@
 // (its advisory) fires onReconnect too; a seq that skips ahead is held back
 // by the hub until history() fills it. The client library queues nothing
 // while down: subscribe, latest and history refuse at once (NatsDownError).
+// The link can stay up while the stream cannot store (its cluster lost
+// quorum): a probe of its leader every second (withQuorum) makes ready()
+// false and tells every symbol interrupted, and onReconnect when it serves
+// again.
 //
 // Demand goes to the demand stream as this gateway's leases
 // (nats-demand.js), read by readDemand(); no fetcher reads it yet.
@@ -40,6 +44,31 @@ import { cursorOf, seqOf, traceOf, untraced } from '@wsps/shared/published'
 const CONFIRM_MS = 5000
 /** A JetStream read (direct get) waits this long for its answer. */
 const READ_TIMEOUT_MS = 2000
+/**
+ * The quote stream's leader is asked this often whether it serves. The
+ * connection can stay up while the stream has no leader (its cluster lost
+ * quorum): nothing is stored or republished then, and the symbols must be
+ * told stale, as when the link goes.
+ */
+const PROBE_MS = 1000
+/**
+ * A replica the leader has not heard from for this long is not counted
+ * (Raft heartbeats come every second). A leader whose peers are gone
+ * answers for ~10 s before it steps down, and stores nothing meanwhile.
+ */
+const PEER_SILENT_MS = 3000
+
+/**
+ * @param {import('@nats-io/jetstream').ClusterInfo | undefined} cluster the stream's (undefined: a single server)
+ * @returns {boolean} it has a leader that hears from a majority of its replicas
+ */
+function withQuorum (cluster) {
+  if (!cluster) return true
+  if (!cluster.leader) return false
+  const replicas = cluster.replicas ?? []
+  const heard = replicas.filter((r) => !r.offline && r.active / 1e6 < PEER_SILENT_MS).length
+  return 1 + heard > (replicas.length + 1) / 2
+}
 
 /**
  * @typedef {object} NatsBrokerSettings
@@ -88,6 +117,12 @@ export function createNatsBroker (config, logger) {
   /** @type {ReturnType<typeof natsDemand> | null} */
   let demand = null
   let up = false
+  /** The stream's leader answered the last probe. */
+  let serving = false
+  /** Wall clock of the last probe the leader answered. */
+  let servedAt = 0
+  /** @type {NodeJS.Timeout | null} */
+  let probeTimer = null
   let closing = false
   /** The stream's MaxMsgsPerSubject: the most a history read can need (read once). */
   let perSubject = 0
@@ -169,6 +204,34 @@ export function createNatsBroker (config, logger) {
     return m ? untraced(m.string()) : null
   }
 
+  /**
+   * One probe: STREAM.INFO is answered by the stream's leader only. Lost:
+   * every symbol is told interrupted at once; back: onReconnect (a new
+   * leader may not have republished what its predecessor stored).
+   *
+   * @param {import('@nats-io/jetstream').JetStreamManager} manager
+   */
+  const probe = async (manager) => {
+    // While the link is down, the link's events tell (watch).
+    if (!up) return
+    let ok = false
+    try {
+      ok = withQuorum((await manager.streams.info(layout.stream)).cluster)
+    } catch {}
+    if (closing || !up) return
+    if (ok) servedAt = Date.now()
+    if (ok === serving) return
+    serving = ok
+    if (!ok) {
+      log.warn('nats quote stream has no leader: its symbols are interrupted')
+      handlers?.onInterrupted?.(undefined, servedAt, true)
+    } else {
+      log.info('nats quote stream served again: gap fill')
+      dropAll()
+      handlers?.onReconnect()
+    }
+  }
+
   /** @param {import('@nats-io/jetstream').JetStreamManager} manager */
   const historyBound = async (manager) => {
     if (perSubject === 0) perSubject = (await manager.streams.info(layout.stream)).config.max_msgs_per_subject
@@ -183,6 +246,16 @@ export function createNatsBroker (config, logger) {
       demand = natsDemand(conn, layout, config.nodeName)
       watchLeader(conn)
       up = true
+      const manager = jsm
+      serving = true
+      await probe(manager)
+      let probing = false
+      probeTimer = setInterval(() => {
+        if (probing) return
+        probing = true
+        probe(manager).finally(() => { probing = false })
+      }, PROBE_MS)
+      probeTimer.unref()
       handlers.onStatus?.(true, 'nats')
       log.info({ server: conn.getServer() }, 'nats ready')
       watch(conn).catch((err) => log.warn({ err: err.message }, 'nats status watch ended'))
@@ -250,10 +323,11 @@ export function createNatsBroker (config, logger) {
     async keepHistory () {},
     partition: (symbols) => [symbols],
     server: () => nc?.getServer() ?? '',
-    ready: () => up && nc !== null && !nc.isClosed(),
+    ready: () => up && serving && nc !== null && !nc.isClosed(),
     channelCount: () => subs.size,
     async close () {
       closing = true
+      if (probeTimer) clearInterval(probeTimer)
       dropAll()
       await nc?.close()
     }
