@@ -13,6 +13,7 @@
 /** @typedef {import('./nats.js').NatsClusterHandle} NatsClusterHandle */
 /** @typedef {import('./otlp-spans.js').Span} Span */
 
+export { booksAsInRedis, holdBooks } from './book-holders.js'
 export { parseMetrics, sumMetrics } from './metrics.js'
 export { freePort, getJson, httpOk } from './net.js'
 export { natsServerBin, startNats, startNatsCluster } from './nats.js'
