@@ -77,10 +77,11 @@ test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
 	cd harness/bench/loadgen && go test -count=1 ./...
 
 .PHONY: test-integration
-test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes, toxiproxy-server, an OpenTelemetry Collector
+test-integration: deps ## Integration tests: real redis-server, real gateway and fetcher processes, toxiproxy-server, an OpenTelemetry Collector, nats-server
 	@# toxiproxy-server, the fault proxy of the Redis link tests (harness/testkit/src/toxiproxy.js),
-	@# and the collector of the trace tests (infra/otelcol, harness/testkit/src/otel-collector.js):
+	@# the collector of the trace tests (infra/otelcol, harness/testkit/src/otel-collector.js)
+	@# and nats-server, the broker conformance suite's JetStream (harness/testkit/src/nats.js):
 	@# built with Go once (under a minute; the collector ~4 min cold on 2 cores, usually
 	@# already done by test-prebuild), then instant (tools/tools.sh prints its progress).
-	@tools/tools.sh toxiproxy otelcol
+	@tools/tools.sh toxiproxy otelcol nats-server
 	@node --test --test-concurrency=1 --test-reporter=spec harness/testkit/test/*.test.js

@@ -26,7 +26,8 @@ DIR="$CACHE/prebuild"
 say() { printf '\033[36m[prebuild]\033[0m %s\n' "$*"; }
 
 # What the background builds, in the order the suite needs them: the
-# OpenTelemetry Collector (test-integration, then the e2e's image), promtool
+# OpenTelemetry Collector and nats-server (test-integration; the collector
+# then goes in the e2e's image), promtool
 # (test-alerts), the chart's tools (chart-test), k6 (test-loadtest), then the
 # cluster (test-e2e, last).
 background() {
@@ -44,7 +45,7 @@ background() {
   "$ROOT/infra/local-cluster/images.sh" base redis wsps >"$DIR/images.log" 2>&1 &
   images=$!
   {
-    "$ROOT/tools/tools.sh" otelcol &&
+    "$ROOT/tools/tools.sh" otelcol nats-server &&
     "$ROOT/infra/local-cluster/build-bins.sh" prometheus &&
     "$ROOT/tools/tools.sh" helm kustomize kubeconform helm-unittest kube-score helm-docs k6 &&
     "$ROOT/infra/local-cluster/build-bins.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the pinned tools (the chart's checks, k6, toxiproxy-server and the
-# test OpenTelemetry Collector) under $WSPS_CACHE,
+# Installs the pinned tools (the chart's checks, k6, toxiproxy-server,
+# nats-server and the test OpenTelemetry Collector) under $WSPS_CACHE,
 # each in a directory keyed by its version, and links them into
 # $WSPS_CACHE/bin. Versions come from tools/versions.env. Idempotent: a tool
 # whose versioned binary exists is not rebuilt, so after the first run this is
@@ -10,6 +10,7 @@
 #   tools/tools.sh env        # print `export X=...` lines for the checks
 #   tools/tools.sh helm k6    # only these
 #   tools/tools.sh toxiproxy  # toxiproxy-server (make test-integration runs this)
+#   tools/tools.sh nats-server # the JetStream engine of the conformance suite (make test-integration)
 #   tools/tools.sh otelcol    # the collector of infra/otelcol (make test-integration, the e2e's image)
 #
 # Each tool lands in $WSPS_CACHE/bin (~/.cache/wsps/bin): the Makefile puts it
@@ -43,6 +44,7 @@ schemas_dir=$TOOLS/k8s-schemas-$K8S_SCHEMAS_VERSION-standalone
 py_dir=$TOOLS/python-pyyaml-$PYYAML_VERSION
 k6_dir=$TOOLS/k6-$K6_VERSION
 toxiproxy_dir=$TOOLS/toxiproxy-$TOXIPROXY_VERSION
+nats_dir=$TOOLS/nats-server-$NATS_SERVER_VERSION
 # Our own module: keyed by its files too, so a component added there builds anew.
 otelcol_src=$ROOT/infra/otelcol
 otelcol_dir=$TOOLS/otelcol-$OTELCOL_VERSION-$(cat "$otelcol_src"/{main.go,go.mod,go.sum} | sha256sum | cut -c1-8)
@@ -118,6 +120,13 @@ install_toxiproxy () {
   [[ -x $toxiproxy_dir/toxiproxy-server ]] && return
   go_install "$toxiproxy_dir" "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" \
     "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$TOXIPROXY_VERSION" toxiproxy-server
+}
+
+# The broker conformance suite's second engine (harness/testkit/src/nats.js
+# starts it standalone and as a 3-node JetStream cluster).
+install_nats_server () {
+  [[ -x $nats_dir/nats-server ]] && return
+  go_install "$nats_dir" "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION" "-s -w"
 }
 
 # The collector of the tests: infra/otelcol is a module of its own (main.go
@@ -300,6 +309,7 @@ export K8S_SCHEMAS=$schemas_dir
 export WSPS_PY=$py_dir/bin/python
 export K6=$k6_dir/k6
 export TOXIPROXY_SERVER=$toxiproxy_dir/toxiproxy-server
+export NATS_SERVER=$nats_dir/nats-server
 export OTELCOL=$otelcol_dir/otelcol
 export K8S_SCHEMA_MINORS="$K8S_SCHEMA_MINORS"
 export HELM_PLUGINS=$unittest_dir
@@ -331,6 +341,7 @@ main () {
       k6) install_k6; link "$k6_dir/k6" ;;
       toxiproxy) install_toxiproxy; link "$toxiproxy_dir/toxiproxy-server" ;;
       otelcol) install_otelcol; link "$otelcol_dir/otelcol" ;;
+      nats-server) install_nats_server; link "$nats_dir/nats-server" ;;
       go) need_go ;;
       *) echo "unknown tool: $t" >&2; exit 2 ;;
     esac

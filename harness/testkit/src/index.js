@@ -1,4 +1,4 @@
-// Test harness: real redis-server and real service processes on free
+// Test harness: real redis-server (and nats-server) and real service processes on free
 // loopback ports, and a WebSocket client that checks the protocol as it
 // reads. Everything started here is stopped by its handle or at exit.
 //
@@ -9,11 +9,14 @@
 /** @typedef {import('./services.js').ServiceHandle} ServiceHandle */
 /** @typedef {import('./toxiproxy.js').ToxiproxyHandle} ToxiproxyHandle */
 /** @typedef {import('./otel-collector.js').CollectorHandle} CollectorHandle */
+/** @typedef {import('./nats.js').NatsHandle} NatsHandle */
+/** @typedef {import('./nats.js').NatsClusterHandle} NatsClusterHandle */
 /** @typedef {import('./otlp-spans.js').Span} Span */
 
 export { booksAsInRedis, holdBooks } from './book-holders.js'
 export { parseMetrics, sumMetrics } from './metrics.js'
 export { freePort, getJson, httpOk } from './net.js'
+export { natsServerBin, startNats, startNatsCluster } from './nats.js'
 export { startNginx } from './nginx.js'
 export { writeNginxConf } from './nginx-conf.js'
 export { otelcolBin, startCollector } from './otel-collector.js'

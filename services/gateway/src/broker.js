@@ -1,5 +1,8 @@
 // The gateway's view of the message broker: a small interface so the hub
-// knows nothing about Redis. broker-redis.js is the implementation.
+// knows nothing about Redis. broker-redis.js is the implementation in
+// service; broker-nats.js (NATS JetStream) states its own guarantees, and
+// harness/testkit/test/broker-conformance.test.js holds both to the same
+// cases.
 //
 // Guarantees an implementation must state: Redis PUB/SUB is at-most-once.
 // A quote published while the subscriber connection is down is lost, and

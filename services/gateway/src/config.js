@@ -2,7 +2,7 @@
 
 import { loadConfig } from '@wsps/shared/config'
 import { ConfigError } from '@wsps/shared/errors'
-import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
+import { brokerSettingsProblems, commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
 import { parseVenues } from './venues.js'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
@@ -76,6 +76,8 @@ export const gatewaySettings = Object.freeze([
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix
  * @property {boolean} redisAutoPipeline
+ * @property {'redis' | 'nats'} broker
+ * @property {string[]} natsUrls
  * @property {number} heartbeatMs
  * @property {number} recoveryMax
  * @property {number} restoreDeadlineMs
@@ -132,7 +134,10 @@ export const gatewaySettings = Object.freeze([
 export function loadGatewayConfig (env, overrides = {}) {
   const base = /** @type {GatewayConfig} */ (loadConfig(gatewaySettings, env))
   const config = { ...base, ...overrides }
-  const problems = redisSettingsProblems(config)
+  const problems = [...redisSettingsProblems(config), ...brokerSettingsProblems(config)]
+  // Refused, not half run: the broker would work, but nothing publishes
+  // on NATS, and books, fleet status and admin commands live in Redis only.
+  if (config.broker === 'nats') problems.push('WSPS_BROKER=nats: the gateway does not run on NATS yet (issue #49): its NATS broker passes the broker conformance suite, but no quote-fetcher publishes on NATS yet, and books, fleet status and admin commands exist on Redis only')
   if (config.adminToken && Buffer.byteLength(config.adminToken) < 16) problems.push('WSPS_ADMIN_TOKEN must be at least 16 bytes (or empty: no admin API)')
   if (config.metricsPort !== 0 && config.metricsPort === config.port) problems.push('WSPS_METRICS_PORT must differ from WSPS_HTTP_PORT (0 serves metrics on the HTTP port)')
   if (!/^(auto|[1-9]|[1-5][0-9]|6[0-4])$/.test(config.workers)) problems.push('WSPS_WORKERS must be a number from 1 to 64 or auto')

@@ -2,7 +2,7 @@
 
 import { loadConfig } from '@wsps/shared/config'
 import { ConfigError } from '@wsps/shared/errors'
-import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
+import { brokerSettingsProblems, commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
 import { compileMapping, DEFAULT_MAPPING } from './providers/stream-mapping.js'
 import { checkTemplate } from './providers/stream-templates.js'
 import { streamAuthProblems } from './providers/stream-auth.js'
@@ -79,6 +79,8 @@ export const fetcherSettings = Object.freeze([
  * @property {string} redisTlsCaFile
  * @property {string} redisKeyPrefix
  * @property {boolean} redisAutoPipeline
+ * @property {'redis' | 'nats'} broker
+ * @property {string[]} natsUrls
  * @property {number} publishDeadlineMs
  * @property {number} redisPingIntervalMs
  * @property {number} redisPingTimeoutMs
@@ -138,7 +140,8 @@ export const fetcherSettings = Object.freeze([
 export function loadFetcherConfig (env, overrides = {}) {
   const base = /** @type {FetcherConfig} */ (loadConfig(fetcherSettings, env))
   const config = { ...base, ...overrides }
-  const problems = redisSettingsProblems(config)
+  const problems = [...redisSettingsProblems(config), ...brokerSettingsProblems(config)]
+  if (config.broker === 'nats') problems.push('WSPS_BROKER=nats: the quote-fetcher cannot publish on NATS yet (issue #49): the NATS writer exists (services/shared/src/nats-publish.js), but scheduling, stream claims, demand and the publish API run on Redis only')
   if (config.provider === 'http' && !/^https?:\/\//.test(config.upstreamUrl)) problems.push('WSPS_UPSTREAM_URL must be an http(s) URL when WSPS_PROVIDER=http')
   // BLPOP blocks its connection for up to a second; its PING waits behind it.
   if ((config.provider === 'sim' || config.provider === 'http') && config.redisPingTimeoutMs <= 1000) problems.push('WSPS_REDIS_PING_TIMEOUT_MS must be above 1000 with WSPS_PROVIDER=sim or http: the job pop blocks its connection for up to a second')

@@ -21,8 +21,29 @@ export const commonSettings = Object.freeze([
   { env: 'WSPS_REDIS_COMMAND_TIMEOUT_MS', key: 'redisCommandTimeoutMs', type: 'int', min: 100, max: 600000, default: 10000, doc: 'A Redis command (not a blocking pop) not answered within this fails with a timeout, so nothing waits on a silent link for ever; the caller retries as after any Redis error.' },
   { env: 'WSPS_STATUS_INTERVAL_MS', key: 'statusIntervalMs', type: 'int', min: 0, max: 60000, default: 2000, doc: 'This process writes its status record (ready, connections, slow clients, rates, event-loop delay, stale and most watched symbols) into Redis this often, for the fleet view (`wsps top`, a gateway\'s `GET /admin/fleet`); a record not rewritten for three intervals is shown late, one gone for fifteen is dropped. 0: never.' },
   { env: 'WSPS_OTLP_TRACES_URL', key: 'otlpTracesUrl', type: 'url', protocols: ['http', 'https'], default: '', doc: 'OTLP/HTTP endpoint (JSON) this process sends its spans of traced quotes to, e.g. `http://otel-collector:4318/v1/traces`. Empty: tracing off, at no cost. Which quotes are traced is decided where they enter (the fetcher\'s WSPS_TRACE_SAMPLE, or a publish request\'s sampled `traceparent`); a gateway traces every quote that arrives traced. See docs/operations.md, Traces of a quote\'s path.' },
-  { env: 'WSPS_REDIS_KEY_PREFIX', key: 'redisKeyPrefix', type: 'string', default: 'wsps', doc: 'Prefix of every Redis key and channel, so several installs can share one Redis.' }
+  { env: 'WSPS_REDIS_KEY_PREFIX', key: 'redisKeyPrefix', type: 'string', default: 'wsps', doc: 'Prefix of every Redis key and channel, so several installs can share one Redis.' },
+  { env: 'WSPS_BROKER', key: 'broker', type: 'enum', values: ['redis', 'nats'], default: 'redis', doc: 'The engine quotes travel through: `redis` (every feature), or `nats` (NATS JetStream, docs/architecture.md, A second engine: NATS JetStream), which both services still refuse at start-up, saying why: the gateway\'s NATS broker passes the broker conformance suite, but no fetcher publishes on NATS yet.' },
+  { env: 'WSPS_NATS_URL', key: 'natsUrls', type: 'list', default: [], doc: 'With WSPS_BROKER=nats: comma-separated `nats://host:port` of the NATS servers (several of a cluster: the client reconnects to another when one goes).' }
 ])
+
+/** A NATS server: `nats://host:port`. */
+const NATS_URL = /^nats:\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/
+
+/**
+ * Problems of WSPS_BROKER and WSPS_NATS_URL, as redisSettingsProblems for
+ * Redis: the NATS servers named when, and only when, NATS is the engine.
+ *
+ * @param {{broker: 'redis' | 'nats', natsUrls: string[]}} config
+ * @returns {string[]}
+ */
+export function brokerSettingsProblems (config) {
+  const problems = []
+  if (config.broker === 'nats' && config.natsUrls.length === 0) problems.push('WSPS_NATS_URL must list the NATS servers (nats://host:port,...) when WSPS_BROKER=nats')
+  if (config.broker !== 'nats' && config.natsUrls.length > 0) problems.push(`WSPS_NATS_URL is set but WSPS_BROKER is ${config.broker}: it is used only with WSPS_BROKER=nats`)
+  const bad = config.natsUrls.filter((u) => !NATS_URL.test(u))
+  if (bad.length) problems.push(`WSPS_NATS_URL: not nats://host:port: ${bad.map((u) => JSON.stringify(u)).join(', ')}`)
+  return problems
+}
 
 /** `host:port`, the host a name, an IPv4 or a bracketed IPv6 address. */
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/

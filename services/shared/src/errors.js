@@ -13,6 +13,10 @@ export const Code = Object.freeze({
   REDIS_TLS: 'WSPS_ERR_REDIS_TLS',
   /** A Redis link did not answer its PING in time and was torn down to reconnect. */
   REDIS_SILENT: 'WSPS_ERR_REDIS_SILENT',
+  /** A NATS writer lost the race for a symbol's next seq too many times in a row: that publish failed. */
+  NATS_CONTENDED: 'WSPS_ERR_NATS_CONTENDED',
+  /** A NATS broker call or publish was made while its connection is down: refused at once, not queued. */
+  NATS_DOWN: 'WSPS_ERR_NATS_DOWN',
   /** A graceful stop took longer than its bound: the process exits 1 anyway. */
   SHUTDOWN_TIMEOUT: 'WSPS_ERR_SHUTDOWN_TIMEOUT'
 })
@@ -52,5 +56,29 @@ export class RedisSilentError extends Error {
     super(`Redis link to ${node} silent for ${ms} ms: torn down to reconnect`)
     this.name = 'RedisSilentError'
     this.code = Code.REDIS_SILENT
+  }
+}
+
+/**
+ * A quote a NATS writer could not publish: each of its attempts found that
+ * another writer had published the symbol's next seq first
+ * (nats-publish.js). Nothing of it was stored.
+ */
+export class NatsContendedError extends Error {
+  /** @param {string} symbol @param {number} attempts */
+  constructor (symbol, attempts) {
+    super(`${symbol}: another writer published first ${attempts} times in a row`)
+    this.name = 'NatsContendedError'
+    this.code = Code.NATS_CONTENDED
+  }
+}
+
+/** A NATS broker call (broker-nats.js) or publish (nats-publish.js) made while its connection is down: refused, not queued. */
+export class NatsDownError extends Error {
+  /** @param {string} what */
+  constructor (what) {
+    super(`NATS connection down: ${what} refused`)
+    this.name = 'NatsDownError'
+    this.code = Code.NATS_DOWN
   }
 }

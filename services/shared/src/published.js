@@ -1,6 +1,7 @@
 // A quote as published: the one layout the publish script
 // (scripts.js, PUBLISH) writes to the symbol's channel, its history stream
-// and its latest quote, and the readers of it. Nobody else reads a
+// and its latest quote (and the NATS writer to its subject, composePublished),
+// and the readers of it. Nobody else reads a
 // published quote's bytes.
 //
 //   {"seq":<N>,"epoch":"<E>","symbol":"<S>",...the quote's fields, "ts" among them}
@@ -19,6 +20,20 @@
 
 /** What every published quote starts with. */
 export const PREFIX = '{"seq":'
+
+/**
+ * A quote as published, from its seq, its epoch and the rest of the
+ * fetcher's JSON of it (without the opening brace: starts with
+ * `"symbol"`): what the publish script writes on Redis, for the NATS
+ * writer, which composes it in JS (nats-publish.js).
+ *
+ * @param {number} seq
+ * @param {string} epoch
+ * @param {string} rest
+ */
+export function composePublished (seq, epoch, rest) {
+  return `${PREFIX}${seq},"epoch":"${epoch}",${rest}`
+}
 
 /** What a traced quote ends with, around its traceparent (55 characters). */
 const TRACE_OPEN = ',"trace":"'
