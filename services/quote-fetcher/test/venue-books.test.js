@@ -36,12 +36,22 @@ test('binance-depth: a snapshot older than the first buffered event is stale: st
   assert.equal(b.synced, false)
   assert.equal(b.snapshot({ ...snap, lastUpdateId: 111 }), DepthStep.APPLIED)
   assert.deepEqual(b.top(1).bids, [['10', '7']])
+  // Fetched before anything was buffered: the first event after it does not join it.
+  const early = new DepthBook()
+  assert.equal(early.snapshot(snap), DepthStep.BUFFERED)
+  assert.equal(early.synced, false, 'not in sync before an event joins the snapshot')
+  assert.equal(early.event(ev(105, 107)), DepthStep.STALE_SNAPSHOT)
+  assert.equal(early.synced, false)
+  const joined = new DepthBook()
+  joined.snapshot(snap)
+  assert.equal(joined.event(ev(100, 101)), DepthStep.APPLIED)
+  assert.equal(joined.synced, true)
 })
 
 test('binance-depth: a missing event, or two out of order, is a gap: the book is lost until a new snapshot', () => {
   for (const [name, second] of /** @type {const} */ ([['missing', ev(104, 105)], ['out of order', ev(103, 103)]])) {
     const b = new DepthBook()
-    b.snapshot(snap)
+    assert.equal(b.snapshot(snap), DepthStep.BUFFERED)
     assert.equal(b.event(ev(101, 101)), DepthStep.APPLIED)
     if (name === 'out of order') assert.equal(b.event(ev(104, 105)), DepthStep.GAP, '102..103 not seen yet')
     else {

@@ -19,7 +19,7 @@ export const DepthStep = Object.freeze({
   DROPPED: 'dropped',
   /** An event is missing (or came out of order): the book is lost until a new snapshot. */
   GAP: 'gap',
-  /** The snapshot is older than the first buffered event: fetch another. */
+  /** The snapshot is older than the first buffered event (or than the first event after it): fetch another. */
   STALE_SNAPSHOT: 'stale_snapshot'
 })
 
@@ -43,7 +43,8 @@ export class DepthBook {
   /** The next event is the first after the snapshot: it straddles it, whatever its `pu`. */
   #first = false
 
-  get synced () { return this.#last !== null }
+  /** In sync: built from a snapshot that an event has joined (a snapshot alone may be older than the stream). */
+  get synced () { return this.#last !== null && !this.#first }
 
   /** @param {number} depth @returns {{bids: Level[], asks: Level[]}} */
   top (depth) { return this.#book.top(depth) }
@@ -59,9 +60,11 @@ export class DepthBook {
       return DepthStep.BUFFERED
     }
     if (e.u <= this.#last) return DepthStep.DROPPED
+    const first = this.#first
     if (!this.#follows(e, this.#last)) {
       this.lost()
-      return DepthStep.GAP
+      // The first event after the snapshot does not join it: the snapshot is older than the stream.
+      return first ? DepthStep.STALE_SNAPSHOT : DepthStep.GAP
     }
     this.#apply(e)
     return DepthStep.APPLIED
@@ -69,7 +72,8 @@ export class DepthBook {
 
   /**
    * @param {DepthSnapshot} s
-   * @returns {typeof DepthStep[keyof typeof DepthStep]} APPLIED (in sync), STALE_SNAPSHOT or GAP (within the buffer)
+   * @returns {typeof DepthStep[keyof typeof DepthStep]} APPLIED (in sync), BUFFERED (nothing buffered joins it yet: in sync
+   *   once the next event does), STALE_SNAPSHOT or GAP (within the buffer)
    */
   snapshot (s) {
     const pending = this.#buffer.filter((e) => e.u > s.lastUpdateId)
@@ -87,7 +91,7 @@ export class DepthBook {
       }
       this.#apply(e)
     }
-    return DepthStep.APPLIED
+    return pending.length ? DepthStep.APPLIED : DepthStep.BUFFERED
   }
 
   /** Not in sync any more (a gap, the connection closed): buffer again from empty. */

@@ -128,7 +128,7 @@ export class StreamBooks {
       }
       const step = r.feed(b.venue)
       if (step === 'applied') this.#dirty(r.symbol, b)
-      else if (step === 'gap' || step === 'checksum') this.#resync(r.symbol, b, step)
+      else if (step === 'gap' || step === 'checksum' || step === 'stale_snapshot') this.#resync(r.symbol, b, step)
     }
     return true
   }
@@ -194,9 +194,12 @@ export class StreamBooks {
     } finally {
       b.snapshotting = false
     }
-    this.#metrics.streamBookSnapshots.inc({ result: step === 'applied' ? 'ok' : step === 'failed' ? 'failed' : step })
+    const ok = step === 'applied' || step === 'buffered'
+    this.#metrics.streamBookSnapshots.inc({ result: ok ? 'ok' : step })
     if (b.gone || this.#stopped) return
     if (step === 'applied') return this.#dirty(symbol, b)
+    // Built, and in sync once the next event joins it.
+    if (step === 'buffered') return
     if (step === 'stale_snapshot' || step === 'gap') this.#metrics.streamBookResyncs.inc({ reason: step })
     setTimeout(() => this.#fetchSnapshot(symbol), step === 'failed' ? this.#retryMs : 0).unref()
   }

@@ -1,0 +1,177 @@
+// Order books from a venue stream through the real services: a fake venue
+// (fake-book-venue.js, its own process: a Binance-style diff depth stream
+// with REST snapshots, and a Kraken-style book with CRC32 checksums), a
+// ws-stream fetcher per venue (WSPS_STREAM_BOOKS) on a real redis-server, a
+// gateway and a real JS client holding the books. Every book the client
+// showed as in sync must be one the venue really had, in the venue's order
+// (its top 10 at some point of its history, never going back), through an
+// injected gap, a reordered event, a stale snapshot and a bad checksum, each
+// of which is seen: the book goes out of sync, then comes back.
+
+import assert from 'node:assert/strict'
+import { after, test } from 'node:test'
+import { WspsClient } from '@wsps/client'
+import WebSocket from 'ws'
+import { setUp, sleep, startFakeBookVenue, useStack, waitFor } from '../src/index.js'
+
+const DEPTH = 10
+
+/** @type {{close: () => void}[]} */
+const closers = []
+after(() => { for (const c of closers) c.close() })
+after(() => Promise.all([on.binance, on.kraken].filter(Boolean).map((v) => v.kill())))
+const stack = useStack()
+
+/**
+ * A ws-stream fetcher with the venue's book template and a gateway, under a
+ * key prefix of their own (each venue's symbols are streamed by its fetcher).
+ * @param {string} prefix
+ * @param {Record<string, string | number>} env
+ */
+async function streamed (prefix, env) {
+  const fetcher = await stack.fetcher({
+    WSPS_REDIS_KEY_PREFIX: prefix, WSPS_PROVIDER: 'ws-stream', WSPS_STREAM_TICK_MS: 100, WSPS_STREAM_BACKOFF_MS: 100, ...env
+  })
+  const gw = await stack.gateway({ WSPS_REDIS_KEY_PREFIX: prefix })
+  return { fetcher, gw }
+}
+
+const on = setUp(async () => {
+  const [binance, kraken] = await Promise.all([startFakeBookVenue({ dialect: 'binance', seed: 7 }), startFakeBookVenue({ dialect: 'kraken', seed: 8 })])
+  const [bn, kr] = await Promise.all([
+    streamed('bn', {
+      WSPS_STREAM_URL: binance.streamUrl,
+      WSPS_STREAM_SUBSCRIBE: '{"method":"SUBSCRIBE","params":{symbols},"id":1}',
+      WSPS_STREAM_UNSUBSCRIBE: '{"method":"UNSUBSCRIBE","params":{symbols},"id":2}',
+      WSPS_STREAM_BOOKS: 'binance-depth',
+      WSPS_STREAM_BOOK_DEPTH: 100,
+      WSPS_STREAM_BOOK_SNAPSHOT_URL: binance.snapshotUrl
+    }),
+    streamed('kr', {
+      WSPS_STREAM_URL: kraken.streamUrl,
+      WSPS_STREAM_SUBSCRIBE: '{"method":"subscribe","params":{"channel":"ticker","symbol":{symbols}}}',
+      WSPS_STREAM_UNSUBSCRIBE: '{"method":"unsubscribe","params":{"channel":"ticker","symbol":{symbols}}}',
+      WSPS_STREAM_BOOKS: 'kraken-book',
+      WSPS_STREAM_BOOK_DEPTH: DEPTH
+    })
+  ])
+  return { binance, kraken, bn, kr }
+})
+
+/**
+ * A real JS client holding these books at depth 10, recording each book it
+ * showed (in sync or not).
+ * @param {string} url
+ * @param {string[]} symbols
+ */
+async function holder (url, symbols) {
+  const client = new WspsClient({ url, WebSocket, initialBackoffMs: 50, symbols: [] })
+  closers.push({ close: () => client.close() })
+  /** @type {{symbol: string, sync: boolean, top: string}[]} */
+  const held = []
+  client.on('book', ({ symbol, book }) => held.push({ symbol, sync: book.sync, top: JSON.stringify({ bids: book.bids, asks: book.asks }) }))
+  client.connect()
+  // The venue's book appears once the fetcher subscribed its depth: until then NO_BOOK.
+  await waitFor(async () => (await client.subscribeBook(symbols, DEPTH)).noBook.length === 0, { timeout: 20_000, message: `books of ${symbols}` })
+  return { client, held }
+}
+
+/**
+ * Each book the client showed in sync, found in the venue's history at or
+ * after the point the one before it was found at.
+ * @param {{symbol: string, sync: boolean, top: string}[]} held
+ * @param {string} symbol
+ * @param {string[]} history
+ * @returns {{compared: number, wrong: string[], unsynced: number}}
+ */
+function judge (held, symbol, history) {
+  let at = 0
+  let compared = 0
+  let unsynced = 0
+  const wrong = []
+  for (const e of held) {
+    if (e.symbol !== symbol) continue
+    if (!e.sync) {
+      unsynced++
+      continue
+    }
+    const i = history.indexOf(e.top, at)
+    if (i < 0) wrong.push(e.top)
+    else {
+      at = i
+      compared++
+    }
+  }
+  return { compared, wrong, unsynced }
+}
+
+/** @param {{held: unknown[]}} h @param {number} more */
+const moving = async (h, more) => {
+  const target = h.held.length + more
+  await waitFor(() => h.held.length >= target, { timeout: 15_000, message: `${more} more books` })
+}
+
+/** @param {import('../src/index.js').ServiceHandle} fetcher @param {string} series */
+const counted = async (fetcher, series) => (await fetcher.metrics())[series] ?? 0
+
+/** @param {{client: WspsClient}} h @param {string} symbol */
+const inSync = (h, symbol) => waitFor(() => h.client.book(symbol)?.sync === true, { timeout: 15_000, message: `${symbol} in sync again` })
+
+test('binance-depth: every book shown in sync is the venue\'s, in order; a dropped event, a reordered one and a stale snapshot each resync', async (t) => {
+  const { binance, bn } = on
+  const symbols = ['BK1USDT', 'BK2USDT']
+  const h = await holder(bn.gw.wsUrl, symbols)
+  await moving(h, 40)
+  const gap = 'wsps_fetcher_stream_book_resyncs_total{reason="gap"}'
+  assert.equal(await counted(bn.fetcher, gap), 0, 'no gap on a clean stream')
+
+  await binance.fault('gap', 'BK1USDT')
+  await waitFor(async () => await counted(bn.fetcher, gap) >= 1, { message: 'the dropped event seen as a gap' })
+  await inSync(h, 'BK1USDT')
+  await moving(h, 20)
+
+  await binance.fault('reorder', 'BK2USDT')
+  await waitFor(async () => await counted(bn.fetcher, gap) >= 2, { message: 'the reordered event seen as a gap' })
+  await inSync(h, 'BK2USDT')
+
+  // The snapshot after the next gap is from 100 events back: fetched again.
+  await binance.fault('stale', 'BK1USDT')
+  await binance.fault('gap', 'BK1USDT')
+  await waitFor(async () => await counted(bn.fetcher, 'wsps_fetcher_stream_book_resyncs_total{reason="stale_snapshot"}') >= 1, { message: 'the stale snapshot refused' })
+  await inSync(h, 'BK1USDT')
+  await moving(h, 20)
+  await sleep(100)
+
+  for (const s of symbols) {
+    const { compared, wrong, unsynced } = judge(h.held, s, await binance.history(s))
+    t.diagnostic(`${s}: ${compared} books compared, ${unsynced} shown out of sync`)
+    assert.deepEqual(wrong, [], `${s}: no book shown in sync that the venue did not have`)
+    assert.ok(compared >= 20, `${s}: books compared: ${compared}`)
+    assert.ok(unsynced >= 1, `${s}: the resync seen by the client`)
+  }
+  assert.ok((await binance.state()).snapshots >= 5, 'REST snapshots: one per book and one per resync')
+})
+
+test('kraken-book: every book shown in sync is the venue\'s top 10, in order (levels pushed out cut); a bad checksum resyncs', async (t) => {
+  const { kraken, kr } = on
+  const symbols = ['BK1-USD', 'BK2-USD']
+  const h = await holder(kr.gw.wsUrl, symbols)
+  await moving(h, 40)
+  const checksum = 'wsps_fetcher_stream_book_resyncs_total{reason="checksum"}'
+  assert.equal(await counted(kr.fetcher, checksum), 0, 'every checksum matched on a clean stream: the book is cut to its depth')
+
+  await kraken.fault('checksum', 'BK1-USD')
+  await waitFor(async () => await counted(kr.fetcher, checksum) >= 1, { message: 'the bad checksum seen' })
+  await inSync(h, 'BK1-USD')
+  await moving(h, 30)
+  await sleep(100)
+  assert.equal(await counted(kr.fetcher, checksum), 1, 'one resync, then every checksum matched again')
+
+  for (const s of symbols) {
+    const { compared, wrong, unsynced } = judge(h.held, s, await kraken.history(s))
+    t.diagnostic(`${s}: ${compared} books compared, ${unsynced} shown out of sync`)
+    assert.deepEqual(wrong, [], `${s}: no book shown in sync that the venue did not have`)
+    assert.ok(compared >= 20, `${s}: books compared: ${compared}`)
+  }
+  assert.ok(judge(h.held, 'BK1-USD', await kraken.history('BK1-USD')).unsynced >= 1, 'the resync seen by the client')
+})
