@@ -8,6 +8,8 @@ import { test } from 'node:test'
 import { DepthBook, DepthStep } from '../src/providers/book-binance.js'
 import { KrakenBook, KrakenStep, krakenChecksum } from '../src/providers/book-kraken.js'
 import { BOOK_TEMPLATES, numberTextReviver, streamBookProblems } from '../src/providers/book-templates.js'
+import { readFileSync } from 'node:fs'
+import { loadFetcherConfig } from '../src/config.js'
 
 /** @param {number} U @param {number} u @param {[string, string][]} [bids] @param {[string, string][]} [asks] @param {number} [pu] */
 const ev = (U, u, bids = [], asks = [], pu) => ({ U, u, bids, asks, ...(pu === undefined ? {} : { pu }) })
@@ -157,4 +159,19 @@ test('book settings are checked at start-up with what to set', () => {
   assert.match(streamBookProblems({ streamBooks: 'kraken-book', streamBookDepth: 20, streamBookSnapshotUrl: '' })[0], /WSPS_STREAM_BOOK_DEPTH must be one of 10, 25/)
   assert.match(streamBookProblems({ streamBooks: 'binance-depth', streamBookDepth: 100, streamBookSnapshotUrl: 'ftp://x' })[0], /WSPS_STREAM_BOOK_SNAPSHOT_URL must be an http\(s\) URL with \{symbol\}/)
   assert.deepEqual(streamBookProblems({ streamBooks: 'binance-depth', streamBookDepth: 100, streamBookSnapshotUrl: 'https://api.binance.com/api/v3/depth?symbol={symbol}&limit={depth}' }), [])
+})
+
+test('docs/feeding.md\'s book configurations, as a reader copies them, start a fetcher', () => {
+  const doc = readFileSync(new URL('../../../docs/feeding.md', import.meta.url), 'utf8')
+  const blocks = [...doc.matchAll(/```sh test:syntax\n([^`]*)```/g)].map((m) => m[1]).filter((b) => b.includes('WSPS_STREAM_BOOKS='))
+  assert.equal(blocks.length, 2, 'a Binance and a Kraken block')
+  const seen = []
+  for (const block of blocks) {
+    const env = Object.fromEntries(block.trim().split('\n').map((line) => {
+      const [, k, v] = /^(\w+)=(.*)$/.exec(line) ?? []
+      return [k, v.replace(/^'(.*)'$/, '$1')]
+    }))
+    seen.push(loadFetcherConfig(env).streamBooks)
+  }
+  assert.deepEqual(seen.sort(), ['binance-depth', 'kraken-book'])
 })

@@ -14,6 +14,7 @@
 
 import { windowDelta } from '@wsps/protocol/book'
 import { applyBook, booksDemanded, readBook } from '@wsps/shared/books'
+import { Code } from '../errors.js'
 import { BOOK_TEMPLATES } from './book-templates.js'
 
 /** How long a REST snapshot may take. */
@@ -153,7 +154,7 @@ export class StreamBooks {
    */
   #resync (symbol, b, reason) {
     this.#metrics.streamBookResyncs.inc({ reason })
-    this.#log.info({ symbol, reason }, 'book lost its sequence: out of sync until a new snapshot')
+    this.#log.warn({ code: Code.STREAM_BOOK_RESYNC, symbol, reason }, 'venue book lost its sequence: out of sync until a new snapshot')
     b.lost = true
     this.#dirty(symbol, b)
     if (this.#template.resync === 'rest') this.#fetchSnapshot(symbol)
@@ -190,7 +191,7 @@ export class StreamBooks {
       if (b.gone) return
       step = /** @type {import('./book-binance.js').DepthBook} */ (b.venue).snapshot(snapshot)
     } catch (err) {
-      this.#log.warn({ symbol, err: /** @type {Error} */ (err).message }, 'book snapshot failed')
+      this.#log.warn({ code: Code.STREAM_BOOK_SNAPSHOT, symbol, err: /** @type {Error} */ (err).message }, 'venue book snapshot failed')
     } finally {
       b.snapshotting = false
     }
