@@ -125,8 +125,9 @@ function move (b) {
     const side = b[name]
     const sign = name === 'bids' ? -1 : 1
     const r = b.rand()
-    // Mostly near the top, where it shows.
-    const depth = 1 + Math.floor(b.rand() * b.rand() * LEVELS * 1.5)
+    // Mostly around the top 10 and its edge, where it shows and where a
+    // level an insert pushed out of a depth-10 window is then deleted unseen.
+    const depth = 1 + Math.floor(b.rand() * (b.rand() < 0.6 ? 12 : LEVELS))
     const tick = MID + sign * depth
     if (r < 0.3 && side.size > LEVELS / 2 && side.has(tick)) {
       side.delete(tick)

@@ -37,7 +37,7 @@ async function streamed (prefix, env) {
 }
 
 const on = setUp(async () => {
-  const [binance, kraken] = await Promise.all([startFakeBookVenue({ dialect: 'binance', seed: 7 }), startFakeBookVenue({ dialect: 'kraken', seed: 8 })])
+  const [binance, kraken] = await Promise.all([startFakeBookVenue({ dialect: 'binance', seed: 7 }), startFakeBookVenue({ dialect: 'kraken', seed: 8, tickMs: 10 })])
   const [bn, kr] = await Promise.all([
     streamed('bn', {
       WSPS_STREAM_URL: binance.streamUrl,
@@ -156,7 +156,8 @@ test('kraken-book: every book shown in sync is the venue\'s top 10, in order (le
   const { kraken, kr } = on
   const symbols = ['BK1-USD', 'BK2-USD']
   const h = await holder(kr.gw.wsUrl, symbols)
-  await moving(h, 40)
+  // Long enough for a level pushed out of the depth to be deleted out there and the window to reach it (~80 updates a symbol).
+  await moving(h, 400)
   const checksum = 'wsps_fetcher_stream_book_resyncs_total{reason="checksum"}'
   assert.equal(await counted(kr.fetcher, checksum), 0, 'every checksum matched on a clean stream: the book is cut to its depth')
 
