@@ -33,7 +33,11 @@ const SNAPSHOT_TIMEOUT_MS = 5000
  * @property {boolean} dirty
  * @property {boolean} snapshotting a REST snapshot in flight
  * @property {boolean} gone unsubscribed: the last write is `sync:false`, then nothing
+ * @property {number} resyncs since the book last moved in sync: a venue that keeps failing is asked ever more slowly
  */
+
+/** The longest wait before a book is got again. */
+const MAX_RESYNC_DELAY_MS = 30_000
 
 export class StreamBooks {
   /** @type {Map<string, SymbolBook>} */
@@ -102,7 +106,7 @@ export class StreamBooks {
     }
     if (add.length) {
       for (const s of add) {
-        this.#books.set(s, { venue: this.#template.create(this.#depth), seq: null, written: null, lost: false, writing: false, dirty: false, snapshotting: false, gone: false })
+        this.#books.set(s, { venue: this.#template.create(this.#depth), seq: null, written: null, lost: false, writing: false, dirty: false, snapshotting: false, gone: false, resyncs: 0 })
       }
       for (const f of this.#template.subscribe(add, this.#depth)) this.#send(f)
       // Buffering starts with the subscription; the snapshot is fetched after it.
@@ -157,13 +161,17 @@ export class StreamBooks {
     this.#log.warn({ code: Code.STREAM_BOOK_RESYNC, symbol, reason }, 'venue book lost its sequence: out of sync until a new snapshot')
     b.lost = true
     this.#dirty(symbol, b)
-    if (this.#template.resync === 'rest') this.#fetchSnapshot(symbol)
-    else {
+    b.venue.lost()
+    // At once the first time; a book that fails again before it moved in sync waits, doubling.
+    const delay = b.resyncs === 0 ? 0 : Math.min(MAX_RESYNC_DELAY_MS, this.#retryMs * 2 ** (b.resyncs - 1))
+    b.resyncs++
+    setTimeout(() => {
+      if (b.gone || this.#stopped) return
+      if (this.#template.resync === 'rest') return this.#fetchSnapshot(symbol)
       // The venue sends a new snapshot on a new subscription.
-      b.venue.lost()
       for (const f of this.#template.unsubscribe([symbol], this.#depth)) this.#send(f)
       for (const f of this.#template.subscribe([symbol], this.#depth)) this.#send(f)
-    }
+    }, delay).unref()
   }
 
   /** @param {string} symbol */
@@ -202,7 +210,7 @@ export class StreamBooks {
     // Built, and in sync once the next event joins it.
     if (step === 'buffered') return
     if (step === 'stale_snapshot' || step === 'gap') this.#metrics.streamBookResyncs.inc({ reason: step })
-    setTimeout(() => this.#fetchSnapshot(symbol), step === 'failed' ? this.#retryMs : 0).unref()
+    setTimeout(() => this.#fetchSnapshot(symbol), this.#retryMs).unref()
   }
 
   /** @param {string} symbol @param {SymbolBook} b */
@@ -255,6 +263,7 @@ export class StreamBooks {
           continue
         }
         b.seq = result.seq
+        if (update.kind === 'delta') b.resyncs = 0
         b.written = target
       }
     } catch (err) {
