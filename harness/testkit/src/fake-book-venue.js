@@ -25,6 +25,14 @@
 //   faults: checksum (the next update's checksum is wrong)
 //   any other subscribe (e.g. ticker) is acknowledged and nothing is sent for it.
 //
+// Dialect `coinbase` (Advanced Trade, channel level2):
+//   -> {"type":"subscribe","product_ids":["BK1-USD"],"channel":"level2"}
+//   <- {"channel":"subscriptions","timestamp":..,"sequence_num":<n>,"events":[{"subscriptions":{"level2":["BK1-USD"]}}]}
+//   <- {"channel":"l2_data","timestamp":..,"sequence_num":<n>,"events":[{"type":"snapshot","product_id":"BK1-USD","updates":[{"side":"bid"|"offer","event_time":..,"price_level":"100.5","new_quantity":"1.25000000"}]}]}
+//   every tick   <- the same with "type":"update" and the levels that changed ("0": deleted)
+//   sequence_num counts every message of the connection, whatever its channel.
+//   faults: gap (the next message of the symbol is not sent: its sequence_num is skipped)
+//
 // Control (HTTP, same port):
 //   GET  /readyz
 //   GET  /state                      {dialect, connections, subscribed: {SYM: n}, snapshots (REST served), faults (injected so far)}
@@ -41,7 +49,7 @@ import { random } from './random.js'
 
 const HOST = process.env.WSPS_HOST ?? '127.0.0.1'
 const PORT = Number(process.env.WSPS_HTTP_PORT ?? 0)
-const DIALECT = process.env.FAKE_VENUE_DIALECT === 'kraken' ? 'kraken' : 'binance'
+const DIALECT = ['kraken', 'coinbase'].includes(process.env.FAKE_VENUE_DIALECT ?? '') ? process.env.FAKE_VENUE_DIALECT : 'binance'
 const SEED = Number(process.env.FAKE_VENUE_SEED ?? 1)
 const TICK_MS = Number(process.env.FAKE_VENUE_TICK_MS ?? 50)
 const LEVELS = Number(process.env.FAKE_VENUE_LEVELS ?? 30)
@@ -166,6 +174,7 @@ const krakenLevels = (levels) => `[${levels.map(([t, q]) => `{"price":${priceTex
  * @typedef {object} Conn
  * @property {import('ws').WebSocket} ws
  * @property {Map<string, {depth: number, window: {bids: [number, number][], asks: [number, number][]}, held: (() => void)[]}>} subs by wsps symbol
+ * @property {number} seq coinbase: the last sequence_num sent
  */
 /** @type {Set<Conn>} */
 const conns = new Set()
@@ -206,7 +215,7 @@ function krakenDiff (b, before, after) {
 const wss = new WebSocketServer({ noServer: true })
 wss.on('connection', (ws) => {
   /** @type {Conn} */
-  const c = { ws, subs: new Map() }
+  const c = { ws, subs: new Map(), seq: -1 }
   conns.add(c)
   ws.on('close', () => conns.delete(c))
   ws.on('message', (data) => {
@@ -226,6 +235,7 @@ wss.on('connection', (ws) => {
       }
       return ws.send(JSON.stringify({ result: null, id: msg.id }))
     }
+    if (DIALECT === 'coinbase') return coinbaseSubscribe(c, msg)
     const on = msg?.method === 'subscribe'
     if (!on && msg?.method !== 'unsubscribe') return
     const params = msg.params ?? {}
@@ -261,6 +271,10 @@ setInterval(() => {
         }
         c.ws.send(frame)
         for (const send of sub.held.splice(0)) send()
+      } else if (DIALECT === 'coinbase') {
+        const seq = ++c.seq
+        if (fault(b, 'gap')) continue
+        coinbaseSend(c, seq, [{ type: 'update', product_id: symbol, updates: coinbaseUpdates(changed) }])
       } else {
         const after = { bids: sorted(b.bids, 1, sub.depth), asks: sorted(b.asks, -1, sub.depth) }
         const diff = krakenDiff(b, sub.window, after)
@@ -272,6 +286,38 @@ setInterval(() => {
     }
   }
 }, TICK_MS)
+
+/**
+ * @param {{bids: Map<number, number> | [number, number][], asks: Map<number, number> | [number, number][]}} levels
+ */
+function coinbaseUpdates ({ bids, asks }) {
+  const event_time = new Date().toISOString()
+  const side = (/** @type {string} */ name, /** @type {Iterable<[number, number]>} */ levels) => [...levels].map(([t, q]) => ({ side: name, event_time, price_level: priceText(t), new_quantity: qtyText(q) }))
+  return [...side('bid', bids), ...side('offer', asks)]
+}
+
+/** @param {Conn} c @param {number} seq @param {unknown[]} events */
+function coinbaseSend (c, seq, events) {
+  c.ws.send(JSON.stringify({ channel: events.length && /** @type {any} */ (events[0]).subscriptions ? 'subscriptions' : 'l2_data', client_id: '', timestamp: new Date().toISOString(), sequence_num: seq, events }))
+}
+
+/** @param {Conn} c @param {any} msg */
+function coinbaseSubscribe (c, msg) {
+  const on = msg?.type === 'subscribe'
+  if (!on && msg?.type !== 'unsubscribe') return
+  const ids = Array.isArray(msg.product_ids) ? msg.product_ids.map(String) : []
+  const level2 = msg.channel === 'level2'
+  for (const symbol of level2 ? ids : []) {
+    if (on) c.subs.set(symbol, { depth: 0, window: { bids: [], asks: [] }, held: [] })
+    else c.subs.delete(symbol)
+  }
+  coinbaseSend(c, ++c.seq, [{ subscriptions: { [String(msg.channel)]: on ? ids : [] } }])
+  if (!on || !level2) return
+  for (const symbol of ids) {
+    const b = reference(symbol)
+    coinbaseSend(c, ++c.seq, [{ type: 'snapshot', product_id: symbol, updates: coinbaseUpdates({ bids: sorted(b.bids, 1), asks: sorted(b.asks, -1) }) }])
+  }
+}
 
 /**
  * Takes a pending fault.

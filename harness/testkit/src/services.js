@@ -170,12 +170,12 @@ export async function startFakeVendor ({ tickMs = 100, key = '', secret = '', di
 }
 
 /**
- * The fake book venue (fake-book-venue.js) as its own process: a Binance-
- * or Kraken-style depth stream of seeded reference books, with faults on
+ * The fake book venue (fake-book-venue.js) as its own process: a Binance-,
+ * Kraken- or Coinbase-style depth stream of seeded reference books, with faults on
  * request. `streamUrl` is what WSPS_STREAM_URL points at, `snapshotUrl`
  * WSPS_STREAM_BOOK_SNAPSHOT_URL (binance).
  *
- * @param {{dialect: 'binance' | 'kraken', seed?: number, tickMs?: number}} options
+ * @param {{dialect: 'binance' | 'kraken' | 'coinbase', seed?: number, tickMs?: number}} options
  */
 export async function startFakeBookVenue ({ dialect, seed = 1, tickMs = 50 }) {
   const handle = await startService(FAKE_BOOK_VENUE_MAIN, { FAKE_VENUE_DIALECT: dialect, FAKE_VENUE_SEED: seed, FAKE_VENUE_TICK_MS: tickMs }, { name: `venue-${dialect}` })

@@ -1,11 +1,13 @@
 // Order books from a venue stream through the real services: a fake venue
 // (fake-book-venue.js, its own process: a Binance-style diff depth stream
-// with REST snapshots, and a Kraken-style book with CRC32 checksums), a
+// with REST snapshots, a Kraken-style book with CRC32 checksums, a
+// Coinbase-style level2 numbered per connection), a
 // ws-stream fetcher per venue (WSPS_STREAM_BOOKS) on a real redis-server, a
 // gateway and a real JS client holding the books. Every book the client
 // showed as in sync must be one the venue really had, in the venue's order
 // (its top 10 at some point of its history, never going back), through an
-// injected gap, a reordered event, a stale snapshot and a bad checksum, each
+// injected gap, a reordered event, a stale snapshot, a bad checksum and a
+// message lost on the connection, each
 // of which is seen: the book goes out of sync, then comes back.
 
 import assert from 'node:assert/strict'
@@ -19,7 +21,7 @@ const DEPTH = 10
 /** @type {{close: () => void}[]} */
 const closers = []
 after(() => { for (const c of closers) c.close() })
-after(() => Promise.all([on.binance, on.kraken].filter(Boolean).map((v) => v.kill())))
+after(() => Promise.all([on.binance, on.kraken, on.coinbase].filter(Boolean).map((v) => v.kill())))
 const stack = useStack()
 
 /**
@@ -37,8 +39,12 @@ async function streamed (prefix, env) {
 }
 
 const on = setUp(async () => {
-  const [binance, kraken] = await Promise.all([startFakeBookVenue({ dialect: 'binance', seed: 7 }), startFakeBookVenue({ dialect: 'kraken', seed: 8, tickMs: 10 })])
-  const [bn, kr] = await Promise.all([
+  const [binance, kraken, coinbase] = await Promise.all([
+    startFakeBookVenue({ dialect: 'binance', seed: 7 }),
+    startFakeBookVenue({ dialect: 'kraken', seed: 8, tickMs: 10 }),
+    startFakeBookVenue({ dialect: 'coinbase', seed: 9 })
+  ])
+  const [bn, kr, cb] = await Promise.all([
     streamed('bn', {
       WSPS_STREAM_URL: binance.streamUrl,
       WSPS_STREAM_SUBSCRIBE: '{"method":"SUBSCRIBE","params":{symbols},"id":1}',
@@ -53,9 +59,16 @@ const on = setUp(async () => {
       WSPS_STREAM_UNSUBSCRIBE: '{"method":"unsubscribe","params":{"channel":"ticker","symbol":{symbols}}}',
       WSPS_STREAM_BOOKS: 'kraken-book',
       WSPS_STREAM_BOOK_DEPTH: DEPTH
+    }),
+    streamed('cb', {
+      WSPS_STREAM_URL: coinbase.streamUrl,
+      WSPS_STREAM_SUBSCRIBE: '{"type":"subscribe","product_ids":{symbols},"channel":"ticker"}',
+      WSPS_STREAM_UNSUBSCRIBE: '{"type":"unsubscribe","product_ids":{symbols},"channel":"ticker"}',
+      WSPS_STREAM_BOOKS: 'coinbase-level2',
+      WSPS_STREAM_BOOK_DEPTH: 100
     })
   ])
-  return { binance, kraken, bn, kr }
+  return { binance, kraken, coinbase, bn, kr, cb }
 })
 
 /**
@@ -175,4 +188,28 @@ test('kraken-book: every book shown in sync is the venue\'s top 10, in order (le
     assert.ok(compared >= 20, `${s}: books compared: ${compared}`)
   }
   assert.ok(judge(h.held, 'BK1-USD', await kraken.history('BK1-USD')).unsynced >= 1, 'the resync seen by the client')
+})
+
+test('coinbase-level2: every book shown in sync is the venue\'s, in order; a message lost on the connection resyncs every book of it', async (t) => {
+  const { coinbase, cb } = on
+  const symbols = ['BK1-USD', 'BK2-USD']
+  const h = await holder(cb.gw.wsUrl, symbols)
+  await moving(h, 40)
+  const gap = 'wsps_fetcher_stream_book_resyncs_total{reason="gap"}'
+  assert.equal(await counted(cb.fetcher, gap), 0, 'no message lost on a clean stream (the ticker\'s answer counts too)')
+
+  await coinbase.fault('gap', 'BK1-USD')
+  await waitFor(async () => await counted(cb.fetcher, gap) >= 2, { message: 'both books of the connection resynced' })
+  await inSync(h, 'BK1-USD')
+  await inSync(h, 'BK2-USD')
+  await moving(h, 30)
+  await sleep(100)
+
+  for (const s of symbols) {
+    const { compared, wrong, unsynced } = judge(h.held, s, await coinbase.history(s))
+    t.diagnostic(`${s}: ${compared} books compared, ${unsynced} shown out of sync`)
+    assert.deepEqual(wrong, [], `${s}: no book shown in sync that the venue did not have`)
+    assert.ok(compared >= 20, `${s}: books compared: ${compared}`)
+    assert.ok(unsynced >= 1, `${s}: the resync seen by the client`)
+  }
 })

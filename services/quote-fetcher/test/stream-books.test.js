@@ -31,13 +31,14 @@ function kraken (type, { bids = [], asks = [] }, book) {
   return { channel: 'book', type, data: [{ symbol: 'BTC/USD', bids: raw(bids), asks: raw(asks), checksum: krakenChecksum({ bids: raw(book.bids), asks: raw(book.asks) }) }] }
 }
 
-function setUpBooks () {
+/** @param {import('../src/providers/book-templates.js').BookTemplateName} [template] */
+function setUpBooks (template = 'kraken-book') {
   const keys = redisKeys(`sb${n++}`)
   const metrics = createFetcherMetrics('test')
   /** @type {unknown[]} */
   const sent = []
   const books = new StreamBooks({
-    template: 'kraken-book',
+    template,
     depth: 10,
     snapshotUrl: '',
     store: { redis: db.r, keys, ttlMs: 60_000, sharded: false },
@@ -54,7 +55,7 @@ function setUpBooks () {
    * @returns {Promise<import('@wsps/shared/books').BookState>}
    */
   const storedWhen = async (done, message) => /** @type {any} */ (await waitFor(async () => { const b = await stored(); return b !== null && done(b) && b }, { timeout: 2000, message }))
-  const demand = (/** @type {number} */ ms) => db.r.zadd(keys.bookDemand, Date.now() + ms, 'BTC-USD')
+  const demand = (/** @type {number} */ ms, symbol = 'BTC-USD') => db.r.zadd(keys.bookDemand, Date.now() + ms, symbol)
   return { keys, metrics, sent, books, stored, storedWhen, demand }
 }
 
@@ -119,5 +120,25 @@ test('a book another writer moved is written whole again; one whose demand lapse
   assert.deepEqual(sent.at(-1), { method: 'unsubscribe', params: { channel: 'book', symbol: ['BTC/USD'], depth: 10 } })
   await waitFor(async () => (await stored())?.sync === false, { timeout: 2000, message: 'nobody keeps it: out of sync' })
   assert.equal(books.take(kraken('update', {}, BOOK)), true, 'late messages of it are still the books\'')
+  await books.stop()
+})
+
+test('coinbase-level2: a message number skipped on the connection puts every book of it out of sync, each subscribed again', async () => {
+  const { books, keys, demand, sent } = setUpBooks('coinbase-level2')
+  await demand(10_000)
+  await demand(10_000, 'ETH-USD')
+  await books.follow(['BTC-USD', 'ETH-USD'])
+  const l2 = (/** @type {number} */ seq, /** @type {string} */ type, /** @type {string} */ product_id) => ({
+    channel: 'l2_data', sequence_num: seq, events: [{ type, product_id, updates: [{ side: 'bid', price_level: '10', new_quantity: String(seq) }, { side: 'offer', price_level: '11', new_quantity: '1' }] }]
+  })
+  books.take({ channel: 'subscriptions', sequence_num: 0, events: [] })
+  books.take(l2(1, 'snapshot', 'BTC-USD'))
+  books.take(l2(2, 'snapshot', 'ETH-USD'))
+  const both = () => Promise.all(['BTC-USD', 'ETH-USD'].map((s) => readBook(db.r, keys, s)))
+  await waitFor(async () => (await both()).every((b) => b?.sync === true), { timeout: 2000, message: 'both in sync' })
+  assert.equal(books.take({ channel: 'ticker', sequence_num: 3, events: [] }), false, 'another channel\'s message counts, and is not a book message')
+  books.take(l2(5, 'update', 'BTC-USD'))
+  await waitFor(async () => (await both()).every((b) => b?.sync === false), { timeout: 2000, message: 'both out of sync: message 4 was lost' })
+  await waitFor(() => sent.filter((m) => /** @type {any} */ (m).type === 'subscribe').length === 3, { timeout: 2000, message: 'each subscribed again' })
   await books.stop()
 })

@@ -154,17 +154,36 @@ test('binance-depth template: bare and combined-stream events; malformed ones co
   assert.equal(t.snapshotOf?.({ lastUpdateId: 5, bids: [['1', '0']], asks: [] }), null, 'a snapshot holds no empty level')
 })
 
+test('coinbase-level2 template: snapshot and updates by side; an update before the snapshot is not applied; sequence_num read', () => {
+  const t = BOOK_TEMPLATES['coinbase-level2']
+  const u = (/** @type {string} */ side, /** @type {string} */ price_level, /** @type {string} */ new_quantity) => ({ side, event_time: '2023-02-09T20:32:50Z', price_level, new_quantity })
+  const message = (/** @type {string} */ type, /** @type {unknown[]} */ updates) => ({ channel: 'l2_data', timestamp: '2023-02-09T20:32:50.714964855Z', sequence_num: 7, events: [{ type, product_id: 'BTC-USD', updates }] })
+  const b = t.create(100)
+  const update = t.read(message('update', [u('bid', '21921.5', '1')]))
+  assert.equal(update?.records[0].feed(b), 'dropped')
+  const snap = t.read(message('snapshot', [u('bid', '21921.73', '0.06317902'), u('offer', '21921.74', '1.50')]))
+  assert.equal(snap?.records[0].symbol, 'BTC-USD')
+  assert.equal(snap?.records[0].feed(b), 'applied')
+  t.read(message('update', [u('bid', '21921.73', '0'), u('bid', '21920', '2')]))?.records[0].feed(b)
+  assert.deepEqual(b.top(10), { bids: [['21920', '2']], asks: [['21921.74', '1.5']] })
+  assert.equal(t.sequence?.(message('update', [])), 7)
+  assert.deepEqual(t.read({ channel: 'subscriptions', sequence_num: 1, events: [{ subscriptions: { level2: ['BTC-USD'] } }] }), { records: [], malformed: 0 })
+  assert.deepEqual(t.read(message('update', [u('ask', '1', '1')])), { records: [], malformed: 1 }, 'a side is bid or offer')
+  assert.equal(t.read({ channel: 'ticker', sequence_num: 8, events: [] }), null, 'the quote mapping\'s (its sequence_num counts all the same)')
+})
+
 test('book settings are checked at start-up with what to set', () => {
   assert.deepEqual(streamBookProblems({ streamBooks: 'none', streamBookDepth: 7, streamBookSnapshotUrl: '' }), [])
   assert.match(streamBookProblems({ streamBooks: 'kraken-book', streamBookDepth: 20, streamBookSnapshotUrl: '' })[0], /WSPS_STREAM_BOOK_DEPTH must be one of 10, 25/)
   assert.match(streamBookProblems({ streamBooks: 'binance-depth', streamBookDepth: 100, streamBookSnapshotUrl: 'ftp://x' })[0], /WSPS_STREAM_BOOK_SNAPSHOT_URL must be an http\(s\) URL with \{symbol\}/)
   assert.deepEqual(streamBookProblems({ streamBooks: 'binance-depth', streamBookDepth: 100, streamBookSnapshotUrl: 'https://api.binance.com/api/v3/depth?symbol={symbol}&limit={depth}' }), [])
+  assert.deepEqual(streamBookProblems({ streamBooks: 'coinbase-level2', streamBookDepth: 37, streamBookSnapshotUrl: '' }), [], 'the whole book: any depth')
 })
 
 test('docs/feeding.md\'s book configurations, as a reader copies them, start a fetcher', () => {
   const doc = readFileSync(new URL('../../../docs/feeding.md', import.meta.url), 'utf8')
   const blocks = [...doc.matchAll(/```sh test:syntax\n([^`]*)```/g)].map((m) => m[1]).filter((b) => b.includes('WSPS_STREAM_BOOKS='))
-  assert.equal(blocks.length, 2, 'a Binance and a Kraken block')
+  assert.equal(blocks.length, 3, 'a Binance, a Kraken and a Coinbase block')
   const seen = []
   for (const block of blocks) {
     const env = Object.fromEntries(block.trim().split('\n').map((line) => {
@@ -173,5 +192,5 @@ test('docs/feeding.md\'s book configurations, as a reader copies them, start a f
     }))
     seen.push(loadFetcherConfig(env).streamBooks)
   }
-  assert.deepEqual(seen.sort(), ['binance-depth', 'kraken-book'])
+  assert.deepEqual(seen.sort(), ['binance-depth', 'coinbase-level2', 'kraken-book'])
 })

@@ -7,16 +7,17 @@
 
 import { DepthBook } from './book-binance.js'
 import { KrakenBook } from './book-kraken.js'
+import { LevelsBook } from './book-coinbase.js'
 import { pairLevels, venueLevel } from './venue-levels.js'
 
 /**
  * @typedef {import('@wsps/protocol/book').Level} Level
  * @typedef {'applied' | 'buffered' | 'dropped' | 'gap' | 'checksum' | 'stale_snapshot'} Step
- * @typedef {DepthBook | KrakenBook} VenueBook
+ * @typedef {DepthBook | KrakenBook | LevelsBook} VenueBook
  * @typedef {{symbol: string, feed: (book: any) => Step}} BookRecord one symbol's message, to feed to its book
  *
  * @typedef {object} BookTemplate
- * @property {readonly number[]} depths the depths the venue streams (WSPS_STREAM_BOOK_DEPTH)
+ * @property {readonly number[] | null} depths the depths the venue streams (WSPS_STREAM_BOOK_DEPTH); null: it streams the whole book, any depth is kept
  * @property {'rest' | 'resubscribe'} resync how a lost book is got again: a REST snapshot (WSPS_STREAM_BOOK_SNAPSHOT_URL), or the channel subscribed again (the venue sends a snapshot)
  * @property {readonly string[]} textFields fields whose JSON number text is kept as sent (the venue's checksum is over it)
  * @property {(symbols: string[], depth: number) => string[]} subscribe
@@ -24,6 +25,8 @@ import { pairLevels, venueLevel } from './venue-levels.js'
  * @property {(message: unknown) => {records: BookRecord[], malformed: number} | null} read null: not a book message
  * @property {(depth: number) => VenueBook} create
  * @property {(body: unknown) => import('./book-binance.js').DepthSnapshot | null} [snapshotOf] a REST snapshot, read; null: not one
+ * @property {(message: unknown) => number | undefined} [sequence] the connection's message number (every message counts): one
+ *   missing loses every book of the connection
  */
 
 /** @param {unknown} v @returns {v is Record<string, any>} */
@@ -128,8 +131,58 @@ const krakenBook = {
   create: (depth) => new KrakenBook(depth)
 }
 
+/**
+ * @param {unknown} updates `[{"side":"bid"|"offer","price_level":"21921.73","new_quantity":"0.06317902",...}, ...]`
+ * @returns {{bids: Level[], asks: Level[]} | null}
+ */
+function coinbaseLevels (updates) {
+  if (!Array.isArray(updates)) return null
+  /** @type {{bids: Level[], asks: Level[]}} */
+  const out = { bids: [], asks: [] }
+  for (const u of updates) {
+    const level = isObject(u) ? venueLevel(u.price_level, u.new_quantity) : null
+    if (level === null || (u.side !== 'bid' && u.side !== 'offer')) return null
+    out[u.side === 'bid' ? 'bids' : 'asks'].push(level)
+  }
+  return out
+}
+
+/**
+ * Coinbase Advanced Trade, channel `level2` (messages `l2_data`); symbols
+ * as in wsps (`BTC-USD`).
+ * @type {BookTemplate}
+ */
+const coinbaseLevel2 = {
+  depths: null,
+  resync: 'resubscribe',
+  textFields: [],
+  subscribe: (symbols) => [JSON.stringify({ type: 'subscribe', product_ids: symbols, channel: 'level2' })],
+  unsubscribe: (symbols) => [JSON.stringify({ type: 'unsubscribe', product_ids: symbols, channel: 'level2' })],
+  read (message) {
+    if (!isObject(message)) return null
+    if (message.channel === 'subscriptions') return { records: [], malformed: 0 }
+    if (message.channel !== 'l2_data') return null
+    if (!Array.isArray(message.events)) return { records: [], malformed: 1 }
+    /** @type {BookRecord[]} */
+    const records = []
+    let malformed = 0
+    for (const e of message.events) {
+      const levels = isObject(e) ? coinbaseLevels(e.updates) : null
+      if (!isObject(e) || typeof e.product_id !== 'string' || levels === null || (e.type !== 'snapshot' && e.type !== 'update')) {
+        malformed++
+        continue
+      }
+      const snapshot = e.type === 'snapshot'
+      records.push({ symbol: e.product_id.toUpperCase(), feed: (/** @type {LevelsBook} */ book) => (snapshot ? book.snapshot(levels) : book.update(levels)) })
+    }
+    return { records, malformed }
+  },
+  create: () => new LevelsBook(),
+  sequence: (message) => (isObject(message) && Number.isSafeInteger(message.sequence_num) ? message.sequence_num : undefined)
+}
+
 /** The venue styles, by their WSPS_STREAM_BOOKS name. */
-export const BOOK_TEMPLATES = Object.freeze({ 'binance-depth': binanceDepth, 'kraken-book': krakenBook })
+export const BOOK_TEMPLATES = Object.freeze({ 'binance-depth': binanceDepth, 'kraken-book': krakenBook, 'coinbase-level2': coinbaseLevel2 })
 
 /** @typedef {keyof typeof BOOK_TEMPLATES} BookTemplateName */
 
@@ -153,7 +206,7 @@ export function streamBookProblems ({ streamBooks, streamBookDepth, streamBookSn
   if (streamBooks === 'none') return []
   const t = BOOK_TEMPLATES[/** @type {BookTemplateName} */ (streamBooks)]
   const problems = []
-  if (!t.depths.includes(streamBookDepth)) problems.push(`WSPS_STREAM_BOOK_DEPTH must be one of ${t.depths.join(', ')} with WSPS_STREAM_BOOKS=${streamBooks} (the depths the venue streams)`)
+  if (t.depths && !t.depths.includes(streamBookDepth)) problems.push(`WSPS_STREAM_BOOK_DEPTH must be one of ${t.depths.join(', ')} with WSPS_STREAM_BOOKS=${streamBooks} (the depths the venue streams)`)
   if (t.resync === 'rest' && !(/^https?:\/\//.test(streamBookSnapshotUrl) && streamBookSnapshotUrl.includes('{symbol}'))) {
     problems.push(`WSPS_STREAM_BOOK_SNAPSHOT_URL must be an http(s) URL with {symbol} in it with WSPS_STREAM_BOOKS=${streamBooks} (the REST snapshot each book starts from)`)
   }

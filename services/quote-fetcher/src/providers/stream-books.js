@@ -52,6 +52,8 @@ export class StreamBooks {
   #retryMs
   #now
   #stopped = false
+  /** The connection's last message number (templates with `sequence`); null: none seen on this connection. @type {number | null} */
+  #sequence = null
   /** Writes in flight, awaited by stop(). @type {Set<Promise<void>>} */
   #draining = new Set()
 
@@ -122,6 +124,12 @@ export class StreamBooks {
    * @returns {boolean} it was one (it goes nowhere else)
    */
   take (message) {
+    const seq = this.#template.sequence?.(message)
+    if (seq !== undefined) {
+      // A message lost on the connection may have been any book's: every book is.
+      if (this.#sequence !== null && seq !== this.#sequence + 1) for (const [s, b] of this.#books) this.#resync(s, b, 'gap')
+      this.#sequence = seq
+    }
     const read = this.#template.read(message)
     if (read === null) return false
     if (read.malformed) this.#metrics.streamRecordsDropped.inc({ reason: 'malformed' }, read.malformed)
@@ -140,6 +148,7 @@ export class StreamBooks {
 
   /** The connection is gone, and every channel with it: each book held is out of sync. */
   closed () {
+    this.#sequence = null
     for (const s of [...this.#books.keys()]) this.#leave(s)
     this.#metrics.streamBooks.set(0)
   }
