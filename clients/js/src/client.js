@@ -556,6 +556,27 @@ export class WspsClient {
     const since = this.#liveness.lastFrameAt
     const flipped = this.#stale.lost(this.#subs.list, since)
     if (flipped.length) this.#events.emit('stale', { symbols: flipped, since })
+    this.#booksInterrupted()
+  }
+
+  /**
+   * The link is lost or silent: no book held may be shown as live (held
+   * out of sync until its next snapshot). A silent link that still holds
+   * is asked for the snapshots at once; a lost one asks on reconnecting.
+   *
+   * @param {boolean} [ask] the socket is still open
+   */
+  #booksInterrupted (ask = false) {
+    const books = this.#books.receiver
+    const now = Date.now()
+    for (const symbol of books.interrupt()) {
+      this.#events.emit('book', { symbol, book: /** @type {HeldBook} */ (books.book(symbol)), snapshot: false })
+      if (!ask) continue
+      const depth = /** @type {number} */ (books.depthOf(symbol))
+      books.resync(symbol, now)
+      this.#requestBook(ClientOp.UNSUB, [symbol], depth)
+      this.#requestBook(ClientOp.SUB, [symbol], depth)
+    }
   }
 
   /** Forgets the current socket and everything tied to it; keeps the watch set and quotes. */
@@ -703,11 +724,12 @@ export class WspsClient {
       this.#status.transport === Transport.WEBSOCKET && this.#quietMs > 0
         ? {
           quietMs: this.#quietMs,
-          watching: () => this.#subs.list.length > 0,
+          watching: () => this.#subs.list.length > 0 || this.#books.size > 0,
           quiet: (since) => {
             if (gen !== this.#gen) return
             const flipped = this.#stale.quiet(this.#subs.list, since)
             if (flipped.length) this.#events.emit('stale', { symbols: flipped, since })
+            this.#booksInterrupted(true)
           },
           answered: () => { if (gen === this.#gen) this.#fresh(this.#stale.answered()) }
         }

@@ -10,13 +10,20 @@
 // Replication is asynchronous: a tick the dead primary acknowledged but had
 // not yet sent to the replica is gone. That is measured and reported (ticks
 // lost), not asserted to be 0: nothing here waits for a replica (WAIT).
+// Order books must be exact all the same: after each failover, with the
+// fetcher paused, every book a client holds is the book in Redis.
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { RecordingSubscriber, sumMetrics, useSentinelStack, waitFor } from '../src/index.js'
+import { WspsClient } from '@wsps/client'
+import { readBook } from '@wsps/shared/books'
+import { redisKeys } from '@wsps/shared/keys'
 import { connectRedis } from '@wsps/shared/redis'
+import WebSocket from 'ws'
+import { RecordingSubscriber, sumMetrics, useSentinelStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3', 'SF4', 'SF5', 'SF6']
+const BOOKS = ['SF1', 'SF2']
 const CLIENTS_PER_GATEWAY = 3
 const FAILOVERS = 3
 /** The issue's target: quotes again for every symbol within this of the promotion. */
@@ -47,10 +54,71 @@ const metric = async (service, prefix) => sumMetrics(await service.metrics(), pr
 
 const ms = (/** @type {number} */ x) => `${Math.round(x)} ms`
 
+/** A client of the primary Sentinel names now, as the services connect. */
+function sentinelClient (name = 'wsps-test') {
+  return connectRedis({
+    redisUrl: 'redis://',
+    redisMode: 'sentinel',
+    redisSentinels: on.redis.sentinels.split(','),
+    redisMasterName: on.redis.masterName,
+    redisSentinelPassword: on.redis.password,
+    redisPassword: on.redis.password,
+    redisUsername: '',
+    redisTlsCaFile: ''
+  }, { name })
+}
+
+/**
+ * A real JS client holding BOOKS at one depth.
+ *
+ * @param {string} url
+ * @param {number} depth
+ */
+async function bookHolder (url, depth) {
+  const client = track(new WspsClient({ url, WebSocket, initialBackoffMs: 50, symbols: [] }))
+  client.connect()
+  const { noBook } = await client.subscribeBook(BOOKS, depth)
+  assert.deepEqual(noBook, [], 'every symbol has a book')
+  return { client, depth }
+}
+
+/**
+ * With the fetcher paused (no book moves), every book each client holds is
+ * in sync and is the book in Redis: seq, epoch and levels.
+ *
+ * @param {Awaited<ReturnType<typeof bookHolder>>[]} holders
+ * @param {import('@wsps/shared/redis').RedisClient} redis
+ * @param {number} pid the fetcher's
+ */
+async function booksAsInRedis (holders, redis, pid) {
+  const keys = redisKeys('wsps')
+  process.kill(pid, 'SIGSTOP')
+  try {
+    // A write in flight when it stopped lands; the book read after it is final.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    for (const s of BOOKS) {
+      const state = await readBook(redis, keys, s)
+      assert.ok(state, `${s}'s book in Redis`)
+      const held = () => holders.map((h) => h.client.book(s))
+      await waitFor(() => held().every((b) => b?.sync === true && b.seq === state.seq && b.epoch === state.epoch), { timeout: 5000, message: `${s}: every client holds the book of seq ${state.seq} (they hold ${held().map((b) => `${b?.seq}${b?.sync ? '' : ' unsynced'}`).join(', ')})` })
+      for (const h of holders) {
+        const b = h.client.book(s)
+        assert.deepEqual({ bids: b?.bids, asks: b?.asks }, { bids: state.bids.slice(0, h.depth), asks: state.asks.slice(0, h.depth) }, `${s} at depth ${h.depth}: the book in Redis`)
+      }
+    }
+  } finally {
+    process.kill(pid, 'SIGCONT')
+  }
+}
+
 test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, every subscriber gets every symbol again within 10 s, no subscription or socket lost, history and seq go on`, { timeout: 240_000 }, async (t) => {
   const { fetcher, gws } = on
   const subs = gws.flatMap((g) => Array.from({ length: CLIENTS_PER_GATEWAY }, () => subscriber(g.wsUrl)))
+  const books = [await bookHolder(gws[0].wsUrl, 10), await bookHolder(gws[1].wsUrl, 25)]
+  const redis = sentinelClient()
+  t.after(() => redis.disconnect())
   await flowing(subs)
+  await booksAsInRedis(books, redis, fetcher.pid)
 
   /** @type {{promoteMs: number, resumeMs: number, afterPromotionMs: number}[]} */
   const rounds = []
@@ -75,6 +143,7 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
     const filledAfter = await Promise.all(gws.map((g) => metric(g, 'wsps_gateway_gap_fills_total{result="filled"')))
     t.diagnostic(`failover ${round}: gap fills from the promoted replica's history per gateway ${filledAfter.map((n, i) => `+${n - filledBefore[i]}`).join(', ')}`)
     assert.ok(filledAfter.every((n, i) => n > filledBefore[i]), `round ${round}: each gateway filled a gap from the promoted replica's history`)
+    await booksAsInRedis(books, redis, fetcher.pid)
     // The killed node comes back as a replica, so the next round again has two to promote.
     await on.redis.restart(old)
   }
@@ -90,6 +159,9 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
   const revived = on.services.reduce((a, s) => a + s.logs.filter((l) => l.includes('failover detector race')).length, 0)
   t.diagnostic(`connections ended by ioredis and started again by connectRedis: ${revived} (log lines kept)`)
   t.diagnostic(`promotion ${rounds.map((r) => ms(r.promoteMs)).join(', ')}; resumed after promotion ${rounds.map((r) => ms(r.afterPromotionMs)).join(', ')}`)
+  const bookMetrics = await Promise.all(gws.map((g) => g.metrics()))
+  t.diagnostic(`books: client resyncs ${books.map((b) => b.client.bookResyncs).join(', ')}; out-of-sync snapshots told per gateway ${bookMetrics.map((m) => m.wsps_gateway_books_unsynced_total ?? 0).join(', ')}; books read behind the one delivered (writes lost) ${bookMetrics.map((m) => m.wsps_gateway_books_rewound_total ?? 0).join(', ')}`)
+  assert.deepEqual(books.map((b) => b.client.bookResyncs), [0, 0], 'no book gap or checksum mismatch seen by a client')
 
   assert.equal(subs.reduce((a, s) => a + s.ticksDisordered(), 0), 0, 'no quote twice or out of order')
   assert.deepEqual(subs.map((s) => s.hellos()), subs.map(() => 1), 'no socket closed: one hello per client')
@@ -113,16 +185,7 @@ test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, 
 })
 
 test('a Sentinel connection that ioredis ends while it reconnects (its failover detector firing then) is started again', async () => {
-  const client = connectRedis({
-    redisUrl: 'redis://',
-    redisMode: 'sentinel',
-    redisSentinels: on.redis.sentinels.split(','),
-    redisMasterName: on.redis.masterName,
-    redisSentinelPassword: on.redis.password,
-    redisPassword: on.redis.password,
-    redisUsername: '',
-    redisTlsCaFile: ''
-  }, { name: 'wsps-test-race' })
+  const client = sentinelClient('wsps-test-race')
   /** @type {string[]} */
   const errors = []
   client.on('error', (err) => errors.push(err.message))

@@ -71,7 +71,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     gauges: { series: metrics.barSeries.labels({ timeline: 'realtime' }), subscriptions: metrics.barSubscriptions.labels({ timeline: 'realtime' }) },
     logger
   })
-  const books = new BookHub({ source: broker.books, demandLeaseMs: config.demandLeaseMs, staleGraceMs: config.staleGraceMs, metrics: { held: metrics.books, reads: metrics.bookReads, unsynced: metrics.booksUnsynced }, logger })
+  const books = new BookHub({ source: broker.books, demandLeaseMs: config.demandLeaseMs, staleGraceMs: config.staleGraceMs, batchMs: config.batchMs, metrics: { held: metrics.books, reads: metrics.bookReads, unsynced: metrics.booksUnsynced, rewound: metrics.booksRewound }, logger })
   broker.start({
     onQuote: (symbol, raw, traceparent) => hub.onQuote(symbol, raw, traceparent),
     onReconnect: (symbols) => hub.resync(symbols),

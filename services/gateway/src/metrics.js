@@ -99,6 +99,7 @@ export function createGatewayMetrics (node, labels = {}) {
     books: new client.Gauge({ name: 'wsps_gateway_books', help: 'Order books this process holds (a replica each, while some connection holds the book or waits for it).', ...reg }),
     bookReads: new client.Counter({ name: 'wsps_gateway_book_reads_total', help: 'Whole-book reads from Redis, by cause: first (a book opened), gap (a message skipped ahead), resync (a reconnect or moved channel), retry (a read failed).', labelNames: ['cause'], ...reg }),
     booksUnsynced: new client.Counter({ name: 'wsps_gateway_books_unsynced_total', help: 'Books whose subscribers were sent an out-of-sync snapshot because this gateway\'s feed of them was interrupted.', ...reg }),
+    booksRewound: new client.Counter({ name: 'wsps_gateway_books_rewound_total', help: 'Books read from Redis behind the one this gateway had delivered, in the same epoch (writes Redis lost, as in a failover to a replica that had not got them): sent whole as a snapshot.', ...reg }),
     clientErrors: new client.Counter({ name: 'wsps_gateway_client_errors_total', help: 'Error replies to clients by code.', labelNames: ['code'], ...reg })
   }
 }

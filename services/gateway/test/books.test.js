@@ -57,7 +57,9 @@ class Holder {
 
 function setup ({ appearMs = 0 } = {}) {
   const parts = gatewayParts()
-  const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, logger: silent })
+  const counts = { rewound: 0 }
+  const metrics = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} }, rewound: { inc () { counts.rewound++ } } }
+  const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, metrics, logger: silent })
   const sessions = new Sessions({
     timelines: new Timelines({ realtime: { hub: parts.hub, recovery: new Recovery({ hub: parts.hub, broker: parts.broker, max: 100, logger: silent }), bars: null } }),
     books: hub,
@@ -78,7 +80,7 @@ function setup ({ appearMs = 0 } = {}) {
     await new Promise((resolve) => setTimeout(resolve, 5))
     for (let i = 0; i < 6; i++) await tick()
   }
-  return { parts, hub, sessions, connect, settle }
+  return { parts, hub, sessions, connect, settle, counts }
 }
 
 test('books: every client holds exactly the top N of the book after every update, at every depth, checksums matching', async () => {
@@ -108,6 +110,26 @@ test('books: every client holds exactly the top N of the book after every update
   assert.ok(levels.length > 100 && levels.length < 400, `updates deeper than 10 levels send nothing (${levels.length} frames)`)
   assert.ok(levels.some((f) => f.prev < f.seq - 1), 'a seq may jump')
   assert.ok(levels.some((f) => f.bids.concat(f.asks).some((/** @type {string[]} */ l) => l[1] === '0')), 'levels leave the window as deletes')
+})
+
+test('books: the changes of one batching window reach each window as one frame, the last size of a level winning', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 9 })
+  v.snapshot(40, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  c.holder.assertHolds(10, v.ref)
+  for (let round = 0; round < 20; round++) {
+    const before = c.ws.sent.length
+    const from = v.seq
+    for (let i = 0; i < 12; i++) v.update({ batched: true })
+    await settle()
+    c.holder.assertHolds(10, v.ref, `after round ${round}`)
+    const frames = c.ws.sent.slice(before)
+    assert.ok(frames.length <= 1, `one frame for 12 changes (${frames.length})`)
+    if (frames.length) assert.deepEqual([frames[0].op, frames[0].seq, frames[0].prev <= from], ['levels', v.seq, true])
+  }
 })
 
 test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {
@@ -150,6 +172,43 @@ test('books: a lost message, a reconnect, a lost book and a new epoch: every win
   assert.equal(c.ws.sent.at(-1).sync, undefined)
   v.update()
   c.holder.assertHolds(10, v.ref, 'updates of the new epoch')
+})
+
+test('books: Redis losing writes the gateway had delivered (a failover, asynchronous replication) never leaves a book wrong: the book as read replaces it', async () => {
+  const { parts, hub, connect, settle, counts } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 11 })
+  v.snapshot(30, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref)
+
+  // The promoted replica is 4 writes behind and the gateway reads it before any new write: behind what it holds.
+  v.rewind(4)
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after reading a book behind the one held')
+  assert.equal(c.ws.sent.at(-1).op, 'book', 'a snapshot: the seq went back')
+  // The writer goes on from there, using seqs the gateway had seen with other levels.
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref, 'the seqs used again apply')
+
+  // The same again, but 4 new writes land before the read: the seq read is the one held, the levels are not.
+  v.rewind(4)
+  for (let i = 0; i < 4; i++) v.update({ dark: true })
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after reading other levels at the seq held')
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref, 'live again')
+
+  // A read that finds the book held (a plain reconnect) sends nothing.
+  const frames = c.ws.sent.length
+  hub.resync()
+  await settle()
+  assert.equal(c.ws.sent.length, frames, 'nothing sent for a book read as held')
+  assert.equal(counts.rewound, 2, 'each counted')
 })
 
 test('books: an interrupted feed is never shown as live: an out-of-sync snapshot after the grace (at once when silent), the book again after the read', async () => {

@@ -28,7 +28,11 @@ end
  * KEYS: book, bookChannel, bookPushed. ARGV: kind (snapshot | delta |
  * unsync), bids JSON, asks JSON (canonical decimals, validated by the
  * caller; a snapshot's best first), ts, ttlMs, expectSeq ('' any),
- * pushLeaseMs (0: a provider's write), sharded (1: SPUBLISH).
+ * pushLeaseMs (0: a provider's write), sharded (1: SPUBLISH), maxLevels,
+ * sourceSeq and sourcePrev ('' none: the source's own sequence, kept with
+ * the book; a delta applies when sourcePrev <= the stored one < sourceSeq,
+ * is refused at or below it (-5: old), and past it makes the book out of
+ * sync, as unsync, returned with the gap flag 1).
  * A delta applies level by level (size "0" deletes) onto a book in sync,
  * never half: it is refused whole when there is none (-3), when the
  * stored seq is not expectSeq (-2: another writer moved it; 0 expects no
@@ -38,10 +42,11 @@ end
  * drawn when there is no book (first write, expired, or unreadable: a
  * corrupt key never blocks the symbol's writes). `unsync` keeps
  * seq and epoch and stores an empty book out of sync until a snapshot.
- * Returns {seq, epoch} or {refusal}.
+ * Returns {seq, epoch, gap} or {refusal}.
  */
 const BOOK = EPOCH + `
 local kind, ts, ttl, expect, pushMs, sharded, max = ARGV[1], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
+local src, srcPrev = tonumber(ARGV[10]), tonumber(ARGV[11])
 if pushMs == 0 and redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
 local raw = redis.call('GET', KEYS[1])
 local book = nil
@@ -51,6 +56,14 @@ if raw then
 end
 if expect ~= '' and (book and string.format('%.0f', book.seq) or '0') ~= expect then return {-2} end
 local bids, asks
+local gap = false
+if kind == 'delta' and book and book.sync and src and tonumber(book.src) then
+  -- The source's own sequence: the delta continues the book when
+  -- srcPrev <= stored < src; at or below the stored one it is old; past it, a gap.
+  local held = tonumber(book.src)
+  if src <= held then return {-5} end
+  if srcPrev > held then kind = 'unsync'; gap = true end
+end
 if kind == 'delta' then
   if not book or not book.sync then return {-3} end
   bids, asks = book.bids, book.asks
@@ -86,13 +99,14 @@ local function enc (side)
 end
 local head = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '","ts":' .. ts .. ','
 local sync = kind ~= 'unsync'
-redis.call('SET', KEYS[1], head .. '"sync":' .. tostring(sync) .. ',"bids":' .. enc(bids) .. ',"asks":' .. enc(asks) .. '}', 'PX', ttl)
+local srcField = (src and not gap) and ('"src":' .. string.format('%.0f', src) .. ',') or ''
+redis.call('SET', KEYS[1], head .. srcField .. '"sync":' .. tostring(sync) .. ',"bids":' .. enc(bids) .. ',"asks":' .. enc(asks) .. '}', 'PX', ttl)
 local msg
 if kind == 'unsync' then msg = head .. '"sync":false,"bids":[],"asks":[]}'
 else msg = head .. (kind == 'snapshot' and '"snapshot":true,' or '') .. '"bids":' .. ARGV[2] .. ',"asks":' .. ARGV[3] .. '}' end
 if pushMs > 0 then redis.call('SET', KEYS[3], '1', 'PX', pushMs) end
 redis.call(sharded and 'SPUBLISH' or 'PUBLISH', KEYS[2], msg)
-return {tonumber(seq), epoch}
+return {tonumber(seq), epoch, gap and 1 or 0}
 `
 
 /**

@@ -1,9 +1,11 @@
 // One symbol's order book on this gateway: a replica of the book in Redis,
 // kept by the seq'd messages of its channel, and a window per depth some
-// connection holds. Every change of the book becomes, per window, one frame
-// serialized once for all its subscribers: the levels that changed in the
-// window (those leaving it as deletes, those entering with their size) and
-// the checksum of the window after them (docs/protocol.md, Order books).
+// connection holds. The changes of a batching window become, per window,
+// one frame serialized once for all its subscribers: the levels that
+// changed in the window since its last frame (those leaving it as deletes,
+// those entering with their size; sizes are absolute, so the last change
+// of a level wins) and the checksum of the window after them
+// (docs/protocol.md, Order books).
 
 import { ServerOp } from '@wsps/protocol'
 import { OrderBook, bookChecksum, windowDelta } from '@wsps/protocol/book'
@@ -34,6 +36,7 @@ import { TextFrame } from '../text-frame.js'
  * @typedef {object} Window what the subscribers of one depth hold
  * @property {{bids: Level[], asks: Level[]}} top
  * @property {number} seq the seq of the last change of this window (a delta's `prev`)
+ * @property {number} at the feed's count of changes its subscribers hold (made when added: nothing to flush to them)
  * @property {Set<Client>} clients
  */
 
@@ -55,10 +58,22 @@ export class BookFeed {
   #sync = true
   /** @type {Map<number, Window>} */
   #windows = new Map()
+  #onChange
+  /** Changed since the last flush(). */
+  #dirty = false
+  /** The book started over since the last flush(): windows get a snapshot. */
+  #restart = false
+  /** Changes so far (Window.at). */
+  #changes = 0
 
-  /** @param {string} symbol */
-  constructor (symbol) {
+  /**
+   * @param {string} symbol
+   * @param {(feed: BookFeed) => void} onChange the book changed: flush() it
+   *   (called once until that flush)
+   */
+  constructor (symbol, onChange) {
     this.#symbol = symbol
+    this.#onChange = onChange
   }
 
   get seq () { return this.#seq }
@@ -78,14 +93,47 @@ export class BookFeed {
    * epoch and sync: a delta; else a snapshot), so a book read again after a
    * lost message or a reconnect reaches its subscribers as one more update.
    *
+   * A book read behind the one held in the same epoch, or at its seq with
+   * other levels, means Redis lost writes this gateway had delivered (a
+   * failover to a replica that had not got them): the seqs after it will be
+   * used again for other changes, so the book as read replaces what is held,
+   * as a snapshot, and those changes then apply to it.
+   *
    * @param {BookState} state
+   * @returns {boolean} whether the book read was behind (rewound)
    */
   load (state) {
-    if (state.seq <= this.#seq && state.epoch === this.#epoch && state.sync === this.#sync) return
-    const restart = state.epoch !== this.#epoch || state.sync !== this.#sync
+    const same = state.epoch === this.#epoch && state.sync === this.#sync
+    if (same && state.seq > this.#seq) {
+      this.#take(state, false)
+      return false
+    }
+    if (!same) {
+      this.#take(state, true)
+      return false
+    }
+    if (state.seq === this.#seq && this.#holds(state)) return false
+    this.#take(state, true)
+    return true
+  }
+
+  /**
+   * @param {BookState} state
+   * @param {boolean} restart
+   */
+  #take (state, restart) {
     this.#book.reset(state)
     this.#at(state)
     this.#publish(restart)
+  }
+
+  /**
+   * @param {BookState} state
+   * @returns {boolean} the book held has exactly these levels
+   */
+  #holds (state) {
+    const held = this.#book.top(Infinity)
+    return JSON.stringify([held.bids, held.asks]) === JSON.stringify([state.bids, state.asks])
   }
 
   /**
@@ -146,7 +194,7 @@ export class BookFeed {
   add (client, depth) {
     let w = this.#windows.get(depth)
     if (w === undefined) {
-      w = { top: this.#book.top(depth), seq: this.#seq, clients: new Set() }
+      w = { top: this.#book.top(depth), seq: this.#seq, at: this.#changes, clients: new Set() }
       this.#windows.set(depth, w)
     }
     w.clients.add(client)
@@ -180,15 +228,29 @@ export class BookFeed {
     return encodeBook(this.#symbol, depth, { seq: this.#seq, epoch: this.#epoch, ts: this.#ts, sync: this.#sync }, w.top, bookChecksum(w.top))
   }
 
-  /**
-   * Sends each window what the last change did to it: a snapshot when the
-   * book started over (a snapshot of the feed, a new epoch, sync lost or
-   * back), else its changed levels, or nothing when it did not change.
-   *
-   * @param {boolean} restart
-   */
+  /** @param {boolean} restart */
   #publish (restart) {
+    this.#changes++
+    this.#restart ||= restart
+    if (this.#dirty) return
+    this.#dirty = true
+    this.#onChange(this)
+  }
+
+  /**
+   * Sends each window what the changes since the last flush did to it: a
+   * snapshot when the book started over (a snapshot of the feed, a new
+   * epoch, sync lost or back), else its changed levels, or nothing when it
+   * did not change.
+   */
+  flush () {
+    if (!this.#dirty) return
+    const restart = this.#restart
+    this.#dirty = false
+    this.#restart = false
     for (const [depth, w] of this.#windows) {
+      if (w.at === this.#changes) continue
+      w.at = this.#changes
       const top = this.#book.top(depth)
       if (restart) {
         w.top = top
