@@ -6,7 +6,8 @@
 // written through the book script: a snapshot when (re)synced, then the
 // levels that changed. Each write builds on the seq this replica wrote last
 // (expectSeq), so a book another writer moved meanwhile is refused whole,
-// never half applied, and written again as a snapshot. A lost sequence (a
+// never half applied, and written again as a snapshot once the next claim
+// confirms this replica still holds the symbol. A lost sequence (a
 // gap, a bad checksum, the connection gone) is published as `sync:false`
 // before the book is got again: a REST snapshot, or the channel subscribed
 // again. Writes of one symbol go one at a time; events that arrive during
@@ -34,6 +35,9 @@ const SNAPSHOT_TIMEOUT_MS = 5000
  * @property {boolean} snapshotting a REST snapshot in flight
  * @property {boolean} gone unsubscribed: the last write is `sync:false`, then nothing
  * @property {number} resyncs since the book last moved in sync: a venue that keeps failing is asked ever more slowly
+ * @property {boolean} yielded another writer moved the book: nothing is written until the next tick's claim confirms
+ *   this replica still holds the symbol (a replica that was paused past its lease must not write its older book over
+ *   the new holder's)
  */
 
 /** The longest wait before a book is got again. */
@@ -99,6 +103,11 @@ export class StreamBooks {
       this.#log.warn({ err: /** @type {Error} */ (err).message }, 'could not read book demand')
       return
     }
+    for (const [s, b] of this.#books) {
+      if (!b.yielded || !wanted.has(s)) continue
+      b.yielded = false
+      this.#dirty(s, b)
+    }
     const add = [...wanted].filter((s) => !this.#books.has(s))
     const drop = [...this.#books.keys()].filter((s) => !wanted.has(s))
     if (drop.length) {
@@ -108,7 +117,7 @@ export class StreamBooks {
     }
     if (add.length) {
       for (const s of add) {
-        this.#books.set(s, { venue: this.#template.create(this.#depth), seq: null, written: null, lost: false, writing: false, dirty: false, snapshotting: false, gone: false, resyncs: 0 })
+        this.#books.set(s, { venue: this.#template.create(this.#depth), seq: null, written: null, lost: false, writing: false, dirty: false, snapshotting: false, gone: false, resyncs: 0, yielded: false })
       }
       for (const f of this.#template.subscribe(add, this.#depth)) this.#send(f)
       // Buffering starts with the subscription; the snapshot is fetched after it.
@@ -239,7 +248,7 @@ export class StreamBooks {
   async #drain (symbol, b) {
     b.writing = true
     try {
-      while (b.dirty) {
+      while (b.dirty && !(b.yielded && !b.gone)) {
         b.dirty = false
         const { redis, keys, ttlMs, sharded } = this.#store
         /** @type {import('@wsps/shared/books').BookUpdate} */
@@ -266,9 +275,12 @@ export class StreamBooks {
         const result = await applyBook(redis, keys, update, { ttlMs, expectSeq, sharded })
         this.#metrics.books.inc({ result: 'refused' in result ? result.refused : 'written' })
         if ('refused' in result) {
-          // Another writer moved it, or it expired: written whole by the next event.
+          // Expired (nobook): written whole by the next event. Another writer
+          // moved it, or it is pushed: whole again once the next tick's claim
+          // says this replica still holds the symbol (follow).
           b.seq = null
           b.written = null
+          if (result.refused === 'moved' || result.refused === 'pushed') b.yielded = true
           continue
         }
         b.seq = result.seq
