@@ -145,3 +145,16 @@ test('coinbase-level2: a message number skipped on the connection puts every boo
   await waitFor(() => sent.filter((m) => /** @type {any} */ (m).type === 'subscribe').length === 3, { timeout: 2000, message: 'each subscribed again' })
   await books.stop()
 })
+
+test('a book another replica left in sync (it died) is marked out of sync as soon as this one takes it, before the venue\'s is known', async () => {
+  const { keys, books, stored, storedWhen, demand } = setUpBooks()
+  await applyBook(db.r, keys, { symbol: 'BTC-USD', kind: 'snapshot', bids: [['1', '1']], asks: [['2', '1']], ts: Date.now() }, { ttlMs: 60_000 })
+  await demand(10_000)
+  await books.follow(['BTC-USD'])
+  const out = await storedWhen((b) => b.sync === false, 'the frozen book out of sync')
+  assert.deepEqual([out.seq, out.bids], [2, []])
+  books.take(kraken('snapshot', BOOK, BOOK))
+  await storedWhen((b) => b.sync === true && b.seq === 3, 'the venue\'s book')
+  await books.stop()
+  assert.equal((await stored())?.sync, false, 'stopped: nobody keeps it')
+})

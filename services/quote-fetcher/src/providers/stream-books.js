@@ -119,6 +119,8 @@ export class StreamBooks {
       for (const s of add) {
         this.#books.set(s, { venue: this.#template.create(this.#depth), seq: null, written: null, lost: false, writing: false, dirty: false, snapshotting: false, gone: false, resyncs: 0, yielded: false })
       }
+      // What is stored of them is out of sync until the venue's book is known.
+      for (const s of add) this.#dirty(s, /** @type {SymbolBook} */ (this.#books.get(s)))
       for (const f of this.#template.subscribe(add, this.#depth)) this.#send(f)
       // Buffering starts with the subscription; the snapshot is fetched after it.
       if (this.#template.resync === 'rest') for (const s of add) this.#fetchSnapshot(s)
@@ -259,6 +261,17 @@ export class StreamBooks {
         if (b.lost || b.gone || !b.venue.synced) {
           b.lost = false
           if (b.written === 'unsync') continue
+          if (b.written === null) {
+            // Not written here (yet, or since a failure): a book stored in
+            // sync is no one's now (its holder died, or this replica's write
+            // failed) and must not show as live until the venue's is known.
+            const stored = await readBook(/** @type {any} */ (redis), keys, symbol)
+            b.seq = stored?.seq ?? 0
+            if (!stored?.sync) {
+              b.written = 'unsync'
+              continue
+            }
+          }
           update = { symbol, kind: 'unsync', bids: [], asks: [], ts }
         } else {
           // The top as of the last event: events during the write wait for the next one.
