@@ -38,6 +38,7 @@
 //   GET  /state                      {dialect, connections, subscribed: {SYM: n}, snapshots (REST served), faults (injected so far)}
 //   GET  /history?symbol=S           {points: ["<JSON of the top 10: {bids, asks}>", ...]} oldest first
 //   POST /fault?kind=K&symbol=S      the next message of S carries fault K
+//   POST /drop                       closes every connection abruptly (no close frame)
 // Settings: WSPS_HOST, WSPS_HTTP_PORT, FAKE_VENUE_DIALECT (binance), FAKE_VENUE_SEED (1),
 // FAKE_VENUE_TICK_MS (50), FAKE_VENUE_LEVELS (levels per side of a reference book: 30).
 
@@ -345,6 +346,10 @@ const server = createServer((req, res) => {
     return reply({ dialect: DIALECT, connections: conns.size, subscribed, snapshots: snapshotsServed, faults: faultsDone })
   }
   if (url.pathname === '/history') return reply({ points: books.get(q.get('symbol') ?? '')?.history ?? [] })
+  if (req.method === 'POST' && url.pathname === '/drop') {
+    for (const c of conns) c.ws.terminate()
+    return reply({ dropped: true })
+  }
   if (req.method === 'POST' && url.pathname === '/fault') {
     reference(q.get('symbol') ?? '').faults.add(q.get('kind') ?? '')
     return reply({ pending: [...reference(q.get('symbol') ?? '').faults] })

@@ -198,6 +198,8 @@ export async function startFakeBookVenue ({ dialect, seed = 1, tickMs = 50 }) {
      */
     async fault (kind, symbol) {
       await fetch(`${handle.url}/fault?kind=${kind}&symbol=${encodeURIComponent(symbol)}`, { method: 'POST', signal: AbortSignal.timeout(2000) })
-    }
+    },
+    /** Closes every connection abruptly (no close frame). */
+    async drop () { await fetch(`${handle.url}/drop`, { method: 'POST', signal: AbortSignal.timeout(2000) }) }
   }
 }

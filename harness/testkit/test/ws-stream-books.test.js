@@ -6,8 +6,8 @@
 // gateway and a real JS client holding the books. Every book the client
 // showed as in sync must be one the venue really had, in the venue's order
 // (its top 10 at some point of its history, never going back), through an
-// injected gap, a reordered event, a stale snapshot, a bad checksum and a
-// message lost on the connection, each
+// injected gap, a reordered event, a stale snapshot, a bad checksum, a
+// message lost on the connection and a dropped connection, each
 // of which is seen: the book goes out of sync, then comes back.
 
 import assert from 'node:assert/strict'
@@ -190,7 +190,7 @@ test('kraken-book: every book shown in sync is the venue\'s top 10, in order (le
   assert.ok(judge(h.held, 'BK1-USD', await kraken.history('BK1-USD')).unsynced >= 1, 'the resync seen by the client')
 })
 
-test('coinbase-level2: every book shown in sync is the venue\'s, in order; a message lost on the connection resyncs every book of it', async (t) => {
+test('coinbase-level2: every book shown in sync is the venue\'s, in order; a message lost on the connection resyncs every book of it, a dropped connection too', async (t) => {
   const { coinbase, cb } = on
   const symbols = ['BK1-USD', 'BK2-USD']
   const h = await holder(cb.gw.wsUrl, symbols)
@@ -200,6 +200,14 @@ test('coinbase-level2: every book shown in sync is the venue\'s, in order; a mes
 
   await coinbase.fault('gap', 'BK1-USD')
   await waitFor(async () => await counted(cb.fetcher, gap) >= 2, { message: 'both books of the connection resynced' })
+  await inSync(h, 'BK1-USD')
+  await inSync(h, 'BK2-USD')
+  await moving(h, 30)
+
+  // The connection dropped: every book it carried out of sync, then in sync again on the next one.
+  const before = h.held.filter((e) => !e.sync).length
+  await coinbase.drop()
+  await waitFor(() => h.held.filter((e) => !e.sync).length >= before + 2, { message: 'both books out of sync when the connection dropped' })
   await inSync(h, 'BK1-USD')
   await inSync(h, 'BK2-USD')
   await moving(h, 30)
