@@ -12,9 +12,7 @@
 
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
-import { WspsClient } from '@wsps/client'
-import WebSocket from 'ws'
-import { setUp, sleep, startFakeBookVenue, useStack, waitFor } from '../src/index.js'
+import { holdBooks, setUp, sleep, startFakeBookVenue, useStack, waitFor } from '../src/index.js'
 
 const DEPTH = 10
 
@@ -71,28 +69,13 @@ const on = setUp(async () => {
   return { binance, kraken, coinbase, bn, kr, cb }
 })
 
-/**
- * A real JS client holding these books at depth 10, recording each book it
- * showed (in sync or not).
- * @param {string} url
- * @param {string[]} symbols
- */
-async function holder (url, symbols) {
-  const client = new WspsClient({ url, WebSocket, initialBackoffMs: 50, symbols: [] })
-  closers.push({ close: () => client.close() })
-  /** @type {{symbol: string, sync: boolean, top: string}[]} */
-  const held = []
-  client.on('book', ({ symbol, book }) => held.push({ symbol, sync: book.sync, top: JSON.stringify({ bids: book.bids, asks: book.asks }) }))
-  client.connect()
-  // The venue's book appears once the fetcher subscribed its depth: until then NO_BOOK.
-  await waitFor(async () => (await client.subscribeBook(symbols, DEPTH)).noBook.length === 0, { timeout: 20_000, message: `books of ${symbols}` })
-  return { client, held }
-}
+/** @param {string} url @param {string[]} symbols */
+const holder = (url, symbols) => holdBooks(url, symbols, DEPTH, { track: (c) => closers.push(c), waitMs: 20_000 })
 
 /**
  * Each book the client showed in sync, found in the venue's history at or
  * after the point the one before it was found at.
- * @param {{symbol: string, sync: boolean, top: string}[]} held
+ * @param {import('../src/book-holder.js').HeldBook[]} held
  * @param {string} symbol
  * @param {string[]} history
  * @returns {{compared: number, wrong: string[], unsynced: number}}
@@ -127,7 +110,7 @@ const moving = async (h, more) => {
 /** @param {import('../src/index.js').ServiceHandle} fetcher @param {string} series */
 const counted = async (fetcher, series) => (await fetcher.metrics())[series] ?? 0
 
-/** @param {{client: WspsClient}} h @param {string} symbol */
+/** @param {{client: import('@wsps/client').WspsClient}} h @param {string} symbol */
 const inSync = (h, symbol) => waitFor(() => h.client.book(symbol)?.sync === true, { timeout: 15_000, message: `${symbol} in sync again` })
 
 test('binance-depth: every book shown in sync is the venue\'s, in order; a dropped event, a reordered one and a stale snapshot each resync', async (t) => {
