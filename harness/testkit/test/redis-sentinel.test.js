@@ -15,12 +15,10 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { WspsClient } from '@wsps/client'
 import { readBook } from '@wsps/shared/books'
 import { redisKeys } from '@wsps/shared/keys'
 import { connectRedis } from '@wsps/shared/redis'
-import WebSocket from 'ws'
-import { RecordingSubscriber, sumMetrics, useSentinelStack, waitFor } from '../src/index.js'
+import { holdBooks, RecordingSubscriber, sumMetrics, useSentinelStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3', 'SF4', 'SF5', 'SF6']
 const BOOKS = ['SF1', 'SF2']
@@ -74,13 +72,7 @@ function sentinelClient (name = 'wsps-test') {
  * @param {string} url
  * @param {number} depth
  */
-async function bookHolder (url, depth) {
-  const client = track(new WspsClient({ url, WebSocket, initialBackoffMs: 50, symbols: [] }))
-  client.connect()
-  const { noBook } = await client.subscribeBook(BOOKS, depth)
-  assert.deepEqual(noBook, [], 'every symbol has a book')
-  return { client, depth }
-}
+const bookHolder = (url, depth) => holdBooks(url, BOOKS, depth, { track })
 
 /**
  * With the fetcher paused (no book moves), every book each client holds is
