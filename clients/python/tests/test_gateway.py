@@ -113,7 +113,7 @@ async def test_bars_backfill_then_live_closed_bars_in_order(stack: Stack) -> Non
 
 
 async def test_books_held_verified_and_equal_across_gateways_through_a_drain(stack: Stack) -> None:
-    """Two clients hold AAPL's book (depths 10 and 25) on different gateways: every checksum matches,
+    """Two clients hold AAPL's book (depth 10 merged, 25 distinct) on different gateways: every checksum matches,
     the same seq is the same book on both, and the drained one's client is out of sync in between,
     then in sync on the other gateway."""
     with pytest.raises(wsps.WspsError) as info:
@@ -141,7 +141,7 @@ async def test_books_held_verified_and_equal_across_gateways_through_a_drain(sta
     await b.connect()
     try:
         assert await a.subscribe_book(["AAPL"], 10) == wsps.BookSubscribed(10, ["AAPL"], [])
-        assert (await b.subscribe_book(["AAPL"], 25)).symbols == ["AAPL"]
+        assert (await b.subscribe_book(["AAPL"], 25, mode="distinct")).symbols == ["AAPL"]
 
         async def wait_until(pred, timeout: float = 30.0) -> None:
             async def poll() -> None:

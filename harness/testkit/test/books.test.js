@@ -88,8 +88,10 @@ async function reference () {
  * @param {string | string[]} url the gateways, in the order tried
  * @param {number} depth
  */
-function holder (url, depth) {
-  return holdBooks(url, SYMBOLS, depth, { track: (c) => closers.push(c) })
+async function holder (url, depth) {
+  const h = await holdBooks(url, SYMBOLS, depth)
+  closers.push(h.client)
+  return h
 }
 
 /**

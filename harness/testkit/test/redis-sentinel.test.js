@@ -15,10 +15,8 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { readBook } from '@wsps/shared/books'
-import { redisKeys } from '@wsps/shared/keys'
 import { connectRedis } from '@wsps/shared/redis'
-import { holdBooks, RecordingSubscriber, sumMetrics, useSentinelStack, waitFor } from '../src/index.js'
+import { RecordingSubscriber, booksAsInRedis, holdBooks, sumMetrics, useSentinelStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['SF1', 'SF2', 'SF3', 'SF4', 'SF5', 'SF6']
 const BOOKS = ['SF1', 'SF2']
@@ -66,47 +64,11 @@ function sentinelClient (name = 'wsps-test') {
   }, { name })
 }
 
-/**
- * A real JS client holding BOOKS at one depth.
- *
- * @param {string} url
- * @param {number} depth
- */
-const bookHolder = (url, depth) => holdBooks(url, BOOKS, depth, { track })
-
-/**
- * With the fetcher paused (no book moves), every book each client holds is
- * in sync and is the book in Redis: seq, epoch and levels.
- *
- * @param {Awaited<ReturnType<typeof bookHolder>>[]} holders
- * @param {import('@wsps/shared/redis').RedisClient} redis
- * @param {number} pid the fetcher's
- */
-async function booksAsInRedis (holders, redis, pid) {
-  const keys = redisKeys('wsps')
-  process.kill(pid, 'SIGSTOP')
-  try {
-    // A write in flight when it stopped lands; the book read after it is final.
-    await new Promise((resolve) => setTimeout(resolve, 200))
-    for (const s of BOOKS) {
-      const state = await readBook(redis, keys, s)
-      assert.ok(state, `${s}'s book in Redis`)
-      const held = () => holders.map((h) => h.client.book(s))
-      await waitFor(() => held().every((b) => b?.sync === true && b.seq === state.seq && b.epoch === state.epoch), { timeout: 5000, message: `${s}: every client holds the book of seq ${state.seq} (they hold ${held().map((b) => `${b?.seq}${b?.sync ? '' : ' unsynced'}`).join(', ')})` })
-      for (const h of holders) {
-        const b = h.client.book(s)
-        assert.deepEqual({ bids: b?.bids, asks: b?.asks }, { bids: state.bids.slice(0, h.depth), asks: state.asks.slice(0, h.depth) }, `${s} at depth ${h.depth}: the book in Redis`)
-      }
-    }
-  } finally {
-    process.kill(pid, 'SIGCONT')
-  }
-}
-
 test(`the Sentinel primary SIGKILLed ${FAILOVERS} times: a replica is promoted, every subscriber gets every symbol again within 10 s, no subscription or socket lost, history and seq go on`, { timeout: 240_000 }, async (t) => {
   const { fetcher, gws } = on
   const subs = gws.flatMap((g) => Array.from({ length: CLIENTS_PER_GATEWAY }, () => subscriber(g.wsUrl)))
-  const books = [await bookHolder(gws[0].wsUrl, 10), await bookHolder(gws[1].wsUrl, 25)]
+  const books = [await holdBooks(gws[0].wsUrl, BOOKS, 10), await holdBooks(gws[1].wsUrl, BOOKS, 25)]
+  for (const b of books) track(b.client)
   const redis = sentinelClient()
   t.after(() => redis.disconnect())
   await flowing(subs)

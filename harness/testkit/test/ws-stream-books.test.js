@@ -70,12 +70,16 @@ const on = setUp(async () => {
 })
 
 /** @param {string} url @param {string[]} symbols */
-const holder = (url, symbols) => holdBooks(url, symbols, DEPTH, { track: (c) => closers.push(c), waitMs: 20_000 })
+async function holder (url, symbols) {
+  const h = await holdBooks(url, symbols, DEPTH, { waitMs: 20_000 })
+  closers.push(h.client)
+  return h
+}
 
 /**
  * Each book the client showed in sync, found in the venue's history at or
  * after the point the one before it was found at.
- * @param {import('../src/book-holder.js').HeldBook[]} held
+ * @param {import('../src/book-holders.js').HeldBook[]} held
  * @param {string} symbol
  * @param {string[]} history
  * @returns {{compared: number, wrong: string[], unsynced: number}}

@@ -93,11 +93,21 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer =
   const broker = memoryBroker()
   const fanout = new Fanout({ batchMs, metrics: m })
   const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000, tracer })
+  /** @typedef {{snapshotOf (symbol: string, depth: number): import('../src/text-frame.js').TextFrame | null}} BookSnapshots */
+  /** @type {BookSnapshots | null} the books, once a test has some (useBooks) */
+  let books = null
   const ctx = {
     metrics: m,
     sendMax: limits.sendMax,
     messageRate: new RateLimit(limits.ratePerSec, limits.rateBurst),
-    outbox: { metrics: m, sendHighWater: limits.sendHighWater, slowCloseMs: limits.slowCloseMs, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
+    outbox: {
+      metrics: m,
+      sendHighWater: limits.sendHighWater,
+      slowCloseMs: limits.slowCloseMs,
+      latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d),
+      bookSnapshot: (/** @type {string} */ s, /** @type {number} */ d) => books?.snapshotOf(s, d) ?? null
+    },
+    retry: (/** @type {Connection} */ c) => fanout.retry(c)
   }
   let ids = 0
   /** A connection on a fake socket; `c` is the connection too (what the hub holds). */
@@ -107,7 +117,9 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer =
     return { ws, conn, c: conn }
   }
   const pass = () => fanout.passNow()
-  return { metrics: m, broker, fanout, hub, client, pass }
+  /** @param {BookSnapshots} hub a BookHub: slow readers catch up with its snapshots */
+  const useBooks = (hub) => { books = hub }
+  return { metrics: m, broker, fanout, hub, client, pass, useBooks, limits }
 }
 
 /** @param {number} seq @param {Record<string, unknown>} [fields] */

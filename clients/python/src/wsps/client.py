@@ -201,6 +201,8 @@ class Client:
         self._watch: dict[str, Delivery] = {}
         self._bars = BarBook()
         self._books = BookReceiver()
+        self._book_distinct: set[str] = set()
+        """Symbols whose book is wanted distinct (every change its own frame)."""
         self.book_resyncs = 0
         """Books resubscribed by the client itself after a lost update or a checksum mismatch."""
         self._stale = Staleness()
@@ -392,21 +394,31 @@ class Client:
             if f is not None:
                 await asyncio.wait_for(f, self._request_timeout)
 
-    async def subscribe_book(self, symbols: Iterable[str], depth: int) -> BookSubscribed:
+    async def subscribe_book(self, symbols: Iterable[str], depth: int, mode: str = "merge") -> BookSubscribed:
         """Subscribes to the order books of these symbols at ``depth`` (one of BOOK_DEPTHS), apart from
         their quotes and bars: a ``BookEvent`` per change of each; ``book(symbol)`` reads it. One depth
-        per symbol (a new depth replaces the old one). When live, waits for the ack. Raises
+        per symbol (a new depth replaces the old one). ``mode``: ``"merge"`` (the changes of a batching
+        window in one frame) or ``"distinct"`` (every change its own frame). When live, waits for the ack. Raises
         ``WspsError`` (BAD_BOOK, TOO_MANY_SUBSCRIPTIONS, ...) when the gateway refused them; those it
         has no book of (NO_BOOK) are in ``no_book`` and no longer wanted.
         """
         if depth not in BOOK_DEPTHS:
             raise WspsError(ErrorCode.BAD_BOOK.value, f"book must be one of {', '.join(map(str, BOOK_DEPTHS))}")
+        if mode not in (Mode.MERGE.value, Mode.DISTINCT.value):
+            raise WspsError(ErrorCode.BAD_BOOK.value, f"mode must be 'merge' or 'distinct', not {mode!r}")
         wanted = list(dict.fromkeys(symbols))
         moved: dict[int, list[str]] = {}
         send: list[str] = []
         for s in wanted:
             was = self._books.depth_of(s)
+            mode_changed = (s in self._book_distinct) != (mode == Mode.DISTINCT.value)
+            if mode == Mode.DISTINCT.value:
+                self._book_distinct.add(s)
+            else:
+                self._book_distinct.discard(s)
             if was == depth:
+                if mode_changed:
+                    send.append(s)  # the gateway moves it to the other mode (a sub, no unsub)
                 continue
             if was is not None:
                 moved.setdefault(was, []).append(s)
@@ -432,6 +444,7 @@ class Client:
             if d is not None:
                 by_depth.setdefault(d, []).append(s)
                 self._books.forget(s)
+                self._book_distinct.discard(s)
         if not self._live.is_set() or self._sse is not None:
             return
         for d, group in by_depth.items():
@@ -1008,10 +1021,17 @@ class Client:
         return [self._send_request(op, chunk, None, want_answer=want_answer, extra=extra, bars=interval) for chunk in _chunks(list(symbols))]
 
     def _request_book(self, op: str, symbols: Sequence[str], depth: int, *, want_answer: bool = False) -> list[asyncio.Future[list[str]] | None]:
-        """Book ``sub`` or ``unsub`` requests at ``depth``, at most 100 symbols each."""
+        """Book ``sub`` or ``unsub`` requests at ``depth``, at most 100 symbols each; a sub of those
+        wanted distinct says so."""
         if self._sse is not None:
             return []
-        return [self._send_request(op, chunk, None, want_answer=want_answer, extra={"book": depth}, book=depth) for chunk in _chunks(list(symbols))]
+        groups: list[tuple[list[str], dict[str, Any]]] = [(list(symbols), {"book": depth})]
+        if op == ClientOp.SUB.value:
+            distinct = [s for s in symbols if s in self._book_distinct]
+            groups = [([s for s in symbols if s not in self._book_distinct], {"book": depth}),
+                      (distinct, {"book": depth, "mode": Mode.DISTINCT.value})]
+        return [self._send_request(op, chunk, None, want_answer=want_answer, extra=extra, book=depth)
+                for group, extra in groups for chunk in _chunks(group)]
 
     def _bars_over_sse(self) -> None:
         self._emit(ErrorEvent(WspsError(ErrorCode.BAD_BARS.value,

@@ -163,6 +163,15 @@ export class BookHub {
   }
 
   /**
+   * @param {string} symbol
+   * @param {number} depth
+   * @returns {import('../text-frame.js').TextFrame | null} a snapshot of that window as its readers hold it (a slow one catching up); null: not held
+   */
+  snapshotOf (symbol, depth) {
+    return this.#entries.get(symbol)?.feed.snapshotOf(depth) ?? null
+  }
+
+  /**
    * @param {Client} client
    * @param {string} symbol
    * @param {number} depth

@@ -149,6 +149,29 @@ describe('order books', () => {
     await holdsVenue(c, v, 10, 'after the reconnect')
   })
 
+  test('mode distinct: asked for on every connection, every change of the window its own frame; a bad mode rejects with BAD_BOOK', async () => {
+    const { gw, v } = await withBook(11)
+    const rec = recordingWebSocket()
+    const c = client({ url: gw.url, WebSocket: rec.WebSocket })
+    c.connect()
+    await assert.rejects(c.subscribeBook([S], 10, { mode: /** @type {any} */ ('fast') }), (/** @type {any} */ err) => err.code === 'BAD_BOOK')
+    await c.subscribeBook([S], 10, { mode: 'distinct' })
+    await holdsVenue(c, v, 10)
+    const before = rec.received.filter((x) => x.msg.op === 'levels').length
+    let changes = 0
+    for (let i = 0; i < 40; i++) {
+      const top = JSON.stringify(v.ref.top(10))
+      v.update({ batched: true })
+      if (JSON.stringify(v.ref.top(10)) !== top) changes++
+    }
+    await holdsVenue(c, v, 10, 'after 40 changes in one batching window')
+    await waitFor(() => rec.received.filter((x) => x.msg.op === 'levels').length - before === changes, { message: `a frame per change (${changes})` })
+    gw.restart()
+    await waitFor(() => rec.sent.filter((x) => x.msg.op === 'sub' && x.msg.mode === 'distinct').length === 2, { message: 'distinct again on the new connection' })
+    await holdsVenue(c, v, 10, 'after the reconnect')
+    assert.equal(c.bookResyncs, 0)
+  })
+
   test('NO_BOOK leaves the others subscribed; a depth not in BOOK_DEPTHS rejects with BAD_BOOK; unsubscribeBook stops the book', async () => {
     const { gw, v } = await withBook()
     const rec = recordingWebSocket()
