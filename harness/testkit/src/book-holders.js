@@ -10,23 +10,36 @@ import WebSocket from 'ws'
 import { sleep, waitFor } from './wait.js'
 
 /**
- * @typedef {{client: WspsClient, depth: number, symbols: string[]}} BookHolder
+ * @typedef {{symbol: string, seq: number, sync: boolean, top: string}} HeldBook one book the client showed: its
+ *   levels as the JSON of `{bids, asks}`
+ * @typedef {{client: WspsClient, depth: number, symbols: string[], held: HeldBook[]}} BookHolder
  */
 
 /**
- * A real JS client holding these symbols' books at one depth.
+ * A real JS client holding these symbols' books at one depth, recording
+ * every book it showed (`held`).
  *
  * @param {string | string[]} url the gateways, in the order tried
  * @param {string[]} symbols
  * @param {number} depth
+ * @param {{waitMs?: number}} [options] waitMs: ask again until every symbol has a book, for this long (a venue
+ *   stream's books appear once a fetcher subscribed them); 0 (default): every symbol must have one at once
  * @returns {Promise<BookHolder>} close its client when done
  */
-export async function holdBooks (url, symbols, depth) {
+export async function holdBooks (url, symbols, depth, { waitMs = 0 } = {}) {
   const client = new WspsClient({ url: Array.isArray(url) ? url : [url], WebSocket, initialBackoffMs: 50, symbols: [] })
+  /** @type {HeldBook[]} */
+  const held = []
+  client.on('book', ({ symbol, book }) => held.push({ symbol, seq: book.seq, sync: book.sync, top: JSON.stringify({ bids: book.bids, asks: book.asks }) }))
   client.connect()
-  const { noBook } = await client.subscribeBook(symbols, depth)
-  assert.deepEqual(noBook, [], 'every symbol has a book')
-  return { client, depth, symbols }
+  try {
+    if (waitMs > 0) await waitFor(async () => (await client.subscribeBook(symbols, depth)).noBook.length === 0, { timeout: waitMs, message: `books of ${symbols}` })
+    else assert.deepEqual((await client.subscribeBook(symbols, depth)).noBook, [], 'every symbol has a book')
+  } catch (err) {
+    client.close()
+    throw err
+  }
+  return { client, depth, symbols, held }
 }
 
 /**

@@ -14,6 +14,7 @@ export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 export const GATEWAY_MAIN = join(ROOT, 'services/gateway/bin/main.js')
 export const FETCHER_MAIN = join(ROOT, 'services/quote-fetcher/bin/main.js')
 export const FAKE_VENDOR_MAIN = join(ROOT, 'harness/testkit/src/fake-vendor.js')
+export const FAKE_BOOK_VENUE_MAIN = join(ROOT, 'harness/testkit/src/fake-book-venue.js')
 /**
  * Node flags both services run with: here, in the bench, in the image
  * (Dockerfile NODE_OPTIONS) and under `make up` (infra/local/up.sh); a test
@@ -165,5 +166,40 @@ export async function startFakeVendor ({ tickMs = 100, key = '', secret = '', di
      * @returns {Promise<{sent: number}>} connections it went to
      */
     async event (kind, symbol) { return post(`/event?kind=${kind}&symbol=${encodeURIComponent(symbol)}`) }
+  }
+}
+
+/**
+ * The fake book venue (fake-book-venue.js) as its own process: a Binance-,
+ * Kraken- or Coinbase-style depth stream of seeded reference books, with faults on
+ * request. `streamUrl` is what WSPS_STREAM_URL points at, `snapshotUrl`
+ * WSPS_STREAM_BOOK_SNAPSHOT_URL (binance).
+ *
+ * @param {{dialect: 'binance' | 'kraken' | 'coinbase', seed?: number, tickMs?: number}} options
+ */
+export async function startFakeBookVenue ({ dialect, seed = 1, tickMs = 50 }) {
+  const handle = await startService(FAKE_BOOK_VENUE_MAIN, { FAKE_VENUE_DIALECT: dialect, FAKE_VENUE_SEED: seed, FAKE_VENUE_TICK_MS: tickMs }, { name: `venue-${dialect}` })
+  return {
+    ...handle,
+    streamUrl: `ws://127.0.0.1:${handle.port}/stream`,
+    snapshotUrl: `${handle.url}/api/v3/depth?symbol={symbol}&limit={depth}`,
+    /** @returns {Promise<{dialect: string, connections: number, subscribed: Record<string, number>, snapshots: number, faults: Record<string, number>}>} */
+    async state () { return (await getJson(`${handle.url}/state`)).body },
+    /**
+     * Every book the venue had of a symbol, oldest first: each the JSON of its top 10 ({bids, asks}, canonical).
+     * @param {string} symbol
+     * @returns {Promise<string[]>}
+     */
+    async history (symbol) { return (await getJson(`${handle.url}/history?symbol=${encodeURIComponent(symbol)}`)).body.points },
+    /**
+     * The next message of the symbol carries this fault.
+     * @param {'gap' | 'reorder' | 'stale' | 'checksum'} kind
+     * @param {string} symbol
+     */
+    async fault (kind, symbol) {
+      await fetch(`${handle.url}/fault?kind=${kind}&symbol=${encodeURIComponent(symbol)}`, { method: 'POST', signal: AbortSignal.timeout(2000) })
+    },
+    /** Closes every connection abruptly (no close frame). */
+    async drop () { await fetch(`${handle.url}/drop`, { method: 'POST', signal: AbortSignal.timeout(2000) }) }
   }
 }

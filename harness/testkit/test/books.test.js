@@ -10,12 +10,10 @@
 
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
-import { WspsClient } from '@wsps/client'
 import { OrderBook } from '@wsps/protocol/book'
 import { readBook } from '@wsps/shared/books'
 import { redisKeys } from '@wsps/shared/keys'
-import WebSocket from 'ws'
-import { GATEWAY_MAIN, setUp, sleep, startToxiproxy, useStack, waitFor } from '../src/index.js'
+import { GATEWAY_MAIN, holdBooks, setUp, sleep, startToxiproxy, useStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['BK1', 'BK2']
 const DEPTHS = [10, 25]
@@ -84,22 +82,16 @@ async function reference () {
 }
 
 /**
- * A real JS client holding every symbol's book at one depth, recording
- * each book it held (symbol, seq, window).
+ * A real JS client holding every symbol's book at one depth (each must
+ * have one at once), recording each book it held (symbol, seq, window).
  *
  * @param {string | string[]} url the gateways, in the order tried
  * @param {number} depth
  */
 async function holder (url, depth) {
-  const client = new WspsClient({ url: Array.isArray(url) ? url : [url], WebSocket, initialBackoffMs: 50, symbols: [] })
-  closers.push({ close: () => client.close() })
-  /** @type {{symbol: string, seq: number, sync: boolean, top: string}[]} */
-  const held = []
-  client.on('book', ({ symbol, book }) => held.push({ symbol, seq: book.seq, sync: book.sync, top: JSON.stringify({ bids: book.bids, asks: book.asks }) }))
-  client.connect()
-  const { noBook } = await client.subscribeBook(SYMBOLS, depth)
-  assert.deepEqual(noBook, [], 'every symbol has a book')
-  return { client, held, depth }
+  const h = await holdBooks(url, SYMBOLS, depth)
+  closers.push(h.client)
+  return h
 }
 
 /**

@@ -6,6 +6,7 @@ import { brokerSettingsProblems, commonSettings, redisSettingsProblems } from '@
 import { compileMapping, DEFAULT_MAPPING } from './providers/stream-mapping.js'
 import { checkTemplate } from './providers/stream-templates.js'
 import { streamAuthProblems } from './providers/stream-auth.js'
+import { BOOK_TEMPLATES, streamBookProblems } from './providers/book-templates.js'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
 export const fetcherSettings = Object.freeze([
@@ -46,6 +47,9 @@ export const fetcherSettings = Object.freeze([
   { env: 'WSPS_STREAM_UNSUBSCRIBE', key: 'streamUnsubscribe', type: 'string', default: '{"action":"unsubscribe","symbols":{symbols}}', doc: '`ws-stream`: unsubscribe message, placeholders as in WSPS_STREAM_SUBSCRIBE.' },
   { env: 'WSPS_STREAM_SUBSCRIBE_BATCH', key: 'streamSubscribeBatch', type: 'int', min: 0, max: 100000, default: 0, doc: '`ws-stream`: most symbols in one subscribe or unsubscribe message (`{symbols}` forms; vendors cap the size of a message); more symbols are sent as several messages. 0: all in one.' },
   { env: 'WSPS_STREAM_MAPPING', key: 'streamMapping', type: 'string', default: DEFAULT_MAPPING, doc: '`ws-stream`: JSON mapping of vendor messages to quote fields: `records` (dot path to the record array, empty: the message), `match` (field values a message must have), `rules` (list of `{"match":{...},"fields":{...}}` or `{"match":{...},"ignore":true}`, first match wins; a match value may be a list: one of), or for one kind of record `recordMatch` and `fields` (quote field -> dot path in a record). Examples in docs/feeding.md.' },
+  { env: 'WSPS_STREAM_BOOKS', key: 'streamBooks', type: 'enum', values: ['none', ...Object.keys(BOOK_TEMPLATES)], default: 'none', doc: '`ws-stream`: how the venue streams order books: `binance-depth` (diff depth events `U`/`u`/`pu` on `<symbol>@depth@100ms`, from a REST snapshot, WSPS_STREAM_BOOK_SNAPSHOT_URL), `kraken-book` (WebSocket v2 `book` channel, snapshot then updates with a CRC32 checksum) or `coinbase-level2` (Advanced Trade `level2`, snapshot then updates; the connection\'s `sequence_num` shows a lost message). The book of a held symbol some gateway holds a book of is subscribed on the stream\'s connection, kept consistent (a gap or a bad checksum: published out of sync, then got again) and written to Redis. `none`: no books. See docs/feeding.md.' },
+  { env: 'WSPS_STREAM_BOOK_DEPTH', key: 'streamBookDepth', type: 'int', min: 1, max: 1000, default: 100, doc: '`ws-stream` with WSPS_STREAM_BOOKS: levels per side kept and published: the REST snapshot\'s `limit` (binance-depth: 5, 10, 20, 50, 100, 500 or 1000), the subscribed depth (kraken-book: 10, 25, 100, 500 or 1000), or the top kept of the whole book (coinbase-level2: any). Clients may ask for any depth up to it.' },
+  { env: 'WSPS_STREAM_BOOK_SNAPSHOT_URL', key: 'streamBookSnapshotUrl', type: 'string', default: '', doc: '`ws-stream` with WSPS_STREAM_BOOKS=binance-depth: the REST depth snapshot, `{symbol}` and `{depth}` filled in, e.g. `https://api.binance.com/api/v3/depth?symbol={symbol}&limit={depth}`; must answer `{lastUpdateId, bids, asks}`.' },
   { env: 'WSPS_STREAM_OWNER_LEASE_MS', key: 'streamLeaseMs', type: 'int', min: 500, max: 60000, default: 3000, doc: '`ws-stream`: how long a replica\'s claim on a symbol\'s upstream subscription lasts unless renewed; another replica takes the symbol over within this plus WSPS_STREAM_TICK_MS of the holder dying.' },
   { env: 'WSPS_STREAM_TICK_MS', key: 'streamTickMs', type: 'int', min: 50, max: 30000, default: 1000, doc: '`ws-stream`: how often a replica renews its claims and follows demand (subscribes and unsubscribes upstream).' },
   { env: 'WSPS_STREAM_MAX_SYMBOLS', key: 'streamMaxSymbols', type: 'int', min: 1, max: 1000000, default: 10000, doc: '`ws-stream`: most symbols one replica subscribes upstream (vendors cap subscriptions per connection); the rest go to other replicas.' },
@@ -130,6 +134,9 @@ export const fetcherSettings = Object.freeze([
  * @property {number} streamAuthTimeoutMs
  * @property {number} streamAuthBackoffMs
  * @property {number} streamMaxConnections
+ * @property {'none' | import('./providers/book-templates.js').BookTemplateName} streamBooks
+ * @property {number} streamBookDepth
+ * @property {string} streamBookSnapshotUrl
  */
 
 /**
@@ -153,6 +160,7 @@ export function loadFetcherConfig (env, overrides = {}) {
     if (!/^wss?:\/\//.test(config.streamUrl)) problems.push('WSPS_STREAM_URL must be a ws(s) URL when WSPS_PROVIDER=ws-stream')
     if (config.streamTickMs >= config.streamLeaseMs) problems.push('WSPS_STREAM_TICK_MS must be below WSPS_STREAM_OWNER_LEASE_MS (claims must be renewed before they lapse)')
     problems.push(...streamAuthProblems(config))
+    problems.push(...streamBookProblems(config))
     try { compileMapping(config.streamMapping) } catch (err) { problems.push(`WSPS_STREAM_MAPPING: ${/** @type {Error} */ (err).message}`) }
     for (const [env, template] of /** @type {const} */ ([['WSPS_STREAM_SUBSCRIBE', config.streamSubscribe], ['WSPS_STREAM_UNSUBSCRIBE', config.streamUnsubscribe]])) {
       try { checkTemplate(template, config.streamSubscribeBatch) } catch (err) { problems.push(`${env} ${/** @type {Error} */ (err).message}`) }

@@ -11,7 +11,11 @@ export const Code = Object.freeze({
   /** The vendor refused a connection over its limit for the key (Alpaca: 406). */
   STREAM_CONNECTION_LIMIT: 'WSPS_ERR_STREAM_CONNECTION_LIMIT',
   /** The vendor did not answer the authentication within WSPS_STREAM_AUTH_TIMEOUT_MS. */
-  STREAM_AUTH_TIMEOUT: 'WSPS_ERR_STREAM_AUTH_TIMEOUT'
+  STREAM_AUTH_TIMEOUT: 'WSPS_ERR_STREAM_AUTH_TIMEOUT',
+  /** A venue book lost its sequence (a gap, a bad checksum, a stale snapshot): published out of sync until a new snapshot. */
+  STREAM_BOOK_RESYNC: 'WSPS_ERR_STREAM_BOOK_RESYNC',
+  /** A venue book's REST snapshot failed (no answer, an error, not a snapshot): fetched again after WSPS_STREAM_BACKOFF_MS. */
+  STREAM_BOOK_SNAPSHOT: 'WSPS_ERR_STREAM_BOOK_SNAPSHOT'
 })
 
 export class BreakerOpenError extends Error {

@@ -92,7 +92,7 @@ export async function createFetcher (config, logger) {
       }
     }
   })
-  /** Where books are written: the sim's and the publish API's. @type {import('@wsps/shared/books').BookStore} */
+  /** Where books are written: the sim's, a venue stream's and the publish API's. @type {import('@wsps/shared/books').BookStore} */
   const bookStore = { redis, keys, ttlMs: config.bookTtlMs, sharded: config.redisMode === 'cluster' }
   /** @type {{start(): void, stop(): Promise<void>}[]} */
   const sources = []
@@ -121,7 +121,7 @@ export async function createFetcher (config, logger) {
         }
       })
   } else if (config.provider === 'ws-stream') {
-    sources.push(new WsStreamFeed({ config, redis, keys, publisher, metrics, logger, now: clock.now }))
+    sources.push(new WsStreamFeed({ config, redis, keys, publisher, metrics, logger, now: clock.now, bookStore }))
   }
   /** @type {import('@wsps/shared/redis-liveness').Liveness[]} */
   const liveness = []

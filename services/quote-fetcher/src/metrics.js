@@ -32,7 +32,7 @@ export function createFetcherMetrics (node) {
     refused,
     publishRequests: new client.Counter({ name: 'wsps_fetcher_publish_requests_total', help: 'Publish API requests by outcome (accepted or the error code).', labelNames: ['outcome'], ...reg }),
     publishQuotes: new client.Counter({ name: 'wsps_fetcher_publish_quotes_total', help: 'Quotes accepted and published through the publish API.', ...reg }),
-    streamMessages: new client.Counter({ name: 'wsps_fetcher_stream_messages_total', help: 'ws-stream messages from the vendor by result: data, ignored (not quote data), malformed (skipped whole or in part).', labelNames: ['result'], ...reg }),
+    streamMessages: new client.Counter({ name: 'wsps_fetcher_stream_messages_total', help: 'ws-stream messages from the vendor by result: data, book (an order book message, WSPS_STREAM_BOOKS), ignored (not quote data), malformed (skipped whole or in part).', labelNames: ['result'], ...reg }),
     streamRecordsDropped: new client.Counter({ name: 'wsps_fetcher_stream_records_dropped_total', help: 'ws-stream: vendor records not published, by reason: unknown_symbol (a symbol this replica does not hold), ignored (an ignore rule, or a message `match` refused), unmatched (no mapping rule matched), malformed (unreadable), empty (matched a data rule but carried none of its fields).', labelNames: ['reason'], ...reg }),
     streamConnected: new client.Gauge({ name: 'wsps_fetcher_stream_connected', help: 'ws-stream: 1 while the vendor connection is open.', ...reg }),
     streamReconnects: new client.Counter({ name: 'wsps_fetcher_stream_reconnects_total', help: 'ws-stream: connection attempts after the first.', ...reg }),
@@ -40,6 +40,9 @@ export function createFetcherMetrics (node) {
     streamAuth: new client.Counter({ name: 'wsps_fetcher_stream_auth_total', help: 'ws-stream: vendor answers to authentication, by result: ok, refused (credentials refused), limited (too many connections for the key), timeout (no answer in WSPS_STREAM_AUTH_TIMEOUT_MS).', labelNames: ['result'], ...reg }),
     streamSession: new client.Gauge({ name: 'wsps_fetcher_stream_session_state', help: 'ws-stream: 1 for the state the upstream session is in (standby, connecting, authenticating, ready, closed, refused, limited, stopped), 0 for the others.', labelNames: ['state'], ...reg }),
     streamLastRecordAge: new client.Gauge({ name: 'wsps_fetcher_stream_last_record_age_seconds', help: 'ws-stream: seconds since this replica\'s connection last streamed a quote (or since it became ready, or started, when none came since); sampled each WSPS_STREAM_TICK_MS.', ...reg }),
+    streamBooks: new client.Gauge({ name: 'wsps_fetcher_stream_books', help: 'ws-stream with WSPS_STREAM_BOOKS: books whose depth channel this replica subscribes upstream.', ...reg }),
+    streamBookResyncs: new client.Counter({ name: 'wsps_fetcher_stream_book_resyncs_total', help: 'ws-stream with WSPS_STREAM_BOOKS: times a venue book lost its sequence and was published out of sync until a new snapshot, by reason: gap (an event missing or out of order; coinbase-level2: a message missing on the connection, every book of it), checksum (the venue\'s checksum is not the book\'s), stale_snapshot (a REST snapshot older than the stream: fetched again).', labelNames: ['reason'], ...reg }),
+    streamBookSnapshots: new client.Counter({ name: 'wsps_fetcher_stream_book_snapshots_total', help: 'ws-stream with WSPS_STREAM_BOOKS: REST book snapshots fetched, by result: ok (the book is in sync), failed (no answer, an error, not a snapshot: fetched again after WSPS_STREAM_BACKOFF_MS), stale_snapshot, gap.', labelNames: ['result'], ...reg }),
     ...redisLinkMetrics('wsps_fetcher', reg)
   }
 }

@@ -9,7 +9,9 @@
 // each quote with the fencing token its symbol's ownership had when the
 // quote arrived: if the replica was paused, or its Redis link silent, past
 // its lease, another replica owns the symbol now and those quotes are
-// refused (stream-ownership.js).
+// refused (stream-ownership.js). With WSPS_STREAM_BOOKS, the order books of
+// the held symbols some gateway holds a book of come on the same connection
+// (stream-books.js).
 
 import { latestQuotes } from '@wsps/shared/latest'
 import { parsePublished } from '@wsps/shared/published'
@@ -20,6 +22,8 @@ import { StreamOwnership } from './stream-ownership.js'
 import { StreamSession } from './stream-session.js'
 import { ConnectionSlot } from './stream-slot.js'
 import { VendorSocket } from './vendor-socket.js'
+import { StreamBooks } from './stream-books.js'
+import { numberTextReviver } from './book-templates.js'
 
 export class WsStreamFeed {
   /** Symbols subscribed on the current connection. @type {Set<string>} */
@@ -50,6 +54,10 @@ export class WsStreamFeed {
   #unsubscribeFrames
   #ownership
   #session
+  /** The venue's order books; null: WSPS_STREAM_BOOKS=none. @type {StreamBooks | null} */
+  #books = null
+  /** @type {((key: string, value: unknown, context?: {source?: string}) => unknown) | undefined} */
+  #reviver
 
   /**
    * @param {object} options
@@ -60,8 +68,9 @@ export class WsStreamFeed {
    * @param {import('../metrics.js').FetcherMetrics} options.metrics
    * @param {import('pino').Logger} options.logger
    * @param {() => number} [options.now] Redis' clock (RedisClock.now): the ts of a record that has none, the ownership leases and the connection slot
+   * @param {import('@wsps/shared/books').BookStore} [options.bookStore] where the venue's books are written (WSPS_STREAM_BOOKS)
    */
-  constructor ({ config, redis, keys, publisher, metrics, logger, now = Date.now }) {
+  constructor ({ config, redis, keys, publisher, metrics, logger, now = Date.now, bookStore }) {
     this.#now = now
     this.#config = config
     this.#redis = redis
@@ -107,6 +116,20 @@ export class WsStreamFeed {
       // The slot's lease is on Redis' clock: so is the check that it still holds.
       now
     })
+    if (config.streamBooks !== 'none' && bookStore) {
+      this.#books = new StreamBooks({
+        template: config.streamBooks,
+        depth: config.streamBookDepth,
+        snapshotUrl: config.streamBookSnapshotUrl,
+        store: bookStore,
+        metrics,
+        logger: this.#log,
+        send: (frame) => this.#session.send(frame),
+        retryMs: config.streamBackoffMs,
+        now
+      })
+      this.#reviver = numberTextReviver(this.#books.textFields)
+    }
   }
 
   start () {
@@ -162,6 +185,7 @@ export class WsStreamFeed {
       this.#log.info({ symbols: add.length }, 'subscribed upstream')
     }
     this.#metrics.streamSymbols.set(this.#subscribed.size)
+    if (this.#books && this.#session.ready) await this.#books.follow([...this.#subscribed])
   }
 
   /**
@@ -194,6 +218,7 @@ export class WsStreamFeed {
     this.#subscribed.clear()
     this.#last.clear()
     this.#metrics.streamSymbols.set(0)
+    this.#books?.closed()
     // Free the symbols now: a replica still ready takes them over at its
     // next tick instead of after the lease.
     this.#releaseAll()
@@ -211,10 +236,15 @@ export class WsStreamFeed {
   #onMessage (text) {
     let message
     try {
-      message = JSON.parse(text)
+      message = JSON.parse(text, this.#reviver)
     } catch {
       this.#metrics.streamMessages.inc({ result: 'malformed' })
       this.#metrics.streamRecordsDropped.inc({ reason: 'malformed' })
+      return
+    }
+    if (this.#books?.take(message)) {
+      this.#metrics.streamMessages.inc({ result: 'book' })
+      this.#session.sawData()
       return
     }
     const { quotes, dropped } = this.#map(message, this.#now())
@@ -260,6 +290,7 @@ export class WsStreamFeed {
     if (this.#timer) clearTimeout(this.#timer)
     await this.#ticking
     await this.#session.stop()
+    await this.#books?.stop()
     if (this.#pending.length) await this.#flush()
   }
 }
