@@ -127,9 +127,18 @@ export function natsEngine ({ historySize, historyTtlMs }) {
     async start () {
       cluster = await startNatsCluster({ nodes: 3 })
       const nc = await connectNats({ servers: servers(), name: 'conformance-setup' })
-      await ensureQuoteStream(nc, layout, { historySize, historyTtlMs, replicas: 3 })
-      await ensureDemandStream(nc, layout, { replicas: 3 })
-      await nc.close()
+      try {
+        const jsm = await ensureQuoteStream(nc, layout, { historySize, historyTtlMs, replicas: 3 })
+        await ensureDemandStream(nc, layout, { replicas: 3 })
+        // A stream just made elects its leader a moment later (longer on a busy machine): until then a publish has no responder.
+        const streams = (await jsm.streams.names().next()).filter((n) => n !== undefined)
+        await waitFor(async () => {
+          const infos = await Promise.all(streams.map((n) => jsm.streams.info(n)))
+          return infos.every((i) => i.cluster?.leader)
+        }, { timeout: 30_000, interval: 100, message: `a leader for each stream (${streams.join(', ')})` })
+      } finally {
+        await nc.close()
+      }
     },
     async writer () {
       const nc = await connectNats({ servers: servers(), name: 'conformance-writer' })
