@@ -11,8 +11,9 @@
 //     the JSON frame holds for the number, so no value is rounded on the way
 //     and no scale per symbol has to be agreed on. Book levels were decimal
 //     strings in JSON already.
-//   - Integers that reach past 2^32 (seq, ts, ms) are 64-bit, read in
-//     JavaScript as numbers (jstype JS_NUMBER): they stay below 2^53.
+//   - Integers that reach past 2^32 (seq, ts, ms) are 64-bit varints;
+//     their values stay below 2^53, so a JSON number holds each exactly
+//     (protobuf-es reads them as bigint; proto-codec.js hands on numbers).
 //   - A delta's absent field is unset here too: unchanged.
 //   - Codes, modes and intervals are strings, not enums: a value a newer
 //     gateway adds decodes as it would in JSON.
@@ -63,17 +64,17 @@ export declare type Quote = Message<"wsps.v1.Quote"> & {
   symbol: string;
 
   /**
-   * @generated from field: uint64 seq = 2 [jstype = JS_NUMBER];
+   * @generated from field: uint64 seq = 2;
    */
   seq: bigint;
 
   /**
-   * @generated from field: int64 ts = 3 [jstype = JS_NUMBER];
+   * @generated from field: int64 ts = 3;
    */
   ts: bigint;
 
   /**
-   * @generated from field: optional uint64 base = 4 [jstype = JS_NUMBER];
+   * @generated from field: optional uint64 base = 4;
    */
   base?: bigint | undefined;
 
@@ -153,7 +154,7 @@ export declare const QuoteSchema: GenMessage<Quote>;
  */
 export declare type Bar = Message<"wsps.v1.Bar"> & {
   /**
-   * @generated from field: int64 t = 1 [jstype = JS_NUMBER];
+   * @generated from field: int64 t = 1;
    */
   t: bigint;
 
@@ -244,7 +245,7 @@ export declare type Hello = Message<"wsps.v1.Hello"> & {
   limits: { [key: string]: number };
 
   /**
-   * @generated from field: optional int64 expires_in_ms = 5 [jstype = JS_NUMBER];
+   * @generated from field: optional int64 expires_in_ms = 5;
    */
   expiresInMs?: bigint | undefined;
 };
@@ -308,7 +309,7 @@ export declare type Ack = Message<"wsps.v1.Ack"> & {
   maxRate?: number | undefined;
 
   /**
-   * @generated from field: optional int64 expires_in_ms = 6 [jstype = JS_NUMBER];
+   * @generated from field: optional int64 expires_in_ms = 6;
    */
   expiresInMs?: bigint | undefined;
 
@@ -323,7 +324,7 @@ export declare type Ack = Message<"wsps.v1.Ack"> & {
   delayed?: SymbolList | undefined;
 
   /**
-   * @generated from field: optional int64 delay_ms = 9 [jstype = JS_NUMBER];
+   * @generated from field: optional int64 delay_ms = 9;
    */
   delayMs?: bigint | undefined;
 
@@ -523,7 +524,7 @@ export declare type Book = Message<"wsps.v1.Book"> & {
   depth: number;
 
   /**
-   * @generated from field: uint64 seq = 3 [jstype = JS_NUMBER];
+   * @generated from field: uint64 seq = 3;
    */
   seq: bigint;
 
@@ -533,7 +534,7 @@ export declare type Book = Message<"wsps.v1.Book"> & {
   epoch?: string | undefined;
 
   /**
-   * @generated from field: int64 ts = 5 [jstype = JS_NUMBER];
+   * @generated from field: int64 ts = 5;
    */
   ts: bigint;
 
@@ -581,17 +582,17 @@ export declare type Levels = Message<"wsps.v1.Levels"> & {
   depth: number;
 
   /**
-   * @generated from field: uint64 seq = 3 [jstype = JS_NUMBER];
+   * @generated from field: uint64 seq = 3;
    */
   seq: bigint;
 
   /**
-   * @generated from field: uint64 prev = 4 [jstype = JS_NUMBER];
+   * @generated from field: uint64 prev = 4;
    */
   prev: bigint;
 
   /**
-   * @generated from field: int64 ts = 5 [jstype = JS_NUMBER];
+   * @generated from field: int64 ts = 5;
    */
   ts: bigint;
 
@@ -655,7 +656,7 @@ export declare type Stale = Message<"wsps.v1.Stale"> & {
   symbols: string[];
 
   /**
-   * @generated from field: int64 since = 2 [jstype = JS_NUMBER];
+   * @generated from field: int64 since = 2;
    */
   since: bigint;
 };
@@ -779,7 +780,7 @@ export declare const ServerFrameSchema: GenMessage<ServerFrame>;
  */
 export declare type Cursor = Message<"wsps.v1.Cursor"> & {
   /**
-   * @generated from field: int64 seq = 1 [jstype = JS_NUMBER];
+   * @generated from field: int64 seq = 1;
    */
   seq: bigint;
 
@@ -854,14 +855,14 @@ export declare type SymbolsRequest = Message<"wsps.v1.SymbolsRequest"> & {
   bars?: string | undefined;
 
   /**
-   * @generated from field: optional int64 backfill = 9 [jstype = JS_NUMBER];
+   * @generated from field: optional int32 backfill = 9;
    */
-  backfill?: bigint | undefined;
+  backfill?: number | undefined;
 
   /**
-   * @generated from field: optional int64 book = 10 [jstype = JS_NUMBER];
+   * @generated from field: optional int32 book = 10;
    */
-  book?: bigint | undefined;
+  book?: number | undefined;
 };
 
 /**
