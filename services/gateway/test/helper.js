@@ -4,7 +4,7 @@
 import { random } from '@wsps/testkit/random'
 import pino from 'pino'
 import { OrderBook, decimal } from '@wsps/protocol/book'
-import { decodeServerFrame } from '@wsps/protocol/proto-codec'
+import { decodeServerFrame, encodeServerFrame } from '@wsps/protocol/proto-codec'
 import { Connection } from '../src/connection.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
@@ -71,7 +71,12 @@ export function memoryBroker () {
 export function fakeSocket ({ binary = false } = {}) {
   return {
     binary,
-    /** @type {('text' | 'binary')[]} the kind of message each frame went as */
+    /**
+     * How each frame came: text (JSON, to a JSON socket), binary (built in
+     * Protobuf by the gateway), twin (a text frame's binary twin), encoded
+     * (one connection's JSON text, encoded as the real transport does)
+     * @type {('text' | 'binary' | 'twin' | 'encoded')[]}
+     */
     kinds: [],
     /** WebSocket readyState values (ReadyState), for the tests' own checks. */
     readyState: 1,
@@ -83,10 +88,11 @@ export function fakeSocket ({ binary = false } = {}) {
     closedWith: null,
     /** @param {import('../src/text-frame.js').TextFrame | string} frame @param {string} _op */
     write (frame, _op) {
-      if (this.binary && typeof frame !== 'string' && frame.binary) {
-        this.kinds.push('binary')
-        this.sent.push(decodeServerFrame(/** @type {Buffer} */ (frame.payload)))
-        return frame.length
+      if (this.binary) {
+        this.kinds.push(typeof frame === 'string' ? 'encoded' : frame.binary ? 'binary' : 'twin')
+        const bytes = typeof frame === 'string' ? encodeServerFrame(JSON.parse(frame)) : frame.binaryTwin.payload
+        this.sent.push(decodeServerFrame(/** @type {Uint8Array} */ (bytes)))
+        return bytes.length
       }
       this.kinds.push('text')
       this.sent.push(JSON.parse(typeof frame === 'string' ? frame : frame.payload.toString()))
