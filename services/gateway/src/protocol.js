@@ -57,12 +57,16 @@ function validId (id) {
 }
 
 /**
- * Parses one client frame, in the connection's encoding: JSON text, or
- * (`binary`, the `wsps.v1.proto` subprotocol) a Protobuf ClientFrame, read
- * into the object its JSON would be and validated by the same rules, so
- * both encodings get the same codes. A frame of the other kind, or bytes
- * that are no ClientFrame, is BAD_FRAME. Never throws: every bad input
- * maps to a code.
+ * Parses one client frame: a text message is JSON, a binary one (on a
+ * connection of the `wsps.v1.proto` subprotocol, `binary`) a Protobuf
+ * ClientFrame, read into the object its JSON would be and validated by the
+ * same rules, so both encodings get the same codes. Bytes that are no
+ * ClientFrame, or a binary message on a JSON connection, are BAD_FRAME.
+ * A `wsps.v1.proto` connection may still send JSON text: a client sends it
+ * until the gateway's first binary frame shows the gateway speaks
+ * Protobuf (a gateway that knows no subprotocol echoes the first one
+ * asked, and speaks JSON; docs/protocol.md, Binary encoding). Never
+ * throws: every bad input maps to a code.
  *
  * @param {Buffer | ArrayBuffer | Buffer[]} data
  * @param {boolean} isBinary
@@ -70,8 +74,7 @@ function validId (id) {
  * @returns {ParseResult}
  */
 export function parseClientFrame (data, isBinary, binary = false) {
-  if (binary) {
-    if (!isBinary) return fail(ErrorCode.BAD_FRAME, 'text frames are not supported on wsps.v1.proto; send a binary ClientFrame')
+  if (binary && isBinary) {
     let msg
     try {
       msg = decodeClientFrame(Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data)
