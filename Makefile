@@ -68,6 +68,10 @@ test-static: deps ## Lint, type check, generated docs and Protobuf codecs up to 
 	@node tools/proto-generate.js --check
 	@node tools/audit.js
 
+.PHONY: proto-generate
+proto-generate: deps ## Regenerate the Protobuf codecs of services/protocol/wsps.v1.proto (JS in services/protocol/gen/, Python in clients/python/src/wsps/), offline
+	@node tools/proto-generate.js
+
 .PHONY: test-unit
 test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)
 	@# Go for the bench's tests (they build its Go programs) and go test: tools/go.sh
