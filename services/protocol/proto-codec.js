@@ -10,7 +10,7 @@
 // (the page maps @bufbuild/protobuf in its import map) and k6.
 
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf'
-import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire'
+import { WireType } from '@bufbuild/protobuf/wire'
 import { ClientFrameSchema, QuoteSchema, QuotesSchema, ServerFrameSchema, SnapSchema } from './gen/wsps.v1_pb.js'
 
 /** @typedef {Record<string, any>} FrameObject a frame as its JSON parses: `op` and its fields */
@@ -68,7 +68,7 @@ function idIn (into, id) {
  */
 function quoteOut (q) {
   /** @type {Record<string, unknown>} */
-  const m = { symbol: q.symbol, seq: big(q.seq), ts: big(q.ts) }
+  const m = { symbol: q.symbol, seq: big(q.seq), ts: q.ts }
   if (q.base !== undefined) m.base = big(q.base)
   for (const f of DECIMAL_FIELDS) if (q[f] !== undefined) m[f] = decimal(q[f])
   if (q.epoch !== undefined) m.epoch = q.epoch
@@ -82,7 +82,7 @@ function quoteOut (q) {
  */
 function quoteIn (m) {
   /** @type {FrameObject} */
-  const q = { symbol: m.symbol, seq: num(m.seq), ts: num(m.ts) }
+  const q = { symbol: m.symbol, seq: num(m.seq), ts: m.ts }
   if (m.base !== undefined) q.base = num(m.base)
   for (const f of DECIMAL_FIELDS) {
     const v = /** @type {string | undefined} */ (/** @type {any} */ (m)[f])
@@ -176,19 +176,19 @@ function serverOut (f) {
     }
     case 'book': {
       /** @type {Record<string, unknown>} */
-      const m = { symbol: f.symbol, depth: f.depth, seq: big(f.seq), ts: big(f.ts), bids: levelsOut(f.bids), asks: levelsOut(f.asks), checksum: f.checksum }
+      const m = { symbol: f.symbol, depth: f.depth, seq: big(f.seq), ts: f.ts, bids: levelsOut(f.bids), asks: levelsOut(f.asks), checksum: f.checksum }
       optionals(m, f, ['epoch', 'sync'])
       return { case: 'book', value: m }
     }
     case 'levels':
       return {
         case: 'levels',
-        value: { symbol: f.symbol, depth: f.depth, seq: big(f.seq), prev: big(f.prev), ts: big(f.ts), bids: levelsOut(f.bids), asks: levelsOut(f.asks), checksum: f.checksum }
+        value: { symbol: f.symbol, depth: f.depth, seq: big(f.seq), prev: big(f.prev), ts: f.ts, bids: levelsOut(f.bids), asks: levelsOut(f.asks), checksum: f.checksum }
       }
     case 'pong':
       return { case: 'pong', value: { id: idOut(f.id) } }
     case 'stale':
-      return { case: 'stale', value: { symbols: f.symbols, since: big(f.since) } }
+      return { case: 'stale', value: { symbols: f.symbols, since: f.since } }
     case 'fresh':
       return { case: 'fresh', value: { symbols: f.symbols } }
     default:
@@ -262,14 +262,14 @@ function serverIn ({ frame }) {
       /** @type {FrameObject} */
       const f = { op: 'book', symbol: m.symbol, depth: m.depth, seq: num(m.seq) }
       optionals(f, m, ['epoch'])
-      f.ts = num(m.ts)
+      f.ts = m.ts
       optionals(f, m, ['sync'])
       Object.assign(f, { bids: levelsIn(m.bids), asks: levelsIn(m.asks), checksum: m.checksum })
       return f
     }
     case 'levels': {
       const m = frame.value
-      return { op: 'levels', symbol: m.symbol, depth: m.depth, seq: num(m.seq), prev: num(m.prev), ts: num(m.ts), bids: levelsIn(m.bids), asks: levelsIn(m.asks), checksum: m.checksum }
+      return { op: 'levels', symbol: m.symbol, depth: m.depth, seq: num(m.seq), prev: num(m.prev), ts: m.ts, bids: levelsIn(m.bids), asks: levelsIn(m.asks), checksum: m.checksum }
     }
     case 'pong': {
       /** @type {FrameObject} */
@@ -278,7 +278,7 @@ function serverIn ({ frame }) {
       return f
     }
     case 'stale':
-      return { op: 'stale', symbols: frame.value.symbols, since: num(frame.value.since) }
+      return { op: 'stale', symbols: frame.value.symbols, since: frame.value.since }
     case 'fresh':
       return { op: 'fresh', symbols: frame.value.symbols }
     default:
@@ -399,18 +399,56 @@ export function encodeQuote (quote) {
   return toBinary(QuoteSchema, create(QuoteSchema, /** @type {any} */ (quoteOut(quote))))
 }
 
-const Q_FIELD = ServerFrameSchema.field.q.number
-const SNAP_FIELD = ServerFrameSchema.field.snap.number
-const QUOTES_FIELD = QuotesSchema.field.quotes.number
-const SNAP_QUOTES_FIELD = SnapSchema.field.quotes.number
-const SNAP_RECOVERED_FIELD = SnapSchema.field.recovered.number
+/** A length-delimited field's tag (field number, wire type 2), encoded. */
+const lenTag = (/** @type {number} */ field) => Uint8Array.from(varint((field << 3) | WireType.LengthDelimited))
+const Q_TAG = lenTag(ServerFrameSchema.field.q.number)
+const SNAP_TAG = lenTag(ServerFrameSchema.field.snap.number)
+const QUOTES_TAG = lenTag(QuotesSchema.field.quotes.number)
+const SNAP_QUOTES_TAG = lenTag(SnapSchema.field.quotes.number)
+/** `recovered: false` of a snap: the field's varint tag, then 0. */
+const LOST = Uint8Array.of(...varint((SnapSchema.field.recovered.number << 3) | WireType.Varint), 0)
+
+/**
+ * @param {number} n a non-negative integer below 2^31
+ * @returns {number[]} its base-128 varint bytes
+ */
+function varint (n) {
+  const out = []
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80)
+    n >>>= 7
+  }
+  out.push(n)
+  return out
+}
+
+/**
+ * Writes a varint into `to` at `at`.
+ *
+ * @param {Uint8Array} to
+ * @param {number} at
+ * @param {number} n
+ * @returns {number} where it ends
+ */
+function putVarint (to, at, n) {
+  while (n > 0x7f) {
+    to[at++] = (n & 0x7f) | 0x80
+    n >>>= 7
+  }
+  to[at++] = n
+  return at
+}
+
+/** @param {number} n @returns {number} the bytes of its varint */
+const varintLength = (n) => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5)
 
 /**
  * A `q` (or `snap`) frame's bytes joined from quotes encoded already
- * (encodeQuote): a repeated message field is its members' bytes one after
- * the other, each behind its tag and length (the Protobuf encoding spec),
- * so the frame is the same bytes encodeServerFrame makes from the objects,
- * with no quote encoded again per reader (proto-codec.test.js checks it).
+ * (encodeQuote): a repeated message field is its members one after the
+ * other, each behind its tag and length, and the envelope's field is the
+ * same around them (the Protobuf encoding), so the frame is the bytes
+ * encodeServerFrame makes from the objects (proto-codec.test.js checks it),
+ * with no quote encoded again per reader, and one allocation.
  *
  * @param {'q' | 'snap'} op
  * @param {readonly Uint8Array[]} quotes
@@ -418,10 +456,61 @@ const SNAP_RECOVERED_FIELD = SnapSchema.field.recovered.number
  * @returns {Uint8Array}
  */
 export function quotesBytes (op, quotes, lost = false) {
-  const w = new BinaryWriter()
-  w.tag(op === 'q' ? Q_FIELD : SNAP_FIELD, WireType.LengthDelimited).fork()
-  const field = op === 'q' ? QUOTES_FIELD : SNAP_QUOTES_FIELD
-  for (const q of quotes) w.tag(field, WireType.LengthDelimited).bytes(q)
-  if (lost) w.tag(SNAP_RECOVERED_FIELD, WireType.Varint).bool(false)
-  return w.join().finish()
+  const out = new Uint8Array(quotesLength(op, quotes, lost))
+  writeQuotes(out, 0, op, quotes, lost)
+  return out
+}
+
+/**
+ * The bytes quotesBytes() makes, counted (to write them into a buffer of
+ * one's own with writeQuotes()).
+ *
+ * @param {'q' | 'snap'} op
+ * @param {readonly Uint8Array[]} quotes
+ * @param {boolean} [lost]
+ * @returns {number}
+ */
+export function quotesLength (op, quotes, lost = false) {
+  const body = quotesBody(op, quotes, lost)
+  return (op === 'q' ? Q_TAG : SNAP_TAG).length + varintLength(body) + body
+}
+
+/**
+ * @param {'q' | 'snap'} op
+ * @param {readonly Uint8Array[]} quotes
+ * @param {boolean} lost
+ * @returns {number} the envelope field's payload length
+ */
+function quotesBody (op, quotes, lost) {
+  const inner = op === 'q' ? QUOTES_TAG.length : SNAP_QUOTES_TAG.length
+  let body = lost ? LOST.length : 0
+  for (let i = 0; i < quotes.length; i++) {
+    const n = quotes[i].length
+    body += inner + varintLength(n) + n
+  }
+  return body
+}
+
+/**
+ * Writes quotesBytes()'s bytes into `into` from `at` (quotesLength() of them).
+ *
+ * @param {Uint8Array} into
+ * @param {number} at
+ * @param {'q' | 'snap'} op
+ * @param {readonly Uint8Array[]} quotes
+ * @param {boolean} [lost]
+ */
+export function writeQuotes (into, at, op, quotes, lost = false) {
+  const outer = op === 'q' ? Q_TAG : SNAP_TAG
+  const inner = op === 'q' ? QUOTES_TAG : SNAP_QUOTES_TAG
+  for (let i = 0; i < outer.length; i++) into[at++] = outer[i]
+  at = putVarint(into, at, quotesBody(op, quotes, lost))
+  for (let i = 0; i < quotes.length; i++) {
+    const q = quotes[i]
+    for (let j = 0; j < inner.length; j++) into[at++] = inner[j]
+    at = putVarint(into, at, q.length)
+    into.set(q, at)
+    at += q.length
+  }
+  if (lost) into.set(LOST, at)
 }

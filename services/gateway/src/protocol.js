@@ -4,7 +4,7 @@
 
 import { BOOK_DEPTHS } from '@wsps/protocol/book'
 import { BAR_INTERVALS, ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
-import { decodeClientFrame, quotesBytes } from '@wsps/protocol/proto-codec'
+import { decodeClientFrame, quotesLength, writeQuotes } from '@wsps/protocol/proto-codec'
 import { TextFrame } from './text-frame.js'
 
 /** Symbols accepted in one sub/unsub request. */
@@ -538,5 +538,6 @@ export function quotesFrame (deltas) {
  * @returns {TextFrame}
  */
 export function binaryQuotesFrame (deltas) {
-  return TextFrame.binary(quotesBytes('q', deltas.map((d) => d.proto)))
+  const parts = deltas.map((d) => d.proto)
+  return TextFrame.binaryFilled(quotesLength('q', parts), (wire, at) => writeQuotes(wire, at, 'q', parts))
 }

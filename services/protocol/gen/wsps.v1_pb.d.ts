@@ -11,9 +11,10 @@
 //     the JSON frame holds for the number, so no value is rounded on the way
 //     and no scale per symbol has to be agreed on. Book levels were decimal
 //     strings in JSON already.
-//   - Integers that reach past 2^32 (seq, ts, ms) are 64-bit varints;
-//     their values stay below 2^53, so a JSON number holds each exactly
+//   - Integers that reach past 2^32 (seq, ms) are 64-bit varints; their
+//     values stay below 2^53, so a JSON number holds each exactly
 //     (protobuf-es reads them as bigint; proto-codec.js hands on numbers).
+//     Times (ts, since) are doubles: the JSON number, fractions included.
 //   - A delta's absent field is unset here too: unchanged.
 //   - Codes, modes and intervals are strings, not enums: a value a newer
 //     gateway adds decodes as it would in JSON.
@@ -69,9 +70,11 @@ export declare type Quote = Message<"wsps.v1.Quote"> & {
   seq: bigint;
 
   /**
-   * @generated from field: int64 ts = 3;
+   * ms since the epoch: a double, as the JSON number (a vendor's clock may give fractions)
+   *
+   * @generated from field: double ts = 3;
    */
-  ts: bigint;
+  ts: number;
 
   /**
    * @generated from field: optional uint64 base = 4;
@@ -534,9 +537,9 @@ export declare type Book = Message<"wsps.v1.Book"> & {
   epoch?: string | undefined;
 
   /**
-   * @generated from field: int64 ts = 5;
+   * @generated from field: double ts = 5;
    */
-  ts: bigint;
+  ts: number;
 
   /**
    * Set (to false) only when the book is unknown.
@@ -592,9 +595,9 @@ export declare type Levels = Message<"wsps.v1.Levels"> & {
   prev: bigint;
 
   /**
-   * @generated from field: int64 ts = 5;
+   * @generated from field: double ts = 5;
    */
-  ts: bigint;
+  ts: number;
 
   /**
    * @generated from field: repeated wsps.v1.Level bids = 6;
@@ -656,9 +659,9 @@ export declare type Stale = Message<"wsps.v1.Stale"> & {
   symbols: string[];
 
   /**
-   * @generated from field: int64 since = 2;
+   * @generated from field: double since = 2;
    */
-  since: bigint;
+  since: number;
 };
 
 /**

@@ -106,7 +106,7 @@ test('a frame of a case this side does not know decodes with no op', () => {
 })
 
 test('a value past 2^53 or a wrong type cannot stop the encoder', () => {
-  const bytes = encodeServerFrame({ op: 'stale', symbols: ['AAPL'], since: 'soon' })
-  assert.deepStrictEqual(decodeServerFrame(bytes), { op: 'stale', symbols: ['AAPL'], since: 0 })
+  const bytes = encodeServerFrame({ op: 'q', quotes: [{ symbol: 'AAPL', seq: 'soon', ts: 1 }] })
+  assert.deepStrictEqual(decodeServerFrame(bytes), { op: 'q', quotes: [{ symbol: 'AAPL', seq: 0, ts: 1 }] })
   assert.throws(() => encodeServerFrame({ op: 'nope' }), TypeError)
 })

@@ -49,7 +49,7 @@ def _id_out(msg: Any, frame: dict[str, Any]) -> None:
 
 
 def _quote(m: Any) -> dict[str, Any]:
-    q: dict[str, Any] = {"symbol": m.symbol, "seq": m.seq, "ts": m.ts}
+    q: dict[str, Any] = {"symbol": m.symbol, "seq": m.seq, "ts": _double(m.ts)}
     if m.HasField("base"):
         q["base"] = m.base
     for f in DECIMAL_FIELDS:
@@ -141,17 +141,17 @@ def decode_server_frame(data: bytes) -> dict[str, Any]:
         f.update(symbol=m.symbol, depth=m.depth, seq=m.seq)
         if m.HasField("epoch"):
             f["epoch"] = m.epoch
-        f["ts"] = m.ts
+        f["ts"] = _double(m.ts)
         if m.HasField("sync"):
             f["sync"] = m.sync
         f.update(bids=_levels(m.bids), asks=_levels(m.asks), checksum=m.checksum)
     elif case == "levels":
         m = frame.levels
-        f.update(symbol=m.symbol, depth=m.depth, seq=m.seq, prev=m.prev, ts=m.ts, bids=_levels(m.bids), asks=_levels(m.asks), checksum=m.checksum)
+        f.update(symbol=m.symbol, depth=m.depth, seq=m.seq, prev=m.prev, ts=_double(m.ts), bids=_levels(m.bids), asks=_levels(m.asks), checksum=m.checksum)
     elif case == "pong":
         _id_into(f, frame.pong)
     elif case == "stale":
-        f.update(symbols=list(frame.stale.symbols), since=frame.stale.since)
+        f.update(symbols=list(frame.stale.symbols), since=_double(frame.stale.since))
     elif case == "fresh":
         f["symbols"] = list(frame.fresh.symbols)
     return f
