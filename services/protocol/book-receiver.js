@@ -71,6 +71,8 @@ export const BookVerdict = Object.freeze({
  *    frame's, else CHECKSUM_MISMATCH. On GAP or CHECKSUM_MISMATCH the
  *    caller calls resync() and resubscribes the book; `levels` are then
  *    RESYNCING until the snapshot comes.
+ * 5. When the client's link is lost or silent (its own liveness check),
+ *    interrupt(): every book is held out of sync until its next snapshot.
  */
 export class BookReceiver {
   /** @type {Map<string, Entry>} */
@@ -129,6 +131,25 @@ export class BookReceiver {
   resync (symbol, since = 0) {
     const e = this.#entries.get(symbol)
     if (e !== undefined) e.resyncing = since
+  }
+
+  /**
+   * The client's own link to the gateway is lost or silent: what it holds
+   * may be old, so every book in sync is held as out of sync (empty), as
+   * after a `"sync":false` snapshot, until the next snapshot.
+   *
+   * @returns {string[]} the symbols whose book was in sync
+   */
+  interrupt () {
+    /** @type {string[]} */
+    const flipped = []
+    for (const [symbol, e] of this.#entries) {
+      if (e.book === null || e.view === null || !e.view.sync) continue
+      e.book.reset({})
+      e.view = { ...e.view, sync: false, bids: [], asks: [] }
+      flipped.push(symbol)
+    }
+    return flipped
   }
 
   /**

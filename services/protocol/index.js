@@ -146,6 +146,19 @@ export const ErrorCode = Object.freeze({
   AUTH_REQUIRED: 'AUTH_REQUIRED',
   /** A refreshed token no longer grants these symbols (`symbols`); they were unsubscribed. */
   GRANT_REVOKED: 'GRANT_REVOKED',
+  /**
+   * The token names no user (`sub`) while sessions per user are capped
+   * (WSPS_MAX_SESSIONS_PER_USER) or usage recorded (WSPS_USAGE_RECORDS), its user class claim is not `pro` or
+   * `nonpro`, or a refresh names another user than the connection's: the
+   * token is rejected (a 4001 close follows on WebSocket; HTTP 401 on SSE).
+   */
+  BAD_IDENTITY: 'BAD_IDENTITY',
+  /**
+   * The token's user holds WSPS_MAX_SESSIONS_PER_USER sessions already,
+   * over every gateway and transport, and the policy is `refuse`: a 4011
+   * close follows.
+   */
+  SESSION_LIMIT: 'SESSION_LIMIT',
   /** SSE: the client IP holds its connection limit already (HTTP 429). */
   TOO_MANY_CONNECTIONS: 'TOO_MANY_CONNECTIONS',
   /** SSE: the gateway holds its connection limit (HTTP 503); try again later or elsewhere. */
@@ -173,7 +186,7 @@ export const CloseCode = Object.freeze({
   INVALID_PAYLOAD: 1007,
   /** Frame larger than `limits.maxPayload` (sent by the ws library). */
   MESSAGE_TOO_BIG: 1009,
-  /** Unexpected server error; reconnect with backoff. */
+  /** Unexpected server error (the gateway sends it when a user's sessions could not be counted); reconnect with backoff. */
   INTERNAL_ERROR: 1011,
   /** The token was rejected (missing, invalid, expired when presented); reconnect only with a new token. */
   UNAUTHORIZED: 4001,
@@ -188,7 +201,11 @@ export const CloseCode = Object.freeze({
   /** The client kept sending after being rate limited; reconnect with backoff. */
   RATE_LIMIT_EXCEEDED: 4029,
   /** An operator closed the connection (the admin API, `wsps disconnect`); do not reconnect on your own. */
-  OPERATOR_DISCONNECT: 4010
+  OPERATOR_DISCONNECT: 4010,
+  /** The user holds WSPS_MAX_SESSIONS_PER_USER sessions already (policy `refuse`); do not reconnect on your own. */
+  SESSION_LIMIT: 4011,
+  /** A newer session of the same user took this one's place (policy `close-oldest`); do not reconnect on your own. */
+  SESSION_EVICTED: 4012
 })
 
 /**
@@ -228,7 +245,17 @@ export const Disconnect = Object.freeze({
    */
   ISOLATED: Object.freeze({ code: CloseCode.SERVICE_RESTART, reason: 'cut off from the broker' }),
   /** An operator disconnected this connection or its user (the admin API). */
-  OPERATOR_DISCONNECT: Object.freeze({ code: CloseCode.OPERATOR_DISCONNECT, reason: 'disconnected by an operator' })
+  OPERATOR_DISCONNECT: Object.freeze({ code: CloseCode.OPERATOR_DISCONNECT, reason: 'disconnected by an operator' }),
+  /** The user holds WSPS_MAX_SESSIONS_PER_USER sessions on the fleet already (policy `refuse`). */
+  SESSION_LIMIT: Object.freeze({ code: CloseCode.SESSION_LIMIT, reason: 'too many sessions of this user' }),
+  /**
+   * A newer session of the user took this one's place (policy
+   * `close-oldest`), or its lease was lost to one while its gateway could
+   * not renew it.
+   */
+  SESSION_EVICTED: Object.freeze({ code: CloseCode.SESSION_EVICTED, reason: 'replaced by a newer session of this user' }),
+  /** The user's sessions could not be counted (Redis did not answer): reconnect with backoff. */
+  SESSION_UNCOUNTED: Object.freeze({ code: CloseCode.INTERNAL_ERROR, reason: 'sessions not counted' })
 })
 
 /**
@@ -253,7 +280,7 @@ export const ClientCloseCode = Object.freeze({
 })
 
 /** Close codes after which a client should NOT reconnect automatically (without a new token). */
-export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, CloseCode.OPERATOR_DISCONNECT, ...AUTH_CLOSE_CODES])
+export const NO_RECONNECT_CODES = Object.freeze([CloseCode.NORMAL, CloseCode.OPERATOR_DISCONNECT, CloseCode.SESSION_LIMIT, CloseCode.SESSION_EVICTED, ...AUTH_CLOSE_CODES])
 
 /** Limits every party must agree on; the gateway enforces them. */
 export const Limits = Object.freeze({

@@ -79,7 +79,7 @@ ${TARGET_USAGE}
     if (!rows.length) emit(io, 'no such connection')
     for (const c of rows) {
       const symbols = c.symbols.map((/** @type {any} */ s) => `${s.symbol}${s.mode === 'merge' ? '' : ` (${s.mode})`}${s.delayed ? ' delayed' : ''}`).join(', ')
-      emit(io, `${c.node} #${c.id}  user ${c.user ?? '-'}  ${c.ip}  buffered ${c.bufferedBytes} B  resumed ${c.resumes.recovered} recovered, ${c.resumes.notRecovered} not${c.slowForMs ? `  SLOW for ${Math.round(c.slowForMs / 1000)} s, ${c.skipped} symbols skipped` : ''}`)
+      emit(io, `${c.node} #${c.id}  user ${c.user ?? '-'}${c.class ? ` (${c.class})` : ''}  ${c.ip}  buffered ${c.bufferedBytes} B  resumed ${c.resumes.recovered} recovered, ${c.resumes.notRecovered} not${c.slowForMs ? `  SLOW for ${Math.round(c.slowForMs / 1000)} s, ${c.skipped} symbols skipped` : ''}`)
       emit(io, `  ${c.symbols.length} symbols${c.bars ? `, ${c.bars} bar series` : ''}: ${symbols || '-'}`)
     }
     return Exit.OK

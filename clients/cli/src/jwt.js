@@ -35,13 +35,18 @@ export function readSecret (file) {
  * @param {string} [o.sub]
  * @param {string} [o.symbolsClaim] WSPS_AUTH_SYMBOLS_CLAIM when it is not the default
  * @param {string} [o.delayedClaim] WSPS_AUTH_DELAYED_CLAIM likewise
+ * @param {string} [o.userClass] `pro` or `nonpro`, in the default WSPS_AUTH_CLASS_CLAIM ('': none)
+ * @param {string[]} [o.venues] venues (MICs) granted real-time, in the default WSPS_AUTH_VENUES_CLAIM
+ * @param {string[]} [o.delayedVenues] venues granted delayed only, likewise
  */
-export function mintHs256 (secret, { ttl, symbols = [], delayed = [], sub = 'local-user', symbolsClaim = 'symbols', delayedClaim = 'delayedSymbols' }) {
+export function mintHs256 (secret, { ttl, symbols = [], delayed = [], sub = 'local-user', symbolsClaim = 'symbols', delayedClaim = 'delayedSymbols', userClass = '', venues = [], delayedVenues = [] }) {
   const now = Math.floor(Date.now() / 1000)
   /** @type {Record<string, unknown>} */
   const claims = { sub, iat: now, exp: now + ttl }
   if (symbols.length) claims[symbolsClaim] = symbols
   if (delayed.length) claims[delayedClaim] = delayed
+  if (userClass) claims.userClass = userClass
+  if (venues.length || delayedVenues.length) claims.venues = { realtime: venues, delayed: delayedVenues }
   return signHs256(secret, claims)
 }
 

@@ -6,7 +6,7 @@
 // the messages are the gateway's.
 
 import { ErrorCode } from '@wsps/protocol'
-import { createAuthenticator } from '@wsps/gateway/auth'
+import { USER_CLASSES, createAuthenticator } from '@wsps/gateway/auth'
 import { loadGatewayConfig } from '@wsps/gateway/config'
 import { CliError, CliErrorCode, Exit, usage } from './errors.js'
 import { emit, readAll } from './io.js'
@@ -29,14 +29,18 @@ const symbolList = (list) => list.split(',').map((s) => s.trim()).filter(Boolean
 export const token = {
   name: 'token',
   summary: 'mint a development token (HS256) for a secret file',
-  usage: `wsps token [--secret-file FILE] [--ttl SECONDS] [--delayed SYMBOLS] [--sub ID] [SYMBOL...]
+  usage: `wsps token [--secret-file FILE] [--ttl SECONDS] [--delayed SYMBOLS] [--sub ID] [--class pro|nonpro]
+                 [--venues MICS] [--delayed-venues MICS] [SYMBOL...]
 
   Prints a token signed with the secret in FILE (default: .run/auth-secret,
   written by \`make up AUTH=hs256\`), valid --ttl seconds (default 3600),
   granting the SYMBOLs real-time (prefixes end in *; none: every symbol) and
   --delayed (comma-separated) delayed only. --symbols-claim and
   --delayed-claim name the claims when the gateway's WSPS_AUTH_*_CLAIM are
-  not the defaults. --json prints {"token", "claims"}.
+  not the defaults. --class names the user class (userClass claim; none:
+  the gateway takes pro); --venues and --delayed-venues (comma-separated
+  MICs) grant whole venues of the gateway's WSPS_VENUES (venues claim).
+  --json prints {"token", "claims"}.
 
   TOKEN=$(wsps token AAPL 'MS*')
   wsps token --ttl 5 --delayed 'NV*' MSFT`,
@@ -45,6 +49,9 @@ export const token = {
     ttl: { type: 'string', default: '3600' },
     delayed: { type: 'string', default: '' },
     sub: { type: 'string', default: 'local-user' },
+    class: { type: 'string', default: '' },
+    venues: { type: 'string', default: '' },
+    'delayed-venues': { type: 'string', default: '' },
     ...CLAIM_OPTIONS
   },
   /**
@@ -54,6 +61,8 @@ export const token = {
   async run ({ values, positionals }, io) {
     const ttl = Number(values.ttl)
     if (!Number.isInteger(ttl) || ttl < 1) throw usage(`--ttl must be a whole number of seconds, got ${values.ttl}`)
+    const userClass = String(values.class)
+    if (userClass && !USER_CLASSES.includes(/** @type {any} */ (userClass))) throw usage(`--class must be one of ${USER_CLASSES.join(', ')}, got ${userClass}`)
     let secret
     try {
       secret = readSecret(String(values['secret-file']))
@@ -66,7 +75,10 @@ export const token = {
       delayed: symbolList(String(values.delayed)),
       sub: String(values.sub),
       symbolsClaim: String(values['symbols-claim']),
-      delayedClaim: String(values['delayed-claim'])
+      delayedClaim: String(values['delayed-claim']),
+      userClass,
+      venues: symbolList(String(values.venues)),
+      delayedVenues: symbolList(String(values['delayed-venues']))
     })
     emit(io, values.json ? { token: jwt, claims: claimsOf(jwt) } : jwt)
     return Exit.OK
@@ -131,6 +143,7 @@ export const checkToken = {
     const report = {
       ok: true,
       sub: claims?.sub ?? null,
+      class: result.userClass,
       expiresAt: result.expiresAt === null ? null : new Date(result.expiresAt).toISOString(),
       expiresInS: result.expiresAt === null ? null : Math.round((result.expiresAt - Date.now()) / 1000),
       // The gateway's rules: no symbols claim grants every symbol, unless a delayed claim is there.
@@ -140,7 +153,7 @@ export const checkToken = {
     if (values.json) {
       emit(io, report)
     } else {
-      emit(io, `accepted: sub ${report.sub ?? '(none)'}, ${report.expiresAt === null ? 'no expiry' : `expires ${report.expiresAt} (in ${report.expiresInS} s)`}`)
+      emit(io, `accepted: sub ${report.sub ?? '(none)'} (${report.class}), ${report.expiresAt === null ? 'no expiry' : `expires ${report.expiresAt} (in ${report.expiresInS} s)`}`)
       emit(io, `  real-time: ${report.realtime === '*' ? 'every symbol' : listOrNone(/** @type {string[]} */ (report.realtime))}`)
       emit(io, `  delayed only: ${listOrNone(/** @type {string[]} */ (report.delayed))}`)
     }

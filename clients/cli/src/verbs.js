@@ -10,6 +10,7 @@ import { emit } from './io.js'
 import { publish } from './publish.js'
 import { tail } from './tail.js'
 import { top } from './top.js'
+import { usage } from './usage.js'
 import { checkToken, token } from './token.js'
 
 /**
@@ -24,7 +25,7 @@ import { checkToken, token } from './token.js'
  */
 
 /** @type {readonly Verb[]} */
-export const VERBS = Object.freeze([tail, top, conn, disconnect, drain, publish, token, checkToken, checkConfig])
+export const VERBS = Object.freeze([tail, top, conn, disconnect, drain, usage, publish, token, checkToken, checkConfig])
 
 const COMMON = /** @type {const} */ ({ json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } })
 

@@ -104,6 +104,21 @@ test('tail --book: the ladder puts bids and asks side by side, best first, at mo
   assert.deepEqual(bookRecord({ symbol: 'BTC-USD', book, snapshot: false }), { type: 'book', symbol: 'BTC-USD', seq: 42, epoch: 'ep', sync: true, snapshot: false, depth: 10, bids: book.bids, asks: book.asks })
 })
 
+test('token --class and --venues: the claims the gateway reads; a class it would refuse, or usage without a month, is USAGE', async () => {
+  const minted = await run(['token', '--json', '--secret-file', secretFile, '--sub', 'ann', '--class', 'nonpro', '--venues', 'XNAS,ARCX', '--delayed-venues', 'XNYS'])
+  assert.equal(minted.code, Exit.OK, minted.err)
+  const { token, claims } = JSON.parse(minted.out)
+  assert.deepEqual([claims.sub, claims.userClass, claims.venues], ['ann', 'nonpro', { realtime: ['XNAS', 'ARCX'], delayed: ['XNYS'] }])
+  const checked = JSON.parse((await run(['check-token', '--json', '--secret-file', secretFile, token])).out)
+  assert.deepEqual([checked.sub, checked.class], ['ann', 'nonpro'])
+  const plain = JSON.parse((await run(['token', '--json', '--secret-file', secretFile])).out).claims
+  assert.ok(!('userClass' in plain) && !('venues' in plain), 'none asked: none written')
+  assert.equal((await run(['token', '--secret-file', secretFile, '--class', 'retail'])).code, Exit.USAGE)
+  for (const argv of [['usage'], ['usage', '--month', '2026-13'], ['usage', '--month', '2026-11', 'extra']]) {
+    assert.equal((await run(argv)).code, Exit.USAGE, argv.join(' '))
+  }
+})
+
 test('token, then check-token: the gateway\'s authenticator accepts it with its grants; expired, forged and badly granted tokens are refused with the client\'s code', async () => {
   const minted = await run(['token', '--secret-file', secretFile, '--delayed', 'NV*', 'AAPL', 'MS*'])
   assert.equal(minted.code, Exit.OK)

@@ -37,6 +37,16 @@ export class BookSubscriptions {
   #waiters = new Set()
   /** Resyncs asked for (a gap or a checksum mismatch): unsub + sub of a book. */
   resyncs = 0
+  /** @type {Set<string>} symbols whose book is wanted distinct (every change its own frame) */
+  #distinct = new Set()
+
+  /**
+   * @param {string} symbol
+   * @returns {boolean} its book is wanted distinct
+   */
+  distinct (symbol) {
+    return this.#distinct.has(symbol)
+  }
 
   /** @returns {number} books wanted */
   get size () {
@@ -48,17 +58,25 @@ export class BookSubscriptions {
    *
    * @param {string[]} symbols distinct
    * @param {number} depth
-   * @returns {{send: string[], moved: Map<number, string[]>}} send: to subscribe (new, or at a new depth);
-   *   moved: those held at another depth before, by that depth (to unsubscribe there)
+   * @param {boolean} [distinct] every change its own frame (docs/protocol.md, Order books)
+   * @returns {{send: string[], moved: Map<number, string[]>}} send: to subscribe (new, at a new depth or
+   *   in the other mode); moved: those held at another depth before, by that depth (to unsubscribe there)
    */
-  watch (symbols, depth) {
+  watch (symbols, depth, distinct = false) {
     /** @type {string[]} */
     const send = []
     /** @type {Map<number, string[]>} */
     const moved = new Map()
     for (const s of symbols) {
       const was = this.receiver.depthOf(s)
-      if (was === depth) continue
+      const modeChanged = this.#distinct.has(s) !== distinct
+      if (distinct) this.#distinct.add(s)
+      else this.#distinct.delete(s)
+      if (was === depth) {
+        // The other mode at the same depth: the gateway moves it (a sub, no unsub).
+        if (modeChanged) send.push(s)
+        continue
+      }
       if (was !== undefined) {
         moved.set(was, [...(moved.get(was) ?? []), s])
         this.#held.delete(keyOf(s, was))
@@ -83,6 +101,7 @@ export class BookSubscriptions {
       if (depth === undefined) continue
       byDepth.set(depth, [...(byDepth.get(depth) ?? []), s])
       this.receiver.forget(s)
+      this.#distinct.delete(s)
       this.#held.delete(keyOf(s, depth))
     }
     this.#end([...byDepth].flatMap(([d, list]) => list.map((s) => keyOf(s, d))), { code: 'CANCELLED', message: 'unsubscribed before the server confirmed' })
@@ -151,7 +170,7 @@ export class BookSubscriptions {
    */
   noBook (symbols, depth) {
     const dropped = symbols.filter((s) => this.receiver.depthOf(s) === depth)
-    for (const s of dropped) this.receiver.forget(s)
+    for (const s of dropped) this.#forget(s)
     for (const w of this.#waiters) {
       for (const s of dropped) if (w.pending.delete(keyOf(s, depth))) w.noBook.push(s)
       this.#settleIfDone(w)
@@ -171,9 +190,15 @@ export class BookSubscriptions {
   refuse (symbols, depth, error) {
     const dropped = symbols.filter((s) => { const d = this.receiver.depthOf(s); return d !== undefined && (depth === null || d === depth) })
     const keys = dropped.map((s) => keyOf(s, /** @type {number} */ (this.receiver.depthOf(s))))
-    for (const s of dropped) this.receiver.forget(s)
+    for (const s of dropped) this.#forget(s)
     this.#end(keys, error)
     return dropped
+  }
+
+  /** @param {string} symbol no longer wanted */
+  #forget (symbol) {
+    this.receiver.forget(symbol)
+    this.#distinct.delete(symbol)
   }
 
   /** A new connection holds nothing (the books held stay readable until their new snapshots). */

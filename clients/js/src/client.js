@@ -396,17 +396,22 @@ export class WspsClient {
    *
    * @param {string[]} symbols
    * @param {number} depth one of BOOK_DEPTHS (10, 25, 100, 500)
+   * @param {{mode?: 'merge' | 'distinct'}} [options] distinct: every change of the book
+   *   its own frame (default merge: the changes of a batching window in one)
    * @returns {Promise<BookSubscribed>} once the gateway holds them (those it
    *   has no book of, NO_BOOK, are in `noBook` and no longer wanted); rejects
    *   with an Error whose `code` is the ErrorCode when it refused them
    *   (BAD_BOOK, TOO_MANY_SUBSCRIPTIONS...)
    */
-  subscribeBook (symbols, depth) {
+  subscribeBook (symbols, depth, { mode = 'merge' } = {}) {
     if (!BOOK_DEPTHS.includes(depth)) {
       return Promise.reject(bookError({ code: ErrorCode.BAD_BOOK, message: `book must be one of ${BOOK_DEPTHS.join(', ')}`, symbols: [...symbols] }))
     }
+    if (mode !== 'merge' && mode !== 'distinct') {
+      return Promise.reject(bookError({ code: ErrorCode.BAD_BOOK, message: 'mode must be "merge" or "distinct"', symbols: [...symbols] }))
+    }
     const list = [...new Set(symbols)]
-    const { send, moved } = this.#books.watch(list, depth)
+    const { send, moved } = this.#books.watch(list, depth, mode === 'distinct')
     const result = this.#books.wait(list, depth, this.#live)
     if (this.#live && this.#status.transport === Transport.WEBSOCKET) {
       for (const [d, group] of moved) this.#requestBook(ClientOp.UNSUB, group, d)
@@ -570,6 +575,27 @@ export class WspsClient {
     const since = this.#liveness.lastFrameAt
     const flipped = this.#stale.lost(this.#subs.list, since)
     if (flipped.length) this.#events.emit('stale', { symbols: flipped, since })
+    this.#booksInterrupted()
+  }
+
+  /**
+   * The link is lost or silent: no book held may be shown as live (held
+   * out of sync until its next snapshot). A silent link that still holds
+   * is asked for the snapshots at once; a lost one asks on reconnecting.
+   *
+   * @param {boolean} [ask] the socket is still open
+   */
+  #booksInterrupted (ask = false) {
+    const books = this.#books.receiver
+    const now = Date.now()
+    for (const symbol of books.interrupt()) {
+      this.#events.emit('book', { symbol, book: /** @type {HeldBook} */ (books.book(symbol)), snapshot: false })
+      if (!ask) continue
+      const depth = /** @type {number} */ (books.depthOf(symbol))
+      books.resync(symbol, now)
+      this.#requestBook(ClientOp.UNSUB, [symbol], depth)
+      this.#requestBook(ClientOp.SUB, [symbol], depth)
+    }
   }
 
   /** Forgets the current socket and everything tied to it; keeps the watch set and quotes. */
@@ -718,11 +744,12 @@ export class WspsClient {
       this.#status.transport === Transport.WEBSOCKET && this.#quietMs > 0
         ? {
           quietMs: this.#quietMs,
-          watching: () => this.#subs.list.length > 0,
+          watching: () => this.#subs.list.length > 0 || this.#books.size > 0,
           quiet: (since) => {
             if (gen !== this.#gen) return
             const flipped = this.#stale.quiet(this.#subs.list, since)
             if (flipped.length) this.#events.emit('stale', { symbols: flipped, since })
+            this.#booksInterrupted(true)
           },
           answered: () => { if (gen === this.#gen) this.#fresh(this.#stale.answered()) }
         }
@@ -1144,19 +1171,38 @@ export class WspsClient {
 
   /**
    * A book `sub` or `unsub` at one depth, in requests of at most
-   * MAX_SYMBOLS_PER_REQUEST (none when empty).
+   * MAX_SYMBOLS_PER_REQUEST (none when empty); a sub of those wanted
+   * distinct says so.
    *
    * @param {string} op
    * @param {string[]} symbols
    * @param {number} depth
    */
   #requestBook (op, symbols, depth) {
+    if (op === ClientOp.SUB) {
+      const distinct = symbols.filter((s) => this.#books.distinct(s))
+      if (distinct.length) {
+        this.#sendBook(op, symbols.filter((s) => !this.#books.distinct(s)), depth)
+        this.#sendBook(op, distinct, depth, 'distinct')
+        return
+      }
+    }
+    this.#sendBook(op, symbols, depth)
+  }
+
+  /**
+   * @param {string} op
+   * @param {string[]} symbols
+   * @param {number} depth
+   * @param {'distinct'} [mode]
+   */
+  #sendBook (op, symbols, depth, mode) {
     for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) {
       const group = symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST)
       const id = this.#nextId++
       this.#inflight.set(id, { op, symbols: group, book: depth })
       if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
-      this.#send({ op, symbols: group, book: depth, id })
+      this.#send(mode === undefined ? { op, symbols: group, book: depth, id } : { op, symbols: group, book: depth, mode, id })
     }
   }
 

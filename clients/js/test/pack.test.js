@@ -93,7 +93,7 @@ describe('npm pack of @wsps/client', () => {
         noReconnect: NO_RECONNECT_CODES, browser: typeof browser.WspsClient, sse: typeof SseParser, v: PROTOCOL_VERSION
       }))`])
     assert.deepEqual(JSON.parse(out), {
-      status: 'idle', idle: 'idle', restart: 1012, code: 'BAD_SYMBOL', noReconnect: [1000, 4010, 4001, 4002, 4003], browser: 'function', sse: 'function', v: 1
+      status: 'idle', idle: 'idle', restart: 1012, code: 'BAD_SYMBOL', noReconnect: [1000, 4010, 4011, 4012, 4001, 4002, 4003], browser: 'function', sse: 'function', v: 1
     })
   })
 

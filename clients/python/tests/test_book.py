@@ -65,6 +65,17 @@ def test_checksum_mismatch_and_sync_false() -> None:
     assert r.frame(levels(42, 41, [["1", "1"]], ([("1", "1")], []))) is BookVerdict.GAP
 
 
+def test_interrupt_holds_every_synced_book_out_of_sync() -> None:
+    r = holding()
+    r.want("ETH-USD", 25)
+    assert r.interrupt() == [S]
+    held = r.book(S)
+    assert held is not None and (held.sync, held.bids, held.asks, held.seq) == (False, (), (), 41)
+    assert r.interrupt() == []
+    assert r.frame(levels(42, 41, DELTA_42)) is BookVerdict.GAP
+    assert r.frame(SNAPSHOT) is BookVerdict.APPLIED
+
+
 def test_resync_and_ignored() -> None:
     r = holding()
     r.resync(S)

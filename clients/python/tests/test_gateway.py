@@ -146,3 +146,62 @@ async def test_protobuf_and_json_clients_get_the_same_quotes(stack: Stack) -> No
     finally:
         for client in clients.values():
             await client.close()
+
+
+async def test_books_held_verified_and_equal_across_gateways_through_a_drain(stack: Stack) -> None:
+    """Two clients hold AAPL's book (depth 10 merged, 25 distinct) on different gateways: every checksum matches,
+    the same seq is the same book on both, and the drained one's client is out of sync in between,
+    then in sync on the other gateway."""
+    with pytest.raises(wsps.WspsError) as info:
+        await wsps.Client(stack.gateways[0]).subscribe_book(["AAPL"], 7)
+    assert info.value.code == wsps.ErrorCode.BAD_BOOK
+
+    a = wsps.Client(stack.gateways[1])
+    b = wsps.Client(stack.gateways, restart_jitter=0.2)
+    seen: dict[str, dict[int, tuple]] = {"a": {}, "b": {}}
+    syncs: list[bool] = []
+
+    def keep(name: str, depth: int):
+        def on(ev: wsps.Event) -> None:
+            if isinstance(ev, wsps.BookEvent):
+                if name == "b":
+                    syncs.append(ev.book.sync)
+                if ev.book.sync:
+                    seen[name][ev.book.seq] = (ev.book.epoch, ev.book.bids[:10], ev.book.asks[:10])
+                assert len(ev.book.bids) <= depth and len(ev.book.asks) <= depth
+        return on
+
+    a.on(keep("a", 10))
+    b.on(keep("b", 25))
+    await a.connect()
+    await b.connect()
+    try:
+        assert await a.subscribe_book(["AAPL"], 10) == wsps.BookSubscribed(10, ["AAPL"], [])
+        assert (await b.subscribe_book(["AAPL"], 25, mode="distinct")).symbols == ["AAPL"]
+
+        async def wait_until(pred, timeout: float = 30.0) -> None:
+            async def poll() -> None:
+                while not pred():
+                    await asyncio.sleep(0.05)
+            await asyncio.wait_for(poll(), timeout)
+
+        def common() -> list[int]:
+            return sorted(set(seen["a"]) & set(seen["b"]))
+
+        await wait_until(lambda: len(common()) >= 20)
+        before = len(common())
+        assert b.hello is not None
+        first_node = b.hello["node"]
+        await asyncio.to_thread(stack.terminate_gateway, 0)
+        await wait_until(lambda: b.hello is not None and b.hello["node"] != first_node and (b.book("AAPL") or wsps.HeldBook("", 0, 0, "", False, (), ())).sync)
+        assert False in syncs, "out of sync between the gateways, never frozen"
+        await wait_until(lambda: len(common()) >= before + 20)
+        for seq in common():
+            assert seen["a"][seq] == seen["b"][seq], f"seq {seq}: the same book on both gateways"
+        assert (a.book_resyncs, b.book_resyncs) == (0, 0)
+        book = a.book("AAPL")
+        assert book is not None and book.sync and 0 < len(book.bids) <= 10
+        assert wsps.book_checksum(book.bids, book.asks) == wsps.book_checksum(*seen["a"][book.seq][1:])
+    finally:
+        await a.close()
+        await b.close()

@@ -11,6 +11,7 @@
 /** @typedef {import('./otel-collector.js').CollectorHandle} CollectorHandle */
 /** @typedef {import('./otlp-spans.js').Span} Span */
 
+export { booksAsInRedis, holdBooks } from './book-holders.js'
 export { parseMetrics, sumMetrics } from './metrics.js'
 export { freePort, getJson, httpOk } from './net.js'
 export { startNginx } from './nginx.js'

@@ -5,7 +5,8 @@
 // is compared with the reference: the book channel as Redis published it,
 // replayed, at the same seq. Then through a killed pub/sub connection (the
 // gateway reads the books again) and a silent Redis link (a real Toxiproxy:
-// the books go out of sync, never frozen, and come back once it heals).
+// the books go out of sync, never frozen, and come back once it heals), and
+// a drained gateway (its clients hold their books again on another).
 
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
@@ -86,11 +87,11 @@ async function reference () {
  * A real JS client holding every symbol's book at one depth, recording
  * each book it held (symbol, seq, window).
  *
- * @param {string} url
+ * @param {string | string[]} url the gateways, in the order tried
  * @param {number} depth
  */
 async function holder (url, depth) {
-  const client = new WspsClient({ url, WebSocket, initialBackoffMs: 50, symbols: [] })
+  const client = new WspsClient({ url: Array.isArray(url) ? url : [url], WebSocket, initialBackoffMs: 50, symbols: [] })
   closers.push({ close: () => client.close() })
   /** @type {{symbol: string, seq: number, sync: boolean, top: string}[]} */
   const held = []
@@ -163,4 +164,28 @@ test('books through the real services: every book a client holds, at every depth
   assert.ok(healed >= afterKill + 30, `books compared after the heal: ${healed - afterKill}`)
   assert.ok(((await gw.metrics()).wsps_gateway_books_unsynced_total ?? 0) >= SYMBOLS.length, 'counted')
   t.diagnostic(`books compared: ${healed}; resyncs by the clients: ${holders.map((h) => h.client.bookResyncs).join(', ')}`)
+})
+
+test('a gateway drained (SIGTERM): its book holders move to the other, are out of sync meanwhile, never frozen, and hold the published book again', async (t) => {
+  const a = await stack.gateway({ WSPS_DRAIN_MS: 300 })
+  const b = await stack.gateway({ WSPS_DRAIN_MS: 300 })
+  const holders = [await holder([a.wsUrl, b.wsUrl], 10), await holder([a.wsUrl, b.wsUrl], 100)]
+  /** @type {boolean[]} */
+  const syncs = []
+  holders[0].client.on('book', ({ book }) => syncs.push(book.sync))
+  const ref = await reference()
+  await moving(ref, 30)
+  const before = compare(holders, ref)
+  assert.ok(before >= 30, `books compared before the drain: ${before}`)
+
+  const drainAt = Date.now()
+  await a.stop('SIGTERM')
+  await waitFor(() => holders.every((h) => h.client.status.node === b.name && SYMBOLS.every((s) => h.client.book(s)?.sync === true)), { timeout: 15_000, message: 'every holder in sync on the other gateway' })
+  t.diagnostic(`every book in sync on the other gateway ${Date.now() - drainAt} ms after the SIGTERM`)
+  assert.ok(syncs.includes(false), 'out of sync between the gateways, not frozen')
+  await moving(ref, 30)
+  await sleep(200)
+  const after = compare(holders, ref)
+  assert.ok(after >= before + 30, `books compared after the drain: ${after - before}`)
+  assert.deepEqual(holders.map((h) => h.client.bookResyncs), [0, 0], 'no gap or checksum mismatch')
 })

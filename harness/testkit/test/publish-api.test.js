@@ -315,6 +315,29 @@ test('POST /v1/books: a snapshot and its deltas reach a client holding the book;
     assert.deepEqual(lost.body.books, [{ symbol: 'PBK', seq: 3, epoch }], 'nothing of the refused requests was written')
     await waitFor(() => client.book('PBK')?.sync === false, { message: 'the client told the book is out of sync' })
     assert.deepEqual([client.book('PBK')?.bids, client.book('PBK')?.asks], [[], []])
+
+    // The source's own sequence: continued, old, then a gap, which the client is told as out of sync.
+    for (const [book, why] of /** @type {[object, RegExp][]} */ ([
+      [{ symbol: 'PBK', bids: [], sourceSeq: -1 }, /sourceSeq/],
+      [{ symbol: 'PBK', bids: [], sourceSeq: 5, sourcePrev: 5 }, /sourcePrev/],
+      [{ symbol: 'PBK', snapshot: true, bids: [], asks: [], sourceSeq: 5, sourcePrev: 4 }, /sourcePrev/]
+    ])) {
+      const r = await publishBooks(fetcher, { books: [book] })
+      assert.deepEqual([r.status, r.body.code], [400, 'BAD_BOOK'])
+      assert.match(r.body.message, why)
+    }
+    const seqd = await publishBooks(fetcher, { books: [
+      { symbol: 'PBK', snapshot: true, bids: [['10', '1']], asks: [['11', '1']], sourceSeq: 100 },
+      { symbol: 'PBK', bids: [['10', '2']], sourceSeq: 101 },
+      { symbol: 'PBK', bids: [['10', '9']], sourceSeq: 101 }
+    ] })
+    assert.deepEqual(seqd.body.books.map((/** @type {any} */ b) => b.refused ?? b.seq), [4, 5, 'old'])
+    await waitFor(() => client.book('PBK')?.seq === 5 && client.book('PBK')?.sync === true, { message: 'in sync at the continued delta' })
+    assert.deepEqual(client.book('PBK')?.bids, [['10', '2']])
+    const gap = await publishBooks(fetcher, { books: [{ symbol: 'PBK', bids: [['10', '3']], sourceSeq: 104, sourcePrev: 103 }] })
+    assert.deepEqual(gap.body, { accepted: 0, books: [{ symbol: 'PBK', seq: 6, epoch, refused: 'gap' }] })
+    await waitFor(() => client.book('PBK')?.sync === false, { message: 'the client told the book is out of sync after the source\'s gap' })
+    assert.equal(client.book('PBK')?.seq, 6)
   } finally {
     client.close()
   }

@@ -97,7 +97,7 @@ async function lookup () {
   const user = /** @type {HTMLInputElement} */ ($('user')).value
   const answer = await call(`connections?user=${encodeURIComponent(user)}`)
   const rows = answer.answers.flatMap((/** @type {any} */ a) => (a.connections ?? []).map((/** @type {any} */ c) => ({
-    cells: [a.node, String(c.id), c.ip, c.symbols.map((/** @type {any} */ s) => `${s.symbol}${s.mode === 'merge' ? '' : ` (${s.mode})`}${s.delayed ? ' delayed' : ''}`).join(', '), `${c.bufferedBytes} B`, c.slowForMs ? `${Math.round(c.slowForMs / 1000)} s` : '', `${c.resumes.recovered} / ${c.resumes.notRecovered}`],
+    cells: [a.node, String(c.id), c.class ?? '', c.ip, c.symbols.map((/** @type {any} */ s) => `${s.symbol}${s.mode === 'merge' ? '' : ` (${s.mode})`}${s.delayed ? ' delayed' : ''}`).join(', '), `${c.bufferedBytes} B`, c.slowForMs ? `${Math.round(c.slowForMs / 1000)} s` : '', `${c.resumes.recovered} / ${c.resumes.notRecovered}`],
     action: button('Disconnect', async () => {
       told('disconnected', await call('disconnect', { node: a.node, connection: c.id }))
       await lookup()

@@ -19,6 +19,7 @@ const DESCRIBED = 100
  * @property {string} node this process's name in the fleet view
  * @property {import('./connections.js').Connections} connections
  * @property {() => void} onDrain stop this process as on SIGTERM
+ * @property {import('./session-cap.js').SessionCap | null} [cap] closes a session a newer one of its user replaced
  */
 
 export class AdminActions {
@@ -86,6 +87,10 @@ export class AdminActions {
         if (matched.length) this.#log.warn({ connections: matched.map((c) => c.id), user: command.user }, 'disconnected by an operator')
         return { node, matched: matched.length }
       }
+      case 'evict':
+        // Sent by another gateway, not an operator: nobody waits for the answer.
+        this.#peers.cap?.evictLocal(command.connection)
+        return null
       case 'inspect': {
         const matched = connections.matching(matcher(command))
         return { node, matched: matched.length, connections: matched.slice(0, DESCRIBED).map(describe) }
@@ -118,6 +123,7 @@ function describe (c) {
   return {
     id: c.id,
     user: c.user,
+    class: c.userClass,
     ip: c.ip,
     authed: c.authed,
     symbols: subs.symbols.map((symbol) => ({ symbol, mode: modeOf(subs.deliveryOf(symbol)), delayed: subs.delayedOf(symbol) })),

@@ -8,6 +8,7 @@
 
 import { readFileSync } from 'node:fs'
 import { bearerCheck } from '@wsps/shared/bearer'
+import { MONTH_PATTERN, aggregate } from '@wsps/shared/usage-records'
 import { POLL_MS } from './admin-actions.js'
 
 /** The admin view (a page and its script, no build step), read once. */
@@ -41,8 +42,10 @@ const ANSWER_POLL_MS = 100
  * @param {string} options.token WSPS_ADMIN_TOKEN ('' : off)
  * @param {() => Promise<import('@wsps/shared/fleet-status').FleetEntry[]>} options.fleet
  * @param {import('@wsps/shared/admin-commands').AdminChannel} options.channel
+ * @param {import('@wsps/shared/usage-records').UsageRecords} [options.usage] the usage records (none: no report)
+ * @param {number} [options.usageLeaseMs] how long a silent gateway's usage records stay open
  */
-export function registerAdminRoutes (app, { token, fleet, channel }) {
+export function registerAdminRoutes (app, { token, fleet, channel, usage, usageLeaseMs = 30_000 }) {
   const authorized = token ? bearerCheck(token) : null
   /**
    * @param {import('fastify').FastifyReply} reply
@@ -125,6 +128,21 @@ export function registerAdminRoutes (app, { token, fleet, channel }) {
     const node = /** @type {{node?: unknown}} */ (req.body ?? {}).node
     if (typeof node !== 'string' || node === '') return refuse(reply, 'BAD_REQUEST', 'a drain names its gateway: {"node":"<node>"}')
     return ask(reply, { action: 'drain', node })
+  })
+  // The monthly usage report (usage-records.js): the gateways of silent
+  // processes closed first, so what they held ends when they died.
+  app.get('/admin/usage', async (req, reply) => {
+    if (!allowed(req, reply)) return reply
+    const { month } = /** @type {Record<string, unknown>} */ (req.query)
+    if (typeof month !== 'string' || !MONTH_PATTERN.test(month)) return refuse(reply, 'BAD_REQUEST', 'month is a UTC month: ?month=YYYY-MM')
+    if (usage === undefined) return refuse(reply, 'ADMIN_DISABLED', 'no usage records here')
+    try {
+      const now = Date.now()
+      await usage.sweep(now, usageLeaseMs)
+      return reply.header('Cache-Control', 'no-store').send({ at: now, ...aggregate(month, await usage.read(month), now) })
+    } catch (err) {
+      return unavailable(reply, err)
+    }
   })
   // The page needs no token to load (it holds no data); it asks for one.
   for (const [path, name] of /** @type {const} */ ([['/admin/', 'index.html'], ['/admin/admin.js', 'admin.js']])) {

@@ -172,7 +172,7 @@ export class Admission {
       if (this.#authenticate !== null && authed) {
         const auth = await this.verify(token)
         if (!auth.ok) return { ok: false, status: 401, code: auth.code ?? ErrorCode.UNAUTHORIZED, message: `unauthorized: ${auth.reason}`, result: 'unauthorized' }
-        access = { grants: auth.grants, delayed: auth.delayed, expiresAt: auth.expiresAt, user: auth.user }
+        access = { grants: auth.grants, delayed: auth.delayed, expiresAt: auth.expiresAt, user: auth.user, userClass: auth.userClass }
         const denied = ungranted(access.grants, symbols.symbols)
         if (denied.length) {
           const { code, message } = notEntitled(denied)

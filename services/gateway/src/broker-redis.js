@@ -10,6 +10,8 @@ import { latestQuotes } from '@wsps/shared/latest'
 import { bookDemand, readBook } from '@wsps/shared/books'
 import { traceOf, untraced } from '@wsps/shared/published'
 import { adminChannel } from '@wsps/shared/admin-commands'
+import { sessionSlots } from '@wsps/shared/session-slots'
+import { usageRecords } from '@wsps/shared/usage-records'
 import { readFleet, removeStatus, writeStatus } from '@wsps/shared/fleet-status'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
@@ -52,6 +54,10 @@ async function execAll (pipeline) {
  * @property {() => Promise<import('@wsps/shared/fleet-status').FleetEntry[]>} readFleet every process's record
  * @property {import('@wsps/shared/admin-commands').AdminChannel} admin an operator's commands to the
  *   gateways, on the command connection (after start())
+ * @property {(cap: {leaseMs: number, max: number, policy: 'refuse' | 'close-oldest'}) => import('@wsps/shared/session-slots').SessionSlots} sessionSlots
+ *   each user's sessions over the fleet, on the command connection (after start())
+ * @property {import('@wsps/shared/usage-records').UsageRecords} usage the usage records, on the
+ *   command connection (after start())
  * @property {import('./books/book-hub.js').BookSource} books the order books' channels and reads; their
  *   messages go to onBook, and onBooksLost names the channels a reconnect may have cost messages
  *
@@ -81,6 +87,8 @@ export function createRedisBroker (config, logger) {
   let cmd
   /** @type {import('@wsps/shared/admin-commands').AdminChannel | null} */
   let admin = null
+  /** @type {import('@wsps/shared/usage-records').UsageRecords | null} */
+  let usage = null
   /** @type {import('@wsps/shared/redis-liveness').Liveness[]} */
   const liveness = []
   /** performance.now() since when every link has been alive (0: not alive now) */
@@ -355,6 +363,8 @@ export function createRedisBroker (config, logger) {
     removeStatus: (record) => removeStatus(cmd, keys, record),
     readFleet: () => readFleet(cmd, keys),
     get admin () { return (admin ??= adminChannel(cmd, keys)) },
+    sessionSlots: (cap) => sessionSlots(cmd, keys, cap),
+    get usage () { return (usage ??= usageRecords(cmd, keys)) },
     channelCount: () => channels.size,
     async close () {
       closing = true

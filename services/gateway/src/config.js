@@ -3,6 +3,7 @@
 import { loadConfig } from '@wsps/shared/config'
 import { ConfigError } from '@wsps/shared/errors'
 import { commonSettings, redisSettingsProblems } from '@wsps/shared/common-settings'
+import { parseVenues } from './venues.js'
 
 /** @type {readonly import('@wsps/shared/config').Setting[]} */
 export const gatewaySettings = Object.freeze([
@@ -42,6 +43,13 @@ export const gatewaySettings = Object.freeze([
   { env: 'WSPS_AUTH_AUDIENCE', key: 'authAudience', type: 'string', default: '', doc: 'Required `aud` claim (empty: not checked).' },
   { env: 'WSPS_AUTH_SYMBOLS_CLAIM', key: 'authSymbolsClaim', type: 'string', default: 'symbols', doc: 'Claim listing the symbols a token grants (array of symbols or prefixes ending in `*`; absent: all; any other shape rejects the token with BAD_GRANT).' },
   { env: 'WSPS_AUTH_DELAYED_CLAIM', key: 'authDelayedClaim', type: 'string', default: 'delayedSymbols', doc: 'Claim listing the symbols a token grants delayed only (same shape and prefix rules as WSPS_AUTH_SYMBOLS_CLAIM; a symbol in both is real-time). Served as they were WSPS_DELAY_MS ago, marked `"delayed":true`. With this claim present and the symbols claim absent, nothing is real-time. Any other shape rejects the token (BAD_GRANT), as for the symbols claim.' },
+  { env: 'WSPS_AUTH_VENUES_CLAIM', key: 'authVenuesClaim', type: 'string', default: 'venues', doc: 'Claim granting whole venues (exchange MICs of WSPS_VENUES): `{"realtime":["XNAS"],"delayed":["XNYS"]}`, both lists optional. Adds to the symbol claims by the same rules (a symbol granted both ways is real-time); with it present, an absent WSPS_AUTH_SYMBOLS_CLAIM grants nothing of its own. Any other shape rejects the token (BAD_GRANT).' },
+  { env: 'WSPS_AUTH_CLASS_CLAIM', key: 'authClassClaim', type: 'string', default: 'userClass', doc: 'Claim naming the user class exchanges bill by: `pro` or `nonpro`. Absent: `pro` (exchanges count a subscriber as professional unless qualified as non-professional); any other value rejects the token (BAD_IDENTITY).' },
+  { env: 'WSPS_VENUES', key: 'venues', type: 'string', default: '', doc: 'Which venue lists which symbols, for venue grants (WSPS_AUTH_VENUES_CLAIM): `MIC=SYMBOL ...` entries apart by `;`, symbols exact or prefixes ending in `*` (`XNAS=AAPL MSFT NV*;XNYS=IBM`). An exact symbol wins over a prefix, a longer prefix over a shorter. A symbol no entry names has no venue: only symbol claims grant it. Checked at start.' },
+  { env: 'WSPS_MAX_SESSIONS_PER_USER', key: 'maxSessionsPerUser', type: 'int', min: 0, max: 1000, default: 0, doc: 'Sessions (WebSocket and SSE alike) one user (the token\'s `sub`) may hold at once over the whole fleet, counted in Redis (0: no cap). Needs auth on; a token without `sub` is then rejected (BAD_IDENTITY). What happens past it: WSPS_SESSION_CAP_POLICY.' },
+  { env: 'WSPS_SESSION_CAP_POLICY', key: 'sessionCapPolicy', type: 'enum', values: ['refuse', 'close-oldest'], default: 'refuse', doc: 'A session past WSPS_MAX_SESSIONS_PER_USER: `refuse` closes the new one (SESSION_LIMIT, 4011); `close-oldest` closes the user\'s oldest, on whichever gateway holds it (4012), and keeps the new one.' },
+  { env: 'WSPS_SESSION_LEASE_MS', key: 'sessionLeaseMs', type: 'int', min: 1000, max: 600000, default: 30000, doc: 'With WSPS_MAX_SESSIONS_PER_USER on, each session\'s place in its user\'s count is a lease the gateway renews every third of this: the sessions of a gateway that died free their places within it. With WSPS_USAGE_RECORDS on, the open usage records of a gateway silent for this long are closed.' },
+  { env: 'WSPS_USAGE_RECORDS', key: 'usageRecords', type: 'bool', default: false, doc: 'Keep usage records in Redis for the monthly usage report exchanges ask for (`GET /admin/usage?month=YYYY-MM`, `wsps usage`): per session, venue (WSPS_VENUES; `XXXX`: none) and service level (real-time or delayed), its user, class, gateway, and when it first subscribed a symbol there until it ended. Needs auth on; a token without `sub` is then rejected (BAD_IDENTITY). A gateway that dies has its open records closed at the last moment it said it was alive (within WSPS_SESSION_LEASE_MS).' },
   { env: 'WSPS_DELAY_MS', key: 'delayMs', type: 'int', min: 1000, max: 86400000, default: 900000, doc: 'How old quotes served to a delayed grant are (15 min by default): each is released once its `ts` is this old, read from the symbol\'s history in Redis, never from this process\'s memory. The gateway pins the history of each symbol it serves delayed so that the fetchers keep it this far back (up to 200000 entries); a symbol nobody read delayed within the last delay gets no quote until one is old enough (docs/protocol.md, Delayed grants).' },
   { env: 'WSPS_WORKERS', key: 'workers', type: 'string', default: '1', doc: 'Gateway processes in this pod sharing WSPS_HTTP_PORT (1-64, or `auto`: the CPUs this process may use, a cgroup CPU limit included). Each has its own Redis subscriptions and its own limits (WSPS_MAX_CONNECTIONS is per process); `/readyz` is ready only when every one is; `/metrics` labels series with `worker`; SIGTERM drains them together.' },
   { env: 'WSPS_STATIC_DIR', key: 'staticDir', type: 'string', default: '', doc: 'Directory of the browser client (empty: the bundled one; `-` to serve none).' },
@@ -103,6 +111,13 @@ export const gatewaySettings = Object.freeze([
  * @property {string} authAudience
  * @property {string} authSymbolsClaim
  * @property {string} authDelayedClaim
+ * @property {string} authVenuesClaim
+ * @property {string} authClassClaim
+ * @property {string} venues WSPS_VENUES, as given (venues.js reads it)
+ * @property {number} maxSessionsPerUser
+ * @property {'refuse' | 'close-oldest'} sessionCapPolicy
+ * @property {number} sessionLeaseMs
+ * @property {boolean} usageRecords
  * @property {number} delayMs
  * @property {string} staticDir
  * @property {string} pageTokenUrl
@@ -125,6 +140,15 @@ export function loadGatewayConfig (env, overrides = {}) {
   if (config.authMode === 'hs256' && Buffer.byteLength(config.authSecret) < 32) problems.push('WSPS_AUTH_HS256_SECRET must be at least 32 bytes when WSPS_AUTH_MODE=hs256')
   if (config.authMode === 'jwks' && !/^https?:\/\//.test(config.authJwksUrl)) problems.push('WSPS_AUTH_JWKS_URL must be an http(s) URL when WSPS_AUTH_MODE=jwks')
   if (config.authDelayedClaim === '' || config.authDelayedClaim === config.authSymbolsClaim) problems.push('WSPS_AUTH_DELAYED_CLAIM must be a claim name other than WSPS_AUTH_SYMBOLS_CLAIM')
+  const symbolClaims = [config.authSymbolsClaim, config.authDelayedClaim]
+  for (const [env, claim] of [['WSPS_AUTH_VENUES_CLAIM', config.authVenuesClaim], ['WSPS_AUTH_CLASS_CLAIM', config.authClassClaim]]) {
+    if (claim === '' || symbolClaims.includes(claim)) problems.push(`${env} must be a claim name other than the symbol claims`)
+    symbolClaims.push(claim)
+  }
+  const venues = parseVenues(config.venues)
+  if (!venues.ok) problems.push(...venues.problems)
+  if (config.maxSessionsPerUser > 0 && config.authMode === 'none') problems.push('WSPS_MAX_SESSIONS_PER_USER counts sessions per user (the token\'s sub), but WSPS_AUTH_MODE=none checks no token')
+  if (config.usageRecords && config.authMode === 'none') problems.push('WSPS_USAGE_RECORDS records each user\'s usage (the token\'s sub), but WSPS_AUTH_MODE=none checks no token')
   if (config.pageTokenUrl && !/^\/(?!\/)[^"<>\s\\]*$/.test(config.pageTokenUrl)) problems.push('WSPS_PAGE_TOKEN_URL must be a same-origin path: starting with one /, without quotes, angle brackets, backslashes or spaces')
   if (config.pageTokenUrl && config.authMode === 'none') problems.push('WSPS_PAGE_TOKEN_URL gives the page tokens, but WSPS_AUTH_MODE=none checks none')
   if (config.peerUrl && !/^https?:\/\/[^/\s]+\/?$/.test(config.peerUrl)) problems.push('WSPS_PEER_URL must be an http(s) URL with no path: http://<host>:<port>')

@@ -59,6 +59,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1
  * @property {number} sendMax buffered bytes at which the connection is closed with 4008
  * @property {RateLimit} messageRate the per-connection message limit
  * @property {import('./outbox.js').OutboxContext} outbox what each connection's outbox is given
+ * @property {(c: Connection) => void} retry puts a connection in the fan-out's next pass (a slow book reader, to catch up)
  */
 
 export class Connection {
@@ -72,8 +73,10 @@ export class Connection {
   #delayedGrants = null
   /** False while auth is on and no token was accepted yet: only `auth` is served. */
   #authed
-  /** @type {string | null} the token's `sub`: who to show an operator */
+  /** @type {string | null} the token's `sub`: who to show an operator, whose sessions it counts in */
   #user = null
+  /** @type {import('./auth.js').UserClass | null} the token's user class (null: auth off) */
+  #userClass = null
   /** Set once the transport closed and dispose() ran. */
   #closed = false
   /** What it holds: its symbols, their delivery and timeline, its bars. */
@@ -126,6 +129,8 @@ export class Connection {
   get authed () { return this.#authed }
   /** The token's `sub` (null: none, or auth off). */
   get user () { return this.#user }
+  /** The token's user class, `pro` or `nonpro` (null: auth off, or no token yet). */
+  get userClass () { return this.#userClass }
   /** True once the transport closed and dispose() ran. */
   get closed () { return this.#closed }
   /** What it holds; the changes that invalidate queued updates go through the connection. */
@@ -231,10 +236,11 @@ export class Connection {
    *
    * @param {import('./auth.js').Access} access
    */
-  authorize ({ grants, delayed, expiresAt, user }) {
+  authorize ({ grants, delayed, expiresAt, user, userClass }) {
     this.#grants = grants
     this.#delayedGrants = delayed
     this.#user = user
+    this.#userClass = userClass
     this.#authed = true
     this.closeAt(expiresAt, Disconnect.TOKEN_EXPIRED)
   }
@@ -266,6 +272,34 @@ export class Connection {
     const m = this.#ctx.metrics
     m.framesOut[op].inc()
     m.bytesOut.inc(bytes)
+  }
+
+  /**
+   * Sends an order book frame, as its outbox judges: now, or (a slow
+   * reader) skipped until it catches up with the book's snapshot, or a
+   * close when it was slow for too long.
+   *
+   * @param {string} symbol
+   * @param {number} depth
+   * @param {TextFrame} frame maybe shared by the book window's other readers
+   * @param {typeof ServerOp.BOOK | typeof ServerOp.LEVELS} op
+   */
+  sendBook (symbol, depth, frame, op) {
+    if (!this.writable()) return
+    const verdict = this.#outbox.book(symbol, depth, this.#transport.bufferedAmount, Date.now())
+    if (verdict === Verdict.WRITE) this.send(frame, op)
+    else if (verdict === Verdict.DISCONNECT) this.close(Disconnect.SLOW_CONSUMER)
+    else if (this.#outbox.enqueue()) this.#ctx.retry(this)
+  }
+
+  /**
+   * It no longer holds this book: frames skipped for it are forgotten.
+   *
+   * @param {string} symbol
+   * @param {number} depth
+   */
+  forgetBook (symbol, depth) {
+    this.#outbox.dropBook(symbol, depth)
   }
 
   /**
@@ -374,6 +408,8 @@ export class Connection {
     if (verdict === Verdict.WRITE) {
       const snap = out.catchUp(stats)
       if (snap !== null) t.write(snap, ServerOp.SNAP)
+      const books = out.catchUpBooks()
+      if (books !== null) for (const f of books) this.send(f, ServerOp.BOOK)
     }
     const traced = stats.traced
     const frame = out.take(tick, stats)

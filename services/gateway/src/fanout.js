@@ -105,6 +105,17 @@ export class Fanout {
   }
 
   /**
+   * Puts a client in the next pass, to be flushed then (a slow book
+   * reader: its flush judges whether it caught up).
+   *
+   * @param {Flushable} client
+   */
+  retry (client) {
+    this.#clients.push(client)
+    this.#schedule(this.#batchMs)
+  }
+
+  /**
    * Runs fn once the next pass has written what is queued now (a pass
    * running already may not hold it): a notice that must follow the
    * updates queued before it, to every subscriber (`fresh` after gap fill).

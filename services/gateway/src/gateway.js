@@ -27,7 +27,10 @@ import { Isolation } from './isolation.js'
 import { RateLimit } from '@wsps/shared/rate-limit'
 import { createGatewayMetrics } from './metrics.js'
 import { Sessions } from './session.js'
+import { SessionCap } from './session-cap.js'
 import { SseServer } from './sse-server.js'
+import { UsageRecorder } from './usage.js'
+import { venueTable } from './venues.js'
 import { WsServer } from './ws-server.js'
 import { workerCount, workerId, workerPeer } from './workers.js'
 import { Timelines } from './timelines.js'
@@ -71,7 +74,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     gauges: { series: metrics.barSeries.labels({ timeline: 'realtime' }), subscriptions: metrics.barSubscriptions.labels({ timeline: 'realtime' }) },
     logger
   })
-  const books = new BookHub({ source: broker.books, demandLeaseMs: config.demandLeaseMs, staleGraceMs: config.staleGraceMs, metrics: { held: metrics.books, reads: metrics.bookReads, unsynced: metrics.booksUnsynced }, logger })
+  const books = new BookHub({ source: broker.books, demandLeaseMs: config.demandLeaseMs, staleGraceMs: config.staleGraceMs, batchMs: config.batchMs, metrics: { held: metrics.books, reads: metrics.bookReads, unsynced: metrics.booksUnsynced, rewound: metrics.booksRewound }, logger })
   broker.start({
     onQuote: (symbol, raw, traceparent) => hub.onQuote(symbol, raw, traceparent),
     onReconnect: (symbols) => hub.resync(symbols),
@@ -87,7 +90,21 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     }
   })
 
-  const authenticate = createAuthenticator(config)
+  const venueOf = venueTable(config.venues)
+  const authenticate = createAuthenticator(config, venueOf)
+  // Each worker of several is a process of its own in the fleet.
+  const node = cluster.isWorker ? `${config.nodeName}/${workerId()}` : config.nodeName
+  const cap = config.maxSessionsPerUser === 0
+    ? null
+    : new SessionCap({
+      slots: broker.sessionSlots({ leaseMs: config.sessionLeaseMs, max: config.maxSessionsPerUser, policy: config.sessionCapPolicy }),
+      channel: broker.admin,
+      node,
+      leaseMs: config.sessionLeaseMs,
+      metrics,
+      logger
+    })
+  const usage = config.usageRecords ? new UsageRecorder({ records: broker.usage, venueOf, node, leaseMs: config.sessionLeaseMs, logger }) : null
   const timelines = new Timelines({
     realtime: { hub, recovery, bars },
     delayed: { hub: delayed.hub, recovery: delayed.recovery, bars: delayed.bars },
@@ -100,6 +117,8 @@ export async function createGateway (config, logger, { onDrain = () => process.k
     maxSubscriptions: config.maxSubscriptions,
     draining: () => draining,
     authenticate,
+    cap,
+    usage,
     hello: {
       node: config.nodeName,
       heartbeatMs: config.heartbeatMs,
@@ -122,8 +141,10 @@ export async function createGateway (config, logger, { onDrain = () => process.k
       metrics,
       sendHighWater: config.sendHighWater,
       slowCloseMs: config.slowCloseMs,
-      latest: (symbol, delivery, isDelayed) => timelines.of(isDelayed).hub.latest(symbol, delivery)
-    }
+      latest: (symbol, delivery, isDelayed) => timelines.of(isDelayed).hub.latest(symbol, delivery),
+      bookSnapshot: (symbol, depth) => books.snapshotOf(symbol, depth)
+    },
+    retry: (c) => fanout.retry(c)
   }
   const admission = new Admission({
     maxConnections: config.maxConnections,
@@ -171,10 +192,8 @@ export async function createGateway (config, logger, { onDrain = () => process.k
   await registerHttpRoutes(app, { broker: () => ({ alive: broker.ready(), aliveForMs: broker.aliveForMs() }), readiness: podReadiness, registry: separateMetrics ? null : registry, staticDir: config.staticDir, pageTokenUrl: config.pageTokenUrl })
   const metricsApp = separateMetrics ? createHttpApp(logger) : null
   if (metricsApp) registerMetrics(metricsApp, registry)
-  // Each worker of several is a process of its own in the fleet.
-  const node = cluster.isWorker ? `${config.nodeName}/${workerId()}` : config.nodeName
-  registerAdminRoutes(metricsApp ?? app, { token: config.adminToken, fleet: () => broker.readFleet(), channel: broker.admin })
-  const admin = new AdminActions({ channel: broker.admin, node, connections, onDrain, logger })
+  registerAdminRoutes(metricsApp ?? app, { token: config.adminToken, fleet: () => broker.readFleet(), channel: broker.admin, usage: broker.usage, usageLeaseMs: config.sessionLeaseMs })
+  const admin = new AdminActions({ channel: broker.admin, node, connections, cap, onDrain, logger })
   sse.register(app)
   ws.attach(app.server)
   connections.start()
@@ -182,6 +201,8 @@ export async function createGateway (config, logger, { onDrain = () => process.k
   isolation.start()
   delayed.start()
   admin.start()
+  cap?.start()
+  usage?.start()
   const status = reportStatus({
     intervalMs: config.statusIntervalMs,
     snapshot: gatewayStatus({ node, metrics, hub, connections: () => connections.size, readiness }),
@@ -217,6 +238,8 @@ export async function createGateway (config, logger, { onDrain = () => process.k
         if (shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, shutdownDelayMs))
         await connections.drain(drainMs)
         connections.close()
+        cap?.stop()
+        usage?.stop()
         ws.close()
         bars.stop()
         isolation.stop()

@@ -55,6 +55,7 @@ export function createGatewayMetrics (node, labels = {}) {
     redisChannels: new client.Gauge({ name: 'wsps_gateway_redis_channels', help: 'Redis channels this process is subscribed to.', ...reg }),
     ...redisLinkMetrics('wsps_gateway', reg),
     staleSymbols: new client.Gauge({ name: 'wsps_gateway_stale_symbols', help: 'Symbols whose subscribers were told `stale` (their feed interrupted) and not yet `fresh`.', ...reg }),
+    sessionCap: new client.Counter({ name: 'wsps_gateway_session_cap_total', help: 'Sessions counted against WSPS_MAX_SESSIONS_PER_USER by outcome: taken (a place among the user\'s), refused (the user held the cap: 4011), evicted (a session here closed for a newer one of its user: 4012).', labelNames: ['outcome'], ...reg }),
     isolations: new client.Counter({ name: 'wsps_gateway_isolations_total', help: 'Times this gateway found itself cut off from Redis while another gateway reached it, and sent its clients elsewhere (1012).', ...reg }),
     resyncs: new client.Counter({ name: 'wsps_gateway_resyncs_total', help: 'Resubscribe-and-snapshot passes after a Redis reconnect.', ...reg }),
     restoreTimeouts: new client.Counter({ name: 'wsps_gateway_restore_timeouts_total', help: 'Symbols whose channel was not restored within WSPS_RESTORE_DEADLINE_MS while Redis answered: their subscribers were closed with 1012 to go to another gateway.', ...reg }),
@@ -99,6 +100,7 @@ export function createGatewayMetrics (node, labels = {}) {
     books: new client.Gauge({ name: 'wsps_gateway_books', help: 'Order books this process holds (a replica each, while some connection holds the book or waits for it).', ...reg }),
     bookReads: new client.Counter({ name: 'wsps_gateway_book_reads_total', help: 'Whole-book reads from Redis, by cause: first (a book opened), gap (a message skipped ahead), resync (a reconnect or moved channel), retry (a read failed).', labelNames: ['cause'], ...reg }),
     booksUnsynced: new client.Counter({ name: 'wsps_gateway_books_unsynced_total', help: 'Books whose subscribers were sent an out-of-sync snapshot because this gateway\'s feed of them was interrupted.', ...reg }),
+    booksRewound: new client.Counter({ name: 'wsps_gateway_books_rewound_total', help: 'Books read from Redis behind the one this gateway had delivered, in the same epoch (writes Redis lost, as in a failover to a replica that had not got them): sent whole as a snapshot.', ...reg }),
     clientErrors: new client.Counter({ name: 'wsps_gateway_client_errors_total', help: 'Error replies to clients by code.', labelNames: ['code'], ...reg })
   }
 }

@@ -5,8 +5,9 @@
 //
 // A reader over the send high-water mark is slow: its merge-mode updates
 // are skipped (conflated: only the symbols are kept) and, once it drains,
-// one `snap` of those symbols catches it up. Slow for WSPS_SLOW_CLOSE_MS,
-// the verdict is DISCONNECT.
+// one `snap` of those symbols catches it up. Its order book frames are
+// skipped alike, and a snapshot of each book's window catches it up. Slow
+// for WSPS_SLOW_CLOSE_MS, the verdict is DISCONNECT.
 
 import { binaryQuotesFrame, encodeSnap, quotesFrame } from './protocol.js'
 import { batchBucket } from './metrics.js'
@@ -25,6 +26,8 @@ import { TextFrame } from './text-frame.js'
  * @property {(symbol: string, delivery: number, delayed: boolean) => string | null} latest the
  *   full quote a merge reader catching up gets for a symbol (the base of the
  *   next update it is handed), from the delayed timeline when it is served delayed
+ * @property {(symbol: string, depth: number) => TextFrame | null} bookSnapshot the `book`
+ *   snapshot of a book's window a reader catching up gets (null: no longer held)
  */
 
 /** What the outbox tells its connection to do with this pass's updates. */
@@ -57,6 +60,12 @@ export class Outbox {
    * @type {Set<string> | null}
    */
   #stale = null
+  /**
+   * Books (symbol, depth) whose frames a slow reader skipped: each gets its
+   * window's snapshot when it catches up (their frames no longer apply).
+   * @type {Map<string, {symbol: string, depth: number}> | null}
+   */
+  #staleBooks = null
   /** Queued in the fan-out's list of connections to write. */
   #queued = false
   /** When the send buffer went over the high-water mark; 0 while it is not. */
@@ -84,7 +93,81 @@ export class Outbox {
    *   gets as a snapshot when it catches up
    */
   lag (now) {
-    return { slowForMs: this.#slowSince === 0 ? 0 : now - this.#slowSince, skipped: this.#stale?.size ?? 0 }
+    return { slowForMs: this.#slowSince === 0 ? 0 : now - this.#slowSince, skipped: (this.#stale?.size ?? 0) + (this.#staleBooks?.size ?? 0) }
+  }
+
+  /**
+   * An order book frame for this reader (books/book-feed.js): WRITE it now
+   * (always, for a distinct subscription); or SKIP it, the reader being
+   * slow (or the book skipped already): a
+   * snapshot of the book's window follows when it catches up (catchUpBooks);
+   * or DISCONNECT, slow for too long.
+   *
+   * @param {string} symbol
+   * @param {number} depth
+   * @param {number} buffered the connection's bufferedAmount
+   * @param {number} now
+   * @returns {number} a Verdict; after SKIP the connection queues itself (enqueue)
+   */
+  book (symbol, depth, buffered, now) {
+    // Distinct books, as distinct quotes, are never skipped: the send cap bounds them.
+    if (this.#subs.bookDistinct(symbol, depth) === true) return Verdict.WRITE
+    const key = `${symbol} ${depth}`
+    const ctx = this.#ctx
+    const skipped = this.#staleBooks?.has(key) === true
+    if (!skipped && buffered <= ctx.sendHighWater) return Verdict.WRITE
+    if (this.#slowSince === 0) {
+      if (buffered > ctx.sendHighWater) {
+        this.#slowSince = now
+        ctx.metrics.slowClients.inc()
+      }
+    } else if (now - this.#slowSince >= ctx.slowCloseMs) {
+      return Verdict.DISCONNECT
+    }
+    if (!skipped) (this.#staleBooks ??= new Map()).set(key, { symbol, depth })
+    ctx.metrics.conflated.inc()
+    return Verdict.SKIP
+  }
+
+  /**
+   * @returns {boolean} true when it was not queued for the fan-out's next
+   *   pass: the caller queues it (a book frame was skipped; the pass judges
+   *   when it has caught up)
+   */
+  enqueue () {
+    if (this.#queued) return false
+    this.#queued = true
+    return true
+  }
+
+  /**
+   * A book no longer held (unsubscribed): its skipped frames are forgotten.
+   *
+   * @param {string} symbol
+   * @param {number} depth
+   */
+  dropBook (symbol, depth) {
+    this.#staleBooks?.delete(`${symbol} ${depth}`)
+  }
+
+  /**
+   * A reader back under the high-water mark (verdict WRITE) gets a snapshot
+   * of each book window it skipped. Taken before they are forgotten: taking
+   * one may send the book's pending changes, which this reader still skips.
+   *
+   * @returns {TextFrame[] | null} the `book` frames to write, if any
+   */
+  catchUpBooks () {
+    const stale = this.#staleBooks
+    if (stale === null) return null
+    /** @type {TextFrame[]} */
+    const frames = []
+    for (const { symbol, depth } of stale.values()) {
+      const f = this.#ctx.bookSnapshot(symbol, depth)
+      if (f !== null) frames.push(f)
+    }
+    this.#staleBooks = null
+    return frames
   }
 
   /**
@@ -126,6 +209,7 @@ export class Outbox {
     this.#queued = false
     this.#pending = null
     this.#stale = null
+    this.#staleBooks = null
   }
 
   /**
@@ -254,5 +338,6 @@ export class Outbox {
     this.#leaveSlow()
     this.#pending = null
     this.#stale = null
+    this.#staleBooks = null
   }
 }

@@ -169,17 +169,22 @@ function parseMessage (msg) {
 }
 
 /**
- * Reads a book `sub` or `unsub`'s depth into the request. Books have no
- * delivery modes, cursors, bars nor delayed timeline (yet): a book request
- * naming any is refused whole.
+ * Reads a book `sub` or `unsub`'s depth (and a sub's mode) into the
+ * request. Books have no rates, cursors, bars nor delayed timeline: a book
+ * request naming any is refused whole.
  *
  * @param {Record<string, unknown>} msg
  * @param {SymbolsRequest} request
  * @returns {string | null} what is wrong, if anything
  */
-function parseBook ({ book, mode, maxRate, since, bars, backfill, delayed }, request) {
+function parseBook ({ op, book, mode, maxRate, since, bars, backfill, delayed }, request) {
   if (typeof book !== 'number' || !BOOK_DEPTHS.includes(book)) return `book must be one of ${BOOK_DEPTHS.join(', ')}`
-  if ([mode, maxRate, since, bars, backfill, delayed].some((v) => v !== undefined)) return 'a book request takes no mode, maxRate, since, bars, backfill or delayed'
+  if ([maxRate, since, bars, backfill, delayed].some((v) => v !== undefined)) return 'a book request takes no maxRate, since, bars, backfill or delayed'
+  if (mode !== undefined) {
+    if (op !== ClientOp.SUB) return 'a book unsub takes no mode'
+    if (mode !== 'merge' && mode !== 'distinct') return 'a book\'s mode is "merge" or "distinct"'
+    request.mode = mode
+  }
   request.book = book
   return null
 }

@@ -28,6 +28,12 @@
 // subscription limit (each symbol and interval counts as one). One naming
 // `book` goes to books/book-requests.js the same way (real-time only); it
 // waits for the books to be read, as a resuming `sub` waits for history.
+//
+// Sessions per user (WSPS_MAX_SESSIONS_PER_USER, session-cap.js): an
+// authenticated connection takes a place among its user's sessions over
+// the fleet before `hello`; refused, it is closed with 4011. What it sends
+// meanwhile waits, as for a resuming `sub`. A refresh keeps the place, so a
+// refresh must name the same user.
 
 import { ClientOp, DeliveryMode, Disconnect, ErrorCode, ServerOp } from '@wsps/protocol'
 import { cursorOf } from '@wsps/shared/published'
@@ -71,22 +77,28 @@ export class Sessions {
    * @param {number} options.maxSubscriptions
    * @param {() => boolean} options.draining
    * @param {import('./auth.js').Authenticator | null} options.authenticate null: auth is off
+   * @param {import('./session-cap.js').SessionCap | null} [options.cap] sessions per user (null: not capped)
+   * @param {import('./usage.js').UsageRecorder | null} [options.usage] usage records (null: none kept)
    * @param {{node: string, heartbeatMs: number, limits: Record<string, number>}} options.hello what `hello` tells every client
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, hello, logger }) {
+  constructor ({ timelines, books = null, metrics, maxSubscriptions, draining, authenticate, cap = null, usage = null, hello, logger }) {
     this.timelines = timelines
+    this.usage = usage
     const { realtime, delayed, delayMs } = timelines
+    /** @type {(client: Client, symbols: string[], delayed: (symbol: string) => boolean) => void} bars and books in the usage records */
+    const saw = (c, symbols, isDelayed) => this.usage?.saw(c, symbols, isDelayed)
     /** Bars `sub`/`unsub` (null: none here) */
     this.barRequests = realtime.bars === null
       ? null
-      : new BarRequests({ realtime: realtime.bars, delayed: delayed?.bars ?? null, delayMs: delayed ? delayMs : undefined, maxSubscriptions, reject: (c, e) => this.reject(c, e) })
+      : new BarRequests({ realtime: realtime.bars, delayed: delayed?.bars ?? null, delayMs: delayed ? delayMs : undefined, maxSubscriptions, reject: (c, e) => this.reject(c, e), saw })
     /** Book `sub`/`unsub` (null: none here) */
-    this.bookRequests = books === null ? null : new BookRequests({ hub: books, maxSubscriptions, reject: (c, e) => this.reject(c, e), logger })
+    this.bookRequests = books === null ? null : new BookRequests({ hub: books, maxSubscriptions, reject: (c, e) => this.reject(c, e), saw, logger })
     this.metrics = metrics
     this.maxSubscriptions = maxSubscriptions
     this.draining = draining
     this.authenticate = authenticate
+    this.cap = cap
     this.helloInfo = hello
     /** The `hello` of connections whose token has no `exp` (or with auth off), encoded once. */
     this.hello = encodeHello(hello.node, hello.heartbeatMs, hello.limits)
@@ -94,13 +106,43 @@ export class Sessions {
   }
 
   /**
-   * The connection is authenticated (auth off, or a token accepted):
-   * arm its expiry and greet it.
+   * The connection is authenticated (auth off, or a token accepted): with
+   * sessions per user capped, it takes its place among its user's first
+   * (refused: closed with 4011); then its expiry is armed and it is greeted.
    *
    * @param {Client} client
    * @param {import('./auth.js').Access} access
+   * @returns {Promise<void> | null} while its place is taken (null: welcomed
+   *   now); it never rejects, and the client is authed after it unless refused
    */
   welcome (client, access) {
+    if (access.user !== null) this.log.debug({ client: client.id, user: access.user, class: access.userClass }, 'authenticated')
+    if (this.cap === null || access.user === null) {
+      this.#greet(client, access)
+      return null
+    }
+    const taking = this.cap.take(client, access.user).then((taken) => {
+      if (client.closed) return
+      if (taken) {
+        this.#greet(client, access)
+        return
+      }
+      this.log.info({ client: client.id, user: access.user }, 'session refused: its user holds WSPS_MAX_SESSIONS_PER_USER')
+      this.reject(client, { code: ErrorCode.SESSION_LIMIT, message: 'this user holds as many sessions as it may' })
+      client.close(Disconnect.SESSION_LIMIT)
+    }, (err) => {
+      this.log.warn({ err, client: client.id, user: access.user }, 'sessions not counted')
+      client.close(Disconnect.SESSION_UNCOUNTED)
+    })
+    this.#wait(client, taking)
+    return taking
+  }
+
+  /**
+   * @param {Client} client
+   * @param {import('./auth.js').Access} access
+   */
+  #greet (client, access) {
     client.authorize(access)
     const { expiresAt } = access
     const { node, heartbeatMs, limits } = this.helloInfo
@@ -266,7 +308,15 @@ export class Sessions {
       return
     }
     if (!client.authed) {
-      this.welcome(client, auth)
+      await this.welcome(client, auth)
+      return
+    }
+    // The connection's place among its user's sessions (and an operator's
+    // view of it) is its user's: a token of another user is not a refresh.
+    if (auth.user !== client.user) {
+      this.metrics.clientErrors.inc({ code: ErrorCode.BAD_IDENTITY })
+      client.send(encodeError({ code: ErrorCode.BAD_IDENTITY, message: 'token rejected: a refresh must name the same user (sub)', ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
+      client.close(Disconnect.UNAUTHORIZED)
       return
     }
     client.authorize(auth)
@@ -306,6 +356,7 @@ export class Sessions {
         quotes.push(raw)
       }
     }
+    this.usage?.saw(client, moving, (s) => subs.delayedOf(s))
     /** @type {{expiresInMs?: number, delayed?: string[], delayMs?: number}} */
     const extra = this.#delayedOf(client)
     if (auth.expiresAt !== null) extra.expiresInMs = auth.expiresAt - Date.now()
@@ -517,6 +568,7 @@ export class Sessions {
     // Whether the timeline of each symbol named is the sub's choice or the
     // token's: a refresh moves only the token's (onAuth()).
     subs.askDelayed(req.symbols, req.delayed === true)
+    this.usage?.saw(client, fresh.concat(moved), delayed)
     /** @type {string[]} */
     const snapped = []
     /** @type {string[]} */
@@ -635,6 +687,8 @@ export class Sessions {
     for (const s of subs.symbols) this.#hub(subs.delayedOf(s)).remove(s, client, subs.deliveryOf(s))
     this.barRequests?.onClose(client)
     this.bookRequests?.onClose(client)
+    this.cap?.release(client)
+    this.usage?.end(client)
     client.dispose()
   }
 }

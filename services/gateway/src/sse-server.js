@@ -177,7 +177,22 @@ export class SseServer {
     transport.serve(client)
     // The code the gateway closed with is the connection's (Connections.onClose).
     res.on('close', () => this.#connections.onClose(client, ABNORMAL))
-    this.#sessions.welcome(client, lease.access)
+    // With sessions per user capped, the stream is subscribed once its
+    // place is taken (refused: it has been closed).
+    const welcomed = this.#sessions.welcome(client, lease.access)
+    if (welcomed === null) this.#subscribe(client, lease, sub, bars)
+    else welcomed.then(() => { if (client.authed && !client.closed) this.#subscribe(client, lease, sub, bars) })
+  }
+
+  /**
+   * A new stream's subscriptions: its quotes, then its bars.
+   *
+   * @param {import('./connection.js').Connection} client
+   * @param {import('./admission.js').Lease} lease
+   * @param {import('./protocol.js').SymbolsRequest | null} sub
+   * @param {BarsRequest | null} bars
+   */
+  #subscribe (client, lease, sub, bars) {
     /** @type {Promise<void> | null} */
     let resuming = null
     if (lease.symbols.length) {

@@ -51,9 +51,10 @@ export class Subscriptions {
    */
   #barsAsked = null
   /**
-   * Book subscriptions: `${symbol} ${depth}`; null while none (the books
-   * themselves are the BookHub's, books/book-hub.js).
-   * @type {Set<string> | null}
+   * Book subscriptions: `${symbol} ${depth}` -> distinct (every change its
+   * own frame) or not (merge); null while none (the books themselves are
+   * the BookHub's, books/book-hub.js).
+   * @type {Map<string, boolean> | null}
    */
   #books = null
 
@@ -260,14 +261,24 @@ export class Subscriptions {
   /**
    * @param {string} symbol
    * @param {number} depth
-   * @returns {boolean} whether it was held already
+   * @param {boolean} [distinct] every change its own frame (else merged per batching window)
+   * @returns {boolean} whether it was held already, so
    */
-  holdBook (symbol, depth) {
+  holdBook (symbol, depth, distinct = false) {
     const key = `${symbol} ${depth}`
-    const books = (this.#books ??= new Set())
-    if (books.has(key)) return true
-    books.add(key)
-    return false
+    const books = (this.#books ??= new Map())
+    const had = books.get(key) === distinct
+    books.set(key, distinct)
+    return had
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} depth
+   * @returns {boolean | undefined} whether it holds the book distinct (undefined: not held)
+   */
+  bookDistinct (symbol, depth) {
+    return this.#books?.get(`${symbol} ${depth}`)
   }
 
   /**
@@ -292,7 +303,7 @@ export class Subscriptions {
   /** @returns {[symbol: string, depth: number][]} every book subscription */
   bookSubscriptions () {
     if (this.#books === null) return []
-    return [...this.#books].map((key) => {
+    return [...this.#books.keys()].map((key) => {
       const at = key.lastIndexOf(' ')
       return [key.slice(0, at), Number(key.slice(at + 1))]
     })

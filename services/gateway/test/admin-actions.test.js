@@ -49,6 +49,7 @@ function conn (id, user) {
   return {
     id,
     user,
+    userClass: 'nonpro',
     ip: '127.0.0.1',
     authed: true,
     open: true,
@@ -108,7 +109,7 @@ test('inspect describes the matched connections; a read that fails is retried at
   await actions.poll()
   assert.equal(ch.got.get(id), undefined)
   await actions.poll()
-  assert.deepEqual(ch.got.get(id), [{ node: 'gw-a', matched: 1, connections: [{ id: 2, user: 'bob', ip: '127.0.0.1', authed: true, symbols: [{ symbol: 'AAPL', mode: 'distinct', delayed: false }], bars: 0, bufferedBytes: 12, slowForMs: 0, skipped: 0, resumes: { recovered: 3, notRecovered: 1 } }] }])
+  assert.deepEqual(ch.got.get(id), [{ node: 'gw-a', matched: 1, connections: [{ id: 2, user: 'bob', class: 'nonpro', ip: '127.0.0.1', authed: true, symbols: [{ symbol: 'AAPL', mode: 'distinct', delayed: false }], bars: 0, bufferedBytes: 12, slowForMs: 0, skipped: 0, resumes: { recovered: 3, notRecovered: 1 } }] }])
 })
 
 test('drain answers first, then stops the process; an unknown action is answered as such', async () => {

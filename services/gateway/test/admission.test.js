@@ -91,16 +91,16 @@ test('drain: everything is refused from then on, with Retry-After', () => {
 
 test('verify: the token check of the authenticator; auth off needs none', async () => {
   assert.equal(admission().a.authRequired, false)
-  const { a } = admission({ authenticate: async (token) => token === 'good' ? { ok: true, grants: null, delayed: null, expiresAt: 7, user: 'u1' } : { ok: false, reason: 'bad' } })
+  const { a } = admission({ authenticate: async (token) => token === 'good' ? { ok: true, grants: null, delayed: null, expiresAt: 7, user: 'u1', userClass: 'pro' } : { ok: false, reason: 'bad' } })
   assert.equal(a.authRequired, true)
-  assert.deepEqual(await a.verify('good'), { ok: true, grants: null, delayed: null, expiresAt: 7, user: 'u1' })
+  assert.deepEqual(await a.verify('good'), { ok: true, grants: null, delayed: null, expiresAt: 7, user: 'u1', userClass: 'pro' })
   assert.deepEqual(await a.verify(null), { ok: false, reason: 'bad' })
 })
 
 test('open: the one path to a lease or a coded refusal; a refusal frees the place it took', async () => {
   const grantsAapl = (/** @type {string} */ s) => s === 'AAPL'
   /** @type {import('../src/auth.js').Authenticator} */
-  const authenticate = async (token) => token === 'good' ? { ok: true, grants: grantsAapl, delayed: null, expiresAt: 7, user: 'u1' } : { ok: false, reason: 'bad' }
+  const authenticate = async (token) => token === 'good' ? { ok: true, grants: grantsAapl, delayed: null, expiresAt: 7, user: 'u1', userClass: 'pro' } : { ok: false, reason: 'bad' }
   const off = admission({ maxConnections: 1 }).a
   const lease = await off.open(request(), null)
   assert.ok(lease.ok && lease.authed && lease.access.grants === null && lease.access.expiresAt === null && lease.access.user === null, 'auth off: authed, every symbol')
@@ -120,7 +120,7 @@ test('open: the one path to a lease or a coded refusal; a refusal frees the plac
   assert.ok(good.ok && good.authed && good.access.grants === grantsAapl && good.access.expiresAt === 7 && good.access.user === 'u1' && good.symbols.length === 1, 'refusals freed their places')
   a.settle(NO_IP_LIMIT, true)
 
-  const { a: draining } = admission({ authenticate: async () => { draining.drain(); return { ok: true, grants: null, delayed: null, expiresAt: null, user: null } } })
+  const { a: draining } = admission({ authenticate: async () => { draining.drain(); return { ok: true, grants: null, delayed: null, expiresAt: null, user: null, userClass: null } } })
   const late = await draining.open(request(), 'good')
   assert.deepEqual(!late.ok && [late.status, late.code, late.result], [503, ErrorCode.DRAINING, 'draining'], 'drained while the token was checked')
 })

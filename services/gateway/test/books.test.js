@@ -3,6 +3,7 @@
 // through lost messages, rereads, a lost book and a new epoch.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { Disconnect } from '@wsps/protocol'
 import { OrderBook, bookChecksum } from '@wsps/protocol/book'
 import { BookHub } from '../src/books/book-hub.js'
 import { Recovery } from '../src/recovery.js'
@@ -57,7 +58,10 @@ class Holder {
 
 function setup ({ appearMs = 0 } = {}) {
   const parts = gatewayParts()
-  const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, logger: silent })
+  const counts = { rewound: 0 }
+  const metrics = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} }, rewound: { inc () { counts.rewound++ } } }
+  const hub = new BookHub({ source: parts.broker, demandLeaseMs: 60_000, appearMs, metrics, logger: silent })
+  parts.useBooks(hub)
   const sessions = new Sessions({
     timelines: new Timelines({ realtime: { hub: parts.hub, recovery: new Recovery({ hub: parts.hub, broker: parts.broker, max: 100, logger: silent }), bars: null } }),
     books: hub,
@@ -78,7 +82,7 @@ function setup ({ appearMs = 0 } = {}) {
     await new Promise((resolve) => setTimeout(resolve, 5))
     for (let i = 0; i < 6; i++) await tick()
   }
-  return { parts, hub, sessions, connect, settle }
+  return { parts, hub, sessions, connect, settle, counts }
 }
 
 test('books: every client holds exactly the top N of the book after every update, at every depth, checksums matching', async () => {
@@ -108,6 +112,101 @@ test('books: every client holds exactly the top N of the book after every update
   assert.ok(levels.length > 100 && levels.length < 400, `updates deeper than 10 levels send nothing (${levels.length} frames)`)
   assert.ok(levels.some((f) => f.prev < f.seq - 1), 'a seq may jump')
   assert.ok(levels.some((f) => f.bids.concat(f.asks).some((/** @type {string[]} */ l) => l[1] === '0')), 'levels leave the window as deletes')
+})
+
+test('books: the changes of one batching window reach each window as one frame, the last size of a level winning', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 9 })
+  v.snapshot(40, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  c.holder.assertHolds(10, v.ref)
+  for (let round = 0; round < 20; round++) {
+    const before = c.ws.sent.length
+    const from = v.seq
+    for (let i = 0; i < 12; i++) v.update({ batched: true })
+    await settle()
+    c.holder.assertHolds(10, v.ref, `after round ${round}`)
+    const frames = c.ws.sent.slice(before)
+    assert.ok(frames.length <= 1, `one frame for 12 changes (${frames.length})`)
+    if (frames.length) assert.deepEqual([frames[0].op, frames[0].seq, frames[0].prev <= from], ['levels', v.seq, true])
+  }
+})
+
+test('books: a distinct subscriber gets every change as its own frame (never skipped when slow), a merge one a frame per window; a sub in the other mode moves it', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 17 })
+  v.snapshot(40, { dark: true })
+  const merge = connect()
+  const distinct = connect()
+  merge.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  distinct.send({ op: 'sub', symbols: [SYMBOL], book: 10, mode: 'distinct', id: 1 })
+  await settle()
+  assert.deepEqual(distinct.ws.sent.filter((f) => f.op === 'ack')[0], { op: 'ack', id: 1, symbols: [SYMBOL], book: 10 })
+  distinct.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  let changes = 0
+  for (let round = 0; round < 10; round++) {
+    const [m0, d0] = [merge.ws.sent.length, distinct.ws.sent.length]
+    for (let i = 0; i < 8; i++) {
+      const before = JSON.stringify(v.ref.top(10))
+      v.update({ batched: true })
+      if (JSON.stringify(v.ref.top(10)) !== before) changes++
+    }
+    await settle()
+    merge.holder.assertHolds(10, v.ref, `merge, round ${round}`)
+    distinct.holder.assertHolds(10, v.ref, `distinct, round ${round}`)
+    assert.ok(merge.ws.sent.length - m0 <= 1, 'merge: one frame per window')
+    assert.ok(distinct.ws.sent.length - d0 >= merge.ws.sent.length - m0)
+  }
+  assert.equal(distinct.ws.sent.filter((f) => f.op === 'levels').length, changes, 'distinct: a frame per change of its window, slow or not')
+
+  // The same book asked for in merge mode: it moves, with a snapshot.
+  distinct.ws.bufferedAmount = 0
+  distinct.send({ op: 'sub', symbols: [SYMBOL], book: 10, mode: 'merge', id: 2 })
+  await settle()
+  assert.deepEqual(distinct.ws.sent.slice(-2).map((f) => f.op), ['ack', 'book'])
+  const d1 = distinct.ws.sent.length
+  for (let i = 0; i < 8; i++) v.update({ batched: true })
+  await settle()
+  distinct.holder.assertHolds(10, v.ref, 'moved to merge')
+  assert.ok(distinct.ws.sent.length - d1 <= 1, 'merged now')
+  assert.equal(distinct.c.subscriptions.count, 1, 'still one subscription')
+})
+
+test('books: a slow reader skips the book\'s frames and catches up with one snapshot once it drains; slow for too long, it is closed (4008), as for quotes', async () => {
+  const { parts, hub, connect, settle } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 13 })
+  v.snapshot(40, { dark: true })
+  const slow = connect()
+  const fast = connect()
+  for (const c of [slow, fast]) c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  slow.holder.assertHolds(10, v.ref)
+
+  slow.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  const held = slow.ws.sent.length
+  for (let i = 0; i < 30; i++) {
+    v.update()
+    fast.holder.assertHolds(10, v.ref, `the fast reader, update ${i}`)
+  }
+  assert.equal(slow.ws.sent.length, held, 'nothing written to the slow reader')
+  assert.equal(slow.c.lag.skipped, 1, 'one book skipped')
+  slow.ws.bufferedAmount = 0
+  parts.pass()
+  const caught = slow.ws.sent.slice(held)
+  assert.deepEqual(caught.map((f) => f.op), ['book'], 'one snapshot catches it up')
+  slow.holder.assertHolds(10, v.ref, 'after catching up')
+  for (let i = 0; i < 10; i++) v.update()
+  slow.holder.assertHolds(10, v.ref, 'live again')
+  assert.equal(slow.c.lag.slowForMs, 0)
+
+  slow.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  v.update()
+  await new Promise((resolve) => setTimeout(resolve, parts.limits.slowCloseMs + 20))
+  for (let i = 0; i < 5; i++) v.update()
+  assert.equal(slow.ws.closedWith?.code, Disconnect.SLOW_CONSUMER.code, 'slow past WSPS_SLOW_CLOSE_MS')
+  fast.holder.assertHolds(10, v.ref, 'the fast reader throughout')
 })
 
 test('books: a lost message, a reconnect, a lost book and a new epoch: every window is repaired from the book as read', async () => {
@@ -150,6 +249,43 @@ test('books: a lost message, a reconnect, a lost book and a new epoch: every win
   assert.equal(c.ws.sent.at(-1).sync, undefined)
   v.update()
   c.holder.assertHolds(10, v.ref, 'updates of the new epoch')
+})
+
+test('books: Redis losing writes the gateway had delivered (a failover, asynchronous replication) never leaves a book wrong: the book as read replaces it', async () => {
+  const { parts, hub, connect, settle, counts } = setup()
+  const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 11 })
+  v.snapshot(30, { dark: true })
+  const c = connect()
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10 })
+  await settle()
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref)
+
+  // The promoted replica is 4 writes behind and the gateway reads it before any new write: behind what it holds.
+  v.rewind(4)
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after reading a book behind the one held')
+  assert.equal(c.ws.sent.at(-1).op, 'book', 'a snapshot: the seq went back')
+  // The writer goes on from there, using seqs the gateway had seen with other levels.
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref, 'the seqs used again apply')
+
+  // The same again, but 4 new writes land before the read: the seq read is the one held, the levels are not.
+  v.rewind(4)
+  for (let i = 0; i < 4; i++) v.update({ dark: true })
+  hub.resync()
+  await settle()
+  c.holder.assertHolds(10, v.ref, 'after reading other levels at the seq held')
+  for (let i = 0; i < 10; i++) v.update()
+  c.holder.assertHolds(10, v.ref, 'live again')
+
+  // A read that finds the book held (a plain reconnect) sends nothing.
+  const frames = c.ws.sent.length
+  hub.resync()
+  await settle()
+  assert.equal(c.ws.sent.length, frames, 'nothing sent for a book read as held')
+  assert.equal(counts.rewound, 2, 'each counted')
 })
 
 test('books: an interrupted feed is never shown as live: an out-of-sync snapshot after the grace (at once when silent), the book again after the read', async () => {
@@ -196,18 +332,22 @@ test('book requests: BAD_BOOK, NO_BOOK before the ack, the limit, unsub, and the
   v.snapshot(5, { dark: true })
   const c = connect()
   c.send({ op: 'sub', symbols: [SYMBOL], book: 7, id: 1 })
-  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, mode: 'distinct', id: 2 })
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, maxRate: 5, id: 2 })
   c.send({ op: 'unsub', symbols: [SYMBOL], book: '10', id: 3 })
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, mode: 'fast', id: 31 })
+  c.send({ op: 'unsub', symbols: [SYMBOL], book: 10, mode: 'merge', id: 32 })
   await settle()
-  assert.deepEqual(c.ws.sent.map((f) => [f.op, f.code, f.id]), [['error', 'BAD_BOOK', 1], ['error', 'BAD_BOOK', 2], ['error', 'BAD_BOOK', 3]])
+  assert.deepEqual(c.ws.sent.map((f) => [f.op, f.code, f.id]), [['error', 'BAD_BOOK', 1], ['error', 'BAD_BOOK', 2], ['error', 'BAD_BOOK', 3], ['error', 'BAD_BOOK', 31], ['error', 'BAD_BOOK', 32]])
+  c.ws.sent.length = 0
+  c.holder.read = 0
 
   c.send({ op: 'sub', symbols: [SYMBOL, 'ETH-USD'], book: 10, id: 4 })
   c.send({ op: 'ping', id: 5 })
   await settle()
-  assert.deepEqual(c.ws.sent.slice(3).map((f) => [f.op, f.code ?? f.symbols, f.id]), [
+  assert.deepEqual(c.ws.sent.map((f) => [f.op, f.code ?? f.symbols, f.id]), [
     ['error', 'NO_BOOK', 4], ['ack', [SYMBOL], 4], ['book', undefined, undefined], ['pong', undefined, 5]
   ], 'frames sent meanwhile are answered after')
-  assert.deepEqual(c.ws.sent[3].symbols, ['ETH-USD'])
+  assert.deepEqual(c.ws.sent[0].symbols, ['ETH-USD'])
   assert.deepEqual([...parts.broker.bookChannels], [SYMBOL], 'the channel of a symbol without a book is not kept')
 
   c.send({ op: 'sub', symbols: ['A', 'B', 'C', 'D', 'E'], book: 25, id: 6 })

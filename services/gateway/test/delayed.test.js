@@ -150,7 +150,7 @@ test('a delayed feed\'s deltas say delayed; a slow reader catching up asks for t
   const subs = new Subscriptions()
   subs.add(['AAPL', 'MSFT'], FULL_RATE)
   subs.setDelayed('AAPL', true)
-  const outbox = new Outbox({ metrics: metrics(), sendHighWater: 100, slowCloseMs: 60_000, latest: (s, d, delayed) => { asked.push([s, d, delayed]); return null } }, subs)
+  const outbox = new Outbox({ metrics: metrics(), sendHighWater: 100, slowCloseMs: 60_000, latest: (s, d, delayed) => { asked.push([s, d, delayed]); return null }, bookSnapshot: () => null }, subs)
   const stats = passStats()
   outbox.push(u, stats)
   outbox.push(diffQuotes({ symbol: 'MSFT', seq: 1, ts: 1, last: 1 }, { symbol: 'MSFT', seq: 2, ts: 2, last: 2 }), stats)

@@ -118,11 +118,21 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer =
   const broker = memoryBroker()
   const fanout = new Fanout({ batchMs, metrics: m })
   const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000, tracer })
+  /** @typedef {{snapshotOf (symbol: string, depth: number): import('../src/text-frame.js').TextFrame | null}} BookSnapshots */
+  /** @type {BookSnapshots | null} the books, once a test has some (useBooks) */
+  let books = null
   const ctx = {
     metrics: m,
     sendMax: limits.sendMax,
     messageRate: new RateLimit(limits.ratePerSec, limits.rateBurst),
-    outbox: { metrics: m, sendHighWater: limits.sendHighWater, slowCloseMs: limits.slowCloseMs, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
+    outbox: {
+      metrics: m,
+      sendHighWater: limits.sendHighWater,
+      slowCloseMs: limits.slowCloseMs,
+      latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d),
+      bookSnapshot: (/** @type {string} */ s, /** @type {number} */ d) => books?.snapshotOf(s, d) ?? null
+    },
+    retry: (/** @type {Connection} */ c) => fanout.retry(c)
   }
   let ids = 0
   /**
@@ -135,7 +145,9 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer =
     return { ws, conn, c: conn }
   }
   const pass = () => fanout.passNow()
-  return { metrics: m, broker, fanout, hub, client, pass }
+  /** @param {BookSnapshots} hub a BookHub: slow readers catch up with its snapshots */
+  const useBooks = (hub) => { books = hub }
+  return { metrics: m, broker, fanout, hub, client, pass, useBooks, limits }
 }
 
 /** @param {number} seq @param {Record<string, unknown>} [fields] */
@@ -154,7 +166,7 @@ export function passStats () {
  * book, its seq and epoch, the state readBook() answers with, and messages
  * as published (to the hub's onMessage; `dark`: lost on the way).
  * @param {ReturnType<typeof memoryBroker>} broker
- * @param {{onMessage (symbol: string, raw: string): void}} hub a BookHub
+ * @param {{onMessage (symbol: string, raw: string): void, flushNow (): void}} hub a BookHub
  * @param {string} symbol
  */
 export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}) {
@@ -163,7 +175,13 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
   let seq = 0
   let ts = 1_000
   const state = () => ({ seq, epoch, ts, sync: true, ...ref.top(1000) })
-  const save = () => broker.books.set(symbol, state())
+  /** @type {ReturnType<typeof state>[]} every book saved, for rewind() */
+  const saved = []
+  const save = () => {
+    const s = state()
+    saved.push(s)
+    broker.books.set(symbol, s)
+  }
   /** Prices on a grid: bids 1-60 below 100, asks 1-60 above. */
   const price = (/** @type {'bids' | 'asks'} */ side) => {
     const off = 1 + Math.floor(rnd() * 60)
@@ -185,9 +203,13 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
       seq++; ts++
       save()
       if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, snapshot: true, ...ref.top(1000) }))
+      if (!dark) hub.flushNow()
     },
-    /** A random update of 1-6 levels (published unless `dark`). */
-    update ({ dark = false } = {}) {
+    /**
+     * A random update of 1-6 levels (published unless `dark`; sent on at once
+     * unless `batched`: then with the others of the batching window).
+     */
+    update ({ dark = false, batched = false } = {}) {
       /** @type {{bids: [string, string][], asks: [string, string][]}} */
       const msg = { bids: [], asks: [] }
       const n = 1 + Math.floor(rnd() * 6)
@@ -199,8 +221,24 @@ export function bookVenue (broker, hub, symbol, { seed = 1, epoch = 'ep1' } = {}
       seq++; ts++
       save()
       if (!dark) hub.onMessage(symbol, JSON.stringify({ symbol, seq, epoch, ts, ...msg }))
+      if (!dark && !batched) hub.flushNow()
     },
     /** The book expires from Redis. */
-    vanish () { broker.books.delete(symbol) }
+    vanish () { broker.books.delete(symbol) },
+    /**
+     * Redis loses its last `n` writes, the epoch kept (a failover to a
+     * replica that had not got them: replication is asynchronous): the
+     * book goes back to what it was, and the seqs after it are used again.
+     *
+     * @param {number} n
+     */
+    rewind (n) {
+      saved.splice(saved.length - n)
+      const back = /** @type {ReturnType<typeof state>} */ (saved.at(-1))
+      ref.reset(back)
+      seq = back.seq
+      ts = back.ts
+      broker.books.set(symbol, back)
+    }
   }
 }

@@ -142,7 +142,8 @@ test('a reader that stops reading is cut with 4008 while shared frames pile up, 
     metrics,
     sendMax: 64 * 1024 * 1024,
     messageRate: new RateLimit(1, 1),
-    outbox: { metrics, sendHighWater, slowCloseMs: 200, latest: () => null }
+    outbox: { metrics, sendHighWater, slowCloseMs: 200, latest: () => null, bookSnapshot: () => null },
+    retry: () => {}
   }, { id: 1, ip: '', grants: null })
   const writes = spyWrites(server)
   conn.subscribe(['AAPL'])
@@ -183,7 +184,8 @@ test('snapshots are framed once and written with one socket write, the same byte
     metrics,
     sendMax: 64 * 1024 * 1024,
     messageRate: new RateLimit(100, 100),
-    outbox: { metrics, sendHighWater: 64 * 1024, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d) }
+    outbox: { metrics, sendHighWater: 64 * 1024, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d), bookSnapshot: () => null },
+    retry: () => {}
   }
   const sessions = new Sessions({ timelines: new Timelines({ realtime: { hub, recovery: new Recovery({ hub, broker, max: 1000, logger: silent }), bars: null } }), metrics, maxSubscriptions: 100, draining: () => false, authenticate: null, hello: { node: 'n', heartbeatMs: 30_000, limits: {} }, logger: silent })
   const readers = []

@@ -102,6 +102,17 @@ test('sync:false: held empty and out of sync, levels are gaps, the next snapshot
   assert.equal(r.frame({ op: 'book', symbol: S, depth: 10, seq: 2, epoch: 'new', sync: false, bids: [], asks: [], checksum: 1 }), BookVerdict.CHECKSUM_MISMATCH)
 })
 
+test('interrupt(): every book in sync is held empty and out of sync (the client\'s link lost or silent); levels are gaps until a snapshot', () => {
+  const r = holding()
+  r.want('ETH-USD', 25)
+  assert.deepEqual(r.interrupt(), [S], 'only a book held in sync flips (ETH-USD has none yet)')
+  assert.deepEqual(r.book(S), { symbol: S, depth: 10, seq: 41, epoch: 'hohrttbiv1', sync: false, ts: 1, bids: [], asks: [] })
+  assert.deepEqual(r.interrupt(), [], 'once')
+  assert.equal(r.frame(levels(42, 41, DELTA_42, AFTER_42)), BookVerdict.GAP, 'the delta that would have continued it')
+  assert.equal(r.frame(/** @type {any} */ (SNAPSHOT)), BookVerdict.APPLIED)
+  assert.equal(r.book(S)?.sync, true)
+})
+
 test('resync(): levels are RESYNCING until the snapshot; frames of another depth or symbol are ignored', () => {
   const r = holding()
   r.resync(S, 123)

@@ -20,7 +20,7 @@ export function createFetcherMetrics (node) {
     leasesExpired: new client.Counter({ name: 'wsps_fetcher_leases_expired_total', help: 'Symbols dropped because no gateway renewed their lease.', ...reg }),
     jobs: new client.Counter({ name: 'wsps_fetcher_jobs_total', help: 'Jobs pulled by this replica, by result.', labelNames: ['result'], ...reg }),
     fetchSeconds: new client.Histogram({ name: 'wsps_fetcher_fetch_seconds', help: 'Provider fetch time per job.', buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], ...reg }),
-    books: new client.Counter({ name: 'wsps_fetcher_book_writes_total', help: 'Order book writes, by result: written, failed (Redis did not answer), or refused: pushed (the book is pushed through the publish API), moved (another writer updated it first), nobook (a delta without a book in sync), toolarge (a side past 1000 levels).', labelNames: ['result'], ...reg }),
+    books: new client.Counter({ name: 'wsps_fetcher_book_writes_total', help: 'Order book writes, by result: written, failed (Redis did not answer), or refused: pushed (the book is pushed through the publish API), moved (another writer updated it first), nobook (a delta without a book in sync), toolarge (a side past 1000 levels), old (at or below the source\'s sequence number kept), gap (past it: written as out of sync instead).', labelNames: ['result'], ...reg }),
     published: new client.Counter({ name: 'wsps_fetcher_quotes_published_total', help: 'Quotes published to Redis.', ...reg }),
     demand: new client.Gauge({ name: 'wsps_fetcher_demand_symbols', help: 'Symbols with a live lease (sampled).', ...reg }),
     queue: new client.Gauge({ name: 'wsps_fetcher_queue_length', help: 'Jobs waiting in the queue (sampled).', ...reg }),

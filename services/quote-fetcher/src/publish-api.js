@@ -113,7 +113,7 @@ export function parseBody (text, ndjson) {
   return body.quotes
 }
 
-const BOOK_KEYS = new Set(['symbol', 'ts', 'snapshot', 'sync', 'bids', 'asks'])
+const BOOK_KEYS = new Set(['symbol', 'ts', 'snapshot', 'sync', 'bids', 'asks', 'sourceSeq', 'sourcePrev'])
 
 /**
  * Checks one book update of a request and puts it in canonical form;
@@ -137,7 +137,22 @@ export function validBook (raw, index, now) {
   if (r.snapshot && r.sync === false) throw bad('snapshot and sync:false together')
   if (r.sync === false && (r.bids !== undefined || r.asks !== undefined)) throw bad('sync:false carries no levels')
   const kind = r.snapshot ? 'snapshot' : r.sync === false ? 'unsync' : 'delta'
-  const update = canonicalBook({ symbol: r.symbol, kind, bids: r.bids, asks: r.asks, ts: typeof r.ts === 'number' ? r.ts : now })
+  const seqOf = (/** @type {unknown} */ v) => Number.isSafeInteger(v) && /** @type {number} */ (v) >= 0
+  if (r.sourceSeq !== undefined && !seqOf(r.sourceSeq)) throw bad('sourceSeq must be an integer ≥ 0')
+  if (r.sourceSeq !== undefined && kind === 'unsync') throw bad('sync:false carries no sourceSeq')
+  if (r.sourcePrev !== undefined) {
+    if (kind !== 'delta') throw bad('sourcePrev is a delta\'s')
+    if (!seqOf(r.sourcePrev) || r.sourceSeq === undefined || /** @type {number} */ (r.sourcePrev) >= /** @type {number} */ (r.sourceSeq)) throw bad('sourcePrev must be an integer ≥ 0 below sourceSeq')
+  }
+  const update = canonicalBook({
+    symbol: r.symbol,
+    kind,
+    bids: r.bids,
+    asks: r.asks,
+    ts: typeof r.ts === 'number' ? r.ts : now,
+    ...(r.sourceSeq === undefined ? {} : { sourceSeq: /** @type {number} */ (r.sourceSeq) }),
+    ...(r.sourcePrev === undefined ? {} : { sourcePrev: /** @type {number} */ (r.sourcePrev) })
+  })
   if (typeof update === 'string') throw bad(update)
   return update
 }
@@ -233,15 +248,15 @@ export function registerPublishApi (app, { token, maxBytes, rate, pushLeaseMs, p
       const now = clock()
       const updates = body.books.map((/** @type {unknown} */ b, /** @type {number} */ i) => validBook(b, i, now))
       admit(reply, updates.length, now)
-      /** @type {({symbol: string, seq: number, epoch: string} | {symbol: string, refused: string})[]} */
+      /** @type {({symbol: string, seq?: number, epoch?: string, refused?: string})[]} */
       const results = []
       for (const u of updates) {
         const r = await applyBook(books.redis, books.keys, u, { ttlMs: books.ttlMs, pushLeaseMs, sharded: books.sharded })
-        metrics.books.inc({ result: 'refused' in r ? r.refused : 'written' })
+        metrics.books.inc({ result: r.refused ?? 'written' })
         results.push({ symbol: u.symbol, ...r })
       }
       metrics.publishRequests.inc({ outcome: 'accepted' })
-      return { accepted: results.filter((r) => 'seq' in r).length, books: results }
+      return { accepted: results.filter((r) => r.refused === undefined).length, books: results }
     })
 
     scope.post(PUBLISH_PATH, route, async (req, reply) => {

@@ -17,10 +17,14 @@ const READ_COUNT = 100
 /**
  * @typedef {{action: 'disconnect', node?: string, connection?: number, user?: string}
  *   | {action: 'drain', node: string}
- *   | {action: 'inspect', node?: string, connection?: number, user?: string}} AdminCommand
+ *   | {action: 'inspect', node?: string, connection?: number, user?: string}
+ *   | {action: 'evict', node: string, connection: number}} AdminCommand
  *   disconnect: close the connections matched (a connection id with its
  *   node, a user on every node or one) with OPERATOR_DISCONNECT; drain: the
- *   node stops as on SIGTERM; inspect: the matched connections, described
+ *   node stops as on SIGTERM; inspect: the matched connections, described;
+ *   evict: not an operator's but a gateway's, whose new session took the
+ *   place of this one in its user's sessions (close-oldest: session-cap.js),
+ *   closed with SESSION_EVICTED
  * @typedef {{node: string, matched: number} & Record<string, unknown>} AdminAnswer
  * @typedef {{id: string, command: AdminCommand}} ReadCommand
  */

@@ -29,6 +29,9 @@ import { BOOK_MAX_LEVELS, compareDecimal, decimal } from '@wsps/protocol/book'
  * @property {Level[]} bids
  * @property {Level[]} asks
  * @property {number} ts
+ * @property {number} [sourceSeq] the source's own sequence number of the update (of its last change)
+ * @property {number} [sourcePrev] a delta's: the source's number it follows (default sourceSeq - 1);
+ *   the delta applies when sourcePrev ≤ the number stored < sourceSeq
  */
 
 /** Why the script refused a write (scripts.js, BOOK). */
@@ -40,11 +43,15 @@ export const BookRefusal = Object.freeze({
   /** A delta without a book in sync to apply to. */
   NO_BOOK: 'nobook',
   /** A side would hold more than BOOK_MAX_LEVELS levels. */
-  TOO_LARGE: 'toolarge'
+  TOO_LARGE: 'toolarge',
+  /** A delta at or below the source's sequence number stored: applied already. */
+  OLD: 'old',
+  /** A delta past the source's sequence number stored: not applied; the book is now out of sync until a snapshot. */
+  GAP: 'gap'
 })
 
 /** @type {Record<number, typeof BookRefusal[keyof typeof BookRefusal]>} */
-const REFUSALS = { [-1]: BookRefusal.PUSHED, [-2]: BookRefusal.MOVED, [-3]: BookRefusal.NO_BOOK, [-4]: BookRefusal.TOO_LARGE }
+const REFUSALS = { [-1]: BookRefusal.PUSHED, [-2]: BookRefusal.MOVED, [-3]: BookRefusal.NO_BOOK, [-4]: BookRefusal.TOO_LARGE, [-5]: BookRefusal.OLD }
 
 /**
  * Puts one side of an update in canonical form, or says what is wrong.
@@ -79,10 +86,11 @@ function canonicalSide (side, name, delta) {
  * docs/protocol.md writes them, a snapshot's sides best first and not
  * crossed.
  *
- * @param {{symbol: string, kind: BookUpdate['kind'], bids?: unknown, asks?: unknown, ts: number}} update
+ * @param {{symbol: string, kind: BookUpdate['kind'], bids?: unknown, asks?: unknown, ts: number, sourceSeq?: number, sourcePrev?: number}} update
+ *   sourceSeq and sourcePrev as checked by the caller (kept; not on unsync)
  * @returns {BookUpdate | string} the problem, when there is one
  */
-export function canonicalBook ({ symbol, kind, bids = [], asks = [], ts }) {
+export function canonicalBook ({ symbol, kind, bids = [], asks = [], ts, sourceSeq, sourcePrev }) {
   if (kind === 'unsync') return { symbol, kind, bids: [], asks: [], ts }
   const delta = kind === 'delta'
   const b = canonicalSide(bids, 'bids', delta)
@@ -94,7 +102,8 @@ export function canonicalBook ({ symbol, kind, bids = [], asks = [], ts }) {
     a.sort((x, y) => compareDecimal(x[0], y[0]))
     if (b.length && a.length && compareDecimal(b[0][0], a[0][0]) >= 0) return `crossed: best bid ${b[0][0]} is not below best ask ${a[0][0]}`
   }
-  return { symbol, kind, bids: b, asks: a, ts }
+  const source = sourceSeq === undefined ? {} : sourcePrev === undefined ? { sourceSeq } : { sourceSeq, sourcePrev }
+  return { symbol, kind, bids: b, asks: a, ts, ...source }
 }
 
 /**
@@ -105,21 +114,24 @@ export function canonicalBook ({ symbol, kind, bids = [], asks = [], ts }) {
  * @param {BookUpdate} update
  * @param {{ttlMs: number, expectSeq?: number | null, pushLeaseMs?: number, sharded?: boolean}} options expectSeq: the
  *   stored seq this write builds on (0: no book), null: any
- * @returns {Promise<{seq: number, epoch: string} | {refused: typeof BookRefusal[keyof typeof BookRefusal]}>}
+ * @returns {Promise<{seq: number, epoch: string, refused?: typeof BookRefusal.GAP} | {refused: typeof BookRefusal[keyof typeof BookRefusal]}>}
+ *   GAP comes with the seq and epoch of the out-of-sync write it made instead
  */
 export async function applyBook (redis, keys, update, { ttlMs, expectSeq = null, pushLeaseMs = 0, sharded = false }) {
   const s = update.symbol
-  const reply = /** @type {[number, string?]} */ (await /** @type {any} */ (redis).wspsBook(
+  const src = update.sourceSeq
+  const reply = /** @type {[number, string?, number?]} */ (await /** @type {any} */ (redis).wspsBook(
     keys.book(s), keys.bookChannel(s), keys.bookPushed(s),
     update.kind, JSON.stringify(update.bids), JSON.stringify(update.asks), Math.round(update.ts), ttlMs,
-    expectSeq === null ? '' : String(expectSeq), pushLeaseMs, sharded ? 1 : 0, BOOK_MAX_LEVELS))
-  const [seq, epoch] = reply
+    expectSeq === null ? '' : String(expectSeq), pushLeaseMs, sharded ? 1 : 0, BOOK_MAX_LEVELS,
+    src === undefined ? '' : String(src), src === undefined ? '' : String(update.sourcePrev ?? src - 1)))
+  const [seq, epoch, gap] = reply
   if (seq < 0 || epoch === undefined) return { refused: REFUSALS[seq] }
-  return { seq, epoch }
+  return gap === 1 ? { seq, epoch, refused: BookRefusal.GAP } : { seq, epoch }
 }
 
 /**
- * @param {import('ioredis').Redis} redis
+ * @param {import('ioredis').Redis | import('ioredis').Cluster} redis
  * @param {import('./keys.js').RedisKeys} keys
  * @param {string} symbol
  * @returns {Promise<BookState | null>} null: no book (or one that is not readable, written anew by its next snapshot)

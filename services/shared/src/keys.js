@@ -5,6 +5,10 @@
 // touch them atomically. The scheduling keys are global by design (one ZSET
 // of demand, one of due times, one job list) and share the hash tag {sched},
 // so the scripts that touch them together also run on a Redis Cluster.
+// A user's sessions are one key tagged {u:USER}: the session script touches
+// it alone, and users spread over a Cluster's slots. The usage records share
+// the hash tag {usage}: the close script writes an open record's month
+// streams and removes it in one step.
 
 /**
  * @param {string} prefix WSPS_REDIS_KEY_PREFIX
@@ -121,6 +125,29 @@ export function redisKeys (prefix) {
      * carries one above every earlier one.
      */
     fenceToken: `${prefix}:{sched}:fence-token`,
+    /**
+     * HASH session -> `<start>:<expiry>` (ms, Redis's clock) of one user's
+     * sessions over the fleet (session-slots.js; a session is
+     * `<node>#<connection id>`), written only by the session scripts
+     * (scripts.js, SESSION_TAKE, SESSION_RENEW). A negative expiry marks a
+     * session evicted, kept until it would have expired so that its
+     * gateway's next renewal learns it.
+     */
+    userSessions: (/** @type {string} */ user) => `${prefix}:{u:${user}}:sessions`,
+    /**
+     * HASH record id -> JSON of the usage records a gateway process
+     * (`instance`: its node and a start id) holds open: a session's access
+     * to a venue at a service level, since `start` (usage-records.js).
+     */
+    usageOpen: (/** @type {string} */ instance) => `${prefix}:{usage}:open:${instance}`,
+    /** HASH instance -> when it last said it was alive (ms): its open records end there if it died. */
+    usageAlive: `${prefix}:{usage}:alive`,
+    /**
+     * STREAM of the usage records (field `r`, JSON) of one UTC month
+     * (`YYYY-MM`), closed: a record is appended to every month it overlaps.
+     * Not trimmed: the monthly report reads it whole.
+     */
+    usageMonth: (/** @type {string} */ month) => `${prefix}:{usage}:${month}`,
     /**
      * A publish API request's idempotency record (by the SHA-256 of its
      * Idempotency-Key; with WSPS_PUBLISH_IDEMPOTENCY_TTL_MS): pending while

@@ -28,7 +28,11 @@ end
  * KEYS: book, bookChannel, bookPushed. ARGV: kind (snapshot | delta |
  * unsync), bids JSON, asks JSON (canonical decimals, validated by the
  * caller; a snapshot's best first), ts, ttlMs, expectSeq ('' any),
- * pushLeaseMs (0: a provider's write), sharded (1: SPUBLISH).
+ * pushLeaseMs (0: a provider's write), sharded (1: SPUBLISH), maxLevels,
+ * sourceSeq and sourcePrev ('' none: the source's own sequence, kept with
+ * the book; a delta applies when sourcePrev <= the stored one < sourceSeq,
+ * is refused at or below it (-5: old), and past it makes the book out of
+ * sync, as unsync, returned with the gap flag 1).
  * A delta applies level by level (size "0" deletes) onto a book in sync,
  * never half: it is refused whole when there is none (-3), when the
  * stored seq is not expectSeq (-2: another writer moved it; 0 expects no
@@ -38,10 +42,11 @@ end
  * drawn when there is no book (first write, expired, or unreadable: a
  * corrupt key never blocks the symbol's writes). `unsync` keeps
  * seq and epoch and stores an empty book out of sync until a snapshot.
- * Returns {seq, epoch} or {refusal}.
+ * Returns {seq, epoch, gap} or {refusal}.
  */
 const BOOK = EPOCH + `
 local kind, ts, ttl, expect, pushMs, sharded, max = ARGV[1], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
+local src, srcPrev = tonumber(ARGV[10]), tonumber(ARGV[11])
 if pushMs == 0 and redis.call('EXISTS', KEYS[3]) == 1 then return {-1} end
 local raw = redis.call('GET', KEYS[1])
 local book = nil
@@ -51,6 +56,14 @@ if raw then
 end
 if expect ~= '' and (book and string.format('%.0f', book.seq) or '0') ~= expect then return {-2} end
 local bids, asks
+local gap = false
+if kind == 'delta' and book and book.sync and src and tonumber(book.src) then
+  -- The source's own sequence: the delta continues the book when
+  -- srcPrev <= stored < src; at or below the stored one it is old; past it, a gap.
+  local held = tonumber(book.src)
+  if src <= held then return {-5} end
+  if srcPrev > held then kind = 'unsync'; gap = true end
+end
 if kind == 'delta' then
   if not book or not book.sync then return {-3} end
   bids, asks = book.bids, book.asks
@@ -86,13 +99,14 @@ local function enc (side)
 end
 local head = '{"seq":' .. seq .. ',"epoch":"' .. epoch .. '","ts":' .. ts .. ','
 local sync = kind ~= 'unsync'
-redis.call('SET', KEYS[1], head .. '"sync":' .. tostring(sync) .. ',"bids":' .. enc(bids) .. ',"asks":' .. enc(asks) .. '}', 'PX', ttl)
+local srcField = (src and not gap) and ('"src":' .. string.format('%.0f', src) .. ',') or ''
+redis.call('SET', KEYS[1], head .. srcField .. '"sync":' .. tostring(sync) .. ',"bids":' .. enc(bids) .. ',"asks":' .. enc(asks) .. '}', 'PX', ttl)
 local msg
 if kind == 'unsync' then msg = head .. '"sync":false,"bids":[],"asks":[]}'
 else msg = head .. (kind == 'snapshot' and '"snapshot":true,' or '') .. '"bids":' .. ARGV[2] .. ',"asks":' .. ARGV[3] .. '}' end
 if pushMs > 0 then redis.call('SET', KEYS[3], '1', 'PX', pushMs) end
 redis.call(sharded and 'SPUBLISH' or 'PUBLISH', KEYS[2], msg)
-return {tonumber(seq), epoch}
+return {tonumber(seq), epoch, gap and 1 or 0}
 `
 
 /**
@@ -652,6 +666,105 @@ return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('H
 `
 
 /**
+ * What the session scripts share: Redis's clock (every gateway's sessions
+ * are timed by one clock, never by the holders'), and the user's sessions
+ * read once, the expired ones (whose gateway stopped renewing them: it
+ * died, or was cut off past the lease) dropped. KEYS[1]: the user's
+ * sessions (keys.js, userSessions). Leaves `now`, and `live`: the sessions
+ * counted, {start, session}.
+ */
+const SESSIONS_READ = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local all = redis.call('HGETALL', KEYS[1])
+local live = {}
+local held = {}
+for i = 1, #all, 2 do
+  local start, expiry = string.match(all[i + 1], '^(%-?%d+):(%-?%d+)$')
+  start, expiry = tonumber(start), tonumber(expiry)
+  if math.abs(expiry) <= now then
+    redis.call('HDEL', KEYS[1], all[i])
+  else
+    held[all[i]] = expiry
+    if expiry > 0 then live[#live + 1] = {start, all[i]} end
+  end
+end
+`
+
+/**
+ * A new session of a user takes a place among at most `max`
+ * (WSPS_MAX_SESSIONS_PER_USER), atomically: two gateways racing for the
+ * last place never both get it. Full, it is refused, or (close-oldest) the
+ * oldest sessions are marked evicted to make room, and named.
+ * KEYS: userSessions. ARGV: session, leaseMs, max, policy (`refuse` | `close-oldest`).
+ * Returns [1, start, evicted...] when it holds a place now, [0] when refused.
+ */
+const SESSION_TAKE = SESSIONS_READ + `
+local me, lease, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local evicted = {}
+if #live >= max then
+  if ARGV[4] ~= 'close-oldest' then return {0} end
+  table.sort(live, function (a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
+  for i = 1, #live - max + 1 do
+    redis.call('HSET', KEYS[1], live[i][2], live[i][1] .. ':' .. -(now + lease))
+    evicted[#evicted + 1] = live[i][2]
+  end
+end
+redis.call('HSET', KEYS[1], me, now .. ':' .. (now + lease))
+redis.call('PEXPIRE', KEYS[1], lease * 2)
+return {1, now, unpack(evicted)}
+`
+
+/**
+ * A gateway renews the leases of the sessions it holds of a user. One still
+ * there is renewed; one marked evicted is dropped and reported lost; one
+ * gone (its lease ran out while its gateway could not renew it: a Redis
+ * outage, a long pause) takes a place again if there is one, as a new
+ * session would under `refuse`, else is lost: the storage decides, not the
+ * holder's clock.
+ * KEYS: userSessions. ARGV: leaseMs, max, then session, start for each.
+ * Returns, per session, 1 renewed, 0 lost.
+ */
+const SESSION_RENEW = SESSIONS_READ + `
+local lease, max = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out = {}
+for i = 3, #ARGV, 2 do
+  local me, start = ARGV[i], ARGV[i + 1]
+  local expiry = held[me]
+  if expiry ~= nil and expiry < 0 then
+    redis.call('HDEL', KEYS[1], me)
+    out[#out + 1] = 0
+  elseif expiry ~= nil or #live < max then
+    if expiry == nil then live[#live + 1] = {tonumber(start), me} end
+    redis.call('HSET', KEYS[1], me, start .. ':' .. (now + lease))
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+redis.call('PEXPIRE', KEYS[1], lease * 2)
+return out
+`
+
+/**
+ * Closes an open usage record once: removed from its gateway's open
+ * records and appended to the streams of the months it overlaps, only by
+ * whoever removed it (its gateway at the session's end, or a gateway
+ * sweeping the open records of one that died), so it is never counted twice.
+ * KEYS: usageOpen, usageMonth of its first month. ARGV: record id, the
+ * closed record (JSON), then usageMonth of each later month (rare: a
+ * session over a month's end; a key count that varies would not be routed
+ * on a Cluster, and every usage key is in the {usage} slot anyway).
+ * Returns 1 when closed now, 0 when it was closed already.
+ */
+const USAGE_CLOSE = `
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('XADD', KEYS[2], '*', 'r', ARGV[2])
+for i = 3, #ARGV do redis.call('XADD', ARGV[i], '*', 'r', ARGV[2]) end
+return 1
+`
+
+/**
  * @typedef {import('ioredis').Redis & {
  *   wspsDemand(demand: string, due: string, expiry: number, now: number, ...symbols: string[]): Promise<number>,
  *   wspsSchedule(demand: string, due: string, jobs: string, push: string, fenceToken: string, now: number, interval: number, batch: number, max: number): Promise<[number, number, number, number]>,
@@ -666,7 +779,10 @@ return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('H
  *   wspsOnce(record: string, value: string, ttlMs: number): Promise<string | null>,
  *   wspsSlot(connections: string, me: string, now: number, leaseMs: number, max: number): Promise<number>,
  *   wspsStatusWrite(status: string, field: string, record: string, intervalMs: number, keepMs: number): Promise<number>,
- *   wspsStatusRead(status: string): Promise<[number, string[]]>
+ *   wspsStatusRead(status: string): Promise<[number, string[]]>,
+ *   wspsSessionTake(sessions: string, session: string, leaseMs: number, max: number, policy: string): Promise<(number | string)[]>,
+ *   wspsSessionRenew(sessions: string, leaseMs: number, max: number, ...sessionsThenStarts: (string | number)[]): Promise<number[]>,
+ *   wspsUsageClose(open: string, firstMonth: string, id: string, record: string, ...laterMonths: string[]): Promise<number>
  * }} ScriptedRedis
  */
 
@@ -743,5 +859,8 @@ export function registerScripts (client) {
   client.defineCommand('wspsStatusWrite', { numberOfKeys: 1, lua: STATUS_WRITE })
   client.defineCommand('wspsStatusRead', { numberOfKeys: 1, lua: STATUS_READ })
   client.defineCommand('wspsBook', { numberOfKeys: 3, lua: BOOK })
+  client.defineCommand('wspsSessionTake', { numberOfKeys: 1, lua: SESSION_TAKE })
+  client.defineCommand('wspsSessionRenew', { numberOfKeys: 1, lua: SESSION_RENEW })
+  client.defineCommand('wspsUsageClose', { numberOfKeys: 2, lua: USAGE_CLOSE })
   return /** @type {ScriptedRedis} */ (client)
 }

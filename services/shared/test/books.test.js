@@ -116,6 +116,34 @@ test('books: refusals change nothing (moved, nobook, pushed, toolarge); unsync e
   assert.ok('seq' in again && again.seq === 1, 'a new book after an unreadable one')
 })
 
+test('books: the source\'s own sequence: a delta continues when sourcePrev ≤ stored < sourceSeq, an old one is refused, a gap makes the book out of sync until a snapshot', async () => {
+  const keys = redisKeys('books-src')
+  const at = (/** @type {any} */ u) => applyBook(db.r, keys, canonical({ symbol: 'S', ts: 1, ...u }), { ttlMs: TTL })
+  assert.deepEqual(await at({ kind: 'snapshot', bids: [['10', '1']], asks: [['11', '1']], sourceSeq: 100 }), { seq: 1, epoch: (await readBook(db.r, keys, 'S'))?.epoch })
+  // Binance-style: the first event after the snapshot overlaps it (U ≤ 101 ≤ u).
+  assert.equal((await at({ kind: 'delta', bids: [['10', '2']], sourceSeq: 105, sourcePrev: 98 })).refused, undefined, 'overlapping the snapshot: applies')
+  assert.equal((await at({ kind: 'delta', bids: [['10', '3']], sourceSeq: 106 })).refused, undefined, 'the next one (sourcePrev 105 by default)')
+  assert.deepEqual(await at({ kind: 'delta', bids: [['10', '9']], sourceSeq: 104, sourcePrev: 103 }), { refused: BookRefusal.OLD }, 'below the stored one')
+  assert.deepEqual(await at({ kind: 'delta', bids: [['10', '9']], sourceSeq: 106 }), { refused: BookRefusal.OLD }, 'the stored one again')
+  assert.equal((await readBook(db.r, keys, 'S'))?.bids[0][1], '3', 'old deltas changed nothing')
+  assert.equal((await readBook(db.r, keys, 'S'))?.seq, 3)
+
+  // A gap: not applied, the book out of sync at a new seq, published so.
+  const gap = await at({ kind: 'delta', bids: [['10', '7']], sourceSeq: 110, sourcePrev: 108 })
+  assert.equal(gap.refused, BookRefusal.GAP)
+  assert.ok('seq' in gap && gap.seq === 4, 'the out-of-sync write has its seq')
+  const lost = await readBook(db.r, keys, 'S')
+  assert.deepEqual([lost?.sync, lost?.bids, lost?.asks], [false, [], []])
+  assert.deepEqual(await at({ kind: 'delta', bids: [['10', '7']], sourceSeq: 111 }), { refused: BookRefusal.NO_BOOK }, 'deltas wait for a snapshot')
+  assert.equal((await at({ kind: 'snapshot', bids: [['10', '5']], asks: [['11', '1']], sourceSeq: 200 })).refused, undefined)
+  assert.equal((await at({ kind: 'delta', asks: [['11', '0']], sourceSeq: 201 })).refused, undefined, 'in sync again')
+  // Without a number the source's sequence is not checked (and no longer known).
+  assert.equal((await at({ kind: 'delta', asks: [['12', '1']] })).refused, undefined)
+  assert.equal((await at({ kind: 'delta', asks: [['13', '1']], sourceSeq: 5 })).refused, undefined, 'a number after none: taken as it comes')
+  const end = await readBook(db.r, keys, 'S')
+  assert.deepEqual([end?.sync, end?.bids, end?.asks], [true, [['10', '5']], [['12', '1'], ['13', '1']]])
+})
+
 test('book demand: leases held are named, expired ones dropped', async () => {
   const keys = redisKeys('books-c')
   const renew = db.r.pipeline()

@@ -13,6 +13,8 @@ party computes: CRC-32 (zlib's) of ``bids|asks``, each level
 4. After every frame applied the held book's checksum must equal the
    frame's, else CHECKSUM_MISMATCH. On GAP or CHECKSUM_MISMATCH the caller
    calls ``resync()`` and resubscribes the book (``unsub`` + ``sub``).
+5. When the client's link is lost or silent, ``interrupt()``: every book is
+   held out of sync until its next snapshot.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ class _Entry:
     depth: int
     book: OrderBook | None = None
     view: HeldBook | None = None
-    resyncing: bool = False
+    resyncing: float | None = None
+    """When resync() was called (the caller's clock), None when not."""
 
 
 class BookReceiver:
@@ -144,14 +147,47 @@ class BookReceiver:
     def forget(self, symbol: str) -> None:
         self._entries.pop(symbol, None)
 
+    def depth_of(self, symbol: str) -> int | None:
+        entry = self._entries.get(symbol)
+        return None if entry is None else entry.depth
+
+    @property
+    def symbols(self) -> list[str]:
+        """The symbols wanted."""
+        return list(self._entries)
+
+    def by_depth(self) -> dict[int, list[str]]:
+        """The symbols wanted, by depth (a new connection asks for all of them)."""
+        out: dict[int, list[str]] = {}
+        for symbol, entry in self._entries.items():
+            out.setdefault(entry.depth, []).append(symbol)
+        return out
+
     def book(self, symbol: str) -> HeldBook | None:
         entry = self._entries.get(symbol)
         return None if entry is None else entry.view
 
-    def resync(self, symbol: str) -> None:
+    def interrupt(self) -> list[str]:
+        """The client's own link is lost or silent: every book in sync is held out of sync (empty) until its next snapshot."""
+        flipped = []
+        for symbol, entry in self._entries.items():
+            if entry.book is None or entry.view is None or not entry.view.sync:
+                continue
+            entry.book.reset((), ())
+            v = entry.view
+            entry.view = HeldBook(v.symbol, v.depth, v.seq, v.epoch, False, (), ())
+            flipped.append(symbol)
+        return flipped
+
+    def resync(self, symbol: str, since: float = 0.0) -> None:
+        """Rule 4's "then": ``levels`` are RESYNCING until the next snapshot (``since``: any clock the caller likes)."""
         entry = self._entries.get(symbol)
         if entry is not None:
-            entry.resyncing = True
+            entry.resyncing = since
+
+    def resyncing_since(self, symbol: str) -> float | None:
+        entry = self._entries.get(symbol)
+        return None if entry is None else entry.resyncing
 
     def frame(self, frame: Mapping[str, Any]) -> BookVerdict:
         entry = self._entries.get(frame["symbol"])
@@ -160,11 +196,11 @@ class BookReceiver:
         if frame["op"] == "book":
             entry.book = entry.book or OrderBook()
             entry.book.reset(frame.get("bids", ()), frame.get("asks", ()))
-            entry.resyncing = False
+            entry.resyncing = None
             sync = frame.get("sync") is not False
             verdict = self._held(entry, frame, frame["seq"], str(frame.get("epoch", "")), sync)
             return BookVerdict.OUT_OF_SYNC if verdict is BookVerdict.APPLIED and not sync else verdict
-        if entry.resyncing:
+        if entry.resyncing is not None:
             return BookVerdict.RESYNCING
         held = entry.view
         if entry.book is None or held is None or not held.sync:

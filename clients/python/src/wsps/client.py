@@ -25,6 +25,12 @@ Encodings (docs/protocol.md, Binary encoding): a WebSocket asks for ``wsps.v1.pr
 (encoding.py); its frames go out in Protobuf once the gateway's first binary frame came. The events
 are the same either way. SSE is JSON.
 
+Order books (docs/protocol.md, Order books): ``subscribe_book`` holds each symbol's book at one
+depth by the receiver rules (book.py, ``BookReceiver``), checking every checksum; a gap or a
+checksum that differs resubscribes that book by itself (``book_resyncs``); a lost or quiet
+connection holds every book out of sync (``BookEvent`` with ``sync`` False) until its next
+snapshot; every new WebSocket connection asks for them again. Books go over WebSocket only.
+
 Transports: WebSocket first; with ``transport="auto"`` an upgrade the server
 answers without upgrading (a proxy stripped it) makes the next attempt an SSE
 stream (sse.py), and an SSE attempt nothing answers sends the next one back to
@@ -47,9 +53,10 @@ from websockets.exceptions import InvalidHandshake
 
 from .backoff import Retry
 from .bars import BarBook, BarSeries, Wanted
+from .book import BOOK_DEPTHS, BookReceiver, BookVerdict, HeldBook
 from .encoding import ENCODINGS, read_frame, subprotocols, write_frame
 from .errors import ConnectionClosed, WspsError
-from .events import BarEvent, BarsEvent, ErrorEvent, Event, EventStream, FreshEvent, QuoteEvent, RecoveryEvent, StaleEvent, StatusEvent
+from .events import BarEvent, BarsEvent, BookEvent, ErrorEvent, Event, EventStream, FreshEvent, QuoteEvent, RecoveryEvent, StaleEvent, StatusEvent
 from .protocol import (
     AUTH_CLOSE_CODES,
     DEFAULT_BACKFILL,
@@ -78,6 +85,18 @@ TRANSPORTS = ("auto", "websocket", "sse")
 _DROPS_NAMED = frozenset({ErrorCode.GRANT_REVOKED, ErrorCode.BAD_SYMBOL, ErrorCode.NOT_ENTITLED, ErrorCode.TOO_MANY_SUBSCRIPTIONS})
 # Refusals of a bars sub that name the symbols at fault: the rest of the request is asked for again.
 _BARS_DROP_NAMED = frozenset({ErrorCode.BAD_SYMBOL.value, ErrorCode.NOT_ENTITLED.value, ErrorCode.DELAYED_ONLY.value})
+# Refusals of a book sub that end the whole request (the others name their symbols).
+_BOOK_DROP_ALL = frozenset({ErrorCode.TOO_MANY_SUBSCRIPTIONS.value, ErrorCode.BAD_BOOK.value, ErrorCode.BAD_REQUEST.value})
+
+
+@dataclass(frozen=True)
+class BookSubscribed:
+    """What ``subscribe_book`` returns: the depth, the symbols the gateway holds at it from the
+    call, and those it has no book of (NO_BOOK; no longer wanted)."""
+
+    depth: int
+    symbols: list[str]
+    no_book: list[str]
 
 
 @dataclass(frozen=True)
@@ -101,6 +120,10 @@ class _Request:
     future: asyncio.Future[list[str]] | None
     bars: str | None = None
     """A bars request's interval."""
+    book: int | None = None
+    """A book request's depth."""
+    no_book: list[str] | None = None
+    """A book sub's symbols refused with NO_BOOK before its ack."""
 
 
 class Client:
@@ -191,6 +214,11 @@ class Client:
         self._receiver = QuoteReceiver()
         self._watch: dict[str, Delivery] = {}
         self._bars = BarBook()
+        self._books = BookReceiver()
+        self._book_distinct: set[str] = set()
+        """Symbols whose book is wanted distinct (every change its own frame)."""
+        self.book_resyncs = 0
+        """Books resubscribed by the client itself after a lost update or a checksum mismatch."""
         self._stale = Staleness()
         self._last_frame_at = 0
         """When the last frame arrived (ms since the epoch): a lost connection's symbols are stale from then."""
@@ -279,6 +307,10 @@ class Client:
     def bars(self, symbol: str, interval: str) -> BarSeries | None:
         """The bars held of a bar subscription (closed ones oldest first, and the open one), once its backfill came."""
         return self._bars.series(symbol, interval)
+
+    def book(self, symbol: str) -> HeldBook | None:
+        """The order book held (each side best first, at most its depth of levels), None before its snapshot."""
+        return self._books.book(symbol)
 
     def on(self, callback: Callback) -> Callable[[], None]:
         """Calls ``callback(event)`` for every event (a coroutine function's result is scheduled as a task).
@@ -376,6 +408,64 @@ class Client:
             if f is not None:
                 await asyncio.wait_for(f, self._request_timeout)
 
+    async def subscribe_book(self, symbols: Iterable[str], depth: int, mode: str = "merge") -> BookSubscribed:
+        """Subscribes to the order books of these symbols at ``depth`` (one of BOOK_DEPTHS), apart from
+        their quotes and bars: a ``BookEvent`` per change of each; ``book(symbol)`` reads it. One depth
+        per symbol (a new depth replaces the old one). ``mode``: ``"merge"`` (the changes of a batching
+        window in one frame) or ``"distinct"`` (every change its own frame). When live, waits for the ack. Raises
+        ``WspsError`` (BAD_BOOK, TOO_MANY_SUBSCRIPTIONS, ...) when the gateway refused them; those it
+        has no book of (NO_BOOK) are in ``no_book`` and no longer wanted.
+        """
+        if depth not in BOOK_DEPTHS:
+            raise WspsError(ErrorCode.BAD_BOOK.value, f"book must be one of {', '.join(map(str, BOOK_DEPTHS))}")
+        if mode not in (Mode.MERGE.value, Mode.DISTINCT.value):
+            raise WspsError(ErrorCode.BAD_BOOK.value, f"mode must be 'merge' or 'distinct', not {mode!r}")
+        wanted = list(dict.fromkeys(symbols))
+        moved: dict[int, list[str]] = {}
+        send: list[str] = []
+        for s in wanted:
+            was = self._books.depth_of(s)
+            mode_changed = (s in self._book_distinct) != (mode == Mode.DISTINCT.value)
+            if mode == Mode.DISTINCT.value:
+                self._book_distinct.add(s)
+            else:
+                self._book_distinct.discard(s)
+            if was == depth:
+                if mode_changed:
+                    send.append(s)  # the gateway moves it to the other mode (a sub, no unsub)
+                continue
+            if was is not None:
+                moved.setdefault(was, []).append(s)
+            self._books.want(s, depth)
+            send.append(s)
+        if not self._live.is_set() or self._sse is not None or not send:
+            return BookSubscribed(depth, wanted, [])
+        for old, group in moved.items():
+            self._request_book(ClientOp.UNSUB.value, group, old)
+        futures = self._request_book(ClientOp.SUB.value, send, depth, want_answer=True)
+        requests = [r for r in self._inflight.values() if any(r.future is f for f in futures if f is not None)]
+        for f in futures:
+            if f is not None:
+                await asyncio.wait_for(f, self._request_timeout)
+        no_book = [s for r in requests for s in (r.no_book or [])]
+        return BookSubscribed(depth, [s for s in wanted if s not in no_book], no_book)
+
+    async def unsubscribe_book(self, symbols: Iterable[str]) -> None:
+        """Ends book subscriptions; their books are forgotten at once (late frames are ignored)."""
+        by_depth: dict[int, list[str]] = {}
+        for s in dict.fromkeys(symbols):
+            d = self._books.depth_of(s)
+            if d is not None:
+                by_depth.setdefault(d, []).append(s)
+                self._books.forget(s)
+                self._book_distinct.discard(s)
+        if not self._live.is_set() or self._sse is not None:
+            return
+        for d, group in by_depth.items():
+            for f in self._request_book(ClientOp.UNSUB.value, group, d, want_answer=True):
+                if f is not None:
+                    await asyncio.wait_for(f, self._request_timeout)
+
     # ---- connection loop ------------------------------------------------------
 
     async def _run(self) -> None:
@@ -452,7 +542,7 @@ class Client:
         after = self._quiet_after
         while True:
             idle = (_now_ms() - self._last_frame_at) / 1000
-            if idle < after or not self._watch:
+            if idle < after or not (self._watch or self._books.symbols):
                 await asyncio.sleep(max(after - idle, after / 4))
                 continue
             sent = _now_ms()
@@ -468,6 +558,7 @@ class Client:
                 flipped = self._stale.quiet(self.symbols, self._last_frame_at)
                 if flipped:
                     self._emit(StaleEvent(flipped, self._last_frame_at))
+                self._books_interrupted(ask=True)
 
     async def _until_hello(self, ws: ClientConnection) -> None:
         while not self._live.is_set():
@@ -481,6 +572,21 @@ class Client:
         flipped = self._stale.lost(self.symbols, self._last_frame_at)
         if flipped:
             self._emit(StaleEvent(flipped, self._last_frame_at))
+        self._books_interrupted()
+
+    def _books_interrupted(self, ask: bool = False) -> None:
+        """The link is lost or quiet: no book held may be shown as live (held out of sync until its
+        next snapshot). A quiet link that may still hold is asked for the snapshots at once (``ask``);
+        a lost one asks on reconnecting."""
+        now = time.monotonic()
+        for symbol in self._books.interrupt():
+            book = self._books.book(symbol)
+            assert book is not None
+            self._emit(BookEvent(symbol, book, False))
+            if ask:
+                self._books.resync(symbol, now)
+                self._request_book(ClientOp.UNSUB.value, [symbol], book.depth)
+                self._request_book(ClientOp.SUB.value, [symbol], book.depth)
 
     def _drop_connection(self, keep_waiters: bool = False) -> None:
         """Forgets the current socket and what was tied to it; keeps the watch set and the held quotes
@@ -672,6 +778,8 @@ class Client:
                 series = self._bars.bar(msg)
                 if series is not None:
                     self._emit(BarEvent(series.symbol, series.interval, msg["bar"], msg.get("closed") is True, series, series.delayed))
+            elif op in (ServerOp.BOOK.value, ServerOp.LEVELS.value):
+                self._on_book(msg)
             elif op == ServerOp.STALE.value:
                 self._on_stale(msg)
             elif op == ServerOp.FRESH.value:
@@ -679,6 +787,30 @@ class Client:
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             # A malformed frame is reported with a code; the connection stays.
             self._emit(ErrorEvent(WspsError(ErrorCode.BAD_SERVER_FRAME.value, f"malformed frame from the server: {err}")))
+
+    def _on_book(self, msg: dict[str, Any]) -> None:
+        """A ``book`` or ``levels`` frame by the receiver rules; a gap or a checksum that differs
+        starts the book over (``unsub`` + ``sub``: a fresh snapshot), ``levels`` dropped meanwhile."""
+        verdict = self._books.frame(msg)
+        symbol = msg["symbol"]
+        if verdict is BookVerdict.IGNORED:
+            return
+        if verdict in (BookVerdict.APPLIED, BookVerdict.OUT_OF_SYNC):
+            book = self._books.book(symbol)
+            assert book is not None
+            self._emit(BookEvent(symbol, book, msg["op"] == ServerOp.BOOK.value))
+            return
+        now = time.monotonic()
+        since = self._books.resyncing_since(symbol)
+        if verdict is BookVerdict.RESYNCING and since is not None and now - since < self._resync_grace:
+            return
+        depth = self._books.depth_of(symbol)
+        assert depth is not None
+        log.info("wsps: book %s %s (seq %s): resubscribing", symbol, verdict.value, msg.get("seq"))
+        self._books.resync(symbol, now)
+        self.book_resyncs += 1
+        self._request_book(ClientOp.UNSUB.value, [symbol], depth)
+        self._request_book(ClientOp.SUB.value, [symbol], depth)
 
     def _on_stale(self, msg: dict[str, Any]) -> None:
         """The gateway's feed of these symbols is interrupted: what is held of them is from ``since`` or
@@ -730,7 +862,12 @@ class Client:
             # Every bar series starts over from its backfill.
             for interval, wanted, group in self._bars.requests():
                 self._request_bars(ClientOp.SUB.value, group, interval, wanted)
+            # Books are not resumed: each comes again as a fresh snapshot.
+            for depth, group in self._books.by_depth().items():
+                self._request_book(ClientOp.SUB.value, group, depth)
             return
+        if self._books.symbols:
+            self._emit(ErrorEvent(WspsError(ErrorCode.BAD_BOOK.value, "order books go over WebSocket only; they start once the client is on one")))
         bars = self._bars.for_stream()
         if set(keep) != set(self._streamed) or not _same_stream_bars(bars, self._streamed_bars):
             # The stream carries the watch set of the moment it was asked for; it changed meanwhile.
@@ -791,6 +928,12 @@ class Client:
     def _on_ack(self, ack: dict[str, Any]) -> None:
         if isinstance(ack.get("delayMs"), int):
             self._delay_ms = ack["delayMs"]
+        if isinstance(ack.get("book"), int) and not isinstance(ack.get("book"), bool):
+            # The answer to a book request: the connection's book subscriptions of its depth.
+            kreq = self._inflight.pop(ack["id"], None) if isinstance(ack.get("id"), int) else None
+            if kreq is not None and kreq.future is not None and not kreq.future.done():
+                kreq.future.set_result(list(ack.get("symbols") or []))
+            return
         if isinstance(ack.get("bars"), str):
             # The answer to a bars request: the connection's bar subscriptions of its interval.
             breq = self._inflight.pop(ack["id"], None) if isinstance(ack.get("id"), int) else None
@@ -817,9 +960,26 @@ class Client:
 
     def _on_error(self, msg: dict[str, Any]) -> None:
         error = WspsError.from_frame(msg)
-        req = self._inflight.pop(msg["id"], None) if isinstance(msg.get("id"), int) else None
+        rid = msg.get("id") if isinstance(msg.get("id"), int) else None
+        if rid is not None and error.code == ErrorCode.NO_BOOK.value and rid in self._inflight:
+            # The others of the request are subscribed; its ack follows.
+            self._emit(ErrorEvent(error))
+            self._no_book(self._inflight[rid], error.symbols)
+            return
+        req = self._inflight.pop(rid, None) if rid is not None else None
         self._emit(ErrorEvent(error))
-        if req is not None and req.op == ClientOp.SUB.value and req.bars is not None:
+        if req is not None and req.book is not None:
+            if req.op == ClientOp.SUB.value and error.code in _BOOK_DROP_ALL:
+                for s in req.symbols:
+                    if self._books.depth_of(s) == req.book:
+                        self._books.forget(s)
+            elif req.op == ClientOp.SUB.value and error.code != ErrorCode.DRAINING.value and error.symbols:
+                for s in error.symbols:
+                    self._books.forget(s)
+                rest = [s for s in req.symbols if s not in error.symbols and self._books.depth_of(s) == req.book]
+                if rest:
+                    self._request_book(ClientOp.SUB.value, rest, req.book)
+        elif req is not None and req.op == ClientOp.SUB.value and req.bars is not None:
             if error.code in _BARS_DROP_NAMED:
                 bad = error.symbols or req.symbols
                 self._bars.drop(bad, req.bars)
@@ -841,9 +1001,18 @@ class Client:
         elif req is None and error.symbols and error.code in _DROPS_NAMED:
             self._reject(error.symbols, error)
             if error.code == ErrorCode.GRANT_REVOKED.value:
-                self._bars.drop(error.symbols, None)  # a revoked grant ends the symbol's bars too
+                self._bars.drop(error.symbols, None)  # a revoked grant ends the symbol's bars and book too
+                for s in error.symbols:
+                    self._books.forget(s)
         if req is not None and req.future is not None and not req.future.done():
             req.future.set_exception(error)
+
+    def _no_book(self, req: _Request, symbols: list[str]) -> None:
+        """NO_BOOK: these of a book sub have no book: no longer wanted."""
+        named = [s for s in (symbols or req.symbols) if self._books.depth_of(s) == req.book]
+        for s in named:
+            self._books.forget(s)
+        req.no_book = (req.no_book or []) + named
 
     def _reject(self, symbols: Iterable[str], error: WspsError) -> None:
         for s in symbols:
@@ -879,13 +1048,26 @@ class Client:
                 extra["delayed"] = wanted.delayed
         return [self._send_request(op, chunk, None, want_answer=want_answer, extra=extra, bars=interval) for chunk in _chunks(list(symbols))]
 
+    def _request_book(self, op: str, symbols: Sequence[str], depth: int, *, want_answer: bool = False) -> list[asyncio.Future[list[str]] | None]:
+        """Book ``sub`` or ``unsub`` requests at ``depth``, at most 100 symbols each; a sub of those
+        wanted distinct says so."""
+        if self._sse is not None:
+            return []
+        groups: list[tuple[list[str], dict[str, Any]]] = [(list(symbols), {"book": depth})]
+        if op == ClientOp.SUB.value:
+            distinct = [s for s in symbols if s in self._book_distinct]
+            groups = [([s for s in symbols if s not in self._book_distinct], {"book": depth}),
+                      (distinct, {"book": depth, "mode": Mode.DISTINCT.value})]
+        return [self._send_request(op, chunk, None, want_answer=want_answer, extra=extra, book=depth)
+                for group, extra in groups for chunk in _chunks(group)]
+
     def _bars_over_sse(self) -> None:
         self._emit(ErrorEvent(WspsError(ErrorCode.BAD_BARS.value,
                                         "an SSE stream carries the bars of one interval; the others start once the client is on a WebSocket")))
 
     def _send_request(
         self, op: str, symbols: list[str], delivery: Delivery | None, *, want_answer: bool = False,
-        extra: dict[str, Any] | None = None, bars: str | None = None,
+        extra: dict[str, Any] | None = None, bars: str | None = None, book: int | None = None,
     ) -> asyncio.Future[list[str]] | None:
         ws = self._ws
         future: asyncio.Future[list[str]] | None = asyncio.get_running_loop().create_future() if want_answer else None
@@ -898,7 +1080,7 @@ class Client:
             return future
         rid = self._next_id
         self._next_id += 1
-        self._inflight[rid] = _Request(op, symbols, future, bars)
+        self._inflight[rid] = _Request(op, symbols, future, bars, book)
         frame: dict[str, Any] = {"op": op, "id": rid}
         if op != ClientOp.AUTH.value:
             frame["symbols"] = symbols

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from .bars import Bar, BarSeries
+from .book import HeldBook
 from .errors import WspsError
 
 
@@ -45,6 +46,16 @@ class BarEvent:
     closed: bool
     series: BarSeries
     delayed: bool = False
+
+
+@dataclass(frozen=True)
+class BookEvent:
+    """An order book changed: a snapshot, ``levels`` applied and checked, or held out of sync
+    (``book.sync`` False: shown empty until its next snapshot). ``book`` is a new object per change."""
+
+    symbol: str
+    book: HeldBook
+    snapshot: bool
 
 
 @dataclass(frozen=True)
@@ -92,7 +103,7 @@ class StatusEvent:
     delay: float | None = None
 
 
-Event = Union[QuoteEvent, RecoveryEvent, ErrorEvent, StatusEvent, BarsEvent, BarEvent, StaleEvent, FreshEvent]
+Event = Union[QuoteEvent, RecoveryEvent, ErrorEvent, StatusEvent, BarsEvent, BarEvent, BookEvent, StaleEvent, FreshEvent]
 
 _END = object()
 

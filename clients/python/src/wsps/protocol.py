@@ -87,6 +87,10 @@ class ErrorCode(str, enum.Enum):
     UNAUTHORIZED = "UNAUTHORIZED"
     AUTH_REQUIRED = "AUTH_REQUIRED"
     GRANT_REVOKED = "GRANT_REVOKED"
+    BAD_IDENTITY = "BAD_IDENTITY"
+    """The token names no user (while sessions per user are capped), a bad user class, or a refresh another user; rejected (4001)."""
+    SESSION_LIMIT = "SESSION_LIMIT"
+    """The user holds its cap of sessions on the fleet already; a 4011 close follows."""
     TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
     GATEWAY_FULL = "GATEWAY_FULL"
     BAD_ORIGIN = "BAD_ORIGIN"
@@ -115,6 +119,8 @@ class CloseCode(enum.IntEnum):
     SLOW_CONSUMER = 4008
     POLICY_VIOLATION = 4009
     OPERATOR_DISCONNECT = 4010
+    SESSION_LIMIT = 4011
+    SESSION_EVICTED = 4012
     RATE_LIMIT_EXCEEDED = 4029
 
 
@@ -137,6 +143,12 @@ class Disconnect(enum.Enum):
     """The gateway lost Redis while another gateway still reaches it: reconnect elsewhere and resume."""
     OPERATOR_DISCONNECT = (CloseCode.OPERATOR_DISCONNECT, "disconnected by an operator")
     """An operator closed the connection or its user's (the admin API): do not reconnect on your own."""
+    SESSION_LIMIT = (CloseCode.SESSION_LIMIT, "too many sessions of this user")
+    """The user holds its cap of sessions on the fleet (policy refuse): do not reconnect on your own."""
+    SESSION_EVICTED = (CloseCode.SESSION_EVICTED, "replaced by a newer session of this user")
+    """A newer session of the user took this one's place (policy close-oldest): do not reconnect on your own."""
+    SESSION_UNCOUNTED = (CloseCode.INTERNAL_ERROR, "sessions not counted")
+    """The user's sessions could not be counted (Redis did not answer): reconnect with backoff."""
 
     @property
     def code(self) -> int:
@@ -149,5 +161,5 @@ class Disconnect(enum.Enum):
 
 AUTH_CLOSE_CODES = frozenset({CloseCode.UNAUTHORIZED, CloseCode.TOKEN_EXPIRED, CloseCode.AUTH_TIMEOUT})
 """Closes that only a new token can get past."""
-NO_RECONNECT_CODES = frozenset({CloseCode.NORMAL, CloseCode.OPERATOR_DISCONNECT, *AUTH_CLOSE_CODES})
+NO_RECONNECT_CODES = frozenset({CloseCode.NORMAL, CloseCode.OPERATOR_DISCONNECT, CloseCode.SESSION_LIMIT, CloseCode.SESSION_EVICTED, *AUTH_CLOSE_CODES})
 """Closes after which the client does not reconnect (unless it has a token source and the code is an auth one)."""

@@ -49,6 +49,7 @@ export class BarRequests {
   #delayMs
   #maxSubscriptions
   #reject
+  #saw
 
   /**
    * @param {object} options
@@ -57,13 +58,16 @@ export class BarRequests {
    * @param {number | undefined} options.delayMs told in acks
    * @param {number} options.maxSubscriptions quote and bar subscriptions of a connection together
    * @param {(client: Client, error: ProtocolError) => void} options.reject answers a refused request
+   * @param {(client: Client, symbols: string[], delayed: (symbol: string) => boolean) => void} [options.saw]
+   *   told of the series a connection starts, each on its timeline (the usage records: usage.js)
    */
-  constructor ({ realtime, delayed, delayMs, maxSubscriptions, reject }) {
+  constructor ({ realtime, delayed, delayMs, maxSubscriptions, reject, saw = () => {} }) {
     this.#realtime = realtime
     this.#delayed = delayed
     this.#delayMs = delayMs
     this.#maxSubscriptions = maxSubscriptions
     this.#reject = reject
+    this.#saw = saw
   }
 
   /** @param {boolean} delayed */
@@ -103,6 +107,7 @@ export class BarRequests {
     for (const s of symbols) subs.holdBars(s, interval, delayed(s), req.delayed === true)
     this.#ack(client, id, interval)
     for (const s of fresh.concat(moved)) this.#hub(delayed(s)).add(client, s, interval, backfill)
+    this.#saw(client, fresh.concat(moved), delayed)
   }
 
   /**
@@ -171,6 +176,7 @@ export class BarRequests {
       this.#hub(delayed).remove(client, s, interval)
       subs.holdBars(s, interval, !delayed)
       this.#hub(!delayed).add(client, s, interval, Limits.DEFAULT_BACKFILL)
+      this.#saw(client, [s], () => !delayed)
     }
     return [...revoked]
   }

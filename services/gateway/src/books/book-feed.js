@@ -1,9 +1,12 @@
 // One symbol's order book on this gateway: a replica of the book in Redis,
 // kept by the seq'd messages of its channel, and a window per depth some
-// connection holds. Every change of the book becomes, per window, one frame
-// serialized once for all its subscribers: the levels that changed in the
-// window (those leaving it as deletes, those entering with their size) and
-// the checksum of the window after them (docs/protocol.md, Order books).
+// connection holds, per mode. The changes of a batching window become, per
+// merge window, one frame serialized once for all its subscribers: the
+// levels that changed in the window since its last frame (those leaving it
+// as deletes, those entering with their size; sizes are absolute, so the
+// last change of a level wins) and the checksum of the window after them
+// (docs/protocol.md, Order books). A distinct window gets each change as
+// its own frame, at once.
 
 import { ServerOp } from '@wsps/protocol'
 import { OrderBook, bookChecksum, windowDelta } from '@wsps/protocol/book'
@@ -31,11 +34,20 @@ import { TextFrame } from '../text-frame.js'
  * @property {Level[]} bids
  * @property {Level[]} asks
  *
- * @typedef {object} Window what the subscribers of one depth hold
+ * @typedef {object} Window what the subscribers of one depth and mode hold
  * @property {{bids: Level[], asks: Level[]}} top
  * @property {number} seq the seq of the last change of this window (a delta's `prev`)
+ * @property {number} at the feed's count of changes its subscribers hold (made when added: nothing to flush to them)
+ * @property {number} depth
+ * @property {boolean} distinct every change its own frame, at once (else merged per flush)
  * @property {Set<Client>} clients
  */
+
+/**
+ * @param {number} depth
+ * @param {boolean} distinct
+ */
+const windowKey = (depth, distinct) => (distinct ? `${depth}d` : `${depth}`)
 
 /** What onMessage() did with a message. */
 export const Applied = Object.freeze({
@@ -53,12 +65,24 @@ export class BookFeed {
   #epoch = ''
   #ts = 0
   #sync = true
-  /** @type {Map<number, Window>} */
+  /** @type {Map<string, Window>} by windowKey */
   #windows = new Map()
+  #onChange
+  /** Changed since the last flush(). */
+  #dirty = false
+  /** The book started over since the last flush(): windows get a snapshot. */
+  #restart = false
+  /** Changes so far (Window.at). */
+  #changes = 0
 
-  /** @param {string} symbol */
-  constructor (symbol) {
+  /**
+   * @param {string} symbol
+   * @param {(feed: BookFeed) => void} onChange the book changed: flush() it
+   *   (called once until that flush)
+   */
+  constructor (symbol, onChange) {
     this.#symbol = symbol
+    this.#onChange = onChange
   }
 
   get seq () { return this.#seq }
@@ -78,14 +102,47 @@ export class BookFeed {
    * epoch and sync: a delta; else a snapshot), so a book read again after a
    * lost message or a reconnect reaches its subscribers as one more update.
    *
+   * A book read behind the one held in the same epoch, or at its seq with
+   * other levels, means Redis lost writes this gateway had delivered (a
+   * failover to a replica that had not got them): the seqs after it will be
+   * used again for other changes, so the book as read replaces what is held,
+   * as a snapshot, and those changes then apply to it.
+   *
    * @param {BookState} state
+   * @returns {boolean} whether the book read was behind (rewound)
    */
   load (state) {
-    if (state.seq <= this.#seq && state.epoch === this.#epoch && state.sync === this.#sync) return
-    const restart = state.epoch !== this.#epoch || state.sync !== this.#sync
+    const same = state.epoch === this.#epoch && state.sync === this.#sync
+    if (same && state.seq > this.#seq) {
+      this.#take(state, false)
+      return false
+    }
+    if (!same) {
+      this.#take(state, true)
+      return false
+    }
+    if (state.seq === this.#seq && this.#holds(state)) return false
+    this.#take(state, true)
+    return true
+  }
+
+  /**
+   * @param {BookState} state
+   * @param {boolean} restart
+   */
+  #take (state, restart) {
     this.#book.reset(state)
     this.#at(state)
     this.#publish(restart)
+  }
+
+  /**
+   * @param {BookState} state
+   * @returns {boolean} the book held has exactly these levels
+   */
+  #holds (state) {
+    const held = this.#book.top(Infinity)
+    return JSON.stringify([held.bids, held.asks]) === JSON.stringify([state.bids, state.asks])
   }
 
   /**
@@ -137,20 +194,37 @@ export class BookFeed {
   }
 
   /**
-   * A connection holds the book at this depth from now on; it gets the
-   * window's snapshot now.
+   * A connection holds the book at this depth from now on, in the mode its
+   * subscription says; it gets the window's snapshot now.
    *
    * @param {Client} client
    * @param {number} depth
    */
   add (client, depth) {
-    let w = this.#windows.get(depth)
+    const distinct = client.subscriptions.bookDistinct(this.#symbol, depth) === true
+    // Windows held already then hold the book as it is now: their snapshot is.
+    if (this.#dirty) this.flush()
+    const key = windowKey(depth, distinct)
+    let w = this.#windows.get(key)
     if (w === undefined) {
-      w = { top: this.#book.top(depth), seq: this.#seq, clients: new Set() }
-      this.#windows.set(depth, w)
+      w = { depth, distinct, top: this.#book.top(depth), seq: this.#seq, at: this.#changes, clients: new Set() }
+      this.#windows.set(key, w)
     }
     w.clients.add(client)
-    client.send(new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+    client.sendBook(this.#symbol, depth, new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+  }
+
+  /**
+   * A snapshot of the merge window of this depth as its readers hold it
+   * now (a slow reader catching up; distinct readers are never skipped).
+   *
+   * @param {number} depth
+   * @returns {TextFrame | null} null: nobody holds it
+   */
+  snapshotOf (depth) {
+    if (this.#dirty) this.flush()
+    const w = this.#windows.get(windowKey(depth, false))
+    return w === undefined ? null : new TextFrame(this.#snapshot(depth, w))
   }
 
   /**
@@ -158,10 +232,12 @@ export class BookFeed {
    * @param {number} depth
    */
   remove (client, depth) {
-    const w = this.#windows.get(depth)
-    if (w === undefined) return
-    w.clients.delete(client)
-    if (w.clients.size === 0) this.#windows.delete(depth)
+    for (const key of [windowKey(depth, false), windowKey(depth, true)]) {
+      const w = this.#windows.get(key)
+      if (w === undefined || !w.clients.delete(client)) continue
+      client.forgetBook(this.#symbol, depth)
+      if (w.clients.size === 0) this.#windows.delete(key)
+    }
   }
 
   /** @param {{seq: number, epoch: string, ts: number, sync: boolean}} at */
@@ -180,29 +256,53 @@ export class BookFeed {
     return encodeBook(this.#symbol, depth, { seq: this.#seq, epoch: this.#epoch, ts: this.#ts, sync: this.#sync }, w.top, bookChecksum(w.top))
   }
 
+  /** @param {boolean} restart */
+  #publish (restart) {
+    this.#changes++
+    for (const w of this.#windows.values()) if (w.distinct) this.#sendWindow(w, restart)
+    this.#restart ||= restart
+    if (this.#dirty) return
+    this.#dirty = true
+    this.#onChange(this)
+  }
+
   /**
-   * Sends each window what the last change did to it: a snapshot when the
+   * Sends each merge window what the changes since the last flush did to
+   * it (sendWindow).
+   */
+  flush () {
+    if (!this.#dirty) return
+    const restart = this.#restart
+    this.#dirty = false
+    this.#restart = false
+    for (const w of this.#windows.values()) if (!w.distinct) this.#sendWindow(w, restart)
+  }
+
+  /**
+   * Sends a window what changed since its last frame: a snapshot when the
    * book started over (a snapshot of the feed, a new epoch, sync lost or
    * back), else its changed levels, or nothing when it did not change.
    *
+   * @param {Window} w
    * @param {boolean} restart
    */
-  #publish (restart) {
-    for (const [depth, w] of this.#windows) {
-      const top = this.#book.top(depth)
-      if (restart) {
-        w.top = top
-        w.seq = this.#seq
-        this.#send(w, new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
-        continue
-      }
-      const delta = windowDelta(w.top, top)
-      if (delta.bids.length === 0 && delta.asks.length === 0) continue
-      const prev = w.seq
+  #sendWindow (w, restart) {
+    if (w.at === this.#changes) return
+    w.at = this.#changes
+    const depth = w.depth
+    const top = this.#book.top(depth)
+    if (restart) {
       w.top = top
       w.seq = this.#seq
-      this.#send(w, new TextFrame(encodeLevels(this.#symbol, depth, this.#seq, prev, this.#ts, delta, bookChecksum(top))), ServerOp.LEVELS)
+      this.#send(w, new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+      return
     }
+    const delta = windowDelta(w.top, top)
+    if (delta.bids.length === 0 && delta.asks.length === 0) return
+    const prev = w.seq
+    w.top = top
+    w.seq = this.#seq
+    this.#send(w, new TextFrame(encodeLevels(this.#symbol, depth, this.#seq, prev, this.#ts, delta, bookChecksum(top))), ServerOp.LEVELS)
   }
 
   /**
@@ -211,6 +311,6 @@ export class BookFeed {
    * @param {typeof ServerOp.BOOK | typeof ServerOp.LEVELS} op
    */
   #send (w, frame, op) {
-    for (const c of w.clients) c.send(frame, op)
+    for (const c of w.clients) c.sendBook(this.#symbol, w.depth, frame, op)
   }
 }

@@ -4,7 +4,9 @@
 // and those the read already covers are dropped by seq, so nothing falls
 // between the read and the channel. The same read again repairs a feed
 // after a lost message (a seq that skips) or a broker reconnect: its
-// subscribers get the difference as one more update.
+// subscribers get the difference as one more update. Changes are sent
+// once per batching window (WSPS_BATCH_MS; 0: once per event-loop turn),
+// what a window's readers hold conflated into one frame per window.
 
 import { Applied, BookFeed } from './book-feed.js'
 
@@ -38,12 +40,13 @@ import { Applied, BookFeed } from './book-feed.js'
  * @property {{set: (n: number) => void}} held books held (wsps_gateway_books)
  * @property {{inc: (labels: {cause: ReadCause}) => void}} reads whole-book reads (wsps_gateway_book_reads_total)
  * @property {{inc: () => void}} unsynced out-of-sync snapshots told on an interruption (wsps_gateway_books_unsynced_total)
+ * @property {{inc: () => void}} rewound books read behind the one held in its epoch: writes Redis lost (wsps_gateway_books_rewound_total)
  *
  * @typedef {'first' | 'gap' | 'resync' | 'retry'} ReadCause
  */
 
 /** @type {BookMetrics} */
-const NO_METRICS = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} } }
+const NO_METRICS = { held: { set () {} }, reads: { inc () {} }, unsynced: { inc () {} }, rewound: { inc () {} } }
 
 /** A failed read is tried again after this long while the book has subscribers. */
 const RETRY_MS = 1000
@@ -54,7 +57,12 @@ export class BookHub {
   #demandLeaseMs
   #appearMs
   #staleGraceMs
+  #batchMs
   #metrics
+  /** @type {Set<BookFeed>} books changed since the last flush */
+  #dirty = new Set()
+  /** @type {NodeJS.Timeout | NodeJS.Immediate | null} */
+  #timer = null
   /** @type {Map<string, Entry>} */
   #entries = new Map()
   #renewer
@@ -65,11 +73,13 @@ export class BookHub {
    * @param {number} options.demandLeaseMs WSPS_DEMAND_LEASE_MS: books held are asked for this long, renewed at a third
    * @param {number} [options.appearMs] how long a book not there yet may take to appear before NO_BOOK
    * @param {number} [options.staleGraceMs] an interruption shorter than this is not told (WSPS_STALE_GRACE_MS)
+   * @param {number} [options.batchMs] WSPS_BATCH_MS: the changes of this long go out as one frame per window (0: of one event-loop turn)
    * @param {BookMetrics} [options.metrics]
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ source, demandLeaseMs, appearMs = 3000, staleGraceMs = 1000, metrics = NO_METRICS, logger }) {
+  constructor ({ source, demandLeaseMs, appearMs = 3000, staleGraceMs = 1000, batchMs = 0, metrics = NO_METRICS, logger }) {
     this.#source = source
+    this.#batchMs = batchMs
     this.#metrics = metrics
     this.#demandLeaseMs = demandLeaseMs
     this.#appearMs = appearMs
@@ -81,9 +91,37 @@ export class BookHub {
     this.#renewer.unref()
   }
 
-  /** Stops renewing demand (the gateway is closing). */
+  /** Stops renewing demand and sending (the gateway is closing). */
   close () {
     clearInterval(this.#renewer)
+    this.#clearTimer()
+    this.#dirty.clear()
+  }
+
+  /** Sends every book's changes now instead of at the end of the window (tests). */
+  flushNow () {
+    this.#clearTimer()
+    this.#flush()
+  }
+
+  /** @param {BookFeed} feed changed */
+  #changed = (feed) => {
+    this.#dirty.add(feed)
+    if (this.#timer === null) this.#timer = this.#batchMs > 0 ? setTimeout(this.#flush, this.#batchMs) : setImmediate(this.#flush)
+  }
+
+  #flush = () => {
+    this.#timer = null
+    const dirty = [...this.#dirty]
+    this.#dirty.clear()
+    for (const feed of dirty) feed.flush()
+  }
+
+  #clearTimer () {
+    if (this.#timer === null) return
+    clearTimeout(/** @type {NodeJS.Timeout} */ (this.#timer))
+    clearImmediate(/** @type {NodeJS.Immediate} */ (this.#timer))
+    this.#timer = null
   }
 
   /**
@@ -122,6 +160,15 @@ export class BookHub {
    */
   add (client, symbol, depth) {
     this.#entries.get(symbol)?.feed.add(client, depth)
+  }
+
+  /**
+   * @param {string} symbol
+   * @param {number} depth
+   * @returns {import('../text-frame.js').TextFrame | null} a snapshot of that window as its readers hold it (a slow one catching up); null: not held
+   */
+  snapshotOf (symbol, depth) {
+    return this.#entries.get(symbol)?.feed.snapshotOf(depth) ?? null
   }
 
   /**
@@ -212,7 +259,7 @@ export class BookHub {
     /** @type {(found: boolean | Error) => void} */
     let settle = () => {}
     /** @type {Entry} */
-    const e = { feed: new BookFeed(symbol), ready: new Promise((resolve) => { settle = resolve }), answer: null, pins: 0, waiting: [], reading: false, again: false }
+    const e = { feed: new BookFeed(symbol, this.#changed), ready: new Promise((resolve) => { settle = resolve }), answer: null, pins: 0, waiting: [], reading: false, again: false }
     e.answer = (found) => {
       e.answer = null
       settle(found)
@@ -253,7 +300,10 @@ export class BookHub {
       clearTimeout(e.stale)
       e.stale = undefined
       if (state === null) e.feed.lost()
-      else e.feed.load(state)
+      else if (e.feed.load(state)) {
+        this.#metrics.rewound.inc()
+        this.#log.warn({ symbol, seq: state.seq, epoch: state.epoch }, 'the book read is behind the one delivered: writes lost by Redis (a failover?); sent whole')
+      }
       const waiting = /** @type {BookMessage[]} */ (e.waiting)
       e.waiting = null
       let gap = e.again

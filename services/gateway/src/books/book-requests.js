@@ -18,6 +18,7 @@ export class BookRequests {
   #hub
   #maxSubscriptions
   #reject
+  #saw
   #log
 
   /**
@@ -25,12 +26,15 @@ export class BookRequests {
    * @param {import('./book-hub.js').BookHub} options.hub
    * @param {number} options.maxSubscriptions quote, bar and book subscriptions of a connection together
    * @param {(client: Client, error: ProtocolError) => void} options.reject answers a refused request
+   * @param {(client: Client, symbols: string[], delayed: (symbol: string) => boolean) => void} [options.saw]
+   *   told of the books a connection starts (real-time: the usage records, usage.js)
    * @param {import('pino').Logger} options.logger
    */
-  constructor ({ hub, maxSubscriptions, reject, logger }) {
+  constructor ({ hub, maxSubscriptions, reject, saw = () => {}, logger }) {
     this.#hub = hub
     this.#maxSubscriptions = maxSubscriptions
     this.#reject = reject
+    this.#saw = saw
     this.#log = logger.child({ component: 'book-requests' })
   }
 
@@ -47,9 +51,10 @@ export class BookRequests {
    */
   subscribe (client, req) {
     const { symbols, id, book: depth } = req
+    const distinct = req.mode === 'distinct'
     const subs = client.subscriptions
-    const fresh = symbols.filter((s) => !subs.booksOf(depth).includes(s))
-    const refused = this.#refusal(client, req, fresh)
+    const fresh = symbols.filter((s) => subs.bookDistinct(s, depth) !== distinct)
+    const refused = this.#refusal(client, req, fresh.filter((s) => subs.bookDistinct(s, depth) === undefined))
     if (refused !== null) {
       this.#reject(client, refused)
       return null
@@ -59,13 +64,16 @@ export class BookRequests {
       return null
     }
     const { ready, release } = this.#hub.open(fresh)
+    // Held in the other mode: it moves (a snapshot in the new one follows).
+    for (const s of fresh) if (subs.dropBook(s, depth)) this.#hub.remove(client, s, depth)
     return ready.then((missing) => {
       if (client.closed) return
       const found = fresh.filter((s) => !missing.includes(s))
-      for (const s of found) subs.holdBook(s, depth)
+      for (const s of found) subs.holdBook(s, depth, distinct)
       if (missing.length) client.send(encodeError({ code: ErrorCode.NO_BOOK, message: 'no book for these symbols', symbols: missing, ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
       this.#ack(client, id, depth)
       for (const s of found) this.#hub.add(client, s, depth)
+      this.#saw(client, found, () => false)
     }, (/** @type {Error} */ err) => {
       this.#log.warn({ err: err.message, client: client.id }, 'books not read')
       if (!client.closed) this.#reject(client, { code: ErrorCode.INTERNAL, message: 'the books could not be read; retry', id })

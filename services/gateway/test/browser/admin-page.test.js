@@ -125,7 +125,8 @@ test('a user\'s connection on the page, and a click on Disconnect closing it wit
   await waitFor(async () => (await view(page)).connections.length === 1, { timeout: 10_000, message: 'frank\'s connection listed' })
   const [row] = (await view(page)).connections
   assert.equal(row.cells[0], 'page-gw-admin')
-  assert.equal(row.cells[3], 'MSFT (distinct)')
+  assert.equal(row.cells[2], 'pro', 'its user class: the token names none')
+  assert.equal(row.cells[4], 'MSFT (distinct)')
   await page.click('#connections tbody tr .action button')
   assert.equal((await client.closedPromise).code, CloseCode.OPERATOR_DISCONNECT)
   await waitFor(async () => (await view(page)).connections.length === 0, { timeout: 10_000, message: 'the row gone once closed' })

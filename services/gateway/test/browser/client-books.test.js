@@ -2,7 +2,8 @@
 // WsServer, Sessions and BookHub over an in-memory broker fed by a venue):
 // the client ends with exactly the venue's book after many updates, after
 // a lost frame and a corrupted checksum (it resubscribes by itself), after
-// a reconnect, and through an expired book; NO_BOOK and BAD_BOOK.
+// a reconnect, and through an expired book; never frozen as live when the
+// client's own link goes silent or drops; NO_BOOK and BAD_BOOK.
 
 import assert from 'node:assert/strict'
 import { isDeepStrictEqual } from 'node:util'
@@ -114,6 +115,61 @@ describe('order books', () => {
     await holdsVenue(c, v, 25, 'in the new epoch')
     assert.equal(c.book(S)?.epoch, 'ep2')
     assert.equal(c.bookResyncs, 0, 'out of sync is no reason to resubscribe: the gateway sends the next snapshot')
+  })
+
+  test('the client\'s own link silent, then lost: its books are shown out of sync at once, never frozen, and in sync again after', async () => {
+    const { gw, v } = await withBook(5)
+    let silent = false
+    const proxy = await filteringProxy(gw.url, (msg) => silent ? null : msg)
+    atEnd(() => proxy.close())
+    // Frames the silence swallowed are lost here (a proxy, not TCP): the snapshot asked for meanwhile is asked again soon.
+    const c = client({ url: proxy.url, quietMs: 150, resyncGraceMs: 100 })
+    c.connect()
+    await c.subscribeBook([S], 10)
+    await holdsVenue(c, v, 10, 'at first')
+
+    // Nothing comes back, the socket open: out of sync within the quiet time and its probe.
+    silent = true
+    const silentAt = Date.now()
+    await updateUntil(v, () => c.book(S)?.sync === false, 100_000)
+    const told = Date.now() - silentAt
+    assert.ok(told < 1500, `out of sync ${told} ms after the silence began`)
+    assert.deepEqual([c.book(S)?.bids, c.book(S)?.asks], [[], []], 'nothing shown of a book that may be old')
+    silent = false
+    await updateUntil(v, () => c.book(S)?.sync === true, 100_000)
+    await holdsVenue(c, v, 10, 'after the silence')
+
+    // The connection lost: out of sync at once, in sync again on the next connection.
+    /** @type {boolean[]} */
+    const syncs = []
+    c.on('book', (e) => syncs.push(e.book.sync))
+    gw.restart()
+    await waitFor(() => syncs.includes(false), { message: 'told out of sync when the connection dropped' })
+    for (let i = 0; i < 20; i++) v.update()
+    await holdsVenue(c, v, 10, 'after the reconnect')
+  })
+
+  test('mode distinct: asked for on every connection, every change of the window its own frame; a bad mode rejects with BAD_BOOK', async () => {
+    const { gw, v } = await withBook(11)
+    const rec = recordingWebSocket()
+    const c = client({ url: gw.url, WebSocket: rec.WebSocket })
+    c.connect()
+    await assert.rejects(c.subscribeBook([S], 10, { mode: /** @type {any} */ ('fast') }), (/** @type {any} */ err) => err.code === 'BAD_BOOK')
+    await c.subscribeBook([S], 10, { mode: 'distinct' })
+    await holdsVenue(c, v, 10)
+    const before = rec.received.filter((x) => x.msg.op === 'levels').length
+    let changes = 0
+    for (let i = 0; i < 40; i++) {
+      const top = JSON.stringify(v.ref.top(10))
+      v.update({ batched: true })
+      if (JSON.stringify(v.ref.top(10)) !== top) changes++
+    }
+    await holdsVenue(c, v, 10, 'after 40 changes in one batching window')
+    await waitFor(() => rec.received.filter((x) => x.msg.op === 'levels').length - before === changes, { message: `a frame per change (${changes})` })
+    gw.restart()
+    await waitFor(() => rec.sent.filter((x) => x.msg.op === 'sub' && x.msg.mode === 'distinct').length === 2, { message: 'distinct again on the new connection' })
+    await holdsVenue(c, v, 10, 'after the reconnect')
+    assert.equal(c.bookResyncs, 0)
   })
 
   test('NO_BOOK leaves the others subscribed; a depth not in BOOK_DEPTHS rejects with BAD_BOOK; unsubscribeBook stops the book', async () => {
