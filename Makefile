@@ -61,11 +61,16 @@ test: ## The whole suite (what CI runs): its stages in turn, then a table of the
 	@tools/stages.sh $(TEST_TARGETS)
 
 .PHONY: test-static
-test-static: deps ## Lint, type check, generated docs up to date, npm audit
+test-static: deps ## Lint, type check, generated docs and Protobuf codecs up to date, npm audit
 	@npx eslint .
 	@npx tsc -p tsconfig.json
 	@node tools/config-docs.js --check
+	@node tools/proto-generate.js --check
 	@node tools/audit.js
+
+.PHONY: proto-generate
+proto-generate: deps ## Regenerate the Protobuf codecs of services/protocol/wsps.v1.proto (JS in services/protocol/gen/, Python in clients/python/src/wsps/), offline
+	@node tools/proto-generate.js
 
 .PHONY: test-unit
 test-unit: deps ## Unit tests (node:test; go test of the bench's Go programs)

@@ -7,7 +7,7 @@ import globals from 'globals'
 
 export default [
   {
-    ignores: ['**/node_modules/**', '.run/**', 'artifacts/**', 'charts/**', '**/vendor/**', 'harness/bench/loadgen/**']
+    ignores: ['**/node_modules/**', '.run/**', 'artifacts/**', 'charts/**', '**/vendor/**', 'services/protocol/gen/**', 'harness/bench/loadgen/**']
   },
   js.configs.recommended,
   {

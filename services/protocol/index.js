@@ -7,6 +7,17 @@
 
 export const PROTOCOL_VERSION = 1
 
+/**
+ * The WebSocket subprotocols of v1 (`Sec-WebSocket-Protocol`), one per
+ * encoding of the same frames: JSON text, the default (also when a client
+ * asks for none, or for none of these), and Protobuf binary messages of
+ * wsps.v1.proto (docs/protocol.md, Binary encoding). SSE is JSON only.
+ */
+export const Subprotocol = Object.freeze({
+  JSON: 'wsps.v1.json',
+  PROTO: 'wsps.v1.proto'
+})
+
 /** Client -> server operations. */
 export const ClientOp = Object.freeze({
   SUB: 'sub',
@@ -62,7 +73,11 @@ export const ServerOp = Object.freeze({
 export const ErrorCode = Object.freeze({
   /** The text frame is not valid JSON. */
   BAD_JSON: 'BAD_JSON',
-  /** A binary frame was sent; the protocol is JSON text only. */
+  /**
+   * A frame not in the connection's encoding: a binary frame on a JSON
+   * connection, a text frame on a `wsps.v1.proto` one, or bytes that are
+   * not a ClientFrame of wsps.v1.proto.
+   */
   BAD_FRAME: 'BAD_FRAME',
   /** `op` is missing or unknown. */
   BAD_OP: 'BAD_OP',

@@ -17,7 +17,7 @@
 // Prints npm pack's JSON report of the tarball (file name, file list).
 
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -57,9 +57,12 @@ try {
     if (existsSync(join(REPO, name))) copyFileSync(join(REPO, name), join(stage, name))
   }
   // File by file: cpSync's `dereference` resolves only its top-level source, not the links inside a folder.
+  // A linked folder (gen/, the generated Protobuf codecs) is copied whole from where it really is.
   mkdirSync(join(stage, 'src'))
   for (const name of readdirSync(join(PACKAGE_DIR, 'src'))) {
-    copyFileSync(realpathSync(join(PACKAGE_DIR, 'src', name)), join(stage, 'src', name))
+    const real = realpathSync(join(PACKAGE_DIR, 'src', name))
+    if (lstatSync(real).isDirectory()) cpSync(real, join(stage, 'src', name), { recursive: true })
+    else copyFileSync(real, join(stage, 'src', name))
   }
 
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
@@ -70,6 +73,11 @@ try {
     '--rootDir', join(stage, 'src'), '--outDir', join(stage, 'types'),
     ...ENTRY_POINTS.map((f) => join(stage, 'src', f))
   ], { stdio: 'inherit' })
+  // The generated codecs come with their declarations, which tsc does not emit again.
+  if (existsSync(join(stage, 'src/gen'))) {
+    mkdirSync(join(stage, 'types/gen'), { recursive: true })
+    for (const name of readdirSync(join(stage, 'src/gen')).filter((f) => f.endsWith('.d.ts'))) copyFileSync(join(stage, 'src/gen', name), join(stage, 'types/gen', name))
+  }
 
   mkdirSync(args.out, { recursive: true })
   // From inside the stage: npm would otherwise find the repository's workspaces around the current folder.

@@ -16,7 +16,8 @@
 // must not be shown as live (staleness.js) and the listeners (events.js);
 // the quotes are held by the protocol's QuoteReceiver.
 
-import { AUTH_CLOSE_CODES, ClientCloseCode, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp } from './protocol.js'
+import { AUTH_CLOSE_CODES, ClientCloseCode, ClientOp, CloseCode, ErrorCode, Limits, NO_RECONNECT_CODES, Outcome, PROTOCOL_VERSION, QuoteReceiver, ReadyState, ServerOp, Subprotocol } from './protocol.js'
+import { ENCODINGS, readFrame, subprotocols, writeFrame } from './encoding.js'
 import { Retry } from './backoff.js'
 import { BarSubscriptions } from './bars.js'
 import { BOOK_DEPTHS } from './book.js'
@@ -143,6 +144,11 @@ export class WspsClient {
   #delayMs = null
   /** Bumped per socket: events of an abandoned socket are ignored. */
   #gen = 0
+  /**
+   * The current socket's frames go out in Protobuf: it negotiated
+   * `wsps.v1.proto` and the gateway's first binary frame came (encoding.js).
+   */
+  #binaryOut = false
   #nextId = 1
   #stopped = true
   #live = false
@@ -162,8 +168,11 @@ export class WspsClient {
   constructor (options = {}) {
     this.urls = options.url === undefined ? defaultUrls() : [options.url].flat()
     if (this.urls.length === 0) throw new TypeError('WspsClient: options.url is empty')
+    const encoding = options.encoding ?? 'auto'
+    if (!ENCODINGS.includes(encoding)) throw new TypeError(`WspsClient: options.encoding must be one of ${ENCODINGS.join(', ')}`)
     this.#transports = new Transports({
       mode: options.transport ?? 'auto',
+      protocols: subprotocols(encoding),
       WebSocket: options.WebSocket ?? /** @type {SocketConstructor | undefined} */ (globalThis.WebSocket) ?? null,
       fetch: options.fetch
     })
@@ -486,8 +495,13 @@ export class WspsClient {
     }
     this.#socket = ws
     this.#opened = false
+    this.#binaryOut = false
     this.#status = { ...this.#status, transport }
-    ws.onmessage = (/** @type {{data: unknown}} */ ev) => { if (gen === this.#gen) this.#onFrame(String(ev.data)) }
+    ws.onmessage = (/** @type {{data: unknown}} */ ev) => {
+      if (gen !== this.#gen) return
+      if (!this.#binaryOut && typeof ev.data !== 'string' && ws.protocol === Subprotocol.PROTO) this.#binaryOut = true
+      this.#onFrame(ev.data)
+    }
     ws.onclose = (/** @type {{code: number, reason: string}} */ ev) => {
       // Even a stream dropped on purpose (reopened for a new watch set, or
       // abandoned) has the event id the next one resumes from. Sockets are
@@ -615,14 +629,15 @@ export class WspsClient {
 
   // ---- frames ----------------------------------------------------------------
 
-  /** @param {string} text */
-  #onFrame (text) {
+  /** @param {unknown} data a message's: JSON text, or Protobuf bytes (encoding.js) */
+  #onFrame (data) {
     this.#liveness.frame()
     let msg
     try {
-      msg = JSON.parse(text)
+      msg = readFrame(data)
     } catch {
-      this.#events.emit('error', { code: 'BAD_SERVER_FRAME', message: 'the server sent a frame that is not JSON' })
+      const what = typeof data === 'string' ? 'not JSON' : 'not a wsps.v1 ServerFrame'
+      this.#events.emit('error', { code: 'BAD_SERVER_FRAME', message: `the server sent a frame that is ${what}` })
       return
     }
     switch (msg?.op) {
@@ -1213,7 +1228,7 @@ export class WspsClient {
   /** @param {object} frame */
   #send (frame) {
     const ws = this.#socket
-    if (ws && ws.readyState === ReadyState.OPEN) ws.send(JSON.stringify(frame))
+    if (ws && ws.readyState === ReadyState.OPEN) ws.send(writeFrame(frame, this.#binaryOut))
   }
 
   /**

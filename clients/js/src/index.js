@@ -1,6 +1,7 @@
 // @wsps/client for browsers and bundlers: the client, the words of its
-// events and the protocol's codes a program matches on. No dependencies:
-// it uses the standard WebSocket, fetch, URL, timers and JSON.
+// events and the protocol's codes a program matches on. One dependency,
+// @bufbuild/protobuf (the runtime of the generated codecs of the binary
+// encoding); besides, the standard WebSocket, fetch, URL, timers and JSON.
 
 export { WspsClient, backoffDelay, Status, Transport } from './client.js'
 export { BOOK_DEPTHS } from './book.js'

@@ -13,6 +13,8 @@ import { Transport } from './types.js'
 
 export class Transports {
   #mode
+  /** The subprotocols a WebSocket asks for (encoding.js), best first. */
+  #protocols
   /** @type {SocketConstructor | null} */
   #WebSocket
   #fetch
@@ -24,12 +26,14 @@ export class Transports {
   /**
    * @param {object} options
    * @param {'auto' | 'websocket' | 'sse'} options.mode
+   * @param {string[]} options.protocols what a WebSocket asks for as its subprotocol, best first
    * @param {SocketConstructor | null} options.WebSocket null: none here
    * @param {typeof fetch | undefined} options.fetch for SSE; default globalThis.fetch
    */
-  constructor ({ mode, WebSocket, fetch }) {
+  constructor ({ mode, protocols, WebSocket, fetch }) {
     if (!WebSocket && mode === 'websocket') throw new TypeError('WspsClient: no WebSocket here; pass options.WebSocket (in Node: the ws package)')
     this.#mode = mode
+    this.#protocols = protocols
     this.#WebSocket = WebSocket
     this.#fetch = fetch
     this.#useSse = mode === 'sse' || !WebSocket
@@ -54,7 +58,12 @@ export class Transports {
    * @returns {SocketLike}
    */
   open (url, { symbols, mode, since, bars, token, onheartbeat }) {
-    if (!this.#useSse) return new /** @type {SocketConstructor} */ (this.#WebSocket)(url)
+    if (!this.#useSse) {
+      const ws = new /** @type {SocketConstructor} */ (this.#WebSocket)(url, this.#protocols)
+      // Binary messages as bytes at once (a browser's default, a Blob, is read asynchronously).
+      ws.binaryType = 'arraybuffer'
+      return ws
+    }
     const stream = new SseSocket(url, { symbols, mode, since, bars, token, lastEventId: this.#lastEventId, fetch: this.#fetch })
     stream.onheartbeat = onheartbeat
     return stream

@@ -156,9 +156,10 @@ export const Status = Object.freeze({
  * @property {{symbols: string[]}} fresh these symbols are live again: the gateway said `fresh` (what was missed
  *   came before it), and those a lost connection left stale were recovered or snapshotted on a new one
  *
- * @typedef {{readyState: number, send (data: string): void, close (code?: number, reason?: string): void, terminate? (): void,
- *   onopen: any, onmessage: any, onclose: any, onerror: any}} SocketLike
- * @typedef {new (url: string) => SocketLike} SocketConstructor
+ * @typedef {{readyState: number, send (data: string | Uint8Array): void, close (code?: number, reason?: string): void, terminate? (): void,
+ *   onopen: any, onmessage: any, onclose: any, onerror: any, protocol?: string, binaryType?: string}} SocketLike
+ *   protocol: the subprotocol the gateway chose (a WebSocket's); binaryType: how binary messages arrive
+ * @typedef {new (url: string, protocols?: string[]) => SocketLike} SocketConstructor
  *
  * @typedef {object} Delivery how the server delivers a symbol (docs/protocol.md, "Delivery modes")
  * @property {'merge' | 'distinct'} [mode] merge (default): ticks meeting in one pass merge into one
@@ -183,5 +184,8 @@ export const Status = Object.freeze({
  * @property {() => number} [random] for tests; default Math.random
  * @property {() => Promise<string> | string} [getToken] a JWT for the gateway, asked for before every connection and before the current token expires
  * @property {'auto' | 'websocket' | 'sse'} [transport] auto (default): WebSocket, SSE when there is none or its upgrade fails
+ * @property {'auto' | 'json'} [encoding] a WebSocket's frames: auto (default) asks for Protobuf (`wsps.v1.proto`)
+ *   first and JSON (`wsps.v1.json`) second, and reads whichever the gateway chose; json asks for JSON only. The
+ *   events and objects the client gives are the same either way (docs/protocol.md, Binary encoding). SSE is JSON
  * @property {typeof fetch} [fetch] for the SSE transport; default globalThis.fetch
  */

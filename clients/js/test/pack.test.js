@@ -48,30 +48,33 @@ describe('npm pack of @wsps/client', () => {
   it('holds the modules, a declaration for each, the README, and nothing else', () => {
     const modules = readdirSync(join(PACKAGE_DIR, 'src')).filter((f) => f.endsWith('.js'))
     const license = ['LICENSE', 'LICENSE.md', 'LICENSE.txt'].filter((f) => existsSync(join(REPO, f)))
+    const generated = readdirSync(join(PACKAGE_DIR, 'src/gen'))
     const want = ['package.json', 'README.md', ...license,
       ...modules.map((m) => `src/${m}`),
-      ...modules.map((m) => `types/${m.replace(/\.js$/, '.d.ts')}`)]
+      ...modules.map((m) => `types/${m.replace(/\.js$/, '.d.ts')}`),
+      ...generated.map((g) => `src/gen/${g}`),
+      ...generated.filter((g) => g.endsWith('.d.ts')).map((g) => `types/gen/${g}`)]
     assert.deepEqual(report.files.map((f) => f.path).sort(), want.sort())
-    assert.ok(modules.includes('protocol.js') && modules.includes('receiver.js'), 'the wire contract goes in as files')
+    assert.ok(modules.includes('protocol.js') && modules.includes('receiver.js') && modules.includes('proto-codec.js'), 'the wire contract goes in as files')
   })
 
-  it('has every "exports" target, and no scripts or dependencies', () => {
+  it('has every "exports" target, no scripts, and one dependency: the Protobuf runtime', () => {
     const packed = new Set(report.files.map((f) => f.path))
     for (const target of targets(manifest.exports)) assert.ok(packed.has(target.replace(/^\.\//, '')), `${target} is in the tarball`)
     const inside = JSON.parse(execFileSync('tar', ['-xOzf', tarball, 'package/package.json'], { encoding: 'utf8' }))
     assert.equal(inside.scripts, undefined)
-    assert.equal(inside.dependencies, undefined, 'browsers get no runtime dependency')
+    assert.deepEqual(inside.dependencies, { '@bufbuild/protobuf': manifest.dependencies['@bufbuild/protobuf'] }, 'the generated codecs\' runtime, pinned, and nothing else')
     assert.deepEqual(inside.peerDependenciesMeta, { ws: { optional: true } })
   })
 
-  it('the browser entry imports nothing outside the package', () => {
+  it('the browser entry imports nothing outside the package but the Protobuf runtime', () => {
     const tree = mkdtempSync(join(work, 'tree-'))
     execFileSync('tar', ['-xzf', tarball, '-C', tree])
-    for (const file of readdirSync(join(tree, 'package/src'))) {
-      if (file === 'node.js') continue // the Node entry, which looks for ws
+    for (const file of readdirSync(join(tree, 'package/src'), { recursive: true }).map(String)) {
+      if (file === 'node.js' || !file.endsWith('.js')) continue // the Node entry, which looks for ws
       const text = readFileSync(join(tree, 'package/src', file), 'utf8')
-      const specifiers = [...text.matchAll(/^(?:import|export)\b[^'"]*?from\s+'([^']+)'/gm)].map((m) => m[1])
-      for (const s of specifiers) assert.match(s, /^\.\//, `${file} imports ${s}`)
+      const specifiers = [...text.matchAll(/^(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1])
+      for (const s of specifiers) assert.match(s, /^(\.\/|@bufbuild\/protobuf(\/wire|\/codegenv2)?$)/, `${file} imports ${s}`)
     }
   })
 

@@ -112,6 +112,42 @@ async def test_bars_backfill_then_live_closed_bars_in_order(stack: Stack) -> Non
         assert not [e for e in events if isinstance(e, wsps.ErrorEvent)]
 
 
+async def test_protobuf_and_json_clients_get_the_same_quotes(stack: Stack) -> None:
+    # docs/protocol.md, Binary encoding: the default asks for wsps.v1.proto; encoding="json" for JSON only.
+    symbols = ["AAPL", "MSFT"]
+    clients = {enc: wsps.Client(stack.gateways[0], encoding=enc) for enc in ("auto", "json")}
+    events: dict[str, list[wsps.Event]] = {enc: [] for enc in clients}
+    for enc, client in clients.items():
+        client.on(events[enc].append)
+        await client.connect()
+        await client.subscribe(symbols, mode="distinct")
+    try:
+        def common(symbol: str) -> tuple[list[dict], list[dict]]:
+            a = [q.quote for q in quotes_of(events["json"], symbol) if not q.snapshot]
+            b = [q.quote for q in quotes_of(events["auto"], symbol) if not q.snapshot]
+            if not a or not b:
+                return [], []
+            lo, hi = max(a[0]["seq"], b[0]["seq"]), min(a[-1]["seq"], b[-1]["seq"])
+            return [q for q in a if lo <= q["seq"] <= hi], [q for q in b if lo <= q["seq"] <= hi]
+
+        async def enough() -> None:
+            while not all(len(common(s)[0]) >= 10 for s in symbols):
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(enough(), 30)
+        for s in symbols:
+            a, b = common(s)
+            assert a == b and [q["seq"] for q in a] == list(range(a[0]["seq"], a[0]["seq"] + len(a)))
+        assert clients["auto"]._ws is not None and clients["auto"]._ws.subprotocol == "wsps.v1.proto"
+        assert clients["json"]._ws is not None and clients["json"]._ws.subprotocol == "wsps.v1.json"
+        assert clients["auto"]._binary_out, "frames go out in Protobuf once the gateway spoke it"
+        for enc in clients:
+            assert not [e for e in events[enc] if isinstance(e, wsps.ErrorEvent)], enc
+    finally:
+        for client in clients.values():
+            await client.close()
+
+
 async def test_books_held_verified_and_equal_across_gateways_through_a_drain(stack: Stack) -> None:
     """Two clients hold AAPL's book (depth 10 merged, 25 distinct) on different gateways: every checksum matches,
     the same seq is the same book on both, and the drained one's client is out of sync in between,

@@ -24,7 +24,7 @@ const p = await import(process.argv[1])
 console.log(JSON.stringify({
   PROTOCOL_VERSION: p.PROTOCOL_VERSION, ClientOp: p.ClientOp, ServerOp: p.ServerOp, DeliveryMode: p.DeliveryMode,
   ErrorCode: p.ErrorCode, CloseCode: p.CloseCode, ClientCloseCode: p.ClientCloseCode, Disconnect: p.Disconnect, Limits: p.Limits, BAR_INTERVALS: p.BAR_INTERVALS,
-  AUTH_CLOSE_CODES: p.AUTH_CLOSE_CODES, NO_RECONNECT_CODES: p.NO_RECONNECT_CODES
+  AUTH_CLOSE_CODES: p.AUTH_CLOSE_CODES, NO_RECONNECT_CODES: p.NO_RECONNECT_CODES, Subprotocol: p.Subprotocol
 }))
 """
 
@@ -50,6 +50,10 @@ def test_the_protocol_file_is_read(js: dict[str, Any]) -> None:
 
 def test_server_ops(js: dict[str, Any]) -> None:
     assert members(protocol.ServerOp) == js["ServerOp"]
+
+
+def test_subprotocols(js: dict[str, Any]) -> None:
+    assert members(protocol.Subprotocol) == js["Subprotocol"]
 
 
 def test_client_ops_and_delivery_modes(js: dict[str, Any]) -> None:

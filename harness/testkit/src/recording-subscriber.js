@@ -28,7 +28,8 @@ import { longestSilence, ticksDisordered, ticksLost } from './ticks.js'
 
 /**
  * A `ws` WebSocket that also hands every text frame to `tap` (before the
- * client sees it: the client's own handler is `onmessage`).
+ * client sees it: the client's own handler is `onmessage`). It asks for no
+ * subprotocol, so the connection speaks JSON: every frame is text.
  *
  * @param {(text: string) => void} tap
  */
@@ -58,7 +59,7 @@ export class RecordingSubscriber {
   constructor ({ url, symbols, transport = 'auto' }) {
     this.symbols = [...symbols]
     const push = (/** @type {Ev} */ e) => { this.events.push(e) }
-    const client = new WspsClient({ url, WebSocket: tappedWebSocket((text) => this.#frame(text)), transport, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
+    const client = new WspsClient({ url, WebSocket: tappedWebSocket((text) => this.#frame(text)), encoding: 'json', transport, initialBackoffMs: 50, restartJitterMs: 100, symbols: [] })
     this.client = client
     client.on('quote', (e) => {
       const q = e.quote

@@ -1,10 +1,13 @@
 // A WebSocket client for tests that checks the protocol as it reads: every
 // frame recorded, quote state per symbol (the protocol's QuoteReceiver), and
 // any seq gap, duplicate or quote for a symbol it did not subscribe to noted
-// as a problem.
+// as a problem. With `binary` it speaks the binary encoding (subprotocol
+// `wsps.v1.proto`, docs/protocol.md "Binary encoding") both ways, and
+// records the frames decoded: the same objects as a JSON client's.
 
 import WebSocket from 'ws'
-import { QuoteReceiver } from '@wsps/protocol'
+import { QuoteReceiver, Subprotocol } from '@wsps/protocol'
+import { decodeServerFrame, encodeClientFrame } from '@wsps/protocol/proto-codec'
 import { BarReader } from './bar-reader.js'
 import { QuoteReader } from './quote-reader.js'
 import { waitFor } from './wait.js'
@@ -23,7 +26,8 @@ export class TestClient {
    *
    * @param {string} url
    * @param {import('ws').ClientOptions} [options]
-   * @param {{token?: string}} [auth] sent as the first frame `{"op":"auth"}`
+   * @param {{token?: string, binary?: boolean}} [auth] token: sent as the first frame `{"op":"auth"}`;
+   *   binary: ask for `wsps.v1.proto` and speak it
    */
   static async connect (url, options, auth) {
     const c = new TestClient(url, options, auth)
@@ -34,10 +38,14 @@ export class TestClient {
   /**
    * @param {string} url
    * @param {import('ws').ClientOptions} [options]
-   * @param {{token?: string}} [auth] sent as the first frame `{"op":"auth"}`
+   * @param {{token?: string, binary?: boolean}} [auth] token: sent as the first frame `{"op":"auth"}`;
+   *   binary: ask for `wsps.v1.proto` and speak it
    */
-  constructor (url, options, { token } = {}) {
-    this.ws = new WebSocket(url, options)
+  constructor (url, options, { token, binary = false } = {}) {
+    this.binary = binary
+    this.ws = binary ? new WebSocket(url, [Subprotocol.PROTO], options) : new WebSocket(url, options)
+    /** @type {('text' | 'binary')[]} how each frame came */
+    this.kinds = []
     /** Resolves when the socket is open (before any `hello`). */
     this.upgraded = new Promise((resolve) => this.ws.once('open', resolve))
     if (token !== undefined) this.ws.once('open', () => this.send({ op: 'auth', token }))
@@ -73,8 +81,9 @@ export class TestClient {
     this.opened = new Promise((resolve, reject) => {
       this.ws.once('error', reject)
       this.ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode })))
-      this.ws.on('message', (data) => {
-        const msg = JSON.parse(String(data))
+      this.ws.on('message', (data, isBinary) => {
+        this.kinds.push(isBinary ? 'binary' : 'text')
+        const msg = isBinary ? decodeServerFrame(/** @type {Buffer} */ (data)) : JSON.parse(String(data))
         if (msg.op === 'hello') {
           this.hello = msg
           resolve(this)
@@ -123,7 +132,8 @@ export class TestClient {
 
   /** @param {Record<string, unknown>} msg */
   send (msg) {
-    this.ws.send(typeof msg === 'string' ? msg : JSON.stringify(msg))
+    if (typeof msg === 'string') this.ws.send(msg)
+    else this.ws.send(this.binary ? encodeClientFrame(msg) : JSON.stringify(msg))
   }
 
   /**

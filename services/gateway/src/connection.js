@@ -30,9 +30,12 @@ import { Subscriptions } from './subscriptions.js'
  * @property {boolean} open frames may be written (false once a close began)
  * @property {number} bufferedAmount bytes accepted by write() but not yet
  *   handed to the kernel: what the slow-reader limits watch
- * @property {(frame: TextFrame | string, op: ServerOpName) => void} write
+ * @property {boolean} binary frames go in the binary encoding (Protobuf,
+ *   `wsps.v1.proto`), not JSON text; client frames come in it too
+ * @property {(frame: TextFrame | string, op: ServerOpName) => number} write
  *   writes one server frame: a TextFrame (maybe shared by many connections)
- *   or the JSON text of one; `op` is the frame's op
+ *   or the JSON text of one, in the transport's encoding; `op` is the
+ *   frame's op; returns the payload bytes written
  * @property {(disconnect: DisconnectValue) => void} close starts an orderly
  *   close carrying the code and reason (only while open); the transport's
  *   owner reports the close when done
@@ -113,7 +116,7 @@ export class Connection {
     this.#ip = ip
     this.#grants = grants
     this.#authed = authed
-    this.#outbox = new Outbox(ctx.outbox, this.#subs)
+    this.#outbox = new Outbox(ctx.outbox, this.#subs, transport.binary)
   }
 
   get id () { return this.#id }
@@ -135,6 +138,8 @@ export class Connection {
   /** The code the gateway closed with, if it did (a stuck reader never echoes it: 1006). */
   get closeCode () { return this.#closeCode }
   get open () { return this.#transport.open }
+  /** It speaks the binary encoding (`wsps.v1.proto`): its frames, both ways, are Protobuf. */
+  get binary () { return this.#transport.binary }
   get bufferedAmount () { return this.#transport.bufferedAmount }
   /** How far behind the reader is (Outbox.lag). */
   get lag () { return this.#outbox.lag(Date.now()) }
@@ -263,10 +268,10 @@ export class Connection {
    */
   send (frame, op) {
     if (!this.writable()) return
-    this.#transport.write(frame, op)
+    const bytes = this.#transport.write(frame, op)
     const m = this.#ctx.metrics
     m.framesOut[op].inc()
-    m.bytesOut.inc(typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length)
+    m.bytesOut.inc(bytes)
   }
 
   /**

@@ -1,8 +1,11 @@
 // Delta encoding of quotes. The gateway diffs each published quote against
 // the previous one of its symbol ONCE per pod, serializes the delta once, and
-// every subscriber gets the same string.
+// every subscriber gets the same string; in Protobuf too, once, when the
+// first reader of the binary encoding needs it (docs/protocol.md, Binary
+// encoding).
 
 import { QUOTE_FIELDS } from '@wsps/protocol'
+import { encodeQuote, quotesBytes } from '@wsps/protocol/proto-codec'
 import { encodeQuotes } from './protocol.js'
 import { TextFrame } from './text-frame.js'
 
@@ -26,6 +29,10 @@ export class Update {
   #ascii = null
   /** @type {import('./text-frame.js').TextFrame | null} the `q` frame holding only this update */
   #frame = null
+  /** @type {Uint8Array | null} the delta as a Protobuf Quote, encoded once: what binary batches are joined from */
+  #proto = null
+  /** @type {import('./text-frame.js').TextFrame | null} the binary `q` frame holding only this update */
+  #protoFrame = null
   /** Fan-out pass that last sent it (for latency metrics). */
   #tick = -1
 
@@ -75,6 +82,20 @@ export class Update {
    */
   get frame () {
     return this.#frame ??= new TextFrame(encodeQuotes([this.json]))
+  }
+
+  /** @returns {Uint8Array} the delta as a Protobuf Quote message, encoded once */
+  get proto () {
+    return this.#proto ??= encodeQuote(this.fields)
+  }
+
+  /**
+   * @returns {import('./text-frame.js').TextFrame} the binary `q` frame
+   *   holding only this update, shared like `frame` by its subscribers of
+   *   the binary encoding
+   */
+  get protoFrame () {
+    return this.#protoFrame ??= TextFrame.binary(quotesBytes('q', [this.proto]))
   }
 
   /**

@@ -2,12 +2,20 @@
 // browser client.
 
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import { registerProbes } from '@wsps/shared/http-app'
 
 export const BUNDLED_STATIC_DIR = fileURLToPath(new URL('../public/', import.meta.url))
+
+/**
+ * The Protobuf runtime the page's client imports (through its import map,
+ * public/index.html), served at VENDOR_PROTOBUF_PATH: the ESM build of the
+ * @bufbuild/protobuf this gateway runs on.
+ */
+export const VENDOR_PROTOBUF_DIR = dirname(fileURLToPath(import.meta.resolve('@bufbuild/protobuf')))
+export const VENDOR_PROTOBUF_PATH = '/vendor/protobuf/'
 
 /**
  * @param {import('fastify').FastifyInstance<any, any, any, any>} app
@@ -42,6 +50,18 @@ export async function registerHttpRoutes (app, { broker, readiness, registry, st
       index: pageTokenUrl ? false : undefined,
       // The client is small and changes with each release; let browsers
       // revalidate instead of pinning an old protocol module.
+      cacheControl: true,
+      maxAge: 0,
+      setHeaders: (res) => {
+        res.setHeader('X-Content-Type-Options', 'nosniff')
+      }
+    })
+    await app.register(fastifyStatic, {
+      root: VENDOR_PROTOBUF_DIR,
+      prefix: VENDOR_PROTOBUF_PATH,
+      // The first registration decorates the reply already.
+      decorateReply: false,
+      index: false,
       cacheControl: true,
       maxAge: 0,
       setHeaders: (res) => {

@@ -9,7 +9,7 @@
 // skipped alike, and a snapshot of each book's window catches it up. Slow
 // for WSPS_SLOW_CLOSE_MS, the verdict is DISCONNECT.
 
-import { encodeSnap, quotesFrame } from './protocol.js'
+import { binaryQuotesFrame, encodeSnap, quotesFrame } from './protocol.js'
 import { batchBucket } from './metrics.js'
 import { DISTINCT } from './delivery.js'
 import { TextFrame } from './text-frame.js'
@@ -70,14 +70,18 @@ export class Outbox {
   #queued = false
   /** When the send buffer went over the high-water mark; 0 while it is not. */
   #slowSince = 0
+  /** Its reader speaks the binary encoding: frames are built from the updates' Protobuf bytes. */
+  #binary
 
   /**
    * @param {OutboxContext} ctx
    * @param {Subscriptions} subs read only
+   * @param {boolean} [binary] its reader speaks the binary encoding (`wsps.v1.proto`)
    */
-  constructor (ctx, subs) {
+  constructor (ctx, subs, binary = false) {
     this.#ctx = ctx
     this.#subs = subs
+    this.#binary = binary
   }
 
   /**
@@ -255,7 +259,9 @@ export class Outbox {
     }
     this.#stale = null
     if (quotes.length === 0) return null
-    const frame = new TextFrame(encodeSnap(quotes))
+    // One reader's: its text, and for a binary reader its twin, are its own.
+    const text = new TextFrame(encodeSnap(quotes))
+    const frame = this.#binary ? text.binaryTwin : text
     stats.snaps++
     stats.bytes += frame.length
     return frame
@@ -281,7 +287,7 @@ export class Outbox {
       // The common case (one symbol changed in the window): every subscriber
       // of the update shares one frame, framed once.
       const u = pending[0]
-      frame = u.frame
+      frame = this.#binary ? u.protoFrame : u.frame
       if (u.sentIn(tick)) stats.sent.push(u)
       if (u.trace !== null) stats.traced.push(u)
     } else {
@@ -289,7 +295,7 @@ export class Outbox {
         if (u.sentIn(tick)) stats.sent.push(u)
         if (u.trace !== null) stats.traced.push(u)
       }
-      frame = quotesFrame(pending)
+      frame = this.#binary ? binaryQuotesFrame(pending) : quotesFrame(pending)
     }
     stats.bytes += frame.length
     pending.length = 0

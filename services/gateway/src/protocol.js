@@ -4,6 +4,7 @@
 
 import { BOOK_DEPTHS } from '@wsps/protocol/book'
 import { BAR_INTERVALS, ClientOp, DeliveryMode, EPOCH_PATTERN, ErrorCode, Limits, PROTOCOL_VERSION, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
+import { decodeClientFrame, quotesLength, writeQuotes } from '@wsps/protocol/proto-codec'
 import { TextFrame } from './text-frame.js'
 
 /** Symbols accepted in one sub/unsub request. */
@@ -56,14 +57,33 @@ function validId (id) {
 }
 
 /**
- * Parses one client frame. Never throws: every bad input maps to a code.
+ * Parses one client frame: a text message is JSON, a binary one (on a
+ * connection of the `wsps.v1.proto` subprotocol, `binary`) a Protobuf
+ * ClientFrame, read into the object its JSON would be and validated by the
+ * same rules, so both encodings get the same codes. Bytes that are no
+ * ClientFrame, or a binary message on a JSON connection, are BAD_FRAME.
+ * A `wsps.v1.proto` connection may still send JSON text: a client sends it
+ * until the gateway's first binary frame shows the gateway speaks
+ * Protobuf (a gateway that knows no subprotocol echoes the first one
+ * asked, and speaks JSON; docs/protocol.md, Binary encoding). Never
+ * throws: every bad input maps to a code.
  *
  * @param {Buffer | ArrayBuffer | Buffer[]} data
  * @param {boolean} isBinary
+ * @param {boolean} [binary] the connection speaks the binary encoding
  * @returns {ParseResult}
  */
-export function parseClientFrame (data, isBinary) {
-  if (isBinary) return fail(ErrorCode.BAD_FRAME, 'binary frames are not supported; send JSON text')
+export function parseClientFrame (data, isBinary, binary = false) {
+  if (binary && isBinary) {
+    let msg
+    try {
+      msg = decodeClientFrame(Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data)
+    } catch {
+      return fail(ErrorCode.BAD_FRAME, 'frame is not a wsps.v1 ClientFrame')
+    }
+    return parseMessage(msg)
+  }
+  if (isBinary) return fail(ErrorCode.BAD_FRAME, 'binary frames are not supported on wsps.v1.json; send JSON text')
   let msg
   try {
     msg = JSON.parse(String(data))
@@ -73,6 +93,16 @@ export function parseClientFrame (data, isBinary) {
   if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
     return fail(ErrorCode.BAD_REQUEST, 'frame must be a JSON object')
   }
+  return parseMessage(msg)
+}
+
+/**
+ * Validates a client frame's object, whichever encoding it came in.
+ *
+ * @param {Record<string, any>} msg
+ * @returns {ParseResult}
+ */
+function parseMessage (msg) {
   const { op, id } = msg
   if (id !== undefined && !validId(id)) {
     return fail(ErrorCode.BAD_REQUEST, `id must be a number or a string of at most ${MAX_ID_LENGTH} characters`)
@@ -503,4 +533,16 @@ export function quotesFrame (deltas) {
   let text = QUOTES_HEAD + deltas[0].json
   for (let i = 1; i < deltas.length; i++) text += ',' + deltas[i].json
   return TextFrame.ascii(text + ']}')
+}
+
+/**
+ * quotesFrame() for a reader of the binary encoding: one `q` frame joined
+ * from the deltas' Protobuf bytes, each encoded once (delta.js Update.proto).
+ *
+ * @param {readonly {proto: Uint8Array}[]} deltas at least one
+ * @returns {TextFrame}
+ */
+export function binaryQuotesFrame (deltas) {
+  const parts = deltas.map((d) => d.proto)
+  return TextFrame.binaryFilled(quotesLength('q', parts), (wire, at) => writeQuotes(wire, at, 'q', parts))
 }

@@ -167,7 +167,7 @@ export class Sessions {
    * @param {boolean} isBinary
    */
   #handle (client, data, isBinary) {
-    const parsed = parseClientFrame(data, isBinary)
+    const parsed = parseClientFrame(data, isBinary, client.binary)
     if (!parsed.ok) {
       this.reject(client, parsed.error)
       return

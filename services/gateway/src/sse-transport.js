@@ -45,6 +45,11 @@ export class SseTransport {
     this.#connection = connection
   }
 
+  /** SSE frames are JSON text, always. */
+  get binary () {
+    return false
+  }
+
   get open () {
     return this.#open
   }
@@ -59,12 +64,14 @@ export class SseTransport {
    *
    * @param {import('./text-frame.js').TextFrame | string} frame a frame or its JSON text
    * @param {import('@wsps/protocol').ServerOpName} op
+   * @returns {number} the frame's bytes (its JSON)
    */
   write (frame, op) {
-    if (!this.#open) return
+    if (!this.#open) return 0
     const text = typeof frame === 'string' ? frame : frame.payload.toString()
     // JSON.stringify never emits a raw newline, so one data: line holds it.
     this.#res.write(`id: ${this.#nextId++}\nevent: ${op}\ndata: ${text}\n\n`)
+    return typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length
   }
 
   /**

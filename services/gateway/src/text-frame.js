@@ -24,9 +24,21 @@
 // major GCs (docs/benchmarks/experiments.md#frame-strings-2026-11-26, record
 // in commit d58bb62: with strings, 1.6-2x the deliveries at p99 <= 100 ms). A frame shared
 // by many readers stays a Buffer: written as is, with no copy per reader.
+//
+// A connection that negotiated the binary encoding (`wsps.v1.proto`,
+// docs/protocol.md "Binary encoding") gets the same frame as a binary
+// message of Protobuf bytes: its twin, made from the JSON when the first
+// such connection needs it and kept with the frame, so an update shared by
+// many readers is encoded once per encoding, and not at all in Protobuf
+// while nobody reads Protobuf. Quote updates build their binary frames
+// from bytes encoded once per update (delta.js), without the JSON.
 
-/** FIN + opcode 1 (text): the first byte of every frame built here. */
+import { encodeServerFrame } from '@wsps/protocol/proto-codec'
+
+/** FIN + opcode 1 (text): the first byte of every text frame built here. */
 const FIN_TEXT = 0x81
+/** FIN + opcode 2 (binary): the first byte of a binary (Protobuf) frame. */
+const FIN_BINARY = 0x82
 const COMMA = 0x2c
 
 export class TextFrame {
@@ -39,6 +51,10 @@ export class TextFrame {
   length
   /** Where the payload starts in `wire`. */
   #head
+  /** A binary message (Protobuf bytes), not a text one (JSON). */
+  binary = false
+  /** @type {TextFrame | null} this text frame as a binary one, made when first asked */
+  #twin = null
 
   /**
    * @param {string | number} text the frame's JSON text, or (TextFrame.join)
@@ -112,6 +128,48 @@ export class TextFrame {
    */
   static ascii (text) {
     return new TextFrame(text, true)
+  }
+
+  /**
+   * A binary frame of Protobuf bytes (proto-codec.js).
+   *
+   * @param {Uint8Array} bytes
+   * @returns {TextFrame}
+   */
+  static binary (bytes) {
+    const frame = new TextFrame(bytes.length)
+    const wire = /** @type {Buffer} */ (frame.wire)
+    wire[0] = FIN_BINARY
+    wire.set(bytes, frame.#head)
+    frame.binary = true
+    return frame
+  }
+
+  /**
+   * A binary frame of `n` payload bytes that `fill` writes in place (no
+   * copy: a reader's batch, joined from bytes encoded once).
+   *
+   * @param {number} n
+   * @param {(wire: Buffer, at: number) => void} fill writes the payload into `wire` from `at`
+   * @returns {TextFrame}
+   */
+  static binaryFilled (n, fill) {
+    const frame = new TextFrame(n)
+    const wire = /** @type {Buffer} */ (frame.wire)
+    wire[0] = FIN_BINARY
+    fill(wire, frame.#head)
+    frame.binary = true
+    return frame
+  }
+
+  /**
+   * @returns {TextFrame} the frame for a connection of the binary
+   *   encoding: itself when binary already, else its JSON encoded in
+   *   Protobuf once, on the first call, and kept
+   */
+  get binaryTwin () {
+    if (this.binary) return this
+    return this.#twin ??= TextFrame.binary(encodeServerFrame(JSON.parse(String(this.payload))))
   }
 
   /**

@@ -5,12 +5,27 @@
 
 import { STATUS_CODES } from 'node:http'
 import { WebSocketServer } from 'ws'
-import { Disconnect } from '@wsps/protocol'
+import { Disconnect, Subprotocol } from '@wsps/protocol'
 import { bearerOf, hasQueryToken } from './auth.js'
 import { CompressionBudget, deflateOptions } from './compression.js'
 import { WsTransport, transportOf } from './ws-transport.js'
 
 export const WS_PATH = '/ws'
+
+/**
+ * The subprotocol of an upgrade (`Sec-WebSocket-Protocol`): the first of
+ * the client's list the gateway speaks, in the client's order of
+ * preference. A list naming neither is answered with no subprotocol: the
+ * connection speaks JSON, as one that asked for none (docs/protocol.md,
+ * Binary encoding).
+ *
+ * @param {Set<string>} protocols the client's, in its order
+ * @returns {string | false}
+ */
+export function chooseSubprotocol (protocols) {
+  for (const p of protocols) if (p === Subprotocol.PROTO || p === Subprotocol.JSON) return p
+  return false
+}
 
 /**
  * @param {import('node:stream').Duplex} socket
@@ -60,6 +75,7 @@ export class WsServer {
       maxPayload,
       perMessageDeflate: deflateOptions(compression),
       clientTracking: false,
+      handleProtocols: chooseSubprotocol,
       // Pings are answered by Sessions.onPing, under the rate limit.
       autoPong: false
     })

@@ -13,10 +13,18 @@
 // private fields. `ws` is pinned to an exact version in
 // services/gateway/package.json for it, and ws-internals.test.js fails
 // loudly when an upgrade changes what the fast path relies on.
+//
+// The socket's subprotocol decides the encoding of every frame it gets
+// (docs/protocol.md, Binary encoding): a socket of `wsps.v1.proto` gets
+// each frame's binary twin (text-frame.js), shared like the text one, and
+// a connection's own reply (an ack, an error: JSON text of one connection)
+// encoded in Protobuf here.
 
-import { ReadyState } from '@wsps/protocol'
+import { ReadyState, Subprotocol } from '@wsps/protocol'
+import { encodeServerFrame } from '@wsps/protocol/proto-codec'
 
 const TEXT = Object.freeze({ binary: false })
+const BINARY = Object.freeze({ binary: true })
 
 /** `ws`'s Sender state while it sends at once (sender.js: DEFAULT). */
 const SENDER_IDLE = 0
@@ -51,6 +59,8 @@ export function transportOf (ws) {
 
 export class WsTransport {
   #ws
+  /** Frames go as Protobuf binary messages: the socket negotiated `wsps.v1.proto`. */
+  #binary
   /** @type {import('./connection.js').Connection | null} */
   #connection = null
 
@@ -62,6 +72,7 @@ export class WsTransport {
    */
   constructor (ws, events) {
     this.#ws = ws
+    this.#binary = ws.protocol === Subprotocol.PROTO
     Object.defineProperty(ws, kTransport, { value: this })
     for (const [event, handler] of Object.entries(events)) ws.on(event, handler)
   }
@@ -92,6 +103,11 @@ export class WsTransport {
     return connection
   }
 
+  /** Frames go as Protobuf binary messages (`wsps.v1.proto`), not JSON text. */
+  get binary () {
+    return this.#binary
+  }
+
   /** Frames may be written. */
   get open () {
     return this.#ws.readyState === ReadyState.OPEN
@@ -103,7 +119,8 @@ export class WsTransport {
   }
 
   /**
-   * Writes one server frame as a text message. A frame built once for
+   * Writes one server frame as a text message, or as a binary one when
+   * the socket speaks Protobuf (its twin, text-frame.js). A frame built once for
    * every recipient goes out with one socket write, when that cannot
    * interleave with what `ws` sends itself: the socket is open, it
    * negotiated no per-message compression (the frame would need RSV1 and a
@@ -117,14 +134,21 @@ export class WsTransport {
    * bufferedAmount counts.
    *
    * @param {import('./text-frame.js').TextFrame | string} frame
-   * @param {import('@wsps/protocol').ServerOpName} _op every frame is a text message, whatever its op
+   * @param {import('@wsps/protocol').ServerOpName} _op every frame is one message of the socket's encoding, whatever its op
+   * @returns {number} the payload's bytes
    */
   write (frame, _op) {
     const ws = this.#ws
     if (typeof frame === 'string') {
-      ws.send(frame, TEXT)
-      return
+      if (!this.#binary) {
+        ws.send(frame, TEXT)
+        return Buffer.byteLength(frame)
+      }
+      const bytes = encodeServerFrame(JSON.parse(frame))
+      ws.send(bytes, BINARY)
+      return bytes.length
     }
+    if (this.#binary) frame = frame.binaryTwin
     const internals = /** @type {WsInternals} */ (/** @type {unknown} */ (ws))
     const sender = internals._sender
     if (ws.readyState === ReadyState.OPEN && sender._state === SENDER_IDLE && sender._queue.length === 0 &&
@@ -133,8 +157,9 @@ export class WsTransport {
       if (typeof wire === 'string') internals._socket.write(wire, 'latin1')
       else internals._socket.write(wire)
     } else {
-      ws.send(frame.payload, TEXT)
+      ws.send(frame.payload, frame.binary ? BINARY : TEXT)
     }
+    return frame.length
   }
 
   /** @param {import('@wsps/protocol').Disconnect} disconnect starts the closing handshake with its code and reason */

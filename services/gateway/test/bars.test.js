@@ -149,13 +149,14 @@ test('delayed: no bar ever holds a tick newer than the delay, in the backfill or
   const leaks = []
   const write = ws.write.bind(ws)
   ws.write = (frame, op) => {
-    write(frame, op)
+    const bytes = write(frame, op)
     const f = ws.sent.at(-1)
     const at = Date.now()
     const all = f.op === 'bars' ? [...f.bars, ...(f.current ? [f.current] : [])] : f.op === 'bar' ? [f.bar] : []
     // `last` is the seq: a bar's high is its newest tick.
     for (const b of all) if (!(/** @type {number} */ (tsOf.get(b.h)) <= at - DELAY)) leaks.push(`seq ${b.h} is ${at - /** @type {number} */ (tsOf.get(b.h))} ms old`)
     if (f.op === 'bars' || f.op === 'bar') assert.equal(f.delayed, true, 'delayed frames say so')
+    return bytes
   }
   bars.add(c, 'AAPL', '1s', 10)
   while (Date.now() - start < 2500) {

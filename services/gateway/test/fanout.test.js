@@ -65,7 +65,7 @@ test('every subscriber of an update gets the same frame buffer', async () => {
   const { hub, clients, pass } = await live(['AAPL'], 3)
   /** @type {unknown[]} */
   const raw = []
-  for (const { ws } of clients) ws.write = (/** @type {unknown} */ d) => { raw.push(d) }
+  for (const { ws } of clients) ws.write = (/** @type {any} */ d) => { raw.push(d); return d.length }
   hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
   pass()
   assert.equal(raw.length, 3)
@@ -309,7 +309,7 @@ test('a pass takes one latency sample per update, at its last subscriber\'s writ
   const { hub, clients, pass, metrics } = await live(['AAPL'], 600)
   const slow = clients[599].ws
   const write = slow.write.bind(slow)
-  slow.write = (frame, op) => { const end = Date.now() + 30; while (Date.now() < end); write(frame, op) }
+  slow.write = (frame, op) => { const end = Date.now() + 30; while (Date.now() < end); return write(frame, op) }
   hub.onQuote('AAPL', quote(2, { bid: 1.1 }, 'AAPL'))
   pass()
   await waitFor(() => slow.sent.length === 1, { message: 'the second chunk' })

@@ -20,7 +20,7 @@ function peer (answers = true) {
       transport.readyState = 3
     }
   }
-  const conn = new Connection(transport, /** @type {any} */ ({}), { id: 0, ip: '', grants: null })
+  const conn = new Connection(/** @type {any} */ (transport), /** @type {any} */ ({}), { id: 0, ip: '', grants: null })
   const c = { pings: 0, terminated: false, conn, beat: () => conn.beat() }
   return c
 }

@@ -4,6 +4,7 @@
 import { random } from '@wsps/testkit/random'
 import pino from 'pino'
 import { OrderBook, decimal } from '@wsps/protocol/book'
+import { decodeServerFrame, encodeServerFrame } from '@wsps/protocol/proto-codec'
 import { Connection } from '../src/connection.js'
 import { Fanout } from '../src/fanout.js'
 import { Hub } from '../src/hub.js'
@@ -60,9 +61,23 @@ export function memoryBroker () {
   }
 }
 
-/** A Transport stand-in: records frames, lets the test set bufferedAmount. */
-export function fakeSocket () {
+/**
+ * A Transport stand-in: records frames (decoded: the objects their JSON,
+ * or with `binary` their Protobuf, reads as), lets the test set
+ * bufferedAmount.
+ *
+ * @param {{binary?: boolean}} [options] binary: it speaks `wsps.v1.proto`
+ */
+export function fakeSocket ({ binary = false } = {}) {
   return {
+    binary,
+    /**
+     * How each frame came: text (JSON, to a JSON socket), binary (built in
+     * Protobuf by the gateway), twin (a text frame's binary twin), encoded
+     * (one connection's JSON text, encoded as the real transport does)
+     * @type {('text' | 'binary' | 'twin' | 'encoded')[]}
+     */
+    kinds: [],
     /** WebSocket readyState values (ReadyState), for the tests' own checks. */
     readyState: 1,
     get open () { return this.readyState === 1 },
@@ -72,7 +87,17 @@ export function fakeSocket () {
     /** @type {{code: number, reason: string} | null} */
     closedWith: null,
     /** @param {import('../src/text-frame.js').TextFrame | string} frame @param {string} _op */
-    write (frame, _op) { this.sent.push(JSON.parse(typeof frame === 'string' ? frame : frame.payload.toString())) },
+    write (frame, _op) {
+      if (this.binary) {
+        this.kinds.push(typeof frame === 'string' ? 'encoded' : frame.binary ? 'binary' : 'twin')
+        const bytes = typeof frame === 'string' ? encodeServerFrame(JSON.parse(frame)) : frame.binaryTwin.payload
+        this.sent.push(decodeServerFrame(/** @type {Uint8Array} */ (bytes)))
+        return bytes.length
+      }
+      this.kinds.push('text')
+      this.sent.push(JSON.parse(typeof frame === 'string' ? frame : frame.payload.toString()))
+      return typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length
+    },
     /** @param {import('@wsps/protocol').Disconnect} d */
     close ({ code, reason }) { this.closedWith = { code, reason }; this.readyState = 2 },
     terminate () { this.readyState = 3 },
@@ -110,9 +135,12 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer =
     retry: (/** @type {Connection} */ c) => fanout.retry(c)
   }
   let ids = 0
-  /** A connection on a fake socket; `c` is the connection too (what the hub holds). */
-  const client = () => {
-    const ws = fakeSocket()
+  /**
+   * A connection on a fake socket; `c` is the connection too (what the hub holds).
+   * @param {{binary?: boolean}} [options] binary: it speaks `wsps.v1.proto`
+   */
+  const client = (options = {}) => {
+    const ws = fakeSocket(options)
     const conn = new Connection(ws, ctx, { id: ++ids, ip: '', grants: null })
     return { ws, conn, c: conn }
   }

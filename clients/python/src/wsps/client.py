@@ -20,6 +20,11 @@ again with their backfill. Over SSE the stream carries the bars of one interval 
 wanted) and is reopened when they change; the others wait, with an ``ErrorEvent`` BAD_BARS,
 until the client is on a WebSocket.
 
+Encodings (docs/protocol.md, Binary encoding): a WebSocket asks for ``wsps.v1.proto`` first and
+``wsps.v1.json`` second (``encoding="json"``: JSON only) and reads whichever the gateway chose
+(encoding.py); its frames go out in Protobuf once the gateway's first binary frame came. The events
+are the same either way. SSE is JSON.
+
 Order books (docs/protocol.md, Order books): ``subscribe_book`` holds each symbol's book at one
 depth by the receiver rules (book.py, ``BookReceiver``), checking every checksum; a gap or a
 checksum that differs resubscribes that book by itself (``book_resyncs``); a lost or quiet
@@ -37,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -50,6 +54,7 @@ from websockets.exceptions import InvalidHandshake
 from .backoff import Retry
 from .bars import BarBook, BarSeries, Wanted
 from .book import BOOK_DEPTHS, BookReceiver, BookVerdict, HeldBook
+from .encoding import ENCODINGS, read_frame, subprotocols, write_frame
 from .errors import ConnectionClosed, WspsError
 from .events import BarEvent, BarsEvent, BookEvent, ErrorEvent, Event, EventStream, FreshEvent, QuoteEvent, RecoveryEvent, StaleEvent, StatusEvent
 from .protocol import (
@@ -63,6 +68,7 @@ from .protocol import (
     ErrorCode,
     Mode,
     ServerOp,
+    Subprotocol,
 )
 from .receiver import Cursor, Outcome, QuoteReceiver
 from .sse import SseRefused, SseStream, stream_url
@@ -136,6 +142,7 @@ class Client:
         *,
         token_in_header: bool = False,
         transport: str = "auto",
+        encoding: str = "auto",
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
         restart_jitter: float = 0.5,
@@ -154,6 +161,8 @@ class Client:
             (a bad token is then refused with HTTP 401) instead of as the first frame
         :param transport: ``"auto"``: WebSocket, and SSE (``GET /sse`` beside the URL) when an
             upgrade is refused; ``"websocket"`` or ``"sse"`` to use only that one
+        :param encoding: a WebSocket's frames: ``"auto"`` asks for Protobuf (``wsps.v1.proto``) first and
+            JSON second and reads whichever the gateway chose; ``"json"`` asks for JSON only
         :param initial_backoff: seconds before the first retry (doubles per failure, equal jitter)
         :param max_backoff: cap of the backoff, seconds
         :param restart_jitter: a 1012 (drain) close is retried within this many seconds
@@ -174,6 +183,11 @@ class Client:
         if transport not in TRANSPORTS:
             raise TypeError(f"wsps.Client: transport must be one of {TRANSPORTS}, not {transport!r}")
         self._transport = transport
+        if encoding not in ENCODINGS:
+            raise TypeError(f"wsps.Client: encoding must be one of {ENCODINGS}, not {encoding!r}")
+        self._subprotocols = subprotocols(encoding)
+        self._binary_out = False
+        """The current WebSocket's frames go out in Protobuf: it negotiated wsps.v1.proto and a binary frame came."""
         self._use_sse = transport == "sse"
         self._sse: SseStream | None = None
         self._last_event_id = ""
@@ -493,18 +507,22 @@ class Client:
         """One connection, from the upgrade to its close: returns the close code and reason."""
         token = await self._get_token() if self._token is not None else None
         headers = {"Authorization": f"Bearer {token}"} if token is not None and self._token_in_header else None
-        ws = await asyncio.wait_for(connect(url, additional_headers=headers, open_timeout=None, max_size=None), self._connect_timeout)
+        ws = await asyncio.wait_for(
+            connect(url, additional_headers=headers, open_timeout=None, max_size=None, subprotocols=self._subprotocols),  # type: ignore[arg-type]
+            self._connect_timeout,
+        )
         self._ws = ws
+        self._binary_out = False
         try:
             if token is not None and not self._token_in_header:
                 # Browsers cannot set headers, and the JS client does the same: the token is the first frame.
-                await ws.send(json.dumps({"op": ClientOp.AUTH.value, "token": token}))
+                await ws.send(self._frame({"op": ClientOp.AUTH.value, "token": token}))
             # Frames before hello are read too: a rejected token is an error frame, then a 4001 close.
             await asyncio.wait_for(self._until_hello(ws), self._connect_timeout)
             probe = asyncio.get_running_loop().create_task(self._probe_quiet(ws)) if self._quiet_after > 0 else None
             try:
-                async for text in ws:
-                    self._on_text(text)
+                async for data in ws:
+                    self._on_message(ws, data)
             finally:
                 if probe is not None:
                     probe.cancel()
@@ -531,7 +549,7 @@ class Client:
             rid = self._next_id
             self._next_id += 1
             try:
-                await ws.send(json.dumps({"op": ClientOp.PING.value, "id": rid}))
+                await ws.send(self._frame({"op": ClientOp.PING.value, "id": rid}))
             except WsClosed:
                 return
             await asyncio.sleep(after)
@@ -544,7 +562,7 @@ class Client:
 
     async def _until_hello(self, ws: ClientConnection) -> None:
         while not self._live.is_set():
-            self._on_text(await ws.recv())
+            self._on_message(ws, await ws.recv())
 
     def _connection_lost(self) -> None:
         """A live connection is gone (any close, 1006 included): every watched symbol is stale from the
@@ -722,13 +740,23 @@ class Client:
 
     # ---- frames -----------------------------------------------------------------
 
+    def _frame(self, frame: dict[str, Any]) -> str | bytes:
+        """A client frame in the current WebSocket's encoding (encoding.py)."""
+        return write_frame(frame, self._binary_out)
+
+    def _on_message(self, ws: ClientConnection, data: str | bytes) -> None:
+        """A WebSocket message: a binary one on a wsps.v1.proto socket shows the gateway speaks Protobuf."""
+        if not self._binary_out and not isinstance(data, str) and ws.subprotocol == Subprotocol.PROTO.value:
+            self._binary_out = True
+        self._on_text(data)
+
     def _on_text(self, text: str | bytes) -> None:
         self._last_frame_at = _now_ms()
         if self._is_quiet:
             self._is_quiet = False
             self._fresh(self._stale.answered())
         try:
-            msg = json.loads(text)
+            msg = read_frame(text)
             if not isinstance(msg, dict):
                 raise ValueError("not an object")
             op = msg.get("op")
@@ -1060,11 +1088,11 @@ class Client:
             frame.update(delivery.to_wire())
         if extra:
             frame.update(extra)
-        asyncio.get_running_loop().create_task(self._send(ws, json.dumps(frame)))
+        asyncio.get_running_loop().create_task(self._send(ws, self._frame(frame)))
         return future
 
     @staticmethod
-    async def _send(ws: ClientConnection, text: str) -> None:
+    async def _send(ws: ClientConnection, text: str | bytes) -> None:
         try:
             await ws.send(text)
         except WsClosed:

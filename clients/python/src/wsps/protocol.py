@@ -18,6 +18,13 @@ DEFAULT_BACKFILL = 50
 """Closed bars sent first when a bars ``sub`` names no ``backfill``."""
 
 
+class Subprotocol(str, enum.Enum):
+    """The WebSocket subprotocols of v1, one per encoding of the same frames (docs/protocol.md, Binary encoding)."""
+
+    JSON = "wsps.v1.json"
+    PROTO = "wsps.v1.proto"
+
+
 class ClientOp(str, enum.Enum):
     SUB = "sub"
     UNSUB = "unsub"

@@ -7,8 +7,23 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after } from 'node:test'
 import { chromium } from 'playwright-core'
+import { decodeClientFrame, decodeServerFrame } from '@wsps/protocol/proto-codec'
 
 export const CHROMIUM = '/usr/bin/chromium'
+
+/**
+ * A WebSocket frame the page sent or received, as playwright shows it (a
+ * string for text, a Buffer for binary), read into its object: JSON, or
+ * Protobuf of wsps.v1.proto (docs/protocol.md, Binary encoding).
+ *
+ * @param {string | Buffer} payload
+ * @param {'sent' | 'received'} direction
+ * @returns {any}
+ */
+export function wireFrame (payload, direction) {
+  if (typeof payload === 'string') return JSON.parse(payload)
+  return direction === 'sent' ? decodeClientFrame(payload) : decodeServerFrame(payload)
+}
 
 const ARGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',

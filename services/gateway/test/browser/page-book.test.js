@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
-import { useBrowsers } from './chromium.js'
+import { useBrowsers, wireFrame } from './chromium.js'
 import { bookGateway, scripted } from './stack.js'
 
 const S = 'BTC-USD'
@@ -45,7 +45,7 @@ describe('the depth ladder', { timeout: 60_000 }, () => {
     const { page, errors } = await openPage()
     /** @type {any[]} */
     const sent = []
-    page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => sent.push(JSON.parse(String(payload)))))
+    page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => sent.push(wireFrame(payload, 'sent'))))
     await page.goto(gw.httpUrl)
     assert.equal(await page.isVisible('#ladder'), false, 'no ladder while nothing is selected')
     await add(page, S)

@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { ROOT, waitFor } from '@wsps/testkit'
-import { useBrowsers } from './chromium.js'
+import { useBrowsers, wireFrame } from './chromium.js'
 import { PAGE_TOKEN_PATH, reachToken, useReachStack } from './stack.js'
 
 const ARTIFACTS = join(ROOT, 'artifacts')
@@ -31,8 +31,8 @@ async function newPage () {
   /** @type {any[]} */
   const received = []
   page.on('websocket', (ws) => {
-    ws.on('framesent', ({ payload }) => sent.push(JSON.parse(String(payload))))
-    ws.on('framereceived', ({ payload }) => received.push(JSON.parse(String(payload))))
+    ws.on('framesent', ({ payload }) => sent.push(wireFrame(payload, 'sent')))
+    ws.on('framereceived', ({ payload }) => received.push(wireFrame(payload, 'received')))
   })
   return { page, errors, sent, received }
 }

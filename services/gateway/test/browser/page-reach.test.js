@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { waitFor } from '@wsps/testkit'
-import { useBrowsers } from './chromium.js'
+import { useBrowsers, wireFrame } from './chromium.js'
 import { PAGE_TOKEN_PATH, reachToken, useReachStack } from './stack.js'
 
 const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
@@ -150,7 +150,7 @@ describe('the page where WebSocket does not reach, and with auth on', { timeout:
     })
     /** @type {any[]} */
     const sent = []
-    page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => sent.push({ url: ws.url(), msg: JSON.parse(String(payload)) })))
+    page.on('websocket', (ws) => ws.on('framesent', ({ payload }) => sent.push({ url: ws.url(), msg: wireFrame(payload, 'sent') })))
     await page.goto(`${gw.authed.url}/`)
     await add(page, 'AAPL')
     await distinctPrices(page, 'AAPL', 2)

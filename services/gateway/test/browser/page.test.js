@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { ROOT, useStack, waitFor } from '@wsps/testkit'
-import { launchChromium } from './chromium.js'
+import { launchChromium, wireFrame } from './chromium.js'
 
 const ARTIFACTS = join(ROOT, 'artifacts')
 const PRICE = /^\d{1,3}(,\d{3})*\.\d{2,4}$/
@@ -27,7 +27,7 @@ let a
 /** @type {import('@wsps/testkit').ServiceHandle} */
 let b
 /** Frames the page received, per socket URL, as the browser saw them. */
-/** @type {{url: string, msg: any}[]} */
+/** @type {{url: string, binary?: boolean, msg: any}[]} */
 const frames = []
 /** @type {string[]} */
 const pageErrors = []
@@ -65,7 +65,7 @@ before(async () => {
   })
   page = context.pages()[0] ?? await context.newPage()
   page.on('websocket', (ws) => {
-    ws.on('framereceived', ({ payload }) => frames.push({ url: ws.url(), msg: JSON.parse(String(payload)) }))
+    ws.on('framereceived', ({ payload }) => frames.push({ url: ws.url(), binary: typeof payload !== 'string', msg: wireFrame(payload, 'received') }))
   })
   page.on('pageerror', (err) => pageErrors.push(String(err)))
   page.on('console', (m) => {
@@ -116,6 +116,7 @@ describe('the quote page in Chromium', { timeout: 80_000 }, () => {
     await page.goto(`${a.url}/?ws=${encodeURIComponent(`${a.wsUrl},${b.wsUrl}`)}`)
     await waitFor(async () => (await statusText()) === 'live', { message: 'status live' })
     assert.equal(await page.textContent('#conn-node'), a.name)
+    assert.ok(frames.length > 0 && frames.every((f) => f.binary), 'the page\'s client chose Protobuf (wsps.v1.proto), and the gateway speaks it')
     assert.equal(await page.isVisible('#empty'), true, 'empty-list hint')
     assert.deepEqual(await rowSymbols(), [])
     const focused = await page.evaluate(() => document.activeElement?.id)

@@ -1,0 +1,1 @@
+../../../services/protocol/proto-codec.js
