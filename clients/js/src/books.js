@@ -108,6 +108,19 @@ export class BookSubscriptions {
     return byDepth
   }
 
+  /**
+   * @returns {import('./sse-socket.js').StreamBooks | null} what an SSE stream carries of the
+   *   wanted set: the books of the first one's depth and mode (null: none wanted)
+   */
+  forStream () {
+    const first = this.receiver.symbols[0]
+    if (first === undefined) return null
+    const depth = /** @type {number} */ (this.receiver.depthOf(first))
+    const distinct = this.#distinct.has(first)
+    const symbols = this.receiver.symbols.filter((s) => this.receiver.depthOf(s) === depth && this.#distinct.has(s) === distinct)
+    return { symbols, depth, distinct }
+  }
+
   /** @returns {Map<number, string[]>} the wanted set by depth (a new connection asks for all of it) */
   byDepth () {
     /** @type {Map<number, string[]>} */

@@ -97,6 +97,16 @@ function sameSymbols (a, b) {
 }
 
 /**
+ * @param {import('./sse-socket.js').StreamBooks | null} a
+ * @param {import('./sse-socket.js').StreamBooks | null} b
+ * @returns {boolean} the same books
+ */
+function sameStreamBooks (a, b) {
+  if (a === null || b === null) return a === b
+  return a.depth === b.depth && a.distinct === b.distinct && sameSymbols(a.symbols, b.symbols)
+}
+
+/**
  * @param {import('./sse-socket.js').StreamBars | null} a
  * @param {import('./sse-socket.js').StreamBars | null} b
  * @returns {boolean} the same series (a backfill alone asks for no new one, as over WebSocket)
@@ -140,6 +150,8 @@ export class WspsClient {
   #streamedSince = NO_CURSORS
   /** @type {import('./sse-socket.js').StreamBars | null} SSE: the bar series the current stream was asked for */
   #streamedBars = null
+  /** @type {import('./sse-socket.js').StreamBooks | null} SSE: the books the current stream was asked for */
+  #streamedBooks = null
   /** @type {number | null} how old delayed quotes are, from the last ack that said (`delayMs`) */
   #delayMs = null
   /** Bumped per socket: events of an abandoned socket are ignored. */
@@ -391,8 +403,8 @@ export class WspsClient {
    * (a new depth replaces the old one). A lost update or a checksum that
    * differs makes the client resubscribe that book by itself (counted in
    * bookResyncs); a reconnect asks for every book again (a fresh snapshot,
-   * books are not resumed). WebSocket only: over SSE they wait for a
-   * WebSocket connection.
+   * books are not resumed). Over SSE the stream carries the books of one
+   * depth and mode (the first wanted); the others wait for a WebSocket.
    *
    * @param {string[]} symbols
    * @param {number} depth one of BOOK_DEPTHS (10, 25, 100, 500)
@@ -416,6 +428,8 @@ export class WspsClient {
     if (this.#live && this.#status.transport === Transport.WEBSOCKET) {
       for (const [d, group] of moved) this.#requestBook(ClientOp.UNSUB, group, d)
       this.#requestBook(ClientOp.SUB, send, depth)
+    } else if (this.#live && send.length) {
+      this.#restartStream()
     }
     return result
   }
@@ -428,7 +442,11 @@ export class WspsClient {
    */
   unsubscribeBook (symbols) {
     const removed = this.#books.unwatch(symbols)
-    if (!this.#live || this.#status.transport !== Transport.WEBSOCKET) return
+    if (!this.#live) return
+    if (this.#status.transport === Transport.SSE) {
+      if (removed.size) this.#restartStream()
+      return
+    }
     for (const [depth, group] of removed) this.#requestBook(ClientOp.UNSUB, group, depth)
   }
 
@@ -478,11 +496,13 @@ export class WspsClient {
       // SSE cursors are always held (docs/protocol.md): one held without its quote starts from a snapshot.
       this.#streamedSince = new Map([...this.#cursors(this.#streamed)].filter(([, c]) => c.held !== false))
       this.#streamedBars = transport === Transport.SSE ? this.#bars.forStream() : null
+      this.#streamedBooks = transport === Transport.SSE ? this.#books.forStream() : null
       ws = this.#transports.open(url, {
         symbols: this.#streamed,
         mode: distinct ? 'distinct' : 'merge',
         since: this.#streamedSince,
         bars: this.#streamedBars,
+        books: this.#streamedBooks,
         token,
         onheartbeat: () => { if (gen === this.#gen) this.#liveness.frame() }
       })
@@ -849,7 +869,7 @@ export class WspsClient {
     }
   }
 
-  /** @param {{id?: number | string, code: string, message: string, symbols?: string[], bars?: string}} msg */
+  /** @param {{id?: number | string, code: string, message: string, symbols?: string[], bars?: string, book?: number}} msg */
   #onError (msg) {
     const req = typeof msg.id === 'number' ? this.#inflight.get(msg.id) : undefined
     if (req) this.#inflight.delete(/** @type {number} */ (msg.id))
@@ -858,8 +878,17 @@ export class WspsClient {
     if (msg.symbols) error.symbols = msg.symbols
     if (msg.id !== undefined) error.id = msg.id
     if (typeof msg.bars === 'string') error.bars = msg.bars
+    if (typeof msg.book === 'number') error.book = msg.book
     this.#events.emit('error', error)
 
+    // An SSE stream's books: refused (the error names their depth), or some without a book.
+    const streamBooks = this.#streamedBooks
+    if (!req && streamBooks !== null && (msg.book === streamBooks.depth || msg.code === ErrorCode.NO_BOOK)) {
+      const named = msg.symbols?.length ? msg.symbols : streamBooks.symbols
+      const dropped = msg.code === ErrorCode.NO_BOOK ? this.#books.noBook(named, streamBooks.depth) : this.#books.refuse(named, streamBooks.depth, error)
+      if (dropped.length) this.#events.emit('rejected', { symbols: dropped, error, book: true })
+      return
+    }
     // An SSE stream refused for its bars (the error names their interval).
     const streamBars = this.#streamedBars
     if (!req && typeof msg.bars === 'string' && streamBars !== null && msg.bars === streamBars.interval) {
@@ -1010,8 +1039,17 @@ export class WspsClient {
       // was opening (e.g. a retry after a stream the network cut) are not
       // on it: reopen it with the current set.
       const bars = this.#bars.forStream()
-      if (!sameSymbols(keep, this.#streamed) || !sameStreamBars(bars, this.#streamedBars)) this.#restartStream()
-      else if (bars !== null && bars.symbols.length < this.#bars.size) this.#barsOverSse()
+      const books = this.#books.forStream()
+      if (!sameSymbols(keep, this.#streamed) || !sameStreamBars(bars, this.#streamedBars) || !sameStreamBooks(books, this.#streamedBooks)) {
+        this.#restartStream()
+        return
+      }
+      if (bars !== null && bars.symbols.length < this.#bars.size) this.#barsOverSse()
+      if (books !== null && books.symbols.length < this.#books.size) {
+        this.#events.emit('error', { code: ErrorCode.BAD_BOOK, message: 'an SSE stream carries the books of one depth and mode; the others start once the client is on a WebSocket' })
+      }
+      // A stream's books start from their snapshots.
+      for (const s of books?.symbols ?? []) this.#books.receiver.resync(s, now)
       return
     }
     if (keep.length) this.#requestAll(ClientOp.SUB, keep, since)
@@ -1179,6 +1217,12 @@ export class WspsClient {
    * @param {number} depth
    */
   #requestBook (op, symbols, depth) {
+    if (symbols.length === 0) return
+    // Over SSE a stream carries its books: a new one is opened for them.
+    if (this.#status.transport === Transport.SSE) {
+      this.#restartStream()
+      return
+    }
     if (op === ClientOp.SUB) {
       const distinct = symbols.filter((s) => this.#books.distinct(s))
       if (distinct.length) {

@@ -75,11 +75,17 @@ export class SseParser {
  */
 
 /**
+ * @typedef {{symbols: string[], depth: number, distinct: boolean}} StreamBooks
+ *   a book `sub` as a stream's `book`, `bookSymbols` and `bookMode`
+ */
+
+/**
  * @typedef {object} SseSocketOptions
  * @property {string[]} symbols the watch set of this stream
  * @property {'merge' | 'distinct'} [mode] delivery of every symbol of the stream (default merge)
  * @property {ReadonlyMap<string, {seq: number, epoch: string}>} [since] symbols it resumes (docs/protocol.md, Recovery)
  * @property {StreamBars | null} [bars] the bar series it carries besides the quotes: one interval
+ * @property {StreamBooks | null} [books] the order books it carries: one depth and mode
  * @property {string | null} [token] sent as `Authorization: Bearer`
  * @property {string} [lastEventId] sent as `Last-Event-ID`
  * @property {typeof fetch} [fetch]
@@ -108,7 +114,7 @@ export class SseSocket {
    * @param {string} url the gateway's WebSocket URL (`/ws`); the stream is at `/sse` beside it
    * @param {SseSocketOptions} options
    */
-  constructor (url, { symbols, mode = 'merge', since, bars = null, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
+  constructor (url, { symbols, mode = 'merge', since, bars = null, books = null, token = null, lastEventId = '', fetch: fetchFn = globalThis.fetch }) {
     const u = new URL(sseUrlFor(url))
     u.searchParams.set('symbols', symbols.join(','))
     if (mode !== 'merge') u.searchParams.set('mode', mode)
@@ -118,6 +124,11 @@ export class SseSocket {
       u.searchParams.set('barSymbols', bars.symbols.join(','))
       u.searchParams.set('backfill', String(bars.backfill))
       if (bars.delayed !== undefined) u.searchParams.set('barDelayed', String(bars.delayed))
+    }
+    if (books?.symbols.length) {
+      u.searchParams.set('book', String(books.depth))
+      u.searchParams.set('bookSymbols', books.symbols.join(','))
+      if (books.distinct) u.searchParams.set('bookMode', 'distinct')
     }
     this.url = u.href
     this.#parser.lastEventId = lastEventId

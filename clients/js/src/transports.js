@@ -53,18 +53,19 @@ export class Transports {
    * @param {'merge' | 'distinct'} [request.mode] SSE: the stream's delivery
    * @param {ReadonlyMap<string, {seq: number, epoch: string}>} [request.since] SSE: the symbols it resumes
    * @param {import('./sse-socket.js').StreamBars | null} [request.bars] SSE: the bar series it carries
+   * @param {import('./sse-socket.js').StreamBooks | null} [request.books] SSE: the books it carries
    * @param {string | null} request.token SSE: sent as a header
    * @param {() => void} request.onheartbeat SSE: a heartbeat comment arrived
    * @returns {SocketLike}
    */
-  open (url, { symbols, mode, since, bars, token, onheartbeat }) {
+  open (url, { symbols, mode, since, bars, books, token, onheartbeat }) {
     if (!this.#useSse) {
       const ws = new /** @type {SocketConstructor} */ (this.#WebSocket)(url, this.#protocols)
       // Binary messages as bytes at once (a browser's default, a Blob, is read asynchronously).
       ws.binaryType = 'arraybuffer'
       return ws
     }
-    const stream = new SseSocket(url, { symbols, mode, since, bars, token, lastEventId: this.#lastEventId, fetch: this.#fetch })
+    const stream = new SseSocket(url, { symbols, mode, since, bars, books, token, lastEventId: this.#lastEventId, fetch: this.#fetch })
     stream.onheartbeat = onheartbeat
     return stream
   }

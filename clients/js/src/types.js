@@ -72,6 +72,7 @@ export const Status = Object.freeze({
  * @property {string[]} [symbols]
  * @property {number | string} [id]
  * @property {string} [bars] an SSE stream refused for its bars: their interval
+ * @property {number} [book] an SSE stream refused for its books: their depth
  *
  * @typedef {object} QuoteEvent
  * @property {string} symbol

@@ -22,12 +22,13 @@ import { sleep, waitFor } from './wait.js'
  * @param {string | string[]} url the gateways, in the order tried
  * @param {string[]} symbols
  * @param {number} depth
- * @param {{waitMs?: number}} [options] waitMs: ask again until every symbol has a book, for this long (a venue
- *   stream's books appear once a fetcher subscribed them); 0 (default): every symbol must have one at once
+ * @param {{waitMs?: number, transport?: 'auto' | 'websocket' | 'sse'}} [options] waitMs: ask again until every
+ *   symbol has a book, for this long (a venue stream's books appear once a fetcher subscribed them); 0
+ *   (default): every symbol must have one at once. transport: the client's (default auto)
  * @returns {Promise<BookHolder>} close its client when done
  */
-export async function holdBooks (url, symbols, depth, { waitMs = 0 } = {}) {
-  const client = new WspsClient({ url: Array.isArray(url) ? url : [url], WebSocket, initialBackoffMs: 50, symbols: [] })
+export async function holdBooks (url, symbols, depth, { waitMs = 0, transport = 'auto' } = {}) {
+  const client = new WspsClient({ url: Array.isArray(url) ? url : [url], WebSocket, initialBackoffMs: 50, symbols: [], transport })
   /** @type {HeldBook[]} */
   const held = []
   client.on('book', ({ symbol, book }) => held.push({ symbol, seq: book.seq, sync: book.sync, top: JSON.stringify({ bids: book.bids, asks: book.asks }) }))

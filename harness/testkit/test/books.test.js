@@ -13,7 +13,8 @@ import { after, test } from 'node:test'
 import { OrderBook } from '@wsps/protocol/book'
 import { readBook } from '@wsps/shared/books'
 import { redisKeys } from '@wsps/shared/keys'
-import { GATEWAY_MAIN, holdBooks, setUp, sleep, startToxiproxy, useStack, waitFor } from '../src/index.js'
+import { BookReceiver, BookVerdict } from '@wsps/protocol/book-receiver'
+import { GATEWAY_MAIN, SseStream, holdBooks, setUp, sleep, startToxiproxy, useStack, waitFor } from '../src/index.js'
 
 const SYMBOLS = ['BK1', 'BK2']
 const DEPTHS = [10, 25]
@@ -87,9 +88,10 @@ async function reference () {
  *
  * @param {string | string[]} url the gateways, in the order tried
  * @param {number} depth
+ * @param {'auto' | 'sse'} [transport]
  */
-async function holder (url, depth) {
-  const h = await holdBooks(url, SYMBOLS, depth)
+async function holder (url, depth, transport = /** @type {'auto' | 'sse'} */ ('auto')) {
+  const h = await holdBooks(url, SYMBOLS, depth, { transport })
   closers.push(h.client)
   return h
 }
@@ -180,4 +182,48 @@ test('a gateway drained (SIGTERM): its book holders move to the other, are out o
   const after = compare(holders, ref)
   assert.ok(after >= before + 30, `books compared after the drain: ${after - before}`)
   assert.deepEqual(holders.map((h) => h.client.bookResyncs), [0, 0], 'no gap or checksum mismatch')
+})
+
+test('books over SSE: a stream carries the books of one depth (GET /sse?book=&bookSymbols=), checked frame by frame; a client on SSE holds the published books; bad book parameters are 400 BAD_BOOK', async (t) => {
+  const gw = on.gw
+  const base = gw.url
+  for (const [query, named] of /** @type {[string, object][]} */ ([['book=7&bookSymbols=BK1', { book: 7 }], ['bookSymbols=BK1', {}], ['book=10', { book: 10 }], ['book=10&bookSymbols=BK1&bookMode=fast', { book: 10 }]])) {
+    const bad = await SseStream.open(`${base}/sse?${query}`)
+    assert.equal(bad.status, 400, query)
+    assert.deepEqual({ ...JSON.parse(bad.body), message: undefined }, { op: 'error', code: 'BAD_BOOK', message: undefined, ...named }, query)
+  }
+
+  // The client first: its books are made for it (they may not be yet), then the stream and the reference.
+  const sseClient = await holder(gw.wsUrl, 10, 'sse')
+  assert.equal(sseClient.client.status.transport, 'sse')
+  const s = await SseStream.open(`${base}/sse?book=25&bookSymbols=${SYMBOLS.join(',')}&bookMode=distinct`)
+  t.after(() => s.close())
+  assert.equal(s.status, 200, s.body)
+  const ref = await reference()
+  await moving(ref, 30)
+  await sleep(200)
+  const receiver = new BookReceiver()
+  for (const sym of SYMBOLS) receiver.want(sym, 25)
+  /** @type {Record<string, number>} */
+  const verdicts = {}
+  let compared = 0
+  for (const e of s.events) {
+    if (e.event !== 'book' && e.event !== 'levels') continue
+    const v = receiver.frame(e.data)
+    verdicts[v] = (verdicts[v] ?? 0) + 1
+    const held = receiver.book(e.data.symbol)
+    const want = ref.at.get(`${e.data.symbol} 25 ${e.data.seq}`)
+    if (v === BookVerdict.APPLIED && held?.sync && want !== undefined) {
+      assert.equal(JSON.stringify({ bids: held.bids, asks: held.asks }), want, `${e.data.symbol} at seq ${e.data.seq} over SSE`)
+      compared++
+    }
+  }
+  const names = s.events.map((e) => e.event)
+  assert.deepEqual(names.slice(0, 3), ['hello', 'ack', 'ack'], 'hello, the quotes\' ack, the books\' ack')
+  assert.deepEqual(s.events[2].data, { op: 'ack', symbols: SYMBOLS, book: 25 })
+  assert.deepEqual(Object.keys(verdicts), [BookVerdict.APPLIED], `every frame applied and checked: ${JSON.stringify(verdicts)}`)
+  assert.ok(compared >= 30, `books compared over the raw stream: ${compared}`)
+  const viaClient = compare([sseClient], ref)
+  assert.ok(viaClient >= 10, `books compared on the SSE client: ${viaClient}`)
+  assert.equal(sseClient.client.bookResyncs, 0)
 })

@@ -31,7 +31,7 @@ const MAX_TOKEN_LENGTH = 8192
  * @typedef {{op: 'ping', id?: number | string}} PingRequest
  * @typedef {{op: 'auth', token: string, id?: number | string}} AuthRequest
  * @typedef {SymbolsRequest | PingRequest | AuthRequest} Request
- * @typedef {{code: string, message: string, id?: number | string, symbols?: string[], bars?: string}} ProtocolError
+ * @typedef {{code: string, message: string, id?: number | string, symbols?: string[], bars?: string, book?: number}} ProtocolError
  *   bars: a GET /sse refused for its bars names their interval (docs/protocol.md)
  * @typedef {{ok: true, request: Request} | {ok: false, error: ProtocolError}} ParseResult
  */
@@ -283,6 +283,29 @@ export function parseStreamBars ({ bars, backfill, barDelayed }, symbols) {
   }
   const bad = parseStreamDelayed(barDelayed, request, 'barDelayed')
   return bad ?? { ok: true, request }
+}
+
+/**
+ * The book `sub` a GET /sse asks for besides its quotes (docs/protocol.md,
+ * Server-Sent Events): `book` (the depth), `bookSymbols` (its symbols) and
+ * `bookMode`, read by the rules of a WebSocket book sub (BAD_BOOK), as is
+ * `bookSymbols` or `bookMode` without `book`, or `book` without `bookSymbols`.
+ *
+ * @param {{book?: unknown, bookMode?: unknown}} query
+ * @param {string[]} symbols `bookSymbols`, already validated (empty: none given)
+ * @returns {{ok: true, request: (SymbolsRequest & {book: number}) | null} | {ok: false, error: ProtocolError}} null: no books asked for
+ */
+export function parseStreamBook ({ book, bookMode }, symbols) {
+  if (book === undefined) {
+    if (symbols.length || bookMode !== undefined) return fail(ErrorCode.BAD_BOOK, 'bookSymbols and bookMode belong to book')
+    return { ok: true, request: null }
+  }
+  if (symbols.length === 0) return fail(ErrorCode.BAD_BOOK, 'book needs bookSymbols')
+  /** @type {SymbolsRequest} */
+  const request = { op: ClientOp.SUB, symbols }
+  const depth = typeof book === 'string' && /^\d{1,3}$/.test(book) ? Number(book) : NaN
+  const bad = parseBook({ op: ClientOp.SUB, book: depth, ...(bookMode === undefined ? {} : { mode: bookMode }) }, request)
+  return bad ? fail(ErrorCode.BAD_BOOK, bad) : { ok: true, request: /** @type {SymbolsRequest & {book: number}} */ (request) }
 }
 
 /**

@@ -16,12 +16,16 @@
 // (`bars=1m&barSymbols=AAPL`): a bars `sub` applied after the quote sub,
 // checked before the stream opens by the rules of a WebSocket bars sub
 // (bar-requests.js barsRefusal()); a refusal of it names the interval
-// (`"bars":"1m"`), so a client can tell it from one of its quotes.
+// (`"bars":"1m"`), so a client can tell it from one of its quotes. And the
+// order books of one depth (`book=10&bookSymbols=BTC-USD`, `bookMode`),
+// checked by the rules of a WebSocket book sub (book-requests.js
+// bookRefusal()); a refusal of it names the depth (`"book":10`).
 
 import { ClientOp, ErrorCode, SYMBOL_PATTERN, ServerOp } from '@wsps/protocol'
 import { bearerOf } from './auth.js'
 import { barsRefusal } from './bars/bar-requests.js'
-import { encodeAck, encodeError, parseStreamBars, parseStreamSub } from './protocol.js'
+import { bookRefusal } from './books/book-requests.js'
+import { encodeAck, encodeError, parseStreamBars, parseStreamBook, parseStreamSub } from './protocol.js'
 import { SseTransport, firstEventId } from './sse-transport.js'
 
 export const SSE_PATH = '/sse'
@@ -33,6 +37,7 @@ const ABNORMAL = 1006
  * @typedef {import('./protocol.js').ProtocolError} ProtocolError
  * @typedef {{ok: true, symbols: string[]} | {ok: false, error: ProtocolError}} SymbolsResult
  * @typedef {import('./protocol.js').SymbolsRequest & {bars: string}} BarsRequest
+ * @typedef {import('./protocol.js').SymbolsRequest & {book: number}} BookRequest
  */
 
 /**
@@ -97,7 +102,8 @@ export class SseServer {
     const symbols = parseSymbols(query.symbols, this.#maxSubscriptions)
     const sub = symbols.ok ? parseStreamSub(query, symbols.symbols) : null
     const bars = sub?.ok ? this.#parseBars(query) : null
-    const parsed = sub !== null && !sub.ok ? sub : bars !== null && !bars.ok ? bars : symbols
+    const book = bars?.ok ? this.#parseBook(query) : null
+    const parsed = sub !== null && !sub.ok ? sub : bars !== null && !bars.ok ? bars : book !== null && !book.ok ? book : symbols
     // EventSource can send no header: ?token= is allowed here only, and
     // masked in every log line (services/shared logger, nginx).
     const token = bearerOf(req) ?? (typeof query.token === 'string' ? query.token : null)
@@ -108,7 +114,11 @@ export class SseServer {
       m.inc({ result: lease.result === 'aborted' ? 'draining' : lease.result })
       if (lease.retryAfter) reply.header('Retry-After', lease.retryAfter)
       // A malformed bars part is named by its interval, as given.
-      const named = parsed === bars && lease.result === 'bad_request' && typeof query.bars === 'string' ? { bars: query.bars.slice(0, 16) } : {}
+      const named = lease.result !== 'bad_request'
+        ? {}
+        : parsed === bars && typeof query.bars === 'string'
+          ? { bars: query.bars.slice(0, 16) }
+          : parsed === book && typeof query.book === 'string' && /^\d{1,3}$/.test(query.book) ? { book: Number(query.book) } : {}
       return refuse(request, reply, lease.status, { code: lease.code, message: lease.message, symbols: lease.symbols, ...named })
     }
     // Real-time asked for (delayed=false) where the token grants delayed only.
@@ -132,8 +142,22 @@ export class SseServer {
         return refuse(request, reply, forbidden ? 403 : 400, { ...refused, bars: barsSub.bars })
       }
     }
+    const bookSub = book?.ok ? book.request : null
+    if (bookSub !== null) {
+      // Its quotes and bars count towards the limit first.
+      const holder = { grants: lease.access.grants, delayedGrants: lease.access.delayed, held: lease.symbols.length + (barsSub?.symbols.length ?? 0) }
+      const refused = this.#sessions.bookRequests === null
+        ? { code: ErrorCode.BAD_BOOK, message: 'books are not served here' }
+        : bookRefusal(holder, bookSub, bookSub.symbols, this.#maxSubscriptions)
+      if (refused !== null) {
+        this.#admission.settle(lease.ip, false)
+        const forbidden = refused.code === ErrorCode.DELAYED_ONLY || refused.code === ErrorCode.NOT_ENTITLED
+        m.inc({ result: forbidden ? 'not_entitled' : 'bad_request' })
+        return refuse(request, reply, forbidden ? 403 : 400, { ...refused, book: bookSub.book })
+      }
+    }
     try {
-      this.#stream(reply, lease, sub?.ok ? sub.request : null, barsSub)
+      this.#stream(reply, lease, sub?.ok ? sub.request : null, barsSub, bookSub)
       m.inc({ result: 'accepted' })
     } finally {
       this.#admission.settle(lease.ip, true)
@@ -153,14 +177,27 @@ export class SseServer {
   }
 
   /**
+   * The books part of a request: `bookSymbols` as `symbols` are read, then
+   * the rest (protocol.js parseStreamBook()).
+   *
+   * @param {Record<string, unknown>} query
+   * @returns {{ok: true, request: BookRequest | null} | {ok: false, error: ProtocolError}}
+   */
+  #parseBook (query) {
+    const symbols = parseSymbols(query.bookSymbols, this.#maxSubscriptions)
+    return symbols.ok ? parseStreamBook(query, symbols.symbols) : symbols
+  }
+
+  /**
    * Turns the response into the connection's event stream.
    *
    * @param {import('fastify').FastifyReply} reply
    * @param {import('./admission.js').Lease} lease
    * @param {import('./protocol.js').SymbolsRequest | null} sub its mode and since, for the symbols of the lease
    * @param {BarsRequest | null} bars its bars sub, admitted
+   * @param {BookRequest | null} book its book sub, admitted
    */
-  #stream (reply, lease, sub, bars) {
+  #stream (reply, lease, sub, bars, book) {
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {
@@ -180,19 +217,20 @@ export class SseServer {
     // With sessions per user capped, the stream is subscribed once its
     // place is taken (refused: it has been closed).
     const welcomed = this.#sessions.welcome(client, lease.access)
-    if (welcomed === null) this.#subscribe(client, lease, sub, bars)
-    else welcomed.then(() => { if (client.authed && !client.closed) this.#subscribe(client, lease, sub, bars) })
+    if (welcomed === null) this.#subscribe(client, lease, sub, bars, book)
+    else welcomed.then(() => { if (client.authed && !client.closed) this.#subscribe(client, lease, sub, bars, book) })
   }
 
   /**
-   * A new stream's subscriptions: its quotes, then its bars.
+   * A new stream's subscriptions: its quotes, then its bars, then its books.
    *
    * @param {import('./connection.js').Connection} client
    * @param {import('./admission.js').Lease} lease
    * @param {import('./protocol.js').SymbolsRequest | null} sub
    * @param {BarsRequest | null} bars
+   * @param {BookRequest | null} book
    */
-  #subscribe (client, lease, sub, bars) {
+  #subscribe (client, lease, sub, bars, book) {
     /** @type {Promise<void> | null} */
     let resuming = null
     if (lease.symbols.length) {
@@ -203,10 +241,14 @@ export class SseServer {
       client.send(encodeAck(undefined, []), ServerOp.ACK)
     }
     const barRequests = this.#sessions.barRequests
-    if (bars === null || barRequests === null) return
-    // The bars after the quotes: their ack and backfill follow the quotes' ack and snapshot.
-    if (resuming === null) barRequests.subscribe(client, bars)
-    else resuming.then(() => { if (!client.closed) barRequests.subscribe(client, bars) })
+    const bookRequests = this.#sessions.bookRequests
+    // The bars and books after the quotes: their acks follow the quotes' ack and snapshot.
+    const rest = () => {
+      if (bars !== null && barRequests !== null) barRequests.subscribe(client, bars)
+      if (book !== null && bookRequests !== null) bookRequests.subscribe(client, book)
+    }
+    if (resuming === null) rest()
+    else resuming.then(() => { if (!client.closed) rest() })
   }
 }
 

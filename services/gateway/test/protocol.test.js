@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { ErrorCode, Limits } from '@wsps/protocol'
-import { encodeQuotes, parseClientFrame, parseStreamBars, parseStreamSub, quotesFrame } from '../src/protocol.js'
+import { encodeQuotes, parseClientFrame, parseStreamBars, parseStreamBook, parseStreamSub, quotesFrame } from '../src/protocol.js'
 import { TextFrame } from '../src/text-frame.js'
 
 const { MAX_SYMBOLS_PER_REQUEST } = Limits
@@ -159,6 +159,18 @@ test('parseStreamBars: a GET /sse\'s bars, barSymbols, backfill and barDelayed, 
   for (const backfill of ['501', '-1', '2.5', '', 'x', ['1', '2']]) assert.equal(code({ bars: '1m', backfill }), ErrorCode.BAD_BARS, String(backfill))
   assert.equal(code({ bars: '1m', backfill: '500' }), 'ok')
   assert.equal(code({ bars: '1m', barDelayed: 'yes' }), ErrorCode.BAD_REQUEST)
+})
+
+test('parseStreamBook: a GET /sse\'s book, bookSymbols and bookMode, by the rules of a book sub', () => {
+  assert.deepEqual(parseStreamBook({}, []), { ok: true, request: null })
+  assert.deepEqual(parseStreamBook({ book: '10' }, ['BTC-USD']), { ok: true, request: { op: 'sub', symbols: ['BTC-USD'], book: 10 } })
+  assert.deepEqual(parseStreamBook({ book: '25', bookMode: 'distinct' }, ['A']), { ok: true, request: { op: 'sub', symbols: ['A'], book: 25, mode: 'distinct' } })
+  const code = (/** @type {Record<string, unknown>} */ q, symbols = ['A']) => { const r = parseStreamBook(q, symbols); return r.ok ? 'ok' : r.error.code }
+  for (const book of ['7', '', '10.0', 'ten', ['10', '10'], '1000']) assert.equal(code({ book }), ErrorCode.BAD_BOOK, String(book))
+  assert.equal(code({ book: '10' }, []), ErrorCode.BAD_BOOK, 'book without bookSymbols')
+  assert.equal(code({}), ErrorCode.BAD_BOOK, 'bookSymbols without book')
+  assert.equal(code({ bookMode: 'merge' }, []), ErrorCode.BAD_BOOK, 'bookMode without book')
+  assert.equal(code({ book: '10', bookMode: 'fast' }), ErrorCode.BAD_BOOK)
 })
 
 test('property: a reader\'s q frame is byte for byte the frame of its joined strings, at every header size; a string when every delta is ASCII', () => {

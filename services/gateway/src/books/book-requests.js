@@ -14,6 +14,29 @@ import { encodeAck, encodeError } from '../protocol.js'
  * @typedef {import('../protocol.js').SymbolsRequest & {book: number}} BookRequest
  */
 
+/**
+ * Why a book `sub` is refused whole, if it is: DELAYED_ONLY (books are
+ * real-time only), NOT_ENTITLED, TOO_MANY_SUBSCRIPTIONS. Also what a GET
+ * /sse asking for books is checked by before its stream opens.
+ *
+ * @param {{grants: ((symbol: string) => boolean) | null, delayedGrants: ((symbol: string) => boolean) | null, held: number}} holder
+ *   the token's checks and the subscriptions the connection holds
+ * @param {BookRequest} req
+ * @param {string[]} fresh the books of the request the connection does not hold
+ * @param {number} maxSubscriptions
+ * @returns {ProtocolError | null}
+ */
+export function bookRefusal ({ grants, delayedGrants, held }, { id, symbols }, fresh, maxSubscriptions) {
+  const only = delayedGrants === null ? [] : symbols.filter(delayedGrants)
+  if (only.length) return { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only, and books are real-time', id, symbols: only }
+  const denied = ungranted(grants, fresh)
+  if (denied.length) return notEntitled(denied, id)
+  if (held + fresh.length > maxSubscriptions) {
+    return { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${maxSubscriptions} subscriptions per connection (holding ${held})`, id }
+  }
+  return null
+}
+
 export class BookRequests {
   #hub
   #maxSubscriptions
@@ -87,17 +110,8 @@ export class BookRequests {
    * @param {string[]} fresh
    * @returns {ProtocolError | null}
    */
-  #refusal (client, { id, symbols }, fresh) {
-    const delayedOnly = client.delayedGrants
-    const only = delayedOnly === null ? [] : symbols.filter(delayedOnly)
-    if (only.length) return { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only, and books are real-time', id, symbols: only }
-    const denied = ungranted(client.grants, fresh)
-    if (denied.length) return notEntitled(denied, id)
-    const held = client.subscriptions.count
-    if (held + fresh.length > this.#maxSubscriptions) {
-      return { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${this.#maxSubscriptions} subscriptions per connection (holding ${held})`, id }
-    }
-    return null
+  #refusal (client, req, fresh) {
+    return bookRefusal({ grants: client.grants, delayedGrants: client.delayedGrants, held: client.subscriptions.count }, req, fresh, this.#maxSubscriptions)
   }
 
   /**
