@@ -214,6 +214,27 @@ export function ungranted (grants, symbols) {
 }
 
 /**
+ * Why a bars or book `sub` is refused whole by the token or the limit, if
+ * it is: NOT_ENTITLED for what the token does not grant, then
+ * TOO_MANY_SUBSCRIPTIONS when the fresh ones would pass the limit.
+ *
+ * @param {{grants: ((symbol: string) => boolean) | null, held: number}} holder the token's check and
+ *   the subscriptions the connection holds
+ * @param {string[]} fresh what the request adds
+ * @param {number} maxSubscriptions
+ * @param {number | string} [id] the request's
+ * @returns {import('./protocol.js').ProtocolError | null}
+ */
+export function subscriptionRefusal ({ grants, held }, fresh, maxSubscriptions, id) {
+  const denied = ungranted(grants, fresh)
+  if (denied.length) return notEntitled(denied, id)
+  if (held + fresh.length > maxSubscriptions) {
+    return { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${maxSubscriptions} subscriptions per connection (holding ${held})`, id }
+  }
+  return null
+}
+
+/**
  * The error that refuses symbols the token does not grant.
  *
  * @param {string[]} symbols the ungranted ones

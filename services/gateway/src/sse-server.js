@@ -128,33 +128,21 @@ export class SseServer {
       m.inc({ result: 'not_entitled' })
       return refuse(request, reply, 403, { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', symbols: delayedOnly })
     }
+    // A new stream holds nothing: every series and book is fresh; its quotes, then its bars, count towards the limit.
+    const holder = (/** @type {number} */ held) => ({ grants: lease.access.grants, delayedGrants: lease.access.delayed, held })
     const barsSub = bars?.ok ? bars.request : null
-    if (barsSub !== null) {
-      // A new stream holds nothing: every series is fresh, and its quotes count towards the limit.
-      const holder = { grants: lease.access.grants, delayedGrants: lease.access.delayed, held: lease.symbols.length }
-      const refused = this.#sessions.barRequests === null
-        ? { code: ErrorCode.BAD_BARS, message: 'bars are not served here' }
-        : barsRefusal(holder, barsSub, barsSub.symbols, this.#maxSubscriptions)
-      if (refused !== null) {
-        this.#admission.settle(lease.ip, false)
-        const forbidden = refused.code === ErrorCode.DELAYED_ONLY || refused.code === ErrorCode.NOT_ENTITLED
-        m.inc({ result: forbidden ? 'not_entitled' : 'bad_request' })
-        return refuse(request, reply, forbidden ? 403 : 400, { ...refused, bars: barsSub.bars })
-      }
-    }
     const bookSub = book?.ok ? book.request : null
-    if (bookSub !== null) {
-      // Its quotes and bars count towards the limit first.
-      const holder = { grants: lease.access.grants, delayedGrants: lease.access.delayed, held: lease.symbols.length + (barsSub?.symbols.length ?? 0) }
-      const refused = this.#sessions.bookRequests === null
-        ? { code: ErrorCode.BAD_BOOK, message: 'books are not served here' }
-        : bookRefusal(holder, bookSub, bookSub.symbols, this.#maxSubscriptions)
-      if (refused !== null) {
-        this.#admission.settle(lease.ip, false)
-        const forbidden = refused.code === ErrorCode.DELAYED_ONLY || refused.code === ErrorCode.NOT_ENTITLED
-        m.inc({ result: forbidden ? 'not_entitled' : 'bad_request' })
-        return refuse(request, reply, forbidden ? 403 : 400, { ...refused, book: bookSub.book })
-      }
+    const refusal = barsSub !== null && (this.#sessions.barRequests === null
+      ? { code: ErrorCode.BAD_BARS, message: 'bars are not served here', bars: barsSub.bars }
+      : named(barsRefusal(holder(lease.symbols.length), barsSub, barsSub.symbols, this.#maxSubscriptions), { bars: barsSub.bars }))
+    || bookSub !== null && (this.#sessions.bookRequests === null
+      ? { code: ErrorCode.BAD_BOOK, message: 'books are not served here', book: bookSub.book }
+      : named(bookRefusal(holder(lease.symbols.length + (barsSub?.symbols.length ?? 0)), bookSub, bookSub.symbols, this.#maxSubscriptions), { book: bookSub.book }))
+    if (refusal) {
+      this.#admission.settle(lease.ip, false)
+      const forbidden = refusal.code === ErrorCode.DELAYED_ONLY || refusal.code === ErrorCode.NOT_ENTITLED
+      m.inc({ result: forbidden ? 'not_entitled' : 'bad_request' })
+      return refuse(request, reply, forbidden ? 403 : 400, refusal)
     }
     try {
       this.#stream(reply, lease, sub?.ok ? sub.request : null, barsSub, bookSub)
@@ -250,6 +238,15 @@ export class SseServer {
     if (resuming === null) rest()
     else resuming.then(() => { if (!client.closed) rest() })
   }
+}
+
+/**
+ * @param {ProtocolError | null} error
+ * @param {{bars?: string, book?: number}} part the part of the stream it refuses (its interval or depth)
+ * @returns {ProtocolError | null}
+ */
+function named (error, part) {
+  return error === null ? null : { ...error, ...part }
 }
 
 /**

@@ -5,7 +5,7 @@
 // `bars`; the series are the BarHubs' (bars.js), one per timeline.
 
 import { ErrorCode, Limits, ServerOp } from '@wsps/protocol'
-import { notEntitled, ungranted } from '../auth.js'
+import { subscriptionRefusal, ungranted } from '../auth.js'
 import { encodeAck } from '../protocol.js'
 
 /**
@@ -35,12 +35,7 @@ export function barsRefusal ({ grants, delayedGrants, held }, req, fresh, maxSub
     const only = req.symbols.filter(delayedGrants)
     if (only.length) return { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only', id, symbols: only }
   }
-  const denied = ungranted(grants, fresh)
-  if (denied.length) return notEntitled(denied, id)
-  if (held + fresh.length > maxSubscriptions) {
-    return { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${maxSubscriptions} subscriptions per connection (holding ${held})`, id }
-  }
-  return null
+  return subscriptionRefusal({ grants, held }, fresh, maxSubscriptions, id)
 }
 
 export class BarRequests {

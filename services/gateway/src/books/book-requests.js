@@ -5,7 +5,7 @@
 // `book`; the books themselves are the BookHub's.
 
 import { ErrorCode, ServerOp } from '@wsps/protocol'
-import { notEntitled, ungranted } from '../auth.js'
+import { subscriptionRefusal, ungranted } from '../auth.js'
 import { encodeAck, encodeError } from '../protocol.js'
 
 /**
@@ -29,12 +29,7 @@ import { encodeAck, encodeError } from '../protocol.js'
 export function bookRefusal ({ grants, delayedGrants, held }, { id, symbols }, fresh, maxSubscriptions) {
   const only = delayedGrants === null ? [] : symbols.filter(delayedGrants)
   if (only.length) return { code: ErrorCode.DELAYED_ONLY, message: 'the token grants these symbols delayed only, and books are real-time', id, symbols: only }
-  const denied = ungranted(grants, fresh)
-  if (denied.length) return notEntitled(denied, id)
-  if (held + fresh.length > maxSubscriptions) {
-    return { code: ErrorCode.TOO_MANY_SUBSCRIPTIONS, message: `at most ${maxSubscriptions} subscriptions per connection (holding ${held})`, id }
-  }
-  return null
+  return subscriptionRefusal({ grants, held }, fresh, maxSubscriptions, id)
 }
 
 export class BookRequests {
