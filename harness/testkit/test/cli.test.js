@@ -12,7 +12,7 @@ import { test } from 'node:test'
 import { applyBook, canonicalBook } from '@wsps/shared/books'
 import { redisKeys } from '@wsps/shared/keys'
 import { registerScripts } from '@wsps/shared/scripts'
-import { GATEWAY_MAIN, ROOT, setUp, useStack } from '../src/index.js'
+import { GATEWAY_MAIN, ROOT, setUp, useStack, waitFor } from '../src/index.js'
 
 const WSPS = join(ROOT, 'clients/cli/bin/wsps.js')
 const PUBLISH_TOKEN = 'cli-test-publish-token-0123456789'
@@ -129,7 +129,8 @@ test('tail --book: the book whole, then each change, as the book script wrote th
   await write({ kind: 'snapshot', bids: [['100.5', '2'], ['100.4', '1.25']], asks: [['100.6', '3']] })
   const t = tailing(['--url', on.open.wsUrl, '--book', '10', '--count', '3', 'CLBK'])
   await live(t)
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  // The snapshot first (a delta written before the book is read would be in it: one record fewer).
+  await waitFor(() => t.records().some((r) => r.type === 'book'), { timeout: 20_000, message: 'the book\'s snapshot printed' })
   await write({ kind: 'delta', bids: [['100.5', '0'], ['100.3', '4']], asks: [] })
   await write({ kind: 'delta', bids: [], asks: [['100.55', '1']] })
   const { code, records } = await t.done
