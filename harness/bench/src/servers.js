@@ -70,6 +70,8 @@ export const SERVERS = {
   // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
   'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/bin/main.js'), { env: { WSPS_WORKERS: '2' } }),
   naive: nodeServer('naive', 'naive ws baseline'),
+  // The book section's baseline: the full top 25 on every change (servers/naive-books.js).
+  'naive-books': nodeServer('naive-books', 'naive order book server (full top 25 per change)'),
   // The least work any server can do: for the hot section (loadgen/internal/floor).
   floor: {
     label: 'bare write loop (Go, 1 thread): the floor',
