@@ -63,7 +63,7 @@ export function spread (values) {
 /** @param {ReturnType<typeof spread>} s */
 export function fmtSpread (s) {
   if (s === null) return '-'
-  const r = (/** @type {number} */ x) => (Math.abs(x) >= 100 ? String(Math.round(x)) : String(Math.round(x * 10) / 10))
+  const r = (/** @type {number} */ x) => (Math.abs(x) >= 100 ? String(Math.round(x)) : Math.abs(x) >= 10 ? String(Math.round(x * 10) / 10) : String(Math.round(x * 100) / 100))
   return s.n > 1 && s.min !== s.max ? `${r(s.median)} (${r(s.min)}-${r(s.max)})` : r(s.median)
 }
 
@@ -95,11 +95,11 @@ export function booksSection (runs) {
     out.push(`| ${name} | ${none ? 'no step passed' : pick('framesPerCore')} | ${pick('subscribers')} | ${pick('framesPerSec')} | ${pick('cores')} | ${pick('bytesPerFrame')} | ${pick('p50')} | ${pick('p99')} | ${per.reduce((a, f) => a + f.mismatches, 0)} | ${per.reduce((a, f) => a + f.gaps, 0)} |`)
   }
   out.push('', 'Every step:', '')
-  out.push('| run | server | subscribers | updates/s | frames/s | server cores | frames/s per core | B/frame | p50 ms | p99 ms | mismatches | gaps | load core | pass |')
+  out.push('| run | server | subscribers | updates/s (skipped) | frames/s | server cores | frames/s per core | B/frame | p50 ms | p99 ms | mismatches | gaps | load core | pass |')
   out.push('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
   ok.forEach((r, i) => {
     for (const s of r.steps) {
-      out.push(`| ${i + 1} | ${s.server} | ${s.subscribers} | ${s.updatesPerSec} | ${s.framesPerSec} | ${s.cores} | ${s.framesPerCore ?? '-'} | ${s.bytesPerFrame ?? '-'} | ${s.p50} | ${s.p99} | ${s.mismatches} | ${s.gaps} | ${s.loadCore} | ${s.pass ? 'yes' : 'no'} |`)
+      out.push(`| ${i + 1} | ${s.server} | ${s.subscribers} | ${s.updatesPerSec}${s.skippedPerSec ? ` (${s.skippedPerSec})` : ''} | ${s.framesPerSec} | ${s.cores} | ${s.framesPerCore ?? '-'} | ${s.bytesPerFrame ?? '-'} | ${s.p50} | ${s.p99} | ${s.mismatches} | ${s.gaps} | ${s.loadCore} | ${s.pass ? 'yes' : 'no'} |`)
     }
   })
   out.push('')

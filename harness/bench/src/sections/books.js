@@ -118,7 +118,8 @@ async function measure (run, pub, name, n, symbols) {
     const w = fleet.window(t0, t1)
     const seconds = w.ticks / fleet.kids.length
     const ticks = pub.lines.filter((l) => l.type === 'tick' && l.t > t0 && l.t <= t1)
-    const updates = ticks.length ? ticks.reduce((a, l) => a + l.published, 0) / ticks.length : 0
+    const perTick = (/** @type {string} */ k) => (ticks.length ? ticks.reduce((a, l) => a + (l[k] ?? 0), 0) / ticks.length : 0)
+    const updates = perTick('published')
     const [p50, p99] = quantiles(w.hist, [0.5, 0.99])
     const frames = seconds > 0 ? w.frames / seconds : 0
     const checked = c1.frames - c0.frames
@@ -129,6 +130,8 @@ async function measure (run, pub, name, n, symbols) {
       subscribers: fleet.conns,
       failed: fleet.failed,
       updatesPerSec: Math.round(updates),
+      // Due but not written: the publisher had its most writes waiting for Redis (book-publisher.js).
+      skippedPerSec: Math.round(perTick('skipped')),
       // Every update to every subscriber of its book: what the naive server sends.
       offeredPerSec: Math.round((updates * fleet.conns) / symbols.length),
       framesPerSec: Math.round(frames),

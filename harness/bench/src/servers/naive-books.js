@@ -46,7 +46,7 @@ const books = new Map()
  * @returns {Held}
  */
 function hold (symbol) {
-  let h = books.get(symbol)
+  const h = books.get(symbol)
   if (h) return h
   /** @type {Held} */
   const held = { book: new OrderBook(), seq: 0, epoch: '', ts: 0, clients: new Set(), read: Promise.resolve() }
