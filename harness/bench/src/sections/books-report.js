@@ -18,6 +18,8 @@ export const DEPTH = 25
  * @property {number | null} framesPerCore
  * @property {number} p50
  * @property {number} p99
+ * @property {number | null} [socketP99]
+ * @property {number} [skippedPerSec]
  * @property {number | null} bytesPerFrame
  * @property {number} mismatches
  * @property {number} gaps
@@ -95,11 +97,11 @@ export function booksSection (runs) {
     out.push(`| ${name} | ${none ? 'no step passed' : pick('framesPerCore')} | ${pick('subscribers')} | ${pick('framesPerSec')} | ${pick('cores')} | ${pick('bytesPerFrame')} | ${pick('p50')} | ${pick('p99')} | ${per.reduce((a, f) => a + f.mismatches, 0)} | ${per.reduce((a, f) => a + f.gaps, 0)} |`)
   }
   out.push('', 'Every step:', '')
-  out.push('| run | server | subscribers | updates/s (skipped) | frames/s | server cores | frames/s per core | B/frame | p50 ms | p99 ms | mismatches | gaps | load core | pass |')
-  out.push('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+  out.push('| run | server | subscribers | updates/s (skipped) | frames/s | server cores | frames/s per core | B/frame | p50 ms | p99 ms | p99 to the socket ms | mismatches | gaps | load core | pass |')
+  out.push('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
   ok.forEach((r, i) => {
     for (const s of r.steps) {
-      out.push(`| ${i + 1} | ${s.server} | ${s.subscribers} | ${s.updatesPerSec}${s.skippedPerSec ? ` (${s.skippedPerSec})` : ''} | ${s.framesPerSec} | ${s.cores} | ${s.framesPerCore ?? '-'} | ${s.bytesPerFrame ?? '-'} | ${s.p50} | ${s.p99} | ${s.mismatches} | ${s.gaps} | ${s.loadCore} | ${s.pass ? 'yes' : 'no'} |`)
+      out.push(`| ${i + 1} | ${s.server} | ${s.subscribers} | ${s.updatesPerSec}${s.skippedPerSec ? ` (${s.skippedPerSec})` : ''} | ${s.framesPerSec} | ${s.cores} | ${s.framesPerCore ?? '-'} | ${s.bytesPerFrame ?? '-'} | ${s.p50} | ${s.p99} | ${s.socketP99 ?? '-'} | ${s.mismatches} | ${s.gaps} | ${s.loadCore} | ${s.pass ? 'yes' : 'no'} |`)
     }
   })
   out.push('')

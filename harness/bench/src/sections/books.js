@@ -94,7 +94,7 @@ async function measure (run, pub, name, n, symbols) {
       zipf: 0,
       core: run.loadCore,
       maxSeconds: 600,
-      readyTimeout: 90,
+      readyTimeout: 30,
       mode: 'epoll',
       extraArgs: [`-coalesce-us=${P.fanCoalesceUs}`]
     })
@@ -139,6 +139,8 @@ async function measure (run, pub, name, n, symbols) {
       framesPerCore: cpu.server > 0.02 ? Math.round(frames / cpu.server) : null,
       p50: round(p50, 1),
       p99: round(p99, 1),
+      // p99 to the clients' sockets (the kernel's receive timestamp), without the load generator's own lag.
+      socketP99: w.arrived.size ? round(quantiles(w.arrived, [0.99])[0], 1) : null,
       bytesPerFrame: checked ? round((c1.bytes - c0.bytes) / checked, 1) : null,
       payloadPerFrame: checked ? round((c1.payload - c0.payload) / checked, 1) : null,
       checkedFrames: checkers.frames,
