@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { OrderBook, bookChecksum, compareDecimal, decimal } from '@wsps/protocol/book'
 import { BookWalk, priceOf } from '../src/book-walk.js'
 import { bookFigures, booksSection, fmtSpread, spread } from '../src/sections/books-report.js'
-import { wsHeader } from '../src/sections/books.js'
+import { sortedQuantiles, wsHeader } from '../src/sections/books.js'
 
 test('the walk is seeded, canonical, never crossed, and its updates rebuild its book', () => {
   const a = new BookWalk({ seed: 7, mid: 10_000, levels: 40 })
@@ -90,4 +90,9 @@ test('the Markdown table: one row per server, medians over runs, every step list
 
 test('a server frame\'s header size (RFC 6455): 2, 4 or 10 bytes', () => {
   assert.deepEqual([wsHeader(125), wsHeader(126), wsHeader(65_535), wsHeader(65_536)], [2, 4, 4, 10])
+})
+
+test('quantiles of the feed probe\'s lags', () => {
+  assert.deepEqual(sortedQuantiles([5, 1, 3, 2, 4], [0.5, 0.99]), [3, 5])
+  assert.ok(sortedQuantiles([], [0.5]).every(Number.isNaN))
 })

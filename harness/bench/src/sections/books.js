@@ -25,6 +25,8 @@
 // of the server (books-report.js).
 
 import WebSocket from 'ws'
+import { Redis } from 'ioredis'
+import { redisKeys } from '@wsps/shared/keys'
 import { BookReceiver, BookVerdict } from '@wsps/protocol/book-receiver'
 import { sleep, waitFor } from '@wsps/testkit'
 import { CpuMeter, processTimes } from '@wsps/testkit/proc'
@@ -82,6 +84,7 @@ async function measure (run, pub, name, n, symbols) {
   /** @type {import('../fleet.js').Fleet | null} */
   let fleet = null
   const checkers = new Checkers(`${server.url}/ws`, symbols)
+  const feed = new FeedProbe(run.redisUrl, symbols)
   try {
     fleet = await startFleet({
       bin: run.bin.loadgen,
@@ -108,12 +111,14 @@ async function measure (run, pub, name, n, symbols) {
       redis: new CpuMeter(run.redisPids, procs0)
     }
     const c0 = checkers.counts()
+    feed.lags.length = 0
     const t0 = Date.now()
     await sleep(P.booksMeasureMs)
     const t1 = Date.now()
     const procs1 = processTimes()
     const cpu = Object.fromEntries(Object.entries(meters).map(([k, m]) => [k, round(m.read(procs1), 3)]))
     const c1 = checkers.counts()
+    const [feedP50, feedP99] = sortedQuantiles(feed.lags, [0.5, 0.99])
     await fleet.tickedAfter(t1)
     const w = fleet.window(t0, t1)
     const seconds = w.ticks / fleet.kids.length
@@ -141,6 +146,9 @@ async function measure (run, pub, name, n, symbols) {
       p99: round(p99, 1),
       // p99 to the clients' sockets (the kernel's receive timestamp), without the load generator's own lag.
       socketP99: w.arrived.size ? round(quantiles(w.arrived, [0.99])[0], 1) : null,
+      // What the feed itself adds, the same for both servers: publisher ts to a Redis subscriber in the bench's own process.
+      feedP50: round(feedP50, 1),
+      feedP99: round(feedP99, 1),
       bytesPerFrame: checked ? round((c1.bytes - c0.bytes) / checked, 1) : null,
       payloadPerFrame: checked ? round((c1.payload - c0.payload) / checked, 1) : null,
       checkedFrames: checkers.frames,
@@ -153,6 +161,7 @@ async function measure (run, pub, name, n, symbols) {
       pass: p99 <= P99_LIMIT_MS && mismatches === 0 && gaps === 0 && fleet.failed === 0
     }
   } finally {
+    feed.close()
     checkers.close()
     await fleet?.stop()
     await server.stop()
@@ -226,6 +235,46 @@ class Checkers {
   close () {
     for (const ws of this.#sockets) ws.terminate()
   }
+}
+
+/**
+ * The feed's own latency: publish ts to a plain Redis subscriber of every
+ * book channel (in the bench's process, not pinned), so a step's latency
+ * can be told apart from what Redis and the publisher added before either
+ * server got the change.
+ */
+class FeedProbe {
+  /** @type {number[]} ms, since the window began */
+  lags = []
+  #redis
+
+  /**
+   * @param {string} url
+   * @param {string[]} symbols
+   */
+  constructor (url, symbols) {
+    const keys = redisKeys('wsps')
+    this.#redis = new Redis(url)
+    this.#redis.on('message', (_channel, message) => {
+      const ts = Number(/"ts":(\d+)/.exec(message)?.[1])
+      if (ts > 0 && this.lags.length < 1_000_000) this.lags.push(Date.now() - ts)
+    })
+    this.#redis.subscribe(...symbols.map(keys.bookChannel)).catch(() => {})
+  }
+
+  close () {
+    this.#redis.disconnect()
+  }
+}
+
+/**
+ * @param {number[]} values
+ * @param {number[]} qs quantiles (0..1)
+ * @returns {number[]} NaN when empty
+ */
+export function sortedQuantiles (values, qs) {
+  const v = [...values].sort((a, b) => a - b)
+  return qs.map((q) => (v.length ? v[Math.min(v.length - 1, Math.floor(q * v.length))] : NaN))
 }
 
 /**
