@@ -48,6 +48,7 @@ const gcVia = (p) => async () => {
  * @property {() => Promise<Record<string, number>>} [metrics]
  * @property {string} [publishUrl] Pushpin: its HTTP publish API (scripts/pushpin-hold.js publishes there directly)
  * @property {() => Promise<{heapUsed: number}>} [gc] a full GC (Node servers started with inspect)
+ * @property {() => string[]} [logs] its last lines of output (the Node competitor servers)
  *
  * @typedef {object} StartOptions
  * @property {string} redisUrl
@@ -167,7 +168,7 @@ function nodeServer (name, label) {
       const port = await freePort()
       const p = start(NODE, [...nodeArgs(name, inspect), join(HERE, `servers/${name}.js`), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name, stdin: false })
       await p.waitLine((l) => l.type === 'listening', 15_000)
-      return { name, adapter: name, url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) }, gc: gcVia(p) }
+      return { name, adapter: name, url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) }, gc: gcVia(p), logs: () => [`alive: ${p.alive}`, ...p.logs.slice(-20)] }
     }
   }
 }

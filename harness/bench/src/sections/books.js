@@ -101,7 +101,7 @@ async function measure (run, pub, name, n, symbols) {
       mode: 'epoll',
       extraArgs: [`-coalesce-us=${P.fanCoalesceUs}`]
     })
-    await checkers.ready()
+    await checkers.ready().catch((/** @type {Error} */ err) => { throw new Error(`${err.message}; ${name}: ${server.logs?.().join(' | ') ?? ''}`) })
     await sleep(P.booksSettleMs)
     const procs0 = processTimes()
     const meters = {

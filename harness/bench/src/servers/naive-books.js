@@ -25,6 +25,9 @@ const { port, redisUrl, keys } = serverOptions(8091)
 
 const sub = new Redis(redisUrl)
 const cmd = new Redis(redisUrl)
+// Both links ready before the first client: a SUBSCRIBE before ioredis' own
+// ready check (INFO) would put the link in subscriber mode under it.
+await Promise.all([sub, cmd].map((r) => new Promise((resolve) => r.once('ready', resolve))))
 
 /**
  * @typedef {object} Held
