@@ -97,7 +97,7 @@ async function measure (run, pub, name, n, symbols) {
       zipf: 0,
       core: run.loadCore,
       maxSeconds: 600,
-      readyTimeout: 30,
+      readyTimeout: Math.max(30, Math.ceil(n / P.booksConnectPerSec)),
       mode: 'epoll',
       extraArgs: [`-coalesce-us=${P.fanCoalesceUs}`]
     })
