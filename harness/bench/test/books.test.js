@@ -77,12 +77,13 @@ test('the Markdown table: one row per server, medians over runs, every step list
   const run = (/** @type {number} */ perCore) => ({
     params: { booksCount: 50, booksRate: 30, booksMeasureMs: 5000, booksSettleMs: 2000 },
     depth: 25,
-    steps: [step({ framesPerCore: perCore }), step({ server: 'naive', framesPerCore: 700, bytesPerFrame: 990, p99: 300, pass: false })]
+    steps: [step({ framesPerCore: perCore }), step({ server: 'naive', subscribers: 400, failed: 600, framesPerCore: 700, bytesPerFrame: 990, p99: 300, pass: false })]
   })
   const md = booksSection([run(2000), run(3000), run(4000)]).join('\n')
   const wsps = md.split('\n').find((l) => l.startsWith('| wsps |'))
   assert.match(String(wsps), /^\| wsps \| 3000 \(2000-4000\) \| 1000 \|/)
   assert.match(md, /\| naive \| no step passed \|/)
+  assert.match(md, /\| 1 \| naive \| 400 of 1000 \|/)
   assert.equal(md.split('\n').filter((l) => /^\| \d \| (wsps|naive) \|/.test(l)).length, 6)
   assert.deepEqual(booksSection([{ error: 'boom' }]), ['## Order books (books section)', '', 'Failed: boom', ''])
   assert.deepEqual(booksSection([]), [])

@@ -12,7 +12,8 @@ export const DEPTH = 25
 /**
  * @typedef {object} BookStep one server at one subscriber count (sections/books.js measure)
  * @property {string} server
- * @property {number} subscribers
+ * @property {number} subscribers connected and holding their book
+ * @property {number} [failed] not holding their book by the ready timeout (cut; the step fails)
  * @property {number} framesPerSec
  * @property {number} cores
  * @property {number | null} framesPerCore
@@ -86,7 +87,7 @@ export function booksSection (runs) {
   const p = ok[0].params
   const out = [title, '']
   out.push(`${p.booksCount} books, each a seeded random walk around its mid (changes concentrated near the top: a changed level's distance from the best is geometric, ~1.7% past level 25; 5% of updates move the mid), ${p.booksRate} updates/s each, written through the book script (\`applyBook\`). Subscribers hold one book each at depth ${ok[0].depth}, spread over the books, opened by the Go load generator (epoll mode, several processes on their own 127.0.0.x sources); one reference client per book (\`BookReceiver\`) checks the checksum of every frame it gets. **wsps**: one gateway process, deltas (\`levels\`) per batching window. **naive**: harness/bench/src/servers/naive-books.js, the full top ${ok[0].depth} as a \`book\` frame on every change to every subscriber. Each server alone on the server core for its step; ${p.booksMeasureMs} ms windows after ${p.booksSettleMs} ms settling.`, '')
-  out.push(`**frames/s per core**: \`levels\` + \`book\` frames delivered per second (after each book's first) divided by the server's CPU (cores), at the server's best step with p99 ≤ ${P99_LIMIT_MS} ms, no gap and no mismatch. **B/frame**: bytes on the wire per frame (text and WebSocket header) as the reference clients got them, median over every step of every run (for wsps a \`levels\` delta, for naive the whole top 25). **mismatches**: checksum mismatches over every step. In the step table, **feed p50/p99**: publish ts to a plain Redis subscriber in the bench's process, what Redis and the publisher add before either server sees a change (the same for both servers; the bound counts it against them). Median over ${ok.length} run${ok.length > 1 ? 's' : ''}${ok.length > 1 ? ', range in brackets' : ''}.`, '')
+  out.push(`**frames/s per core**: \`levels\` + \`book\` frames delivered per second (after each book's first) divided by the server's CPU (cores), at the server's best step with p99 ≤ ${P99_LIMIT_MS} ms, no gap, no mismatch and every subscriber connected (in the step table, "x of y": only x of the y subscribers held their book by the ready timeout, max(30 s, y / ${p.booksConnectPerSec ?? 100} per s); the others were cut). **B/frame**: bytes on the wire per frame (text and WebSocket header) as the reference clients got them, median over every step of every run (for wsps a \`levels\` delta, for naive the whole top 25). **mismatches**: checksum mismatches over every step. In the step table, **feed p50/p99**: publish ts to a plain Redis subscriber in the bench's process, what Redis and the publisher add before either server sees a change (the same for both servers; the bound counts it against them). Median over ${ok.length} run${ok.length > 1 ? 's' : ''}${ok.length > 1 ? ', range in brackets' : ''}.`, '')
   out.push('| server | frames/s per core at p99 ≤ 100 ms | at subscribers | frames/s | server cores | B/frame | p50 ms | p99 ms | mismatches | gaps |')
   out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   const figs = ok.map((r) => bookFigures(r.steps))
@@ -105,7 +106,7 @@ export function booksSection (runs) {
   out.push('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
   ok.forEach((r, i) => {
     for (const s of r.steps) {
-      out.push(`| ${i + 1} | ${s.server} | ${s.subscribers} | ${s.updatesPerSec}${s.skippedPerSec ? ` (${s.skippedPerSec})` : ''} | ${s.framesPerSec} | ${s.cores} | ${s.framesPerCore ?? '-'} | ${s.bytesPerFrame ?? '-'} | ${s.p50} | ${s.p99} | ${s.socketP99 ?? '-'} | ${s.feedP50 ?? '-'}/${s.feedP99 ?? '-'} | ${s.mismatches} | ${s.gaps} | ${s.loadCore} | ${s.pass ? 'yes' : 'no'} |`)
+      out.push(`| ${i + 1} | ${s.server} | ${s.subscribers}${s.failed ? ` of ${s.subscribers + s.failed}` : ''} | ${s.updatesPerSec}${s.skippedPerSec ? ` (${s.skippedPerSec})` : ''} | ${s.framesPerSec} | ${s.cores} | ${s.framesPerCore ?? '-'} | ${s.bytesPerFrame ?? '-'} | ${s.p50} | ${s.p99} | ${s.socketP99 ?? '-'} | ${s.feedP50 ?? '-'}/${s.feedP99 ?? '-'} | ${s.mismatches} | ${s.gaps} | ${s.loadCore} | ${s.pass ? 'yes' : 'no'} |`)
     }
   })
   out.push('')
