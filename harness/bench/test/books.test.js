@@ -79,6 +79,9 @@ test('the Markdown table: one row per server, medians over runs, every step list
     depth: 25,
     steps: [step({ framesPerCore: perCore }), step({ server: 'naive', subscribers: 400, failed: 600, framesPerCore: 700, bytesPerFrame: 990, p99: 300, pass: false })]
   })
+  const failed = run(9000)
+  failed.steps[0].pass = false
+  assert.match(booksSection([run(2000), failed]).join('\n'), /\| wsps \| 2000 \[1 of 2 runs passed a step\] \|/)
   const md = booksSection([run(2000), run(3000), run(4000)]).join('\n')
   const wsps = md.split('\n').find((l) => l.startsWith('| wsps |'))
   assert.match(String(wsps), /^\| wsps \| 3000 \(2000-4000\) \| 1000 \|/)
