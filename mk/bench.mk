@@ -29,7 +29,7 @@ bench-compression: bench-deps ## Only the compression section (~3 min): permessa
 	node harness/bench/scripts/compression-report.js .run/bench-compression/results.json $(BENCH_OUT)
 
 .PHONY: bench-books
-bench-books: bench-deps ## Only the order book section (~5 min): wsps deltas vs a naive full-top-25 server, 50 books, up to 10,000 subscribers at depth 25; writes docs/benchmarks/books.md and .json
+bench-books: bench-deps ## Only the order book section (~5-8 min): wsps deltas vs a naive full-top-25 server, 50 books, up to 10,000 subscribers at depth 25; writes docs/benchmarks/books.md and .json
 	@node harness/bench/src/bench.js --profile=$(BENCH_BOOKS_PROFILE) --only=books --out=.run/bench-books --bin=$(WSPS_CACHE)/bench/bin
 	node harness/bench/scripts/books-report.js $(BENCH_OUT) .run/bench-books/results.json
 
