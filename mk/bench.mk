@@ -5,6 +5,7 @@
 BENCH_OUT ?= docs/benchmarks
 BENCH_QUICK_OUT ?= .run/bench-quick
 BENCH_PROXY_OUT ?= .run/bench-proxy
+BENCH_BOOKS_PROFILE ?= full
 BENCH_PROXY_PROFILE ?= full
 
 ##@ Benchmarks
@@ -26,6 +27,11 @@ bench-quick: bench-deps ## Reduced run (~13 min) for iteration; writes .run/benc
 bench-compression: bench-deps ## Only the compression section (~3 min): permessage-deflate off vs on, merge and distinct; writes docs/benchmarks/compression.md and .json
 	@node harness/bench/src/bench.js --profile=full --only=compression --out=.run/bench-compression --bin=$(WSPS_CACHE)/bench/bin
 	node harness/bench/scripts/compression-report.js .run/bench-compression/results.json $(BENCH_OUT)
+
+.PHONY: bench-books
+bench-books: bench-deps ## Only the order book section (~5-8 min): wsps deltas vs a naive full-top-25 server, 50 books, up to 10,000 subscribers at depth 25; writes docs/benchmarks/books.md and .json
+	@node harness/bench/src/bench.js --profile=$(BENCH_BOOKS_PROFILE) --only=books --out=.run/bench-books --bin=$(WSPS_CACHE)/bench/bin
+	node harness/bench/scripts/books-report.js $(BENCH_OUT) .run/bench-books/results.json
 
 .PHONY: bench-proxy
 bench-proxy: bench-deps ## Only the proxy section (~10 min): direct vs nginx vs HAProxy vs the F5 controller's nginx, 3 core layouts; writes .run/bench-proxy/ (BENCH_PROXY_OUT, BENCH_PROXY_PROFILE=full|quick|smoke)

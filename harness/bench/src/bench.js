@@ -4,7 +4,7 @@
 // and the publisher share the other one. Writes results.json and results.md.
 //
 //   node harness/bench/src/bench.js --profile=full|quick|smoke --out=docs/benchmarks --bin=DIR
-//   [--only=fanout,hot,idle,proxy,sim,ingest,history|history-ingest,compression] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
+//   [--only=fanout,hot,idle,proxy,sim,ingest,history|history-ingest,compression,books] [--servers=wsps,wsps-distinct,naive,centrifugo,socketio,pushpin]
 //   [--coalesce-us=N] [--fan-conns=N]
 //
 // --proxies, --proxy-scenarios: the proxy section's paths and scenarios (sections/proxy-plan.js:
@@ -28,6 +28,7 @@ import { goBin } from './go-bin.js'
 import { HiccupMeter } from './hiccup.js'
 import { PROFILES } from './profiles.js'
 import { renderMarkdown } from './report.js'
+import { books } from './sections/books.js'
 import { capacitySim } from './sections/capacity-sim.js'
 import { compression } from './sections/compression.js'
 import { fanoutAll } from './sections/fanout.js'
@@ -43,7 +44,7 @@ const args = parseFlags({ profile: { type: 'string' }, out: { type: 'string' }, 
 const PROFILE = args.profile ?? 'quick'
 const OUT = args.out ?? 'docs/benchmarks'
 const BIN = goBin(args.bin)
-const ONLY = new Set((args.only ?? 'fanout,hot,idle,proxy,sim,ingest,history,compression').split(','))
+const ONLY = new Set((args.only ?? 'fanout,hot,idle,proxy,sim,ingest,history,compression,books').split(','))
 const PROXY_PATHS = args.proxies?.split(',')
 const PROXY_SCENARIOS = args['proxy-scenarios']?.split(',')
 const SERVER_NAMES = (args.servers ?? 'wsps,wsps-distinct,naive,centrifugo,socketio,pushpin').split(',')
@@ -82,7 +83,8 @@ const results = {
   sim: null,
   ingest: null,
   history: null,
-  compression: null
+  compression: null,
+  books: null
 }
 
 log(`profile ${PROFILE}; loadgen ${BIN.loadgen}; run dir ${runDir}`)
@@ -138,6 +140,7 @@ try {
   if (ONLY.has('history')) results.history = await part('history', () => history(run))
   else if (ONLY.has('history-ingest')) results.history = await part('history', () => history(run, { ingestOnly: true }))
   if (ONLY.has('compression')) results.compression = await part('compression', () => compression(run))
+  if (ONLY.has('books')) results.books = await part('books', () => books(run))
 } finally {
   publisher.send({ cmd: 'rate', rate: 0 })
   results.machine.hiccup = hiccup.summary()

@@ -39,7 +39,7 @@ function freshIp () {
  * gorilla connection each, so the load generator stays out of the way of the
  * servers it measures. The others (handshakes, pings) need the goroutine mode.
  */
-export const EPOLL_ADAPTERS = new Set(['wsps', 'wsps-distinct', 'naive', 'pushpin'])
+export const EPOLL_ADAPTERS = new Set(['wsps', 'wsps-distinct', 'naive', 'pushpin', 'wsps-books', 'naive-books'])
 
 /** @param {FleetOptions} o */
 export async function startFleet (o) {

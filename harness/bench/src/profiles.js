@@ -31,7 +31,15 @@ const full = {
   ingestBatches: [1, 100, 1000], ingestSymbols: 100, ingestMeasureMs: 5000, ingestConcurrency: 4,
   historySizes: [0, 100, 1000], historySymbols: 100, historyBatch: 100, historyConcurrency: 4, historyRounds: 7, historyMeasureMs: 3000,
   recoveryClients: 1000, recoveryProcs: 2, recoverySymbols: 100, recoveryK: 5, recoveryTickRates: [2, 10], recoveryGapMs: 5000,
-  compressionClients: 200, compressionK: 20, compressionSymbols: 200, compressionRate: 400, compressionRounds: 3, compressionSettleMs: 2000, compressionMeasureMs: 5000
+  compressionClients: 200, compressionK: 20, compressionSymbols: 200, compressionRate: 400, compressionRounds: 3, compressionSettleMs: 2000, compressionMeasureMs: 5000,
+  // The book section (sections/books.js): 50 books at 30 updates/s each,
+  // subscribers at depth 25 stepped up to the issue's 10,000 (one
+  // load-generator process per 2,500, at most booksProcs), from 250: on a
+  // shared machine the larger steps may all miss the latency bound.
+  // Subscribers not holding their book after max(30 s, n /
+  // booksConnectPerSec) are cut and fail the step (2026-12-04 on the shared
+  // machine: ~130 connected per second with the books moving).
+  booksCount: 50, booksRate: 30, booksSubs: [250, 1000, 2500, 5000, 10_000], booksProcs: 4, booksSettleMs: 2000, booksMeasureMs: 5000, booksConnectPerSec: 100
 }
 
 /** `smoke` and `quick` say only where they differ from `full`. */
@@ -49,7 +57,8 @@ export const PROFILES = {
     ingestSymbols: 20, ingestMeasureMs: 1000, ingestConcurrency: 2,
     historySymbols: 20, historyRounds: 1, historyMeasureMs: 500,
     recoveryClients: 100, recoveryProcs: 1, recoverySymbols: 20, recoveryGapMs: 2000,
-    compressionClients: 20, compressionK: 5, compressionSymbols: 20, compressionRate: 100, compressionRounds: 1, compressionSettleMs: 500, compressionMeasureMs: 1000
+    compressionClients: 20, compressionK: 5, compressionSymbols: 20, compressionRate: 100, compressionRounds: 1, compressionSettleMs: 500, compressionMeasureMs: 1000,
+    booksCount: 10, booksRate: 10, booksSubs: [100], booksProcs: 1, booksSettleMs: 500, booksMeasureMs: 1000
   },
   quick: {
     ...full,
@@ -61,7 +70,8 @@ export const PROFILES = {
     simProcs: [1, 2], simConns: 2000, simDeliveries: 20_000, simMeasureMs: 2000,
     hotSweep: [750, 1500, 3000],
     ingestMeasureMs: 2500,
-    historyRounds: 5, historyMeasureMs: 1000
+    historyRounds: 5, historyMeasureMs: 1000,
+    booksSubs: [250, 1000], booksProcs: 2, booksSettleMs: 1000, booksMeasureMs: 3000
   }
 }
 

@@ -1,6 +1,7 @@
 // results.json -> results.md: one run's report (the README's table is the
 // median of three runs' cells: docs/benchmarks/README.md).
 
+import { booksSection } from './sections/books-report.js'
 import { compressionSection } from './sections/compression.js'
 import { proxySection } from './sections/proxy-report.js'
 
@@ -126,6 +127,7 @@ export function renderMarkdown (r) {
   }
   out.push(...historySection(r.history, p))
   out.push(...compressionSection(r.compression))
+  out.push(...booksSection(r.books ? [r.books] : []))
   out.push(...targets(r))
   out.push('Raw numbers: [results.json](results.json). Method: [README.md](README.md). Profiles, causes and proposed gateway changes: [analysis.md](analysis.md). Scale model: [../capacity.md](../capacity.md).', '')
   return out.join('\n')

@@ -48,6 +48,7 @@ const gcVia = (p) => async () => {
  * @property {() => Promise<Record<string, number>>} [metrics]
  * @property {string} [publishUrl] Pushpin: its HTTP publish API (scripts/pushpin-hold.js publishes there directly)
  * @property {() => Promise<{heapUsed: number}>} [gc] a full GC (Node servers started with inspect)
+ * @property {() => string[]} [logs] its last lines of output (the Node competitor servers)
  *
  * @typedef {object} StartOptions
  * @property {string} redisUrl
@@ -70,6 +71,8 @@ export const SERVERS = {
   // Two workers in one process tree (WSPS_WORKERS=2): for the hot-symbol section.
   'wsps-2w': gatewayServer('wsps-2w', 'wsps gateway, 2 workers (merge)', join(ROOT, 'services/gateway/bin/main.js'), { env: { WSPS_WORKERS: '2' } }),
   naive: nodeServer('naive', 'naive ws baseline'),
+  // The book section's baseline: the full top 25 on every change (servers/naive-books.js).
+  'naive-books': nodeServer('naive-books', 'naive order book server (full top 25 per change)'),
   // The least work any server can do: for the hot section (loadgen/internal/floor).
   floor: {
     label: 'bare write loop (Go, 1 thread): the floor',
@@ -165,7 +168,7 @@ function nodeServer (name, label) {
       const port = await freePort()
       const p = start(NODE, [...nodeArgs(name, inspect), join(HERE, `servers/${name}.js`), `--port=${port}`, `--redis=${redisUrl}`, `--prefix=${prefix}`], { core, name, stdin: false })
       await p.waitLine((l) => l.type === 'listening', 15_000)
-      return { name, adapter: name, url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) }, gc: gcVia(p) }
+      return { name, adapter: name, url: `ws://127.0.0.1:${port}`, port, roots: () => [p.pid], async stop () { await p.stop('SIGTERM', { killAfterMs: 3000 }) }, gc: gcVia(p), logs: () => [`alive: ${p.alive}`, ...p.logs.slice(-20)] }
     }
   }
 }

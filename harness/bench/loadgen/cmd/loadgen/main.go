@@ -59,7 +59,7 @@ type options struct {
 func main() {
 	var o options
 	var src string
-	flag.StringVar(&o.adapter, "adapter", "wsps", "server protocol: wsps, wsps-distinct, naive, socketio, pushpin, centrifugo")
+	flag.StringVar(&o.adapter, "adapter", "wsps", "server protocol: wsps, wsps-distinct, naive, socketio, pushpin, centrifugo; wsps-books, naive-books: order books at depth 25")
 	flag.StringVar(&o.url, "url", "ws://127.0.0.1:8080", "server base URL (the adapter adds its path)")
 	flag.IntVar(&o.conns, "conns", 1000, "connections to open")
 	flag.IntVar(&o.first, "first", 0, "global index of the first connection (seeds its subscriptions)")

@@ -142,6 +142,10 @@ func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnSta
 		})
 		st.Entries.Add(int64(n))
 		return false
+	case adapter.FrameBook, adapter.FrameLevels:
+		if s.book(kind, d, st, state, arrivedUs) {
+			return false
+		}
 	default:
 		return false
 	}
@@ -156,5 +160,55 @@ func (s *Subs) Apply(kind adapter.FrameKind, d []byte, st *Stats, state *ConnSta
 		}
 	}
 	s.ready = true
+	return true
+}
+
+// book accounts for one order book frame (docs/protocol.md, Order books);
+// true when it was a delivery (not a connection's first snapshot of a
+// symbol, which counts towards readiness as a quote snap does).
+//
+// A delivery is every `levels` frame and every `book` frame after the
+// first (the naive server sends each change whole; a gateway sends one
+// after a resync): one frame, one entry, one covered, its latency from the
+// frame's ts. A `levels` frame continues the held seq when prev <= held <
+// seq, else it is a gap (the load generator does not resubscribe: it
+// counts and goes on); a `book` frame replaces what is held. Either at or
+// below the held seq is a duplicate. The books held are not checked here:
+// the bench checks their checksums with the reference receiver in a few
+// clients of its own (sections/books.js).
+func (s *Subs) book(kind adapter.FrameKind, d []byte, st *Stats, state *ConnState, arrivedUs int64) bool {
+	h, _ := adapter.ScanBookHead(d)
+	i := s.slot(h.Symbol)
+	if kind == adapter.FrameBook && (i < 0 || s.held[i] == noSeq) {
+		st.Snaps.Add(1)
+		if i >= 0 {
+			s.held[i] = h.Seq
+		}
+		return false
+	}
+	nowUs := time.Now().UnixMicro()
+	state.LastQuoteUs.Store(nowUs)
+	st.Frames.Add(1)
+	st.Entries.Add(1)
+	if h.TsMilli >= 0 {
+		st.Hist[BucketOf(nowUs-h.TsMilli*1000)].Add(1)
+		if arrivedUs != 0 {
+			st.Arrived[BucketOf(arrivedUs-h.TsMilli*1000)].Add(1)
+		}
+	}
+	if i < 0 {
+		st.Covered.Add(1)
+		return true
+	}
+	held := s.held[i]
+	switch {
+	case h.Seq <= held:
+		st.Dups.Add(1)
+		return true
+	case kind == adapter.FrameLevels && !(h.Prev <= held && held < h.Seq):
+		st.Gaps.Add(1)
+	}
+	st.Covered.Add(1)
+	s.held[i] = h.Seq
 	return true
 }

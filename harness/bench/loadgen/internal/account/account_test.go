@@ -118,3 +118,32 @@ func TestAccountArrived(t *testing.T) {
 		t.Fatalf("the sample to the socket is not in the 20 ms bucket (%d there)", n)
 	}
 }
+
+// Order books: the first `book` frame of a symbol makes it ready; then
+// every `levels` and `book` frame is a delivery, a `levels` frame that
+// does not continue the held seq a gap.
+func TestAccountBooks(t *testing.T) {
+	st := &Stats{}
+	var state ConnState
+	s := NewSubs([]int{1})
+	s.Apply(adapter.FrameAck, []byte(`{"op":"ack","book":25}`), st, &state, true, 0)
+	if !s.Apply(adapter.FrameBook, []byte(`{"op":"book","symbol":"S0001","seq":5,"ts":1,"bids":[],"asks":[]}`), st, &state, true, 0) {
+		t.Fatal("not ready after the book")
+	}
+	frames := []string{
+		`{"op":"levels","symbol":"S0001","seq":7,"prev":5,"ts":1,"bids":[["1","2"]],"asks":[]}`,  // continues (prev <= 5 < 7)
+		`{"op":"levels","symbol":"S0001","seq":7,"prev":6,"ts":1,"bids":[],"asks":[]}`,           // duplicate
+		`{"op":"levels","symbol":"S0001","seq":10,"prev":8,"ts":1,"bids":[],"asks":[["3","1"]]}`, // gap: held 7 < prev 8
+		`{"op":"book","symbol":"S0001","seq":12,"ts":1,"bids":[],"asks":[]}`,                     // a whole book: no gap
+	}
+	for _, f := range frames {
+		kind := adapter.FrameLevels
+		if f[7] == 'b' {
+			kind = adapter.FrameBook
+		}
+		s.Apply(kind, []byte(f), st, &state, true, 0)
+	}
+	if st.Snaps.Load() != 1 || st.Frames.Load() != 4 || st.Covered.Load() != 3 || st.Dups.Load() != 1 || st.Gaps.Load() != 1 || state.LastQuoteUs.Load() == 0 {
+		t.Fatalf("snaps %d frames %d covered %d dups %d gaps %d", st.Snaps.Load(), st.Frames.Load(), st.Covered.Load(), st.Dups.Load(), st.Gaps.Load())
+	}
+}

@@ -21,6 +21,8 @@ const (
 	FrameAck                     // the subscription request was applied
 	FrameSnap                    // snapshot: full quotes that set the held state
 	FrameQuotes                  // live updates (one or more entries)
+	FrameBook                    // an order book snapshot (`book`: the whole top of the book)
+	FrameLevels                  // an order book delta (`levels`)
 )
 
 // Adapter is one server's client protocol.
@@ -44,6 +46,8 @@ func New(name string) (Adapter, error) {
 		return wspsAdapter{}, nil
 	case "wsps-distinct":
 		return wspsAdapter{mode: "distinct"}, nil
+	case "wsps-books", "naive-books":
+		return booksAdapter{}, nil
 	case "socketio":
 		return socketioAdapter{}, nil
 	case "pushpin":

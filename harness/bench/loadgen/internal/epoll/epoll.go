@@ -33,7 +33,7 @@ import (
 
 // Options are what every loop of one run shares. Nothing here changes them.
 type Options struct {
-	Adapter     string   // -adapter: wsps, wsps-distinct, naive or pushpin (a client that only subscribes)
+	Adapter     string   // -adapter: wsps, wsps-distinct, naive, pushpin, wsps-books or naive-books (a client that only subscribes)
 	URL         string   // -url: a ws:// base URL; the adapter adds its path
 	Src         []string // -src: IPv4 source addresses; connection i dials from Src[i%len(Src)]
 	First       int      // -first: global index of connection 0 (names its Sec-WebSocket-Key)
@@ -131,6 +131,7 @@ type Loop struct {
 	o        LoopOptions
 	a        adapter.Adapter
 	subMode  string // the sub frame's delivery mode ("" for the server's default)
+	books    bool   // subscribes to order books (wsps-books, naive-books), not quotes
 	next     int    // next connection to start
 	inflight map[int]struct{}
 	conns    []econn
@@ -155,7 +156,7 @@ const (
 // NewLoop makes one loop; Run turns it.
 func NewLoop(o LoopOptions) (*Loop, error) {
 	switch o.Adapter {
-	case "wsps", "wsps-distinct", "naive", "pushpin":
+	case "wsps", "wsps-distinct", "naive", "pushpin", "wsps-books", "naive-books":
 	default:
 		return nil, fmt.Errorf("-mode=epoll does not speak -adapter=%s (use -mode=goroutine)", o.Adapter)
 	}
@@ -180,6 +181,7 @@ func NewLoop(o LoopOptions) (*Loop, error) {
 	if o.Adapter == "wsps-distinct" {
 		l.subMode = "distinct"
 	}
+	l.books = o.Adapter == "wsps-books" || o.Adapter == "naive-books"
 	copy(l.dst.Addr[:], addr.IP.To4())
 	for _, s := range o.Src {
 		ip := net.ParseIP(s).To4()
@@ -450,7 +452,11 @@ func (l *Loop) consume(i int, b []byte) {
 		for j, r := range c.subs.Plan() {
 			names[j] = account.SymbolName(r)
 		}
-		if !l.write(i, wsframe.OpText, adapter.SubFrame(names, l.subMode)) {
+		sub := adapter.SubFrame(names, l.subMode)
+		if l.books {
+			sub = adapter.BookSubFrame(names, adapter.BookDepth)
+		}
+		if !l.write(i, wsframe.OpText, sub) {
 			return
 		}
 	}

@@ -303,3 +303,51 @@ func awaitError(t *testing.T, errs <-chan error, want, never string) {
 		t.Fatal(never)
 	}
 }
+
+// The book adapters in the epoll loop: the sub names the depth, the first
+// `book` frame makes the connection ready, a `levels` frame is a delivery.
+func TestEpollLoopBooks(t *testing.T) {
+	holdRxTimestamps(t)
+	sub := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		_, d, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		sub <- string(d)
+		send := func(s string) { _ = ws.WriteMessage(websocket.TextMessage, []byte(s)) }
+		send(`{"op":"ack","id":1,"book":25,"symbols":["S0002"]}`)
+		send(`{"op":"book","symbol":"S0002","depth":25,"seq":3,"epoch":"e","ts":1,"bids":[["1","2"]],"asks":[["3","4"]],"checksum":1}`)
+		send(`{"op":"levels","symbol":"S0002","depth":25,"seq":5,"prev":3,"ts":1,"bids":[["1","0"]],"asks":[],"checksum":2}`)
+		time.Sleep(200 * time.Millisecond)
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(1001, "bye"), time.Now().Add(time.Second))
+		time.Sleep(200 * time.Millisecond)
+	}))
+	defer srv.Close()
+	st := &account.Stats{}
+	var ready atomic.Int32
+	lostErr := make(chan error, 1)
+	hooks := Hooks{
+		Connected: func(int, time.Duration) {},
+		Ready:     func(int) { ready.Add(1) },
+		Failed:    func(_ int, err error) { lostErr <- err },
+		Lost:      func(_ int, err error) { lostErr <- err },
+	}
+	o := &Options{Adapter: "wsps-books", URL: "ws" + strings.TrimPrefix(srv.URL, "http"), Src: []string{"127.0.0.1"}, WaitSnap: true,
+		Plan: [][]int{{2}}, Stats: st, States: make([]account.ConnState, 1), Hooks: hooks}
+	_, stopLoop := startLoop(t, o)
+	defer stopLoop()
+	awaitError(t, lostErr, "close 1001", "the server's close never reached the loop")
+	stopLoop()
+	if s := <-sub; s != `{"book":25,"id":1,"op":"sub","symbols":["S0002"]}` {
+		t.Fatalf("subscription %s", s)
+	}
+	if ready.Load() != 1 || st.Snaps.Load() != 1 || st.Frames.Load() != 1 || st.Covered.Load() != 1 || st.Gaps.Load() != 0 {
+		t.Fatalf("ready %d snaps %d frames %d covered %d gaps %d", ready.Load(), st.Snaps.Load(), st.Frames.Load(), st.Covered.Load(), st.Gaps.Load())
+	}
+}
