@@ -28,6 +28,20 @@ export function bookError (error) {
   return Object.assign(new Error(`${error.code}: ${error.message}`), error)
 }
 
+/**
+ * @typedef {{mode?: 'distinct', maxRate?: number}} BookDelivery a book `sub`'s delivery fields
+ *   ({}: merge, at full rate)
+ */
+
+/** @type {BookDelivery} */
+const MERGE = Object.freeze({})
+
+/**
+ * @param {BookDelivery} d
+ * @returns {string} the same for the same delivery ('' for merge at full rate)
+ */
+const deliveryKey = (d) => (d.mode === 'distinct' ? 'distinct' : d.maxRate === undefined ? '' : String(d.maxRate))
+
 export class BookSubscriptions {
   /** the wanted set (symbol -> depth) and the books held */
   receiver = new BookReceiver()
@@ -37,15 +51,15 @@ export class BookSubscriptions {
   #waiters = new Set()
   /** Resyncs asked for (a gap or a checksum mismatch): unsub + sub of a book. */
   resyncs = 0
-  /** @type {Set<string>} symbols whose book is wanted distinct (every change its own frame) */
-  #distinct = new Set()
+  /** @type {Map<string, BookDelivery>} books wanted with a delivery other than merge at full rate */
+  #delivery = new Map()
 
   /**
    * @param {string} symbol
-   * @returns {boolean} its book is wanted distinct
+   * @returns {BookDelivery} how its book is wanted (the `sub`'s mode and maxRate; {} is merge at full rate)
    */
-  distinct (symbol) {
-    return this.#distinct.has(symbol)
+  deliveryOf (symbol) {
+    return this.#delivery.get(symbol) ?? MERGE
   }
 
   /** @returns {number} books wanted */
@@ -58,23 +72,24 @@ export class BookSubscriptions {
    *
    * @param {string[]} symbols distinct
    * @param {number} depth
-   * @param {boolean} [distinct] every change its own frame (docs/protocol.md, Order books)
+   * @param {BookDelivery} [delivery] the mode and maxRate (docs/protocol.md, Order books)
    * @returns {{send: string[], moved: Map<number, string[]>}} send: to subscribe (new, at a new depth or
-   *   in the other mode); moved: those held at another depth before, by that depth (to unsubscribe there)
+   *   with another delivery); moved: those held at another depth before, by that depth (to unsubscribe there)
    */
-  watch (symbols, depth, distinct = false) {
+  watch (symbols, depth, delivery = MERGE) {
+    const key = deliveryKey(delivery)
     /** @type {string[]} */
     const send = []
     /** @type {Map<number, string[]>} */
     const moved = new Map()
     for (const s of symbols) {
       const was = this.receiver.depthOf(s)
-      const modeChanged = this.#distinct.has(s) !== distinct
-      if (distinct) this.#distinct.add(s)
-      else this.#distinct.delete(s)
+      const changed = deliveryKey(this.deliveryOf(s)) !== key
+      if (key === '') this.#delivery.delete(s)
+      else this.#delivery.set(s, delivery)
       if (was === depth) {
-        // The other mode at the same depth: the gateway moves it (a sub, no unsub).
-        if (modeChanged) send.push(s)
+        // Another delivery at the same depth: the gateway moves it (a sub, no unsub).
+        if (changed) send.push(s)
         continue
       }
       if (was !== undefined) {
@@ -101,7 +116,7 @@ export class BookSubscriptions {
       if (depth === undefined) continue
       byDepth.set(depth, [...(byDepth.get(depth) ?? []), s])
       this.receiver.forget(s)
-      this.#distinct.delete(s)
+      this.#delivery.delete(s)
       this.#held.delete(keyOf(s, depth))
     }
     this.#end([...byDepth].flatMap(([d, list]) => list.map((s) => keyOf(s, d))), { code: 'CANCELLED', message: 'unsubscribed before the server confirmed' })
@@ -110,15 +125,33 @@ export class BookSubscriptions {
 
   /**
    * @returns {import('./sse-socket.js').StreamBooks | null} what an SSE stream carries of the
-   *   wanted set: the books of the first one's depth and mode (null: none wanted)
+   *   wanted set: the books of the first one's depth and delivery (null: none wanted)
    */
   forStream () {
     const first = this.receiver.symbols[0]
     if (first === undefined) return null
     const depth = /** @type {number} */ (this.receiver.depthOf(first))
-    const distinct = this.#distinct.has(first)
-    const symbols = this.receiver.symbols.filter((s) => this.receiver.depthOf(s) === depth && this.#distinct.has(s) === distinct)
-    return { symbols, depth, distinct }
+    const delivery = this.deliveryOf(first)
+    const key = deliveryKey(delivery)
+    const symbols = this.receiver.symbols.filter((s) => this.receiver.depthOf(s) === depth && deliveryKey(this.deliveryOf(s)) === key)
+    return { symbols, depth, delivery }
+  }
+
+  /**
+   * @param {string[]} symbols
+   * @returns {[BookDelivery, string[]][]} them, by how they are wanted
+   */
+  byDelivery (symbols) {
+    /** @type {Map<string, [BookDelivery, string[]]>} */
+    const out = new Map()
+    for (const s of symbols) {
+      const d = this.deliveryOf(s)
+      const key = deliveryKey(d)
+      const group = out.get(key)
+      if (group) group[1].push(s)
+      else out.set(key, [d, [s]])
+    }
+    return [...out.values()]
   }
 
   /** @returns {Map<number, string[]>} the wanted set by depth (a new connection asks for all of it) */
@@ -211,7 +244,7 @@ export class BookSubscriptions {
   /** @param {string} symbol no longer wanted */
   #forget (symbol) {
     this.receiver.forget(symbol)
-    this.#distinct.delete(symbol)
+    this.#delivery.delete(symbol)
   }
 
   /** A new connection holds nothing (the books held stay readable until their new snapshots). */

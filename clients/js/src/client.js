@@ -103,7 +103,7 @@ function sameSymbols (a, b) {
  */
 function sameStreamBooks (a, b) {
   if (a === null || b === null) return a === b
-  return a.depth === b.depth && a.distinct === b.distinct && sameSymbols(a.symbols, b.symbols)
+  return a.depth === b.depth && a.delivery.mode === b.delivery.mode && a.delivery.maxRate === b.delivery.maxRate && sameSymbols(a.symbols, b.symbols)
 }
 
 /**
@@ -408,22 +408,23 @@ export class WspsClient {
    *
    * @param {string[]} symbols
    * @param {number} depth one of BOOK_DEPTHS (10, 25, 100, 500)
-   * @param {{mode?: 'merge' | 'distinct'}} [options] distinct: every change of the book
-   *   its own frame (default merge: the changes of a batching window in one)
+   * @param {{mode?: 'merge' | 'distinct', maxRate?: number}} [options] distinct: every change of the book
+   *   its own frame (default merge: the changes of a batching window in one); maxRate (merge):
+   *   at most that many frames a second (0.1 to 1000), the changes in between merged
    * @returns {Promise<BookSubscribed>} once the gateway holds them (those it
    *   has no book of, NO_BOOK, are in `noBook` and no longer wanted); rejects
    *   with an Error whose `code` is the ErrorCode when it refused them
    *   (BAD_BOOK, TOO_MANY_SUBSCRIPTIONS...)
    */
-  subscribeBook (symbols, depth, { mode = 'merge' } = {}) {
-    if (!BOOK_DEPTHS.includes(depth)) {
-      return Promise.reject(bookError({ code: ErrorCode.BAD_BOOK, message: `book must be one of ${BOOK_DEPTHS.join(', ')}`, symbols: [...symbols] }))
-    }
-    if (mode !== 'merge' && mode !== 'distinct') {
-      return Promise.reject(bookError({ code: ErrorCode.BAD_BOOK, message: 'mode must be "merge" or "distinct"', symbols: [...symbols] }))
+  subscribeBook (symbols, depth, { mode = 'merge', maxRate } = {}) {
+    const refuse = (/** @type {string} */ message) => Promise.reject(bookError({ code: ErrorCode.BAD_BOOK, message, symbols: [...symbols] }))
+    if (!BOOK_DEPTHS.includes(depth)) return refuse(`book must be one of ${BOOK_DEPTHS.join(', ')}`)
+    if (mode !== 'merge' && mode !== 'distinct') return refuse('mode must be "merge" or "distinct"')
+    if (maxRate !== undefined && (mode === 'distinct' || typeof maxRate !== 'number' || !(maxRate >= 0.1 && maxRate <= 1000))) {
+      return refuse('maxRate must be a number from 0.1 to 1000, with mode "merge"')
     }
     const list = [...new Set(symbols)]
-    const { send, moved } = this.#books.watch(list, depth, mode === 'distinct')
+    const { send, moved } = this.#books.watch(list, depth, mode === 'distinct' ? { mode } : maxRate === undefined ? {} : { maxRate })
     const result = this.#books.wait(list, depth, this.#live)
     if (this.#live && this.#status.transport === Transport.WEBSOCKET) {
       for (const [d, group] of moved) this.#requestBook(ClientOp.UNSUB, group, d)
@@ -1223,30 +1224,26 @@ export class WspsClient {
       this.#restartStream()
       return
     }
-    if (op === ClientOp.SUB) {
-      const distinct = symbols.filter((s) => this.#books.distinct(s))
-      if (distinct.length) {
-        this.#sendBook(op, symbols.filter((s) => !this.#books.distinct(s)), depth)
-        this.#sendBook(op, distinct, depth, 'distinct')
-        return
-      }
+    if (op !== ClientOp.SUB) {
+      this.#sendBook(op, symbols, depth, {})
+      return
     }
-    this.#sendBook(op, symbols, depth)
+    for (const [delivery, group] of this.#books.byDelivery(symbols)) this.#sendBook(op, group, depth, delivery)
   }
 
   /**
    * @param {string} op
    * @param {string[]} symbols
    * @param {number} depth
-   * @param {'distinct'} [mode]
+   * @param {import('./books.js').BookDelivery} delivery a sub's mode and maxRate ({}: none)
    */
-  #sendBook (op, symbols, depth, mode) {
+  #sendBook (op, symbols, depth, delivery) {
     for (let i = 0; i < symbols.length; i += MAX_SYMBOLS_PER_REQUEST) {
       const group = symbols.slice(i, i + MAX_SYMBOLS_PER_REQUEST)
       const id = this.#nextId++
       this.#inflight.set(id, { op, symbols: group, book: depth })
       if (this.#inflight.size > MAX_INFLIGHT) this.#inflight.delete(/** @type {number} */ (this.#inflight.keys().next().value))
-      this.#send(mode === undefined ? { op, symbols: group, book: depth, id } : { op, symbols: group, book: depth, mode, id })
+      this.#send({ op, symbols: group, book: depth, ...delivery, id })
     }
   }
 

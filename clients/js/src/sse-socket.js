@@ -75,8 +75,8 @@ export class SseParser {
  */
 
 /**
- * @typedef {{symbols: string[], depth: number, distinct: boolean}} StreamBooks
- *   a book `sub` as a stream's `book`, `bookSymbols` and `bookMode`
+ * @typedef {{symbols: string[], depth: number, delivery: {mode?: 'distinct', maxRate?: number}}} StreamBooks
+ *   a book `sub` as a stream's `book`, `bookSymbols`, `bookMode` and `bookMaxRate`
  */
 
 /**
@@ -128,7 +128,8 @@ export class SseSocket {
     if (books?.symbols.length) {
       u.searchParams.set('book', String(books.depth))
       u.searchParams.set('bookSymbols', books.symbols.join(','))
-      if (books.distinct) u.searchParams.set('bookMode', 'distinct')
+      if (books.delivery.mode) u.searchParams.set('bookMode', books.delivery.mode)
+      if (books.delivery.maxRate !== undefined) u.searchParams.set('bookMaxRate', String(books.delivery.maxRate))
     }
     this.url = u.href
     this.#parser.lastEventId = lastEventId

@@ -178,6 +178,8 @@ async def test_books_held_verified_and_equal_across_gateways_through_a_drain(sta
     try:
         assert await a.subscribe_book(["AAPL"], 10) == wsps.BookSubscribed(10, ["AAPL"], [])
         assert (await b.subscribe_book(["AAPL"], 25, mode="distinct")).symbols == ["AAPL"]
+        with pytest.raises(wsps.WspsError):
+            await a.subscribe_book(["AAPL"], 10, mode="distinct", max_rate=5)
 
         async def wait_until(pred, timeout: float = 30.0) -> None:
             async def poll() -> None:

@@ -142,7 +142,7 @@ export async function createGateway (config, logger, { onDrain = () => process.k
       sendHighWater: config.sendHighWater,
       slowCloseMs: config.slowCloseMs,
       latest: (symbol, delivery, isDelayed) => timelines.of(isDelayed).hub.latest(symbol, delivery),
-      bookSnapshot: (symbol, depth) => books.snapshotOf(symbol, depth)
+      bookSnapshot: (symbol, depth, delivery) => books.snapshotOf(symbol, depth, delivery)
     },
     retry: (c) => fanout.retry(c)
   }

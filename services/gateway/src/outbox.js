@@ -26,8 +26,8 @@ import { TextFrame } from './text-frame.js'
  * @property {(symbol: string, delivery: number, delayed: boolean) => string | null} latest the
  *   full quote a merge reader catching up gets for a symbol (the base of the
  *   next update it is handed), from the delayed timeline when it is served delayed
- * @property {(symbol: string, depth: number) => TextFrame | null} bookSnapshot the `book`
- *   snapshot of a book's window a reader catching up gets (null: no longer held)
+ * @property {(symbol: string, depth: number, delivery: number) => TextFrame | null} bookSnapshot the `book`
+ *   snapshot of a book's window (depth and delivery) a reader catching up gets (null: no longer held)
  */
 
 /** What the outbox tells its connection to do with this pass's updates. */
@@ -111,7 +111,7 @@ export class Outbox {
    */
   book (symbol, depth, buffered, now) {
     // Distinct books, as distinct quotes, are never skipped: the send cap bounds them.
-    if (this.#subs.bookDistinct(symbol, depth) === true) return Verdict.WRITE
+    if (this.#subs.bookDelivery(symbol, depth) === DISTINCT) return Verdict.WRITE
     const key = `${symbol} ${depth}`
     const ctx = this.#ctx
     const skipped = this.#staleBooks?.has(key) === true
@@ -163,7 +163,8 @@ export class Outbox {
     /** @type {TextFrame[]} */
     const frames = []
     for (const { symbol, depth } of stale.values()) {
-      const f = this.#ctx.bookSnapshot(symbol, depth)
+      const delivery = this.#subs.bookDelivery(symbol, depth)
+      const f = delivery === undefined ? null : this.#ctx.bookSnapshot(symbol, depth, delivery)
       if (f !== null) frames.push(f)
     }
     this.#staleBooks = null

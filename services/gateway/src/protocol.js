@@ -179,11 +179,16 @@ function parseMessage (msg) {
  */
 function parseBook ({ op, book, mode, maxRate, since, bars, backfill, delayed }, request) {
   if (typeof book !== 'number' || !BOOK_DEPTHS.includes(book)) return `book must be one of ${BOOK_DEPTHS.join(', ')}`
-  if ([maxRate, since, bars, backfill, delayed].some((v) => v !== undefined)) return 'a book request takes no maxRate, since, bars, backfill or delayed'
+  if ([since, bars, backfill, delayed].some((v) => v !== undefined)) return 'a book request takes no since, bars, backfill or delayed'
+  if ((mode !== undefined || maxRate !== undefined) && op !== ClientOp.SUB) return 'a book unsub takes no mode or maxRate'
   if (mode !== undefined) {
-    if (op !== ClientOp.SUB) return 'a book unsub takes no mode'
     if (mode !== 'merge' && mode !== 'distinct') return 'a book\'s mode is "merge" or "distinct"'
     request.mode = mode
+  }
+  if (maxRate !== undefined) {
+    if (mode === 'distinct') return 'maxRate applies to mode "merge" only; distinct sends every change'
+    if (typeof maxRate !== 'number' || !(maxRate >= MIN_RATE && maxRate <= MAX_RATE)) return `maxRate must be a number of frames per second from ${MIN_RATE} to ${MAX_RATE}`
+    request.maxRate = maxRate
   }
   request.book = book
   return null
@@ -288,23 +293,24 @@ export function parseStreamBars ({ bars, backfill, barDelayed }, symbols) {
 /**
  * The book `sub` a GET /sse asks for besides its quotes (docs/protocol.md,
  * Server-Sent Events): `book` (the depth), `bookSymbols` (its symbols) and
- * `bookMode`, read by the rules of a WebSocket book sub (BAD_BOOK), as is
- * `bookSymbols` or `bookMode` without `book`, or `book` without `bookSymbols`.
+ * `bookMode` and `bookMaxRate`, read by the rules of a WebSocket book sub
+ * (BAD_BOOK), as is any of them without `book`, or `book` without `bookSymbols`.
  *
- * @param {{book?: unknown, bookMode?: unknown}} query
+ * @param {{book?: unknown, bookMode?: unknown, bookMaxRate?: unknown}} query
  * @param {string[]} symbols `bookSymbols`, already validated (empty: none given)
  * @returns {{ok: true, request: (SymbolsRequest & {book: number}) | null} | {ok: false, error: ProtocolError}} null: no books asked for
  */
-export function parseStreamBook ({ book, bookMode }, symbols) {
+export function parseStreamBook ({ book, bookMode, bookMaxRate }, symbols) {
   if (book === undefined) {
-    if (symbols.length || bookMode !== undefined) return fail(ErrorCode.BAD_BOOK, 'bookSymbols and bookMode belong to book')
+    if (symbols.length || bookMode !== undefined || bookMaxRate !== undefined) return fail(ErrorCode.BAD_BOOK, 'bookSymbols, bookMode and bookMaxRate belong to book')
     return { ok: true, request: null }
   }
   if (symbols.length === 0) return fail(ErrorCode.BAD_BOOK, 'book needs bookSymbols')
   /** @type {SymbolsRequest} */
   const request = { op: ClientOp.SUB, symbols }
   const depth = typeof book === 'string' && /^\d{1,3}$/.test(book) ? Number(book) : NaN
-  const bad = parseBook({ op: ClientOp.SUB, book: depth, ...(bookMode === undefined ? {} : { mode: bookMode }) }, request)
+  const rate = typeof bookMaxRate === 'string' && /^\d{1,4}(\.\d{1,3})?$/.test(bookMaxRate) ? Number(bookMaxRate) : bookMaxRate
+  const bad = parseBook({ op: ClientOp.SUB, book: depth, ...(bookMode === undefined ? {} : { mode: bookMode }), ...(rate === undefined ? {} : { maxRate: rate }) }, request)
   return bad ? fail(ErrorCode.BAD_BOOK, bad) : { ok: true, request: /** @type {SymbolsRequest & {book: number}} */ (request) }
 }
 

@@ -51,10 +51,10 @@ export class Subscriptions {
    */
   #barsAsked = null
   /**
-   * Book subscriptions: `${symbol} ${depth}` -> distinct (every change its
-   * own frame) or not (merge); null while none (the books themselves are
-   * the BookHub's, books/book-hub.js).
-   * @type {Map<string, boolean> | null}
+   * Book subscriptions: `${symbol} ${depth}` -> its delivery (delivery.js:
+   * DISTINCT, FULL_RATE or a maxRate); null while none (the books
+   * themselves are the BookHub's, books/book-hub.js).
+   * @type {Map<string, number> | null}
    */
   #books = null
 
@@ -261,23 +261,24 @@ export class Subscriptions {
   /**
    * @param {string} symbol
    * @param {number} depth
-   * @param {boolean} [distinct] every change its own frame (else merged per batching window)
+   * @param {number} [delivery] DISTINCT (every change its own frame), FULL_RATE (merged per
+   *   batching window) or a maxRate (merged, at most that many frames a second)
    * @returns {boolean} whether it was held already, so
    */
-  holdBook (symbol, depth, distinct = false) {
+  holdBook (symbol, depth, delivery = FULL_RATE) {
     const key = `${symbol} ${depth}`
     const books = (this.#books ??= new Map())
-    const had = books.get(key) === distinct
-    books.set(key, distinct)
+    const had = books.get(key) === delivery
+    books.set(key, delivery)
     return had
   }
 
   /**
    * @param {string} symbol
    * @param {number} depth
-   * @returns {boolean | undefined} whether it holds the book distinct (undefined: not held)
+   * @returns {number | undefined} the delivery it holds the book with (undefined: not held)
    */
-  bookDistinct (symbol, depth) {
+  bookDelivery (symbol, depth) {
     return this.#books?.get(`${symbol} ${depth}`)
   }
 

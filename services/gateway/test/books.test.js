@@ -185,6 +185,42 @@ test('books: a distinct subscriber gets every change as its own frame (never ski
   assert.equal(distinct.c.subscriptions.count, 1, 'still one subscription')
 })
 
+test('books: maxRate: at most that many frames a second, the changes in between merged; a slow reader of it catches up from its window', async () => {
+  const { parts, hub, connect, settle, v, c } = await holding({ seed: 19, levels: 40 })
+  const slowRate = connect()
+  slowRate.send({ op: 'sub', symbols: [SYMBOL], book: 10, maxRate: 4, id: 1 })
+  await settle()
+  assert.deepEqual(slowRate.ws.sent.filter((f) => f.op === 'ack')[0], { op: 'ack', id: 1, symbols: [SYMBOL], book: 10 })
+  const start = Date.now()
+  const first = slowRate.ws.sent.length
+  while (Date.now() - start < 1000) {
+    v.update()
+    c.holder.assertHolds(10, v.ref, 'the full-rate reader, every update')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  const frames = slowRate.ws.sent.length - first
+  const elapsed = Date.now() - start
+  assert.ok(frames >= 1 && frames <= Math.ceil(elapsed / 250) + 1, `at most 4 a second: ${frames} frames in ${elapsed} ms (${c.ws.sent.length} to the full-rate reader)`)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  slowRate.holder.assertHolds(10, v.ref, 'the last changes come with its next turn')
+
+  // Slow for a moment (less than WSPS_SLOW_CLOSE_MS): its frame is skipped, then one snapshot of
+  // its own window catches it up, and the changes held back for its rate follow it.
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  slowRate.ws.bufferedAmount = parts.limits.sendHighWater + 1
+  const held = slowRate.ws.sent.length
+  // Its turn has come: the first change that reaches its window goes at once (skipped), the rest wait for the next turn.
+  for (let i = 0; i < 20; i++) v.update()
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  slowRate.ws.bufferedAmount = 0
+  parts.pass()
+  assert.deepEqual(slowRate.ws.sent.slice(held).map((f) => f.op), ['book'], 'nothing while slow, then its window\'s snapshot')
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  slowRate.holder.assertHolds(10, v.ref, 'caught up')
+  assert.equal(slowRate.ws.closedWith, null)
+  assert.equal(hub.size, 1)
+})
+
 test('books: a slow reader skips the book\'s frames and catches up with one snapshot once it drains; slow for too long, it is closed (4008), as for quotes', async () => {
   const { parts, hub, connect, settle } = setup()
   const v = bookVenue(parts.broker, hub, SYMBOL, { seed: 13 })
@@ -328,12 +364,14 @@ test('book requests: BAD_BOOK, NO_BOOK before the ack, the limit, unsub, and the
   v.snapshot(5, { dark: true })
   const c = connect()
   c.send({ op: 'sub', symbols: [SYMBOL], book: 7, id: 1 })
-  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, maxRate: 5, id: 2 })
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, maxRate: 5000, id: 2 })
   c.send({ op: 'unsub', symbols: [SYMBOL], book: '10', id: 3 })
   c.send({ op: 'sub', symbols: [SYMBOL], book: 10, mode: 'fast', id: 31 })
   c.send({ op: 'unsub', symbols: [SYMBOL], book: 10, mode: 'merge', id: 32 })
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, mode: 'distinct', maxRate: 2, id: 33 })
+  c.send({ op: 'sub', symbols: [SYMBOL], book: 10, since: {}, id: 34 })
   await settle()
-  assert.deepEqual(c.ws.sent.map((f) => [f.op, f.code, f.id]), [['error', 'BAD_BOOK', 1], ['error', 'BAD_BOOK', 2], ['error', 'BAD_BOOK', 3], ['error', 'BAD_BOOK', 31], ['error', 'BAD_BOOK', 32]])
+  assert.deepEqual(c.ws.sent.map((f) => [f.op, f.code, f.id]), [31, 2, 3, 31, 32, 33, 34].map((id, i) => ['error', 'BAD_BOOK', i === 0 ? 1 : id]))
   c.ws.sent.length = 0
   c.holder.read = 0
 

@@ -118,7 +118,7 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer =
   const broker = memoryBroker()
   const fanout = new Fanout({ batchMs, metrics: m })
   const hub = new Hub({ broker, fanout, metrics: m, logger: silent, unsubscribeDelayMs, demandLeaseMs: 60000, tracer })
-  /** @typedef {{snapshotOf (symbol: string, depth: number): import('../src/text-frame.js').TextFrame | null}} BookSnapshots */
+  /** @typedef {{snapshotOf (symbol: string, depth: number, delivery: number): import("../src/text-frame.js").TextFrame | null}} BookSnapshots */
   /** @type {BookSnapshots | null} the books, once a test has some (useBooks) */
   let books = null
   const ctx = {
@@ -130,7 +130,7 @@ export function gatewayParts ({ unsubscribeDelayMs = 0, batchMs = 1000, tracer =
       sendHighWater: limits.sendHighWater,
       slowCloseMs: limits.slowCloseMs,
       latest: (/** @type {string} */ s, /** @type {number} */ d) => hub.latest(s, d),
-      bookSnapshot: (/** @type {string} */ s, /** @type {number} */ d) => books?.snapshotOf(s, d) ?? null
+      bookSnapshot: (/** @type {string} */ s, /** @type {number} */ d, /** @type {number} */ r) => books?.snapshotOf(s, d, r) ?? null
     },
     retry: (/** @type {Connection} */ c) => fanout.retry(c)
   }

@@ -171,6 +171,10 @@ test('parseStreamBook: a GET /sse\'s book, bookSymbols and bookMode, by the rule
   assert.equal(code({}), ErrorCode.BAD_BOOK, 'bookSymbols without book')
   assert.equal(code({ bookMode: 'merge' }, []), ErrorCode.BAD_BOOK, 'bookMode without book')
   assert.equal(code({ book: '10', bookMode: 'fast' }), ErrorCode.BAD_BOOK)
+  assert.deepEqual(parseStreamBook({ book: '10', bookMaxRate: '2.5' }, ['A']), { ok: true, request: { op: 'sub', symbols: ['A'], book: 10, maxRate: 2.5 } })
+  for (const bookMaxRate of ['0', '5000', 'x', '']) assert.equal(code({ book: '10', bookMaxRate }), ErrorCode.BAD_BOOK, bookMaxRate)
+  assert.equal(code({ book: '10', bookMode: 'distinct', bookMaxRate: '2' }), ErrorCode.BAD_BOOK, 'a rate with distinct')
+  assert.equal(code({ bookMaxRate: '2' }, []), ErrorCode.BAD_BOOK, 'bookMaxRate without book')
 })
 
 test('property: a reader\'s q frame is byte for byte the frame of its joined strings, at every header size; a string when every delta is ASCII', () => {

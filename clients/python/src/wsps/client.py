@@ -215,8 +215,8 @@ class Client:
         self._watch: dict[str, Delivery] = {}
         self._bars = BarBook()
         self._books = BookReceiver()
-        self._book_distinct: set[str] = set()
-        """Symbols whose book is wanted distinct (every change its own frame)."""
+        self._book_delivery: dict[str, dict[str, Any]] = {}
+        """Books wanted with another delivery than merge at full rate: the sub's ``mode``/``maxRate``."""
         self.book_resyncs = 0
         """Books resubscribed by the client itself after a lost update or a checksum mismatch."""
         self._stale = Staleness()
@@ -408,11 +408,12 @@ class Client:
             if f is not None:
                 await asyncio.wait_for(f, self._request_timeout)
 
-    async def subscribe_book(self, symbols: Iterable[str], depth: int, mode: str = "merge") -> BookSubscribed:
+    async def subscribe_book(self, symbols: Iterable[str], depth: int, mode: str = "merge", max_rate: float | None = None) -> BookSubscribed:
         """Subscribes to the order books of these symbols at ``depth`` (one of BOOK_DEPTHS), apart from
         their quotes and bars: a ``BookEvent`` per change of each; ``book(symbol)`` reads it. One depth
         per symbol (a new depth replaces the old one). ``mode``: ``"merge"`` (the changes of a batching
-        window in one frame) or ``"distinct"`` (every change its own frame). When live, waits for the ack. Raises
+        window in one frame) or ``"distinct"`` (every change its own frame); ``max_rate`` (merge): at most
+        that many frames a second, the changes in between merged. When live, waits for the ack. Raises
         ``WspsError`` (BAD_BOOK, TOO_MANY_SUBSCRIPTIONS, ...) when the gateway refused them; those it
         has no book of (NO_BOOK) are in ``no_book`` and no longer wanted.
         """
@@ -420,19 +421,22 @@ class Client:
             raise WspsError(ErrorCode.BAD_BOOK.value, f"book must be one of {', '.join(map(str, BOOK_DEPTHS))}")
         if mode not in (Mode.MERGE.value, Mode.DISTINCT.value):
             raise WspsError(ErrorCode.BAD_BOOK.value, f"mode must be 'merge' or 'distinct', not {mode!r}")
+        if max_rate is not None and (mode == Mode.DISTINCT.value or not 0.1 <= max_rate <= 1000):
+            raise WspsError(ErrorCode.BAD_BOOK.value, "max_rate must be from 0.1 to 1000, with mode 'merge'")
+        delivery: dict[str, Any] = {"mode": mode} if mode == Mode.DISTINCT.value else {} if max_rate is None else {"maxRate": max_rate}
         wanted = list(dict.fromkeys(symbols))
         moved: dict[int, list[str]] = {}
         send: list[str] = []
         for s in wanted:
             was = self._books.depth_of(s)
-            mode_changed = (s in self._book_distinct) != (mode == Mode.DISTINCT.value)
-            if mode == Mode.DISTINCT.value:
-                self._book_distinct.add(s)
+            changed = self._book_delivery.get(s, {}) != delivery
+            if delivery:
+                self._book_delivery[s] = delivery
             else:
-                self._book_distinct.discard(s)
+                self._book_delivery.pop(s, None)
             if was == depth:
-                if mode_changed:
-                    send.append(s)  # the gateway moves it to the other mode (a sub, no unsub)
+                if changed:
+                    send.append(s)  # the gateway moves it to the other delivery (a sub, no unsub)
                 continue
             if was is not None:
                 moved.setdefault(was, []).append(s)
@@ -458,7 +462,7 @@ class Client:
             if d is not None:
                 by_depth.setdefault(d, []).append(s)
                 self._books.forget(s)
-                self._book_distinct.discard(s)
+                self._book_delivery.pop(s, None)
         if not self._live.is_set() or self._sse is not None:
             return
         for d, group in by_depth.items():
@@ -1049,15 +1053,17 @@ class Client:
         return [self._send_request(op, chunk, None, want_answer=want_answer, extra=extra, bars=interval) for chunk in _chunks(list(symbols))]
 
     def _request_book(self, op: str, symbols: Sequence[str], depth: int, *, want_answer: bool = False) -> list[asyncio.Future[list[str]] | None]:
-        """Book ``sub`` or ``unsub`` requests at ``depth``, at most 100 symbols each; a sub of those
-        wanted distinct says so."""
+        """Book ``sub`` or ``unsub`` requests at ``depth``, at most 100 symbols each; a sub says how
+        each is wanted (its mode and maxRate)."""
         if self._sse is not None:
             return []
         groups: list[tuple[list[str], dict[str, Any]]] = [(list(symbols), {"book": depth})]
         if op == ClientOp.SUB.value:
-            distinct = [s for s in symbols if s in self._book_distinct]
-            groups = [([s for s in symbols if s not in self._book_distinct], {"book": depth}),
-                      (distinct, {"book": depth, "mode": Mode.DISTINCT.value})]
+            by: dict[str, tuple[list[str], dict[str, Any]]] = {}
+            for s in symbols:
+                d = self._book_delivery.get(s, {})
+                by.setdefault(repr(sorted(d.items())), ([], {"book": depth, **d}))[0].append(s)
+            groups = list(by.values())
         return [self._send_request(op, chunk, None, want_answer=want_answer, extra=extra, book=depth)
                 for group, extra in groups for chunk in _chunks(group)]
 

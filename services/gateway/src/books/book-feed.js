@@ -6,10 +6,12 @@
 // as deletes, those entering with their size; sizes are absolute, so the
 // last change of a level wins) and the checksum of the window after them
 // (docs/protocol.md, Order books). A distinct window gets each change as
-// its own frame, at once.
+// its own frame, at once; a window with a maxRate at most that many frames
+// a second, the changes in between merged.
 
 import { ServerOp } from '@wsps/protocol'
 import { OrderBook, bookChecksum, windowDelta } from '@wsps/protocol/book'
+import { DISTINCT } from '../delivery.js'
 import { encodeBook, encodeLevels } from '../protocol.js'
 import { TextFrame } from '../text-frame.js'
 
@@ -34,20 +36,27 @@ import { TextFrame } from '../text-frame.js'
  * @property {Level[]} bids
  * @property {Level[]} asks
  *
- * @typedef {object} Window what the subscribers of one depth and mode hold
+ * @typedef {object} Window what the subscribers of one depth and delivery hold
+ * @property {number} depth
+ * @property {number} delivery DISTINCT: every change its own frame, at once; FULL_RATE: merged per
+ *   flush; a maxRate: merged, at most that many frames a second (delivery.js)
  * @property {{bids: Level[], asks: Level[]}} top
  * @property {number} seq the seq of the last change of this window (a delta's `prev`)
+ * @property {string} epoch
+ * @property {number} ts
+ * @property {boolean} sync
  * @property {number} at the feed's count of changes its subscribers hold (made when added: nothing to flush to them)
- * @property {number} depth
- * @property {boolean} distinct every change its own frame, at once (else merged per flush)
+ * @property {number} sentAt when its last frame went (a maxRate's clock)
+ * @property {NodeJS.Timeout | null} timer a maxRate's next frame, deferred
+ * @property {boolean} restart the deferred frame is a snapshot
  * @property {Set<Client>} clients
  */
 
 /**
  * @param {number} depth
- * @param {boolean} distinct
+ * @param {number} delivery
  */
-const windowKey = (depth, distinct) => (distinct ? `${depth}d` : `${depth}`)
+const windowKey = (depth, delivery) => `${depth} ${delivery}`
 
 /** What onMessage() did with a message. */
 export const Applied = Object.freeze({
@@ -201,13 +210,26 @@ export class BookFeed {
    * @param {number} depth
    */
   add (client, depth) {
-    const distinct = client.subscriptions.bookDistinct(this.#symbol, depth) === true
-    // Windows held already then hold the book as it is now: their snapshot is.
+    const delivery = client.subscriptions.bookDelivery(this.#symbol, depth) ?? 0
+    // Windows held already then hold the book as it is now (but a maxRate's, which holds what it sent last).
     if (this.#dirty) this.flush()
-    const key = windowKey(depth, distinct)
+    const key = windowKey(depth, delivery)
     let w = this.#windows.get(key)
     if (w === undefined) {
-      w = { depth, distinct, top: this.#book.top(depth), seq: this.#seq, at: this.#changes, clients: new Set() }
+      w = {
+        depth,
+        delivery,
+        top: this.#book.top(depth),
+        seq: this.#seq,
+        epoch: this.#epoch,
+        ts: this.#ts,
+        sync: this.#sync,
+        at: this.#changes,
+        sentAt: Date.now(),
+        timer: null,
+        restart: false,
+        clients: new Set()
+      }
       this.#windows.set(key, w)
     }
     w.clients.add(client)
@@ -215,15 +237,16 @@ export class BookFeed {
   }
 
   /**
-   * A snapshot of the merge window of this depth as its readers hold it
-   * now (a slow reader catching up; distinct readers are never skipped).
+   * A snapshot of the window of this depth and delivery as its readers
+   * hold it now (a slow reader catching up; distinct ones are never skipped).
    *
    * @param {number} depth
+   * @param {number} delivery
    * @returns {TextFrame | null} null: nobody holds it
    */
-  snapshotOf (depth) {
+  snapshotOf (depth, delivery) {
     if (this.#dirty) this.flush()
-    const w = this.#windows.get(windowKey(depth, false))
+    const w = this.#windows.get(windowKey(depth, delivery))
     return w === undefined ? null : new TextFrame(this.#snapshot(depth, w))
   }
 
@@ -232,11 +255,13 @@ export class BookFeed {
    * @param {number} depth
    */
   remove (client, depth) {
-    for (const key of [windowKey(depth, false), windowKey(depth, true)]) {
-      const w = this.#windows.get(key)
-      if (w === undefined || !w.clients.delete(client)) continue
+    for (const [key, w] of this.#windows) {
+      if (w.depth !== depth || !w.clients.delete(client)) continue
       client.forgetBook(this.#symbol, depth)
-      if (w.clients.size === 0) this.#windows.delete(key)
+      if (w.clients.size === 0) {
+        if (w.timer !== null) clearTimeout(w.timer)
+        this.#windows.delete(key)
+      }
     }
   }
 
@@ -253,13 +278,13 @@ export class BookFeed {
    * @param {Window} w
    */
   #snapshot (depth, w) {
-    return encodeBook(this.#symbol, depth, { seq: this.#seq, epoch: this.#epoch, ts: this.#ts, sync: this.#sync }, w.top, bookChecksum(w.top))
+    return encodeBook(this.#symbol, depth, { seq: w.seq, epoch: w.epoch, ts: w.ts, sync: w.sync }, w.top, bookChecksum(w.top))
   }
 
   /** @param {boolean} restart */
   #publish (restart) {
     this.#changes++
-    for (const w of this.#windows.values()) if (w.distinct) this.#sendWindow(w, restart)
+    for (const w of this.#windows.values()) if (w.delivery === DISTINCT) this.#sendWindow(w, restart)
     this.#restart ||= restart
     if (this.#dirty) return
     this.#dirty = true
@@ -267,15 +292,15 @@ export class BookFeed {
   }
 
   /**
-   * Sends each merge window what the changes since the last flush did to
-   * it (sendWindow).
+   * Sends each merge window (at full rate or a maxRate) what the changes
+   * since the last flush did to it (sendWindow).
    */
   flush () {
     if (!this.#dirty) return
     const restart = this.#restart
     this.#dirty = false
     this.#restart = false
-    for (const w of this.#windows.values()) if (!w.distinct) this.#sendWindow(w, restart)
+    for (const w of this.#windows.values()) if (w.delivery !== DISTINCT) this.#sendWindow(w, restart)
   }
 
   /**
@@ -288,20 +313,39 @@ export class BookFeed {
    */
   #sendWindow (w, restart) {
     if (w.at === this.#changes) return
-    w.at = this.#changes
     const depth = w.depth
     const top = this.#book.top(depth)
-    if (restart) {
-      w.top = top
-      w.seq = this.#seq
-      this.#send(w, new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+    restart ||= w.restart
+    const delta = restart ? null : windowDelta(w.top, top)
+    if (delta !== null && delta.bids.length === 0 && delta.asks.length === 0) {
+      w.at = this.#changes
       return
     }
-    const delta = windowDelta(w.top, top)
-    if (delta.bids.length === 0 && delta.asks.length === 0) return
+    if (w.delivery > 0) {
+      // A maxRate: the frame waits for its turn; what changes meanwhile joins it.
+      const wait = w.sentAt + 1000 / w.delivery - Date.now()
+      if (wait > 0) {
+        w.restart = restart
+        w.timer ??= setTimeout(() => {
+          w.timer = null
+          this.#sendWindow(w, false)
+        }, wait)
+        return
+      }
+      w.sentAt = Date.now()
+      w.restart = false
+    }
+    w.at = this.#changes
     const prev = w.seq
     w.top = top
     w.seq = this.#seq
+    w.ts = this.#ts
+    if (delta === null) {
+      w.epoch = this.#epoch
+      w.sync = this.#sync
+      this.#send(w, new TextFrame(this.#snapshot(depth, w)), ServerOp.BOOK)
+      return
+    }
     this.#send(w, new TextFrame(encodeLevels(this.#symbol, depth, this.#seq, prev, this.#ts, delta, bookChecksum(top))), ServerOp.LEVELS)
   }
 

@@ -165,10 +165,11 @@ export class BookHub {
   /**
    * @param {string} symbol
    * @param {number} depth
+   * @param {number} delivery
    * @returns {import('../text-frame.js').TextFrame | null} a snapshot of that window as its readers hold it (a slow one catching up); null: not held
    */
-  snapshotOf (symbol, depth) {
-    return this.#entries.get(symbol)?.feed.snapshotOf(depth) ?? null
+  snapshotOf (symbol, depth, delivery) {
+    return this.#entries.get(symbol)?.feed.snapshotOf(depth, delivery) ?? null
   }
 
   /**

@@ -6,6 +6,7 @@
 
 import { ErrorCode, ServerOp } from '@wsps/protocol'
 import { subscriptionRefusal, ungranted } from '../auth.js'
+import { DISTINCT, FULL_RATE } from '../delivery.js'
 import { encodeAck, encodeError } from '../protocol.js'
 
 /**
@@ -69,10 +70,10 @@ export class BookRequests {
    */
   subscribe (client, req) {
     const { symbols, id, book: depth } = req
-    const distinct = req.mode === 'distinct'
+    const delivery = req.mode === 'distinct' ? DISTINCT : req.maxRate ?? FULL_RATE
     const subs = client.subscriptions
-    const fresh = symbols.filter((s) => subs.bookDistinct(s, depth) !== distinct)
-    const refused = this.#refusal(client, req, fresh.filter((s) => subs.bookDistinct(s, depth) === undefined))
+    const fresh = symbols.filter((s) => subs.bookDelivery(s, depth) !== delivery)
+    const refused = this.#refusal(client, req, fresh.filter((s) => subs.bookDelivery(s, depth) === undefined))
     if (refused !== null) {
       this.#reject(client, refused)
       return null
@@ -82,13 +83,13 @@ export class BookRequests {
       return null
     }
     const { ready, release } = this.#hub.open(fresh)
-    // Held in the other mode: it moves (a snapshot in the new one follows).
+    // Held with another delivery: it moves (a snapshot in the new one follows).
     for (const s of fresh) if (subs.dropBook(s, depth)) this.#hub.remove(client, s, depth)
     return ready.then((missing) => {
       if (client.closed) return
       const none = new Set(missing)
       const found = fresh.filter((s) => !none.has(s))
-      for (const s of found) subs.holdBook(s, depth, distinct)
+      for (const s of found) subs.holdBook(s, depth, delivery)
       if (missing.length) client.send(encodeError({ code: ErrorCode.NO_BOOK, message: 'no book for these symbols', symbols: missing, ...(id === undefined ? {} : { id }) }), ServerOp.ERROR)
       this.#ack(client, id, depth)
       for (const s of found) this.#hub.add(client, s, depth)

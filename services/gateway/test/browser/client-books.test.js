@@ -170,6 +170,13 @@ describe('order books', () => {
     await waitFor(() => rec.sent.filter((x) => x.msg.op === 'sub' && x.msg.mode === 'distinct').length === 2, { message: 'distinct again on the new connection' })
     await holdsVenue(c, v, 10, 'after the reconnect')
     assert.equal(c.bookResyncs, 0)
+
+    // maxRate: the book moves to a rate window; distinct with a rate is refused without asking.
+    await assert.rejects(c.subscribeBook([S], 10, { mode: 'distinct', maxRate: 2 }), (/** @type {any} */ err) => err.code === 'BAD_BOOK')
+    await c.subscribeBook([S], 10, { maxRate: 5 })
+    assert.equal(rec.sent.filter((x) => x.msg.op === 'sub' && x.msg.maxRate === 5).length, 1)
+    for (let i = 0; i < 20; i++) v.update()
+    await holdsVenue(c, v, 10, 'at 5 frames a second')
   })
 
   test('NO_BOOK leaves the others subscribed; a depth not in BOOK_DEPTHS rejects with BAD_BOOK; unsubscribeBook stops the book', async () => {

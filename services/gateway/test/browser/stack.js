@@ -262,7 +262,7 @@ export async function bookGateway ({ maxSubscriptions = 20 } = {}) {
     metrics: parts.metrics,
     sendMax: 1 << 24,
     messageRate: new RateLimit(1000, 1000),
-    outbox: { metrics: parts.metrics, sendHighWater: 1 << 22, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {any} */ d) => parts.hub.latest(s, d), bookSnapshot: (/** @type {string} */ s, /** @type {number} */ d) => books.snapshotOf(s, d) },
+    outbox: { metrics: parts.metrics, sendHighWater: 1 << 22, slowCloseMs: 10_000, latest: (/** @type {string} */ s, /** @type {any} */ d) => parts.hub.latest(s, d), bookSnapshot: (/** @type {string} */ s, /** @type {number} */ d, /** @type {number} */ r) => books.snapshotOf(s, d, r) },
     retry: (/** @type {import('../../src/connection.js').Connection} */ c) => parts.fanout.retry(c)
   }
   const admission = new Admission({ maxConnections: 100, maxConnectionsPerIp: 0, allowedOrigins: [], trustProxy: false, authenticate: null, connected: () => connections.size })
