@@ -326,10 +326,14 @@ export class BookFeed {
       const wait = w.sentAt + 1000 / w.delivery - Date.now()
       if (wait > 0) {
         w.restart = restart
-        w.timer ??= setTimeout(() => {
-          w.timer = null
-          this.#sendWindow(w, false)
-        }, wait)
+        if (w.timer === null) {
+          w.timer = setTimeout(() => {
+            w.timer = null
+            this.#sendWindow(w, false)
+          }, wait)
+          // A closing gateway does not wait for a slow rate's next frame.
+          w.timer.unref()
+        }
         return
       }
       w.sentAt = Date.now()
