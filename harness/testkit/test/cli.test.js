@@ -132,6 +132,8 @@ test('tail --book: the book whole, then each change, as the book script wrote th
   // The snapshot first (a delta written before the book is read would be in it: one record fewer).
   await waitFor(() => t.records().some((r) => r.type === 'book'), { timeout: 20_000, message: 'the book\'s snapshot printed' })
   await write({ kind: 'delta', bids: [['100.5', '0'], ['100.3', '4']], asks: [] })
+  // One change at a time: two in one batching window would come as one frame (merge).
+  await waitFor(() => t.records().filter((r) => r.type === 'book').length === 2, { timeout: 20_000, message: 'the first change printed' })
   await write({ kind: 'delta', bids: [], asks: [['100.55', '1']] })
   const { code, records } = await t.done
   assert.equal(code, 0)
