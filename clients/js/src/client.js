@@ -611,12 +611,23 @@ export class WspsClient {
     const now = Date.now()
     for (const symbol of books.interrupt()) {
       this.#events.emit('book', { symbol, book: /** @type {HeldBook} */ (books.book(symbol)), snapshot: false })
-      if (!ask) continue
-      const depth = /** @type {number} */ (books.depthOf(symbol))
-      books.resync(symbol, now)
-      this.#requestBook(ClientOp.UNSUB, [symbol], depth)
-      this.#requestBook(ClientOp.SUB, [symbol], depth)
+      if (ask) this.#askBookAgain(symbol, now)
     }
+  }
+
+  /**
+   * Starts a book over: `unsub` + `sub` (a fresh snapshot); its `levels`
+   * are dropped until it comes.
+   *
+   * @param {string} symbol
+   * @param {number} now
+   */
+  #askBookAgain (symbol, now) {
+    const books = this.#books.receiver
+    const depth = /** @type {number} */ (books.depthOf(symbol))
+    books.resync(symbol, now)
+    this.#requestBook(ClientOp.UNSUB, [symbol], depth)
+    this.#requestBook(ClientOp.SUB, [symbol], depth)
   }
 
   /** Forgets the current socket and everything tied to it; keeps the watch set and quotes. */
@@ -739,11 +750,8 @@ export class WspsClient {
     }
     const now = Date.now()
     if (verdict === BookVerdict.RESYNCING && now - /** @type {number} */ (books.resyncingSince(symbol)) < this.#opts.resyncGraceMs) return
-    const depth = /** @type {number} */ (books.depthOf(symbol))
-    books.resync(symbol, now)
     this.#books.resyncs++
-    this.#requestBook(ClientOp.UNSUB, [symbol], depth)
-    this.#requestBook(ClientOp.SUB, [symbol], depth)
+    this.#askBookAgain(symbol, now)
   }
 
   /** @param {Hello} hello */

@@ -588,9 +588,13 @@ class Client:
             assert book is not None
             self._emit(BookEvent(symbol, book, False))
             if ask:
-                self._books.resync(symbol, now)
-                self._request_book(ClientOp.UNSUB.value, [symbol], book.depth)
-                self._request_book(ClientOp.SUB.value, [symbol], book.depth)
+                self._ask_book_again(symbol, book.depth, now)
+
+    def _ask_book_again(self, symbol: str, depth: int, now: float) -> None:
+        """Starts a book over: ``unsub`` + ``sub`` (a fresh snapshot); its ``levels`` are dropped until it comes."""
+        self._books.resync(symbol, now)
+        self._request_book(ClientOp.UNSUB.value, [symbol], depth)
+        self._request_book(ClientOp.SUB.value, [symbol], depth)
 
     def _drop_connection(self, keep_waiters: bool = False) -> None:
         """Forgets the current socket and what was tied to it; keeps the watch set and the held quotes
@@ -811,10 +815,8 @@ class Client:
         depth = self._books.depth_of(symbol)
         assert depth is not None
         log.info("wsps: book %s %s (seq %s): resubscribing", symbol, verdict.value, msg.get("seq"))
-        self._books.resync(symbol, now)
         self.book_resyncs += 1
-        self._request_book(ClientOp.UNSUB.value, [symbol], depth)
-        self._request_book(ClientOp.SUB.value, [symbol], depth)
+        self._ask_book_again(symbol, depth, now)
 
     def _on_stale(self, msg: dict[str, Any]) -> None:
         """The gateway's feed of these symbols is interrupted: what is held of them is from ``since`` or

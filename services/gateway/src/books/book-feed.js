@@ -11,7 +11,7 @@
 
 import { ServerOp } from '@wsps/protocol'
 import { OrderBook, bookChecksum, windowDelta } from '@wsps/protocol/book'
-import { DISTINCT } from '../delivery.js'
+import { DISTINCT, FULL_RATE } from '../delivery.js'
 import { encodeBook, encodeLevels } from '../protocol.js'
 import { TextFrame } from '../text-frame.js'
 
@@ -210,7 +210,7 @@ export class BookFeed {
    * @param {number} depth
    */
   add (client, depth) {
-    const delivery = client.subscriptions.bookDelivery(this.#symbol, depth) ?? 0
+    const delivery = client.subscriptions.bookDelivery(this.#symbol, depth) ?? FULL_RATE
     // Windows held already then hold the book as it is now (but a maxRate's, which holds what it sent last).
     if (this.#dirty) this.flush()
     const key = windowKey(depth, delivery)
